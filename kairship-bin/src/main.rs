@@ -1,1 +1,33 @@
-fn main() {}
+//! The `kairship` binary.
+
+use std::io::Write;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+/// Kairship: the management plane of many Karmada instances.
+#[derive(Parser, Debug)]
+#[command(name = "kairship", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print Kairship's CustomResourceDefinitions as YAML.
+    Crds,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crds => {
+            let yaml = kairship_core::crds_yaml().context("rendering Kairship's CRDs")?;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(yaml.as_bytes()).context("writing CRDs to stdout")?;
+            stdout.flush().context("writing CRDs to stdout")?;
+        }
+    }
+    Ok(())
+}

@@ -1,1 +1,62 @@
-//! placeholder
+//! Kairship as a library: the management plane of many isolated Karmada instances.
+//!
+//! This crate holds the `kairship.io/v1alpha1` `Instance` custom resource, typed models of
+//! the Karmada and Clusterpedia objects Kairship reads and writes, and the pure logic of the
+//! controller-manager (summaries, the instance state machine, per-instance RBAC, the signed
+//! role-binding webhook, object naming and lifecycle decisions).
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod instance;
+pub mod lifecycle;
+pub mod models;
+pub mod naming;
+pub mod rbac;
+pub mod state;
+pub mod summary;
+pub mod virtual_cluster;
+pub mod webhook;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+pub use instance::{Instance, InstanceSpec, InstanceState, InstanceStatus};
+
+/// Path, relative to the workspace root, of the generated CRD manifest.
+pub const CRDS_MANIFEST_PATH: &str = "deploy/crds/kairship/kairship-crds.yaml";
+/// The command that regenerates [`CRDS_MANIFEST_PATH`].
+pub const CRDS_REGENERATE_COMMAND: &str =
+    "cargo run -p kairship-bin -- crds > deploy/crds/kairship/kairship-crds.yaml";
+
+/// The CustomResourceDefinitions Kairship owns.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![Instance::crd()]
+}
+
+/// Failure to render the CRDs as YAML.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot render CustomResourceDefinition {name} as YAML: {source}")]
+pub struct CrdRenderError {
+    /// Name of the CRD.
+    pub name: String,
+    /// The serializer's error.
+    #[source]
+    pub source: serde_saphyr::SerializeError,
+}
+
+/// [`crds`] as a multi-document YAML stream, exactly as `kairship crds` prints it and as
+/// [`CRDS_MANIFEST_PATH`] holds it.
+pub fn crds_yaml() -> Result<String, CrdRenderError> {
+    let mut out = String::new();
+    for crd in crds() {
+        let yaml = serde_saphyr::to_string(&crd).map_err(|source| CrdRenderError {
+            name: crd.metadata.name.clone().unwrap_or_default(),
+            source,
+        })?;
+        out.push_str("---\n");
+        out.push_str(&yaml);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}

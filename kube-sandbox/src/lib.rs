@@ -1,1 +1,148 @@
-//! placeholder
+//! kube-sandbox: an in-memory Kubernetes API server for tests, demos and benchmarks.
+//!
+//! A [`Cluster`] is one API server with its own store. Use it in-process through
+//! [`Cluster::client`] (a `kube::Client` whose requests go straight into the router), or serve it
+//! over loopback HTTP(S) with [`Cluster::serve`] and reach it through the kubeconfig it writes.
+//! It answers as kube-apiserver does: discovery, CRUD, list+watch with resourceVersions,
+//! `kind: Status` errors, CRDs with schema validation, status subresources, patches (merge,
+//! JSON, strategic, server-side apply), finalizers, garbage collection, namespaces, RBAC, tokens.
+//! A simulated scheduler and kubelet run pods on [`SimNode`]s. See `docs/sandbox.md`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! let cluster = kube_sandbox::Cluster::new("demo");
+//! let client = cluster.client();
+//! let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client, "default");
+//! let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": "x"}}))?;
+//! cms.create(&Default::default(), &cm).await?;
+//! # Ok(()) }
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod admission;
+pub mod api;
+pub mod auth;
+pub mod discovery;
+pub mod error;
+pub mod faults;
+pub mod kubelet;
+pub mod meta;
+pub mod patch;
+pub mod resources;
+pub mod schema;
+pub mod selectors;
+pub mod serve;
+pub mod server;
+pub mod state;
+pub mod store;
+pub mod subresources;
+pub mod watch;
+
+pub use auth::UserInfo;
+pub use error::ApiError;
+pub use faults::{FaultAction, FaultRule, Faults};
+pub use kubelet::SimNode;
+pub use serve::{ServeError, ServeOptions, Served};
+pub use state::{ClusterOptions, ClusterState};
+
+use axum::Router;
+use http::{HeaderValue, header};
+use std::sync::Arc;
+
+/// One in-memory Kubernetes API server. Cheap to clone; clones share the cluster.
+#[derive(Clone)]
+pub struct Cluster {
+    state: Arc<ClusterState>,
+}
+
+impl Cluster {
+    /// A cluster with default options. Inside a tokio runtime the simulated scheduler, kubelet
+    /// and node lifecycle start at once.
+    pub fn new(name: &str) -> Cluster {
+        Self::with_options(name, ClusterOptions::default())
+    }
+
+    /// A cluster with the given options.
+    pub fn with_options(name: &str, options: ClusterOptions) -> Cluster {
+        let state = ClusterState::new(name, options);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(kubelet::run(state.clone()));
+        }
+        Cluster { state }
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// The shared state, for code that drives the cluster directly.
+    pub fn state(&self) -> &Arc<ClusterState> {
+        &self.state
+    }
+
+    /// The router serving the API; requests need a bearer token (see [`Cluster::admin_token`]).
+    pub fn router(&self) -> Router {
+        server::router(self.state.clone())
+    }
+
+    /// The admin user's bearer token (group `system:masters`).
+    pub fn admin_token(&self) -> &str {
+        self.state.auth.admin_token()
+    }
+
+    /// An in-process client acting as the admin user.
+    pub fn client(&self) -> kube::Client {
+        self.client_with_token(self.admin_token())
+    }
+
+    /// An in-process client presenting the given bearer token.
+    pub fn client_with_token(&self, token: &str) -> kube::Client {
+        let value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid"));
+        let service = tower::ServiceBuilder::new()
+            .map_request(move |mut req: http::Request<kube::client::Body>| {
+                req.headers_mut().insert(header::AUTHORIZATION, value.clone());
+                req
+            })
+            .service(self.router());
+        kube::Client::new(service, "default")
+    }
+
+    /// Serves the cluster over loopback HTTP(S).
+    pub async fn serve(&self, options: ServeOptions) -> Result<Served, ServeError> {
+        serve::serve(&self.state, self.router(), &options).await
+    }
+
+    /// Injected failures.
+    pub fn faults(&self) -> &Faults {
+        &self.state.faults
+    }
+
+    /// Tokens and users.
+    pub fn auth(&self) -> &auth::Auth {
+        &self.state.auth
+    }
+
+    /// Adds a simulated node that this cluster's kubelet runs.
+    pub fn add_node(&self, node: &SimNode) -> Result<(), ApiError> {
+        self.state.add_sim_node(node)
+    }
+
+    /// Stops a simulated node's kubelet (no more Lease renewals), as when a machine dies.
+    pub fn stop_node(&self, name: &str) {
+        self.state.stop_sim_node(name);
+    }
+
+    /// Restarts a stopped simulated node's kubelet.
+    pub fn start_node(&self, name: &str) {
+        self.state.start_sim_node(name);
+    }
+
+    /// Ends watches, log streams, served connections and the simulation loops.
+    pub fn shutdown(&self) {
+        self.state.shutdown.cancel();
+    }
+}

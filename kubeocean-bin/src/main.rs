@@ -1,1 +1,87 @@
-fn main() {}
+//! The `kubeocean` binary: parses flags and calls into `kubeocean-core`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kubeocean_core::{crd, explain};
+
+/// Kubeocean: pool worker-cluster nodes into a computing cluster as virtual nodes.
+#[derive(Debug, Parser)]
+#[command(name = "kubeocean", version, about)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the CustomResourceDefinitions as multi-document YAML, or write one file per CRD.
+    Crds {
+        /// Write `<group>_<plural>.yaml` files into this directory instead of printing.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Leasing tools.
+    Leasing {
+        #[command(subcommand)]
+        command: LeasingCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LeasingCommand {
+    /// Show, as JSON, the virtual node a physical node would get, without any cluster.
+    Explain {
+        /// YAML or JSON file with the physical Node.
+        #[arg(long, value_name = "FILE")]
+        node: PathBuf,
+        /// File with the node's pods (List, PodList or multi-document YAML); repeatable.
+        #[arg(long, value_name = "FILE")]
+        pods: Vec<PathBuf>,
+        /// File with ResourceLeasingPolicies; repeatable.
+        #[arg(long = "policy", value_name = "FILE")]
+        policies: Vec<PathBuf>,
+        /// File with the ClusterBinding.
+        #[arg(long, value_name = "FILE")]
+        binding: PathBuf,
+        /// Evaluate at this RFC 3339 time (default: now).
+        #[arg(long, value_name = "RFC3339")]
+        at: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    match Args::parse().command {
+        Command::Crds { out: None } => match crd::crds_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(err) => fail(&err, 1),
+        },
+        Command::Crds { out: Some(dir) } => match crd::write_crd_files(&dir) {
+            Ok(written) => {
+                written.iter().for_each(|path| eprintln!("wrote {path}"));
+                ExitCode::SUCCESS
+            }
+            Err(err) => fail(&err, 1),
+        },
+        Command::Leasing { command: LeasingCommand::Explain { node, pods, policies, binding, at } } => {
+            let request = explain::ExplainRequest { node, pods, policies, binding, at };
+            match explain::explain_json(&request) {
+                Ok(json) => {
+                    println!("{json}");
+                    ExitCode::SUCCESS
+                }
+                // Every explain error is about the given files or flags.
+                Err(err) => fail(&err, 2),
+            }
+        }
+    }
+}
+
+fn fail(err: &dyn std::error::Error, code: u8) -> ExitCode {
+    eprintln!("error: {err}");
+    ExitCode::from(code)
+}

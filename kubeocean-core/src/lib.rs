@@ -1,1 +1,13 @@
-//! placeholder
+//! Kubeocean as a library: pool the nodes of worker clusters into a computing cluster as
+//! virtual nodes.
+//!
+//! - [`crd`]: the `ClusterBinding` and `ResourceLeasingPolicy` custom resources.
+//! - [`naming`] and [`labels`]: the names, labels, annotations and taints of the wire contract.
+//! - [`leasing`]: what a physical node lends, when, and with which taints.
+//! - [`explain`]: the `kubeocean leasing explain` dry-run.
+
+pub mod crd;
+pub mod explain;
+pub mod labels;
+pub mod leasing;
+pub mod naming;

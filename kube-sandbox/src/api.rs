@@ -1,0 +1,925 @@
+//! The API semantics of kube-apiserver on top of the store: create, update, patch and delete with
+//! metadata handling, status subresources, schema validation of custom resources, finalizers,
+//! garbage collection and namespace deletion. HTTP handling lives in `server`; the simulated
+//! kubelet and scheduler call these functions directly.
+
+use crate::admission;
+use crate::error::{ApiError, Cause};
+use crate::meta::{self, finalizers, meta_str};
+use crate::patch;
+use crate::resources::{self, GroupResource, ResourceType};
+use crate::schema;
+use crate::state::ClusterState;
+use crate::store::{EventType, Stored, WriteOp};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// Who is asking and how.
+#[derive(Clone, Debug, Default)]
+pub struct WriteContext {
+    /// `fieldManager`, or a name derived from the user agent.
+    pub field_manager: String,
+    /// `dryRun=All`: validate and answer, store nothing.
+    pub dry_run: bool,
+}
+
+impl WriteContext {
+    /// A context for writes the server itself makes (controllers, kubelet).
+    pub fn system(manager: &str) -> Self {
+        WriteContext {
+            field_manager: manager.to_string(),
+            dry_run: false,
+        }
+    }
+}
+
+/// The body types PATCH accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/json-patch+json`
+    Json,
+    /// `application/merge-patch+json`
+    Merge,
+    /// `application/strategic-merge-patch+json`
+    StrategicMerge,
+    /// `application/apply-patch+yaml` (server-side apply)
+    Apply {
+        /// `force=true`
+        force: bool,
+    },
+}
+
+/// Options of a DELETE.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    /// `gracePeriodSeconds`
+    pub grace_period_seconds: Option<i64>,
+    /// `propagationPolicy`: Orphan, Background or Foreground.
+    pub propagation_policy: Option<String>,
+    /// `preconditions.uid`
+    pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`
+    pub precondition_rv: Option<String>,
+    /// `dryRun=All`
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    /// Reads a DeleteOptions body (JSON); an empty body means defaults.
+    pub fn from_body(body: &[u8]) -> Result<DeleteOptions, ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(DeleteOptions::default());
+        }
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        let mut opts = DeleteOptions {
+            grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
+            propagation_policy: v
+                .get("propagationPolicy")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            precondition_uid: v
+                .pointer("/preconditions/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            precondition_rv: v
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            dry_run: v
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty()),
+        };
+        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
+            && opts.propagation_policy.is_none()
+        {
+            opts.propagation_policy = Some("Orphan".into());
+        }
+        Ok(opts)
+    }
+}
+
+/// The result of a DELETE: the object, and whether it is gone already or only marked.
+pub struct Deleted {
+    /// The object as it was removed, or as it is now with its deletionTimestamp.
+    pub object: Arc<Stored>,
+    /// False when finalizers or a grace period keep it around for now.
+    pub removed: bool,
+}
+
+fn kind_mismatch(rt: &ResourceType, version: &str, body: &Value) -> Option<ApiError> {
+    let kind = body.get("kind").and_then(Value::as_str);
+    let api_version = body.get("apiVersion").and_then(Value::as_str);
+    match (kind, api_version) {
+        (Some(k), _) if k != rt.kind => Some(ApiError::bad_request(format!(
+            "the API version in the data ({}) does not match the expected API version ({})",
+            api_version.map(|v| format!("{v}, Kind={k}")).unwrap_or_default(),
+            format_args!("{}, Kind={}", rt.api_version(version), rt.kind)
+        ))),
+        (_, Some(v)) if !rt.versions.iter().any(|s| rt.api_version(s) == v) => {
+            Some(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({})",
+                rt.api_version(version)
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn field_causes(errors: Vec<schema::FieldError>) -> Vec<Cause> {
+    errors
+        .into_iter()
+        .map(|e| Cause {
+            reason: e.reason().to_string(),
+            message: e.to_string_k8s(),
+            field: e.field.clone(),
+        })
+        .collect()
+}
+
+/// Everything but metadata and status: what bumps `metadata.generation` when it changes.
+fn spec_part(obj: &Value) -> Map<String, Value> {
+    obj.as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Compares two objects ignoring what every write changes anyway.
+fn same_content(a: &Value, b: &Value) -> bool {
+    fn strip(v: &Value) -> Value {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        v
+    }
+    strip(a) == strip(b)
+}
+
+impl ClusterState {
+    /// Validates and defaults a custom resource against its CRD schema.
+    fn check_custom(
+        &self,
+        rt: &ResourceType,
+        version: &str,
+        obj: &mut Value,
+        old: Option<&Value>,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let Some(schema) = rt.schema(version).or_else(|| rt.schema(rt.storage_version())) else {
+            return Ok(());
+        };
+        schema::default_object(schema, obj);
+        schema::prune_unknown(schema, obj);
+        let errors = schema::validate_object(schema, obj, old);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(&rt.group, &rt.kind, name, field_causes(errors)))
+        }
+    }
+
+    /// Namespace checks for a write into `namespace`.
+    fn check_namespace(&self, rt: &ResourceType, namespace: &str, creating: bool) -> Result<(), ApiError> {
+        if !rt.namespaced {
+            return Ok(());
+        }
+        let ns_gr = GroupResource::new("", "namespaces");
+        match self.store.get(&ns_gr, "", namespace) {
+            None => Err(ApiError::not_found("", "namespaces", namespace)),
+            Some(ns)
+                if creating && ns.value.pointer("/metadata/deletionTimestamp").is_some() =>
+            {
+                Err(ApiError::forbidden(format!(
+                    "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                    rt.plural,
+                    "",
+                )))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// POST a new object.
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        version: &str,
+        namespace: &str,
+        mut obj: Value,
+        ctx: &WriteContext,
+    ) -> Result<Arc<Stored>, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        }
+        if let Some(err) = kind_mismatch(rt, version, &obj) {
+            return Err(err);
+        }
+        let body_ns = meta_str(&obj, "namespace").unwrap_or("").to_string();
+        if rt.namespaced && !body_ns.is_empty() && body_ns != namespace {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let mut name = meta_str(&obj, "name").unwrap_or("").to_string();
+        if name.is_empty() {
+            match meta_str(&obj, "generateName") {
+                Some(prefix) if !prefix.is_empty() => {
+                    name = format!("{prefix}{}", meta::random_suffix());
+                }
+                _ => {
+                    return Err(ApiError::invalid(
+                        &rt.group,
+                        &rt.kind,
+                        "",
+                        vec![Cause {
+                            reason: "FieldValueRequired".into(),
+                            message: "metadata.name: Required value: name or generateName is required".into(),
+                            field: "metadata.name".into(),
+                        }],
+                    ));
+                }
+            }
+        }
+        let name_error = if matches!(rt.plural.as_str(), "namespaces" | "services") {
+            meta::dns1123_label_error(&name)
+        } else if rt.group == "rbac.authorization.k8s.io" {
+            // RBAC names are path segments; kube-apiserver allows ':' in them.
+            (name.contains('/') || name.contains('%')).then(|| "may not contain '/' or '%'".to_string())
+        } else {
+            meta::dns1123_subdomain_error(&name)
+        };
+        if let Some(why) = name_error {
+            return Err(ApiError::invalid(
+                &rt.group,
+                &rt.kind,
+                &name,
+                vec![Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!("metadata.name: Invalid value: \"{name}\": {why}"),
+                    field: "metadata.name".into(),
+                }],
+            ));
+        }
+        self.check_namespace(rt, namespace, true)?;
+        let api_version = rt.api_version(rt.storage_version());
+        {
+            let map = obj.as_object_mut().ok_or_else(|| ApiError::bad_request("not an object"))?;
+            map.insert("apiVersion".into(), json!(api_version));
+            map.insert("kind".into(), json!(rt.kind));
+        }
+        let uid = meta::new_uid();
+        let now = meta::now_rfc3339();
+        if let Some(m) = meta::metadata_mut(&mut obj) {
+            m.insert("name".into(), json!(name));
+            if rt.namespaced {
+                m.insert("namespace".into(), json!(namespace));
+            } else {
+                m.remove("namespace");
+            }
+            m.insert("uid".into(), json!(uid));
+            m.insert("creationTimestamp".into(), json!(now));
+            m.remove("deletionTimestamp");
+            m.remove("deletionGracePeriodSeconds");
+            m.remove("resourceVersion");
+            m.remove("selfLink");
+            m.remove("managedFields");
+            if rt.has_generation {
+                m.insert("generation".into(), json!(1));
+            } else {
+                m.remove("generation");
+            }
+        }
+        if let Some(map) = obj.as_object_mut() {
+            if rt.custom.is_some() && rt.has_status() {
+                map.remove("status");
+            } else if let Some(status) = resources::status_on_create(&rt.group, &rt.plural) {
+                map.insert("status".into(), status);
+            }
+        }
+        if rt.custom.is_some() {
+            self.check_custom(rt, version, &mut obj, None, &name)?;
+        }
+        admission::on_create(self, rt, &mut obj)?;
+        patch::record_update(None, &mut obj, &ctx.field_manager, &api_version, &now);
+        if ctx.dry_run {
+            return Ok(Arc::new(Stored {
+                json: serde_json::to_vec(&obj).unwrap_or_default().into(),
+                value: obj,
+                rv: 0,
+            }));
+        }
+        let gr = rt.group_resource();
+        let ns_key = if rt.namespaced { namespace } else { "" };
+        let outcome = self.store.write(&gr, ns_key, &name, |current| match current {
+            Some(_) => Err(ApiError::already_exists(&rt.group, &rt.plural, &name)),
+            None => Ok(WriteOp::Put(obj)),
+        })?;
+        self.after_write(rt, &outcome.object, outcome.event);
+        Ok(outcome.object)
+    }
+
+    /// PUT an object or its status.
+    pub fn update(
+        &self,
+        rt: &ResourceType,
+        version: &str,
+        namespace: &str,
+        name: &str,
+        body: Value,
+        subresource: Option<&str>,
+        ctx: &WriteContext,
+    ) -> Result<Arc<Stored>, ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        }
+        if let Some(err) = kind_mismatch(rt, version, &body) {
+            return Err(err);
+        }
+        if let Some(body_name) = meta_str(&body, "name")
+            && body_name != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if rt.namespaced
+            && let Some(body_ns) = meta_str(&body, "namespace")
+            && !body_ns.is_empty()
+            && body_ns != namespace
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let expected_rv = meta_str(&body, "resourceVersion")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        self.update_with(rt, version, namespace, name, subresource, ctx, expected_rv, move |_| {
+            Ok(body)
+        })
+    }
+
+    /// The shared path of PUT and PATCH: `compute` turns the current object into the new one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_with(
+        &self,
+        rt: &ResourceType,
+        version: &str,
+        namespace: &str,
+        name: &str,
+        subresource: Option<&str>,
+        ctx: &WriteContext,
+        expected_rv: Option<String>,
+        compute: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let gr = rt.group_resource();
+        let ns_key = if rt.namespaced { namespace } else { "" };
+        let status_write = subresource == Some("status");
+        let api_version = rt.api_version(rt.storage_version());
+        let mut dry_result = None;
+        let outcome = self.store.write(&gr, ns_key, name, |current| {
+            let Some(current) = current else {
+                return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+            };
+            let old = &current.value;
+            if let Some(rv) = &expected_rv
+                && *rv != current.rv.to_string()
+            {
+                return Err(ApiError::stale(&rt.group, &rt.plural, name));
+            }
+            let mut new = compute(old)?;
+            if !new.is_object() {
+                return Err(ApiError::bad_request("the object must be a JSON object"));
+            }
+            if let Some(new_name) = meta_str(&new, "name")
+                && new_name != name
+            {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({new_name}) does not match the name on the URL ({name})"
+                )));
+            }
+            if let Some(map) = new.as_object_mut() {
+                map.insert("apiVersion".into(), json!(api_version));
+                map.insert("kind".into(), json!(rt.kind));
+            }
+            if status_write {
+                // Only status changes through the status subresource.
+                let status = new.get("status").cloned();
+                let mut merged = old.clone();
+                if let Some(map) = merged.as_object_mut() {
+                    match status {
+                        Some(s) => map.insert("status".into(), s),
+                        None => map.remove("status"),
+                    };
+                }
+                if let (Some(m), Some(mf)) = (
+                    meta::metadata_mut(&mut merged),
+                    new.pointer("/metadata/managedFields").cloned(),
+                ) {
+                    m.insert("managedFields".into(), mf);
+                }
+                new = merged;
+            } else {
+                if rt.has_status()
+                    && let Some(map) = new.as_object_mut()
+                {
+                    match old.get("status") {
+                        Some(s) => map.insert("status".into(), s.clone()),
+                        None => map.remove("status"),
+                    };
+                }
+                let old_meta = old.get("metadata").cloned().unwrap_or_default();
+                if let Some(m) = meta::metadata_mut(&mut new) {
+                    for kept in [
+                        "uid",
+                        "creationTimestamp",
+                        "deletionTimestamp",
+                        "deletionGracePeriodSeconds",
+                        "generation",
+                        "namespace",
+                        "name",
+                    ] {
+                        match old_meta.get(kept) {
+                            Some(v) => m.insert(kept.into(), v.clone()),
+                            None => m.remove(kept),
+                        };
+                    }
+                }
+                if old.pointer("/metadata/deletionTimestamp").is_some() {
+                    let before = finalizers(old);
+                    if let Some(added) = finalizers(&new).into_iter().find(|f| !before.contains(f)) {
+                        return Err(ApiError::invalid(
+                            &rt.group,
+                            &rt.kind,
+                            name,
+                            vec![Cause {
+                                reason: "FieldValueForbidden".into(),
+                                message: format!("metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{added}\"}}"),
+                                field: "metadata.finalizers".into(),
+                            }],
+                        ));
+                    }
+                }
+                if rt.has_generation && spec_part(old) != spec_part(&new) {
+                    let generation = old
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0);
+                    if let Some(m) = meta::metadata_mut(&mut new) {
+                        m.insert("generation".into(), json!(generation + 1));
+                    }
+                }
+            }
+            if rt.custom.is_some() {
+                self.check_custom(rt, version, &mut new, Some(old), name)?;
+            }
+            admission::on_update(self, rt, old, &mut new, status_write)?;
+            if same_content(old, &new) {
+                return Ok(WriteOp::Noop);
+            }
+            patch::record_update(Some(old), &mut new, &ctx.field_manager, &api_version, &meta::now_rfc3339());
+            let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
+            if ctx.dry_run {
+                dry_result = Some(new);
+                return Ok(WriteOp::Noop);
+            }
+            if deleting && finalizers(&new).is_empty() {
+                return Ok(WriteOp::Remove);
+            }
+            Ok(WriteOp::Put(new))
+        })?;
+        if let Some(value) = dry_result {
+            return Ok(Arc::new(Stored {
+                json: serde_json::to_vec(&value).unwrap_or_default().into(),
+                value,
+                rv: outcome.object.rv,
+            }));
+        }
+        self.after_write(rt, &outcome.object, outcome.event);
+        Ok(outcome.object)
+    }
+
+    /// PATCH an object or its status.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &self,
+        rt: &ResourceType,
+        version: &str,
+        namespace: &str,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        subresource: Option<&str>,
+        ctx: &WriteContext,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let parsed: Value = match patch_type {
+            PatchType::Apply { .. } => serde_saphyr::from_slice(body).map_err(|e| {
+                ApiError::bad_request(format!("error decoding YAML: {e}"))
+            })?,
+            _ => serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        };
+        if patch_type == PatchType::StrategicMerge && !patch::supports_strategic_merge(&rt.kind) {
+            return Err(ApiError::unsupported_media_type(
+                "application/strategic-merge-patch+json",
+            ));
+        }
+        let gr = rt.group_resource();
+        let ns_key = if rt.namespaced { namespace } else { "" };
+        if let PatchType::Apply { force } = patch_type {
+            if !parsed.is_object() {
+                return Err(ApiError::bad_request("the applied configuration must be an object"));
+            }
+            if let Some(err) = kind_mismatch(rt, version, &parsed) {
+                return Err(err);
+            }
+            if parsed.get("kind").is_none() || parsed.get("apiVersion").is_none() {
+                return Err(ApiError::bad_request(
+                    "invalid object type: apiVersion and kind must be set in an applied configuration",
+                ));
+            }
+            if ctx.field_manager.is_empty() {
+                return Err(ApiError::bad_request(
+                    "PATCH, application/apply-patch+yaml requests require fieldManager to be set",
+                ));
+            }
+            if self.store.get(&gr, ns_key, name).is_none() {
+                if subresource.is_some() {
+                    return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+                }
+                let created = patch::server_side_apply(
+                    None,
+                    &parsed,
+                    &rt.kind,
+                    &ctx.field_manager,
+                    force,
+                    &meta::now_rfc3339(),
+                )
+                .map_err(|e| apply_error(rt, name, e))?;
+                let mut created = created;
+                if let Some(m) = meta::metadata_mut(&mut created) {
+                    m.insert("name".into(), json!(name));
+                }
+                return self.create(rt, version, namespace, created, ctx);
+            }
+            let kind = rt.kind.clone();
+            let manager = ctx.field_manager.clone();
+            return self.update_with(rt, version, namespace, name, subresource, ctx, None, |old| {
+                patch::server_side_apply(Some(old), &parsed, &kind, &manager, force, &meta::now_rfc3339())
+                    .map_err(|e| apply_error(rt, name, e))
+            });
+        }
+        let expected_rv = parsed
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let kind = rt.kind.clone();
+        self.update_with(rt, version, namespace, name, subresource, ctx, expected_rv, |old| {
+            let mut new = old.clone();
+            match patch_type {
+                PatchType::Merge => patch::merge_patch(&mut new, &parsed),
+                PatchType::Json => {
+                    new = patch::json_patch(&new, &parsed)
+                        .map_err(|e| ApiError::invalid(&rt.group, &rt.kind, name, vec![Cause {
+                            reason: "FieldValueInvalid".into(),
+                            message: e.to_string(),
+                            field: String::new(),
+                        }]))?;
+                }
+                PatchType::StrategicMerge => {
+                    new = patch::strategic_merge_patch(&new, &parsed, &kind)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+                }
+                PatchType::Apply { .. } => {}
+            }
+            Ok(new)
+        })
+    }
+
+    /// DELETE an object, honouring finalizers, grace periods and propagation.
+    pub fn delete(
+        &self,
+        rt: &ResourceType,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        let gr = rt.group_resource();
+        let ns_key = if rt.namespaced { namespace } else { "" };
+        let policy = opts
+            .propagation_policy
+            .clone()
+            .unwrap_or_else(|| "Background".to_string());
+        if !matches!(policy.as_str(), "Background" | "Foreground" | "Orphan") {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+            )));
+        }
+        let mut removed = false;
+        let outcome = self.store.write(&gr, ns_key, name, |current| {
+            let Some(current) = current else {
+                return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+            };
+            let obj = &current.value;
+            if let Some(uid) = &opts.precondition_uid
+                && uid != current.uid()
+            {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    current.uid()
+                )));
+            }
+            if let Some(rv) = &opts.precondition_rv
+                && *rv != current.rv.to_string()
+            {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    current.rv
+                )));
+            }
+            if opts.dry_run {
+                return Ok(WriteOp::Noop);
+            }
+            let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
+            let mut fins = finalizers(obj);
+            let graceful = admission::grace_period(rt, obj, opts.grace_period_seconds);
+            if already_deleting {
+                // A second delete can only shorten a pod's grace period to zero (force).
+                if graceful == Some(0) && fins.is_empty() {
+                    removed = true;
+                    return Ok(WriteOp::Remove);
+                }
+                return Ok(WriteOp::Noop);
+            }
+            match policy.as_str() {
+                "Foreground" if !self.store.dependents(current.uid()).is_empty() => {
+                    fins.push("foregroundDeletion".into());
+                }
+                "Orphan" if !self.store.dependents(current.uid()).is_empty() && !fins.is_empty() => {
+                    fins.push("orphan".into());
+                }
+                _ => {}
+            }
+            let namespace_delete = rt.group.is_empty() && rt.plural == "namespaces";
+            if fins.is_empty() && graceful.is_none_or(|g| g == 0) && !namespace_delete {
+                removed = true;
+                return Ok(WriteOp::Remove);
+            }
+            let mut new = obj.clone();
+            if let Some(m) = meta::metadata_mut(&mut new) {
+                let grace = graceful.unwrap_or(0);
+                m.insert("deletionTimestamp".into(), json!(meta::rfc3339_in(grace)));
+                m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                if !fins.is_empty() {
+                    m.insert("finalizers".into(), json!(fins));
+                }
+            }
+            if namespace_delete {
+                new["status"]["phase"] = json!("Terminating");
+            }
+            Ok(WriteOp::Put(new))
+        })?;
+        if policy == "Orphan" {
+            self.orphan_dependents(outcome.object.uid());
+        }
+        self.after_write(rt, &outcome.object, outcome.event);
+        Ok(Deleted {
+            object: outcome.object,
+            removed,
+        })
+    }
+
+    /// Removes ownerReferences to `owner_uid` from its dependents.
+    fn orphan_dependents(&self, owner_uid: &str) {
+        for (gr, (ns, name)) in self.store.dependents(owner_uid) {
+            let Some(rt) = self.resource_type(&gr.group, &gr.resource) else {
+                continue;
+            };
+            let _ = self.update_with(
+                &rt,
+                rt.storage_version(),
+                &ns,
+                &name,
+                None,
+                &WriteContext::system("garbage-collector"),
+                None,
+                |old| {
+                    let mut new = old.clone();
+                    if let Some(refs) = new
+                        .pointer_mut("/metadata/ownerReferences")
+                        .and_then(Value::as_array_mut)
+                    {
+                        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
+                    }
+                    Ok(new)
+                },
+            );
+        }
+        // The orphan finalizer has done its job.
+        self.remove_finalizer_by_uid(owner_uid, "orphan");
+    }
+
+    fn remove_finalizer_by_uid(&self, uid: &str, finalizer: &str) {
+        let Some((gr, (ns, name))) = self.store.locate(uid) else {
+            return;
+        };
+        let Some(rt) = self.resource_type(&gr.group, &gr.resource) else {
+            return;
+        };
+        let _ = self.update_with(
+            &rt,
+            rt.storage_version(),
+            &ns,
+            &name,
+            None,
+            &WriteContext::system("garbage-collector"),
+            None,
+            |old| {
+                let mut new = old.clone();
+                if let Some(f) = new
+                    .pointer_mut("/metadata/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
+                    f.retain(|x| x.as_str() != Some(finalizer));
+                }
+                Ok(new)
+            },
+        );
+    }
+
+    /// Follow-ups of a committed write: CRD registration, garbage collection, namespace cleanup.
+    pub(crate) fn after_write(&self, rt: &ResourceType, object: &Arc<Stored>, event: Option<EventType>) {
+        let Some(event) = event else { return };
+        let is_crd = rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions";
+        if is_crd {
+            match event {
+                EventType::Deleted => self.unregister_crd(&object.value),
+                _ => self.register_crd(&object.value),
+            }
+        }
+        match event {
+            EventType::Deleted => {
+                self.collect_garbage(object);
+                self.release_foreground_owners(&object.value);
+            }
+            _ => {
+                let deleting = object.value.pointer("/metadata/deletionTimestamp").is_some();
+                if deleting && finalizers(&object.value).iter().any(|f| f == "foregroundDeletion") {
+                    self.delete_dependents(object.uid());
+                    self.release_foreground_owners_of(object);
+                }
+                if deleting && rt.group.is_empty() && rt.plural == "namespaces" {
+                    self.spawn_namespace_cleanup(meta_str(&object.value, "name").unwrap_or(""));
+                }
+            }
+        }
+    }
+
+    /// Deletes the dependents of a removed owner whose every owner is gone.
+    fn collect_garbage(&self, owner: &Arc<Stored>) {
+        for (gr, (ns, name)) in self.store.dependents(owner.uid()) {
+            let Some(dependent) = self.store.get(&gr, &ns, &name) else {
+                continue;
+            };
+            let other_owner_alive = dependent
+                .value
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .any(|uid| uid != owner.uid() && self.uid_exists(uid));
+            if other_owner_alive {
+                continue;
+            }
+            if let Some(rt) = self.resource_type(&gr.group, &gr.resource) {
+                let _ = self.delete(&rt, &ns, &name, &DeleteOptions::default());
+            }
+        }
+    }
+
+    fn delete_dependents(&self, owner_uid: &str) {
+        for (gr, (ns, name)) in self.store.dependents(owner_uid) {
+            if let Some(rt) = self.resource_type(&gr.group, &gr.resource) {
+                let _ = self.delete(&rt, &ns, &name, &DeleteOptions::default());
+            }
+        }
+    }
+
+    /// Whether any live object has this uid (owners are looked up through their dependents).
+    fn uid_exists(&self, uid: &str) -> bool {
+        self.store.locate(uid).is_some()
+    }
+
+    /// When a dependent goes away, an owner waiting in foreground deletion may be done.
+    fn release_foreground_owners(&self, dependent: &Value) {
+        let refs: Vec<String> = dependent
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.get("uid").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        for uid in refs {
+            if let Some((gr, (ns, name))) = self.store.locate(&uid)
+                && let Some(owner) = self.store.get(&gr, &ns, &name)
+            {
+                self.release_foreground_owners_of(&owner);
+            }
+        }
+    }
+
+    fn release_foreground_owners_of(&self, owner: &Arc<Stored>) {
+        let waiting = owner.value.pointer("/metadata/deletionTimestamp").is_some()
+            && finalizers(&owner.value).iter().any(|f| f == "foregroundDeletion");
+        if !waiting || !self.store.dependents(owner.uid()).is_empty() {
+            return;
+        }
+        self.remove_finalizer_by_uid(owner.uid(), "foregroundDeletion");
+    }
+
+    /// The namespace controller: delete everything in a terminating namespace, then the namespace.
+    fn spawn_namespace_cleanup(&self, namespace: &str) {
+        let Some(state) = self.self_ref.upgrade() else { return };
+        let namespace = namespace.to_string();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                loop {
+                    if state.namespace_cleanup_pass(&namespace) || state.shutdown.is_cancelled() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            });
+        }
+    }
+
+    /// One pass of namespace cleanup; true when the namespace is gone.
+    pub(crate) fn namespace_cleanup_pass(&self, namespace: &str) -> bool {
+        let keys = self.store.keys_in_namespace(namespace);
+        for (gr, (ns, name)) in &keys {
+            if let Some(rt) = self.resource_type(&gr.group, &gr.resource)
+                && let Some(obj) = self.store.get(gr, ns, name)
+                && obj.value.pointer("/metadata/deletionTimestamp").is_none()
+            {
+                let _ = self.delete(&rt, ns, name, &DeleteOptions::default());
+            }
+        }
+        if !self.store.keys_in_namespace(namespace).is_empty() {
+            return false;
+        }
+        let ns_gr = GroupResource::new("", "namespaces");
+        let _ = self.store.write(&ns_gr, "", namespace, |current| match current {
+            Some(_) => Ok(WriteOp::Remove),
+            None => Ok(WriteOp::Noop),
+        });
+        true
+    }
+
+    /// The resource type of an object, from its apiVersion and kind.
+    pub fn kind_type(&self, obj: &Value) -> Option<ResourceType> {
+        let api_version = obj.get("apiVersion")?.as_str()?;
+        let kind = obj.get("kind")?.as_str()?;
+        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        self.types_snapshot()
+            .into_iter()
+            .find(|t| t.group == group && t.kind == kind)
+    }
+}
+
+fn apply_error(rt: &ResourceType, name: &str, err: patch::ApplyError) -> ApiError {
+    match err {
+        patch::ApplyError::Conflict(conflicts) => {
+            let causes: Vec<Cause> = conflicts
+                .iter()
+                .map(|c| Cause {
+                    reason: "FieldManagerConflict".into(),
+                    message: format!("conflict with \"{}\"", c.manager),
+                    field: c.field.clone(),
+                })
+                .collect();
+            let summary = conflicts
+                .iter()
+                .map(|c| format!("- {}: {}", c.manager, c.field))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let mut e = ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!("Apply failed with {} conflict(s): conflicts with managers:\n{summary}", conflicts.len()),
+            );
+            e.causes = causes;
+            e
+        }
+        other => ApiError::bad_request(other.to_string()),
+    }
+}

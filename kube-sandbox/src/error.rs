@@ -1,0 +1,329 @@
+//! Errors as kube-apiserver reports them: a `kind: Status` body with reason, code and details.
+
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+
+/// One cause of an error, as in `Status.details.causes`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cause {
+    /// Machine-readable reason (`FieldValueInvalid`).
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+    /// The field concerned (`spec.replicas`).
+    pub field: String,
+}
+
+/// An API error that becomes a `kind: Status` response.
+#[derive(Clone, Debug)]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// `StatusReason` (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, ...).
+    pub reason: &'static str,
+    /// Human-readable message, phrased as kube-apiserver phrases it.
+    pub message: String,
+    /// `details.name`, `details.group`, `details.kind`.
+    pub details: Option<(String, String, String)>,
+    /// `details.causes`.
+    pub causes: Vec<Cause>,
+    /// Seconds a client should wait before retrying (`Retry-After`).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            causes: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
+        self.details = Some((name.to_string(), group.to_string(), kind.to_string()));
+        self
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 401 Unauthorized.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 403 Forbidden for a user lacking permission.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
+    /// 404 NotFound for an object (`pods "x" not found`).
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        let qualified = qualified(group, resource);
+        Self::new(404, "NotFound", format!("{qualified} \"{name}\" not found"))
+            .with_details(group, resource, name)
+    }
+
+    /// 404 NotFound for a path the server does not serve.
+    pub fn no_route(path: &str) -> Self {
+        let _ = path;
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_supported(verb: &str, group: &str, resource: &str) -> Self {
+        let qualified = qualified(group, resource);
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("{verb} is not supported on resources of kind \"{qualified}\""),
+        )
+    }
+
+    /// 409 AlreadyExists.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        let qualified = qualified(group, resource);
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{qualified} \"{name}\" already exists"),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// 409 Conflict for a stale resourceVersion or failed precondition.
+    pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let qualified = qualified(group, resource);
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {qualified} \"{name}\": {why}"),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// The 409 a stale update gets.
+    pub fn stale(group: &str, resource: &str, name: &str) -> Self {
+        Self::conflict(
+            group,
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 410 Gone for a resourceVersion older than the event history.
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 413 RequestEntityTooLarge.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"),
+        )
+    }
+
+    /// 422 Invalid with field causes: `Kind.group "name" is invalid: field: detail, ...`.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let qualified_kind = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let summary = causes
+            .iter()
+            .map(|c| c.message.clone())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let message = if causes.len() > 1 {
+            format!("{qualified_kind} \"{name}\" is invalid: [{summary}]")
+        } else {
+            format!("{qualified_kind} \"{name}\" is invalid: {summary}")
+        };
+        let mut err = Self::new(422, "Invalid", message).with_details(group, kind, name);
+        err.causes = causes;
+        err
+    }
+
+    /// 500 InternalError.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
+    }
+
+    /// 503 ServiceUnavailable.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(503, "ServiceUnavailable", message)
+    }
+
+    /// 504 Timeout.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(504, "Timeout", message)
+    }
+
+    /// The `kind: Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if self.details.is_some() || !self.causes.is_empty() || self.retry_after.is_some() {
+            let mut details = serde_json::Map::new();
+            if let Some((name, group, kind)) = &self.details {
+                details.insert("name".into(), json!(name));
+                if !group.is_empty() {
+                    details.insert("group".into(), json!(group));
+                }
+                details.insert("kind".into(), json!(kind));
+            }
+            if !self.causes.is_empty() {
+                let causes: Vec<Value> = self
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
+            }
+            if let Some(secs) = self.retry_after {
+                details.insert("retryAfterSeconds".into(), json!(secs));
+            }
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}
+
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.code, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = self.to_status().to_string();
+        let mut response = (code, body).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(secs) = self.retry_after
+            && let Ok(value) = HeaderValue::from_str(&secs.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_bodies_match_the_apiserver() {
+        let cases = [
+            (
+                ApiError::not_found("", "pods", "web"),
+                404,
+                "NotFound",
+                "pods \"web\" not found",
+            ),
+            (
+                ApiError::already_exists("apps", "deployments", "d"),
+                409,
+                "AlreadyExists",
+                "deployments.apps \"d\" already exists",
+            ),
+            (
+                ApiError::stale("", "configmaps", "c"),
+                409,
+                "Conflict",
+                "Operation cannot be fulfilled on configmaps \"c\": the object has been modified; please apply your changes to the latest version and try again",
+            ),
+            (
+                ApiError::gone("too old resource version: 1 (5)"),
+                410,
+                "Expired",
+                "too old resource version: 1 (5)",
+            ),
+        ];
+        for (err, code, reason, message) in cases {
+            let status = err.to_status();
+            assert_eq!(status["kind"], "Status");
+            assert_eq!(status["code"], code);
+            assert_eq!(status["reason"], reason);
+            assert_eq!(status["message"], message);
+        }
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let err = ApiError::invalid(
+            "example.com",
+            "Widget",
+            "w",
+            vec![
+                Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "spec.size: Required value".into(),
+                    field: "spec.size".into(),
+                },
+                Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: "spec.x: Invalid value".into(),
+                    field: "spec.x".into(),
+                },
+            ],
+        );
+        let status = err.to_status();
+        assert_eq!(status["code"], 422);
+        assert_eq!(
+            status["message"],
+            "Widget.example.com \"w\" is invalid: [spec.size: Required value, spec.x: Invalid value]"
+        );
+        assert_eq!(status["details"]["causes"][0]["field"], "spec.size");
+    }
+}
