@@ -25,7 +25,9 @@ fn main() -> anyhow::Result<()> {
         Command::Crds => {
             let yaml = kairship_core::crds_yaml().context("rendering Kairship's CRDs")?;
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(yaml.as_bytes()).context("writing CRDs to stdout")?;
+            stdout
+                .write_all(yaml.as_bytes())
+                .context("writing CRDs to stdout")?;
             stdout.flush().context("writing CRDs to stdout")?;
         }
     }

@@ -117,7 +117,9 @@ fn default_kubeconfig_key() -> String {
 }
 
 /// A Karmada control-plane component the operator can install.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum KarmadaComponent {
     /// Built-in etcd (always installed).
@@ -529,7 +531,10 @@ impl InstanceSpec {
         if let Some(old) = old
             && old.mode != self.mode
         {
-            return Err(InstanceSpecError::ModeChanged { old: old.mode, new: self.mode });
+            return Err(InstanceSpecError::ModeChanged {
+                old: old.mode,
+                new: self.mode,
+            });
         }
         match self.mode {
             InstanceMode::Adopt => {
@@ -548,10 +553,15 @@ impl InstanceSpec {
                 if self.kubeconfig_secret_ref.is_some() {
                     return Err(InstanceSpecError::UnexpectedKubeconfigRef);
                 }
-                let provision = self.provision.as_ref().ok_or(InstanceSpecError::MissingProvision)?;
+                let provision = self
+                    .provision
+                    .as_ref()
+                    .ok_or(InstanceSpecError::MissingProvision)?;
                 non_empty(&provision.host_namespace, "spec.provision.hostNamespace")?;
                 if !is_release_version(&provision.karmada_version) {
-                    return Err(InstanceSpecError::BadKarmadaVersion(provision.karmada_version.clone()));
+                    return Err(InstanceSpecError::BadKarmadaVersion(
+                        provision.karmada_version.clone(),
+                    ));
                 }
                 if let Some(unknown) = provision
                     .image_tags
@@ -567,7 +577,11 @@ impl InstanceSpec {
 }
 
 fn non_empty(value: &str, field: &'static str) -> Result<(), InstanceSpecError> {
-    if value.is_empty() { Err(InstanceSpecError::Empty { field }) } else { Ok(()) }
+    if value.is_empty() {
+        Err(InstanceSpecError::Empty { field })
+    } else {
+        Ok(())
+    }
 }
 
 /// `vMAJOR.MINOR.PATCH` optionally followed by `-pre` or `+build`, as the CRD pattern says.
@@ -579,7 +593,9 @@ fn is_release_version(version: &str) -> bool {
     let (core, suffix) = rest.split_at(core_end);
     let parts: Vec<&str> = core.split('.').collect();
     parts.len() == 3
-        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
         && (suffix.is_empty() || suffix.len() > 1)
 }
 
@@ -600,7 +616,10 @@ impl Instance {
 
     /// Whether the Kairship finalizer is present.
     pub fn has_finalizer(&self) -> bool {
-        self.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|f| f == FINALIZER))
+        self.metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
     }
 }
 
@@ -660,26 +679,59 @@ mod tests {
             }
             spec
         };
-        let cases: Vec<(&str, InstanceSpec, Option<&InstanceSpec>, Result<(), InstanceSpecError>)> = vec![
+        type Case = (
+            &'static str,
+            InstanceSpec,
+            Option<InstanceSpec>,
+            Result<(), InstanceSpecError>,
+        );
+        let cases: Vec<Case> = vec![
             ("adopt", adopt(), None, Ok(())),
             ("provision", provision(), None, Ok(())),
-            ("adopt without ref", adopt_without_ref, None, Err(InstanceSpecError::MissingKubeconfigRef)),
-            ("adopt with provision", adopt_with_provision, None, Err(InstanceSpecError::UnexpectedProvision)),
+            (
+                "adopt without ref",
+                adopt_without_ref,
+                None,
+                Err(InstanceSpecError::MissingKubeconfigRef),
+            ),
+            (
+                "adopt with provision",
+                adopt_with_provision,
+                None,
+                Err(InstanceSpecError::UnexpectedProvision),
+            ),
             (
                 "adopt with empty key",
                 adopt_empty_key,
                 None,
-                Err(InstanceSpecError::Empty { field: "spec.kubeconfigSecretRef.key" }),
+                Err(InstanceSpecError::Empty {
+                    field: "spec.kubeconfigSecretRef.key",
+                }),
             ),
-            ("provision without settings", provision_without, None, Err(InstanceSpecError::MissingProvision)),
-            ("provision with ref", provision_with_ref, None, Err(InstanceSpecError::UnexpectedKubeconfigRef)),
+            (
+                "provision without settings",
+                provision_without,
+                None,
+                Err(InstanceSpecError::MissingProvision),
+            ),
+            (
+                "provision with ref",
+                provision_with_ref,
+                None,
+                Err(InstanceSpecError::UnexpectedKubeconfigRef),
+            ),
             (
                 "bad version",
                 with_provision(&|p| p.karmada_version = "1.14".into()),
                 None,
                 Err(InstanceSpecError::BadKarmadaVersion("1.14".into())),
             ),
-            ("pre-release version", with_provision(&|p| p.karmada_version = "v1.15.0-rc.1".into()), None, Ok(())),
+            (
+                "pre-release version",
+                with_provision(&|p| p.karmada_version = "v1.15.0-rc.1".into()),
+                None,
+                Ok(()),
+            ),
             (
                 "unknown component tag",
                 with_provision(&|p| {
@@ -692,29 +744,24 @@ mod tests {
                 "empty host namespace",
                 with_provision(&|p| p.host_namespace.clear()),
                 None,
-                Err(InstanceSpecError::Empty { field: "spec.provision.hostNamespace" }),
+                Err(InstanceSpecError::Empty {
+                    field: "spec.provision.hostNamespace",
+                }),
             ),
             (
                 "mode change",
                 provision(),
-                Some(&ADOPT_OLD),
-                Err(InstanceSpecError::ModeChanged { old: InstanceMode::Adopt, new: InstanceMode::Provision }),
+                Some(adopt()),
+                Err(InstanceSpecError::ModeChanged {
+                    old: InstanceMode::Adopt,
+                    new: InstanceMode::Provision,
+                }),
             ),
         ];
         for (what, spec, old, want) in cases {
-            let old = old.map(|_| adopt());
             assert_eq!(spec.validate(old.as_ref()), want, "{what}");
         }
     }
-
-    // Marker for the "mode change" case: the old spec is an Adopt spec.
-    static ADOPT_OLD: InstanceSpec = InstanceSpec {
-        mode: InstanceMode::Adopt,
-        kubeconfig_secret_ref: None,
-        provision: None,
-        alias: None,
-        deletion_policy: DeletionPolicy::Delete,
-    };
 
     #[test]
     fn instance_yaml_round_trip() {
@@ -749,7 +796,10 @@ status:
       deployments: {totalNum: 7, readyNum: 6}
 "#;
         let instance: Instance = serde_saphyr::from_str(yaml).unwrap();
-        assert_eq!(instance.spec.kubeconfig_secret_ref.as_ref().unwrap().key, DEFAULT_KUBECONFIG_KEY);
+        assert_eq!(
+            instance.spec.kubeconfig_secret_ref.as_ref().unwrap().key,
+            DEFAULT_KUBECONFIG_KEY
+        );
         assert_eq!(instance.spec.deletion_policy, DeletionPolicy::Delete);
         assert!(instance.force_delete_requested());
         assert!(!instance.is_deleting() && !instance.has_finalizer());
@@ -789,6 +839,12 @@ status:
             assert_eq!(KarmadaComponent::from_field_name(c.field_name()), Some(c));
             assert_eq!(serde_json::to_value(c).unwrap(), c.field_name());
         }
-        assert_eq!(KarmadaComponent::ALL.iter().filter(|c| c.is_optional()).count(), 3);
+        assert_eq!(
+            KarmadaComponent::ALL
+                .iter()
+                .filter(|c| c.is_optional())
+                .count(),
+            3
+        );
     }
 }

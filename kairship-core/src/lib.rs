@@ -4,6 +4,7 @@
 //! the Karmada and Clusterpedia objects Kairship reads and writes, and the pure logic of the
 //! controller-manager (summaries, the instance state machine, per-instance RBAC, the signed
 //! role-binding webhook, object naming and lifecycle decisions).
+#![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod instance;

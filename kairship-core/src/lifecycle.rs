@@ -7,10 +7,12 @@ use k8s_openapi::ByteString;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::instance::{
-    DeletionPolicy, INSTANCE_LABEL, Instance, InstanceMode, KarmadaComponent, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
-    ProvisionSpec,
+    DeletionPolicy, INSTANCE_LABEL, Instance, InstanceMode, KarmadaComponent, MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE, ProvisionSpec,
 };
-use crate::models::operator::{ComponentSpec, EtcdSpec, Karmada, KarmadaComponents, KarmadaSpec, PrivateRegistry};
+use crate::models::operator::{
+    ComponentSpec, EtcdSpec, Karmada, KarmadaComponents, KarmadaSpec, PrivateRegistry,
+};
 use crate::naming::operator_karmada_name;
 
 /// Keys the karmada-operator has used for the admin kubeconfig in the Secret named by
@@ -32,11 +34,20 @@ pub fn operator_karmada(instance_name: &str, provision: &ProvisionSpec) -> Karma
             .image_tags
             .get(c.field_name())
             .cloned()
-            .or_else(|| c.is_karmada_image().then(|| provision.karmada_version.clone()));
-        Some(ComponentSpec { image_tag: tag, ..ComponentSpec::default() })
+            .or_else(|| {
+                c.is_karmada_image()
+                    .then(|| provision.karmada_version.clone())
+            });
+        Some(ComponentSpec {
+            image_tag: tag,
+            ..ComponentSpec::default()
+        })
     };
     let components = KarmadaComponents {
-        etcd: EtcdSpec { local: component(KarmadaComponent::Etcd), ..EtcdSpec::default() },
+        etcd: EtcdSpec {
+            local: component(KarmadaComponent::Etcd),
+            ..EtcdSpec::default()
+        },
         karmada_api_server: component(KarmadaComponent::KarmadaApiServer),
         karmada_aggregated_api_server: component(KarmadaComponent::KarmadaAggregatedApiServer),
         kube_controller_manager: component(KarmadaComponent::KubeControllerManager),
@@ -63,7 +74,10 @@ pub fn operator_karmada(instance_name: &str, provision: &ProvisionSpec) -> Karma
             private_registry: provision
                 .image_registry
                 .as_ref()
-                .map(|registry| PrivateRegistry { registry: registry.clone(), extra: BTreeMap::new() }),
+                .map(|registry| PrivateRegistry {
+                    registry: registry.clone(),
+                    extra: BTreeMap::new(),
+                }),
             feature_gates: provision.feature_gates.clone(),
             suspend: None,
             extra: BTreeMap::new(),
@@ -74,7 +88,10 @@ pub fn operator_karmada(instance_name: &str, provision: &ProvisionSpec) -> Karma
 
 /// The admin kubeconfig in an operator-published Secret's data: the first non-empty value
 /// among `preferred_key` and [`OPERATOR_KUBECONFIG_KEYS`].
-pub fn admin_kubeconfig<'a>(data: &'a BTreeMap<String, ByteString>, preferred_key: Option<&str>) -> Option<&'a [u8]> {
+pub fn admin_kubeconfig<'a>(
+    data: &'a BTreeMap<String, ByteString>,
+    preferred_key: Option<&str>,
+) -> Option<&'a [u8]> {
     preferred_key
         .into_iter()
         .chain(OPERATOR_KUBECONFIG_KEYS)
@@ -111,11 +128,17 @@ pub enum DeletionDecision {
 pub fn deletion_decision(instance: &Instance, member_clusters: Option<usize>) -> DeletionDecision {
     use crate::instance::{FORCE_DELETE_ANNOTATION, reason};
     let forced = instance.force_delete_requested();
-    let release_karmada =
-        instance.spec.mode == InstanceMode::Provision && instance.spec.deletion_policy == DeletionPolicy::Delete;
+    let release_karmada = instance.spec.mode == InstanceMode::Provision
+        && instance.spec.deletion_policy == DeletionPolicy::Delete;
     match member_clusters {
-        Some(0) => DeletionDecision::Proceed { release_karmada, forced: false },
-        _ if forced => DeletionDecision::Proceed { release_karmada, forced: true },
+        Some(0) => DeletionDecision::Proceed {
+            release_karmada,
+            forced: false,
+        },
+        _ if forced => DeletionDecision::Proceed {
+            release_karmada,
+            forced: true,
+        },
         Some(n) => DeletionDecision::Blocked {
             reason: reason::MEMBER_CLUSTERS_PRESENT,
             message: format!(
@@ -141,7 +164,10 @@ mod tests {
             karmada_version: "v1.14.0".into(),
             host_namespace: "karmada-prod".into(),
             image_registry: Some("registry.example.com".into()),
-            image_tags: BTreeMap::from([("etcd".into(), "3.5.16-0".into()), ("karmadaScheduler".into(), "v1.14.1".into())]),
+            image_tags: BTreeMap::from([
+                ("etcd".into(), "3.5.16-0".into()),
+                ("karmadaScheduler".into(), "v1.14.1".into()),
+            ]),
             components: vec![KarmadaComponent::KarmadaSearch],
             feature_gates: BTreeMap::from([("Failover".into(), true)]),
         }
@@ -156,37 +182,77 @@ mod tests {
         let c = k.spec.components.as_ref().unwrap();
         let tag = |s: &Option<ComponentSpec>| s.as_ref().and_then(|s| s.image_tag.clone());
         assert_eq!(tag(&c.etcd.local).as_deref(), Some("3.5.16-0"), "override");
-        assert_eq!(tag(&c.karmada_api_server), None, "kube image keeps the operator default");
-        assert_eq!(tag(&c.karmada_controller_manager).as_deref(), Some("v1.14.0"));
-        assert_eq!(tag(&c.karmada_scheduler).as_deref(), Some("v1.14.1"), "override wins");
-        assert_eq!(tag(&c.karmada_search).as_deref(), Some("v1.14.0"), "listed optional component");
+        assert_eq!(
+            tag(&c.karmada_api_server),
+            None,
+            "kube image keeps the operator default"
+        );
+        assert_eq!(
+            tag(&c.karmada_controller_manager).as_deref(),
+            Some("v1.14.0")
+        );
+        assert_eq!(
+            tag(&c.karmada_scheduler).as_deref(),
+            Some("v1.14.1"),
+            "override wins"
+        );
+        assert_eq!(
+            tag(&c.karmada_search).as_deref(),
+            Some("v1.14.0"),
+            "listed optional component"
+        );
         assert!(c.karmada_descheduler.is_none() && c.karmada_metrics_adapter.is_none());
-        assert_eq!(k.spec.private_registry.as_ref().unwrap().registry, "registry.example.com");
-        assert_eq!(k.spec.feature_gates["Failover"], true);
+        assert_eq!(
+            k.spec.private_registry.as_ref().unwrap().registry,
+            "registry.example.com"
+        );
+        assert!(k.spec.feature_gates["Failover"]);
         // On the wire: the operator's field names, etcd present (the CRD requires it).
         let json = serde_json::to_value(&k).unwrap();
         assert_eq!(json["apiVersion"], "operator.karmada.io/v1alpha1");
-        assert_eq!(json["spec"]["components"]["karmadaAPIServer"], serde_json::json!({}));
-        assert_eq!(json["spec"]["components"]["etcd"]["local"]["imageTag"], "3.5.16-0");
-        assert_eq!(json["spec"]["privateRegistry"]["registry"], "registry.example.com");
+        assert_eq!(
+            json["spec"]["components"]["karmadaAPIServer"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            json["spec"]["components"]["etcd"]["local"]["imageTag"],
+            "3.5.16-0"
+        );
+        assert_eq!(
+            json["spec"]["privateRegistry"]["registry"],
+            "registry.example.com"
+        );
     }
 
     #[test]
     fn kubeconfig_key_selection() {
         let data = |pairs: &[(&str, &str)]| -> BTreeMap<String, ByteString> {
-            pairs.iter().map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec()))).collect()
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
+                .collect()
         };
-        let cases: &[(&[(&str, &str)], Option<&str>, Option<&str>)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, Option<&'a str>);
+        let cases: &[Case] = &[
             (&[("karmada.config", "new")], None, Some("new")),
             (&[("kubeconfig", "old")], None, Some("old")),
-            (&[("kubeconfig", "old"), ("karmada.config", "new")], None, Some("new")),
-            (&[("mine", "custom"), ("karmada.config", "new")], Some("mine"), Some("custom")),
+            (
+                &[("kubeconfig", "old"), ("karmada.config", "new")],
+                None,
+                Some("new"),
+            ),
+            (
+                &[("mine", "custom"), ("karmada.config", "new")],
+                Some("mine"),
+                Some("custom"),
+            ),
             (&[("karmada.config", "")], None, None),
             (&[("tls.crt", "x")], None, None),
         ];
         for (pairs, preferred, want) in cases {
             let d = data(pairs);
-            let got = admin_kubeconfig(&d, *preferred).map(|b| String::from_utf8_lossy(b).into_owned());
+            let got =
+                admin_kubeconfig(&d, *preferred).map(|b| String::from_utf8_lossy(b).into_owned());
             assert_eq!(got.as_deref(), *want, "{pairs:?} {preferred:?}");
         }
     }
@@ -219,11 +285,26 @@ mod tests {
     fn deletion_decisions() {
         use DeletionPolicy::*;
         use InstanceMode::*;
-        let proceed = |release, forced| DeletionDecision::Proceed { release_karmada: release, forced };
+        let proceed = |release, forced| DeletionDecision::Proceed {
+            release_karmada: release,
+            forced,
+        };
         let cases = [
             (Adopt, Delete, false, Some(0), Some(proceed(false, false))),
-            (Provision, Delete, false, Some(0), Some(proceed(true, false))),
-            (Provision, Retain, false, Some(0), Some(proceed(false, false))),
+            (
+                Provision,
+                Delete,
+                false,
+                Some(0),
+                Some(proceed(true, false)),
+            ),
+            (
+                Provision,
+                Retain,
+                false,
+                Some(0),
+                Some(proceed(false, false)),
+            ),
             (Provision, Delete, true, Some(2), Some(proceed(true, true))),
             (Adopt, Delete, true, None, Some(proceed(false, true))),
             (Adopt, Delete, false, Some(2), None),
@@ -232,12 +313,22 @@ mod tests {
         for (mode, policy, force, members, want) in cases {
             let got = deletion_decision(&instance(mode, policy, force), members);
             match want {
-                Some(want) => assert_eq!(got, want, "{mode:?} {policy:?} force={force} members={members:?}"),
+                Some(want) => assert_eq!(
+                    got, want,
+                    "{mode:?} {policy:?} force={force} members={members:?}"
+                ),
                 None => {
-                    let DeletionDecision::Blocked { reason: why, message } = got else {
+                    let DeletionDecision::Blocked {
+                        reason: why,
+                        message,
+                    } = got
+                    else {
                         panic!("{mode:?} {policy:?} members={members:?} should be blocked");
                     };
-                    assert!(message.contains(crate::instance::FORCE_DELETE_ANNOTATION), "{message}");
+                    assert!(
+                        message.contains(crate::instance::FORCE_DELETE_ANNOTATION),
+                        "{message}"
+                    );
                     let expected = if members.is_some() {
                         reason::MEMBER_CLUSTERS_PRESENT
                     } else {

@@ -34,13 +34,24 @@ pub fn validate_instance_name(name: &str) -> Result<(), InstanceNameError> {
         return Err(InstanceNameError::Empty);
     }
     if name.len() > MAX_INSTANCE_NAME_LEN {
-        return Err(InstanceNameError::TooLong { name: name.to_owned(), len: name.len() });
+        return Err(InstanceNameError::TooLong {
+            name: name.to_owned(),
+            len: name.len(),
+        });
     }
     let bytes = name.as_bytes();
-    let valid_chars = bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+    let valid_chars = bytes
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
     let starts_ok = bytes.first().is_some_and(u8::is_ascii_lowercase);
-    let ends_ok = bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    if valid_chars && starts_ok && ends_ok { Ok(()) } else { Err(InstanceNameError::Invalid(name.to_owned())) }
+    let ends_ok = bytes
+        .last()
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if valid_chars && starts_ok && ends_ok {
+        Ok(())
+    } else {
+        Err(InstanceNameError::Invalid(name.to_owned()))
+    }
 }
 
 /// Name of the Clusterpedia `PediaCluster` registering an instance: `kairship-<instance>`.
@@ -124,7 +135,10 @@ mod tests {
     #[test]
     fn derived_names() {
         assert_eq!(pedia_cluster_name("prod"), "kairship-prod");
-        assert_eq!(pedia_kubeconfig_secret_name("prod"), "kairship-prod-kubeconfig");
+        assert_eq!(
+            pedia_kubeconfig_secret_name("prod"),
+            "kairship-prod-kubeconfig"
+        );
         assert_eq!(operator_karmada_name("prod"), "prod");
     }
 

@@ -20,8 +20,8 @@ pub const PROXY_SUBRESOURCE: &str = "instances/proxy";
 pub const SUBJECT_KIND_ANNOTATION: &str = "kairship.io/subject-kind";
 /// Annotation on a binding with the exact subject name (binding names are slugged and hashed).
 pub const SUBJECT_NAME_ANNOTATION: &str = "kairship.io/subject-name";
-/// Longest binding name produced (DNS-1123 subdomain limit).
-pub const MAX_BINDING_NAME_LEN: usize = 253;
+/// Longest binding name produced (a DNS-1123 label).
+pub const MAX_BINDING_NAME_LEN: usize = 63;
 /// Hex characters of the hash suffix of a binding name.
 const BINDING_HASH_LEN: usize = 10;
 
@@ -42,7 +42,8 @@ pub enum InstanceRole {
 
 impl InstanceRole {
     /// All roles, most powerful first.
-    pub const ALL: [InstanceRole; 3] = [InstanceRole::Admin, InstanceRole::Edit, InstanceRole::View];
+    pub const ALL: [InstanceRole; 3] =
+        [InstanceRole::Admin, InstanceRole::Edit, InstanceRole::View];
 
     /// The role's name in object names and labels.
     pub fn as_str(self) -> &'static str {
@@ -140,40 +141,37 @@ pub fn instance_cluster_role(instance: &str, role: InstanceRole) -> ClusterRole 
 
 /// The three ClusterRoles (admin, edit, view) of an instance.
 pub fn instance_cluster_roles(instance_name: &str) -> Vec<ClusterRole> {
-    InstanceRole::ALL.into_iter().map(|role| instance_cluster_role(instance_name, role)).collect()
+    InstanceRole::ALL
+        .into_iter()
+        .map(|role| instance_cluster_role(instance_name, role))
+        .collect()
 }
 
-/// Deterministic, DNS-1123-subdomain name of the binding of `subject_kind/subject_name` to
-/// `role` on `instance`:
-/// `kairship-<instance>-<role>-<user|group>-<subject slug>-<10 hex>`.
+/// Deterministic name, a DNS-1123 label, of the binding of `subject_kind/subject_name` to
+/// `role` on `instance`: `kairship-<instance>-<role>-<user|group>-<subject slug>` cut to fit,
+/// then `-<10 hex>`.
 ///
 /// The hash suffix (SHA-256 of the exact inputs) is always present: slugging is lossy
-/// (`Alice` and `alice` share a slug) and instance names contain `-`, so without it two
-/// different bindings could share a name. The slug is cut so the name never exceeds 253
+/// (`Alice` and `alice` share a slug), instance names contain `-`, and long names are cut,
+/// so without it two different bindings could share a name. The whole name is at most 63
 /// characters.
-pub fn binding_name(instance: &str, role: InstanceRole, subject_kind: SubjectKind, subject_name: &str) -> String {
+pub fn binding_name(
+    instance: &str,
+    role: InstanceRole,
+    subject_kind: SubjectKind,
+    subject_name: &str,
+) -> String {
     let hash = hash_parts(&[instance, role.as_str(), subject_kind.as_str(), subject_name]);
-    let hash = &hash[..BINDING_HASH_LEN];
     let kind = subject_kind.as_str().to_ascii_lowercase();
-    let mut instance_slug = slugify(instance);
-    // Instance names are validated DNS labels; the cut only guards against unchecked input.
-    instance_slug.truncate(crate::instance::MAX_INSTANCE_NAME_LEN);
-    let prefix = format!("{NAME_PREFIX}-{instance_slug}-{}-{kind}", role.as_str());
-    // Room left for "-<slug>" once "-<hash>" is reserved.
-    let room = MAX_BINDING_NAME_LEN.saturating_sub(prefix.len() + 1 + BINDING_HASH_LEN);
-    let mut subject_slug = slugify(subject_name);
-    if subject_slug.len() + 1 > room {
-        subject_slug.truncate(room.saturating_sub(1));
-        subject_slug = subject_slug.trim_end_matches('-').to_owned();
-    }
-    let mut name = prefix;
-    if !subject_slug.is_empty() {
-        name.push('-');
-        name.push_str(&subject_slug);
-    }
-    name.push('-');
-    name.push_str(hash);
-    name
+    let mut readable = format!(
+        "{NAME_PREFIX}-{}-{}-{kind}-{}",
+        slugify(instance),
+        role.as_str(),
+        slugify(subject_name)
+    );
+    readable.truncate(MAX_BINDING_NAME_LEN - 1 - BINDING_HASH_LEN);
+    let readable = readable.trim_end_matches('-');
+    format!("{readable}-{}", &hash[..BINDING_HASH_LEN])
 }
 
 /// The ClusterRoleBinding granting `role` on `instance` to a subject.
@@ -188,7 +186,10 @@ pub fn cluster_role_binding(
             name: Some(binding_name(instance, role, subject_kind, subject_name)),
             labels: Some(owned_labels(instance, role)),
             annotations: Some(BTreeMap::from([
-                (SUBJECT_KIND_ANNOTATION.to_owned(), subject_kind.as_str().to_owned()),
+                (
+                    SUBJECT_KIND_ANNOTATION.to_owned(),
+                    subject_kind.as_str().to_owned(),
+                ),
                 (SUBJECT_NAME_ANNOTATION.to_owned(), subject_name.to_owned()),
             ])),
             ..ObjectMeta::default()
@@ -231,18 +232,31 @@ mod tests {
     #[test]
     fn three_roles_with_names_labels_and_resource_names() {
         let roles = instance_cluster_roles("prod");
-        let names: Vec<_> = roles.iter().map(|r| r.metadata.name.clone().unwrap()).collect();
+        let names: Vec<_> = roles
+            .iter()
+            .map(|r| r.metadata.name.clone().unwrap())
+            .collect();
         assert_eq!(
             names,
-            ["kairship:instance:prod:admin", "kairship:instance:prod:edit", "kairship:instance:prod:view"]
+            [
+                "kairship:instance:prod:admin",
+                "kairship:instance:prod:edit",
+                "kairship:instance:prod:view"
+            ]
         );
         for role in &roles {
             let labels = role.metadata.labels.as_ref().unwrap();
             assert_eq!(labels[INSTANCE_LABEL], "prod");
             assert_eq!(labels[MANAGED_BY_LABEL], "kairship");
             for rule in role.rules.as_ref().unwrap() {
-                assert_eq!(rule.api_groups.as_deref(), Some(&["kairship.io".to_owned()][..]));
-                assert_eq!(rule.resource_names.as_deref(), Some(&["prod".to_owned()][..]));
+                assert_eq!(
+                    rule.api_groups.as_deref(),
+                    Some(&["kairship.io".to_owned()][..])
+                );
+                assert_eq!(
+                    rule.resource_names.as_deref(),
+                    Some(&["prod".to_owned()][..])
+                );
             }
         }
     }
@@ -250,46 +264,90 @@ mod tests {
     #[test]
     fn verbs_per_role() {
         let cases: &[(InstanceRole, &str, &[&str], &[&str])] = &[
-            (InstanceRole::View, INSTANCES_RESOURCE, &["get", "list", "watch"], &["update", "delete"]),
-            (InstanceRole::View, PROXY_SUBRESOURCE, &["get", "list", "watch"], &["create", "patch", "delete"]),
-            (InstanceRole::Edit, INSTANCES_RESOURCE, &["get", "update", "patch"], &["delete"]),
-            (InstanceRole::Edit, PROXY_SUBRESOURCE, &["get", "create", "update", "delete"], &[]),
-            (InstanceRole::Admin, INSTANCES_RESOURCE, &["get", "update", "delete"], &["create"]),
-            (InstanceRole::Admin, PROXY_SUBRESOURCE, &["watch", "create", "deletecollection"], &[]),
+            (
+                InstanceRole::View,
+                INSTANCES_RESOURCE,
+                &["get", "list", "watch"],
+                &["update", "delete"],
+            ),
+            (
+                InstanceRole::View,
+                PROXY_SUBRESOURCE,
+                &["get", "list", "watch"],
+                &["create", "patch", "delete"],
+            ),
+            (
+                InstanceRole::Edit,
+                INSTANCES_RESOURCE,
+                &["get", "update", "patch"],
+                &["delete"],
+            ),
+            (
+                InstanceRole::Edit,
+                PROXY_SUBRESOURCE,
+                &["get", "create", "update", "delete"],
+                &[],
+            ),
+            (
+                InstanceRole::Admin,
+                INSTANCES_RESOURCE,
+                &["get", "update", "delete"],
+                &["create"],
+            ),
+            (
+                InstanceRole::Admin,
+                PROXY_SUBRESOURCE,
+                &["watch", "create", "deletecollection"],
+                &[],
+            ),
         ];
         for (role, resource, granted, denied) in cases {
             let cr = instance_cluster_role("prod", *role);
             let verbs = verbs_of(&cr, resource);
             for v in *granted {
-                assert!(verbs.iter().any(|x| x == v), "{role} should grant {v} on {resource}");
+                assert!(
+                    verbs.iter().any(|x| x == v),
+                    "{role} should grant {v} on {resource}"
+                );
             }
             for v in *denied {
-                assert!(!verbs.iter().any(|x| x == v), "{role} must not grant {v} on {resource}");
+                assert!(
+                    !verbs.iter().any(|x| x == v),
+                    "{role} must not grant {v} on {resource}"
+                );
             }
         }
     }
 
-    fn is_dns_subdomain(name: &str) -> bool {
-        name.len() <= 253
-            && name.split('.').all(|label| {
-                !label.is_empty()
-                    && label.len() <= 63
-                    && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !label.starts_with('-')
-                    && !label.ends_with('-')
-            })
+    fn is_dns_label(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= 63
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !name.starts_with('-')
+            && !name.ends_with('-')
     }
 
     #[test]
     fn binding_names_are_deterministic_dns_safe_and_distinct() {
         let a = binding_name("prod", InstanceRole::Admin, SubjectKind::User, "alice");
-        assert_eq!(a, binding_name("prod", InstanceRole::Admin, SubjectKind::User, "alice"));
+        assert_eq!(
+            a,
+            binding_name("prod", InstanceRole::Admin, SubjectKind::User, "alice")
+        );
         assert!(a.starts_with("kairship-prod-admin-user-alice-"), "{a}");
+        assert_eq!(a.len(), "kairship-prod-admin-user-alice-".len() + 10);
         let variants = [
             binding_name("prod", InstanceRole::Admin, SubjectKind::User, "Alice"),
             binding_name("prod", InstanceRole::Admin, SubjectKind::Group, "alice"),
             binding_name("prod", InstanceRole::View, SubjectKind::User, "alice"),
-            binding_name("prod-admin-user", InstanceRole::Admin, SubjectKind::User, "alice"),
+            binding_name(
+                "prod-admin-user",
+                InstanceRole::Admin,
+                SubjectKind::User,
+                "alice",
+            ),
             // Same readable prefix as the previous one through a different split.
             binding_name("prod", InstanceRole::Admin, SubjectKind::User, "user-alice"),
         ];
@@ -299,17 +357,49 @@ mod tests {
         let long_subject = format!("{}@example.com", "x".repeat(400));
         for name in [
             a.clone(),
-            binding_name("prod", InstanceRole::Edit, SubjectKind::User, "Alice@Example.com"),
-            binding_name("prod", InstanceRole::Edit, SubjectKind::Group, "system:serviceaccounts:team-a"),
+            binding_name(
+                "prod",
+                InstanceRole::Edit,
+                SubjectKind::User,
+                "Alice@Example.com",
+            ),
+            binding_name(
+                "prod",
+                InstanceRole::Edit,
+                SubjectKind::Group,
+                "system:serviceaccounts:team-a",
+            ),
             binding_name("prod", InstanceRole::Edit, SubjectKind::User, "日本"),
-            binding_name(&"p".repeat(63), InstanceRole::Edit, SubjectKind::User, &long_subject),
+            binding_name(
+                &"p".repeat(63),
+                InstanceRole::Edit,
+                SubjectKind::User,
+                &long_subject,
+            ),
         ] {
-            assert!(is_dns_subdomain(&name), "{name} ({} chars) is not DNS-safe", name.len());
+            assert!(
+                is_dns_label(&name),
+                "{name} ({} chars) is not DNS-safe",
+                name.len()
+            );
         }
-        let long = binding_name(&"p".repeat(63), InstanceRole::Edit, SubjectKind::User, &long_subject);
+        let long = binding_name(
+            &"p".repeat(63),
+            InstanceRole::Edit,
+            SubjectKind::User,
+            &long_subject,
+        );
         assert_eq!(long.len(), MAX_BINDING_NAME_LEN);
-        let longer = binding_name(&"p".repeat(63), InstanceRole::Edit, SubjectKind::User, &format!("{long_subject}x"));
-        assert_ne!(long, longer, "truncated names still differ through the hash");
+        let longer = binding_name(
+            &"p".repeat(63),
+            InstanceRole::Edit,
+            SubjectKind::User,
+            &format!("{long_subject}x"),
+        );
+        assert_ne!(
+            long, longer,
+            "truncated names still differ through the hash"
+        );
     }
 
     #[test]
@@ -318,8 +408,14 @@ mod tests {
         assert_eq!(b.role_ref.name, "kairship:instance:prod:view");
         assert_eq!(b.role_ref.kind, "ClusterRole");
         let subject = &b.subjects.as_ref().unwrap()[0];
-        assert_eq!((subject.kind.as_str(), subject.name.as_str()), ("Group", "team-a"));
-        assert_eq!(b.metadata.annotations.as_ref().unwrap()[SUBJECT_NAME_ANNOTATION], "team-a");
+        assert_eq!(
+            (subject.kind.as_str(), subject.name.as_str()),
+            ("Group", "team-a")
+        );
+        assert_eq!(
+            b.metadata.annotations.as_ref().unwrap()[SUBJECT_NAME_ANNOTATION],
+            "team-a"
+        );
         assert_eq!(
             owned_by_instance_selector("prod"),
             "app.kubernetes.io/managed-by=kairship,kairship.io/instance=prod"

@@ -52,24 +52,37 @@ pub fn next_state(
     let threshold = threshold.max(1);
     // A Provision-mode install the operator has not finished yet.
     let provisioning = operator_ready == Some(false)
-        && matches!(current, InstanceState::InProcess | InstanceState::Unknown | InstanceState::Terminal);
+        && matches!(
+            current,
+            InstanceState::InProcess | InstanceState::Unknown | InstanceState::Terminal
+        );
     let (state, why) = match probe_outcome {
-        _ if provisioning && probe_outcome != ProbeOutcome::Failed => (InstanceState::InProcess, reason::PROVISIONING),
+        _ if provisioning && probe_outcome != ProbeOutcome::Failed => {
+            (InstanceState::InProcess, reason::PROVISIONING)
+        }
         ProbeOutcome::Ready => (InstanceState::Running, reason::CONTROL_PLANE_READY),
         ProbeOutcome::NoCredentials => match current {
-            InstanceState::Running | InstanceState::Unavailable => (current, reason::WAITING_FOR_CREDENTIALS),
+            InstanceState::Running | InstanceState::Unavailable => {
+                (current, reason::WAITING_FOR_CREDENTIALS)
+            }
             _ => (InstanceState::InProcess, reason::WAITING_FOR_CREDENTIALS),
         },
         ProbeOutcome::Failed if consecutive_failures >= threshold => {
             if provisioning {
                 (InstanceState::InProcess, reason::PROVISIONING)
             } else {
-                (InstanceState::Unavailable, reason::CONTROL_PLANE_UNREACHABLE)
+                (
+                    InstanceState::Unavailable,
+                    reason::CONTROL_PLANE_UNREACHABLE,
+                )
             }
         }
         ProbeOutcome::Failed => match current {
             InstanceState::Running => (InstanceState::Running, reason::PROBE_FAILING),
-            InstanceState::Unavailable => (InstanceState::Unavailable, reason::CONTROL_PLANE_UNREACHABLE),
+            InstanceState::Unavailable => (
+                InstanceState::Unavailable,
+                reason::CONTROL_PLANE_UNREACHABLE,
+            ),
             _ if provisioning => (InstanceState::InProcess, reason::PROVISIONING),
             _ => (InstanceState::InProcess, reason::PROBE_FAILING),
         },
@@ -94,44 +107,231 @@ mod tests {
     #[test]
     fn transitions() {
         // (current, outcome, failures, threshold, deleting, operator_ready) -> (state, reason)
-        type Case = (InstanceState, ProbeOutcome, u32, u32, bool, Option<bool>, InstanceState, &'static str);
+        type Case = (
+            InstanceState,
+            ProbeOutcome,
+            u32,
+            u32,
+            bool,
+            Option<bool>,
+            InstanceState,
+            &'static str,
+        );
         let cases: &[Case] = &[
             // Adopt: first successful probe.
-            (Unknown, Ready, 0, 3, false, None, Running, reason::CONTROL_PLANE_READY),
-            (InProcess, Ready, 0, 3, false, None, Running, reason::CONTROL_PLANE_READY),
+            (
+                Unknown,
+                Ready,
+                0,
+                3,
+                false,
+                None,
+                Running,
+                reason::CONTROL_PLANE_READY,
+            ),
+            (
+                InProcess,
+                Ready,
+                0,
+                3,
+                false,
+                None,
+                Running,
+                reason::CONTROL_PLANE_READY,
+            ),
             // Not reachable yet, below the threshold: still in process.
-            (InProcess, Failed, 1, 3, false, None, InProcess, reason::PROBE_FAILING),
+            (
+                InProcess,
+                Failed,
+                1,
+                3,
+                false,
+                None,
+                InProcess,
+                reason::PROBE_FAILING,
+            ),
             // Never reachable, threshold reached: unavailable.
-            (InProcess, Failed, 3, 3, false, None, Unavailable, reason::CONTROL_PLANE_UNREACHABLE),
+            (
+                InProcess,
+                Failed,
+                3,
+                3,
+                false,
+                None,
+                Unavailable,
+                reason::CONTROL_PLANE_UNREACHABLE,
+            ),
             // Running tolerates failures below the threshold.
-            (Running, Failed, 2, 3, false, None, Running, reason::PROBE_FAILING),
-            (Running, Failed, 3, 3, false, None, Unavailable, reason::CONTROL_PLANE_UNREACHABLE),
-            (Unavailable, Failed, 7, 3, false, None, Unavailable, reason::CONTROL_PLANE_UNREACHABLE),
+            (
+                Running,
+                Failed,
+                2,
+                3,
+                false,
+                None,
+                Running,
+                reason::PROBE_FAILING,
+            ),
+            (
+                Running,
+                Failed,
+                3,
+                3,
+                false,
+                None,
+                Unavailable,
+                reason::CONTROL_PLANE_UNREACHABLE,
+            ),
+            (
+                Unavailable,
+                Failed,
+                7,
+                3,
+                false,
+                None,
+                Unavailable,
+                reason::CONTROL_PLANE_UNREACHABLE,
+            ),
             // Recovery.
-            (Unavailable, Ready, 0, 3, false, None, Running, reason::CONTROL_PLANE_READY),
+            (
+                Unavailable,
+                Ready,
+                0,
+                3,
+                false,
+                None,
+                Running,
+                reason::CONTROL_PLANE_READY,
+            ),
             // Threshold 0 behaves as 1.
-            (Running, Failed, 1, 0, false, None, Unavailable, reason::CONTROL_PLANE_UNREACHABLE),
+            (
+                Running,
+                Failed,
+                1,
+                0,
+                false,
+                None,
+                Unavailable,
+                reason::CONTROL_PLANE_UNREACHABLE,
+            ),
             // Deletion wins.
             (Running, Ready, 0, 3, true, None, Terminal, reason::DELETING),
-            (Unavailable, Failed, 9, 3, true, Some(true), Terminal, reason::DELETING),
+            (
+                Unavailable,
+                Failed,
+                9,
+                3,
+                true,
+                Some(true),
+                Terminal,
+                reason::DELETING,
+            ),
             // Provision: operator not done, apiserver may already answer.
-            (InProcess, Ready, 0, 3, false, Some(false), InProcess, reason::PROVISIONING),
-            (Unknown, NoCredentials, 0, 3, false, Some(false), InProcess, reason::PROVISIONING),
-            (InProcess, Failed, 5, 3, false, Some(false), InProcess, reason::PROVISIONING),
+            (
+                InProcess,
+                Ready,
+                0,
+                3,
+                false,
+                Some(false),
+                InProcess,
+                reason::PROVISIONING,
+            ),
+            (
+                Unknown,
+                NoCredentials,
+                0,
+                3,
+                false,
+                Some(false),
+                InProcess,
+                reason::PROVISIONING,
+            ),
+            (
+                InProcess,
+                Failed,
+                5,
+                3,
+                false,
+                Some(false),
+                InProcess,
+                reason::PROVISIONING,
+            ),
             // Provision: operator done.
-            (InProcess, Ready, 0, 3, false, Some(true), Running, reason::CONTROL_PLANE_READY),
+            (
+                InProcess,
+                Ready,
+                0,
+                3,
+                false,
+                Some(true),
+                Running,
+                reason::CONTROL_PLANE_READY,
+            ),
             // Operator reports not ready on a running instance: probes decide.
-            (Running, Ready, 0, 3, false, Some(false), Running, reason::CONTROL_PLANE_READY),
-            (Running, Failed, 3, 3, false, Some(false), Unavailable, reason::CONTROL_PLANE_UNREACHABLE),
+            (
+                Running,
+                Ready,
+                0,
+                3,
+                false,
+                Some(false),
+                Running,
+                reason::CONTROL_PLANE_READY,
+            ),
+            (
+                Running,
+                Failed,
+                3,
+                3,
+                false,
+                Some(false),
+                Unavailable,
+                reason::CONTROL_PLANE_UNREACHABLE,
+            ),
             // No credentials yet.
-            (Unknown, NoCredentials, 0, 3, false, None, InProcess, reason::WAITING_FOR_CREDENTIALS),
-            (Running, NoCredentials, 0, 3, false, None, Running, reason::WAITING_FOR_CREDENTIALS),
+            (
+                Unknown,
+                NoCredentials,
+                0,
+                3,
+                false,
+                None,
+                InProcess,
+                reason::WAITING_FOR_CREDENTIALS,
+            ),
+            (
+                Running,
+                NoCredentials,
+                0,
+                3,
+                false,
+                None,
+                Running,
+                reason::WAITING_FOR_CREDENTIALS,
+            ),
             // A stale TERMINAL without deletion is recomputed.
-            (Terminal, Ready, 0, 3, false, None, Running, reason::CONTROL_PLANE_READY),
+            (
+                Terminal,
+                Ready,
+                0,
+                3,
+                false,
+                None,
+                Running,
+                reason::CONTROL_PLANE_READY,
+            ),
         ];
-        for (i, &(current, outcome, failures, threshold, deleting, operator, want, why)) in cases.iter().enumerate() {
-            let (state, ready, got_reason) = next_state(current, outcome, failures, threshold, deleting, operator);
-            assert_eq!((state, got_reason), (want, why), "case {i}: {current} {outcome:?} {failures}/{threshold}");
+        for (i, &(current, outcome, failures, threshold, deleting, operator, want, why)) in
+            cases.iter().enumerate()
+        {
+            let (state, ready, got_reason) =
+                next_state(current, outcome, failures, threshold, deleting, operator);
+            assert_eq!(
+                (state, got_reason),
+                (want, why),
+                "case {i}: {current} {outcome:?} {failures}/{threshold}"
+            );
             assert_eq!(ready, want == Running, "case {i}: controlPlaneReady");
         }
     }
@@ -149,6 +349,17 @@ mod tests {
         }
         state = next_state(state, Ready, 0, threshold, true, None).0;
         trace.push(state);
-        assert_eq!(trace, [InProcess, Running, Running, Unavailable, Unavailable, Running, Terminal]);
+        assert_eq!(
+            trace,
+            [
+                InProcess,
+                Running,
+                Running,
+                Unavailable,
+                Unavailable,
+                Running,
+                Terminal
+            ]
+        );
     }
 }

@@ -9,7 +9,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use kube_kit::quantity::{Quantity, QuantityError};
 
 use crate::instance::{
-    CountSummary, InstanceSummary, PolicyTotalNum, ResourceSummary, ResourceTotalNum, WorkloadSummary,
+    CountSummary, InstanceSummary, PolicyTotalNum, ResourceSummary, ResourceTotalNum,
+    WorkloadSummary,
 };
 use crate::models::cluster::Cluster;
 
@@ -106,7 +107,10 @@ fn add_quantities(
 }
 
 fn canonical(totals: BTreeMap<String, Quantity>) -> BTreeMap<String, K8sQuantity> {
-    totals.into_iter().map(|(k, q)| (k, K8sQuantity::from(q))).collect()
+    totals
+        .into_iter()
+        .map(|(k, q)| (k, K8sQuantity::from(q)))
+        .collect()
 }
 
 /// Sums the members' node and resource summaries and counts clusters (ready = the `Ready`
@@ -125,16 +129,36 @@ pub fn aggregate(clusters: &[Cluster]) -> ClusterAndResourceSummary {
     let mut allocated = BTreeMap::new();
     let mut skipped = Vec::new();
     for cluster in &ordered {
-        let Some(status) = &cluster.status else { continue };
+        let Some(status) = &cluster.status else {
+            continue;
+        };
         if let Some(nodes) = &status.node_summary {
             nodes_total += i64::from(nodes.total_num.max(0));
             nodes_ready += i64::from(nodes.ready_num.max(0));
         }
         if let Some(resources) = &status.resource_summary {
             let name = cluster.metadata.name.as_deref().unwrap_or_default();
-            add_quantities(&mut allocatable, &resources.allocatable, name, ResourceBucket::Allocatable, &mut skipped);
-            add_quantities(&mut allocating, &resources.allocating, name, ResourceBucket::Allocating, &mut skipped);
-            add_quantities(&mut allocated, &resources.allocated, name, ResourceBucket::Allocated, &mut skipped);
+            add_quantities(
+                &mut allocatable,
+                &resources.allocatable,
+                name,
+                ResourceBucket::Allocatable,
+                &mut skipped,
+            );
+            add_quantities(
+                &mut allocating,
+                &resources.allocating,
+                name,
+                ResourceBucket::Allocating,
+                &mut skipped,
+            );
+            add_quantities(
+                &mut allocated,
+                &resources.allocated,
+                name,
+                ResourceBucket::Allocated,
+                &mut skipped,
+            );
         }
     }
     ClusterAndResourceSummary {
@@ -158,7 +182,11 @@ pub fn aggregate(clusters: &[Cluster]) -> ClusterAndResourceSummary {
 /// Whether a Deployment counts as ready: its controller has observed the current
 /// generation and all desired replicas (default 1) are ready.
 pub fn deployment_is_ready(deployment: &Deployment) -> bool {
-    let desired = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let desired = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
     let Some(status) = &deployment.status else {
         return desired == 0;
     };
@@ -171,15 +199,24 @@ pub fn deployment_is_ready(deployment: &Deployment) -> bool {
 }
 
 /// Total and ready Deployments.
-pub fn deployment_counts<'a>(deployments: impl IntoIterator<Item = &'a Deployment>) -> CountSummary {
-    let (total, ready) =
-        deployments.into_iter().fold((0usize, 0usize), |(t, r), d| (t + 1, r + usize::from(deployment_is_ready(d))));
-    CountSummary { total_num: to_i32(total), ready_num: to_i32(ready) }
+pub fn deployment_counts<'a>(
+    deployments: impl IntoIterator<Item = &'a Deployment>,
+) -> CountSummary {
+    let (total, ready) = deployments.into_iter().fold((0usize, 0usize), |(t, r), d| {
+        (t + 1, r + usize::from(deployment_is_ready(d)))
+    });
+    CountSummary {
+        total_num: to_i32(total),
+        ready_num: to_i32(ready),
+    }
 }
 
 /// Combines the member sums with object counts into `status.summary`. Policy counts add
 /// the namespaced and the cluster-scoped kinds.
-pub fn instance_summary(members: &ClusterAndResourceSummary, counts: &ObjectCounts) -> InstanceSummary {
+pub fn instance_summary(
+    members: &ClusterAndResourceSummary,
+    counts: &ObjectCounts,
+) -> InstanceSummary {
     InstanceSummary {
         cluster_summary: members.cluster_summary,
         node_summary: members.node_summary,
@@ -191,10 +228,20 @@ pub fn instance_summary(members: &ClusterAndResourceSummary, counts: &ObjectCoun
             persistentvolumeclaims: to_i64(counts.persistentvolumeclaims),
         },
         policy_total_num: PolicyTotalNum {
-            propagationpolicies: to_i64(counts.propagation_policies.saturating_add(counts.cluster_propagation_policies)),
-            overridepolicies: to_i64(counts.override_policies.saturating_add(counts.cluster_override_policies)),
+            propagationpolicies: to_i64(
+                counts
+                    .propagation_policies
+                    .saturating_add(counts.cluster_propagation_policies),
+            ),
+            overridepolicies: to_i64(
+                counts
+                    .override_policies
+                    .saturating_add(counts.cluster_override_policies),
+            ),
         },
-        workload_summary: WorkloadSummary { deployments: counts.deployments },
+        workload_summary: WorkloadSummary {
+            deployments: counts.deployments,
+        },
     }
 }
 
@@ -241,14 +288,26 @@ mod tests {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), q(v))).collect()
     }
 
-    fn member(name: &str, ready: Option<&str>, nodes: (i32, i32), allocatable: &[(&str, &str)]) -> Cluster {
+    fn member(
+        name: &str,
+        ready: Option<&str>,
+        nodes: (i32, i32),
+        allocatable: &[(&str, &str)],
+    ) -> Cluster {
         let mut c = Cluster::new(name, ClusterSpec::default());
         c.status = Some(ClusterStatus {
             conditions: ready
-                .map(|s| ObjectCondition { type_: "Ready".into(), status: s.into(), ..Default::default() })
+                .map(|s| ObjectCondition {
+                    type_: "Ready".into(),
+                    status: s.into(),
+                    ..Default::default()
+                })
                 .into_iter()
                 .collect(),
-            node_summary: Some(NodeSummary { total_num: nodes.0, ready_num: nodes.1 }),
+            node_summary: Some(NodeSummary {
+                total_num: nodes.0,
+                ready_num: nodes.1,
+            }),
             resource_summary: Some(ClusterResourceSummary {
                 allocatable: quantities(allocatable),
                 allocated: quantities(&[("cpu", "500m")]),
@@ -282,8 +341,18 @@ mod tests {
             Case {
                 name: "two ready members",
                 clusters: vec![
-                    member("a", Some("True"), (3, 3), &[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]),
-                    member("b", Some("True"), (2, 1), &[("cpu", "1500m"), ("memory", "4Gi"), ("pods", "110")]),
+                    member(
+                        "a",
+                        Some("True"),
+                        (3, 3),
+                        &[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")],
+                    ),
+                    member(
+                        "b",
+                        Some("True"),
+                        (2, 1),
+                        &[("cpu", "1500m"), ("memory", "4Gi"), ("pods", "110")],
+                    ),
                 ],
                 clusters_total_ready: (2, 2),
                 nodes: (5, 4),
@@ -307,20 +376,44 @@ mod tests {
             Case {
                 name: "mixed units and formats",
                 clusters: vec![
-                    member("a", Some("True"), (1, 1), &[("memory", "1Gi"), ("ephemeral-storage", "100G")]),
-                    member("b", Some("True"), (1, 1), &[("memory", "512Mi"), ("ephemeral-storage", "0.5T")]),
+                    member(
+                        "a",
+                        Some("True"),
+                        (1, 1),
+                        &[("memory", "1Gi"), ("ephemeral-storage", "100G")],
+                    ),
+                    member(
+                        "b",
+                        Some("True"),
+                        (1, 1),
+                        &[("memory", "512Mi"), ("ephemeral-storage", "0.5T")],
+                    ),
                     member("c", Some("True"), (1, 1), &[("nvidia.com/gpu", "2")]),
                 ],
                 clusters_total_ready: (3, 3),
                 nodes: (3, 3),
-                allocatable: &[("memory", "1536Mi"), ("ephemeral-storage", "600G"), ("nvidia.com/gpu", "2")],
+                allocatable: &[
+                    ("memory", "1536Mi"),
+                    ("ephemeral-storage", "600G"),
+                    ("nvidia.com/gpu", "2"),
+                ],
                 skipped: 0,
             },
             Case {
                 name: "unparseable quantity is skipped, the rest still sums",
                 clusters: vec![
-                    member("a", Some("True"), (1, 1), &[("cpu", "2"), ("memory", "lots")]),
-                    member("b", Some("True"), (1, 1), &[("cpu", "2"), ("memory", "1Gi")]),
+                    member(
+                        "a",
+                        Some("True"),
+                        (1, 1),
+                        &[("cpu", "2"), ("memory", "lots")],
+                    ),
+                    member(
+                        "b",
+                        Some("True"),
+                        (1, 1),
+                        &[("cpu", "2"), ("memory", "1Gi")],
+                    ),
                 ],
                 clusters_total_ready: (2, 2),
                 nodes: (2, 2),
@@ -336,8 +429,18 @@ mod tests {
                 "{}: clusters",
                 case.name
             );
-            assert_eq!((got.node_summary.total_num, got.node_summary.ready_num), case.nodes, "{}: nodes", case.name);
-            assert_eq!(got.resource_summary.allocatable, quantities(case.allocatable), "{}: allocatable", case.name);
+            assert_eq!(
+                (got.node_summary.total_num, got.node_summary.ready_num),
+                case.nodes,
+                "{}: nodes",
+                case.name
+            );
+            assert_eq!(
+                got.resource_summary.allocatable,
+                quantities(case.allocatable),
+                "{}: allocatable",
+                case.name
+            );
             assert_eq!(got.skipped.len(), case.skipped, "{}: skipped", case.name);
         }
     }
@@ -349,15 +452,33 @@ mod tests {
         let forward = aggregate(&[a.clone(), b.clone()]);
         let backward = aggregate(&[b, a]);
         assert_eq!(forward, backward);
-        assert_eq!(forward.resource_summary.allocated, quantities(&[("cpu", "1")]));
+        assert_eq!(
+            forward.resource_summary.allocated,
+            quantities(&[("cpu", "1")])
+        );
         assert!(forward.resource_summary.allocating.is_empty());
     }
 
-    fn deployment(replicas: Option<i32>, ready: Option<i32>, generation: Option<i64>, observed: Option<i64>) -> Deployment {
+    fn deployment(
+        replicas: Option<i32>,
+        ready: Option<i32>,
+        generation: Option<i64>,
+        observed: Option<i64>,
+    ) -> Deployment {
         Deployment {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { generation, ..Default::default() },
-            spec: Some(DeploymentSpec { replicas, ..Default::default() }),
-            status: Some(DeploymentStatus { ready_replicas: ready, observed_generation: observed, ..Default::default() }),
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                generation,
+                ..Default::default()
+            },
+            spec: Some(DeploymentSpec {
+                replicas,
+                ..Default::default()
+            }),
+            status: Some(DeploymentStatus {
+                ready_replicas: ready,
+                observed_generation: observed,
+                ..Default::default()
+            }),
         }
     }
 
@@ -376,7 +497,13 @@ mod tests {
             assert_eq!(deployment_is_ready(d), *want, "case {i}");
         }
         let counts = deployment_counts(cases.iter().map(|(d, _)| d));
-        assert_eq!(counts, CountSummary { total_num: 7, ready_num: 3 });
+        assert_eq!(
+            counts,
+            CountSummary {
+                total_num: 7,
+                ready_num: 3
+            }
+        );
     }
 
     #[test]
@@ -391,11 +518,26 @@ mod tests {
             cluster_propagation_policies: 2,
             override_policies: 1,
             cluster_override_policies: 1,
-            deployments: CountSummary { total_num: 9, ready_num: 8 },
+            deployments: CountSummary {
+                total_num: 9,
+                ready_num: 8,
+            },
         };
         let s = instance_summary(&members, &counts);
-        assert_eq!(s.cluster_summary, CountSummary { total_num: 1, ready_num: 1 });
-        assert_eq!(s.policy_total_num, PolicyTotalNum { propagationpolicies: 5, overridepolicies: 2 });
+        assert_eq!(
+            s.cluster_summary,
+            CountSummary {
+                total_num: 1,
+                ready_num: 1
+            }
+        );
+        assert_eq!(
+            s.policy_total_num,
+            PolicyTotalNum {
+                propagationpolicies: 5,
+                overridepolicies: 2
+            }
+        );
         assert_eq!(s.resource_total_num.configmaps, 6);
         assert_eq!(s.workload_summary.deployments.ready_num, 8);
         let json = serde_json::to_value(&s).unwrap();
@@ -407,19 +549,39 @@ mod tests {
 
     #[test]
     fn update_only_on_real_change() {
-        let members = aggregate(&[member("a", Some("True"), (2, 2), &[("memory", "1Gi"), ("cpu", "1")])]);
+        let members = aggregate(&[member(
+            "a",
+            Some("True"),
+            (2, 2),
+            &[("memory", "1Gi"), ("cpu", "1")],
+        )]);
         let desired = instance_summary(&members, &ObjectCounts::default());
         assert!(needs_update(None, &desired));
         assert!(!needs_update(Some(&desired), &desired));
         let mut respelled = desired.clone();
-        respelled.resource_summary.allocatable.insert("memory".into(), q("1024Mi"));
-        respelled.resource_summary.allocatable.insert("cpu".into(), q("1000m"));
-        assert!(!needs_update(Some(&respelled), &desired), "same values, other spelling");
+        respelled
+            .resource_summary
+            .allocatable
+            .insert("memory".into(), q("1024Mi"));
+        respelled
+            .resource_summary
+            .allocatable
+            .insert("cpu".into(), q("1000m"));
+        assert!(
+            !needs_update(Some(&respelled), &desired),
+            "same values, other spelling"
+        );
         let mut changed = desired.clone();
-        changed.resource_summary.allocatable.insert("cpu".into(), q("1001m"));
+        changed
+            .resource_summary
+            .allocatable
+            .insert("cpu".into(), q("1001m"));
         assert!(needs_update(Some(&changed), &desired));
         let mut extra_key = desired.clone();
-        extra_key.resource_summary.allocating.insert("cpu".into(), q("0"));
+        extra_key
+            .resource_summary
+            .allocating
+            .insert("cpu".into(), q("0"));
         assert!(needs_update(Some(&extra_key), &desired));
         let mut count = desired.clone();
         count.node_summary.ready_num = 1;

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::instance::{DEFAULT_KUBECONFIG_KEY, INSTANCE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
-use crate::models::pedia::{AuthenticationFrom, ClusterGroupResources, PediaCluster, PediaClusterSpec, SecretKeyRef};
+use crate::models::pedia::{
+    AuthenticationFrom, ClusterGroupResources, PediaCluster, PediaClusterSpec, SecretKeyRef,
+};
 use crate::naming::{pedia_cluster_name, pedia_kubeconfig_secret_name};
 
 /// The resources Kairship reads through the read backend: the workloads, config and
@@ -20,14 +22,31 @@ pub fn default_sync_resources() -> Vec<ClusterGroupResources> {
         extra: BTreeMap::new(),
     };
     vec![
-        group("", &["namespaces", "services", "configmaps", "secrets", "persistentvolumeclaims"]),
+        group(
+            "",
+            &[
+                "namespaces",
+                "services",
+                "configmaps",
+                "secrets",
+                "persistentvolumeclaims",
+            ],
+        ),
         group("apps", &["deployments"]),
         group("batch", &["jobs", "cronjobs"]),
         group(
             "policy.karmada.io",
-            &["propagationpolicies", "clusterpropagationpolicies", "overridepolicies", "clusteroverridepolicies"],
+            &[
+                "propagationpolicies",
+                "clusterpropagationpolicies",
+                "overridepolicies",
+                "clusteroverridepolicies",
+            ],
         ),
-        group("work.karmada.io", &["resourcebindings", "clusterresourcebindings"]),
+        group(
+            "work.karmada.io",
+            &["resourcebindings", "clusterresourcebindings"],
+        ),
         group("cluster.karmada.io", &["clusters"]),
     ]
 }
@@ -65,8 +84,16 @@ pub fn pedia_cluster(instance: &str, sync_resources: Vec<ClusterGroupResources>)
 /// controller only writes on a real difference. Fields Clusterpedia or an operator added
 /// (kept in `extra`) are ignored.
 pub fn pedia_cluster_up_to_date(existing: &PediaCluster, desired: &PediaCluster) -> bool {
-    existing.spec.authentication_from.as_ref().and_then(|a| a.kubeconfig.as_ref())
-        == desired.spec.authentication_from.as_ref().and_then(|a| a.kubeconfig.as_ref())
+    existing
+        .spec
+        .authentication_from
+        .as_ref()
+        .and_then(|a| a.kubeconfig.as_ref())
+        == desired
+            .spec
+            .authentication_from
+            .as_ref()
+            .and_then(|a| a.kubeconfig.as_ref())
         && existing.spec.sync_resources == desired.spec.sync_resources
 }
 
@@ -82,19 +109,39 @@ mod tests {
         assert_eq!(json["kind"], "PediaCluster");
         assert_eq!(json["metadata"]["name"], "kairship-prod");
         assert_eq!(json["metadata"]["labels"]["kairship.io/instance"], "prod");
-        assert_eq!(json["spec"]["authenticationFrom"]["kubeconfig"]["name"], "kairship-prod-kubeconfig");
-        assert_eq!(json["spec"]["authenticationFrom"]["kubeconfig"]["key"], "kubeconfig");
-        let groups: Vec<&str> =
-            json["spec"]["syncResources"].as_array().unwrap().iter().map(|g| g["group"].as_str().unwrap()).collect();
-        assert!(groups.contains(&"apps") && groups.contains(&"policy.karmada.io") && groups.contains(&""));
-        assert!(json["spec"].get("kubeconfig").is_none(), "no inline credentials");
+        assert_eq!(
+            json["spec"]["authenticationFrom"]["kubeconfig"]["name"],
+            "kairship-prod-kubeconfig"
+        );
+        assert_eq!(
+            json["spec"]["authenticationFrom"]["kubeconfig"]["key"],
+            "kubeconfig"
+        );
+        let groups: Vec<&str> = json["spec"]["syncResources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["group"].as_str().unwrap())
+            .collect();
+        assert!(
+            groups.contains(&"apps")
+                && groups.contains(&"policy.karmada.io")
+                && groups.contains(&"")
+        );
+        assert!(
+            json["spec"].get("kubeconfig").is_none(),
+            "no inline credentials"
+        );
     }
 
     #[test]
     fn up_to_date_ignores_server_added_fields() {
         let desired = pedia_cluster("prod", default_sync_resources());
         let mut existing = desired.clone();
-        existing.spec.extra.insert("shardingName".into(), serde_json::json!("shard-a"));
+        existing
+            .spec
+            .extra
+            .insert("shardingName".into(), serde_json::json!("shard-a"));
         existing.metadata.resource_version = Some("42".into());
         assert!(pedia_cluster_up_to_date(&existing, &desired));
         existing.spec.sync_resources.pop();

@@ -42,7 +42,9 @@ pub enum WebhookAuthError {
     #[error("{SIGNATURE_HEADER} header is not a hex SHA-256 HMAC")]
     MalformedSignature,
     /// The timestamp is too far from the receiver's clock.
-    #[error("request timestamp is {skew_seconds}s away from now, outside the {window_seconds}s window")]
+    #[error(
+        "request timestamp is {skew_seconds}s away from now, outside the {window_seconds}s window"
+    )]
     OutsideWindow {
         /// Signed difference `timestamp - now`, in seconds.
         skew_seconds: i64,
@@ -75,7 +77,15 @@ pub fn verify_signature(
     now: jiff::Timestamp,
     window: Duration,
 ) -> Result<(), WebhookAuthError> {
-    check_signed_request(secret, timestamp_header, signature_header, body, now, window).map(|_| ())
+    check_signed_request(
+        secret,
+        timestamp_header,
+        signature_header,
+        body,
+        now,
+        window,
+    )
+    .map(|_| ())
 }
 
 /// A request that passed [`verify_signature`]: its timestamp and decoded signature.
@@ -99,19 +109,26 @@ fn check_signed_request(
     if !timestamp_text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(WebhookAuthError::MalformedTimestamp);
     }
-    let timestamp: i64 = timestamp_text.parse().map_err(|_| WebhookAuthError::MalformedTimestamp)?;
+    let timestamp: i64 = timestamp_text
+        .parse()
+        .map_err(|_| WebhookAuthError::MalformedTimestamp)?;
 
     let signature_text = signature_header.trim();
     if signature_text.is_empty() {
         return Err(WebhookAuthError::MissingSignature);
     }
-    let hex = signature_text.strip_prefix("sha256=").unwrap_or(signature_text);
+    let hex = signature_text
+        .strip_prefix("sha256=")
+        .unwrap_or(signature_text);
     let signature = decode_hex_32(hex).ok_or(WebhookAuthError::MalformedSignature)?;
 
     let skew_seconds = timestamp.saturating_sub(now.as_second());
     let window_seconds = window.as_secs();
     if skew_seconds.unsigned_abs() > window_seconds {
-        return Err(WebhookAuthError::OutsideWindow { skew_seconds, window_seconds });
+        return Err(WebhookAuthError::OutsideWindow {
+            skew_seconds,
+            window_seconds,
+        });
     }
 
     // Sign exactly the timestamp text that was sent, so "0123" and "123" sign differently.
@@ -121,7 +138,10 @@ fn check_signed_request(
     message.push(b'.');
     message.extend_from_slice(body);
     hmac::verify(&key, &message, &signature).map_err(|_| WebhookAuthError::BadSignature)?;
-    Ok(VerifiedRequest { timestamp, signature })
+    Ok(VerifiedRequest {
+        timestamp,
+        signature,
+    })
 }
 
 /// Computes the signature header value (`sha256=<hex>`) for a body, as a caller must.
@@ -171,7 +191,11 @@ pub struct ReplayCache {
 impl ReplayCache {
     /// A cache remembering at most `capacity` requests at once.
     pub fn new(capacity: usize) -> Self {
-        Self { capacity, seen: HashMap::new(), by_expiry: BTreeSet::new() }
+        Self {
+            capacity,
+            seen: HashMap::new(),
+            by_expiry: BTreeSet::new(),
+        }
     }
 
     /// Number of remembered requests.
@@ -195,7 +219,14 @@ impl ReplayCache {
         now: jiff::Timestamp,
         window: Duration,
     ) -> Result<(), WebhookAuthError> {
-        let request = check_signed_request(secret, timestamp_header, signature_header, body, now, window)?;
+        let request = check_signed_request(
+            secret,
+            timestamp_header,
+            signature_header,
+            body,
+            now,
+            window,
+        )?;
         self.forget_expired(now.as_second());
         if self.seen.contains_key(&request.signature) {
             return Err(WebhookAuthError::Replayed);
@@ -302,12 +333,22 @@ impl RoleBindingRequest {
 
     /// Name of the ClusterRoleBinding this request creates or deletes.
     pub fn binding_name(&self) -> String {
-        binding_name(&self.instance, self.role, self.subject.kind, &self.subject.name)
+        binding_name(
+            &self.instance,
+            self.role,
+            self.subject.kind,
+            &self.subject.name,
+        )
     }
 
     /// The ClusterRoleBinding a `bind` request must ensure.
     pub fn desired_binding(&self) -> ClusterRoleBinding {
-        cluster_role_binding(&self.instance, self.role, self.subject.kind, &self.subject.name)
+        cluster_role_binding(
+            &self.instance,
+            self.role,
+            self.subject.kind,
+            &self.subject.name,
+        )
     }
 }
 
@@ -337,13 +378,38 @@ mod tests {
         let late = sign(SECRET, NOW + 301, BODY);
         let edge = sign(SECRET, NOW - 300, BODY);
         let ts = NOW.to_string();
-        let cases: Vec<(&str, String, String, &[u8], Result<(), WebhookAuthError>)> = vec![
+        type Case<'a> = (
+            &'a str,
+            String,
+            String,
+            &'a [u8],
+            Result<(), WebhookAuthError>,
+        );
+        let cases: Vec<Case> = vec![
             ("prefixed hex", ts.clone(), good.clone(), BODY, Ok(())),
             ("bare hex", ts.clone(), bare_hex(&good), BODY, Ok(())),
             ("upper-case hex", ts.clone(), upper, BODY, Ok(())),
-            ("edge of window", (NOW - 300).to_string(), edge, BODY, Ok(())),
-            ("tampered body", ts.clone(), good.clone(), b"{}", Err(WebhookAuthError::BadSignature)),
-            ("wrong secret", ts.clone(), other_secret, BODY, Err(WebhookAuthError::BadSignature)),
+            (
+                "edge of window",
+                (NOW - 300).to_string(),
+                edge,
+                BODY,
+                Ok(()),
+            ),
+            (
+                "tampered body",
+                ts.clone(),
+                good.clone(),
+                b"{}",
+                Err(WebhookAuthError::BadSignature),
+            ),
+            (
+                "wrong secret",
+                ts.clone(),
+                other_secret,
+                BODY,
+                Err(WebhookAuthError::BadSignature),
+            ),
             (
                 "timestamp not the signed one",
                 (NOW + 1).to_string(),
@@ -356,21 +422,63 @@ mod tests {
                 (NOW - 301).to_string(),
                 early,
                 BODY,
-                Err(WebhookAuthError::OutsideWindow { skew_seconds: -301, window_seconds: 300 }),
+                Err(WebhookAuthError::OutsideWindow {
+                    skew_seconds: -301,
+                    window_seconds: 300,
+                }),
             ),
             (
                 "from the future",
                 (NOW + 301).to_string(),
                 late,
                 BODY,
-                Err(WebhookAuthError::OutsideWindow { skew_seconds: 301, window_seconds: 300 }),
+                Err(WebhookAuthError::OutsideWindow {
+                    skew_seconds: 301,
+                    window_seconds: 300,
+                }),
             ),
-            ("no timestamp", String::new(), good.clone(), BODY, Err(WebhookAuthError::MissingTimestamp)),
-            ("negative timestamp", "-5".into(), good.clone(), BODY, Err(WebhookAuthError::MalformedTimestamp)),
-            ("float timestamp", "1.5".into(), good.clone(), BODY, Err(WebhookAuthError::MalformedTimestamp)),
-            ("no signature", ts.clone(), String::new(), BODY, Err(WebhookAuthError::MissingSignature)),
-            ("short signature", ts.clone(), "sha256=abcd".into(), BODY, Err(WebhookAuthError::MalformedSignature)),
-            ("non-hex signature", ts.clone(), "z".repeat(64), BODY, Err(WebhookAuthError::MalformedSignature)),
+            (
+                "no timestamp",
+                String::new(),
+                good.clone(),
+                BODY,
+                Err(WebhookAuthError::MissingTimestamp),
+            ),
+            (
+                "negative timestamp",
+                "-5".into(),
+                good.clone(),
+                BODY,
+                Err(WebhookAuthError::MalformedTimestamp),
+            ),
+            (
+                "float timestamp",
+                "1.5".into(),
+                good.clone(),
+                BODY,
+                Err(WebhookAuthError::MalformedTimestamp),
+            ),
+            (
+                "no signature",
+                ts.clone(),
+                String::new(),
+                BODY,
+                Err(WebhookAuthError::MissingSignature),
+            ),
+            (
+                "short signature",
+                ts.clone(),
+                "sha256=abcd".into(),
+                BODY,
+                Err(WebhookAuthError::MalformedSignature),
+            ),
+            (
+                "non-hex signature",
+                ts.clone(),
+                "z".repeat(64),
+                BODY,
+                Err(WebhookAuthError::MalformedSignature),
+            ),
             (
                 "other algorithm prefix",
                 ts.clone(),
@@ -391,14 +499,24 @@ mod tests {
         let mut cache = ReplayCache::new(10);
         let ts = NOW.to_string();
         let signature = sign(SECRET, NOW, BODY);
-        assert_eq!(cache.verify_and_record(SECRET, &ts, &signature, BODY, now(), window), Ok(()));
+        assert_eq!(
+            cache.verify_and_record(SECRET, &ts, &signature, BODY, now(), window),
+            Ok(())
+        );
         // The same bytes again, also with the other accepted spelling of the signature.
         assert_eq!(
             cache.verify_and_record(SECRET, &ts, &signature, BODY, now(), window),
             Err(WebhookAuthError::Replayed)
         );
         assert_eq!(
-            cache.verify_and_record(SECRET, &ts, &bare_hex(&signature).to_uppercase(), BODY, now(), window),
+            cache.verify_and_record(
+                SECRET,
+                &ts,
+                &bare_hex(&signature).to_uppercase(),
+                BODY,
+                now(),
+                window
+            ),
             Err(WebhookAuthError::Replayed)
         );
         // A badly signed request is refused before it can touch the cache.
@@ -414,7 +532,10 @@ mod tests {
             Err(WebhookAuthError::OutsideWindow { .. })
         ));
         let fresh = sign(SECRET, NOW + 61, BODY);
-        assert_eq!(cache.verify_and_record(SECRET, &(NOW + 61).to_string(), &fresh, BODY, later, window), Ok(()));
+        assert_eq!(
+            cache.verify_and_record(SECRET, &(NOW + 61).to_string(), &fresh, BODY, later, window),
+            Ok(())
+        );
         assert_eq!(cache.len(), 1, "the expired entry was forgotten");
     }
 
@@ -425,7 +546,17 @@ mod tests {
         for i in 0..2 {
             let body = format!("{{\"n\":{i}}}");
             let sig = sign(SECRET, NOW, body.as_bytes());
-            assert_eq!(cache.verify_and_record(SECRET, &NOW.to_string(), &sig, body.as_bytes(), now(), window), Ok(()));
+            assert_eq!(
+                cache.verify_and_record(
+                    SECRET,
+                    &NOW.to_string(),
+                    &sig,
+                    body.as_bytes(),
+                    now(),
+                    window
+                ),
+                Ok(())
+            );
         }
         let sig = sign(SECRET, NOW, BODY);
         assert_eq!(
@@ -439,25 +570,64 @@ mod tests {
         let ok = RoleBindingRequest::from_json(BODY).unwrap();
         assert_eq!(ok.action, BindingAction::Bind);
         assert_eq!(ok.role, InstanceRole::View);
-        assert_eq!(ok.subject, BindingSubject { kind: SubjectKind::User, name: "alice".into() });
+        assert_eq!(
+            ok.subject,
+            BindingSubject {
+                kind: SubjectKind::User,
+                name: "alice".into()
+            }
+        );
         let binding = ok.desired_binding();
-        assert_eq!(binding.metadata.name.as_deref(), Some(ok.binding_name().as_str()));
+        assert_eq!(
+            binding.metadata.name.as_deref(),
+            Some(ok.binding_name().as_str())
+        );
         assert_eq!(binding.role_ref.name, "kairship:instance:prod:view");
 
         let bad: &[(&str, &str)] = &[
             ("not json", "bind alice"),
-            ("unknown action", r#"{"action":"grant","instance":"prod","role":"view","subject":{"kind":"User","name":"a"}}"#),
-            ("unknown role", r#"{"action":"bind","instance":"prod","role":"owner","subject":{"kind":"User","name":"a"}}"#),
-            ("unknown kind", r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"ServiceAccount","name":"a"}}"#),
-            ("unknown field", r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"User","name":"a"},"x":1}"#),
-            ("missing subject", r#"{"action":"unbind","instance":"prod","role":"view"}"#),
-            ("bad instance", r#"{"action":"bind","instance":"Prod!","role":"view","subject":{"kind":"User","name":"a"}}"#),
-            ("empty subject", r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"Group","name":"  "}}"#),
-            ("padded subject", r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"User","name":" a"}}"#),
-            ("control char", r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"User","name":"a\nb"}}"#),
+            (
+                "unknown action",
+                r#"{"action":"grant","instance":"prod","role":"view","subject":{"kind":"User","name":"a"}}"#,
+            ),
+            (
+                "unknown role",
+                r#"{"action":"bind","instance":"prod","role":"owner","subject":{"kind":"User","name":"a"}}"#,
+            ),
+            (
+                "unknown kind",
+                r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"ServiceAccount","name":"a"}}"#,
+            ),
+            (
+                "unknown field",
+                r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"User","name":"a"},"x":1}"#,
+            ),
+            (
+                "missing subject",
+                r#"{"action":"unbind","instance":"prod","role":"view"}"#,
+            ),
+            (
+                "bad instance",
+                r#"{"action":"bind","instance":"Prod!","role":"view","subject":{"kind":"User","name":"a"}}"#,
+            ),
+            (
+                "empty subject",
+                r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"Group","name":"  "}}"#,
+            ),
+            (
+                "padded subject",
+                r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"User","name":" a"}}"#,
+            ),
+            (
+                "control char",
+                r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"User","name":"a\nb"}}"#,
+            ),
         ];
         for (what, body) in bad {
-            assert!(RoleBindingRequest::from_json(body.as_bytes()).is_err(), "{what} should be refused");
+            assert!(
+                RoleBindingRequest::from_json(body.as_bytes()).is_err(),
+                "{what} should be refused"
+            );
         }
         let long = format!(
             r#"{{"action":"bind","instance":"prod","role":"view","subject":{{"kind":"User","name":"{}"}}}}"#,

@@ -15,7 +15,10 @@ fn workspace_root() -> PathBuf {
 fn committed_crd_manifest_is_current() {
     let path = workspace_root().join(CRDS_MANIFEST_PATH);
     let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("cannot read {}: {e}; generate it with `{CRDS_REGENERATE_COMMAND}`", path.display())
+        panic!(
+            "cannot read {}: {e}; generate it with `{CRDS_REGENERATE_COMMAND}`",
+            path.display()
+        )
     });
     let generated = crds_yaml().unwrap();
     assert!(
@@ -27,7 +30,8 @@ fn committed_crd_manifest_is_current() {
 
 #[test]
 fn manifest_parses_back_to_the_same_definitions() {
-    let parsed: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&crds_yaml().unwrap()).unwrap();
+    let parsed: Vec<CustomResourceDefinition> =
+        serde_saphyr::from_multiple(&crds_yaml().unwrap()).unwrap();
     assert_eq!(parsed, crds());
 }
 
@@ -71,7 +75,12 @@ fn names_scope_and_subresources() {
 fn rules(schema: &serde_json::Value) -> Vec<String> {
     schema["x-kubernetes-validations"]
         .as_array()
-        .map(|rules| rules.iter().map(|r| r["rule"].as_str().unwrap().to_owned()).collect())
+        .map(|rules| {
+            rules
+                .iter()
+                .map(|r| r["rule"].as_str().unwrap().to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -79,18 +88,32 @@ fn rules(schema: &serde_json::Value) -> Vec<String> {
 fn validation_rules() {
     let crd = instance_crd();
     let root = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
-    assert!(rules(root).iter().any(|r| r.contains("self.metadata.name.matches")), "name rule");
+    assert!(
+        rules(root)
+            .iter()
+            .any(|r| r.contains("self.metadata.name.matches")),
+        "name rule"
+    );
     let spec = &root["properties"]["spec"];
     let spec_rules = rules(spec);
     for wanted in [
         "self.mode != 'Adopt' || has(self.kubeconfigSecretRef)",
         "self.mode != 'Provision' || has(self.provision)",
     ] {
-        assert!(spec_rules.iter().any(|r| r == wanted), "missing rule {wanted}: {spec_rules:?}");
+        assert!(
+            spec_rules.iter().any(|r| r == wanted),
+            "missing rule {wanted}: {spec_rules:?}"
+        );
     }
     assert_eq!(rules(&spec["properties"]["mode"]), ["self == oldSelf"]);
-    assert_eq!(spec["properties"]["mode"]["enum"], serde_json::json!(["Provision", "Adopt"]));
-    assert_eq!(spec["properties"]["deletionPolicy"]["enum"], serde_json::json!(["Delete", "Retain"]));
+    assert_eq!(
+        spec["properties"]["mode"]["enum"],
+        serde_json::json!(["Provision", "Adopt"])
+    );
+    assert_eq!(
+        spec["properties"]["deletionPolicy"]["enum"],
+        serde_json::json!(["Delete", "Retain"])
+    );
     assert_eq!(spec["required"], serde_json::json!(["mode"]));
     let status = &root["properties"]["status"]["properties"];
     assert_eq!(

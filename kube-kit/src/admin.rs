@@ -49,7 +49,9 @@ impl Metrics {
     /// The registry in the Prometheus/OpenMetrics text format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
-        self.with_registry(|registry| prometheus_client::encoding::text::encode(&mut out, registry))?;
+        self.with_registry(|registry| {
+            prometheus_client::encoding::text::encode(&mut out, registry)
+        })?;
         Ok(out)
     }
 }
@@ -64,7 +66,9 @@ pub struct Readiness {
 
 impl std::fmt::Debug for Readiness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Readiness").field("checks", &self.names()).finish()
+        f.debug_struct("Readiness")
+            .field("checks", &self.names())
+            .finish()
     }
 }
 
@@ -131,7 +135,11 @@ impl Readiness {
     }
 
     /// Registers a check function.
-    pub fn add_check(&self, name: impl Into<String>, check: impl Fn() -> bool + Send + Sync + 'static) {
+    pub fn add_check(
+        &self,
+        name: impl Into<String>,
+        check: impl Fn() -> bool + Send + Sync + 'static,
+    ) {
         self.checks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -162,7 +170,10 @@ impl Readiness {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         ReadinessReport {
-            checks: checks.into_iter().map(|(name, check)| (name, check())).collect(),
+            checks: checks
+                .into_iter()
+                .map(|(name, check)| (name, check()))
+                .collect(),
         }
     }
 }
@@ -205,7 +216,9 @@ pub enum AdminError {
 
 /// The `/metrics` router.
 pub fn metrics_router(state: AdminState) -> Router {
-    Router::new().route("/metrics", get(metrics_handler)).with_state(state)
+    Router::new()
+        .route("/metrics", get(metrics_handler))
+        .with_state(state)
 }
 
 /// The `/healthz`, `/readyz` and `/debug/log-level` router.
@@ -228,7 +241,11 @@ pub fn admin_router(state: AdminState) -> Router {
 async fn metrics_handler(State(state): State<AdminState>) -> Response {
     match state.metrics.encode() {
         Ok(body) => ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], body).into_response(),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not encode metrics\n").into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "could not encode metrics\n",
+        )
+            .into_response(),
     }
 }
 
@@ -245,13 +262,21 @@ async fn readyz_handler(State(state): State<AdminState>) -> Response {
 async fn get_log_level(State(state): State<AdminState>) -> Response {
     match state.log {
         Some(log) => format!("{}\n", log.current()).into_response(),
-        None => (StatusCode::NOT_FOUND, "log level is not adjustable in this process\n").into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "log level is not adjustable in this process\n",
+        )
+            .into_response(),
     }
 }
 
 async fn set_log_level(State(state): State<AdminState>, body: String) -> Response {
     let Some(log) = state.log else {
-        return (StatusCode::NOT_FOUND, "log level is not adjustable in this process\n").into_response();
+        return (
+            StatusCode::NOT_FOUND,
+            "log level is not adjustable in this process\n",
+        )
+            .into_response();
     };
     match log.set(body.trim()) {
         Ok(()) => {
@@ -277,7 +302,12 @@ pub async fn serve(
     let metrics = bind(metrics_addr, "metrics").await?;
     let probes = bind(probe_addr, "probe").await?;
     let (a, b) = tokio::join!(
-        serve_on(metrics, metrics_router(state.clone()), "metrics", shutdown.clone()),
+        serve_on(
+            metrics,
+            metrics_router(state.clone()),
+            "metrics",
+            shutdown.clone()
+        ),
         serve_on(probes, probes_router(state), "probe", shutdown),
     );
     a.and(b)
@@ -296,13 +326,11 @@ pub async fn serve_on(
     what: &'static str,
     shutdown: CancellationToken,
 ) -> Result<(), AdminError> {
-    let addr = listener
-        .local_addr()
-        .map_err(|source| AdminError::Serve {
-            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-            what,
-            source,
-        })?;
+    let addr = listener.local_addr().map_err(|source| AdminError::Serve {
+        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        what,
+        source,
+    })?;
     tracing::info!(%addr, what, "serving admin endpoints");
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.cancelled_owned())
@@ -374,11 +402,12 @@ mod tests {
 
     #[tokio::test]
     async fn log_level_endpoint_reads_and_reloads() {
-        let (subscriber, handle) = crate::telemetry::build_subscriber(&crate::telemetry::LogOptions {
-            filter: "info".into(),
-            format: crate::telemetry::LogFormat::Text,
-        })
-        .unwrap();
+        let (subscriber, handle) =
+            crate::telemetry::build_subscriber(&crate::telemetry::LogOptions {
+                filter: "info".into(),
+                format: crate::telemetry::LogFormat::Text,
+            })
+            .unwrap();
         let _guard = tracing::subscriber::set_default(subscriber);
         let state = AdminState {
             log: Some(handle.clone()),
@@ -388,7 +417,8 @@ mod tests {
         let (status, body) = call(&router, "GET", "/debug/log-level", "").await;
         assert_eq!((status, body.as_str()), (StatusCode::OK, "info\n"));
 
-        let (status, body) = call(&router, "PUT", "/debug/log-level", "kube_kit=debug,warn\n").await;
+        let (status, body) =
+            call(&router, "PUT", "/debug/log-level", "kube_kit=debug,warn\n").await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert_eq!(handle.current(), "kube_kit=debug,warn");
         assert!(tracing::enabled!(target: "kube_kit::x", tracing::Level::DEBUG));
@@ -396,12 +426,22 @@ mod tests {
 
         let (status, _) = call(&router, "POST", "/debug/log-level", "kube_kit=notalevel").await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_eq!(handle.current(), "kube_kit=debug,warn", "a bad filter changes nothing");
+        assert_eq!(
+            handle.current(),
+            "kube_kit=debug,warn",
+            "a bad filter changes nothing"
+        );
     }
 
     #[tokio::test]
     async fn log_level_without_handle_is_404() {
-        let (status, _) = call(&probes_router(AdminState::default()), "GET", "/debug/log-level", "").await;
+        let (status, _) = call(
+            &probes_router(AdminState::default()),
+            "GET",
+            "/debug/log-level",
+            "",
+        )
+        .await;
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
 
@@ -411,7 +451,12 @@ mod tests {
         let shutdown = CancellationToken::new();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve_on(listener, admin_router(state), "admin", shutdown.clone()));
+        let server = tokio::spawn(serve_on(
+            listener,
+            admin_router(state),
+            "admin",
+            shutdown.clone(),
+        ));
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         stream

@@ -137,7 +137,9 @@ pub fn describe_kubeconfig_error(err: &KubeconfigError) -> String {
         KubeconfigError::LoadClusterOfContext(name) => {
             format!("cluster {name:?} of the context not found")
         }
-        KubeconfigError::FindPath => "no kubeconfig path found ($KUBECONFIG or ~/.kube/config)".into(),
+        KubeconfigError::FindPath => {
+            "no kubeconfig path found ($KUBECONFIG or ~/.kube/config)".into()
+        }
         KubeconfigError::ReadConfig(io, path) => format!("cannot read {}: {io}", path.display()),
         // serde errors can quote the offending value, which may be a token or key.
         KubeconfigError::Parse(_) => "not a valid kubeconfig YAML document".into(),
@@ -163,12 +165,16 @@ pub fn describe_kube_error(err: &kube::Error) -> String {
     match err {
         kube::Error::InferKubeconfig(e) => describe_kubeconfig_error(e),
         kube::Error::Auth(auth) => match auth {
-            AuthError::InvalidBasicAuth(_) => "basic-auth credentials are not a valid header".into(),
+            AuthError::InvalidBasicAuth(_) => {
+                "basic-auth credentials are not a valid header".into()
+            }
             AuthError::InvalidBearerToken(_) => "the bearer token is not a valid header".into(),
             AuthError::ReadTokenFile(io, path) => {
                 format!("cannot read token file {}: {io}", path.display())
             }
-            AuthError::AuthExecStart(io) => format!("cannot start the exec credential plugin: {io}"),
+            AuthError::AuthExecStart(io) => {
+                format!("cannot start the exec credential plugin: {io}")
+            }
             // The plugin's output is withheld: it is where a token would be.
             AuthError::AuthExecRun { cmd, out } => {
                 format!("exec credential plugin {cmd:?} failed with {}", out.status)
@@ -176,6 +182,15 @@ pub fn describe_kube_error(err: &kube::Error) -> String {
             _ => "the authentication settings are invalid (details withheld)".into(),
         },
         other => other.to_string(),
+    }
+}
+
+/// Makes ring the process-wide rustls provider unless one is installed already, so TLS
+/// clients work whichever other rustls backends the dependency graph enables.
+pub fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race with another installer is fine: some provider is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 
@@ -192,10 +207,12 @@ pub fn client_from_config(
     config.connect_timeout = Some(options.connect_timeout);
     config.write_timeout = Some(options.write_timeout);
     config.read_timeout = options.read_timeout;
-    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| ClientError::Build {
-        source_name: source_name.to_owned(),
-        reason: describe_kube_error(&e),
-    })?;
+    install_crypto_provider();
+    let builder =
+        kube::client::ClientBuilder::try_from(config).map_err(|e| ClientError::Build {
+            source_name: source_name.to_owned(),
+            reason: describe_kube_error(&e),
+        })?;
     Ok(builder.with_layer(&options.rate_limit).build())
 }
 
@@ -226,8 +243,8 @@ pub async fn client_from_kubeconfig(
             (config, source_name)
         }
         None => {
-            let source_name = std::env::var("KUBECONFIG")
-                .unwrap_or_else(|_| "~/.kube/config".to_owned());
+            let source_name =
+                std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config".to_owned());
             let config = Config::from_kubeconfig(&kube_options).await.map_err(|e| {
                 ClientError::Kubeconfig {
                     source_name: source_name.clone(),
@@ -332,7 +349,13 @@ pub async fn client_from_secret(
         .map_err(|e| secret_error(format!("cannot be read: {}", describe_kube_error(&e))))?
         .ok_or_else(|| secret_error("not found".into()))?;
     let yaml = kubeconfig_from_secret(&secret).map_err(secret_error)?;
-    client_from_kubeconfig_yaml(&yaml, context, options, &format!("secret {namespace}/{name}")).await
+    client_from_kubeconfig_yaml(
+        &yaml,
+        context,
+        options,
+        &format!("secret {namespace}/{name}"),
+    )
+    .await
 }
 
 #[cfg(test)]
@@ -433,7 +456,9 @@ users:
         assert!(err.contains("absent.yaml"), "{err}");
         assert!(!err.contains(SECRET_TOKEN), "{err}");
 
-        let client = client_from_kubeconfig(Some(&a), Some("main"), &opts()).await.unwrap();
+        let client = client_from_kubeconfig(Some(&a), Some("main"), &opts())
+            .await
+            .unwrap();
         assert_eq!(client.default_namespace(), "team-a");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -448,9 +473,17 @@ users:
             kubeconfig_from_secret(&secret(Some(("kubeconfig", b"apiVersion: v1".to_vec())))),
             Ok("apiVersion: v1".to_owned())
         );
-        assert!(kubeconfig_from_secret(&secret(Some(("config", b"x".to_vec())))).unwrap_err().contains("no \"kubeconfig\" key"));
+        assert!(
+            kubeconfig_from_secret(&secret(Some(("config", b"x".to_vec()))))
+                .unwrap_err()
+                .contains("no \"kubeconfig\" key")
+        );
         assert!(kubeconfig_from_secret(&secret(None)).is_err());
-        assert!(kubeconfig_from_secret(&secret(Some(("kubeconfig", vec![0xff, 0xfe])))).unwrap_err().contains("not UTF-8"));
+        assert!(
+            kubeconfig_from_secret(&secret(Some(("kubeconfig", vec![0xff, 0xfe]))))
+                .unwrap_err()
+                .contains("not UTF-8")
+        );
     }
 
     #[test]
@@ -472,7 +505,9 @@ users:
     #[test]
     fn invalid_user_agent_is_rejected() {
         let config = Config::new("http://127.0.0.1:1".parse().unwrap());
-        let err = client_from_config(config, &ClientOptions::new("bad\nagent"), "x").err().unwrap();
+        let err = client_from_config(config, &ClientOptions::new("bad\nagent"), "x")
+            .err()
+            .unwrap();
         assert!(matches!(err, ClientError::UserAgent(_)));
     }
 }

@@ -1,2 +1,27 @@
-//! placeholder
+//! Shared plumbing for the controller binaries of this workspace.
+//!
+//! - [`leader`]: leader election on a `coordination.k8s.io/v1` Lease (client-go's rules) and
+//!   running controllers only while leading.
+//! - [`admin`]: `/metrics`, `/healthz`, `/readyz` and `/debug/log-level`.
+//! - [`telemetry`]: `tracing` setup with a filter that can be changed at run time.
+//! - [`client`]: `kube::Client`s from kubeconfig files, in-cluster config or Secrets, limited
+//!   by [`ratelimit`].
+//! - [`shutdown`]: SIGTERM/SIGINT to a cancellation token, with a bounded grace period.
+//! - [`controller`]: a kube-runtime `Controller` runner with metrics, backoff and Events.
+//! - [`args`]: the shared, env-backed command-line flags.
+//! - [`quantity`]: exact Kubernetes resource quantities.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod admin;
+pub mod args;
+pub mod client;
+pub mod controller;
+pub mod leader;
 pub mod quantity;
+pub mod ratelimit;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use args::Args;
+pub use leader::{LeaderElector, LeaderState, LeaseElector};

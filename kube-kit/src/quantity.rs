@@ -1,9 +1,11 @@
 //! Kubernetes resource quantities (`resource.Quantity` of apimachinery) as exact integers.
 //!
-//! A [`Quantity`] holds its value as a signed count of nano-units in an `i128` plus the
-//! [`Format`] it was written in, so sums, differences, minima and percentages are exact
-//! integer arithmetic (no floating point: `+`, `-`, `Ord::min`, [`Quantity::percent`]), and [`Quantity::to_canonical_string`] prints the
-//! same canonical form as apimachinery (`1500m`, `3`, `4608Mi`, `6Gi`, `100M`).
+//! A [`Quantity`] holds its value as a signed count of nano-units in an `i128` (apimachinery's
+//! finest scale, so milli-unit and byte arithmetic are both exact) plus the [`Format`] it was
+//! written in. Sums and differences (`+`, `-`), minima (`Ord::min`) and percentages
+//! ([`Quantity::percent`]) are integer arithmetic, never floating point, and
+//! [`Quantity::to_canonical_string`] prints apimachinery's canonical form (`1500m`, `3`,
+//! `4608Mi`, `6Gi`, `100M`).
 //!
 //! Parsing follows apimachinery's `ParseQuantity`: values are rounded up (away from zero) to
 //! the nearest nano-unit, binary values are capped at 2^63-1, and a binary value between 0
@@ -25,6 +27,8 @@ const NANOS_PER_UNIT: i128 = 1_000_000_000;
 const NANOS_PER_MILLI: i128 = 1_000_000;
 /// apimachinery caps binary quantities at this many units.
 const MAX_BINARY_UNITS: i128 = i64::MAX as i128;
+/// [`MAX_BINARY_UNITS`] in nano-units.
+const MAX_BINARY_NANOS: i128 = MAX_BINARY_UNITS * NANOS_PER_UNIT;
 /// More significant digits than this could overflow the `i128` arithmetic.
 const MAX_DIGITS: usize = 38;
 
@@ -155,7 +159,10 @@ impl Quantity {
     /// `max(self, 0)`, keeping the format.
     #[must_use]
     pub fn clamp_non_negative(self) -> Quantity {
-        Quantity { nanos: self.nanos.max(0), format: self.format }
+        Quantity {
+            nanos: self.nanos.max(0),
+            format: self.format,
+        }
     }
 
     /// `percent`% of this quantity, rounded down: to whole units for binary quantities
@@ -204,7 +211,10 @@ impl Add for Quantity {
     type Output = Quantity;
 
     fn add(self, other: Quantity) -> Quantity {
-        Quantity { nanos: self.nanos.saturating_add(other.nanos), format: self.merged_format(other) }
+        Quantity {
+            nanos: self.nanos.saturating_add(other.nanos),
+            format: self.merged_format(other),
+        }
     }
 }
 
@@ -213,7 +223,10 @@ impl Sub for Quantity {
     type Output = Quantity;
 
     fn sub(self, other: Quantity) -> Quantity {
-        Quantity { nanos: self.nanos.saturating_sub(other.nanos), format: self.merged_format(other) }
+        Quantity {
+            nanos: self.nanos.saturating_sub(other.nanos),
+            format: self.merged_format(other),
+        }
     }
 }
 
@@ -233,7 +246,10 @@ impl Neg for Quantity {
     type Output = Quantity;
 
     fn neg(self) -> Quantity {
-        Quantity { nanos: -self.nanos, format: self.format }
+        Quantity {
+            nanos: -self.nanos,
+            format: self.format,
+        }
     }
 }
 
@@ -432,6 +448,14 @@ fn interpret_suffix(suffix: &str) -> Option<(i32, u32, Format)> {
 }
 
 fn parse(input: &str) -> Result<Quantity, QuantityError> {
+    match parse_plain(input) {
+        Some(quantity) => Ok(quantity),
+        None => parse_general(input),
+    }
+}
+
+/// apimachinery's `ParseQuantity` for every accepted shape.
+fn parse_general(input: &str) -> Result<Quantity, QuantityError> {
     if input.is_empty() {
         return Err(QuantityError::Empty);
     }
@@ -452,45 +476,25 @@ fn parse(input: &str) -> Result<Quantity, QuantityError> {
     // fraction carry no value.
     let int_digits = trim_leading_zeros(lexed.int_digits);
     let frac_digits = trim_trailing_zeros(lexed.frac_digits);
-    if int_digits.len() + frac_digits.len() > MAX_DIGITS {
-        return Err(out_of_range());
-    }
-    let mut mantissa: i128 = 0;
-    for &digit in int_digits.iter().chain(frac_digits) {
-        mantissa = mantissa * 10 + i128::from(digit - b'0');
-    }
-    let mantissa = mantissa
-        .checked_shl(exp2)
-        .filter(|m| m >> exp2 == mantissa)
-        .ok_or_else(out_of_range)?;
-
-    // value = mantissa * 10^(exp10 - frac_len); in nanos add 9 to the power of ten.
-    let frac_len = i32::try_from(frac_digits.len()).map_err(|_| out_of_range())?;
-    let power = exp10
-        .checked_sub(frac_len)
-        .and_then(|p| p.checked_add(9))
-        .ok_or_else(out_of_range)?;
-    let mut nanos = if mantissa == 0 {
-        0
-    } else if power >= 0 {
-        let scale = u32::try_from(power)
-            .ok()
-            .and_then(|p| 10i128.checked_pow(p))
-            .ok_or_else(out_of_range)?;
-        mantissa.checked_mul(scale).ok_or_else(out_of_range)?
+    let binary = format == Format::BinarySI;
+    let mut nanos = if int_digits.len() + frac_digits.len() > MAX_DIGITS {
+        // Binary values of 10^19 bytes and more are capped anyway (as apimachinery does).
+        if binary && int_digits.len() > 19 {
+            MAX_BINARY_NANOS
+        } else {
+            return Err(out_of_range());
+        }
     } else {
-        // Sub-nano precision rounds up so that a non-zero request never becomes zero.
-        match u32::try_from(-i64::from(power))
-            .ok()
-            .and_then(|p| 10i128.checked_pow(p))
-        {
-            Some(scale) => div_away_from_zero(mantissa, scale),
-            None => 1,
+        match nano_magnitude(int_digits, frac_digits, exp10, exp2) {
+            Some(nanos) => nanos,
+            // An overflowing binary value is far above the cap.
+            None if binary => MAX_BINARY_NANOS,
+            None => return Err(out_of_range()),
         }
     };
 
-    if format == Format::BinarySI {
-        nanos = nanos.min(MAX_BINARY_UNITS * NANOS_PER_UNIT);
+    if binary {
+        nanos = nanos.min(MAX_BINARY_NANOS);
         if nanos > 0 && nanos < NANOS_PER_UNIT {
             format = Format::DecimalSI;
         }
@@ -499,6 +503,74 @@ fn parse(input: &str) -> Result<Quantity, QuantityError> {
         nanos = -nanos;
     }
     Ok(Quantity { nanos, format })
+}
+
+/// `digits * 10^exp10 * 2^exp2` in nano-units, rounded up (away from zero) to a whole
+/// nano-unit; `None` if it does not fit an `i128`.
+fn nano_magnitude(int_digits: &[u8], frac_digits: &[u8], exp10: i32, exp2: u32) -> Option<i128> {
+    let mut mantissa: i128 = 0;
+    for &digit in int_digits.iter().chain(frac_digits) {
+        mantissa = mantissa
+            .checked_mul(10)?
+            .checked_add(i128::from(digit - b'0'))?;
+    }
+    if mantissa == 0 {
+        return Some(0);
+    }
+    let mantissa = mantissa
+        .checked_shl(exp2)
+        .filter(|m| m >> exp2 == mantissa)?;
+    // value = mantissa * 10^(exp10 - frac_len); in nanos add 9 to the power of ten.
+    let frac_len = i32::try_from(frac_digits.len()).ok()?;
+    let power = exp10.checked_sub(frac_len)?.checked_add(9)?;
+    if power >= 0 {
+        mantissa.checked_mul(10i128.checked_pow(u32::try_from(power).ok()?)?)
+    } else {
+        // Sub-nano precision rounds up so that a non-zero request never becomes zero.
+        match u32::try_from(-i64::from(power))
+            .ok()
+            .and_then(|p| 10i128.checked_pow(p))
+        {
+            Some(scale) => Some(div_away_from_zero(mantissa, scale)),
+            None => Some(1),
+        }
+    }
+}
+
+/// Fast path for the shapes resource lists are full of (`250m`, `4Gi`, `110`): up to 18
+/// digits and a common suffix, without sign, fraction or exponent. `None` sends the input
+/// to the general parser, which gives the same result for these shapes.
+fn parse_plain(input: &str) -> Option<Quantity> {
+    let bytes = input.as_bytes();
+    let digits = bytes
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(bytes.len());
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    // At most 18 digits: fits a u64, widened once below.
+    let value = bytes[..digits]
+        .iter()
+        .fold(0u64, |acc, b| acc * 10 + u64::from(b - b'0'));
+    let (scale, format) = match &bytes[digits..] {
+        b"" => (NANOS_PER_UNIT, Format::DecimalSI),
+        b"m" => (NANOS_PER_MILLI, Format::DecimalSI),
+        b"k" => (NANOS_PER_UNIT * 1_000, Format::DecimalSI),
+        b"M" => (NANOS_PER_UNIT * 1_000_000, Format::DecimalSI),
+        b"G" => (NANOS_PER_UNIT * 1_000_000_000, Format::DecimalSI),
+        b"Ki" => (NANOS_PER_UNIT << 10, Format::BinarySI),
+        b"Mi" => (NANOS_PER_UNIT << 20, Format::BinarySI),
+        b"Gi" => (NANOS_PER_UNIT << 30, Format::BinarySI),
+        b"Ti" => (NANOS_PER_UNIT << 40, Format::BinarySI),
+        _ => return None,
+    };
+    let nanos = i128::from(value).checked_mul(scale)?;
+    // Binary values past the cap take the general path, which caps them.
+    if format == Format::BinarySI && nanos > MAX_BINARY_NANOS {
+        return None;
+    }
+    Some(Quantity { nanos, format })
 }
 
 fn trim_leading_zeros(digits: &[u8]) -> &[u8] {
@@ -572,6 +644,7 @@ fn canonical_decimal(nanos: i128, format: Format) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -653,6 +726,7 @@ mod tests {
             ("0.00000012345", "124n"),
             ("9Ei", "9223372036854775807"),
             ("9223372036854775807Ki", "9223372036854775807"),
+            ("999999999999999999999999999999Ei", "9223372036854775807"),
             ("12E", "12E"),
             ("100.035Ki", "102435840m"),
             ("0.5Mi", "512Ki"),
@@ -696,6 +770,49 @@ mod tests {
                 want,
                 "canonical form of {input:?}"
             );
+        }
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_general_parser() {
+        let inputs = [
+            "0",
+            "1",
+            "110",
+            "250m",
+            "8k",
+            "7M",
+            "6G",
+            "1Ki",
+            "128Mi",
+            "60055732Ki",
+            "4Gi",
+            "5Ti",
+            "0Ki",
+            "999999999999999999",
+            "999999999999999999Ti",
+            "9223372036854775807Ki",
+            "8796093022207Mi",
+        ];
+        for input in inputs {
+            let general = parse_general(input).unwrap();
+            match parse_plain(input) {
+                Some(fast) => {
+                    assert_eq!(fast.nano_value(), general.nano_value(), "value of {input}");
+                    assert_eq!(fast.format(), general.format(), "format of {input}");
+                }
+                // Only values the general parser caps may skip the fast path.
+                None => assert_eq!(
+                    general.value(),
+                    i64::MAX as i128,
+                    "{input} left the fast path"
+                ),
+            }
+        }
+        for input in [
+            "1.5", "-1", "+1", "1e3", "1E", "1Ei", "1Pi", "1n", "1u", "1P", "1T", "1K", "",
+        ] {
+            assert!(parse_plain(input).is_none(), "{input} is not a plain shape");
         }
     }
 

@@ -164,7 +164,12 @@ mod tests {
         let cases: [(f64, u32, &[u64], &[u64]); 5] = [
             (10.0, 1, &[0, 0, 0], &[0, 100, 200]),
             (10.0, 3, &[0, 0, 0, 0, 0], &[0, 0, 0, 100, 200]),
-            (10.0, 3, &[0, 0, 0, 1000, 1000, 1000, 1000], &[0, 0, 0, 1000, 1000, 1000, 1100]),
+            (
+                10.0,
+                3,
+                &[0, 0, 0, 1000, 1000, 1000, 1000],
+                &[0, 0, 0, 1000, 1000, 1000, 1100],
+            ),
             (2.0, 2, &[0, 0, 0, 600], &[0, 0, 500, 1000]),
             (4.0, 0, &[0, 0], &[0, 250]),
         ];
@@ -212,15 +217,22 @@ mod tests {
                 .iter()
                 .filter(|u| u.duration_since(*t) < Duration::from_secs(1))
                 .count();
-            assert!(in_window <= (burst + 5) as usize, "window at {i}: {in_window}");
+            assert!(
+                in_window <= (burst + 5) as usize,
+                "window at {i}: {in_window}"
+            );
         }
     }
 
     #[tokio::test(start_paused = true)]
     async fn clones_share_one_bucket() {
         let layer = RateLimitLayer::new(1.0, 1);
-        let mut a = layer.layer(tower::service_fn(|_: ()| async { Ok::<_, ()>(Instant::now()) }));
-        let mut b = layer.layer(tower::service_fn(|_: ()| async { Ok::<_, ()>(Instant::now()) }));
+        let mut a = layer.layer(tower::service_fn(|_: ()| async {
+            Ok::<_, ()>(Instant::now())
+        }));
+        let mut b = layer.layer(tower::service_fn(|_: ()| async {
+            Ok::<_, ()>(Instant::now())
+        }));
         let start = Instant::now();
         a.ready().await.unwrap().call(()).await.unwrap();
         let second = b.ready().await.unwrap().call(()).await.unwrap();

@@ -1,6 +1,7 @@
 //! Logging: a `tracing` subscriber with an env filter that can be changed at run time, in
 //! text or JSON, written to stderr (stdout stays free for command output such as manifests).
 
+use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing_subscriber::layer::SubscriberExt;
@@ -111,7 +112,14 @@ pub fn build_subscriber(
     let filter = parse_filter(&options.filter)?;
     let (filter_layer, handle) = reload::Layer::<EnvFilter, Registry>::new(filter);
     let (text, json) = match options.format {
-        LogFormat::Text => (Some(fmt::layer().with_writer(std::io::stderr)), None),
+        LogFormat::Text => (
+            Some(
+                fmt::layer()
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_writer(std::io::stderr),
+            ),
+            None,
+        ),
         LogFormat::Json => (
             None,
             Some(

@@ -55,7 +55,10 @@ pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Re
         ("", "services") => {
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
                 set_default(spec, "type", json!("ClusterIP"));
-                if spec.get("clusterIP").is_none_or(|v| v.as_str().is_none_or(str::is_empty)) {
+                if spec
+                    .get("clusterIP")
+                    .is_none_or(|v| v.as_str().is_none_or(str::is_empty))
+                {
                     let b = crate::meta::random_bytes::<2>();
                     let ip = format!("10.96.{}.{}", b[0], b[1].max(1));
                     spec.insert("clusterIP".into(), json!(ip));
@@ -68,7 +71,13 @@ pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Re
         ("apiextensions.k8s.io", "customresourcedefinitions") => check_crd(rt, obj),
         ("scheduling.k8s.io", "priorityclasses") => {
             if obj.get("value").and_then(Value::as_i64).is_none() {
-                return Err(invalid(rt, obj, "value", "FieldValueRequired", "value: Required value".into()));
+                return Err(invalid(
+                    rt,
+                    obj,
+                    "value",
+                    "FieldValueRequired",
+                    "value: Required value".into(),
+                ));
             }
             Ok(())
         }
@@ -90,8 +99,14 @@ pub fn on_update(
             Ok(())
         }
         ("", "pods") if !status_write => {
-            let old_node = old.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-            let new_node = new.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+            let old_node = old
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let new_node = new
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if !old_node.is_empty() && old_node != new_node {
                 return Err(invalid(
                     rt,
@@ -144,7 +159,10 @@ pub fn grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> O
     }
     Some(
         requested
-            .or_else(|| obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+            .or_else(|| {
+                obj.pointer("/spec/terminationGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+            })
             .unwrap_or(30)
             .max(1),
     )
@@ -152,7 +170,9 @@ pub fn grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> O
 
 /// `stringData` is write-only: it is merged into `data` base64-encoded.
 fn fold_string_data(obj: &mut Value) {
-    let Some(map) = obj.as_object_mut() else { return };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
     let Some(Value::Object(string_data)) = map.remove("stringData") else {
         return;
     };
@@ -194,7 +214,9 @@ fn create_pod(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Resul
             None => {
                 return Err(ApiError::forbidden(format!(
                     "pods \"{}\" is forbidden: no PriorityClass with name {pc} was found",
-                    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+                    obj.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
                 )));
             }
         }
@@ -260,10 +282,12 @@ pub fn qos_class(pod: &Value) -> &'static str {
 }
 
 fn check_crd(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    let parsed = crate::resources::type_from_crd(obj).map_err(|why| {
-        invalid(rt, obj, "spec", "FieldValueInvalid", why)
-    })?;
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let parsed = crate::resources::type_from_crd(obj)
+        .map_err(|why| invalid(rt, obj, "spec", "FieldValueInvalid", why))?;
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let expected = format!("{}.{}", parsed.plural, parsed.group);
     if name != expected {
         return Err(invalid(
@@ -271,7 +295,9 @@ fn check_crd(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
             obj,
             "metadata.name",
             "FieldValueInvalid",
-            format!("metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+            format!(
+                "metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"
+            ),
         ));
     }
     let mut causes = Vec::new();
@@ -279,13 +305,11 @@ fn check_crd(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         for (i, v) in versions.iter().enumerate() {
             if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
                 for e in schema::validate_crd_schema(schema) {
+                    let e = e.with_prefix(&format!("spec.versions[{i}].schema.openAPIV3Schema"));
                     causes.push(Cause {
                         reason: e.reason().to_string(),
-                        message: format!(
-                            "spec.versions[{i}].schema.openAPIV3Schema.{}",
-                            e.to_string_k8s()
-                        ),
-                        field: format!("spec.versions[{i}].schema.openAPIV3Schema.{}", e.field),
+                        message: e.error_body(),
+                        field: e.field.clone(),
                     });
                 }
             }
@@ -305,7 +329,10 @@ mod tests {
     #[test]
     fn qos_classes() {
         let cases = [
-            (json!({"spec": {"containers": [{"name": "a"}]}}), "BestEffort"),
+            (
+                json!({"spec": {"containers": [{"name": "a"}]}}),
+                "BestEffort",
+            ),
             (
                 json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}),
                 "Burstable",

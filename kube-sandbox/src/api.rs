@@ -114,7 +114,9 @@ fn kind_mismatch(rt: &ResourceType, version: &str, body: &Value) -> Option<ApiEr
     match (kind, api_version) {
         (Some(k), _) if k != rt.kind => Some(ApiError::bad_request(format!(
             "the API version in the data ({}) does not match the expected API version ({})",
-            api_version.map(|v| format!("{v}, Kind={k}")).unwrap_or_default(),
+            api_version
+                .map(|v| format!("{v}, Kind={k}"))
+                .unwrap_or_default(),
             format_args!("{}, Kind={}", rt.api_version(version), rt.kind)
         ))),
         (_, Some(v)) if !rt.versions.iter().any(|s| rt.api_version(s) == v) => {
@@ -132,7 +134,7 @@ fn field_causes(errors: Vec<schema::FieldError>) -> Vec<Cause> {
         .into_iter()
         .map(|e| Cause {
             reason: e.reason().to_string(),
-            message: e.to_string_k8s(),
+            message: e.error_body(),
             field: e.field.clone(),
         })
         .collect()
@@ -143,7 +145,9 @@ fn spec_part(obj: &Value) -> Map<String, Value> {
     obj.as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
@@ -173,34 +177,44 @@ impl ClusterState {
         old: Option<&Value>,
         name: &str,
     ) -> Result<(), ApiError> {
-        let Some(schema) = rt.schema(version).or_else(|| rt.schema(rt.storage_version())) else {
+        let Some(schema) = rt
+            .schema(version)
+            .or_else(|| rt.schema(rt.storage_version()))
+        else {
             return Ok(());
         };
-        schema::default_object(schema, obj);
         schema::prune_unknown(schema, obj);
+        schema::default_object(schema, obj);
         let errors = schema::validate_object(schema, obj, old);
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::invalid(&rt.group, &rt.kind, name, field_causes(errors)))
+            Err(ApiError::invalid(
+                &rt.group,
+                &rt.kind,
+                name,
+                field_causes(errors),
+            ))
         }
     }
 
     /// Namespace checks for a write into `namespace`.
-    fn check_namespace(&self, rt: &ResourceType, namespace: &str, creating: bool) -> Result<(), ApiError> {
+    fn check_namespace(
+        &self,
+        rt: &ResourceType,
+        namespace: &str,
+        creating: bool,
+    ) -> Result<(), ApiError> {
         if !rt.namespaced {
             return Ok(());
         }
         let ns_gr = GroupResource::new("", "namespaces");
         match self.store.get(&ns_gr, "", namespace) {
             None => Err(ApiError::not_found("", "namespaces", namespace)),
-            Some(ns)
-                if creating && ns.value.pointer("/metadata/deletionTimestamp").is_some() =>
-            {
+            Some(ns) if creating && ns.value.pointer("/metadata/deletionTimestamp").is_some() => {
                 Err(ApiError::forbidden(format!(
                     "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-                    rt.plural,
-                    "",
+                    rt.plural, "",
                 )))
             }
             Some(_) => Ok(()),
@@ -213,11 +227,26 @@ impl ClusterState {
         rt: &ResourceType,
         version: &str,
         namespace: &str,
-        mut obj: Value,
+        obj: Value,
         ctx: &WriteContext,
     ) -> Result<Arc<Stored>, ApiError> {
+        self.create_with(rt, version, namespace, obj, ctx, false)
+    }
+
+    /// Creates an object; `applied` objects already carry their managedFields.
+    fn create_with(
+        &self,
+        rt: &ResourceType,
+        version: &str,
+        namespace: &str,
+        mut obj: Value,
+        ctx: &WriteContext,
+        applied: bool,
+    ) -> Result<Arc<Stored>, ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
         }
         if let Some(err) = kind_mismatch(rt, version, &obj) {
             return Err(err);
@@ -241,7 +270,9 @@ impl ClusterState {
                         "",
                         vec![Cause {
                             reason: "FieldValueRequired".into(),
-                            message: "metadata.name: Required value: name or generateName is required".into(),
+                            message:
+                                "metadata.name: Required value: name or generateName is required"
+                                    .into(),
                             field: "metadata.name".into(),
                         }],
                     ));
@@ -252,7 +283,8 @@ impl ClusterState {
             meta::dns1123_label_error(&name)
         } else if rt.group == "rbac.authorization.k8s.io" {
             // RBAC names are path segments; kube-apiserver allows ':' in them.
-            (name.contains('/') || name.contains('%')).then(|| "may not contain '/' or '%'".to_string())
+            (name.contains('/') || name.contains('%'))
+                .then(|| "may not contain '/' or '%'".to_string())
         } else {
             meta::dns1123_subdomain_error(&name)
         };
@@ -271,7 +303,9 @@ impl ClusterState {
         self.check_namespace(rt, namespace, true)?;
         let api_version = rt.api_version(rt.storage_version());
         {
-            let map = obj.as_object_mut().ok_or_else(|| ApiError::bad_request("not an object"))?;
+            let map = obj
+                .as_object_mut()
+                .ok_or_else(|| ApiError::bad_request("not an object"))?;
             map.insert("apiVersion".into(), json!(api_version));
             map.insert("kind".into(), json!(rt.kind));
         }
@@ -290,7 +324,9 @@ impl ClusterState {
             m.remove("deletionGracePeriodSeconds");
             m.remove("resourceVersion");
             m.remove("selfLink");
-            m.remove("managedFields");
+            if !applied {
+                m.remove("managedFields");
+            }
             if rt.has_generation {
                 m.insert("generation".into(), json!(1));
             } else {
@@ -308,7 +344,9 @@ impl ClusterState {
             self.check_custom(rt, version, &mut obj, None, &name)?;
         }
         admission::on_create(self, rt, &mut obj)?;
-        patch::record_update(None, &mut obj, &ctx.field_manager, &api_version, &now);
+        if !applied {
+            patch::record_update(None, &mut obj, &ctx.field_manager, &api_version, &now);
+        }
         if ctx.dry_run {
             return Ok(Arc::new(Stored {
                 json: serde_json::to_vec(&obj).unwrap_or_default().into(),
@@ -318,10 +356,12 @@ impl ClusterState {
         }
         let gr = rt.group_resource();
         let ns_key = if rt.namespaced { namespace } else { "" };
-        let outcome = self.store.write(&gr, ns_key, &name, |current| match current {
-            Some(_) => Err(ApiError::already_exists(&rt.group, &rt.plural, &name)),
-            None => Ok(WriteOp::Put(obj)),
-        })?;
+        let outcome = self
+            .store
+            .write(&gr, ns_key, &name, |current| match current {
+                Some(_) => Err(ApiError::already_exists(&rt.group, &rt.plural, &name)),
+                None => Ok(WriteOp::Put(obj)),
+            })?;
         self.after_write(rt, &outcome.object, outcome.event);
         Ok(outcome.object)
     }
@@ -338,7 +378,9 @@ impl ClusterState {
         ctx: &WriteContext,
     ) -> Result<Arc<Stored>, ApiError> {
         if !body.is_object() {
-            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
         }
         if let Some(err) = kind_mismatch(rt, version, &body) {
             return Err(err);
@@ -362,9 +404,16 @@ impl ClusterState {
         let expected_rv = meta_str(&body, "resourceVersion")
             .filter(|s| !s.is_empty())
             .map(str::to_string);
-        self.update_with(rt, version, namespace, name, subresource, ctx, expected_rv, move |_| {
-            Ok(body)
-        })
+        self.update_with(
+            rt,
+            version,
+            namespace,
+            name,
+            subresource,
+            ctx,
+            expected_rv,
+            move |_| Ok(body),
+        )
     }
 
     /// The shared path of PUT and PATCH: `compute` turns the current object into the new one.
@@ -485,7 +534,14 @@ impl ClusterState {
             if same_content(old, &new) {
                 return Ok(WriteOp::Noop);
             }
-            patch::record_update(Some(old), &mut new, &ctx.field_manager, &api_version, &meta::now_rfc3339());
+            patch::record_update_subresource(
+                Some(old),
+                &mut new,
+                &ctx.field_manager,
+                subresource.unwrap_or(""),
+                &api_version,
+                &meta::now_rfc3339(),
+            );
             let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
             if ctx.dry_run {
                 dry_result = Some(new);
@@ -521,9 +577,8 @@ impl ClusterState {
         ctx: &WriteContext,
     ) -> Result<Arc<Stored>, ApiError> {
         let parsed: Value = match patch_type {
-            PatchType::Apply { .. } => serde_saphyr::from_slice(body).map_err(|e| {
-                ApiError::bad_request(format!("error decoding YAML: {e}"))
-            })?,
+            PatchType::Apply { .. } => serde_saphyr::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
             _ => serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
         };
@@ -536,7 +591,9 @@ impl ClusterState {
         let ns_key = if rt.namespaced { namespace } else { "" };
         if let PatchType::Apply { force } = patch_type {
             if !parsed.is_object() {
-                return Err(ApiError::bad_request("the applied configuration must be an object"));
+                return Err(ApiError::bad_request(
+                    "the applied configuration must be an object",
+                ));
             }
             if let Some(err) = kind_mismatch(rt, version, &parsed) {
                 return Err(err);
@@ -568,40 +625,63 @@ impl ClusterState {
                 if let Some(m) = meta::metadata_mut(&mut created) {
                     m.insert("name".into(), json!(name));
                 }
-                return self.create(rt, version, namespace, created, ctx);
+                return self.create_with(rt, version, namespace, created, ctx, true);
             }
             let kind = rt.kind.clone();
             let manager = ctx.field_manager.clone();
-            return self.update_with(rt, version, namespace, name, subresource, ctx, None, |old| {
-                patch::server_side_apply(Some(old), &parsed, &kind, &manager, force, &meta::now_rfc3339())
+            let sub = subresource.unwrap_or("").to_string();
+            return self.update_with(
+                rt,
+                version,
+                namespace,
+                name,
+                subresource,
+                ctx,
+                None,
+                |old| {
+                    patch::server_side_apply_subresource(
+                        Some(old),
+                        &parsed,
+                        &kind,
+                        &manager,
+                        &sub,
+                        force,
+                        &meta::now_rfc3339(),
+                    )
                     .map_err(|e| apply_error(rt, name, e))
-            });
+                },
+            );
         }
         let expected_rv = parsed
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .map(str::to_string);
         let kind = rt.kind.clone();
-        self.update_with(rt, version, namespace, name, subresource, ctx, expected_rv, |old| {
-            let mut new = old.clone();
-            match patch_type {
-                PatchType::Merge => patch::merge_patch(&mut new, &parsed),
-                PatchType::Json => {
-                    new = patch::json_patch(&new, &parsed)
-                        .map_err(|e| ApiError::invalid(&rt.group, &rt.kind, name, vec![Cause {
-                            reason: "FieldValueInvalid".into(),
-                            message: e.to_string(),
-                            field: String::new(),
-                        }]))?;
+        self.update_with(
+            rt,
+            version,
+            namespace,
+            name,
+            subresource,
+            ctx,
+            expected_rv,
+            |old| {
+                let mut new = old.clone();
+                match patch_type {
+                    PatchType::Merge => patch::merge_patch(&mut new, &parsed),
+                    PatchType::Json => {
+                        new = patch::json_patch(&new, &parsed)
+                            .map_err(|e| patch_error(rt, name, e))?;
+                    }
+                    PatchType::StrategicMerge => {
+                        new = patch::strategic_merge_patch(&new, &parsed, &kind)
+                            .map_err(|e| patch_error(rt, name, e))?;
+                    }
+                    PatchType::Apply { .. } => {}
                 }
-                PatchType::StrategicMerge => {
-                    new = patch::strategic_merge_patch(&new, &parsed, &kind)
-                        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-                }
-                PatchType::Apply { .. } => {}
-            }
-            Ok(new)
-        })
+                Ok(new)
+            },
+        )
     }
 
     /// DELETE an object, honouring finalizers, grace periods and propagation.
@@ -623,6 +703,11 @@ impl ClusterState {
                 "propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
             )));
         }
+        // Looked up before the write: the store's lock is held while `decide` runs.
+        let has_dependents = self
+            .store
+            .get(&gr, ns_key, name)
+            .is_some_and(|o| !self.store.dependents(o.uid()).is_empty());
         let mut removed = false;
         let outcome = self.store.write(&gr, ns_key, name, |current| {
             let Some(current) = current else {
@@ -660,10 +745,10 @@ impl ClusterState {
                 return Ok(WriteOp::Noop);
             }
             match policy.as_str() {
-                "Foreground" if !self.store.dependents(current.uid()).is_empty() => {
+                "Foreground" if has_dependents => {
                     fins.push("foregroundDeletion".into());
                 }
-                "Orphan" if !self.store.dependents(current.uid()).is_empty() && !fins.is_empty() => {
+                "Orphan" if has_dependents && !fins.is_empty() => {
                     fins.push("orphan".into());
                 }
                 _ => {}
@@ -756,7 +841,12 @@ impl ClusterState {
     }
 
     /// Follow-ups of a committed write: CRD registration, garbage collection, namespace cleanup.
-    pub(crate) fn after_write(&self, rt: &ResourceType, object: &Arc<Stored>, event: Option<EventType>) {
+    pub(crate) fn after_write(
+        &self,
+        rt: &ResourceType,
+        object: &Arc<Stored>,
+        event: Option<EventType>,
+    ) {
         let Some(event) = event else { return };
         let is_crd = rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions";
         if is_crd {
@@ -771,8 +861,15 @@ impl ClusterState {
                 self.release_foreground_owners(&object.value);
             }
             _ => {
-                let deleting = object.value.pointer("/metadata/deletionTimestamp").is_some();
-                if deleting && finalizers(&object.value).iter().any(|f| f == "foregroundDeletion") {
+                let deleting = object
+                    .value
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some();
+                if deleting
+                    && finalizers(&object.value)
+                        .iter()
+                        .any(|f| f == "foregroundDeletion")
+                {
                     self.delete_dependents(object.uid());
                     self.release_foreground_owners_of(object);
                 }
@@ -839,7 +936,9 @@ impl ClusterState {
 
     fn release_foreground_owners_of(&self, owner: &Arc<Stored>) {
         let waiting = owner.value.pointer("/metadata/deletionTimestamp").is_some()
-            && finalizers(&owner.value).iter().any(|f| f == "foregroundDeletion");
+            && finalizers(&owner.value)
+                .iter()
+                .any(|f| f == "foregroundDeletion");
         if !waiting || !self.store.dependents(owner.uid()).is_empty() {
             return;
         }
@@ -848,7 +947,9 @@ impl ClusterState {
 
     /// The namespace controller: delete everything in a terminating namespace, then the namespace.
     fn spawn_namespace_cleanup(&self, namespace: &str) {
-        let Some(state) = self.self_ref.upgrade() else { return };
+        let Some(state) = self.self_ref.upgrade() else {
+            return;
+        };
         let namespace = namespace.to_string();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
@@ -877,10 +978,12 @@ impl ClusterState {
             return false;
         }
         let ns_gr = GroupResource::new("", "namespaces");
-        let _ = self.store.write(&ns_gr, "", namespace, |current| match current {
-            Some(_) => Ok(WriteOp::Remove),
-            None => Ok(WriteOp::Noop),
-        });
+        let _ = self
+            .store
+            .write(&ns_gr, "", namespace, |current| match current {
+                Some(_) => Ok(WriteOp::Remove),
+                None => Ok(WriteOp::Noop),
+            });
         true
     }
 
@@ -896,30 +999,38 @@ impl ClusterState {
 }
 
 fn apply_error(rt: &ResourceType, name: &str, err: patch::ApplyError) -> ApiError {
-    match err {
+    match &err {
         patch::ApplyError::Conflict(conflicts) => {
-            let causes: Vec<Cause> = conflicts
+            let mut e = ApiError::conflict(&rt.group, &rt.plural, name, "");
+            e.message = err.to_string();
+            e.causes = conflicts
                 .iter()
                 .map(|c| Cause {
                     reason: "FieldManagerConflict".into(),
-                    message: format!("conflict with \"{}\"", c.manager),
+                    message: c.message(),
                     field: c.field.clone(),
                 })
                 .collect();
-            let summary = conflicts
-                .iter()
-                .map(|c| format!("- {}: {}", c.manager, c.field))
-                .collect::<Vec<_>>()
-                .join("\n");
-            let mut e = ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                &format!("Apply failed with {} conflict(s): conflicts with managers:\n{summary}", conflicts.len()),
-            );
-            e.causes = causes;
             e
         }
-        other => ApiError::bad_request(other.to_string()),
+        _ => ApiError::bad_request(err.to_string()),
+    }
+}
+
+fn patch_error(rt: &ResourceType, name: &str, err: patch::PatchError) -> ApiError {
+    match err.status_code() {
+        415 => ApiError::unsupported_media_type("application/strategic-merge-patch+json"),
+        422 => ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            name,
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: err.to_string(),
+                field: String::new(),
+            }],
+        ),
+        500 => ApiError::internal(err.to_string()),
+        _ => ApiError::bad_request(err.to_string()),
     }
 }

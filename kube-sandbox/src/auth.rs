@@ -172,20 +172,30 @@ impl Auth {
             return None;
         }
         let ns = claims.pointer("/kubernetes.io/namespace")?.as_str()?;
-        let sa = claims.pointer("/kubernetes.io/serviceaccount/name")?.as_str()?;
+        let sa = claims
+            .pointer("/kubernetes.io/serviceaccount/name")?
+            .as_str()?;
         let uid = claims
             .pointer("/kubernetes.io/serviceaccount/uid")
             .and_then(Value::as_str)
             .unwrap_or("");
         let mut user = UserInfo::new(
             &format!("system:serviceaccount:{ns}:{sa}"),
-            &["system:serviceaccounts", &format!("system:serviceaccounts:{ns}")],
+            &[
+                "system:serviceaccounts",
+                &format!("system:serviceaccounts:{ns}"),
+            ],
         );
         user.uid = uid.to_string();
         let audiences = claims
             .get("aud")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         Some(TokenClaims { user, audiences })
     }
@@ -199,7 +209,12 @@ impl Auth {
         let wanted: Vec<String> = review
             .pointer("/spec/audiences")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         let sa_claims = self.verify_service_account_token(token);
         let user = self.authenticate(token);
@@ -276,7 +291,11 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
                 role_name,
             ),
             Some("Role") => namespace.as_deref().and_then(|ns| {
-                store.get(&GroupResource::new("rbac.authorization.k8s.io", "roles"), ns, role_name)
+                store.get(
+                    &GroupResource::new("rbac.authorization.k8s.io", "roles"),
+                    ns,
+                    role_name,
+                )
             }),
             _ => None,
         };
@@ -293,7 +312,10 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            return (true, format!("RBAC: allowed by binding {binding_name:?} of role {role_name:?}"));
+            return (
+                true,
+                format!("RBAC: allowed by binding {binding_name:?} of role {role_name:?}"),
+            );
         }
     }
     (false, String::new())
@@ -345,7 +367,9 @@ pub fn rule_allows(rule: &Value, attrs: &Attributes) -> bool {
     }
     if let Some(path) = &attrs.path {
         return strings(rule.get("nonResourceURLs")).iter().any(|u| {
-            *u == "*" || *u == path || (u.ends_with('*') && path.starts_with(u.trim_end_matches('*')))
+            *u == "*"
+                || *u == path
+                || (u.ends_with('*') && path.starts_with(u.trim_end_matches('*')))
         });
     }
     let groups = strings(rule.get("apiGroups"));
@@ -363,7 +387,9 @@ pub fn rule_allows(rule: &Value, attrs: &Attributes) -> bool {
             || *r == full
             || (attrs.subresource.is_empty() && *r == attrs.resource)
             || (r.starts_with("*/") && !attrs.subresource.is_empty() && r[2..] == attrs.subresource)
-            || (r.ends_with("/*") && !attrs.subresource.is_empty() && r[..r.len() - 2] == attrs.resource)
+            || (r.ends_with("/*")
+                && !attrs.subresource.is_empty()
+                && r[..r.len() - 2] == attrs.resource)
     });
     if !resource_ok {
         return false;
@@ -374,7 +400,12 @@ pub fn rule_allows(rule: &Value, attrs: &Attributes) -> bool {
 
 /// Reads the attributes of a SubjectAccessReview-like spec.
 pub fn review_attributes(spec: &Value) -> Attributes {
-    let s = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let s = |p: &str| {
+        spec.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     if spec.get("nonResourceAttributes").is_some() {
         return Attributes {
             verb: s("/nonResourceAttributes/verb"),
@@ -424,7 +455,10 @@ mod tests {
             assert_eq!(rule_allows(&rule, &a), want, "{a:?}");
         }
         let star = json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]});
-        assert!(rule_allows(&star, &attrs("delete", "apps", "deployments", "", "x")));
+        assert!(rule_allows(
+            &star,
+            &attrs("delete", "apps", "deployments", "", "x")
+        ));
         let sub = json!({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]});
         assert!(rule_allows(&sub, &attrs("get", "", "pods", "log", "p")));
         assert!(!rule_allows(&sub, &attrs("get", "", "pods", "", "p")));
@@ -436,7 +470,10 @@ mod tests {
         let (token, _) = auth.issue_token("ns", "sa", "u1", &["api".into()], 3600, None);
         let user = auth.authenticate(&token).unwrap();
         assert_eq!(user.username, "system:serviceaccount:ns:sa");
-        assert!(user.groups.contains(&"system:serviceaccounts:ns".to_string()));
+        assert!(
+            user.groups
+                .contains(&"system:serviceaccounts:ns".to_string())
+        );
         let mut tampered = token.clone();
         tampered.push('x');
         assert!(auth.authenticate(&tampered).is_none());

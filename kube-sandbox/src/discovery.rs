@@ -81,24 +81,49 @@ pub fn group(types: &[ResourceType], name: &str) -> Option<Value> {
 fn subresource_info(
     parent: &ResourceType,
     sub: &str,
-) -> (String, Option<&'static str>, Option<&'static str>, Vec<&'static str>) {
+) -> (
+    String,
+    Option<&'static str>,
+    Option<&'static str>,
+    Vec<&'static str>,
+) {
     let same = parent.kind.clone();
     match sub {
         "status" => (same, None, None, vec!["get", "patch", "update"]),
-        "scale" => ("Scale".into(), Some("autoscaling"), Some("v1"), vec!["get", "patch", "update"]),
+        "scale" => (
+            "Scale".into(),
+            Some("autoscaling"),
+            Some("v1"),
+            vec!["get", "patch", "update"],
+        ),
         "log" => (same, None, None, vec!["get"]),
         "binding" => ("Binding".into(), None, None, vec!["create"]),
-        "eviction" => ("Eviction".into(), Some("policy"), Some("v1"), vec!["create"]),
+        "eviction" => (
+            "Eviction".into(),
+            Some("policy"),
+            Some("v1"),
+            vec!["create"],
+        ),
         "exec" => ("PodExecOptions".into(), None, None, vec!["create", "get"]),
         "attach" => ("PodAttachOptions".into(), None, None, vec!["create", "get"]),
-        "portforward" => ("PodPortForwardOptions".into(), None, None, vec!["create", "get"]),
+        "portforward" => (
+            "PodPortForwardOptions".into(),
+            None,
+            None,
+            vec!["create", "get"],
+        ),
         "proxy" => (
             format!("{}ProxyOptions", parent.kind),
             None,
             None,
             vec!["create", "delete", "get", "patch", "update"],
         ),
-        "token" => ("TokenRequest".into(), Some("authentication.k8s.io"), Some("v1"), vec!["create"]),
+        "token" => (
+            "TokenRequest".into(),
+            Some("authentication.k8s.io"),
+            Some("v1"),
+            vec!["create"],
+        ),
         "finalize" => (same, None, None, vec!["update"]),
         _ => (same, None, None, vec!["get"]),
     }
@@ -175,10 +200,19 @@ mod tests {
             .iter()
             .map(|r| r["name"].as_str().unwrap())
             .collect();
-        for want in ["pods", "pods/status", "pods/log", "pods/binding", "nodes", "namespaces", "serviceaccounts/token"] {
+        for want in [
+            "pods",
+            "pods/status",
+            "pods/log",
+            "pods/binding",
+            "nodes",
+            "namespaces",
+            "serviceaccounts/token",
+        ] {
             assert!(names.contains(&want), "{want} missing");
         }
-        let pods = &list["resources"].as_array().unwrap()[names.iter().position(|n| *n == "pods").unwrap()];
+        let pods = &list["resources"].as_array().unwrap()
+            [names.iter().position(|n| *n == "pods").unwrap()];
         assert_eq!(pods["namespaced"], true);
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert!(resource_list(&types, "apps", "v2").is_none());

@@ -142,7 +142,9 @@ impl ApiError {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
         )
     }
 
@@ -153,9 +155,16 @@ impl ApiError {
         } else {
             format!("{kind}.{group}")
         };
+        // Cause messages leave out the field; the summary names it, as kube-apiserver does.
         let summary = causes
             .iter()
-            .map(|c| c.message.clone())
+            .map(|c| {
+                if c.field.is_empty() || c.message.starts_with(&c.field) {
+                    c.message.clone()
+                } else {
+                    format!("{}: {}", c.field, c.message)
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ");
         let message = if causes.len() > 1 {

@@ -101,7 +101,10 @@ mod tests {
             verbs: vec!["create".into()],
             action: FaultAction::Status(500),
         });
-        assert_eq!(faults.find(Some("pods"), "create"), Some(FaultAction::Status(500)));
+        assert_eq!(
+            faults.find(Some("pods"), "create"),
+            Some(FaultAction::Status(500))
+        );
         assert_eq!(faults.find(Some("pods"), "get"), None);
         assert_eq!(faults.find(Some("nodes"), "create"), None);
         faults.remove(id);

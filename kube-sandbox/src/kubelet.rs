@@ -192,7 +192,12 @@ impl ClusterState {
     pub fn start_sim_node(&self, name: &str) {
         KubeletState::lock(&self.kubelet.stopped).remove(name);
         self.renew_node_lease(name);
-        self.set_node_ready(name, "True", "KubeletReady", "kubelet is posting ready status");
+        self.set_node_ready(
+            name,
+            "True",
+            "KubeletReady",
+            "kubelet is posting ready status",
+        );
     }
 
     fn renew_node_lease(&self, node: &str) {
@@ -201,11 +206,20 @@ impl ClusterState {
         };
         let now = crate::meta::now_micro();
         let ctx = WriteContext::system("kubelet");
-        let updated = self.update_with(&rt, "v1", "kube-node-lease", node, None, &ctx, None, |old| {
-            let mut new = old.clone();
-            new["spec"]["renewTime"] = json!(now);
-            Ok(new)
-        });
+        let updated = self.update_with(
+            &rt,
+            "v1",
+            "kube-node-lease",
+            node,
+            None,
+            &ctx,
+            None,
+            |old| {
+                let mut new = old.clone();
+                new["spec"]["renewTime"] = json!(now);
+                Ok(new)
+            },
+        );
         if matches!(&updated, Err(e) if e.code == 404) {
             let body = json!({
                 "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -392,7 +406,10 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
     let ready = node
         .pointer("/status/conditions")
         .and_then(Value::as_array)
-        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
     if !ready || node.pointer("/metadata/deletionTimestamp").is_some() {
         return false;
     }
@@ -407,7 +424,8 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
             let op = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
             let t_effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
             let key_ok = t_key.is_empty() && op == "Exists" || t_key == key;
-            let value_ok = op == "Exists" || t.get("value").and_then(Value::as_str).unwrap_or("") == value;
+            let value_ok =
+                op == "Exists" || t.get("value").and_then(Value::as_str).unwrap_or("") == value;
             let effect_ok = t_effect.is_empty() || t_effect == effect;
             key_ok && value_ok && effect_ok
         })
@@ -525,9 +543,16 @@ pub async fn run(state: Arc<ClusterState>) {
                             if is_pending(pod) && state.options.scheduler {
                                 pending.push(key.clone());
                             }
-                            let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-                            if !node.is_empty() && state.options.kubelet && state.kubelet.runs(node) {
-                                let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+                            let node = pod
+                                .pointer("/spec/nodeName")
+                                .and_then(Value::as_str)
+                                .unwrap_or("");
+                            if !node.is_empty() && state.options.kubelet && state.kubelet.runs(node)
+                            {
+                                let phase = pod
+                                    .pointer("/status/phase")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("");
                                 let deleting = pod.pointer("/metadata/deletionTimestamp").is_some();
                                 let started = pod.pointer("/status/startTime").is_some();
                                 if deleting {
@@ -536,15 +561,26 @@ pub async fn run(state: Arc<ClusterState>) {
                                             .pointer("/metadata/deletionGracePeriodSeconds")
                                             .and_then(Value::as_u64)
                                             .unwrap_or(0);
-                                        let delay = Duration::from_secs(grace).min(state.options.max_termination_delay);
+                                        let delay = Duration::from_secs(grace)
+                                            .min(state.options.max_termination_delay);
                                         seq += 1;
                                         timers.push(Reverse((Instant::now() + delay, seq)));
-                                        timer_actions.insert(seq, Timer::RemovePod(key.0.clone(), key.1.clone()));
+                                        timer_actions.insert(
+                                            seq,
+                                            Timer::RemovePod(key.0.clone(), key.1.clone()),
+                                        );
                                     }
-                                } else if phase == "Pending" && !started && starting.insert(key.clone()) {
+                                } else if phase == "Pending"
+                                    && !started
+                                    && starting.insert(key.clone())
+                                {
                                     seq += 1;
-                                    timers.push(Reverse((Instant::now() + state.options.pod_start_delay, seq)));
-                                    timer_actions.insert(seq, Timer::StartPod(key.0.clone(), key.1.clone()));
+                                    timers.push(Reverse((
+                                        Instant::now() + state.options.pod_start_delay,
+                                        seq,
+                                    )));
+                                    timer_actions
+                                        .insert(seq, Timer::StartPod(key.0.clone(), key.1.clone()));
                                 }
                             }
                         }
@@ -600,7 +636,10 @@ pub async fn run(state: Arc<ClusterState>) {
 
         if last_lease.elapsed() >= state.options.node_lease_renew {
             last_lease = Instant::now();
-            let nodes: Vec<String> = KubeletState::lock(&state.kubelet.nodes).keys().cloned().collect();
+            let nodes: Vec<String> = KubeletState::lock(&state.kubelet.nodes)
+                .keys()
+                .cloned()
+                .collect();
             for node in nodes {
                 if state.kubelet.runs(&node) {
                     state.renew_node_lease(&node);
@@ -625,17 +664,32 @@ pub async fn run(state: Arc<ClusterState>) {
 
 fn key_of(obj: &Value) -> (String, String) {
     (
-        obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string(),
-        obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string(),
+        obj.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        obj.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
     )
 }
 
 fn is_pending(pod: &Value) -> bool {
-    pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").is_empty()
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
         && pod.pointer("/metadata/deletionTimestamp").is_none()
-        && pod.pointer("/spec/schedulerName").and_then(Value::as_str).unwrap_or("default-scheduler")
+        && pod
+            .pointer("/spec/schedulerName")
+            .and_then(Value::as_str)
+            .unwrap_or("default-scheduler")
             == "default-scheduler"
-        && matches!(pod.pointer("/status/phase").and_then(Value::as_str), None | Some("Pending"))
+        && matches!(
+            pod.pointer("/status/phase").and_then(Value::as_str),
+            None | Some("Pending")
+        )
 }
 
 /// Binds what fits; returns the pods still pending.
@@ -648,11 +702,27 @@ fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String
     }
     // Usage per node from the pods bound to it.
     let mut used: HashMap<String, HashMap<String, f64>> = HashMap::new();
-    for pod in state.store.list(&pods_gr, None, None, 0, &|s| {
-        !s.value.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").is_empty()
-            && !matches!(s.value.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"))
-    }).items {
-        let node = pod.value.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").to_string();
+    for pod in state
+        .store
+        .list(&pods_gr, None, None, 0, &|s| {
+            !s.value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+                && !matches!(
+                    s.value.pointer("/status/phase").and_then(Value::as_str),
+                    Some("Succeeded" | "Failed")
+                )
+        })
+        .items
+    {
+        let node = pod
+            .value
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let entry = used.entry(node).or_default();
         for (k, v) in pod_requests(&pod.value) {
             *entry.entry(k).or_default() += v;
@@ -660,7 +730,9 @@ fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String
     }
     let mut still = Vec::new();
     for (ns, name) in pending {
-        let Some(pod) = state.store.get(&pods_gr, &ns, &name) else { continue };
+        let Some(pod) = state.store.get(&pods_gr, &ns, &name) else {
+            continue;
+        };
         if !is_pending(&pod.value) {
             continue;
         }
@@ -670,7 +742,11 @@ fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String
             if !node_accepts(&node.value, &pod.value) {
                 continue;
             }
-            let node_name = node.value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            let node_name = node
+                .value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let alloc = node
                 .value
                 .pointer("/status/allocatable")
@@ -694,7 +770,11 @@ fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String
                     free_cpu_fraction = (have - taken - want) / have;
                 }
             }
-            if fits && best.as_ref().is_none_or(|(score, _)| free_cpu_fraction > *score) {
+            if fits
+                && best
+                    .as_ref()
+                    .is_none_or(|(score, _)| free_cpu_fraction > *score)
+            {
                 best = Some((free_cpu_fraction, node_name.to_string()));
             }
         }
@@ -715,10 +795,19 @@ fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String
 }
 
 fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
-    let Some(rt) = state.resource_type("", "pods") else { return };
+    let Some(rt) = state.resource_type("", "pods") else {
+        return;
+    };
     let pods_gr = rt.group_resource();
-    let Some(pod) = state.store.get(&pods_gr, namespace, name) else { return };
-    let node = pod.value.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("").to_string();
+    let Some(pod) = state.store.get(&pods_gr, namespace, name) else {
+        return;
+    };
+    let node = pod
+        .value
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if !state.kubelet.runs(&node) || pod.value.pointer("/metadata/deletionTimestamp").is_some() {
         return;
     }
@@ -733,7 +822,12 @@ fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
                 .and_then(|x| x["address"].as_str().map(str::to_string))
         })
         .unwrap_or_else(|| format!("10.0.0.{}", state.kubelet.node_index(&node)));
-    let pod_ip = if pod.value.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
+    let pod_ip = if pod
+        .value
+        .pointer("/spec/hostNetwork")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
         host_ip.clone()
     } else {
         state.kubelet.allocate_ip()
@@ -761,9 +855,12 @@ fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
     for c in &containers {
         let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-        state
-            .kubelet
-            .append_log(namespace, name, cname, &format!("container {cname} started from image {image} on node {node}"));
+        state.kubelet.append_log(
+            namespace,
+            name,
+            cname,
+            &format!("container {cname} started from image {image} on node {node}"),
+        );
         for line in printed_lines(c) {
             state.kubelet.append_log(namespace, name, cname, &line);
         }
@@ -817,7 +914,11 @@ fn node_lifecycle_pass(state: &ClusterState) {
     let now = jiff::Timestamp::now();
     let grace = state.options.node_monitor_grace.as_secs_f64();
     for node in nodes {
-        let name = node.value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        let name = node
+            .value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let ready = node
             .value
             .pointer("/status/conditions")
@@ -826,7 +927,11 @@ fn node_lifecycle_pass(state: &ClusterState) {
         let Some(ready) = ready else { continue };
         let parse = |s: Option<&str>| s.and_then(|s| s.parse::<jiff::Timestamp>().ok());
         let heartbeat = parse(ready.get("lastHeartbeatTime").and_then(Value::as_str));
-        let created = parse(node.value.pointer("/metadata/creationTimestamp").and_then(Value::as_str));
+        let created = parse(
+            node.value
+                .pointer("/metadata/creationTimestamp")
+                .and_then(Value::as_str),
+        );
         let renewed = state
             .store
             .get(&leases, "kube-node-lease", name)
@@ -836,13 +941,23 @@ fn node_lifecycle_pass(state: &ClusterState) {
         let age = now.duration_since(last).as_secs_f64();
         let status = ready.get("status").and_then(Value::as_str).unwrap_or("");
         if age > grace && status != "Unknown" {
-            state.set_node_ready(name, "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.");
+            state.set_node_ready(
+                name,
+                "Unknown",
+                "NodeStatusUnknown",
+                "Kubelet stopped posting node status.",
+            );
         } else if age <= grace
             && status == "Unknown"
             && renewed.is_some_and(|r| heartbeat.is_none_or(|h| r > h))
             && ready.get("reason").and_then(Value::as_str) == Some("NodeStatusUnknown")
         {
-            state.set_node_ready(name, "True", "KubeletReady", "kubelet is posting ready status");
+            state.set_node_ready(
+                name,
+                "True",
+                "KubeletReady",
+                "kubelet is posting ready status",
+            );
         }
     }
 }
@@ -863,7 +978,11 @@ pub async fn serve_log(
         .value
         .pointer("/spec/containers")
         .and_then(Value::as_array)
-        .map(|c| c.iter().filter_map(|c| c["name"].as_str().map(str::to_string)).collect())
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     let container = match query.get("container") {
         Some(c) if containers.contains(c) => c.clone(),
@@ -888,7 +1007,10 @@ pub async fn serve_log(
     let num = |k: &str| -> Result<Option<i64>, ApiError> {
         query
             .get(k)
-            .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid {k} {v:?}"))))
+            .map(|v| {
+                v.parse::<i64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid {k} {v:?}")))
+            })
             .transpose()
     };
     let tail = num("tailLines")?;
@@ -904,7 +1026,10 @@ pub async fn serve_log(
             format!("{}\n", l.text)
         }
     };
-    let mut selected: Vec<&LogLine> = lines.iter().filter(|l| cutoff.is_none_or(|c| l.at >= c)).collect();
+    let mut selected: Vec<&LogLine> = lines
+        .iter()
+        .filter(|l| cutoff.is_none_or(|c| l.at >= c))
+        .collect();
     if let Some(t) = tail {
         let skip = selected.len().saturating_sub(t.max(0) as usize);
         selected.drain(..skip);
@@ -938,7 +1063,9 @@ pub async fn serve_log(
             if state.store.get(&pods_gr, &ns, &pod_name).is_none() {
                 return;
             }
-            let Some(lines) = state.kubelet.log_lines(&ns, &pod_name, &container) else { return };
+            let Some(lines) = state.kubelet.log_lines(&ns, &pod_name, &container) else {
+                return;
+            };
             if lines.len() > seen {
                 let chunk: String = lines[seen..].iter().map(&format_line).collect();
                 seen = lines.len();
@@ -949,7 +1076,9 @@ pub async fn serve_log(
         }
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|c| (Ok::<_, std::convert::Infallible>(c), rx))
+        rx.recv()
+            .await
+            .map(|c| (Ok::<_, std::convert::Infallible>(c), rx))
     });
     let mut response = Response::new(Body::from_stream(stream));
     response
@@ -964,7 +1093,13 @@ mod tests {
 
     #[test]
     fn quantities_parse() {
-        let cases = [("4", 4.0), ("500m", 0.5), ("1Gi", 1073741824.0), ("2k", 2000.0), ("1e3", 1000.0)];
+        let cases = [
+            ("4", 4.0),
+            ("500m", 0.5),
+            ("1Gi", 1073741824.0),
+            ("2k", 2000.0),
+            ("1e3", 1000.0),
+        ];
         for (q, want) in cases {
             assert!((parse_quantity(q).unwrap() - want).abs() < 1e-9, "{q}");
         }
@@ -992,12 +1127,24 @@ mod tests {
         let cases = [
             (json!({"spec": {}}), false),
             (json!({"spec": {"tolerations": tol}}), true),
-            (json!({"spec": {"tolerations": [{"operator": "Exists"}]}}), true),
-            (json!({"spec": {"tolerations": tol, "nodeSelector": {"zone": "b"}}}), false),
-            (json!({"spec": {"tolerations": tol, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}}}), true),
-            (json!({"spec": {"tolerations": tol, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Gt", "values": ["8"]}]}]}}}}}), false),
+            (
+                json!({"spec": {"tolerations": [{"operator": "Exists"}]}}),
+                true,
+            ),
+            (
+                json!({"spec": {"tolerations": tol, "nodeSelector": {"zone": "b"}}}),
+                false,
+            ),
+            (
+                json!({"spec": {"tolerations": tol, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}}}),
+                true,
+            ),
+            (
+                json!({"spec": {"tolerations": tol, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Gt", "values": ["8"]}]}]}}}}}),
+                false,
+            ),
         ];
         for (pod, want) in cases {
             assert_eq!(node_accepts(&node, &pod), want, "{pod}");

@@ -24,6 +24,7 @@
 pub mod admission;
 pub mod api;
 pub mod auth;
+pub mod cel;
 pub mod discovery;
 pub mod error;
 pub mod faults;
@@ -104,7 +105,8 @@ impl Cluster {
             .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid"));
         let service = tower::ServiceBuilder::new()
             .map_request(move |mut req: http::Request<kube::client::Body>| {
-                req.headers_mut().insert(header::AUTHORIZATION, value.clone());
+                req.headers_mut()
+                    .insert(header::AUTHORIZATION, value.clone());
                 req
             })
             .service(self.router());

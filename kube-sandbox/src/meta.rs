@@ -126,7 +126,12 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 pub fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -153,7 +158,11 @@ mod tests {
             ("", false, false),
         ];
         for (name, subdomain_ok, label_ok) in cases {
-            assert_eq!(dns1123_subdomain_error(name).is_none(), subdomain_ok, "{name}");
+            assert_eq!(
+                dns1123_subdomain_error(name).is_none(),
+                subdomain_ok,
+                "{name}"
+            );
             assert_eq!(dns1123_label_error(name).is_none(), label_ok, "{name}");
         }
         assert!(dns1123_label_error(&"a".repeat(64)).is_some());

@@ -170,8 +170,24 @@ const fn create_only(mut builtin: Builtin) -> Builtin {
 }
 
 const BUILTINS: &[Builtin] = &[
-    b("", "v1", "namespaces", "Namespace", false, &["ns"], &["status", "finalize"]),
-    b("", "v1", "nodes", "Node", false, &["no"], &["status", "proxy"]),
+    b(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        false,
+        &["ns"],
+        &["status", "finalize"],
+    ),
+    b(
+        "",
+        "v1",
+        "nodes",
+        "Node",
+        false,
+        &["no"],
+        &["status", "proxy"],
+    ),
     with_generation(b(
         "",
         "v1",
@@ -179,33 +195,194 @@ const BUILTINS: &[Builtin] = &[
         "Pod",
         true,
         &["po"],
-        &["status", "log", "binding", "eviction", "exec", "attach", "portforward", "proxy"],
+        &[
+            "status",
+            "log",
+            "binding",
+            "eviction",
+            "exec",
+            "attach",
+            "portforward",
+            "proxy",
+        ],
     )),
     b("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[]),
     b("", "v1", "secrets", "Secret", true, &[], &[]),
-    b("", "v1", "services", "Service", true, &["svc"], &["status", "proxy"]),
+    b(
+        "",
+        "v1",
+        "services",
+        "Service",
+        true,
+        &["svc"],
+        &["status", "proxy"],
+    ),
     b("", "v1", "endpoints", "Endpoints", true, &["ep"], &[]),
-    b("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"], &["token"]),
-    b("", "v1", "persistentvolumes", "PersistentVolume", false, &["pv"], &["status"]),
-    b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"], &["status"]),
+    b(
+        "",
+        "v1",
+        "serviceaccounts",
+        "ServiceAccount",
+        true,
+        &["sa"],
+        &["token"],
+    ),
+    b(
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        false,
+        &["pv"],
+        &["status"],
+    ),
+    b(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        true,
+        &["pvc"],
+        &["status"],
+    ),
     b("", "v1", "events", "Event", true, &["ev"], &[]),
-    b("", "v1", "resourcequotas", "ResourceQuota", true, &["quota"], &["status"]),
-    b("", "v1", "limitranges", "LimitRange", true, &["limits"], &[]),
+    b(
+        "",
+        "v1",
+        "resourcequotas",
+        "ResourceQuota",
+        true,
+        &["quota"],
+        &["status"],
+    ),
+    b(
+        "",
+        "v1",
+        "limitranges",
+        "LimitRange",
+        true,
+        &["limits"],
+        &[],
+    ),
     b("events.k8s.io", "v1", "events", "Event", true, &["ev"], &[]),
-    b("coordination.k8s.io", "v1", "leases", "Lease", true, &[], &[]),
-    with_generation(b("apps", "v1", "deployments", "Deployment", true, &["deploy"], &["status", "scale"])),
-    with_generation(b("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"], &["status", "scale"])),
-    with_generation(b("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"], &["status", "scale"])),
-    with_generation(b("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"], &["status"])),
+    b(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "Lease",
+        true,
+        &[],
+        &[],
+    ),
+    with_generation(b(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        true,
+        &["deploy"],
+        &["status", "scale"],
+    )),
+    with_generation(b(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        &["status", "scale"],
+    )),
+    with_generation(b(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        true,
+        &["sts"],
+        &["status", "scale"],
+    )),
+    with_generation(b(
+        "apps",
+        "v1",
+        "daemonsets",
+        "DaemonSet",
+        true,
+        &["ds"],
+        &["status"],
+    )),
     with_generation(b("batch", "v1", "jobs", "Job", true, &[], &["status"])),
-    with_generation(b("batch", "v1", "cronjobs", "CronJob", true, &["cj"], &["status"])),
-    b("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, &["pc"], &[]),
-    b("storage.k8s.io", "v1", "csinodes", "CSINode", false, &[], &[]),
-    b("storage.k8s.io", "v1", "storageclasses", "StorageClass", false, &["sc"], &[]),
-    b("rbac.authorization.k8s.io", "v1", "roles", "Role", true, &[], &[]),
-    b("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, &[], &[]),
-    b("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, &[], &[]),
-    b("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, &[], &[]),
+    with_generation(b(
+        "batch",
+        "v1",
+        "cronjobs",
+        "CronJob",
+        true,
+        &["cj"],
+        &["status"],
+    )),
+    b(
+        "scheduling.k8s.io",
+        "v1",
+        "priorityclasses",
+        "PriorityClass",
+        false,
+        &["pc"],
+        &[],
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "csinodes",
+        "CSINode",
+        false,
+        &[],
+        &[],
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        "StorageClass",
+        false,
+        &["sc"],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "roles",
+        "Role",
+        true,
+        &[],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "RoleBinding",
+        true,
+        &[],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        false,
+        &[],
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+        &[],
+        &[],
+    ),
     with_generation(b(
         "apiextensions.k8s.io",
         "v1",
@@ -215,8 +392,24 @@ const BUILTINS: &[Builtin] = &[
         &["crd", "crds"],
         &["status"],
     )),
-    create_only(b("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", false, &[], &[])),
-    create_only(b("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", false, &[], &[])),
+    create_only(b(
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "TokenReview",
+        false,
+        &[],
+        &[],
+    )),
+    create_only(b(
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        false,
+        &[],
+        &[],
+    )),
     create_only(b(
         "authorization.k8s.io",
         "v1",
@@ -275,7 +468,12 @@ pub fn type_from_crd(crd: &Value) -> Result<ResourceType, String> {
     let list_kind = text(names, "listKind").unwrap_or_else(|| format!("{kind}List"));
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let scope = text(spec, "scope").ok_or("spec.scope: Required value")?;
@@ -301,8 +499,15 @@ pub fn type_from_crd(crd: &Value) -> Result<ResourceType, String> {
     let mut printer_columns = Value::Array(Vec::new());
     for version in versions {
         let name = text(version, "name").ok_or("spec.versions[].name: Required value")?;
-        let is_storage = version.get("storage").and_then(Value::as_bool).unwrap_or(false);
-        if version.get("served").and_then(Value::as_bool).unwrap_or(false) {
+        let is_storage = version
+            .get("storage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if version
+            .get("served")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+        {
             served.push(name.clone());
         }
         if let Some(schema) = version.pointer("/schema/openAPIV3Schema") {
@@ -415,6 +620,10 @@ mod tests {
         let bad_scope = json!({"spec": {"group": "g", "scope": "Everywhere",
             "names": {"plural": "xs", "kind": "X"},
             "versions": [{"name": "v1", "served": true, "storage": true}]}});
-        assert!(type_from_crd(&bad_scope).unwrap_err().contains("Unsupported value"));
+        assert!(
+            type_from_crd(&bad_scope)
+                .unwrap_err()
+                .contains("Unsupported value")
+        );
     }
 }

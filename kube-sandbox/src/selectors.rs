@@ -81,7 +81,9 @@ impl Requirement {
 
     /// Whether an object with these labels satisfies the requirement.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let value = labels.and_then(|l| l.get(&self.key)).and_then(Value::as_str);
+        let value = labels
+            .and_then(|l| l.get(&self.key))
+            .and_then(Value::as_str);
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
                 value.is_some_and(|v| self.values.iter().any(|x| x == v))
@@ -199,7 +201,11 @@ impl LabelSelector {
                         "matchLabels[{key}] must be a string"
                     )));
                 };
-                requirements.push(Requirement::new(key, Operator::Equals, vec![value.to_string()])?);
+                requirements.push(Requirement::new(
+                    key,
+                    Operator::Equals,
+                    vec![value.to_string()],
+                )?);
             }
         }
         if let Some(exprs) = obj.get("matchExpressions").filter(|v| !v.is_null()) {
@@ -210,7 +216,10 @@ impl LabelSelector {
             };
             for expr in exprs {
                 let key = expr.get("key").and_then(Value::as_str).unwrap_or_default();
-                let op = expr.get("operator").and_then(Value::as_str).unwrap_or_default();
+                let op = expr
+                    .get("operator")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let operator = match op {
                     "In" => Operator::In,
                     "NotIn" => Operator::NotIn,
@@ -435,7 +444,9 @@ impl Parser {
                         Token::Comma => {
                             let (t2, l2) = self.lookahead(Context::Values);
                             if t2 != Token::Identifier && t2 != Token::DoesNotExist {
-                                return Err(format!("found '{l2}', expected: identifier after ','"));
+                                return Err(format!(
+                                    "found '{l2}', expected: identifier after ','"
+                                ));
                             }
                         }
                         _ => return Err(format!("found '{l}', expected: ',' or 'end of string'")),
@@ -571,7 +582,11 @@ impl Parser {
 // ---------------------------------------------------------------------------
 // Validation (labels.NewRequirement and the content package).
 
-fn new_requirement(key: &str, operator: Operator, values: Vec<String>) -> Result<Requirement, String> {
+fn new_requirement(
+    key: &str,
+    operator: Operator,
+    values: Vec<String>,
+) -> Result<Requirement, String> {
     let mut errs = Vec::new();
     if let Some(err) = validate_label_key(key, "key") {
         errs.push(err);
@@ -647,7 +662,8 @@ fn aggregate(errs: Vec<String>) -> String {
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
 /// `content.RegexError`: the message, examples and regex, with the apiserver's spacing.
@@ -720,7 +736,11 @@ fn label_key_errors(key: &str) -> Vec<String> {
         _ => {
             return vec![format!(
                 "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+                regex_error(
+                    LABEL_KEY_ERR,
+                    LABEL_KEY_FMT,
+                    &["MyName", "my.name", "123-abc"]
+                )
             )];
         }
     };
@@ -732,7 +752,11 @@ fn label_key_errors(key: &str) -> Vec<String> {
     if !is_label_name(name) {
         errs.push(format!(
             "name part {}",
-            regex_error(LABEL_KEY_ERR, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+            regex_error(
+                LABEL_KEY_ERR,
+                LABEL_KEY_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
         ));
     }
     errs
@@ -908,8 +932,8 @@ fn split_term(term: &str) -> Option<(&str, &'static str, &str)> {
     for (i, _) in term.char_indices() {
         let rest = &term[i..];
         for op in ["!=", "==", "="] {
-            if rest.starts_with(op) {
-                return Some((&term[..i], op, &rest[op.len()..]));
+            if let Some(value) = rest.strip_prefix(op) {
+                return Some((&term[..i], op, value));
             }
         }
     }
@@ -996,7 +1020,10 @@ fn resource_fields(resource: &str) -> &'static [&'static str] {
 
 /// Cluster-scoped resources whose conversion function rejects `metadata.namespace`.
 fn rejects_namespace_field(resource: &str) -> bool {
-    matches!(resource, "nodes" | "namespaces" | "certificatesigningrequests")
+    matches!(
+        resource,
+        "nodes" | "namespaces" | "certificatesigningrequests"
+    )
 }
 
 /// Whether `?fieldSelector=` may name `field` for `resource` (a plural such as `pods`).
@@ -1013,9 +1040,17 @@ pub fn supported_field(resource: &str, field: &str) -> bool {
 /// The message kube-apiserver gives (with 400) for an unsupported field label.
 pub fn unsupported_field_message(resource: &str, field: &str) -> String {
     match resource {
-        "pods" | "events" | "secrets" | "nodes" | "namespaces" | "services"
+        "pods"
+        | "events"
+        | "secrets"
+        | "nodes"
+        | "namespaces"
+        | "services"
         | "replicationcontrollers" => format!("field label not supported: {field}"),
-        "jobs" => format!("field label {} not supported for batchv1.Job", go_quote(field)),
+        "jobs" => format!(
+            "field label {} not supported for batchv1.Job",
+            go_quote(field)
+        ),
         _ => format!(
             "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
             go_quote(field)
@@ -1142,19 +1177,33 @@ mod tests {
             ("a in ()", json!({"a": "x"}), false),
             ("a in (,x)", json!({"a": ""}), true),
             ("a=", json!({"a": ""}), true),
-            ("example.com/app=web", json!({"example.com/app": "web"}), true),
+            (
+                "example.com/app=web",
+                json!({"example.com/app": "web"}),
+                true,
+            ),
             ("a.b_c-d=E.f_G-1", json!({"a.b_c-d": "E.f_G-1"}), true),
         ];
         for (selector, lbls, expected) in cases {
             let sel = LabelSelector::parse(selector).unwrap();
             let lbls = labels(lbls.clone());
-            assert_eq!(sel.matches(Some(&lbls)), *expected, "{selector:?} on {lbls:?}");
+            assert_eq!(
+                sel.matches(Some(&lbls)),
+                *expected,
+                "{selector:?} on {lbls:?}"
+            );
         }
     }
 
     #[test]
     fn missing_labels_map_behaves_like_empty_labels() {
-        let cases = [("a!=b", true), ("a notin (x)", true), ("!a", true), ("a", false), ("", true)];
+        let cases = [
+            ("a!=b", true),
+            ("a notin (x)", true),
+            ("!a", true),
+            ("a", false),
+            ("", true),
+        ];
         for (selector, expected) in cases {
             let sel = LabelSelector::parse(selector).unwrap();
             assert_eq!(sel.matches(None), expected, "{selector}");
@@ -1202,10 +1251,17 @@ mod tests {
         }
         let long_key = "k".repeat(64);
         let err = LabelSelector::parse(&long_key).unwrap_err().to_string();
-        assert!(err.ends_with("name part must be no more than 63 bytes"), "{err}");
+        assert!(
+            err.ends_with("name part must be no more than 63 bytes"),
+            "{err}"
+        );
         let long_value = format!("a={}", "v".repeat(64));
         let err = LabelSelector::parse(&long_value).unwrap_err().to_string();
-        assert!(err.contains("values[0][a]: Invalid value:") && err.contains("must be no more than 63 bytes"), "{err}");
+        assert!(
+            err.contains("values[0][a]: Invalid value:")
+                && err.contains("must be no more than 63 bytes"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1223,10 +1279,26 @@ mod tests {
             (json!(null), false, false),
             (json!({}), true, true),
             (json!({"matchLabels": {"app": "web"}}), true, false),
-            (json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]}), true, false),
-            (json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}), false, true),
-            (json!({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}), true, false),
-            (json!({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}), false, true),
+            (
+                json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]}),
+                true,
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}),
+                false,
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}),
+                true,
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}),
+                false,
+                true,
+            ),
             (
                 json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["back"]}]}),
                 false,
@@ -1238,17 +1310,29 @@ mod tests {
             assert_eq!(sel.matches(Some(&app_web)), *web, "{selector} on web");
             assert_eq!(sel.matches(Some(&app_db)), *db, "{selector} on db");
         }
-        let err = LabelSelector::from_metav1(&json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}))
-            .unwrap_err();
-        assert_eq!(err.to_string(), "\"Gt\" is not a valid label selector operator");
-        let err = LabelSelector::from_metav1(&json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}))
-            .unwrap_err();
+        let err = LabelSelector::from_metav1(
+            &json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "\"Gt\" is not a valid label selector operator"
+        );
+        let err = LabelSelector::from_metav1(
+            &json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
         );
-        let err = LabelSelector::from_metav1(&json!({"matchLabels": {"bad key": "x"}})).unwrap_err();
-        assert!(err.to_string().starts_with("key: Invalid value: \"bad key\": name part"), "{err}");
+        let err =
+            LabelSelector::from_metav1(&json!({"matchLabels": {"bad key": "x"}})).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("key: Invalid value: \"bad key\": name part"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1286,17 +1370,32 @@ mod tests {
         let cases = [
             ("x", "invalid selector: 'x'; can't understand 'x'"),
             ("a=b,c", "invalid selector: 'a=b,c'; can't understand 'c'"),
-            ("x=a\\q", "invalid field selector: invalid escape sequence: \\q"),
-            ("x=a\\", "invalid field selector: invalid escape sequence: \\"),
-            ("x=a=b", "invalid field selector: unescaped character in value: 61"),
-            ("x!==b", "invalid field selector: unescaped character in value: 61"),
+            (
+                "x=a\\q",
+                "invalid field selector: invalid escape sequence: \\q",
+            ),
+            (
+                "x=a\\",
+                "invalid field selector: invalid escape sequence: \\",
+            ),
+            (
+                "x=a=b",
+                "invalid field selector: unescaped character in value: 61",
+            ),
+            (
+                "x!==b",
+                "invalid field selector: unescaped character in value: 61",
+            ),
         ];
         for (selector, expected) in cases {
             let err = FieldSelector::parse(selector).unwrap_err();
             assert_eq!(err.to_string(), expected, "{selector:?}");
         }
         let sel = FieldSelector::parse("status.phase!=Failed,spec.nodeName=n1").unwrap();
-        assert_eq!(sel.fields().collect::<Vec<_>>(), vec!["spec.nodeName", "status.phase"]);
+        assert_eq!(
+            sel.fields().collect::<Vec<_>>(),
+            vec!["spec.nodeName", "status.phase"]
+        );
         assert_eq!(sel.requires_exact_match("spec.nodeName"), Some("n1"));
         assert_eq!(sel.requires_exact_match("status.phase"), None);
         assert_eq!(sel.to_string(), "spec.nodeName=n1,status.phase!=Failed");
@@ -1327,7 +1426,11 @@ mod tests {
             ("widgets", "spec.size", false),
         ];
         for (resource, field, expected) in cases {
-            assert_eq!(supported_field(resource, field), expected, "{resource} {field}");
+            assert_eq!(
+                supported_field(resource, field),
+                expected,
+                "{resource} {field}"
+            );
         }
         let sel = FieldSelector::parse("spec.foo=1").unwrap();
         assert_eq!(
@@ -1375,16 +1478,32 @@ mod tests {
             ("nodes", &node, "metadata.namespace", None),
         ];
         for (resource, obj, field, expected) in cases {
-            assert_eq!(field_value(resource, obj, field).as_deref(), expected, "{resource} {field}");
+            assert_eq!(
+                field_value(resource, obj, field).as_deref(),
+                expected,
+                "{resource} {field}"
+            );
         }
         let secret = json!({"metadata": {"name": "s"}, "type": "kubernetes.io/tls"});
-        assert_eq!(field_value("secrets", &secret, "type").as_deref(), Some("kubernetes.io/tls"));
+        assert_eq!(
+            field_value("secrets", &secret, "type").as_deref(),
+            Some("kubernetes.io/tls")
+        );
         let ns = json!({"metadata": {"name": "default"}, "status": {"phase": "Active"}});
-        assert_eq!(field_value("namespaces", &ns, "status.phase").as_deref(), Some("Active"));
+        assert_eq!(
+            field_value("namespaces", &ns, "status.phase").as_deref(),
+            Some("Active")
+        );
         let job = json!({"metadata": {"name": "j"}, "status": {"succeeded": 2}});
-        assert_eq!(field_value("jobs", &job, "status.successful").as_deref(), Some("2"));
+        assert_eq!(
+            field_value("jobs", &job, "status.successful").as_deref(),
+            Some("2")
+        );
         let cordoned = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}});
-        assert_eq!(field_value("nodes", &cordoned, "spec.unschedulable").as_deref(), Some("true"));
+        assert_eq!(
+            field_value("nodes", &cordoned, "spec.unschedulable").as_deref(),
+            Some("true")
+        );
     }
 
     #[test]

@@ -177,7 +177,12 @@ pub async fn serve(
     let scheme = if options.tls { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
     let ca_pem = certs.as_ref().map(|c| c.ca_pem.clone());
-    let kubeconfig_yaml = kubeconfig_yaml(&state.name, &url, ca_pem.as_deref(), state.auth.admin_token());
+    let kubeconfig_yaml = kubeconfig_yaml(
+        &state.name,
+        &url,
+        ca_pem.as_deref(),
+        state.auth.admin_token(),
+    );
     if let Some(path) = &options.kubeconfig_path {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|source| ServeError::Kubeconfig {
@@ -208,15 +213,19 @@ pub async fn serve(
                 let builder = auto::Builder::new(TokioExecutor::new());
                 match acceptor {
                     Some(acceptor) => {
-                        let Ok(tls) = acceptor.accept(stream).await else { return };
-                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                        let Ok(tls) = acceptor.accept(stream).await else {
+                            return;
+                        };
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                         tokio::select! {
                             _ = conn => {}
                             _ = conn_stop.cancelled() => {}
                         }
                     }
                     None => {
-                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        let conn =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                         tokio::select! {
                             _ = conn => {}
                             _ = conn_stop.cancelled() => {}

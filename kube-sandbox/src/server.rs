@@ -93,9 +93,7 @@ pub fn parse_path(path: &str) -> Option<Target> {
         return None;
     }
     let (namespace, rest) = match rest {
-        ["namespaces", ns, resource, tail @ ..]
-            if !matches!(*resource, "status" | "finalize") =>
-        {
+        ["namespaces", ns, resource, tail @ ..] if !matches!(*resource, "status" | "finalize") => {
             (Some(ns.to_string()), {
                 let mut v = vec![*resource];
                 v.extend_from_slice(tail);
@@ -136,13 +134,20 @@ fn value_response(code: StatusCode, value: &Value) -> Response {
     json_response(code, Bytes::from(value.to_string()))
 }
 
-fn object_response(code: StatusCode, stored: &Stored, rt: &ResourceType, version: &str) -> Response {
+fn object_response(
+    code: StatusCode,
+    stored: &Stored,
+    rt: &ResourceType,
+    version: &str,
+) -> Response {
     json_response(code, encode_object(stored, rt, version))
 }
 
 fn bearer(req: &Request) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-    let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?;
     Some(token.trim().to_string())
 }
 
@@ -189,7 +194,10 @@ async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiEr
     let target = parse_path(&path).ok_or_else(|| ApiError::no_route(&path))?;
 
     let user = match bearer(&req) {
-        Some(token) => state.auth.authenticate(&token).ok_or_else(ApiError::unauthorized)?,
+        Some(token) => state
+            .auth
+            .authenticate(&token)
+            .ok_or_else(ApiError::unauthorized)?,
         None => return Err(ApiError::unauthorized()),
     };
 
@@ -219,7 +227,10 @@ async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiEr
     }
 
     match target {
-        Target::Version => Ok(value_response(StatusCode::OK, &discovery::version(&state.options.git_version))),
+        Target::Version => Ok(value_response(
+            StatusCode::OK,
+            &discovery::version(&state.options.git_version),
+        )),
         Target::Health => Ok((StatusCode::OK, "ok").into_response()),
         Target::CoreVersions => {
             let host = req
@@ -228,9 +239,15 @@ async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiEr
                 .and_then(|h| h.to_str().ok())
                 .unwrap_or("127.0.0.1")
                 .to_string();
-            Ok(value_response(StatusCode::OK, &discovery::core_versions(&host)))
+            Ok(value_response(
+                StatusCode::OK,
+                &discovery::core_versions(&host),
+            ))
         }
-        Target::Groups => Ok(value_response(StatusCode::OK, &discovery::group_list(&state.types_snapshot()))),
+        Target::Groups => Ok(value_response(
+            StatusCode::OK,
+            &discovery::group_list(&state.types_snapshot()),
+        )),
         Target::Group(g) => discovery::group(&state.types_snapshot(), &g)
             .map(|v| value_response(StatusCode::OK, &v))
             .ok_or_else(|| ApiError::no_route(&path)),
@@ -308,7 +325,11 @@ async fn serve_resource(
         } else {
             format!("in the namespace \"{namespace}\"")
         };
-        let sub = p.subresource.as_ref().map(|s| format!("/{s}")).unwrap_or_default();
+        let sub = p
+            .subresource
+            .as_ref()
+            .map(|s| format!("/{s}"))
+            .unwrap_or_default();
         return Err(ApiError::forbidden(format!(
             "{}{sub} \"{}\" is forbidden: User \"{}\" cannot {verb} resource \"{}{sub}\" in API group \"{}\" {scope}",
             rt.qualified_plural(),
@@ -329,7 +350,9 @@ async fn serve_resource(
                 .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
-        ("get", Some(name), Some("log")) => crate::kubelet::serve_log(state, &namespace, &name, &query).await,
+        ("get", Some(name), Some("log")) => {
+            crate::kubelet::serve_log(state, &namespace, &name, &query).await
+        }
         ("list", None, None) => list(&state, &rt, &version, p.namespace.as_deref(), &query),
         ("watch", _, None) => {
             let mut query = query;
@@ -380,21 +403,40 @@ async fn serve_resource(
                 "application/json-patch+json" => PatchType::Json,
                 "application/merge-patch+json" => PatchType::Merge,
                 "application/strategic-merge-patch+json" => PatchType::StrategicMerge,
-                "application/apply-patch+yaml" | "application/apply-patch+json" => PatchType::Apply {
-                    force: query.get("force").is_some_and(|f| f == "true"),
-                },
+                "application/apply-patch+yaml" | "application/apply-patch+json" => {
+                    PatchType::Apply {
+                        force: query.get("force").is_some_and(|f| f == "true"),
+                    }
+                }
                 other => return Err(ApiError::unsupported_media_type(other)),
             };
             let ctx = write_context(&req, &query);
-            if matches!(patch_type, PatchType::Apply { .. }) && !query.contains_key("fieldManager") {
+            if matches!(patch_type, PatchType::Apply { .. }) && !query.contains_key("fieldManager")
+            {
                 return Err(ApiError::bad_request(
                     "PATCH, application/apply-patch+yaml requests require fieldManager to be set",
                 ));
             }
             let body = read_body(&state, req).await?;
-            let created_before = state.store.get(&rt.group_resource(), &namespace, &name).is_some();
-            let obj = state.patch(&rt, &version, &namespace, &name, patch_type, &body, sub.as_deref(), &ctx)?;
-            let code = if created_before { StatusCode::OK } else { StatusCode::CREATED };
+            let created_before = state
+                .store
+                .get(&rt.group_resource(), &namespace, &name)
+                .is_some();
+            let obj = state.patch(
+                &rt,
+                &version,
+                &namespace,
+                &name,
+                patch_type,
+                &body,
+                sub.as_deref(),
+                &ctx,
+            )?;
+            let code = if created_before {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
             Ok(object_response(code, &obj, &rt, &version))
         }
         ("delete", Some(name), None) => {
@@ -402,7 +444,11 @@ async fn serve_resource(
             let mut opts = DeleteOptions::from_body(&body)?;
             apply_delete_query(&mut opts, &query)?;
             let deleted = state.delete(&rt, &namespace, &name, &opts)?;
-            let code = if deleted.removed { StatusCode::OK } else { StatusCode::ACCEPTED };
+            let code = if deleted.removed {
+                StatusCode::OK
+            } else {
+                StatusCode::ACCEPTED
+            };
             Ok(object_response(code, &deleted.object, &rt, &version))
         }
         ("deletecollection", None, None) => {
@@ -410,10 +456,16 @@ async fn serve_resource(
             let mut opts = DeleteOptions::from_body(&body)?;
             apply_delete_query(&mut opts, &query)?;
             let (labels, fields) = selectors_from(&rt, &query)?;
-            let page = state.store.list(&rt.group_resource(), p.namespace.as_deref(), None, 0, &|s| {
-                labels.matches(s.labels())
-                    && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
-            });
+            let page = state.store.list(
+                &rt.group_resource(),
+                p.namespace.as_deref(),
+                None,
+                0,
+                &|s| {
+                    labels.matches(s.labels())
+                        && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
+                },
+            );
             for item in &page.items {
                 let meta = &item.value["metadata"];
                 let ns = meta["namespace"].as_str().unwrap_or("");
@@ -424,7 +476,8 @@ async fn serve_resource(
                     Err(e) => return Err(e),
                 }
             }
-            let list = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
+            let list =
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
             Ok(value_response(StatusCode::OK, &list))
         }
         (verb, _, sub) => Err(ApiError::method_not_supported(
@@ -435,7 +488,10 @@ async fn serve_resource(
     }
 }
 
-fn apply_delete_query(opts: &mut DeleteOptions, query: &HashMap<String, String>) -> Result<(), ApiError> {
+fn apply_delete_query(
+    opts: &mut DeleteOptions,
+    query: &HashMap<String, String>,
+) -> Result<(), ApiError> {
     if let Some(g) = query.get("gracePeriodSeconds") {
         opts.grace_period_seconds = Some(
             g.parse()
@@ -445,7 +501,9 @@ fn apply_delete_query(opts: &mut DeleteOptions, query: &HashMap<String, String>)
     if let Some(p) = query.get("propagationPolicy") {
         opts.propagation_policy = Some(p.clone());
     }
-    if query.get("orphanDependents").is_some_and(|o| o == "true") && opts.propagation_policy.is_none() {
+    if query.get("orphanDependents").is_some_and(|o| o == "true")
+        && opts.propagation_policy.is_none()
+    {
         opts.propagation_policy = Some("Orphan".into());
     }
     if query.get("dryRun").is_some_and(|d| d == "All") {
@@ -465,10 +523,14 @@ fn create(
 ) -> Result<Response, ApiError> {
     let value = parse_json(body)?;
     match (rt.group.as_str(), rt.plural.as_str()) {
-        ("authentication.k8s.io", "tokenreviews") => {
-            Ok(value_response(StatusCode::CREATED, &state.auth.token_review(&value)))
-        }
-        ("authorization.k8s.io", "subjectaccessreviews" | "selfsubjectaccessreviews" | "localsubjectaccessreviews") => {
+        ("authentication.k8s.io", "tokenreviews") => Ok(value_response(
+            StatusCode::CREATED,
+            &state.auth.token_review(&value),
+        )),
+        (
+            "authorization.k8s.io",
+            "subjectaccessreviews" | "selfsubjectaccessreviews" | "localsubjectaccessreviews",
+        ) => {
             let spec = value.get("spec").cloned().unwrap_or_default();
             let mut attrs = auth::review_attributes(&spec);
             if rt.plural == "localsubjectaccessreviews" {
@@ -485,7 +547,11 @@ fn create(
                     .unwrap_or_default();
                 UserInfo {
                     username: username.to_string(),
-                    uid: spec.get("uid").and_then(Value::as_str).unwrap_or("").to_string(),
+                    uid: spec
+                        .get("uid")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
                     groups: groups.iter().map(|g| g.to_string()).collect(),
                 }
             };
@@ -508,16 +574,11 @@ fn selectors_from(
     query: &HashMap<String, String>,
 ) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?;
-    for f in fields.fields() {
-        if !selectors::supported_field(&rt.plural, f) {
-            return Err(ApiError::bad_request(format!(
-                "field label not supported: {f}"
-            )));
-        }
-    }
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    selectors::validate_fields(&rt.plural, &fields)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok((labels, fields))
 }
 
@@ -569,10 +630,18 @@ fn list(
         None => None,
         Some(token) => Some(decode_continue(state, token)?),
     };
-    let page = state.store.list(&rt.group_resource(), namespace, after.as_ref(), limit, &|s| {
-        labels.matches(s.labels()) && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
-    });
-    let mut buf = BytesMut::with_capacity(page.items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 256);
+    let page = state.store.list(
+        &rt.group_resource(),
+        namespace,
+        after.as_ref(),
+        limit,
+        &|s| {
+            labels.matches(s.labels())
+                && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
+        },
+    );
+    let mut buf =
+        BytesMut::with_capacity(page.items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 256);
     let mut meta = json!({"resourceVersion": page.rv.to_string()});
     if let Some(next) = &page.next {
         meta["continue"] = json!(encode_continue(page.rv, next));
@@ -613,8 +682,14 @@ fn decode_continue(state: &ClusterState, token: &str) -> Result<(String, String)
         ));
     }
     Ok((
-        v.get("ns").and_then(Value::as_str).ok_or_else(bad)?.to_string(),
-        v.get("name").and_then(Value::as_str).ok_or_else(bad)?.to_string(),
+        v.get("ns")
+            .and_then(Value::as_str)
+            .ok_or_else(bad)?
+            .to_string(),
+        v.get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(bad)?
+            .to_string(),
     ))
 }
 
@@ -628,7 +703,8 @@ fn watch_response(
     let (labels, fields) = selectors_from(&rt, query)?;
     let rv = parse_rv(query.get("resourceVersion"))?;
     let send_initial = query.get("sendInitialEvents").is_some_and(|s| s == "true");
-    if send_initial && query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan") {
+    if send_initial && query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan")
+    {
         return Err(ApiError::invalid(
             "meta.k8s.io",
             "ListOptions",
@@ -655,12 +731,16 @@ fn watch_response(
         resource_version: rv,
         initial_events: send_initial || rv.is_none(),
         initial_events_bookmark: send_initial,
-        bookmarks: query.get("allowWatchBookmarks").is_some_and(|b| b == "true"),
+        bookmarks: query
+            .get("allowWatchBookmarks")
+            .is_some_and(|b| b == "true"),
         timeout,
     };
     let rx = watch::start(state, request);
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
     });
     let mut response = Response::new(Body::from_stream(stream));
     response.headers_mut().insert(
@@ -678,7 +758,13 @@ fn watch_response(
 mod tests {
     use super::*;
 
-    fn rp(group: &str, ns: Option<&str>, resource: &str, name: Option<&str>, sub: Option<&str>) -> Target {
+    fn rp(
+        group: &str,
+        ns: Option<&str>,
+        resource: &str,
+        name: Option<&str>,
+        sub: Option<&str>,
+    ) -> Target {
         Target::Resource(ResourcePath {
             group: group.into(),
             version: "v1".into(),
@@ -697,25 +783,49 @@ mod tests {
             ("/api", Some(Target::CoreVersions)),
             ("/apis", Some(Target::Groups)),
             ("/apis/apps", Some(Target::Group("apps".into()))),
-            ("/api/v1", Some(Target::Resources(String::new(), "v1".into()))),
+            (
+                "/api/v1",
+                Some(Target::Resources(String::new(), "v1".into())),
+            ),
             ("/api/v1/pods", Some(rp("", None, "pods", None, None))),
-            ("/api/v1/namespaces", Some(rp("", None, "namespaces", None, None))),
-            ("/api/v1/namespaces/default", Some(rp("", None, "namespaces", Some("default"), None))),
+            (
+                "/api/v1/namespaces",
+                Some(rp("", None, "namespaces", None, None)),
+            ),
+            (
+                "/api/v1/namespaces/default",
+                Some(rp("", None, "namespaces", Some("default"), None)),
+            ),
             (
                 "/api/v1/namespaces/default/status",
                 Some(rp("", None, "namespaces", Some("default"), Some("status"))),
             ),
-            ("/api/v1/namespaces/ns/pods", Some(rp("", Some("ns"), "pods", None, None))),
-            ("/api/v1/namespaces/ns/pods/p", Some(rp("", Some("ns"), "pods", Some("p"), None))),
+            (
+                "/api/v1/namespaces/ns/pods",
+                Some(rp("", Some("ns"), "pods", None, None)),
+            ),
+            (
+                "/api/v1/namespaces/ns/pods/p",
+                Some(rp("", Some("ns"), "pods", Some("p"), None)),
+            ),
             (
                 "/api/v1/namespaces/ns/pods/p/log",
                 Some(rp("", Some("ns"), "pods", Some("p"), Some("log"))),
             ),
             (
                 "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
-                Some(rp("coordination.k8s.io", Some("kube-node-lease"), "leases", Some("n1"), None)),
+                Some(rp(
+                    "coordination.k8s.io",
+                    Some("kube-node-lease"),
+                    "leases",
+                    Some("n1"),
+                    None,
+                )),
             ),
-            ("/api/v1/nodes/n1/status", Some(rp("", None, "nodes", Some("n1"), Some("status")))),
+            (
+                "/api/v1/nodes/n1/status",
+                Some(rp("", None, "nodes", Some("n1"), Some("status"))),
+            ),
             ("/api/v1/namespaces/ns/pods/p/x/y", None),
             ("/nope", None),
             ("/api/v1/namespaces//pods", None),
@@ -724,7 +834,9 @@ mod tests {
             assert_eq!(parse_path(path), want, "{path}");
         }
         match parse_path("/api/v1/watch/namespaces/ns/pods") {
-            Some(Target::Resource(p)) => assert!(p.watch_prefix && p.namespace.as_deref() == Some("ns")),
+            Some(Target::Resource(p)) => {
+                assert!(p.watch_prefix && p.namespace.as_deref() == Some("ns"))
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -733,7 +845,10 @@ mod tests {
     fn continue_tokens_round_trip() {
         let state = ClusterState::new("t", Default::default());
         let token = encode_continue(state.store.current_rv(), &("ns".into(), "p".into()));
-        assert_eq!(decode_continue(&state, &token).unwrap(), ("ns".into(), "p".into()));
+        assert_eq!(
+            decode_continue(&state, &token).unwrap(),
+            ("ns".into(), "p".into())
+        );
         assert_eq!(decode_continue(&state, "!!").unwrap_err().code, 400);
     }
 }

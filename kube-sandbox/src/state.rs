@@ -184,7 +184,11 @@ impl ClusterState {
             let _ = self.delete(&rt, &ns, &name, &DeleteOptions::default());
             // Finalizers on custom resources would block forever once the type is gone.
             let _ = self.store.write(&gr, &ns, &name, |c| {
-                Ok(if c.is_some() { WriteOp::Remove } else { WriteOp::Noop })
+                Ok(if c.is_some() {
+                    WriteOp::Remove
+                } else {
+                    WriteOp::Noop
+                })
             });
         }
         let mut types = self.types.write().unwrap_or_else(|p| p.into_inner());

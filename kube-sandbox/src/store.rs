@@ -158,7 +158,9 @@ impl Store {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock must not take the whole cluster down with it.
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The newest resourceVersion.
@@ -172,7 +174,12 @@ impl Store {
     }
 
     /// Reads one object.
-    pub fn get(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Stored>> {
+    pub fn get(
+        &self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<Stored>> {
         let inner = self.lock();
         inner
             .tables
@@ -272,7 +279,13 @@ impl Store {
                     object,
                     event: None,
                 },
-                None => return Err(ApiError::not_found(&resource.group, &resource.resource, name)),
+                None => {
+                    return Err(ApiError::not_found(
+                        &resource.group,
+                        &resource.resource,
+                        name,
+                    ));
+                }
             },
             WriteOp::Put(value) => {
                 inner.rv += 1;
@@ -303,7 +316,11 @@ impl Store {
             }
             WriteOp::Remove => {
                 let Some(old) = current else {
-                    return Err(ApiError::not_found(&resource.group, &resource.resource, name));
+                    return Err(ApiError::not_found(
+                        &resource.group,
+                        &resource.resource,
+                        name,
+                    ));
                 };
                 inner.rv += 1;
                 let rv = inner.rv;
@@ -313,7 +330,13 @@ impl Store {
                 inner.unindex_owners(resource, &key, &old.value);
                 inner.uids.remove(old.uid());
                 let gone = Stored::new(old.value.clone(), rv);
-                inner.record(resource, namespace, EventType::Deleted, gone.clone(), Some(old));
+                inner.record(
+                    resource,
+                    namespace,
+                    EventType::Deleted,
+                    gone.clone(),
+                    Some(old),
+                );
                 WriteOutcome {
                     object: gone,
                     event: Some(EventType::Deleted),
@@ -530,7 +553,9 @@ mod tests {
             .write(&gr, "ns", "c", |_| Ok(WriteOp::Put(child)))
             .unwrap();
         assert_eq!(store.dependents("owner-1").len(), 1);
-        store.write(&gr, "ns", "c", |_| Ok(WriteOp::Remove)).unwrap();
+        store
+            .write(&gr, "ns", "c", |_| Ok(WriteOp::Remove))
+            .unwrap();
         assert!(store.dependents("owner-1").is_empty());
     }
 }

@@ -33,7 +33,9 @@ pub fn create(
     ctx: &WriteContext,
 ) -> Result<Response, ApiError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!("the object provided is unrecognized or malformed JSON: {e}"))
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized or malformed JSON: {e}"
+        ))
     })?;
     match (rt.plural.as_str(), subresource) {
         ("pods", "binding") => {
@@ -42,11 +44,16 @@ pub fn create(
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
                 .ok_or_else(|| {
-                    ApiError::invalid("", "Binding", name, vec![crate::error::Cause {
-                        reason: "FieldValueRequired".into(),
-                        message: "target.name: Required value".into(),
-                        field: "target.name".into(),
-                    }])
+                    ApiError::invalid(
+                        "",
+                        "Binding",
+                        name,
+                        vec![crate::error::Cause {
+                            reason: "FieldValueRequired".into(),
+                            message: "target.name: Required value".into(),
+                            field: "target.name".into(),
+                        }],
+                    )
                 })?
                 .to_string();
             bind_pod(state, namespace, name, &node, ctx)?;
@@ -69,7 +76,12 @@ pub fn create(
             let audiences: Vec<String> = value
                 .pointer("/spec/audiences")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .filter(|a: &Vec<String>| !a.is_empty())
                 .unwrap_or_else(|| vec!["https://kubernetes.default.svc.cluster.local".into()]);
             let expiration = value
@@ -81,7 +93,11 @@ pub fn create(
                     let pod_name = r.get("name").and_then(Value::as_str).unwrap_or("");
                     let pod = state
                         .store
-                        .get(&crate::resources::GroupResource::new("", "pods"), namespace, pod_name)
+                        .get(
+                            &crate::resources::GroupResource::new("", "pods"),
+                            namespace,
+                            pod_name,
+                        )
                         .ok_or_else(|| ApiError::not_found("", "pods", pod_name))?;
                     Some((pod_name.to_string(), pod.uid().to_string()))
                 }
@@ -146,17 +162,29 @@ pub fn bind_pod(
     })?;
     // The scheduler records the PodScheduled condition through the status subresource.
     let now = crate::meta::now_rfc3339();
-    state.update_with(&rt, "v1", namespace, name, Some("status"), ctx, None, |old| {
-        let mut new = old.clone();
-        let conditions = new["status"]
-            .as_object_mut()
-            .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
-        if let Some(Value::Array(conditions)) = conditions {
-            conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
-            conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null,
-                "lastTransitionTime": now}));
-        }
-        Ok(new)
-    })?;
+    state.update_with(
+        &rt,
+        "v1",
+        namespace,
+        name,
+        Some("status"),
+        ctx,
+        None,
+        |old| {
+            let mut new = old.clone();
+            let conditions = new["status"]
+                .as_object_mut()
+                .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+            if let Some(Value::Array(conditions)) = conditions {
+                conditions
+                    .retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+                conditions.push(
+                    json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null,
+                "lastTransitionTime": now}),
+                );
+            }
+            Ok(new)
+        },
+    )?;
     Ok(())
 }

@@ -67,9 +67,9 @@ impl WatchRequest {
             }
         }
         self.labels.matches(stored.labels())
-            && self.fields.matches(|f| {
-                crate::selectors::field_value(&self.rt.plural, &stored.value, f)
-            })
+            && self
+                .fields
+                .matches(|f| crate::selectors::field_value(&self.rt.plural, &stored.value, f))
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -112,7 +112,11 @@ async fn run(state: Arc<ClusterState>, req: WatchRequest, tx: mpsc::Sender<Bytes
                 .list(&gr, req.namespace.as_deref(), None, 0, &|s| req.matches(s));
             let mut buf = BytesMut::new();
             for item in &page.items {
-                event_line(&mut buf, "ADDED", &encode_object(item, &req.rt, &req.version));
+                event_line(
+                    &mut buf,
+                    "ADDED",
+                    &encode_object(item, &req.rt, &req.version),
+                );
                 if buf.len() > 256 * 1024 && tx.send(buf.split().freeze()).await.is_err() {
                     return;
                 }
@@ -136,8 +140,14 @@ async fn run(state: Arc<ClusterState>, req: WatchRequest, tx: mpsc::Sender<Bytes
             Ok((events, last)) => {
                 let mut buf = BytesMut::new();
                 for event in &events {
-                    if let Some(kind) = transition(&req, event.kind, &event.object, event.previous.as_deref()) {
-                        event_line(&mut buf, kind.as_str(), &encode_object(&event.object, &req.rt, &req.version));
+                    if let Some(kind) =
+                        transition(&req, event.kind, &event.object, event.previous.as_deref())
+                    {
+                        event_line(
+                            &mut buf,
+                            kind.as_str(),
+                            &encode_object(&event.object, &req.rt, &req.version),
+                        );
                     }
                 }
                 cursor = last;

@@ -67,10 +67,26 @@ fn main() -> ExitCode {
             }
             Err(err) => fail(&err, 1),
         },
-        Command::Leasing { command: LeasingCommand::Explain { node, pods, policies, binding, at } } => {
-            let request = explain::ExplainRequest { node, pods, policies, binding, at };
+        Command::Leasing {
+            command:
+                LeasingCommand::Explain {
+                    node,
+                    pods,
+                    policies,
+                    binding,
+                    at,
+                },
+        } => {
+            let request = explain::ExplainRequest {
+                node,
+                pods,
+                policies,
+                binding,
+                at,
+            };
             match explain::explain_json(&request) {
-                Ok(json) => {
+                Ok((json, notes)) => {
+                    notes.iter().for_each(|note| eprintln!("note: {note}"));
                     println!("{json}");
                     ExitCode::SUCCESS
                 }

@@ -10,7 +10,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
-use crate::leasing::{DefaultLeasingEngine, LeasingDecision, LeasingInput, LeasingPolicyEngine};
+use crate::leasing::{
+    DefaultLeasingEngine, LeasingDecision, LeasingInput, LeasingPolicyEngine,
+    default_requests_from_limits, validate_policy,
+};
 
 /// Files and time to explain.
 #[derive(Clone, Debug, Default)]
@@ -48,12 +51,12 @@ pub enum ExplainError {
         message: String,
     },
     /// An object in a file is not of the expected kind or shape.
-    #[error("{path}: document {index}: {message}")]
+    #[error("{path}: object {number}: {message}")]
     Object {
         /// The file.
         path: String,
-        /// 0-based position of the object in the file.
-        index: usize,
+        /// 1-based position of the object in the file (List items count one by one).
+        number: usize,
         /// What is wrong.
         message: String,
     },
@@ -96,6 +99,10 @@ pub struct Explanation {
     pub taints: Vec<TaintView>,
     /// False when no policy applies (the virtual node would be removed).
     pub lent: bool,
+    /// Why the node is not lent and which policies were skipped as invalid; for humans
+    /// (stderr), not part of the JSON.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// A taint as printed: `value` is null when the taint has none.
@@ -115,13 +122,26 @@ impl From<&LeasingDecision> for Explanation {
             virtual_node_name: decision.virtual_node_name.clone(),
             policy: decision.policy.clone(),
             in_window: decision.in_window,
-            allocatable: decision.allocatable.iter().map(|(name, q)| (name.clone(), q.to_canonical_string())).collect(),
+            allocatable: decision
+                .allocatable
+                .iter()
+                .map(|(name, q)| (name.clone(), q.to_canonical_string()))
+                .collect(),
             taints: decision
                 .taints
                 .iter()
-                .map(|t| TaintView { key: t.key.clone(), value: t.value.clone(), effect: t.effect.clone() })
+                .map(|t| TaintView {
+                    key: t.key.clone(),
+                    value: t.value.clone(),
+                    effect: t.effect.clone(),
+                })
                 .collect(),
             lent: decision.lent,
+            notes: decision
+                .not_lent_reason
+                .iter()
+                .map(|reason| format!("not lent: {reason}"))
+                .collect(),
         }
     }
 }
@@ -129,9 +149,10 @@ impl From<&LeasingDecision> for Explanation {
 /// Reads the files, evaluates with [`DefaultLeasingEngine`] and returns the explanation.
 pub fn explain(request: &ExplainRequest) -> Result<Explanation, ExplainError> {
     let now = match &request.at {
-        Some(value) => value
-            .parse::<Timestamp>()
-            .map_err(|err| ExplainError::At { value: value.clone(), message: err.to_string() })?,
+        Some(value) => value.parse::<Timestamp>().map_err(|err| ExplainError::At {
+            value: value.clone(),
+            message: err.to_string(),
+        })?,
         None => Timestamp::now(),
     };
     let node: Node = load_one(&request.node, "Node")?;
@@ -140,14 +161,22 @@ pub fn explain(request: &ExplainRequest) -> Result<Explanation, ExplainError> {
     for path in &request.pods {
         pods.extend(load_all::<Pod>(path, "Pod")?);
     }
+    // Files skip the API server, so repeat its defaulting.
+    pods.iter_mut().for_each(default_requests_from_limits);
     let mut policies: Vec<ResourceLeasingPolicy> = Vec::new();
     for path in &request.policies {
-        policies.extend(load_all::<ResourceLeasingPolicy>(path, "ResourceLeasingPolicy")?);
+        policies.extend(load_all::<ResourceLeasingPolicy>(
+            path,
+            "ResourceLeasingPolicy",
+        )?);
     }
 
     let node_name = node.metadata.name.as_deref().unwrap_or_default();
     let on_node = |pod: &&Pod| {
-        pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none_or(|n| n.is_empty() || n == node_name)
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_none_or(|n| n.is_empty() || n == node_name)
     };
     let input = LeasingInput {
         node: &node,
@@ -156,27 +185,54 @@ pub fn explain(request: &ExplainRequest) -> Result<Explanation, ExplainError> {
         binding: &binding,
         now,
     };
-    Ok(Explanation::from(&DefaultLeasingEngine.evaluate(&input)))
+    let mut explanation = Explanation::from(&DefaultLeasingEngine.evaluate(&input));
+    let binding_name = binding.metadata.name.as_deref().unwrap_or_default();
+    for policy in policies.iter().filter(|p| p.spec.cluster == binding_name) {
+        if let Err(problems) = validate_policy(policy) {
+            let name = policy.metadata.name.as_deref().unwrap_or("<unnamed>");
+            explanation.notes.push(format!(
+                "policy {name} is invalid and not applied: {}",
+                problems.join("; ")
+            ));
+        }
+    }
+    Ok(explanation)
 }
 
-/// [`explain`] rendered as one pretty-printed JSON object.
-pub fn explain_json(request: &ExplainRequest) -> Result<String, ExplainError> {
-    Ok(serde_json::to_string_pretty(&explain(request)?)?)
+/// [`explain`] rendered as one pretty-printed JSON object, with its notes.
+pub fn explain_json(request: &ExplainRequest) -> Result<(String, Vec<String>), ExplainError> {
+    let explanation = explain(request)?;
+    Ok((
+        serde_json::to_string_pretty(&explanation)?,
+        explanation.notes,
+    ))
 }
 
 /// Reads every object of `kind` from a file: single objects, multi-document YAML and
 /// Lists (`kind: List` or `<Kind>List` with `items`) are all accepted.
-pub fn load_all<T: DeserializeOwned>(path: &Path, kind: &'static str) -> Result<Vec<T>, ExplainError> {
+pub fn load_all<T: DeserializeOwned>(
+    path: &Path,
+    kind: &'static str,
+) -> Result<Vec<T>, ExplainError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ExplainError::Read { path: shown.clone(), source })?;
-    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
-        .map_err(|err| ExplainError::Syntax { path: shown.clone(), message: err.to_string() })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ExplainError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let documents: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&text).map_err(|err| ExplainError::Syntax {
+            path: shown.clone(),
+            message: err.to_string(),
+        })?;
     let mut items = Vec::new();
     for document in documents {
         if document.is_null() {
             continue;
         }
-        let is_list = document.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List"));
+        let is_list = document
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .is_some_and(|k| k.ends_with("List"));
         match (is_list, document) {
             (true, serde_json::Value::Object(mut list)) => match list.remove("items") {
                 Some(serde_json::Value::Array(listed)) => items.extend(listed),
@@ -184,7 +240,7 @@ pub fn load_all<T: DeserializeOwned>(path: &Path, kind: &'static str) -> Result<
                 Some(_) => {
                     return Err(ExplainError::Object {
                         path: shown,
-                        index: items.len(),
+                        number: items.len() + 1,
                         message: "items of a List must be an array".to_owned(),
                     });
                 }
@@ -196,12 +252,19 @@ pub fn load_all<T: DeserializeOwned>(path: &Path, kind: &'static str) -> Result<
         .into_iter()
         .enumerate()
         .map(|(index, item)| {
-            let object_error = |message: String| ExplainError::Object { path: shown.clone(), index, message };
+            let object_error = |message: String| ExplainError::Object {
+                path: shown.clone(),
+                number: index + 1,
+                message,
+            };
             match item.get("kind").and_then(|k| k.as_str()) {
-                Some(found) if found != kind => return Err(object_error(format!("expected a {kind}, found a {found}"))),
+                Some(found) if found != kind => {
+                    return Err(object_error(format!("expected a {kind}, found a {found}")));
+                }
                 _ => {}
             }
-            serde_json::from_value(item).map_err(|err| object_error(format!("not a valid {kind}: {err}")))
+            serde_json::from_value(item)
+                .map_err(|err| object_error(format!("not a valid {kind}: {err}")))
         })
         .collect()
 }
@@ -211,6 +274,10 @@ pub fn load_one<T: DeserializeOwned>(path: &Path, kind: &'static str) -> Result<
     let mut all = load_all::<T>(path, kind)?;
     match all.len() {
         1 => Ok(all.remove(0)),
-        found => Err(ExplainError::Count { path: path.display().to_string(), kind, found }),
+        found => Err(ExplainError::Count {
+            path: path.display().to_string(),
+            kind,
+            found,
+        }),
     }
 }

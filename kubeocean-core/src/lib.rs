@@ -6,8 +6,13 @@
 //! - [`leasing`]: what a physical node lends, when, and with which taints.
 //! - [`explain`]: the `kubeocean leasing explain` dry-run.
 
+// Tests unwrap their fixtures; library code never does.
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod crd;
 pub mod explain;
 pub mod labels;
 pub mod leasing;
 pub mod naming;
+
+pub use crd::crds;

@@ -40,7 +40,11 @@ fn hashed_name(name: &str, hashed: &str) -> String {
         return candidate;
     }
     let trimmed = prefix.trim_end_matches(['-', '.']);
-    if trimmed.is_empty() { digest } else { format!("{trimmed}-{digest}") }
+    if trimmed.is_empty() {
+        digest
+    } else {
+        format!("{trimmed}-{digest}")
+    }
 }
 
 /// At most `max` characters from the start of `s`, cut on a character boundary.
@@ -85,23 +89,40 @@ mod tests {
 
     #[test]
     fn virtual_node_names() {
-        let long_node = "ip-10-0-0-1.ap-guangzhou.compute.internal.example";
+        let long_node = "ip-172-31-45-201.ap-southeast-1.compute.internal.example";
         let long_full = format!("vnode-prod-{long_node}");
+        let n53 = "n".repeat(53);
+        let n54 = "n".repeat(54);
         // (cluster id, node, expected)
         let table: Vec<(&str, &str, String)> = vec![
             ("c1", "node-a", "vnode-c1-node-a".into()),
             ("prod", "10.0.0.1", "vnode-prod-10.0.0.1".into()),
             // 63 characters: still the plain name.
-            ("abc", &"n".repeat(53), format!("vnode-abc-{}", "n".repeat(53))),
+            ("abc", &n53, format!("vnode-abc-{n53}")),
             // 64 characters: hashed.
-            ("abc", &"n".repeat(54), format!("vnode-abc-{}-{}", "n".repeat(20), md5_hex(&format!("vnode-abc-{}", "n".repeat(54))))),
-            ("prod", long_node, format!("{}-{}", &long_full[..30], md5_hex(&long_full))),
+            (
+                "abc",
+                &n54,
+                format!(
+                    "vnode-abc-{}-{}",
+                    "n".repeat(20),
+                    md5_hex(&format!("vnode-abc-{n54}"))
+                ),
+            ),
+            (
+                "prod",
+                long_node,
+                format!("{}-{}", &long_full[..30], md5_hex(&long_full)),
+            ),
         ];
         for (cluster, node, want) in table {
             let got = virtual_node_name(cluster, node);
             assert_eq!(got, want, "virtual node name of {cluster}/{node}");
             assert!(got.len() <= 63, "{got} is longer than 63 characters");
-            assert!(is_dns1123_subdomain(&got), "{got} is not a DNS-1123 subdomain");
+            assert!(
+                is_dns1123_subdomain(&got),
+                "{got} is not a DNS-1123 subdomain"
+            );
         }
     }
 
@@ -127,17 +148,44 @@ mod tests {
             ("default", "web", "web", "default/web"),
             ("team-a", "config", "config", "team-a/config"),
             ("", "pv-0001", "pv-0001", "/pv-0001"),
-            ("default", "a-very-long-configmap-name-that-goes-on", "a-very-long-configmap-name-tha", "default/a-very-long-configmap-name-that-goes-on"),
+            (
+                "default",
+                "a-very-long-configmap-name-that-goes-on",
+                "a-very-long-configmap-name-tha",
+                "default/a-very-long-configmap-name-that-goes-on",
+            ),
             // Upstream's `--` is valid, so it is kept.
-            ("default", "abcdefghijklmnopqrstuvwxyz012-rest", "abcdefghijklmnopqrstuvwxyz012-", "default/abcdefghijklmnopqrstuvwxyz012-rest"),
+            (
+                "default",
+                "abcdefghijklmnopqrstuvwxyz012-rest",
+                "abcdefghijklmnopqrstuvwxyz012-",
+                "default/abcdefghijklmnopqrstuvwxyz012-rest",
+            ),
             // A prefix ending in `.` would give `.-`, invalid: trimmed (ours).
-            ("default", "abcdefghijklmnopqrstuvwxyz012.rest", "abcdefghijklmnopqrstuvwxyz012", "default/abcdefghijklmnopqrstuvwxyz012.rest"),
-            ("default", "abcdefghijklmnopqrstuvwxyz0.-.rest", "abcdefghijklmnopqrstuvwxyz0", "default/abcdefghijklmnopqrstuvwxyz0.-.rest"),
+            (
+                "default",
+                "abcdefghijklmnopqrstuvwxyz012.rest",
+                "abcdefghijklmnopqrstuvwxyz012",
+                "default/abcdefghijklmnopqrstuvwxyz012.rest",
+            ),
+            (
+                "default",
+                "abcdefghijklmnopqrstuvwxyz0.-.rest",
+                "abcdefghijklmnopqrstuvwxyz0",
+                "default/abcdefghijklmnopqrstuvwxyz0.-.rest",
+            ),
         ];
         for (namespace, name, prefix, hashed) in table {
             let got = physical_name(namespace, name);
-            assert_eq!(got, format!("{prefix}-{}", md5_hex(hashed)), "physical name of {namespace}/{name}");
-            assert!(is_dns1123_subdomain(&got), "{got} is not a DNS-1123 subdomain");
+            assert_eq!(
+                got,
+                format!("{prefix}-{}", md5_hex(hashed)),
+                "physical name of {namespace}/{name}"
+            );
+            assert!(
+                is_dns1123_subdomain(&got),
+                "{got} is not a DNS-1123 subdomain"
+            );
         }
     }
 

@@ -192,6 +192,9 @@ impl ObjectCondition {
 }
 
 /// Finds the condition of the given type.
-pub fn find_condition<'a>(conditions: &'a [ObjectCondition], type_: &str) -> Option<&'a ObjectCondition> {
+pub fn find_condition<'a>(
+    conditions: &'a [ObjectCondition],
+    type_: &str,
+) -> Option<&'a ObjectCondition> {
     conditions.iter().find(|c| c.type_ == type_)
 }

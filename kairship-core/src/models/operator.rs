@@ -51,10 +51,18 @@ pub struct KarmadaComponents {
     #[serde(default)]
     pub etcd: EtcdSpec,
     /// karmada-apiserver (a kube-apiserver).
-    #[serde(rename = "karmadaAPIServer", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "karmadaAPIServer",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub karmada_api_server: Option<ComponentSpec>,
     /// karmada-aggregated-apiserver.
-    #[serde(rename = "karmadaAggregatedAPIServer", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "karmadaAggregatedAPIServer",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub karmada_aggregated_api_server: Option<ComponentSpec>,
     /// kube-controller-manager.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,7 +144,11 @@ pub struct KarmadaStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<NamespacedSecretRef>,
     /// The apiserver's Service.
-    #[serde(rename = "apiServerService", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "apiServerService",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub api_server_service: Option<ApiServerService>,
     /// Conditions; `Ready` says whether the install is complete and healthy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -179,7 +191,10 @@ impl Karmada {
 
     /// Whether the operator has reconciled the current generation.
     pub fn observed_current_generation(&self) -> bool {
-        match (self.metadata.generation, self.status.as_ref().and_then(|s| s.observed_generation)) {
+        match (
+            self.metadata.generation,
+            self.status.as_ref().and_then(|s| s.observed_generation),
+        ) {
             (Some(generation), Some(observed)) => observed >= generation,
             (None, _) => true,
             (Some(_), None) => false,

@@ -140,7 +140,10 @@ root_object! {
 }
 
 /// Looks a key up in annotations, then labels (older Karmada releases used labels).
-fn meta_value<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str) -> Option<&'a str> {
+fn meta_value<'a>(
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    key: &str,
+) -> Option<&'a str> {
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(key))

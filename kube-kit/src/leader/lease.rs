@@ -12,7 +12,9 @@ use tokio::time::{Instant, sleep_until, timeout, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 use super::record::{Decision, LeaseRecord, Observed, decide, observe};
-use super::{LeaderElectionConfig, LeaderElectionError, LeaderElectionMetrics, LeaderElector, LeaderState};
+use super::{
+    LeaderElectionConfig, LeaderElectionError, LeaderElectionMetrics, LeaderElector, LeaderState,
+};
 
 /// Leader election on a `coordination.k8s.io/v1` Lease with client-go's rules.
 ///
@@ -230,7 +232,19 @@ impl Session<'_> {
                 return;
             }
             last_attempt = now;
-            match timeout_at(deadline, self.renew()).await {
+            // Stopping abandons a renewal in flight; the release that follows is a
+            // compare-and-swap too, so whichever of the two lands second fails harmlessly.
+            let renewal = tokio::select! {
+                biased;
+                () = stop.cancelled() => None,
+                renewal = timeout_at(deadline, self.renew()) => Some(renewal),
+            };
+            let Some(renewal) = renewal else {
+                self.elector.publish(LeaderState::Stopped);
+                self.release().await;
+                return;
+            };
+            match renewal {
                 Ok(Renewal::Renewed) => deadline = now + renew_deadline,
                 Ok(Renewal::StillOurs) => {}
                 Ok(Renewal::LostTo(holder)) => {
@@ -304,7 +318,12 @@ impl Session<'_> {
             spec: Some(spec),
         };
         let write_started = Instant::now();
-        match self.elector.api.create(&PostParams::default(), &lease).await {
+        match self
+            .elector
+            .api
+            .create(&PostParams::default(), &lease)
+            .await
+        {
             Ok(created) => {
                 self.remember(&created);
                 Attempt::Acquired { write_started }
@@ -384,7 +403,12 @@ impl Session<'_> {
 
     /// Compare-and-swap `record` into `lease` on its resourceVersion.
     async fn write(&mut self, mut lease: Lease, record: &LeaseRecord) -> Result<(), WriteError> {
-        if lease.metadata.resource_version.as_deref().is_none_or(str::is_empty) {
+        if lease
+            .metadata
+            .resource_version
+            .as_deref()
+            .is_none_or(str::is_empty)
+        {
             // Without a version the PUT would be unconditional and could overwrite a rival.
             return Err(WriteError::Other(kube::Error::Service(
                 format!("lease {} has no resourceVersion", self.elector.lease_key).into(),

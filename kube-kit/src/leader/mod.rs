@@ -333,15 +333,22 @@ where
         let term = shutdown.child_token();
         let controllers = start(term.clone());
         tokio::pin!(controllers);
-        let exited_on_their_own = tokio::select! {
+        let finished = tokio::select! {
             biased;
             () = &mut controllers => true,
             () = shutdown.cancelled() => false,
             _ = state.wait_for(|s| !s.is_leading()) => false,
         };
-        if exited_on_their_own {
-            tracing::warn!("controllers exited while leading");
-            return LeadingOutcome::ControllersExited;
+        if finished {
+            // They may have stopped because the shared shutdown token fired.
+            if shutdown.is_cancelled() {
+                return LeadingOutcome::Shutdown;
+            }
+            if state.borrow().is_leading() {
+                tracing::warn!("controllers exited while leading");
+                return LeadingOutcome::ControllersExited;
+            }
+            continue;
         }
         term.cancel();
         let limit = if shutdown.is_cancelled() {
@@ -350,7 +357,10 @@ where
             grace.on_loss
         };
         if tokio::time::timeout(limit, &mut controllers).await.is_err() {
-            tracing::warn!(?limit, "controllers did not stop within the grace period; dropping them");
+            tracing::warn!(
+                ?limit,
+                "controllers did not stop within the grace period; dropping them"
+            );
         }
         if shutdown.is_cancelled() {
             return LeadingOutcome::Shutdown;
@@ -471,7 +481,12 @@ mod tests {
             ),
         ];
         for (name, cfg, valid) in cases {
-            assert_eq!(cfg.validate().is_ok(), valid, "{name}: {:?}", cfg.validate());
+            assert_eq!(
+                cfg.validate().is_ok(),
+                valid,
+                "{name}: {:?}",
+                cfg.validate()
+            );
         }
     }
 
@@ -528,7 +543,11 @@ mod tests {
             },
         ));
         tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(starts.load(Ordering::SeqCst), 0, "not started while standby");
+        assert_eq!(
+            starts.load(Ordering::SeqCst),
+            0,
+            "not started while standby"
+        );
 
         tx.send_replace(LeaderState::Leading);
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -568,9 +587,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn run_while_leading_reports_controllers_exiting() {
         let (_tx, rx) = watch::channel(LeaderState::Leading);
-        let outcome = run_while_leading(rx, CancellationToken::new(), StopGrace::default(), |_| {
-            async {}
-        })
+        let outcome = run_while_leading(
+            rx,
+            CancellationToken::new(),
+            StopGrace::default(),
+            |_| async {},
+        )
         .await;
         assert_eq!(outcome, LeadingOutcome::ControllersExited);
     }
@@ -585,9 +607,14 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(3)).await;
             trigger.cancel();
         });
-        let outcome = run_elected(&elector, shutdown, StopGrace::default(), |token| async move {
-            token.cancelled().await;
-        })
+        let outcome = run_elected(
+            &elector,
+            shutdown,
+            StopGrace::default(),
+            |token| async move {
+                token.cancelled().await;
+            },
+        )
         .await
         .unwrap();
         assert_eq!(outcome, LeadingOutcome::Shutdown);

@@ -285,10 +285,7 @@ mod tests {
                     assert_eq!(rec.renew_time, Some(wall), "{}", case.name);
                     assert_eq!(rec.lease_duration_seconds, Some(15), "{}", case.name);
                 }
-                (
-                    Decision::HeldByOther { holder, expires_at },
-                    Err(until),
-                ) => {
+                (Decision::HeldByOther { holder, expires_at }, Err(until)) => {
                     assert_eq!(holder, case.record.holder.unwrap(), "{}", case.name);
                     assert_eq!(expires_at, t0 + until, "{}", case.name);
                 }

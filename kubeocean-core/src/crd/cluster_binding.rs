@@ -16,6 +16,8 @@ pub const KUBECONFIG_SECRET_KEY: &str = "kubeconfig";
 
 /// Desired state of a ClusterBinding: which worker cluster, how to reach it and which of
 /// its nodes to pool.
+// kube's `printcolumn(...)` entries repeat `type_`/`json_path`, which is not duplication.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "cloud.tencent.com",
@@ -30,7 +32,11 @@ pub const KUBECONFIG_SECRET_KEY: &str = "kubeconfig";
     doc = "ClusterBinding binds a worker cluster to the computing cluster: the worker's selected nodes appear here as virtual nodes.",
     printcolumn(name = "ClusterID", type_ = "string", json_path = ".spec.clusterID"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterBindingSpec {

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::schema;
 
 /// Desired state of a ResourceLeasingPolicy, created in the worker cluster.
+// kube's `printcolumn(...)` entries repeat `type_`/`json_path`, which is not duplication.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "cloud.tencent.com",
@@ -24,8 +26,16 @@ use super::schema;
     doc = "ResourceLeasingPolicy says which nodes of a worker cluster are lent to a ClusterBinding, during which time windows and how much of their resources.",
     printcolumn(name = "Cluster", type_ = "string", json_path = ".spec.cluster"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Active", type_ = "boolean", json_path = ".status.activeTimeWindow"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Active",
+        type_ = "boolean",
+        json_path = ".status.activeTimeWindow"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceLeasingPolicySpec {

@@ -57,7 +57,10 @@ pub fn crd_files() -> Result<Vec<(String, String)>, CrdError> {
         .iter()
         .map(|crd| {
             let name = crd.metadata.name.clone().unwrap_or_default();
-            let yaml = serde_saphyr::to_string(crd).map_err(|source| CrdError::Render { name: name.clone(), source })?;
+            let yaml = serde_saphyr::to_string(crd).map_err(|source| CrdError::Render {
+                name: name.clone(),
+                source,
+            })?;
             let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
             Ok((file, format!("---\n{yaml}")))
         })
@@ -71,7 +74,10 @@ pub fn crds_yaml() -> Result<String, CrdError> {
 
 /// Writes [`crd_files`] into `dir` (created if missing); returns the paths written.
 pub fn write_crd_files(dir: &Path) -> Result<Vec<String>, CrdError> {
-    let write_error = |path: &Path, source| CrdError::Write { path: path.display().to_string(), source };
+    let write_error = |path: &Path, source| CrdError::Write {
+        path: path.display().to_string(),
+        source,
+    };
     std::fs::create_dir_all(dir).map_err(|source| write_error(dir, source))?;
     let mut written = Vec::new();
     for (file, yaml) in crd_files()? {

@@ -18,7 +18,15 @@ pub const TIMEZONE_PATTERN: &str = r"^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$";
 pub const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
 
 /// English weekday names as accepted in `timeWindows[].days`.
-pub const WEEKDAYS: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+pub const WEEKDAYS: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
 
 /// A case-insensitive pattern matching one weekday name, written without regex flags so
 /// that every validator (RE2, ECMAScript) reads it the same way.

@@ -8,7 +8,10 @@ use super::usage::{PODS, ResourceAmounts};
 use crate::crd::ResourceLimit;
 
 /// `max(0, base - usage)` per resource of `base`.
-pub fn remaining(base: BTreeMap<String, Quantity>, usage: &ResourceAmounts<'_>) -> BTreeMap<String, Quantity> {
+pub fn remaining(
+    base: BTreeMap<String, Quantity>,
+    usage: &ResourceAmounts<'_>,
+) -> BTreeMap<String, Quantity> {
     let mut remaining = base;
     for (name, used) in usage.iter() {
         if let Some(left) = remaining.get_mut(name) {
@@ -24,14 +27,23 @@ pub fn remaining(base: BTreeMap<String, Quantity>, usage: &ResourceAmounts<'_>) 
 /// are skipped (policies are validated before they are applied).
 pub fn apply_limits(remaining: &mut BTreeMap<String, Quantity>, limits: &[ResourceLimit]) {
     for limit in limits {
-        let Some(amount) = remaining.get_mut(&limit.resource) else { continue };
+        let Some(amount) = remaining.get_mut(&limit.resource) else {
+            continue;
+        };
         let mut capped = *amount;
-        if let Some(quantity) = limit.quantity.as_ref().and_then(|q| Quantity::parse(&q.0).ok())
+        if let Some(quantity) = limit
+            .quantity
+            .as_ref()
+            .and_then(|q| Quantity::parse(&q.0).ok())
             && !quantity.is_zero()
         {
             capped = capped.min(quantity);
         }
-        if let Some(percent) = limit.percent.and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0) {
+        if let Some(percent) = limit
+            .percent
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0)
+        {
             capped = capped.min(amount.percent(percent.min(100)));
         }
         *amount = capped;

@@ -26,11 +26,19 @@ use kube_kit::quantity::Quantity;
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::naming::virtual_node_name;
 
-pub use limits::{apply_limits, is_byte_resource, is_extended_resource, is_whole_unit_resource, remaining, round_whole_units};
+pub use limits::{
+    apply_limits, is_byte_resource, is_extended_resource, is_whole_unit_resource, remaining,
+    round_whole_units,
+};
 pub use selection::{SelectedPolicy, is_virtual_node, select_policy};
-pub use selector::{FIELD_METADATA_NAME, label_requirement_matches, node_matches, term_matches, validate_selector};
+pub use selector::{
+    FIELD_METADATA_NAME, label_requirement_matches, node_matches, term_matches, validate_selector,
+};
 pub use taints::{NO_EXECUTE, NO_SCHEDULE, taint, virtual_node_taints};
-pub use usage::{PODS, ResourceAmounts, node_base, node_usage, pod_counts, pod_requests};
+pub use usage::{
+    PODS, ResourceAmounts, default_requests_from_limits, node_base, node_usage, pod_counts,
+    pod_requests,
+};
 pub use validate::validate_policy;
 pub use windows::{Schedule, WindowState, parse_time_of_day, parse_timezone, parse_weekday};
 
@@ -64,7 +72,9 @@ impl fmt::Display for NotLentReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             NotLentReason::VirtualNode => "the node is itself a virtual node",
-            NotLentReason::NotSelectedByBinding => "the binding's node selector does not select the node",
+            NotLentReason::NotSelectedByBinding => {
+                "the binding's node selector does not select the node"
+            }
             NotLentReason::NoPolicy => "no valid policy of the binding selects the node",
         })
     }
@@ -108,7 +118,10 @@ impl LeasingDecision {
 
     /// `allocatable` in the form a Node status takes.
     pub fn allocatable_for_node(&self) -> BTreeMap<String, K8sQuantity> {
-        self.allocatable.iter().map(|(name, q)| (name.clone(), K8sQuantity::from(q))).collect()
+        self.allocatable
+            .iter()
+            .map(|(name, q)| (name.clone(), K8sQuantity::from(q)))
+            .collect()
     }
 }
 

@@ -20,8 +20,14 @@ pub struct SelectedPolicy<'p> {
 /// Whether a node is itself virtual (label `type=virtual-kubelet`, or an instance type
 /// `external`, `vnode` or `eklet`); such nodes are never lent.
 pub fn is_virtual_node(node: &Node) -> bool {
-    let Some(node_labels) = node.metadata.labels.as_ref() else { return false };
-    let label_is = |key: &str, accepted: &[&str]| node_labels.get(key).is_some_and(|v| accepted.contains(&v.as_str()));
+    let Some(node_labels) = node.metadata.labels.as_ref() else {
+        return false;
+    };
+    let label_is = |key: &str, accepted: &[&str]| {
+        node_labels
+            .get(key)
+            .is_some_and(|v| accepted.contains(&v.as_str()))
+    };
     label_is(labels::NODE_TYPE, &[labels::NODE_TYPE_VIRTUAL_KUBELET])
         || label_is(labels::INSTANCE_TYPE, &labels::VIRTUAL_INSTANCE_TYPES)
         || label_is(labels::INSTANCE_TYPE_BETA, &labels::VIRTUAL_INSTANCE_TYPES)
@@ -31,7 +37,11 @@ pub fn is_virtual_node(node: &Node) -> bool {
 /// not being deleted, whose selector matches the node, and valid; the oldest
 /// `creationTimestamp` wins (a policy without one counts as oldest), ties broken by name.
 /// The binding's own selector is checked by the caller.
-pub fn select_policy<'p>(binding_name: &str, node: &Node, policies: &[&'p ResourceLeasingPolicy]) -> Option<SelectedPolicy<'p>> {
+pub fn select_policy<'p>(
+    binding_name: &str,
+    node: &Node,
+    policies: &[&'p ResourceLeasingPolicy],
+) -> Option<SelectedPolicy<'p>> {
     let mut candidates: Vec<&'p ResourceLeasingPolicy> = policies
         .iter()
         .copied()
@@ -42,10 +52,13 @@ pub fn select_policy<'p>(binding_name: &str, node: &Node, policies: &[&'p Resour
         })
         .collect();
     candidates.sort_by(|a, b| {
-        (&a.metadata.creation_timestamp, &a.metadata.name).cmp(&(&b.metadata.creation_timestamp, &b.metadata.name))
+        (&a.metadata.creation_timestamp, &a.metadata.name)
+            .cmp(&(&b.metadata.creation_timestamp, &b.metadata.name))
     });
     // Validate lazily: usually the first candidate is valid and the rest are never parsed.
-    candidates
-        .into_iter()
-        .find_map(|policy| check_policy(policy).ok().map(|schedule| SelectedPolicy { policy, schedule }))
+    candidates.into_iter().find_map(|policy| {
+        check_policy(policy)
+            .ok()
+            .map(|schedule| SelectedPolicy { policy, schedule })
+    })
 }

@@ -14,9 +14,18 @@ pub const NO_EXECUTE: &str = "NoExecute";
 /// `kubeocean.io/vnode:NoSchedule` unless `disable_default_taint`, and when outside every
 /// window `kubeocean.io/out-of-time-windows=true` with `NoExecute` if `force_reclaim` else
 /// `NoSchedule`. A later taint replaces an earlier one with the same key and effect.
-pub fn virtual_node_taints(node: &Node, disable_default_taint: bool, in_window: bool, force_reclaim: bool) -> Vec<Taint> {
+pub fn virtual_node_taints(
+    node: &Node,
+    disable_default_taint: bool,
+    in_window: bool,
+    force_reclaim: bool,
+) -> Vec<Taint> {
     let mut taints: Vec<Taint> = Vec::new();
-    let physical = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
+    let physical = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or_default();
     for taint in physical {
         let mut copied = taint.clone();
         if copied.key == labels::TAINT_NODE_UNSCHEDULABLE {
@@ -28,15 +37,27 @@ pub fn virtual_node_taints(node: &Node, disable_default_taint: bool, in_window: 
         push_unique(&mut taints, taint(labels::TAINT_VNODE, None, NO_SCHEDULE));
     }
     if !in_window {
-        let effect = if force_reclaim { NO_EXECUTE } else { NO_SCHEDULE };
-        push_unique(&mut taints, taint(labels::TAINT_OUT_OF_TIME_WINDOWS, Some("true"), effect));
+        let effect = if force_reclaim {
+            NO_EXECUTE
+        } else {
+            NO_SCHEDULE
+        };
+        push_unique(
+            &mut taints,
+            taint(labels::TAINT_OUT_OF_TIME_WINDOWS, Some("true"), effect),
+        );
     }
     taints
 }
 
 /// A taint without a time.
 pub fn taint(key: &str, value: Option<&str>, effect: &str) -> Taint {
-    Taint { key: key.to_owned(), value: value.map(str::to_owned), effect: effect.to_owned(), time_added: None }
+    Taint {
+        key: key.to_owned(),
+        value: value.map(str::to_owned),
+        effect: effect.to_owned(),
+        time_added: None,
+    }
 }
 
 fn push_unique(taints: &mut Vec<Taint>, new: Taint) {

@@ -21,29 +21,37 @@ pub(crate) fn check_policy(policy: &ResourceLeasingPolicy) -> Result<Schedule, V
     if spec.cluster.is_empty() {
         problems.push("spec.cluster must name a ClusterBinding".to_owned());
     }
-    let schedule = Schedule::parse(spec).map_err(|found| problems.extend(found)).ok();
+    let schedule = Schedule::parse(spec)
+        .map_err(|found| problems.extend(found))
+        .ok();
     for (i, limit) in spec.resource_limits.iter().enumerate() {
-        let path = format!("spec.resourceLimits[{i}]");
+        let path = || format!("spec.resourceLimits[{i}]");
         if limit.resource.is_empty() {
-            problems.push(format!("{path}.resource must not be empty"));
+            problems.push(format!("{}.resource must not be empty", path()));
         }
         if let Some(quantity) = &limit.quantity {
             match Quantity::parse(&quantity.0) {
-                Ok(q) if q.is_negative() => problems.push(format!("{path}.quantity {:?} must not be negative", quantity.0)),
+                Ok(q) if q.is_negative() => problems.push(format!(
+                    "{}.quantity {:?} must not be negative",
+                    path(),
+                    quantity.0
+                )),
                 Ok(_) => {}
-                Err(err) => problems.push(format!("{path}.quantity: {err}")),
+                Err(err) => problems.push(format!("{}.quantity: {err}", path())),
             }
         }
         if let Some(percent) = limit.percent
             && !(0..=100).contains(&percent)
         {
-            problems.push(format!("{path}.percent {percent} is outside 0 to 100"));
+            problems.push(format!("{}.percent {percent} is outside 0 to 100", path()));
         }
     }
     if let Some(seconds) = spec.graceful_reclaim_period_seconds
         && seconds < 0
     {
-        problems.push(format!("spec.gracefulReclaimPeriodSeconds {seconds} must not be negative"));
+        problems.push(format!(
+            "spec.gracefulReclaimPeriodSeconds {seconds} must not be negative"
+        ));
     }
     if let Some(selector) = &spec.node_selector {
         problems.extend(validate_selector(selector, "spec.nodeSelector"));

@@ -11,8 +11,8 @@
 use jiff::tz::{TimeZone, TimeZoneDatabase};
 use jiff::{SignedDuration, Timestamp};
 
-use crate::crd::{ResourceLeasingPolicySpec, TimeWindow};
 use crate::crd::schema::WEEKDAYS;
+use crate::crd::{ResourceLeasingPolicySpec, TimeWindow};
 
 const MINUTES_PER_DAY: u32 = 24 * 60;
 const MINUTES_PER_WEEK: u32 = 7 * MINUTES_PER_DAY;
@@ -59,7 +59,7 @@ impl Schedule {
         };
         let mut intervals = Vec::new();
         for (i, window) in spec.time_windows.iter().enumerate() {
-            match window_intervals(window, &format!("spec.timeWindows[{i}]")) {
+            match window_intervals(window, i) {
                 Ok(found) => intervals.extend(found),
                 Err(found) => problems.extend(found),
             }
@@ -87,20 +87,32 @@ impl Schedule {
     /// Whether `now` is inside a window and the next instant at which that flips.
     pub fn state(&self, now: Timestamp) -> WindowState {
         let Some(weekly) = &self.weekly else {
-            return WindowState { in_window: true, next_change: None };
+            return WindowState {
+                in_window: true,
+                next_change: None,
+            };
         };
         let in_window = weekly.contains(self.minute_of_week(now));
-        WindowState { in_window, next_change: self.next_change(weekly, now, in_window) }
+        WindowState {
+            in_window,
+            next_change: self.next_change(weekly, now, in_window),
+        }
     }
 
-    fn next_change(&self, weekly: &WeeklyCoverage, now: Timestamp, in_window: bool) -> Option<Timestamp> {
+    fn next_change(
+        &self,
+        weekly: &WeeklyCoverage,
+        now: Timestamp,
+        in_window: bool,
+    ) -> Option<Timestamp> {
         let mut at = now;
         for _ in 0..MAX_TRANSITION_HOPS {
             let local = self.tz.to_datetime(at);
             let minute = minute_of_week(&local);
             // Inside one UTC offset, local minutes and real minutes advance together.
             let delta = weekly.minutes_until_change(minute)?;
-            let into_minute = SignedDuration::new(i64::from(local.second()), local.subsec_nanosecond());
+            let into_minute =
+                SignedDuration::new(i64::from(local.second()), local.subsec_nanosecond());
             let candidate = at
                 .checked_sub(into_minute)
                 .ok()?
@@ -130,16 +142,20 @@ impl Schedule {
 pub fn parse_timezone(name: Option<&str>) -> Result<TimeZone, String> {
     match name {
         None | Some("") => Ok(TimeZone::UTC),
-        Some(name) => TimeZoneDatabase::bundled()
-            .get(name)
-            .map_err(|_| format!("spec.timezone {name:?} is not a known IANA time zone (for example Europe/Berlin)")),
+        Some(name) => TimeZoneDatabase::bundled().get(name).map_err(|_| {
+            format!(
+                "spec.timezone {name:?} is not a known IANA time zone (for example Europe/Berlin)"
+            )
+        }),
     }
 }
 
 /// Parses `HH:MM` (00:00 to 23:59) into minutes after midnight.
 pub fn parse_time_of_day(s: &str) -> Option<u32> {
     let bytes = s.as_bytes();
-    let [h1, h2, b':', m1, m2] = bytes else { return None };
+    let [h1, h2, b':', m1, m2] = bytes else {
+        return None;
+    };
     if ![h1, h2, m1, m2].iter().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -150,25 +166,37 @@ pub fn parse_time_of_day(s: &str) -> Option<u32> {
 
 /// Parses an English weekday name, any case, into 0 (Monday) to 6 (Sunday).
 pub fn parse_weekday(s: &str) -> Option<u32> {
-    WEEKDAYS.iter().position(|day| day.eq_ignore_ascii_case(s)).and_then(|i| u32::try_from(i).ok())
+    WEEKDAYS
+        .iter()
+        .position(|day| day.eq_ignore_ascii_case(s))
+        .and_then(|i| u32::try_from(i).ok())
 }
 
 /// The half-open minute-of-week intervals one window covers (end may exceed a week).
-fn window_intervals(window: &TimeWindow, path: &str) -> Result<Vec<(u32, u32)>, Vec<String>> {
+fn window_intervals(window: &TimeWindow, index: usize) -> Result<Vec<(u32, u32)>, Vec<String>> {
+    let path = format_args!("spec.timeWindows[{index}]");
     let mut problems = Vec::new();
     let start = parse_time_of_day(&window.start);
     if start.is_none() {
-        problems.push(format!("{path}.start {:?} is not a time in HH:MM format (00:00 to 23:59)", window.start));
+        problems.push(format!(
+            "{path}.start {:?} is not a time in HH:MM format (00:00 to 23:59)",
+            window.start
+        ));
     }
     let end = parse_time_of_day(&window.end);
     if end.is_none() {
-        problems.push(format!("{path}.end {:?} is not a time in HH:MM format (00:00 to 23:59)", window.end));
+        problems.push(format!(
+            "{path}.end {:?} is not a time in HH:MM format (00:00 to 23:59)",
+            window.end
+        ));
     }
     let mut days = Vec::new();
     for (d, name) in window.days.iter().enumerate() {
         match parse_weekday(name) {
             Some(day) => days.push(day),
-            None => problems.push(format!("{path}.days[{d}] {name:?} is not a weekday name (Monday to Sunday)")),
+            None => problems.push(format!(
+                "{path}.days[{d}] {name:?} is not a weekday name (Monday to Sunday)"
+            )),
         }
     }
     let (Some(start), Some(end), true) = (start, end, problems.is_empty()) else {
@@ -178,7 +206,11 @@ fn window_intervals(window: &TimeWindow, path: &str) -> Result<Vec<(u32, u32)>, 
         days.extend(0..7);
     }
     // The end minute is inclusive; an overnight window ends on the next day.
-    let length = if end >= start { end - start + 1 } else { MINUTES_PER_DAY - start + end + 1 };
+    let length = if end >= start {
+        end - start + 1
+    } else {
+        MINUTES_PER_DAY - start + end + 1
+    };
     Ok(days
         .into_iter()
         .map(|day| {
@@ -209,12 +241,21 @@ impl WeeklyCoverage {
         }
         let intervals = merge(folded);
         let mut two_weeks = intervals.clone();
-        two_weeks.extend(intervals.iter().map(|&(from, to)| (from + MINUTES_PER_WEEK, to + MINUTES_PER_WEEK)));
-        WeeklyCoverage { unrolled: merge(two_weeks), intervals }
+        two_weeks.extend(
+            intervals
+                .iter()
+                .map(|&(from, to)| (from + MINUTES_PER_WEEK, to + MINUTES_PER_WEEK)),
+        );
+        WeeklyCoverage {
+            unrolled: merge(two_weeks),
+            intervals,
+        }
     }
 
     fn contains(&self, minute: u32) -> bool {
-        self.intervals.iter().any(|&(from, to)| from <= minute && minute < to)
+        self.intervals
+            .iter()
+            .any(|&(from, to)| from <= minute && minute < to)
     }
 
     /// Minutes from the start of `minute` until coverage flips; `None` if it never does
