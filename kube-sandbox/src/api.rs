@@ -367,6 +367,7 @@ impl ClusterState {
     }
 
     /// PUT an object or its status.
+    #[allow(clippy::too_many_arguments)]
     pub fn update(
         &self,
         rt: &ResourceType,

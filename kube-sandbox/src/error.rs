@@ -25,7 +25,7 @@ pub struct ApiError {
     /// Human-readable message, phrased as kube-apiserver phrases it.
     pub message: String,
     /// `details.name`, `details.group`, `details.kind`.
-    pub details: Option<(String, String, String)>,
+    pub details: Option<Box<(String, String, String)>>,
     /// `details.causes`.
     pub causes: Vec<Cause>,
     /// Seconds a client should wait before retrying (`Retry-After`).
@@ -45,7 +45,11 @@ impl ApiError {
     }
 
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
-        self.details = Some((name.to_string(), group.to_string(), kind.to_string()));
+        self.details = Some(Box::new((
+            name.to_string(),
+            group.to_string(),
+            kind.to_string(),
+        )));
         self
     }
 
@@ -209,7 +213,8 @@ impl ApiError {
         });
         if self.details.is_some() || !self.causes.is_empty() || self.retry_after.is_some() {
             let mut details = serde_json::Map::new();
-            if let Some((name, group, kind)) = &self.details {
+            if let Some(found) = &self.details {
+                let (name, group, kind) = found.as_ref();
                 details.insert("name".into(), json!(name));
                 if !group.is_empty() {
                     details.insert("group".into(), json!(group));

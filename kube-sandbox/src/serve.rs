@@ -86,9 +86,7 @@ impl Served {
 
     /// A kube client that talks to this server over the network.
     pub async fn client(&self) -> Result<kube::Client, kube::Error> {
-        let kubeconfig = self
-            .kubeconfig()
-            .map_err(|e| kube::Error::InferKubeconfig(e))?;
+        let kubeconfig = self.kubeconfig().map_err(kube::Error::InferKubeconfig)?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
             .map_err(kube::Error::InferKubeconfig)?;

@@ -1,5 +1,7 @@
 //! The API as a client sees it, in-process and over loopback HTTP.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{eventually, raw, targets};
@@ -515,7 +517,16 @@ async fn deleting_a_namespace_deletes_its_contents() {
 async fn bad_input_gets_kubernetes_shaped_errors() {
     for t in targets().await {
         let c = &t.client;
-        let cases: Vec<(&str, &str, &str, Vec<u8>, u16, &str)> = vec![
+        // (method, path, content type, body, expected code, expected reason)
+        type Case = (
+            &'static str,
+            &'static str,
+            &'static str,
+            Vec<u8>,
+            u16,
+            &'static str,
+        );
+        let cases: Vec<Case> = vec![
             (
                 "POST",
                 "/api/v1/namespaces/default/configmaps",
