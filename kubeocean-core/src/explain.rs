@@ -183,6 +183,7 @@ pub fn explain(request: &ExplainRequest) -> Result<Explanation, ExplainError> {
         pods: pods.iter().filter(on_node).collect(),
         policies: policies.iter().collect(),
         binding: &binding,
+        usage: None,
         now,
     };
     let mut explanation = Explanation::from(&DefaultLeasingEngine.evaluate(&input));

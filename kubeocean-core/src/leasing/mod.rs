@@ -36,8 +36,8 @@ pub use selector::{
 };
 pub use taints::{NO_EXECUTE, NO_SCHEDULE, taint, virtual_node_taints};
 pub use usage::{
-    PODS, ResourceAmounts, default_requests_from_limits, node_base, node_usage, pod_counts,
-    pod_requests,
+    NodeUsage, PODS, PodUsage, ResourceAmounts, default_requests_from_limits, node_base,
+    node_usage, pod_counts, pod_requests,
 };
 pub use validate::validate_policy;
 pub use windows::{Schedule, WindowState, parse_time_of_day, parse_timezone, parse_weekday};
@@ -47,8 +47,12 @@ pub use windows::{Schedule, WindowState, parse_time_of_day, parse_timezone, pars
 pub struct LeasingInput<'a> {
     /// The physical node.
     pub node: &'a Node,
-    /// The pods bound to that node (all phases; the engine filters).
+    /// The pods bound to that node (all phases; the engine filters). Ignored by the default
+    /// engine when [`LeasingInput::usage`] is given.
     pub pods: Vec<&'a Pod>,
+    /// The node's usage precomputed from cached per-pod requests (the syncer keeps them per
+    /// pod version); `None`: computed from [`LeasingInput::pods`].
+    pub usage: Option<&'a NodeUsage>,
     /// Candidate policies of the worker cluster (the engine selects).
     pub policies: Vec<&'a ResourceLeasingPolicy>,
     /// The binding the node would be lent to.
@@ -153,7 +157,10 @@ impl LeasingPolicyEngine for DefaultLeasingEngine {
         };
         let window = selected.schedule.state(input.now);
 
-        let usage = node_usage(&input.pods);
+        let usage = match input.usage {
+            Some(usage) => usage.amounts(),
+            None => node_usage(&input.pods),
+        };
         let mut allocatable = remaining(node_base(input.node), &usage);
         apply_limits(&mut allocatable, &selected.policy.spec.resource_limits);
         round_whole_units(&mut allocatable);

@@ -90,6 +90,7 @@ fn evaluate(
         pods: pods.iter().collect(),
         policies: policies.iter().collect(),
         binding,
+        usage: None,
         now: ts(now),
     })
 }
@@ -969,4 +970,52 @@ fn allocatable_converts_for_the_node_status() {
     let status = decision.allocatable_for_node();
     assert_eq!(status.get("cpu").map(|q| q.0.as_str()), Some("2"));
     assert_eq!(status.get("memory").map(|q| q.0.as_str()), Some("8Gi"));
+}
+
+#[test]
+fn precomputed_usage_gives_the_same_decision_as_pods() {
+    let node = plain_node(json!({ "cpu": "8", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "4" }));
+    let pods = vec![
+        running(json!({ "cpu": "1", "memory": "1Gi" })),
+        running(json!({ "cpu": "250m", "nvidia.com/gpu": "1" })),
+        // Init container larger than the app: the effective request is the init's.
+        pod(
+            json!({
+                "initContainers": [{ "name": "init", "resources": { "requests": { "cpu": "2" } } }],
+                "containers": [app(json!({ "cpu": "500m" }))],
+                "overhead": { "cpu": "100m" },
+            }),
+            json!("Pending"),
+        ),
+        // Finished pods do not count.
+        pod(json!({ "containers": [app(json!({ "cpu": "3" }))] }), json!("Succeeded")),
+    ];
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let cached: Vec<PodUsage> = pods.iter().map(PodUsage::of).collect();
+    assert_eq!(cached.iter().filter(|p| p.counts).count(), 3);
+    let usage = NodeUsage::from_pods(&cached);
+    assert_eq!(usage.amounts(), node_usage(&refs));
+    assert_eq!(
+        usage.get("cpu").map(|q| q.to_canonical_string()),
+        Some("3350m".to_owned())
+    );
+    assert_eq!(usage.get(PODS).map(|q| q.value()), Some(3));
+
+    let policies = vec![policy(
+        "p",
+        "2025-01-01T00:00:00Z",
+        json!({ "resourceLimits": [{ "resource": "cpu", "percent": 50 }] }),
+    )];
+    let binding = binding(json!({}));
+    let from_pods = evaluate(&node, &pods, &policies, &binding, "2025-01-06T12:00:00Z");
+    let from_usage = DefaultLeasingEngine.evaluate(&LeasingInput {
+        node: &node,
+        pods: Vec::new(),
+        policies: policies.iter().collect(),
+        binding: &binding,
+        usage: Some(&usage),
+        now: ts("2025-01-06T12:00:00Z"),
+    });
+    assert_eq!(from_pods, from_usage);
+    assert_eq!(canonical(&from_usage.allocatable)["cpu"], "2325m");
 }

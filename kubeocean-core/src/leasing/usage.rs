@@ -275,3 +275,87 @@ pub fn default_requests_from_limits(pod: &mut Pod) {
         }
     }
 }
+
+/// What one pod takes from its node, computed once per pod version so that re-evaluating a
+/// node only sums cached amounts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodUsage {
+    /// Whether the pod counts against its node at all (see [`pod_counts`]).
+    pub counts: bool,
+    /// Its effective requests (see [`pod_requests`]); empty when it does not count.
+    pub requests: Vec<(String, Quantity)>,
+}
+
+impl PodUsage {
+    /// The usage of `pod`.
+    pub fn of(pod: &Pod) -> PodUsage {
+        if !pod_counts(pod) {
+            return PodUsage::default();
+        }
+        let requests = pod_requests(pod)
+            .iter()
+            .map(|(name, q)| (name.to_owned(), q))
+            .collect();
+        PodUsage {
+            counts: true,
+            requests,
+        }
+    }
+}
+
+/// The summed usage of the pods on one node, built from [`PodUsage`]s; give it to the
+/// engine through [`crate::leasing::LeasingInput::usage`] instead of the pods.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeUsage {
+    amounts: Vec<(String, Quantity)>,
+    pods: i128,
+}
+
+impl NodeUsage {
+    /// No usage.
+    pub fn new() -> NodeUsage {
+        NodeUsage::default()
+    }
+
+    /// The usage of these pods.
+    pub fn from_pods<'p>(pods: impl IntoIterator<Item = &'p PodUsage>) -> NodeUsage {
+        let mut usage = NodeUsage::new();
+        for pod in pods {
+            usage.add_pod(pod);
+        }
+        usage
+    }
+
+    /// Adds one pod (nothing if it does not count).
+    pub fn add_pod(&mut self, pod: &PodUsage) {
+        if !pod.counts {
+            return;
+        }
+        self.pods += 1;
+        for (name, amount) in &pod.requests {
+            match self.amounts.iter_mut().find(|(n, _)| n == name) {
+                Some((_, q)) => *q += *amount,
+                None => self.amounts.push((name.clone(), *amount)),
+            }
+        }
+    }
+
+    /// The total of `name` (`pods` included).
+    pub fn get(&self, name: &str) -> Option<Quantity> {
+        self.amounts().get(name)
+    }
+
+    /// The totals, with the pod count under `pods`, as the engine's limit functions take them.
+    pub fn amounts(&self) -> ResourceAmounts<'_> {
+        let mut amounts = ResourceAmounts(
+            self.amounts
+                .iter()
+                .map(|(name, q)| (name.as_str(), *q))
+                .collect(),
+        );
+        if self.pods > 0 {
+            amounts.add(PODS, Quantity::from_units(self.pods, Format::DecimalSI));
+        }
+        amounts
+    }
+}
