@@ -21,6 +21,9 @@ pub struct ExpectedMetadata {
     /// Taints the syncer set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
+    /// Whether the syncer cordoned the node (to drain it); a user's cordon is not recorded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unschedulable: bool,
 }
 
 impl ExpectedMetadata {
@@ -204,6 +207,7 @@ mod tests {
             labels: map(&[("a", "x")]),
             annotations: map(&[]),
             taints: vec![taint("k", None, "NoSchedule")],
+            unschedulable: true,
         };
         let annotations = map(&[(labels::EXPECTED_METADATA, &expected.to_annotation())]);
         assert_eq!(

@@ -1,0 +1,206 @@
+//! The instance lifecycle: the finalizer, the operator's `Karmada` object for Provision-mode
+//! instances, and safe delete (refused while member clusters remain unless forced; the Karmada
+//! install released per `deletionPolicy`; registrations and roles removed).
+
+use std::sync::Arc;
+
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use super::connection::{connect, find_kubeconfig};
+use super::status::{remove_condition, set_condition, update_status};
+use super::{Context, Error, MANAGER_NAME, instance_registry, virtual_cluster_sync};
+use crate::instance::{
+    FINALIZER, Instance, InstanceMode, InstancePhase, condition_type, reason,
+};
+use crate::lifecycle::{DeletionDecision, deletion_decision, operator_karmada};
+use crate::models::cluster::Cluster;
+use crate::models::operator::Karmada;
+
+/// Controller name (metrics, events).
+pub const NAME: &str = "instance-lifecycle";
+
+/// How often a healthy instance is looked at again without any change.
+const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The JSON patch that sets the finalizers from `current` to `wanted`, failing if they changed
+/// meanwhile.
+pub fn finalizers_patch(current: Option<&[String]>, wanted: &[String]) -> serde_json::Value {
+    match current {
+        None => json!([{"op": "add", "path": "/metadata/finalizers", "value": wanted}]),
+        Some(current) => json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": current},
+            {"op": "replace", "path": "/metadata/finalizers", "value": wanted},
+        ]),
+    }
+}
+
+async fn set_finalizers(api: &Api<Instance>, instance: &Instance, wanted: Vec<String>) -> Result<(), Error> {
+    let name = instance.name_any();
+    let patch = finalizers_patch(instance.metadata.finalizers.as_deref(), &wanted);
+    let patch: json_patch::Patch = match serde_json::from_value(patch) {
+        Ok(p) => p,
+        Err(_) => return Ok(()),
+    };
+    api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+        .map_err(Error::kube("update finalizers of Instance", &name))?;
+    Ok(())
+}
+
+/// Reconciles one Instance.
+pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let api = ctx.instances();
+    if instance.is_deleting() {
+        if !instance.has_finalizer() {
+            return Ok(Action::await_change());
+        }
+        return delete(&instance, &ctx).await;
+    }
+    if !instance.has_finalizer() {
+        let mut wanted = instance.finalizers().to_vec();
+        wanted.push(FINALIZER.to_owned());
+        set_finalizers(&api, &instance, wanted).await?;
+    }
+    if instance.spec.mode == InstanceMode::Provision {
+        ensure_operator_karmada(&ctx, &instance).await?;
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// Creates or updates the operator's `Karmada` object of a Provision-mode instance.
+async fn ensure_operator_karmada(ctx: &Context, instance: &Instance) -> Result<(), Error> {
+    let Some(provision) = &instance.spec.provision else {
+        return Ok(());
+    };
+    let name = instance.name_any();
+    let desired = operator_karmada(&name, provision);
+    let karmada_name = desired.metadata.name.clone().unwrap_or_default();
+    let object = format!("{}/{karmada_name}", provision.host_namespace);
+    let api: Api<Karmada> = Api::namespaced(ctx.host.clone(), &provision.host_namespace);
+    let existing = api
+        .get_opt(&karmada_name)
+        .await
+        .map_err(Error::kube("read Karmada", &object))?;
+    let up_to_date = existing.as_ref().is_some_and(|k| {
+        k.spec.components == desired.spec.components
+            && k.spec.private_registry == desired.spec.private_registry
+            && k.spec.feature_gates == desired.spec.feature_gates
+    });
+    if !up_to_date {
+        api.patch(
+            &karmada_name,
+            &PatchParams::apply(MANAGER_NAME).force(),
+            &Patch::Apply(&desired),
+        )
+        .await
+        .map_err(Error::kube("apply Karmada", &object))?;
+    }
+    Ok(())
+}
+
+/// Member clusters of `instance`: from the watch cache when synced, otherwise by a bounded
+/// direct list; `None` when neither answers.
+async fn member_count(ctx: &Context, instance: &Instance) -> Option<usize> {
+    let name = instance.name_any();
+    if let Some(count) = ctx.workers.cache(&name).and_then(|c| c.member_count()) {
+        return Some(count);
+    }
+    let timeout = ctx.config.request_timeout;
+    let kubeconfig = find_kubeconfig(&ctx.host, instance, timeout).await.ok()??;
+    let connection = connect(&name, &kubeconfig, timeout).await.ok()?;
+    let clusters: Api<Cluster> = Api::all(connection.client);
+    let list = tokio::time::timeout(timeout, clusters.list_metadata(&ListParams::default()));
+    match list.await {
+        Ok(Ok(list)) => Some(list.items.len()),
+        // No Cluster API at all: the instance cannot have members.
+        Ok(Err(kube::Error::Api(status))) if status.code == 404 => Some(0),
+        _ => None,
+    }
+}
+
+async fn delete(instance: &Instance, ctx: &Context) -> Result<Action, Error> {
+    let name = instance.name_any();
+    let api = ctx.instances();
+    let members = member_count(ctx, instance).await;
+    match deletion_decision(instance, members) {
+        DeletionDecision::Blocked { reason, message } => {
+            let wrote = update_status(&api, &name, |fresh, status| {
+                set_condition(
+                    &mut status.conditions,
+                    condition_type::DELETION_BLOCKED,
+                    true,
+                    reason,
+                    &message,
+                    fresh.metadata.generation,
+                    jiff::Timestamp::now(),
+                );
+                status.phase = Some(InstancePhase::DeletionBlocked);
+            })
+            .await?;
+            if wrote {
+                ctx.writes.lifecycle.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::info!(instance = %name, %message, "deletion refused");
+            }
+            Ok(Action::requeue(ctx.config.deletion_recheck))
+        }
+        DeletionDecision::Proceed {
+            release_karmada,
+            forced,
+        } => {
+            if forced {
+                tracing::warn!(instance = %name, "deleting although member clusters may remain ({})", reason::FORCED);
+            }
+            update_status(&api, &name, |_, status| {
+                remove_condition(&mut status.conditions, condition_type::DELETION_BLOCKED);
+                status.phase = Some(InstancePhase::Deleting);
+            })
+            .await?;
+            virtual_cluster_sync::cleanup(ctx, &name).await?;
+            instance_registry::cleanup(ctx, &name).await?;
+            if release_karmada && let Some(provision) = &instance.spec.provision {
+                let karmadas: Api<Karmada> =
+                    Api::namespaced(ctx.host.clone(), &provision.host_namespace);
+                let karmada_name = crate::naming::operator_karmada_name(&name);
+                match karmadas.delete(&karmada_name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(source) => {
+                        return Err(Error::Kube {
+                            action: "delete Karmada",
+                            object: format!("{}/{karmada_name}", provision.host_namespace),
+                            source,
+                        });
+                    }
+                }
+            }
+            ctx.workers.stop(&name);
+            let wanted: Vec<String> = instance
+                .finalizers()
+                .iter()
+                .filter(|f| f.as_str() != FINALIZER)
+                .cloned()
+                .collect();
+            set_finalizers(&api, instance, wanted).await?;
+            Ok(Action::await_change())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finalizer_patches() {
+        let add = finalizers_patch(None, &[FINALIZER.to_owned()]);
+        assert_eq!(add[0]["op"], "add");
+        let current = vec!["other".to_owned(), FINALIZER.to_owned()];
+        let remove = finalizers_patch(Some(&current), &["other".to_owned()]);
+        assert_eq!(remove[0]["op"], "test");
+        assert_eq!(remove[0]["value"], json!(current));
+        assert_eq!(remove[1]["value"], json!(["other"]));
+    }
+}

@@ -1,0 +1,94 @@
+//! resource-statistics: `status.summary` of each instance, computed from the instance's watch
+//! caches (never a list per pass) on every cached change, and written only when the value
+//! changed.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::Context;
+use super::cache::InstanceCache;
+use super::status::update_status;
+use crate::instance::InstanceSummary;
+use crate::summary::{aggregate, instance_summary, needs_update};
+
+/// The summary the caches currently give.
+pub fn compute(cache: &InstanceCache) -> InstanceSummary {
+    let members = aggregate(&cache.members());
+    for skipped in &members.skipped {
+        tracing::debug!(
+            cluster = %skipped.cluster,
+            resource = %skipped.resource,
+            error = %skipped.error,
+            "member quantity left out of the summary"
+        );
+    }
+    instance_summary(&members, &cache.object_counts())
+}
+
+/// Follows the caches of instance `name` until `cancel`, writing its summary on real changes.
+pub async fn run_instance(
+    ctx: Arc<Context>,
+    name: String,
+    mut caches: watch::Receiver<Option<Arc<InstanceCache>>>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let cache = caches.borrow_and_update().clone();
+        let follow = async {
+            match cache {
+                Some(cache) => follow_cache(&ctx, &name, &cache).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            changed = caches.changed() => if changed.is_err() { return },
+            () = follow => return,
+        }
+    }
+}
+
+/// Writes the summary after every change of one cache generation.
+async fn follow_cache(ctx: &Context, name: &str, cache: &InstanceCache) {
+    let mut changes = cache.subscribe();
+    if !cache.wait_synced(ctx.config.cache_sync_timeout).await {
+        tracing::warn!(instance = %name, "not every watch cache synced; summing what is cached");
+    }
+    let api = ctx.instances();
+    // The summary last seen stored, so an unchanged pass costs no API call.
+    let mut known: Option<InstanceSummary> = None;
+    let mut known_valid = false;
+    loop {
+        changes.borrow_and_update();
+        let desired = compute(cache);
+        if !known_valid || needs_update(known.as_ref(), &desired) {
+            let result = update_status(&api, name, |_, status| {
+                if needs_update(status.summary.as_ref(), &desired) {
+                    status.summary = Some(desired.clone());
+                }
+            })
+            .await;
+            match result {
+                Ok(wrote) => {
+                    if wrote {
+                        ctx.writes.statistics.fetch_add(1, Ordering::Relaxed);
+                    }
+                    known = Some(desired);
+                    known_valid = true;
+                }
+                Err(err) => {
+                    tracing::warn!(instance = %name, error = %err, "cannot write the summary");
+                    known_valid = false;
+                    tokio::time::sleep(ctx.config.request_timeout.min(std::time::Duration::from_secs(1))).await;
+                    continue;
+                }
+            }
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! In-memory indexes fed by the watches, one per cluster. Each `apply`/`delete` returns the
+//! physical node names whose virtual node must be re-evaluated, so a pod event recomputes only
+//! its node. Pods are kept as their cached usage (per uid and resourceVersion), not as objects.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::storage::v1::CSINode;
+use kube::ResourceExt;
+
+use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
+use crate::labels;
+use crate::leasing::{NodeUsage, PodUsage, node_matches};
+
+/// What the index keeps of one worker pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedPod {
+    /// Node the pod is bound to (empty when unscheduled).
+    pub node: String,
+    /// Namespace and name.
+    pub key: (String, String),
+    /// resourceVersion the usage was computed from.
+    pub resource_version: String,
+    /// What the pod takes from its node.
+    pub usage: PodUsage,
+}
+
+/// The worker cluster as the syncer sees it.
+#[derive(Default)]
+pub struct WorkerIndex {
+    nodes: HashMap<String, Arc<Node>>,
+    pods: HashMap<String, CachedPod>,
+    pods_by_node: HashMap<String, HashSet<String>>,
+    pod_uids: HashMap<(String, String), String>,
+    policies: BTreeMap<String, Arc<ResourceLeasingPolicy>>,
+    csinodes: HashMap<String, Arc<CSINode>>,
+}
+
+impl WorkerIndex {
+    /// An empty index.
+    pub fn new() -> WorkerIndex {
+        WorkerIndex::default()
+    }
+
+    /// A physical node.
+    pub fn node(&self, name: &str) -> Option<Arc<Node>> {
+        self.nodes.get(name).cloned()
+    }
+
+    /// Names of all physical nodes.
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.keys().cloned().collect()
+    }
+
+    /// Every policy.
+    pub fn policies(&self) -> Vec<Arc<ResourceLeasingPolicy>> {
+        self.policies.values().cloned().collect()
+    }
+
+    /// One policy.
+    pub fn policy(&self, name: &str) -> Option<Arc<ResourceLeasingPolicy>> {
+        self.policies.get(name).cloned()
+    }
+
+    /// The physical CSINode of a node.
+    pub fn csinode(&self, name: &str) -> Option<Arc<CSINode>> {
+        self.csinodes.get(name).cloned()
+    }
+
+    /// Whether a pod `namespace/name` exists.
+    pub fn has_pod(&self, namespace: &str, name: &str) -> bool {
+        self.pod_uids
+            .contains_key(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// The summed usage of the pods bound to `node`.
+    pub fn node_usage(&self, node: &str) -> NodeUsage {
+        let uids = self.pods_by_node.get(node).into_iter().flatten();
+        NodeUsage::from_pods(uids.filter_map(|uid| self.pods.get(uid).map(|p| &p.usage)))
+    }
+
+    /// Number of pods indexed.
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Records a node; returns it as affected.
+    pub fn apply_node(&mut self, node: Node) -> Vec<String> {
+        let name = node.name_any();
+        self.nodes.insert(name.clone(), Arc::new(node));
+        vec![name]
+    }
+
+    /// Forgets a node.
+    pub fn delete_node(&mut self, node: &Node) -> Vec<String> {
+        let name = node.name_any();
+        self.nodes.remove(&name);
+        vec![name]
+    }
+
+    /// Replaces every node (after a re-list); affected: old and new names.
+    pub fn replace_nodes(&mut self, nodes: Vec<Node>) -> Vec<String> {
+        let mut affected: HashSet<String> = self.nodes.keys().cloned().collect();
+        self.nodes = nodes
+            .into_iter()
+            .map(|n| (n.name_any(), Arc::new(n)))
+            .collect();
+        affected.extend(self.nodes.keys().cloned());
+        affected.into_iter().collect()
+    }
+
+    /// Records a pod; affected: its old and new node, when its usage there changed.
+    pub fn apply_pod(&mut self, pod: &Pod) -> Vec<String> {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return Vec::new();
+        };
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        let resource_version = pod.resource_version().unwrap_or_default();
+        if let Some(old) = self.pods.get(&uid)
+            && old.resource_version == resource_version
+        {
+            return Vec::new();
+        }
+        let cached = CachedPod {
+            node,
+            key: (pod.namespace().unwrap_or_default(), pod.name_any()),
+            resource_version,
+            usage: PodUsage::of(pod),
+        };
+        let mut affected = Vec::new();
+        match self.pods.get(&uid) {
+            Some(old) if old.node == cached.node && old.usage == cached.usage => {}
+            Some(old) => {
+                affected.push(old.node.clone());
+                affected.push(cached.node.clone());
+            }
+            None => affected.push(cached.node.clone()),
+        }
+        self.remove_pod_links(&uid);
+        self.pods_by_node
+            .entry(cached.node.clone())
+            .or_default()
+            .insert(uid.clone());
+        self.pod_uids.insert(cached.key.clone(), uid.clone());
+        self.pods.insert(uid, cached);
+        affected.retain(|n| !n.is_empty());
+        affected.dedup();
+        affected
+    }
+
+    /// Forgets a pod; affected: its node.
+    pub fn delete_pod(&mut self, pod: &Pod) -> Vec<String> {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return Vec::new();
+        };
+        let node = self.remove_pod_links(&uid);
+        self.pods.remove(&uid);
+        node.into_iter().filter(|n| !n.is_empty()).collect()
+    }
+
+    /// Replaces every pod (after a re-list).
+    pub fn replace_pods(&mut self, pods: Vec<Pod>) -> Vec<String> {
+        let listed: HashSet<String> = pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        let gone: Vec<String> = self
+            .pods
+            .keys()
+            .filter(|uid| !listed.contains(*uid))
+            .cloned()
+            .collect();
+        let mut affected: HashSet<String> = HashSet::new();
+        for uid in gone {
+            affected.extend(self.remove_pod_links(&uid));
+            self.pods.remove(&uid);
+        }
+        for pod in &pods {
+            affected.extend(self.apply_pod(pod));
+        }
+        affected.remove("");
+        affected.into_iter().collect()
+    }
+
+    fn remove_pod_links(&mut self, uid: &str) -> Option<String> {
+        let old = self.pods.get(uid)?;
+        if let Some(set) = self.pods_by_node.get_mut(&old.node) {
+            set.remove(uid);
+            if set.is_empty() {
+                self.pods_by_node.remove(&old.node);
+            }
+        }
+        if self.pod_uids.get(&old.key).is_some_and(|u| u == uid) {
+            self.pod_uids.remove(&old.key);
+        }
+        Some(old.node.clone())
+    }
+
+    /// Records a policy. Returns the nodes to re-evaluate (none when only its status
+    /// changed) and whether the policy itself needs its status reconciled.
+    pub fn apply_policy(&mut self, policy: ResourceLeasingPolicy) -> (Vec<String>, bool) {
+        let name = policy.name_any();
+        let old = self.policies.insert(name.clone(), Arc::new(policy));
+        let new = self.policies.get(&name).cloned();
+        let affected = self.policy_change_affects(old.as_deref(), new.as_deref());
+        let spec_changed = match (&old, &new) {
+            (Some(old), Some(new)) => !same_policy_spec(old, new),
+            _ => true,
+        };
+        (affected, spec_changed)
+    }
+
+    /// Forgets a policy; returns the nodes to re-evaluate.
+    pub fn delete_policy(&mut self, policy: &ResourceLeasingPolicy) -> Vec<String> {
+        let old = self.policies.remove(&policy.name_any());
+        self.policy_change_affects(old.as_deref(), None)
+    }
+
+    /// Replaces every policy (after a re-list); returns the nodes to re-evaluate and the
+    /// policy names to reconcile.
+    pub fn replace_policies(
+        &mut self,
+        policies: Vec<ResourceLeasingPolicy>,
+    ) -> (Vec<String>, Vec<String>) {
+        let old = std::mem::take(&mut self.policies);
+        let mut affected: HashSet<String> = HashSet::new();
+        let mut changed = Vec::new();
+        for policy in policies {
+            let name = policy.name_any();
+            let (nodes, spec_changed) = self.apply_policy(policy);
+            affected.extend(nodes);
+            let was = old.get(&name);
+            if spec_changed || was.is_none_or(|w| !same_policy_spec(w, &self.policies[&name])) {
+                changed.push(name);
+            }
+        }
+        for (name, policy) in &old {
+            if !self.policies.contains_key(name) {
+                affected.extend(self.policy_change_affects(Some(policy), None));
+            }
+        }
+        (affected.into_iter().collect(), changed)
+    }
+
+    /// Nodes a policy change can affect: those the old or the new selector matches, and those
+    /// labelled as having the policy applied. Nothing when only its status changed.
+    fn policy_change_affects(
+        &self,
+        old: Option<&ResourceLeasingPolicy>,
+        new: Option<&ResourceLeasingPolicy>,
+    ) -> Vec<String> {
+        if let (Some(old), Some(new)) = (old, new)
+            && same_policy_spec(old, new)
+        {
+            return Vec::new();
+        }
+        let name = old.or(new).map(ResourceExt::name_any).unwrap_or_default();
+        self.nodes
+            .values()
+            .filter(|node| {
+                let labelled = node
+                    .labels()
+                    .get(labels::POLICY_APPLIED)
+                    .is_some_and(|v| *v == name);
+                labelled
+                    || [old, new]
+                        .into_iter()
+                        .flatten()
+                        .any(|p| node_matches(p.spec.node_selector.as_ref(), node))
+            })
+            .map(|node| node.name_any())
+            .collect()
+    }
+
+    /// Records a physical CSINode; affected: its node.
+    pub fn apply_csinode(&mut self, csinode: CSINode) -> Vec<String> {
+        let name = csinode.name_any();
+        self.csinodes.insert(name.clone(), Arc::new(csinode));
+        vec![name]
+    }
+
+    /// Forgets a physical CSINode.
+    pub fn delete_csinode(&mut self, csinode: &CSINode) -> Vec<String> {
+        let name = csinode.name_any();
+        self.csinodes.remove(&name);
+        vec![name]
+    }
+
+    /// Replaces every CSINode (after a re-list).
+    pub fn replace_csinodes(&mut self, csinodes: Vec<CSINode>) -> Vec<String> {
+        let mut affected: HashSet<String> = self.csinodes.keys().cloned().collect();
+        self.csinodes = csinodes
+            .into_iter()
+            .map(|c| (c.name_any(), Arc::new(c)))
+            .collect();
+        affected.extend(self.csinodes.keys().cloned());
+        affected.into_iter().collect()
+    }
+}
+
+/// Whether two versions of a policy select and lend the same (status aside).
+fn same_policy_spec(a: &ResourceLeasingPolicy, b: &ResourceLeasingPolicy) -> bool {
+    a.spec == b.spec
+        && a.metadata.deletion_timestamp == b.metadata.deletion_timestamp
+        && a.metadata.creation_timestamp == b.metadata.creation_timestamp
+}
+
+/// The computing cluster as the syncer sees it: its binding, virtual nodes and mirrored
+/// CSINodes (both selected by the binding label).
+#[derive(Default)]
+pub struct ComputingIndex {
+    binding: Option<Arc<ClusterBinding>>,
+    vnodes: HashMap<String, Arc<Node>>,
+    csinodes: HashMap<String, Arc<CSINode>>,
+}
+
+impl ComputingIndex {
+    /// An empty index.
+    pub fn new() -> ComputingIndex {
+        ComputingIndex::default()
+    }
+
+    /// The binding, if it exists.
+    pub fn binding(&self) -> Option<Arc<ClusterBinding>> {
+        self.binding.clone()
+    }
+
+    /// Sets or clears the binding.
+    pub fn set_binding(&mut self, binding: Option<ClusterBinding>) {
+        self.binding = binding.map(Arc::new);
+    }
+
+    /// A virtual node by name.
+    pub fn vnode(&self, name: &str) -> Option<Arc<Node>> {
+        self.vnodes.get(name).cloned()
+    }
+
+    /// Every virtual node.
+    pub fn vnodes(&self) -> Vec<Arc<Node>> {
+        self.vnodes.values().cloned().collect()
+    }
+
+    /// Number of virtual nodes.
+    pub fn vnode_count(&self) -> usize {
+        self.vnodes.len()
+    }
+
+    /// Records a virtual node (also after the syncer wrote it); affected: its physical node.
+    pub fn apply_vnode(&mut self, node: Node) -> Vec<String> {
+        let physical = physical_node_of(&node);
+        self.vnodes.insert(node.name_any(), Arc::new(node));
+        physical.into_iter().collect()
+    }
+
+    /// Forgets a virtual node.
+    pub fn delete_vnode(&mut self, node: &Node) -> Vec<String> {
+        self.vnodes.remove(&node.name_any());
+        physical_node_of(node).into_iter().collect()
+    }
+
+    /// Replaces every virtual node (after a re-list).
+    pub fn replace_vnodes(&mut self, nodes: Vec<Node>) -> Vec<String> {
+        let mut affected: HashSet<String> =
+            self.vnodes.values().filter_map(|n| physical_node_of(n)).collect();
+        self.vnodes = nodes
+            .into_iter()
+            .map(|n| (n.name_any(), Arc::new(n)))
+            .collect();
+        affected.extend(self.vnodes.values().filter_map(|n| physical_node_of(n)));
+        affected.into_iter().collect()
+    }
+
+    /// A mirrored CSINode.
+    pub fn csinode(&self, name: &str) -> Option<Arc<CSINode>> {
+        self.csinodes.get(name).cloned()
+    }
+
+    /// Records a mirrored CSINode; affected: its physical node.
+    pub fn apply_csinode(&mut self, csinode: CSINode) -> Vec<String> {
+        let physical = csinode.labels().get(labels::PHYSICAL_NODE_NAME).cloned();
+        self.csinodes.insert(csinode.name_any(), Arc::new(csinode));
+        physical.into_iter().collect()
+    }
+
+    /// Forgets a mirrored CSINode.
+    pub fn delete_csinode(&mut self, csinode: &CSINode) -> Vec<String> {
+        self.csinodes.remove(&csinode.name_any());
+        csinode
+            .labels()
+            .get(labels::PHYSICAL_NODE_NAME)
+            .cloned()
+            .into_iter()
+            .collect()
+    }
+
+    /// Replaces every mirrored CSINode (after a re-list).
+    pub fn replace_csinodes(&mut self, csinodes: Vec<CSINode>) -> Vec<String> {
+        let affected = csinodes
+            .iter()
+            .filter_map(|c| c.labels().get(labels::PHYSICAL_NODE_NAME).cloned())
+            .collect();
+        self.csinodes = csinodes
+            .into_iter()
+            .map(|c| (c.name_any(), Arc::new(c)))
+            .collect();
+        affected
+    }
+}
+
+/// The physical node a virtual node stands for (its `kubeocean.io/physical-node-name` label).
+pub fn physical_node_of(vnode: &Node) -> Option<String> {
+    vnode.labels().get(labels::PHYSICAL_NODE_NAME).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(uid: &str, rv: &str, node: &str, cpu: &str, phase: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": { "name": format!("p-{uid}"), "namespace": "default", "uid": uid, "resourceVersion": rv },
+            "spec": { "nodeName": node, "containers": [{ "name": "c", "resources": { "requests": { "cpu": cpu } } }] },
+            "status": { "phase": phase },
+        }))
+        .unwrap()
+    }
+
+    fn node(name: &str, zone: &str) -> Node {
+        serde_json::from_value(json!({ "metadata": { "name": name, "labels": { "zone": zone } } }))
+            .unwrap()
+    }
+
+    fn policy(name: &str, zone: &str, rv: &str) -> ResourceLeasingPolicy {
+        serde_json::from_value(json!({
+            "metadata": { "name": name, "resourceVersion": rv },
+            "spec": { "cluster": "b", "nodeSelector": { "nodeSelectorTerms": [{ "matchExpressions": [
+                { "key": "zone", "operator": "In", "values": [zone] }] }] } },
+        }))
+        .unwrap()
+    }
+
+    fn sorted(mut v: Vec<String>) -> Vec<String> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn pod_events_affect_only_their_node_and_only_when_usage_changes() {
+        let mut index = WorkerIndex::new();
+        // (event, expected affected nodes, expected cpu on n1, expected cpu on n2)
+        let steps: Vec<(Box<dyn Fn(&mut WorkerIndex) -> Vec<String>>, Vec<&str>, &str, &str)> = vec![
+            (Box::new(|i| i.apply_pod(&pod("u1", "1", "n1", "1", "Running"))), vec!["n1"], "1", "0"),
+            // Same version again: nothing.
+            (Box::new(|i| i.apply_pod(&pod("u1", "1", "n1", "1", "Running"))), vec![], "1", "0"),
+            // New version, same usage (a status change): nothing.
+            (Box::new(|i| i.apply_pod(&pod("u1", "2", "n1", "1", "Running"))), vec![], "1", "0"),
+            (Box::new(|i| i.apply_pod(&pod("u2", "3", "n2", "500m", "Pending"))), vec!["n2"], "1", "500m"),
+            // Finished: no longer counts.
+            (Box::new(|i| i.apply_pod(&pod("u1", "4", "n1", "1", "Succeeded"))), vec!["n1"], "0", "500m"),
+            (Box::new(|i| i.delete_pod(&pod("u2", "5", "n2", "500m", "Pending"))), vec!["n2"], "0", "0"),
+            // Unscheduled pods affect no node.
+            (Box::new(|i| i.apply_pod(&pod("u3", "6", "", "2", "Pending"))), vec![], "0", "0"),
+        ];
+        for (i, (step, want, cpu1, cpu2)) in steps.into_iter().enumerate() {
+            assert_eq!(sorted(step(&mut index)), want, "step {i}");
+            let cpu = |n: &str| {
+                index
+                    .node_usage(n)
+                    .get("cpu")
+                    .map(|q| q.to_canonical_string())
+                    .unwrap_or_else(|| "0".into())
+            };
+            assert_eq!(cpu("n1"), cpu1, "step {i} n1");
+            assert_eq!(cpu("n2"), cpu2, "step {i} n2");
+        }
+        assert!(index.has_pod("default", "p-u1"));
+        assert!(!index.has_pod("default", "p-u2"));
+    }
+
+    #[test]
+    fn relist_removes_missing_pods() {
+        let mut index = WorkerIndex::new();
+        index.apply_pod(&pod("u1", "1", "n1", "1", "Running"));
+        index.apply_pod(&pod("u2", "1", "n2", "1", "Running"));
+        let affected = index.replace_pods(vec![pod("u2", "1", "n2", "1", "Running")]);
+        assert_eq!(affected, vec!["n1"]);
+        assert_eq!(index.pod_count(), 1);
+        assert_eq!(index.node_usage("n1"), NodeUsage::new());
+    }
+
+    #[test]
+    fn policy_changes_affect_selected_nodes_and_status_changes_nothing() {
+        let mut index = WorkerIndex::new();
+        index.apply_node(node("a1", "a"));
+        index.apply_node(node("b1", "b"));
+        let (affected, changed) = index.apply_policy(policy("p", "a", "1"));
+        assert_eq!((sorted(affected), changed), (vec!["a1".to_owned()], true));
+        // Status-only update.
+        let mut with_status = policy("p", "a", "2");
+        with_status.status = Some(Default::default());
+        assert_eq!(index.apply_policy(with_status), (vec![], false));
+        // Selector moves from zone a to b: both are affected.
+        let (affected, changed) = index.apply_policy(policy("p", "b", "3"));
+        assert_eq!(sorted(affected), vec!["a1".to_owned(), "b1".to_owned()]);
+        assert!(changed);
+        assert_eq!(
+            sorted(index.delete_policy(&policy("p", "b", "4"))),
+            vec!["b1".to_owned()]
+        );
+    }
+
+    #[test]
+    fn virtual_nodes_map_back_to_physical_nodes() {
+        let mut index = ComputingIndex::new();
+        let vnode: Node = serde_json::from_value(json!({ "metadata": { "name": "vnode-c-n1",
+            "labels": { "kubeocean.io/physical-node-name": "n1" } } }))
+        .unwrap();
+        assert_eq!(index.apply_vnode(vnode.clone()), vec!["n1"]);
+        assert_eq!(index.vnode_count(), 1);
+        assert_eq!(index.replace_vnodes(Vec::new()), vec!["n1"]);
+        assert!(index.vnode("vnode-c-n1").is_none());
+    }
+}
