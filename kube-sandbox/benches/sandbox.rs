@@ -64,11 +64,19 @@ async fn list_latency(cluster: &Cluster, client: &kube::Client) -> (f64, f64) {
     let ns_rt = state.resource_type("", "namespaces").expect("namespaces");
     let ctx = kube_sandbox::api::WriteContext::system("bench");
     state
-        .create(&ns_rt, "v1", "", json!({"metadata": {"name": "bench"}}), &ctx)
+        .create(
+            &ns_rt,
+            "v1",
+            "",
+            json!({"metadata": {"name": "bench"}}),
+            &ctx,
+        )
         .expect("namespace");
     for i in 0..10_000 {
         let body = serde_json::to_value(pod(&format!("list-{i:05}"))).expect("json");
-        state.create(&rt, "v1", "bench", body, &ctx).expect("create");
+        state
+            .create(&rt, "v1", "bench", body, &ctx)
+            .expect("create");
     }
     let mut samples = Vec::new();
     for round in 0..40 {
@@ -119,9 +127,13 @@ async fn watch_fanout(client: &kube::Client) -> (usize, f64) {
     }
     let start = Instant::now();
     for i in 0..WRITES {
-        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("w-{i}")}, "data": {"i": i.to_string()}}))
-            .expect("cm");
-        cms.create(&PostParams::default(), &cm).await.expect("create");
+        let cm: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("w-{i}")}, "data": {"i": i.to_string()}}),
+        )
+        .expect("cm");
+        cms.create(&PostParams::default(), &cm)
+            .await
+            .expect("create");
     }
     let mut lost = 0;
     for w in watchers {

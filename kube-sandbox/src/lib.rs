@@ -39,6 +39,7 @@ pub mod server;
 pub mod state;
 pub mod store;
 pub mod subresources;
+pub mod table;
 pub mod watch;
 
 pub use auth::UserInfo;

@@ -341,6 +341,11 @@ async fn serve_resource(
     }
     let version = p.version.clone();
     let name = p.name.clone();
+    let as_table = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(crate::table::wants_table);
     let sub = p.subresource.clone();
     match (verb, name, sub.as_deref()) {
         ("get", Some(name), None | Some("status")) => {
@@ -348,12 +353,23 @@ async fn serve_resource(
                 .store
                 .get(&rt.group_resource(), &namespace, &name)
                 .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
+            if as_table {
+                let table = crate::table::table(&rt, &[&obj.value], &obj.rv.to_string());
+                return Ok(value_response(StatusCode::OK, &table));
+            }
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
         ("get", Some(name), Some("log")) => {
             crate::kubelet::serve_log(state, &namespace, &name, &query).await
         }
-        ("list", None, None) => list(&state, &rt, &version, p.namespace.as_deref(), &query),
+        ("list", None, None) => list(
+            &state,
+            &rt,
+            &version,
+            p.namespace.as_deref(),
+            &query,
+            as_table,
+        ),
         ("watch", _, None) => {
             let mut query = query;
             if let Some(name) = &p.name {
@@ -598,6 +614,7 @@ fn list(
     version: &str,
     namespace: Option<&str>,
     query: &HashMap<String, String>,
+    as_table: bool,
 ) -> Result<Response, ApiError> {
     let (labels, fields) = selectors_from(rt, query)?;
     let limit: usize = match query.get("limit") {
@@ -640,6 +657,14 @@ fn list(
                 && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
         },
     );
+    if as_table {
+        let objects: Vec<&Value> = page.items.iter().map(|i| &i.value).collect();
+        let mut table = crate::table::table(rt, &objects, &page.rv.to_string());
+        if let Some(next) = &page.next {
+            table["metadata"]["continue"] = json!(encode_continue(page.rv, next));
+        }
+        return Ok(value_response(StatusCode::OK, &table));
+    }
     let mut buf =
         BytesMut::with_capacity(page.items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 256);
     let mut meta = json!({"resourceVersion": page.rv.to_string()});

@@ -865,3 +865,63 @@ async fn kube_runtime_controller_reconciles_objects_created_after_it_started() {
         let _ = t.how;
     }
 }
+
+#[tokio::test]
+async fn kubectl_style_table_output_uses_printer_columns() {
+    let cluster = kube_sandbox::Cluster::new("table");
+    let client = cluster.client();
+    let mut crd: serde_json::Value = serde_json::from_str(WIDGET_CRD).unwrap();
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] =
+        json!([{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]);
+    let (status, _) = raw(
+        &client,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "application/json",
+        serde_json::to_vec(&crd).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let widgets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+    );
+    widgets
+        .create(&PostParams::default(), &widget("w", json!({"size": 7})))
+        .await
+        .unwrap();
+    let req = http::Request::get("/apis/example.com/v1/namespaces/default/widgets")
+        .header(
+            "accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let table: serde_json::Value =
+        serde_json::from_str(&client.request_text(req).await.unwrap()).unwrap();
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["columnDefinitions"][1]["name"], "Size");
+    assert_eq!(table["rows"][0]["cells"], json!(["w", 7]));
+}
+
+#[tokio::test]
+async fn streaming_list_watchers_get_initial_events_then_changes() {
+    use kube::runtime::{WatchStreamExt, watcher};
+    for t in targets().await {
+        let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), "default");
+        cms.create(&PostParams::default(), &cm("before", json!({})))
+            .await
+            .unwrap();
+        let config = watcher::Config::default().streaming_lists();
+        let mut stream = watcher(cms.clone(), config).applied_objects().boxed();
+        let first = stream.try_next().await.unwrap().unwrap();
+        assert_eq!(first.metadata.name.as_deref(), Some("before"), "{}", t.how);
+        cms.create(&PostParams::default(), &cm("after", json!({})))
+            .await
+            .unwrap();
+        let second = stream.try_next().await.unwrap().unwrap();
+        assert_eq!(second.metadata.name.as_deref(), Some("after"), "{}", t.how);
+    }
+}
