@@ -786,55 +786,46 @@ impl ClusterState {
     /// Removes ownerReferences to `owner_uid` from its dependents.
     fn orphan_dependents(&self, owner_uid: &str) {
         for (gr, (ns, name)) in self.store.dependents(owner_uid) {
-            let Some(rt) = self.resource_type(&gr.group, &gr.resource) else {
-                continue;
-            };
-            let _ = self.update_with(
-                &rt,
-                rt.storage_version(),
-                &ns,
-                &name,
-                None,
-                &WriteContext::system("garbage-collector"),
-                None,
-                |old| {
-                    let mut new = old.clone();
-                    if let Some(refs) = new
-                        .pointer_mut("/metadata/ownerReferences")
-                        .and_then(Value::as_array_mut)
-                    {
-                        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
-                    }
-                    Ok(new)
-                },
-            );
+            self.retain_in_metadata_list(&gr, &ns, &name, "/metadata/ownerReferences", |r| {
+                r.get("uid").and_then(Value::as_str) != Some(owner_uid)
+            });
         }
         // The orphan finalizer has done its job.
         self.remove_finalizer_by_uid(owner_uid, "orphan");
     }
 
     fn remove_finalizer_by_uid(&self, uid: &str, finalizer: &str) {
-        let Some((gr, (ns, name))) = self.store.locate(uid) else {
-            return;
-        };
+        if let Some((gr, (ns, name))) = self.store.locate(uid) {
+            self.retain_in_metadata_list(&gr, &ns, &name, "/metadata/finalizers", |f| {
+                f.as_str() != Some(finalizer)
+            });
+        }
+    }
+
+    /// The garbage collector's edit of a metadata list (finalizers, ownerReferences).
+    fn retain_in_metadata_list(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+        pointer: &str,
+        keep: impl Fn(&Value) -> bool,
+    ) {
         let Some(rt) = self.resource_type(&gr.group, &gr.resource) else {
             return;
         };
         let _ = self.update_with(
             &rt,
             rt.storage_version(),
-            &ns,
-            &name,
+            namespace,
+            name,
             None,
             &WriteContext::system("garbage-collector"),
             None,
             |old| {
                 let mut new = old.clone();
-                if let Some(f) = new
-                    .pointer_mut("/metadata/finalizers")
-                    .and_then(Value::as_array_mut)
-                {
-                    f.retain(|x| x.as_str() != Some(finalizer));
+                if let Some(list) = new.pointer_mut(pointer).and_then(Value::as_array_mut) {
+                    list.retain(|item| keep(item));
                 }
                 Ok(new)
             },

@@ -187,16 +187,7 @@ impl Auth {
             ],
         );
         user.uid = uid.to_string();
-        let audiences = claims
-            .get("aud")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let audiences = crate::meta::string_list(claims.get("aud"));
         Some(TokenClaims { user, audiences })
     }
 
@@ -206,16 +197,7 @@ impl Auth {
             .pointer("/spec/token")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let wanted: Vec<String> = review
-            .pointer("/spec/audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let wanted: Vec<String> = crate::meta::string_list(review.pointer("/spec/audiences"));
         let sa_claims = self.verify_service_account_token(token);
         let user = self.authenticate(token);
         let audience_ok = match &sa_claims {

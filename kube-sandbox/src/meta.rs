@@ -61,23 +61,20 @@ pub fn random_suffix() -> String {
         .collect()
 }
 
+/// Lowercase alphanumerics plus `extra`, starting and ending alphanumeric.
+fn dns1123_shaped(name: &str, extra: &[char]) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.chars().all(|c| alnum(c) || extra.contains(&c))
+        && name.chars().next().is_some_and(alnum)
+        && name.chars().last().is_some_and(alnum)
+}
+
 /// Why a name is not a valid DNS-1123 subdomain, if it is not.
 pub fn dns1123_subdomain_error(name: &str) -> Option<String> {
     if name.len() > 253 {
         return Some("must be no more than 253 characters".into());
     }
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-    let ends_ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if !ok_chars || !ends_ok {
+    if !dns1123_shaped(name, &['-', '.']) {
         return Some("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
     }
     None
@@ -88,18 +85,7 @@ pub fn dns1123_label_error(name: &str) -> Option<String> {
     if name.len() > 63 {
         return Some("must be no more than 63 characters".into());
     }
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    let ends_ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if !ok_chars || !ends_ok {
+    if !dns1123_shaped(name, &['-']) {
         return Some("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into());
     }
     None
@@ -122,9 +108,9 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
-/// `metadata.finalizers`.
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+/// The strings of a JSON array (other items and a missing array give nothing).
+pub fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -133,6 +119,11 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// `metadata.finalizers`.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    string_list(obj.pointer("/metadata/finalizers"))
 }
 
 #[cfg(test)]

@@ -73,17 +73,10 @@ pub fn create(
                 .store
                 .get(&rt.group_resource(), namespace, name)
                 .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
-            let audiences: Vec<String> = value
-                .pointer("/spec/audiences")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .filter(|a: &Vec<String>| !a.is_empty())
-                .unwrap_or_else(|| vec!["https://kubernetes.default.svc.cluster.local".into()]);
+            let audiences: Vec<String> =
+                Some(crate::meta::string_list(value.pointer("/spec/audiences")))
+                    .filter(|a| !a.is_empty())
+                    .unwrap_or_else(|| vec!["https://kubernetes.default.svc.cluster.local".into()]);
             let expiration = value
                 .pointer("/spec/expirationSeconds")
                 .and_then(Value::as_i64)
