@@ -925,3 +925,34 @@ async fn streaming_list_watchers_get_initial_events_then_changes() {
         assert_eq!(second.metadata.name.as_deref(), Some("after"), "{}", t.how);
     }
 }
+
+#[tokio::test]
+async fn injected_faults_fail_matching_requests_until_removed() {
+    use kube_sandbox::{FaultAction, FaultRule};
+    for t in targets().await {
+        let cms: Api<ConfigMap> = Api::namespaced(t.client.clone(), "default");
+        let id = t.cluster.faults().add(FaultRule {
+            resource: Some("configmaps".into()),
+            verbs: vec!["create".into()],
+            action: FaultAction::Status(500),
+        });
+        match cms
+            .create(&PostParams::default(), &cm("f", json!({})))
+            .await
+        {
+            Err(kube::Error::Api(s)) => assert_eq!(
+                (s.code, s.reason.as_str()),
+                (500, "InternalError"),
+                "{}",
+                t.how
+            ),
+            other => panic!("{}: expected 500, got {other:?}", t.how),
+        }
+        // Other verbs are untouched.
+        assert!(cms.list(&ListParams::default()).await.is_ok());
+        t.cluster.faults().remove(id);
+        cms.create(&PostParams::default(), &cm("f", json!({})))
+            .await
+            .unwrap();
+    }
+}
