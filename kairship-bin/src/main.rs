@@ -1,5 +1,8 @@
 //! The `kairship` binary.
 
+mod controller_manager;
+mod sandbox;
+
 use std::io::Write;
 
 use anyhow::Context;
@@ -17,6 +20,10 @@ struct Cli {
 enum Command {
     /// Print Kairship's CustomResourceDefinitions as YAML.
     Crds,
+    /// Run the controller-manager (instance lifecycle, statistics, status, roles, webhook).
+    ControllerManager(Box<controller_manager::ControllerManagerArgs>),
+    /// Run a host and two Karmada-instance sandbox clusters with the controller-manager.
+    Sandbox(sandbox::SandboxArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,6 +36,16 @@ fn main() -> anyhow::Result<()> {
                 .write_all(yaml.as_bytes())
                 .context("writing CRDs to stdout")?;
             stdout.flush().context("writing CRDs to stdout")?;
+        }
+        Command::ControllerManager(args) => {
+            tokio::runtime::Runtime::new()
+                .context("starting the async runtime")?
+                .block_on(controller_manager::run(*args))?;
+        }
+        Command::Sandbox(args) => {
+            tokio::runtime::Runtime::new()
+                .context("starting the async runtime")?
+                .block_on(sandbox::run(args))?;
         }
     }
     Ok(())

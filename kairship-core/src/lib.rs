@@ -3,15 +3,18 @@
 //! This crate holds the `kairship.io/v1alpha1` `Instance` custom resource, typed models of
 //! the Karmada and Clusterpedia objects Kairship reads and writes, and the pure logic of the
 //! controller-manager (summaries, the instance state machine, per-instance RBAC, the signed
-//! role-binding webhook, object naming and lifecycle decisions).
+//! role-binding webhook, object naming and lifecycle decisions), and the controllers that
+//! apply it ([`controllers`]), run by `kairship controller-manager`.
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod controllers;
 pub mod instance;
 pub mod lifecycle;
 pub mod models;
 pub mod naming;
 pub mod rbac;
+pub mod router;
 pub mod state;
 pub mod summary;
 pub mod virtual_cluster;

@@ -1,5 +1,7 @@
 //! The `kubeocean` binary: parses flags and calls into `kubeocean-core`.
 
+mod syncer;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,6 +24,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Sync a ClusterBinding's worker nodes into virtual nodes (bottom-up half).
+    Syncer(Box<syncer::SyncerArgs>),
     /// Leasing tools.
     Leasing {
         #[command(subcommand)]
@@ -53,6 +57,22 @@ enum LeasingCommand {
 
 fn main() -> ExitCode {
     match Args::parse().command {
+        Command::Syncer(args) => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(err) => return fail(&err, 1),
+            };
+            match runtime.block_on(syncer::run(*args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("error: {err:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Crds { out: None } => match crd::crds_yaml() {
             Ok(yaml) => {
                 print!("{yaml}");

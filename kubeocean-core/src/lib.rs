@@ -4,15 +4,18 @@
 //! - [`crd`]: the `ClusterBinding` and `ResourceLeasingPolicy` custom resources.
 //! - [`naming`] and [`labels`]: the names, labels, annotations and taints of the wire contract.
 //! - [`leasing`]: what a physical node lends, when, and with which taints.
+//! - [`bottomup`]: the syncer's bottom-up half (virtual nodes, their Leases and CSINodes).
 //! - [`explain`]: the `kubeocean leasing explain` dry-run.
 
 // Tests unwrap their fixtures; library code never does.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod bottomup;
 pub mod crd;
 pub mod explain;
 pub mod labels;
 pub mod leasing;
 pub mod naming;
+pub mod topdown;
 
 pub use crd::crds;

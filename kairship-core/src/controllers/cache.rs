@@ -90,7 +90,13 @@ fn spawn<K>(
     cancel: &CancellationToken,
 ) -> Cached<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
 {
     let (store, writer) = reflector::store();
     let synced = Arc::new(AtomicBool::new(false));
@@ -157,7 +163,12 @@ impl InstanceCache {
             deployments: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
             services: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
             secrets: spawn(Api::all(c.clone()), strip_secret, changes.clone(), cancel),
-            configmaps: spawn(Api::all(c.clone()), strip_configmap, changes.clone(), cancel),
+            configmaps: spawn(
+                Api::all(c.clone()),
+                strip_configmap,
+                changes.clone(),
+                cancel,
+            ),
             pvcs: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
             propagation_policies: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
             cluster_propagation_policies: spawn(

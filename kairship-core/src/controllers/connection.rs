@@ -54,7 +54,9 @@ pub struct Kubeconfig {
 impl std::fmt::Debug for Kubeconfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The YAML holds credentials: never print it.
-        f.debug_struct("Kubeconfig").field("key", &self.key).finish()
+        f.debug_struct("Kubeconfig")
+            .field("key", &self.key)
+            .finish()
     }
 }
 
@@ -69,7 +71,9 @@ pub struct Connection {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection").field("key", &self.key).finish()
+        f.debug_struct("Connection")
+            .field("key", &self.key)
+            .finish()
     }
 }
 

@@ -12,9 +12,7 @@ use serde_json::json;
 use super::connection::{connect, find_kubeconfig};
 use super::status::{remove_condition, set_condition, update_status};
 use super::{Context, Error, MANAGER_NAME, instance_registry, virtual_cluster_sync};
-use crate::instance::{
-    FINALIZER, Instance, InstanceMode, InstancePhase, condition_type, reason,
-};
+use crate::instance::{FINALIZER, Instance, InstanceMode, InstancePhase, condition_type, reason};
 use crate::lifecycle::{DeletionDecision, deletion_decision, operator_karmada};
 use crate::models::cluster::Cluster;
 use crate::models::operator::Karmada;
@@ -37,7 +35,11 @@ pub fn finalizers_patch(current: Option<&[String]>, wanted: &[String]) -> serde_
     }
 }
 
-async fn set_finalizers(api: &Api<Instance>, instance: &Instance, wanted: Vec<String>) -> Result<(), Error> {
+async fn set_finalizers(
+    api: &Api<Instance>,
+    instance: &Instance,
+    wanted: Vec<String>,
+) -> Result<(), Error> {
     let name = instance.name_any();
     let patch = finalizers_patch(instance.metadata.finalizers.as_deref(), &wanted);
     let patch: json_patch::Patch = match serde_json::from_value(patch) {
@@ -112,8 +114,8 @@ async fn member_count(ctx: &Context, instance: &Instance) -> Option<usize> {
     let kubeconfig = find_kubeconfig(&ctx.host, instance, timeout).await.ok()??;
     let connection = connect(&name, &kubeconfig, timeout).await.ok()?;
     let clusters: Api<Cluster> = Api::all(connection.client);
-    let list = tokio::time::timeout(timeout, clusters.list_metadata(&ListParams::default()));
-    match list.await {
+    let params = ListParams::default();
+    match tokio::time::timeout(timeout, clusters.list_metadata(&params)).await {
         Ok(Ok(list)) => Some(list.items.len()),
         // No Cluster API at all: the instance cannot have members.
         Ok(Err(kube::Error::Api(status))) if status.code == 404 => Some(0),
@@ -141,7 +143,7 @@ async fn delete(instance: &Instance, ctx: &Context) -> Result<Action, Error> {
             })
             .await?;
             if wrote {
-                ctx.writes.lifecycle.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                ctx.writes.lifecycle.inc();
                 tracing::info!(instance = %name, %message, "deletion refused");
             }
             Ok(Action::requeue(ctx.config.deletion_recheck))
@@ -164,7 +166,10 @@ async fn delete(instance: &Instance, ctx: &Context) -> Result<Action, Error> {
                 let karmadas: Api<Karmada> =
                     Api::namespaced(ctx.host.clone(), &provision.host_namespace);
                 let karmada_name = crate::naming::operator_karmada_name(&name);
-                match karmadas.delete(&karmada_name, &DeleteParams::default()).await {
+                match karmadas
+                    .delete(&karmada_name, &DeleteParams::default())
+                    .await
+                {
                     Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(source) => {

@@ -24,7 +24,6 @@ pub mod workers;
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube::Client;
@@ -32,6 +31,7 @@ use kube::runtime::{Controller, watcher};
 use kube::{Api, runtime::events::Recorder, runtime::events::Reporter};
 use kube_kit::admin::Metrics;
 use kube_kit::controller::{ControllerMetrics, ControllerRunner, ReconcileError};
+use prometheus_client::metrics::counter::Counter;
 use tokio_util::sync::CancellationToken;
 
 pub use instance_registry::{GlobalRegistry, HttpRegistry, NoopRegistry, RegistryEntry};
@@ -83,26 +83,59 @@ impl Default for ControllerConfig {
     }
 }
 
-/// Status writes issued, per controller (a write is a PUT of the status subresource).
+/// Status writes issued, per controller (a write is a PUT of the status subresource), also
+/// exported as Prometheus counters.
 #[derive(Debug, Default)]
 pub struct WriteCounters {
     /// Writes by resource-statistics.
-    pub statistics: AtomicU64,
+    pub statistics: Counter,
     /// Writes by status-sync.
-    pub status_sync: AtomicU64,
+    pub status_sync: Counter,
     /// Writes by the lifecycle controller.
-    pub lifecycle: AtomicU64,
+    pub lifecycle: Counter,
+    /// Summaries computed by resource-statistics (written or not).
+    pub statistics_passes: Counter,
 }
 
 impl WriteCounters {
     /// Current count of statistics writes.
     pub fn statistics(&self) -> u64 {
-        self.statistics.load(Ordering::Relaxed)
+        self.statistics.get()
+    }
+
+    /// Current count of summaries computed.
+    pub fn statistics_passes(&self) -> u64 {
+        self.statistics_passes.get()
     }
 
     /// Current count of status-sync writes.
     pub fn status_sync(&self) -> u64 {
-        self.status_sync.load(Ordering::Relaxed)
+        self.status_sync.get()
+    }
+
+    fn register(&self, metrics: &Metrics) {
+        metrics.with_registry(|registry| {
+            registry.register(
+                "kairship_summary_writes",
+                "Instance status writes by resource-statistics",
+                self.statistics.clone(),
+            );
+            registry.register(
+                "kairship_summary_passes",
+                "Instance summaries computed by resource-statistics, written or not",
+                self.statistics_passes.clone(),
+            );
+            registry.register(
+                "kairship_status_sync_writes",
+                "Instance status writes by status-sync",
+                self.status_sync.clone(),
+            );
+            registry.register(
+                "kairship_lifecycle_status_writes",
+                "Instance status writes by the lifecycle controller",
+                self.lifecycle.clone(),
+            );
+        });
     }
 }
 
@@ -130,12 +163,14 @@ impl Context {
         registry: Arc<dyn GlobalRegistry>,
         metrics: &Metrics,
     ) -> Arc<Self> {
+        let writes = WriteCounters::default();
+        writes.register(metrics);
         Arc::new(Self {
             host,
             config,
             registry,
             workers: workers::Workers::default(),
-            writes: WriteCounters::default(),
+            writes,
             metrics: ControllerMetrics::register(metrics),
         })
     }
@@ -180,7 +215,10 @@ pub enum Error {
 
 impl Error {
     /// Wraps an API error with what was attempted on which object.
-    pub fn kube(action: &'static str, object: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+    pub fn kube(
+        action: &'static str,
+        object: impl Into<String>,
+    ) -> impl FnOnce(kube::Error) -> Self {
         let object = object.into();
         move |source| Error::Kube {
             action,
@@ -237,4 +275,50 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let supervisor = workers::supervise(ctx.clone(), shutdown.clone());
     futures::join!(lifecycle, virtual_clusters, registry, supervisor);
     ctx.workers.stop_all();
+}
+
+/// Where and how the role-binding webhook is served while leading.
+#[derive(Clone)]
+pub struct WebhookServing {
+    /// Listen address.
+    pub addr: std::net::SocketAddr,
+    /// Secret, window and host client.
+    pub state: role_binding_webhook::WebhookState,
+    /// HTTPS when set.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for WebhookServing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookServing")
+            .field("addr", &self.addr)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+/// What a leader runs: every controller and, if configured, the webhook. Only the leader
+/// serves the webhook, so one replay cache sees every accepted call.
+pub async fn run_leading(
+    ctx: Arc<Context>,
+    webhook: Option<WebhookServing>,
+    shutdown: CancellationToken,
+) {
+    let webhook = async {
+        let Some(w) = webhook else { return };
+        let listener = match tokio::net::TcpListener::bind(w.addr).await {
+            Ok(l) => l,
+            Err(err) => {
+                tracing::error!(addr = %w.addr, error = %err, "cannot listen for the role-binding webhook");
+                return;
+            }
+        };
+        let router = role_binding_webhook::router(w.state);
+        if let Err(err) =
+            role_binding_webhook::serve(listener, router, w.tls, shutdown.clone()).await
+        {
+            tracing::error!(error = %err, "role-binding webhook stopped");
+        }
+    };
+    futures::join!(run(ctx, shutdown.clone()), webhook);
 }

@@ -3,7 +3,6 @@
 //! changed.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -58,13 +57,12 @@ async fn follow_cache(ctx: &Context, name: &str, cache: &InstanceCache) {
         tracing::warn!(instance = %name, "not every watch cache synced; summing what is cached");
     }
     let api = ctx.instances();
-    // The summary last seen stored, so an unchanged pass costs no API call.
+    // The summary known to be stored (None: not known), so an unchanged pass costs no call.
     let mut known: Option<InstanceSummary> = None;
-    let mut known_valid = false;
     loop {
         changes.borrow_and_update();
         let desired = compute(cache);
-        if !known_valid || needs_update(known.as_ref(), &desired) {
+        if needs_update(known.as_ref(), &desired) {
             let result = update_status(&api, name, |_, status| {
                 if needs_update(status.summary.as_ref(), &desired) {
                     status.summary = Some(desired.clone());
@@ -74,19 +72,25 @@ async fn follow_cache(ctx: &Context, name: &str, cache: &InstanceCache) {
             match result {
                 Ok(wrote) => {
                     if wrote {
-                        ctx.writes.statistics.fetch_add(1, Ordering::Relaxed);
+                        ctx.writes.statistics.inc();
                     }
                     known = Some(desired);
-                    known_valid = true;
                 }
                 Err(err) => {
                     tracing::warn!(instance = %name, error = %err, "cannot write the summary");
-                    known_valid = false;
-                    tokio::time::sleep(ctx.config.request_timeout.min(std::time::Duration::from_secs(1))).await;
+                    known = None;
+                    tokio::time::sleep(
+                        ctx.config
+                            .request_timeout
+                            .min(std::time::Duration::from_secs(1)),
+                    )
+                    .await;
                     continue;
                 }
             }
         }
+        // Counted once the pass is complete, written or not.
+        ctx.writes.statistics_passes.inc();
         if changes.changed().await.is_err() {
             return;
         }

@@ -100,10 +100,9 @@ pub async fn update_status(
     Err(Error::Kube {
         action: "write status of Instance (conflicts persisted)",
         object: name.to_owned(),
-        source: kube::Error::Api(Box::new(kube::core::Status::failure(
-            "the object keeps changing",
-            "Conflict",
-        ).with_code(409))),
+        source: kube::Error::Api(Box::new(
+            kube::core::Status::failure("the object keeps changing", "Conflict").with_code(409),
+        )),
     })
 }
 
@@ -118,15 +117,59 @@ mod tests {
     #[test]
     fn conditions_keep_transition_time_unless_status_flips() {
         let mut conds = Vec::new();
-        assert!(set_condition(&mut conds, "Ready", true, "Ok", "fine", Some(1), ts(10)));
-        assert!(!set_condition(&mut conds, "Ready", true, "Ok", "fine", Some(1), ts(20)));
+        assert!(set_condition(
+            &mut conds,
+            "Ready",
+            true,
+            "Ok",
+            "fine",
+            Some(1),
+            ts(10)
+        ));
+        assert!(!set_condition(
+            &mut conds,
+            "Ready",
+            true,
+            "Ok",
+            "fine",
+            Some(1),
+            ts(20)
+        ));
         assert_eq!(conds[0].last_transition_time.0, ts(10));
-        assert!(set_condition(&mut conds, "Ready", true, "Ok", "better", Some(1), ts(30)));
-        assert_eq!(conds[0].last_transition_time.0, ts(10), "message change keeps time");
-        assert!(set_condition(&mut conds, "Ready", false, "Down", "gone", Some(1), ts(40)));
+        assert!(set_condition(
+            &mut conds,
+            "Ready",
+            true,
+            "Ok",
+            "better",
+            Some(1),
+            ts(30)
+        ));
+        assert_eq!(
+            conds[0].last_transition_time.0,
+            ts(10),
+            "message change keeps time"
+        );
+        assert!(set_condition(
+            &mut conds,
+            "Ready",
+            false,
+            "Down",
+            "gone",
+            Some(1),
+            ts(40)
+        ));
         assert_eq!(conds[0].last_transition_time.0, ts(40));
         assert_eq!(conds[0].status, "False");
-        assert!(set_condition(&mut conds, "Other", true, "X", "", None, ts(50)));
+        assert!(set_condition(
+            &mut conds,
+            "Other",
+            true,
+            "X",
+            "",
+            None,
+            ts(50)
+        ));
         assert_eq!(conds.len(), 2);
         assert!(remove_condition(&mut conds, "Other"));
         assert!(!remove_condition(&mut conds, "Other"));

@@ -14,9 +14,9 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::Context;
 use super::connection::{Connection, connect, find_kubeconfig};
 use super::status::{remove_condition, set_condition, update_status};
-use super::Context;
 use crate::instance::{
     Instance, InstanceMode, InstancePhase, InstanceState, InstanceStatus, condition_type, reason,
 };
@@ -50,6 +50,8 @@ pub struct ProbeReport {
     pub operator: Option<OperatorView>,
     /// `spec.provision.karmadaVersion` (Provision mode only).
     pub requested_karmada_version: Option<String>,
+    /// Why no client could be built from the published kubeconfig, if that is the case.
+    pub credentials_problem: Option<String>,
 }
 
 /// Applies a probe round to `status`: state machine, versions, phase and conditions.
@@ -93,7 +95,11 @@ pub fn apply_probe(
                 reason::PROVISIONING,
                 "waiting for the karmada-operator's Karmada object".to_owned(),
             ),
-            (true, Some(true)) => (true, "OperatorReady", "the karmada-operator reports Ready".to_owned()),
+            (true, Some(true)) => (
+                true,
+                "OperatorReady",
+                "the karmada-operator reports Ready".to_owned(),
+            ),
             (true, _) => (
                 false,
                 reason::PROVISIONING,
@@ -115,21 +121,11 @@ pub fn apply_probe(
     } else {
         remove_condition(&mut status.conditions, condition_type::PROVISIONED);
     }
-    let message = match why {
-        reason::CONTROL_PLANE_READY => "the Karmada apiserver answers /readyz".to_owned(),
-        reason::PROBE_FAILING => format!(
-            "{} probe(s) of the Karmada apiserver failed in a row (threshold {threshold})",
-            report.failures.min(threshold)
-        ),
-        reason::CONTROL_PLANE_UNREACHABLE => format!(
-            "the Karmada apiserver failed at least {threshold} probe(s) in a row"
-        ),
-        reason::WAITING_FOR_CREDENTIALS => {
-            "no kubeconfig for the Karmada apiserver is available yet".to_owned()
+    let (why, message) = match (&report.credentials_problem, report.outcome) {
+        (Some(problem), ProbeOutcome::NoCredentials) => {
+            (reason::KUBECONFIG_INVALID, problem.clone())
         }
-        reason::PROVISIONING => "the karmada-operator has not reported Ready yet".to_owned(),
-        reason::DELETING => "the instance is being deleted".to_owned(),
-        other => other.to_owned(),
+        _ => (why, ready_message(why, report.failures, threshold)),
     };
     set_condition(
         &mut status.conditions,
@@ -151,6 +147,26 @@ pub fn apply_probe(
         });
     }
     status.observed_generation = generation;
+}
+
+/// The Ready condition's message for a state-machine reason.
+fn ready_message(why: &str, failures: u32, threshold: u32) -> String {
+    match why {
+        reason::CONTROL_PLANE_READY => "the Karmada apiserver answers /readyz".to_owned(),
+        reason::PROBE_FAILING => format!(
+            "{} probe(s) of the Karmada apiserver failed in a row (threshold {threshold})",
+            failures.min(threshold)
+        ),
+        reason::CONTROL_PLANE_UNREACHABLE => {
+            format!("the Karmada apiserver failed at least {threshold} probe(s) in a row")
+        }
+        reason::WAITING_FOR_CREDENTIALS => {
+            "no kubeconfig for the Karmada apiserver is available yet".to_owned()
+        }
+        reason::PROVISIONING => "the karmada-operator has not reported Ready yet".to_owned(),
+        reason::DELETING => "the instance is being deleted".to_owned(),
+        other => other.to_owned(),
+    }
 }
 
 /// Probes `/readyz` and `/version` of an instance.
@@ -190,7 +206,8 @@ async fn operator_view(ctx: &Context, instance: &Instance) -> Option<OperatorVie
             exists: true,
             ready: k.ready(),
             message: k.status.as_ref().and_then(|s| {
-                crate::models::find_condition(&s.conditions, "Ready").and_then(|c| c.message.clone())
+                crate::models::find_condition(&s.conditions, "Ready")
+                    .and_then(|c| c.message.clone())
             }),
             karmada_version: k.status.as_ref().and_then(|s| s.karmada_version.clone()),
         },
@@ -218,6 +235,7 @@ pub async fn run_instance(
         let Some(instance) = store.get(&ObjectRef::new(&name)) else {
             continue;
         };
+        let mut credentials_problem = None;
         match find_kubeconfig(&ctx.host, &instance, timeout).await {
             Ok(Some(kubeconfig)) => {
                 let current = connection.borrow().as_ref().map(|c| c.key.clone());
@@ -228,6 +246,7 @@ pub async fn run_instance(
                         }
                         Err(err) => {
                             tracing::warn!(instance = %name, error = %err, "cannot build a client");
+                            credentials_problem = Some(err.to_string());
                             connection.send_replace(None);
                         }
                     }
@@ -239,7 +258,10 @@ pub async fn run_instance(
                 }
             }
             // A failing host read keeps the current connection: the instance itself may be fine.
-            Err(err) => tracing::warn!(instance = %name, error = %err, "cannot read credentials"),
+            Err(err) => {
+                tracing::warn!(instance = %name, error = %err, "cannot read credentials");
+                credentials_problem = Some(err.to_string());
+            }
         }
         let current = connection.borrow().clone();
         let (outcome, kubernetes_version) = match &current {
@@ -257,6 +279,7 @@ pub async fn run_instance(
                 .provision
                 .as_ref()
                 .map(|p| p.karmada_version.clone()),
+            credentials_problem,
         };
         let threshold = ctx.config.failure_threshold;
         let result = update_status(&api, &name, |fresh, status| {
@@ -272,9 +295,7 @@ pub async fn run_instance(
         .await;
         match result {
             Ok(true) => {
-                ctx.writes
-                    .status_sync
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                ctx.writes.status_sync.inc();
             }
             Ok(false) => {}
             Err(err) => tracing::warn!(instance = %name, error = %err, "cannot write status"),
@@ -293,6 +314,7 @@ mod tests {
             kubernetes_version: (outcome == ProbeOutcome::Ready).then(|| "v1.31.0".to_owned()),
             operator: None,
             requested_karmada_version: None,
+            credentials_problem: None,
         }
     }
 
@@ -304,17 +326,51 @@ mod tests {
     fn adopt_sequence_running_unavailable_running() {
         let mut s = InstanceStatus::default();
         let steps = [
-            (ProbeOutcome::NoCredentials, 0, InstanceState::InProcess, InstancePhase::Pending),
-            (ProbeOutcome::Ready, 0, InstanceState::Running, InstancePhase::Active),
-            (ProbeOutcome::Failed, 1, InstanceState::Running, InstancePhase::Active),
-            (ProbeOutcome::Failed, 2, InstanceState::Unavailable, InstancePhase::Active),
-            (ProbeOutcome::Failed, 9, InstanceState::Unavailable, InstancePhase::Active),
-            (ProbeOutcome::Ready, 0, InstanceState::Running, InstancePhase::Active),
+            (
+                ProbeOutcome::NoCredentials,
+                0,
+                InstanceState::InProcess,
+                InstancePhase::Pending,
+            ),
+            (
+                ProbeOutcome::Ready,
+                0,
+                InstanceState::Running,
+                InstancePhase::Active,
+            ),
+            (
+                ProbeOutcome::Failed,
+                1,
+                InstanceState::Running,
+                InstancePhase::Active,
+            ),
+            (
+                ProbeOutcome::Failed,
+                2,
+                InstanceState::Unavailable,
+                InstancePhase::Active,
+            ),
+            (
+                ProbeOutcome::Failed,
+                9,
+                InstanceState::Unavailable,
+                InstancePhase::Active,
+            ),
+            (
+                ProbeOutcome::Ready,
+                0,
+                InstanceState::Running,
+                InstancePhase::Active,
+            ),
         ];
         for (i, (outcome, failures, state, phase)) in steps.into_iter().enumerate() {
             apply_probe(&mut s, &report(outcome, failures), 2, false, Some(1), now());
             assert_eq!((s.state, s.phase), (state, Some(phase)), "step {i}");
-            assert_eq!(s.control_plane_ready, state == InstanceState::Running, "step {i}");
+            assert_eq!(
+                s.control_plane_ready,
+                state == InstanceState::Running,
+                "step {i}"
+            );
             assert!(s.consecutive_probe_failures <= 2, "capped at the threshold");
         }
         assert_eq!(s.kubernetes_version.as_deref(), Some("v1.31.0"));
@@ -325,11 +381,37 @@ mod tests {
     #[test]
     fn unchanged_input_changes_nothing() {
         let mut s = InstanceStatus::default();
-        apply_probe(&mut s, &report(ProbeOutcome::Failed, 5), 2, false, Some(1), now());
+        apply_probe(
+            &mut s,
+            &report(ProbeOutcome::Failed, 5),
+            2,
+            false,
+            Some(1),
+            now(),
+        );
         let before = s.clone();
         let later = jiff::Timestamp::from_second(2_000).unwrap();
-        apply_probe(&mut s, &report(ProbeOutcome::Failed, 6), 2, false, Some(1), later);
+        apply_probe(
+            &mut s,
+            &report(ProbeOutcome::Failed, 6),
+            2,
+            false,
+            Some(1),
+            later,
+        );
         assert_eq!(s, before);
+    }
+
+    #[test]
+    fn unusable_kubeconfig_is_reported() {
+        let mut s = InstanceStatus::default();
+        let mut r = report(ProbeOutcome::NoCredentials, 0);
+        r.credentials_problem = Some("kubeconfig in secret a/b is unusable".into());
+        apply_probe(&mut s, &r, 3, false, Some(1), now());
+        let ready = s.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+        assert_eq!(ready.reason, reason::KUBECONFIG_INVALID);
+        assert_eq!(ready.message, "kubeconfig in secret a/b is unusable");
+        assert_eq!(s.state, InstanceState::InProcess);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -71,18 +72,22 @@ impl Workers {
 
 /// Keeps one task set per Instance in the host cluster until `shutdown`.
 pub async fn supervise(ctx: Arc<Context>, shutdown: CancellationToken) {
+    // Workers hang off this token, so they stop even if this future is dropped mid-way.
+    let shutdown = shutdown.child_token();
+    let _stop_workers = shutdown.clone().drop_guard();
     let (store, writer) = reflector::store::<Instance>();
     let stream = watcher(ctx.instances(), watcher::Config::default())
         .default_backoff()
-        .reflect(writer)
-        .applied_objects();
+        .reflect(writer);
     futures::pin_mut!(stream);
     loop {
         let event = tokio::select! {
             () = shutdown.cancelled() => break,
             event = stream.next() => event,
         };
+        // The store swaps in a relist only at InitDone, so sync on that, not on InitApply.
         match event {
+            Some(Ok(watcher::Event::Init | watcher::Event::InitApply(_))) => continue,
             Some(Ok(_)) => {}
             Some(Err(err)) => {
                 tracing::warn!(error = %err, "watching Instances failed; retrying");
@@ -143,7 +148,8 @@ async fn follow_connection(
     let mut current: Option<(String, CancellationToken)> = None;
     loop {
         let next = connection.borrow_and_update().clone();
-        let changed = current.as_ref().map(|(k, _)| k.as_str()) != next.as_ref().map(|c| c.key.as_str());
+        let changed =
+            current.as_ref().map(|(k, _)| k.as_str()) != next.as_ref().map(|c| c.key.as_str());
         if changed {
             if let Some((_, old)) = current.take() {
                 old.cancel();

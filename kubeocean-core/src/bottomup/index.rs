@@ -362,8 +362,11 @@ impl ComputingIndex {
 
     /// Replaces every virtual node (after a re-list).
     pub fn replace_vnodes(&mut self, nodes: Vec<Node>) -> Vec<String> {
-        let mut affected: HashSet<String> =
-            self.vnodes.values().filter_map(|n| physical_node_of(n)).collect();
+        let mut affected: HashSet<String> = self
+            .vnodes
+            .values()
+            .filter_map(|n| physical_node_of(n))
+            .collect();
         self.vnodes = nodes
             .into_iter()
             .map(|n| (n.name_any(), Arc::new(n)))
@@ -451,18 +454,54 @@ mod tests {
     fn pod_events_affect_only_their_node_and_only_when_usage_changes() {
         let mut index = WorkerIndex::new();
         // (event, expected affected nodes, expected cpu on n1, expected cpu on n2)
-        let steps: Vec<(Box<dyn Fn(&mut WorkerIndex) -> Vec<String>>, Vec<&str>, &str, &str)> = vec![
-            (Box::new(|i| i.apply_pod(&pod("u1", "1", "n1", "1", "Running"))), vec!["n1"], "1", "0"),
+        type Step = Box<dyn Fn(&mut WorkerIndex) -> Vec<String>>;
+        let steps: Vec<(Step, Vec<&str>, &str, &str)> = vec![
+            (
+                Box::new(|i| i.apply_pod(&pod("u1", "1", "n1", "1", "Running"))),
+                vec!["n1"],
+                "1",
+                "0",
+            ),
             // Same version again: nothing.
-            (Box::new(|i| i.apply_pod(&pod("u1", "1", "n1", "1", "Running"))), vec![], "1", "0"),
+            (
+                Box::new(|i| i.apply_pod(&pod("u1", "1", "n1", "1", "Running"))),
+                vec![],
+                "1",
+                "0",
+            ),
             // New version, same usage (a status change): nothing.
-            (Box::new(|i| i.apply_pod(&pod("u1", "2", "n1", "1", "Running"))), vec![], "1", "0"),
-            (Box::new(|i| i.apply_pod(&pod("u2", "3", "n2", "500m", "Pending"))), vec!["n2"], "1", "500m"),
+            (
+                Box::new(|i| i.apply_pod(&pod("u1", "2", "n1", "1", "Running"))),
+                vec![],
+                "1",
+                "0",
+            ),
+            (
+                Box::new(|i| i.apply_pod(&pod("u2", "3", "n2", "500m", "Pending"))),
+                vec!["n2"],
+                "1",
+                "500m",
+            ),
             // Finished: no longer counts.
-            (Box::new(|i| i.apply_pod(&pod("u1", "4", "n1", "1", "Succeeded"))), vec!["n1"], "0", "500m"),
-            (Box::new(|i| i.delete_pod(&pod("u2", "5", "n2", "500m", "Pending"))), vec!["n2"], "0", "0"),
+            (
+                Box::new(|i| i.apply_pod(&pod("u1", "4", "n1", "1", "Succeeded"))),
+                vec!["n1"],
+                "0",
+                "500m",
+            ),
+            (
+                Box::new(|i| i.delete_pod(&pod("u2", "5", "n2", "500m", "Pending"))),
+                vec!["n2"],
+                "0",
+                "0",
+            ),
             // Unscheduled pods affect no node.
-            (Box::new(|i| i.apply_pod(&pod("u3", "6", "", "2", "Pending"))), vec![], "0", "0"),
+            (
+                Box::new(|i| i.apply_pod(&pod("u3", "6", "", "2", "Pending"))),
+                vec![],
+                "0",
+                "0",
+            ),
         ];
         for (i, (step, want, cpu1, cpu2)) in steps.into_iter().enumerate() {
             assert_eq!(sorted(step(&mut index)), want, "step {i}");

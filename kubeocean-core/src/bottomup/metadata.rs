@@ -63,7 +63,8 @@ pub fn merge_map(
 }
 
 /// Merges taints, identified by key and effect: the desired ones in their order (keeping the
-/// `timeAdded` a current taint already has), then the current taints the syncer never wrote.
+/// `timeAdded` a current taint already has, so it records when the taint first appeared),
+/// then the current taints the syncer never wrote.
 pub fn merge_taints(current: &[Taint], last: &[Taint], desired: &[Taint]) -> Vec<Taint> {
     let same = |a: &Taint, b: &Taint| a.key == b.key && a.effect == b.effect;
     let mut merged: Vec<Taint> = desired
@@ -72,6 +73,7 @@ pub fn merge_taints(current: &[Taint], last: &[Taint], desired: &[Taint]) -> Vec
             let mut taint = want.clone();
             if let Some(have) = current.iter().find(|have| same(have, want))
                 && have.value == want.value
+                && have.time_added.is_some()
             {
                 taint.time_added.clone_from(&have.time_added);
             }
@@ -150,7 +152,11 @@ mod tests {
     #[test]
     fn merge_taints_table() {
         let vnode = taint("kubeocean.io/vnode", None, "NoSchedule");
-        let window = taint("kubeocean.io/out-of-time-windows", Some("true"), "NoSchedule");
+        let window = taint(
+            "kubeocean.io/out-of-time-windows",
+            Some("true"),
+            "NoSchedule",
+        );
         let user = taint("team", Some("blue"), "NoExecute");
         let gpu = taint("gpu", Some("true"), "NoSchedule");
         // (current, last, desired, expected)
@@ -188,11 +194,19 @@ mod tests {
 
     #[test]
     fn merge_taints_keeps_time_added() {
-        let mut current = taint("kubeocean.io/out-of-time-windows", Some("true"), "NoExecute");
+        let mut current = taint(
+            "kubeocean.io/out-of-time-windows",
+            Some("true"),
+            "NoExecute",
+        );
         current.time_added = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             jiff::Timestamp::UNIX_EPOCH,
         ));
-        let desired = taint("kubeocean.io/out-of-time-windows", Some("true"), "NoExecute");
+        let desired = taint(
+            "kubeocean.io/out-of-time-windows",
+            Some("true"),
+            "NoExecute",
+        );
         let merged = merge_taints(
             std::slice::from_ref(&current),
             std::slice::from_ref(&desired),

@@ -67,7 +67,10 @@ pub fn virtual_node_labels(
         (labels::PHYSICAL_CLUSTER_ID, binding.spec.cluster_id.clone()),
         (labels::PHYSICAL_NODE_NAME, physical_name),
         (labels::MANAGED_BY, labels::MANAGED_BY_VALUE.to_owned()),
-        (labels::NODE_TYPE, labels::NODE_TYPE_VIRTUAL_KUBELET.to_owned()),
+        (
+            labels::NODE_TYPE,
+            labels::NODE_TYPE_VIRTUAL_KUBELET.to_owned(),
+        ),
         (labels::HOSTNAME, vnode_name.to_owned()),
     ] {
         out.insert(key.to_owned(), value);
@@ -98,9 +101,7 @@ pub fn virtual_node_status(
         node_info: source.node_info,
         addresses,
         daemon_endpoints: Some(NodeDaemonEndpoints {
-            kubelet_endpoint: Some(DaemonEndpoint {
-                port: proxier.port,
-            }),
+            kubelet_endpoint: Some(DaemonEndpoint { port: proxier.port }),
         }),
         ..NodeStatus::default()
     }
@@ -127,7 +128,7 @@ pub fn new_virtual_node(desired: &DesiredVirtualNode) -> Node {
     let expected = ExpectedMetadata {
         labels: desired.labels.clone(),
         annotations: BTreeMap::new(),
-        taints: desired.taints.clone(),
+        taints: untimed(&desired.taints),
         unschedulable: false,
     };
     Node {
@@ -168,12 +169,15 @@ pub fn updated_virtual_node(current: &Node, desired: &DesiredVirtualNode) -> Opt
     let expected = ExpectedMetadata {
         labels: desired.labels.clone(),
         annotations: BTreeMap::new(),
-        taints: desired.taints.clone(),
+        taints: untimed(&desired.taints),
         unschedulable: false,
     };
     let current_annotations = meta.annotations.clone().unwrap_or_default();
     let mut annotations = merge_map(&current_annotations, &last.annotations, &BTreeMap::new());
-    annotations.insert(labels::EXPECTED_METADATA.to_owned(), expected.to_annotation());
+    annotations.insert(
+        labels::EXPECTED_METADATA.to_owned(),
+        expected.to_annotation(),
+    );
     // Undo only a cordon the syncer made; a user's cordon stays.
     let unschedulable = if last.unschedulable {
         None
@@ -200,6 +204,18 @@ pub fn updated_virtual_node(current: &Node, desired: &DesiredVirtualNode) -> Opt
     node_spec.taints = (!taints.is_empty()).then_some(taints);
     node_spec.unschedulable = unschedulable;
     Some(node)
+}
+
+/// Taints without `timeAdded`, as recorded in the expected metadata (a time there would
+/// change the annotation on every pass).
+fn untimed(taints: &[Taint]) -> Vec<Taint> {
+    taints
+        .iter()
+        .map(|t| Taint {
+            time_added: None,
+            ..t.clone()
+        })
+        .collect()
 }
 
 /// `current` with the desired status; `None` when it already has it.
@@ -238,7 +254,10 @@ pub fn cordoned_for_removal(current: &Node) -> Option<Node> {
     node.metadata
         .annotations
         .get_or_insert_with(BTreeMap::new)
-        .insert(labels::EXPECTED_METADATA.to_owned(), expected.to_annotation());
+        .insert(
+            labels::EXPECTED_METADATA.to_owned(),
+            expected.to_annotation(),
+        );
     let node_spec = node.spec.get_or_insert_with(NodeSpec::default);
     let mut new_taints = taints;
     if !has_taint {

@@ -47,8 +47,8 @@ pub use windows::{Schedule, WindowState, parse_time_of_day, parse_timezone, pars
 pub struct LeasingInput<'a> {
     /// The physical node.
     pub node: &'a Node,
-    /// The pods bound to that node (all phases; the engine filters). Ignored by the default
-    /// engine when [`LeasingInput::usage`] is given.
+    /// The pods bound to that node (all phases; the engine filters). The syncer passes none
+    /// and gives [`LeasingInput::usage`] instead; engines should prefer `usage` when set.
     pub pods: Vec<&'a Pod>,
     /// The node's usage precomputed from cached per-pod requests (the syncer keeps them per
     /// pod version); `None`: computed from [`LeasingInput::pods`].
@@ -70,6 +70,12 @@ pub enum NotLentReason {
     NotSelectedByBinding,
     /// No valid policy of this binding selects the node.
     NoPolicy,
+    /// The physical node no longer exists.
+    NodeGone,
+    /// The binding no longer exists or is being deleted.
+    BindingGone,
+    /// The engine's own rules leave nothing to lend (custom engines).
+    NothingToLend,
 }
 
 impl fmt::Display for NotLentReason {
@@ -80,6 +86,9 @@ impl fmt::Display for NotLentReason {
                 "the binding's node selector does not select the node"
             }
             NotLentReason::NoPolicy => "no valid policy of the binding selects the node",
+            NotLentReason::NodeGone => "the physical node no longer exists",
+            NotLentReason::BindingGone => "the binding no longer exists or is being deleted",
+            NotLentReason::NothingToLend => "the engine's rules leave nothing to lend",
         })
     }
 }

@@ -974,7 +974,8 @@ fn allocatable_converts_for_the_node_status() {
 
 #[test]
 fn precomputed_usage_gives_the_same_decision_as_pods() {
-    let node = plain_node(json!({ "cpu": "8", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "4" }));
+    let node =
+        plain_node(json!({ "cpu": "8", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "4" }));
     let pods = vec![
         running(json!({ "cpu": "1", "memory": "1Gi" })),
         running(json!({ "cpu": "250m", "nvidia.com/gpu": "1" })),
@@ -988,7 +989,10 @@ fn precomputed_usage_gives_the_same_decision_as_pods() {
             json!("Pending"),
         ),
         // Finished pods do not count.
-        pod(json!({ "containers": [app(json!({ "cpu": "3" }))] }), json!("Succeeded")),
+        pod(
+            json!({ "containers": [app(json!({ "cpu": "3" }))] }),
+            json!("Succeeded"),
+        ),
     ];
     let refs: Vec<&Pod> = pods.iter().collect();
     let cached: Vec<PodUsage> = pods.iter().map(PodUsage::of).collect();

@@ -1,0 +1,449 @@
+//! The embedded cache: one kube-runtime reflector per instance and resource, started on first
+//! use and shared by every reader, answering gets, lists and watches from memory.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use kube::Api;
+use kube::core::{ApiResource, DynamicObject, Status, WatchEvent};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::{broadcast, watch};
+use tokio::task::AbortHandle;
+
+use super::backend::{EventStream, ReadBackend, WatchQuery};
+use super::clients::InstanceClients;
+use super::decision::parse_version;
+use super::direct::dynamic_api;
+use super::error::RouterError;
+use super::query::{CompiledQuery, ListQuery, ObjectPage};
+use super::target::{ResourceKey, ResourceTarget};
+
+/// How many changes a slow cache watcher may fall behind before its stream ends with
+/// `410 Expired` (and the client lists again, as with kube-apiserver).
+const WATCH_BUFFER: usize = 4096;
+
+/// A change applied to a cache, fanned out to its watchers.
+#[derive(Clone)]
+enum CacheEvent {
+    Added(Arc<DynamicObject>),
+    Modified(Arc<DynamicObject>),
+    Deleted(Arc<DynamicObject>),
+    /// The reflector listed again: watchers may have missed changes and must start over.
+    Relisted,
+}
+
+/// One resource of one instance, kept in memory.
+struct ResourceCache {
+    resource: ApiResource,
+    store: Store<DynamicObject>,
+    /// The initial list completed.
+    ready: AtomicBool,
+    /// The watch is not failing.
+    healthy: AtomicBool,
+    /// Newest resourceVersion applied to the store (0: none).
+    seen: watch::Sender<u64>,
+    events: broadcast::Sender<CacheEvent>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl ResourceCache {
+    fn synced(&self) -> bool {
+        self.ready.load(Ordering::Acquire) && self.healthy.load(Ordering::Acquire)
+    }
+
+    fn unavailable(&self, target: &ResourceTarget) -> RouterError {
+        let reason = if !self.ready.load(Ordering::Acquire) {
+            "initial list not complete".to_owned()
+        } else {
+            let last = self
+                .last_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            format!("watch failing: {}", last.unwrap_or_default())
+        };
+        RouterError::CacheUnavailable {
+            target: target.describe(),
+            reason,
+        }
+    }
+
+    fn note_seen(&self, version: u64) {
+        self.seen.send_if_modified(|seen| {
+            let newer = version > *seen;
+            if newer {
+                *seen = version;
+            }
+            newer
+        });
+    }
+}
+
+struct Entry {
+    cache: Arc<ResourceCache>,
+    task: AbortHandle,
+}
+
+/// A [`ReadBackend`] answering from reflector caches kept per instance and resource.
+///
+/// A cache starts the first time its resource is read (or [`ReadBackend::synced`] is asked)
+/// and is shared from then on. Until its initial list completes, and while its watch fails,
+/// it reports itself unsynced and refuses reads with [`RouterError::CacheUnavailable`], so the
+/// router reads directly. Watches from the cache start with the current objects as `ADDED`
+/// events and follow live changes; resuming from a resourceVersion is not supported (no event
+/// history is kept).
+pub struct EmbeddedCacheBackend {
+    clients: Arc<dyn InstanceClients>,
+    config: watcher::Config,
+    caches: Mutex<HashMap<ResourceKey, Entry>>,
+}
+
+impl std::fmt::Debug for EmbeddedCacheBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<String> = self
+            .caches
+            .lock()
+            .map(|c| c.keys().map(ToString::to_string).collect())
+            .unwrap_or_default();
+        f.debug_struct("EmbeddedCacheBackend")
+            .field("caches", &keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedCacheBackend {
+    /// A cache reaching instances through `clients`, with kube-runtime's default watcher
+    /// configuration.
+    pub fn new(clients: Arc<dyn InstanceClients>) -> Self {
+        Self::with_watcher_config(clients, watcher::Config::default())
+    }
+
+    /// A cache whose reflectors use `config` (page size, timeouts, ...).
+    pub fn with_watcher_config(clients: Arc<dyn InstanceClients>, config: watcher::Config) -> Self {
+        EmbeddedCacheBackend {
+            clients,
+            config,
+            caches: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The resources currently cached.
+    pub fn cached_resources(&self) -> Vec<ResourceKey> {
+        let mut keys: Vec<ResourceKey> = self
+            .caches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Stops and drops every cache of `instance` (when it is deleted or its endpoint changes).
+    pub fn forget_instance(&self, instance: &str) {
+        self.caches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|key, entry| {
+                let keep = key.instance != instance;
+                if !keep {
+                    entry.task.abort();
+                }
+                keep
+            });
+    }
+
+    fn existing(&self, key: &ResourceKey) -> Option<Arc<ResourceCache>> {
+        self.caches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .map(|e| e.cache.clone())
+    }
+
+    /// The cache of the resource, started if needed.
+    async fn ensure(
+        &self,
+        instance: &str,
+        resource: &ApiResource,
+    ) -> Result<Arc<ResourceCache>, RouterError> {
+        let key = ResourceKey::new(instance, resource);
+        if let Some(cache) = self.existing(&key) {
+            return Ok(cache);
+        }
+        let client = self.clients.client(instance).await?;
+        let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = caches
+            .entry(key.clone())
+            .or_insert_with(|| self.start(key, client, resource.clone()));
+        Ok(entry.cache.clone())
+    }
+
+    fn start(&self, key: ResourceKey, client: kube::Client, resource: ApiResource) -> Entry {
+        let writer = Writer::new(resource.clone());
+        let (events, _) = broadcast::channel(WATCH_BUFFER);
+        let cache = Arc::new(ResourceCache {
+            store: writer.as_reader(),
+            resource: resource.clone(),
+            ready: AtomicBool::new(false),
+            healthy: AtomicBool::new(true),
+            seen: watch::Sender::new(0),
+            events,
+            last_error: Mutex::new(None),
+        });
+        let api = dynamic_api(client, &ResourceTarget::all(key.instance.clone(), resource));
+        tracing::debug!(cache = %key, "starting reflector");
+        let task = tokio::spawn(run_reflector(
+            key,
+            cache.clone(),
+            writer,
+            api,
+            self.config.clone(),
+        ));
+        Entry {
+            cache,
+            task: task.abort_handle(),
+        }
+    }
+
+    async fn ready_cache(
+        &self,
+        target: &ResourceTarget,
+    ) -> Result<Arc<ResourceCache>, RouterError> {
+        let cache = self.ensure(&target.instance, &target.resource).await?;
+        if cache.synced() {
+            Ok(cache)
+        } else {
+            Err(cache.unavailable(target))
+        }
+    }
+}
+
+impl Drop for EmbeddedCacheBackend {
+    fn drop(&mut self) {
+        for entry in self
+            .caches
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            entry.task.abort();
+        }
+    }
+}
+
+fn version_of(object: &DynamicObject) -> u64 {
+    object
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(parse_version)
+        .unwrap_or(0)
+}
+
+/// Feeds the store from a watcher, classifying changes for cache watchers and tracking the
+/// newest applied resourceVersion.
+async fn run_reflector(
+    key: ResourceKey,
+    cache: Arc<ResourceCache>,
+    mut writer: Writer<DynamicObject>,
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+) {
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let mut listed_max = 0u64;
+    let mut relist = false;
+    while let Some(item) = stream.next().await {
+        let event = match item {
+            Ok(event) => event,
+            Err(err) => {
+                if cache.healthy.swap(false, Ordering::AcqRel) {
+                    tracing::warn!(cache = %key, error = %err, "cache watch failing; reads go direct");
+                }
+                *cache
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(err.to_string());
+                continue;
+            }
+        };
+        // Classify before applying: whether the object was already known decides ADDED vs
+        // MODIFIED for cache watchers.
+        let change = match &event {
+            Event::Apply(obj) => {
+                let known = cache
+                    .store
+                    .get(&ObjectRef::from_obj_with(obj, cache.resource.clone()))
+                    .is_some();
+                let obj = Arc::new(obj.clone());
+                Some(if known {
+                    CacheEvent::Modified(obj)
+                } else {
+                    CacheEvent::Added(obj)
+                })
+            }
+            Event::Delete(obj) => Some(CacheEvent::Deleted(Arc::new(obj.clone()))),
+            _ => None,
+        };
+        writer.apply_watcher_event(&event);
+        match &event {
+            Event::Init => listed_max = 0,
+            Event::InitApply(obj) => listed_max = listed_max.max(version_of(obj)),
+            Event::InitDone => {
+                cache.note_seen(listed_max);
+                if relist {
+                    let _ = cache.events.send(CacheEvent::Relisted);
+                }
+                relist = true;
+                cache.ready.store(true, Ordering::Release);
+                cache.healthy.store(true, Ordering::Release);
+                tracing::debug!(cache = %key, objects = cache.store.len(), "cache synced");
+            }
+            Event::Apply(obj) | Event::Delete(obj) => {
+                cache.note_seen(version_of(obj));
+                cache.healthy.store(true, Ordering::Release);
+            }
+        }
+        if let Some(change) = change {
+            // No receivers is fine: nobody is watching.
+            let _ = cache.events.send(change);
+        }
+    }
+    cache.healthy.store(false, Ordering::Release);
+}
+
+fn expired(message: &str) -> WatchEvent<DynamicObject> {
+    WatchEvent::Error(Box::new(Status::failure(message, "Expired").with_code(410)))
+}
+
+#[async_trait]
+impl ReadBackend for EmbeddedCacheBackend {
+    async fn get(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+    ) -> Result<Arc<DynamicObject>, RouterError> {
+        let cache = self.ready_cache(target).await?;
+        let mut key = ObjectRef::new_with(name, target.resource.clone());
+        if let Some(ns) = &target.namespace {
+            key = key.within(ns);
+        }
+        cache
+            .store
+            .get(&key)
+            .ok_or_else(|| RouterError::not_found(target, name))
+    }
+
+    async fn list(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError> {
+        let compiled = query.compile()?;
+        let cache = self.ready_cache(target).await?;
+        let seen = *cache.seen.borrow();
+        let mut page = compiled.select(target.namespace.as_deref(), cache.store.state());
+        page.resource_version = Some(seen.to_string());
+        Ok(page)
+    }
+
+    async fn watch(
+        &self,
+        target: &ResourceTarget,
+        query: &WatchQuery,
+    ) -> Result<EventStream, RouterError> {
+        if query.resumes() {
+            return Err(RouterError::CacheUnavailable {
+                target: target.describe(),
+                reason: "the cache keeps no event history to resume a watch from".into(),
+            });
+        }
+        let filter: CompiledQuery = ListQuery {
+            label_selector: query.label_selector.clone(),
+            field_selector: query.field_selector.clone(),
+            ..ListQuery::default()
+        }
+        .compile()?;
+        let cache = self.ready_cache(target).await?;
+        // Subscribe before taking the snapshot so that no change falls in between; changes
+        // newer than the snapshot's version are left to the live stream.
+        let receiver = cache.events.subscribe();
+        let snapshot_version = *cache.seen.borrow();
+        let namespace = target.namespace.clone();
+        let initial: Vec<Result<WatchEvent<DynamicObject>, RouterError>> = cache
+            .store
+            .state()
+            .into_iter()
+            .filter(|o| version_of(o) <= snapshot_version)
+            .filter(|o| filter.matches(namespace.as_deref(), o))
+            .map(|o| Ok(WatchEvent::Added((*o).clone())))
+            .collect();
+        let live = futures::stream::unfold(
+            Some((receiver, filter, namespace)),
+            move |state| async move {
+                let (mut receiver, filter, namespace) = state?;
+                loop {
+                    let (object, wrap): (Arc<DynamicObject>, fn(DynamicObject) -> _) =
+                        match receiver.recv().await {
+                            Ok(CacheEvent::Added(o)) => (o, WatchEvent::Added),
+                            Ok(CacheEvent::Modified(o)) => (o, WatchEvent::Modified),
+                            Ok(CacheEvent::Deleted(o)) => (o, WatchEvent::Deleted),
+                            Ok(CacheEvent::Relisted) => {
+                                return Some((Ok(expired("the cache listed again")), None));
+                            }
+                            Err(broadcast::error::RecvError::Lagged(_)) => {
+                                return Some((Ok(expired("the watcher fell behind")), None));
+                            }
+                            Err(broadcast::error::RecvError::Closed) => return None,
+                        };
+                    if version_of(&object) <= snapshot_version
+                        || !filter.matches(namespace.as_deref(), &object)
+                    {
+                        continue;
+                    }
+                    let event = wrap((*object).clone());
+                    return Some((Ok(event), Some((receiver, filter, namespace))));
+                }
+            },
+        );
+        Ok(futures::stream::iter(initial).chain(live).boxed())
+    }
+
+    async fn synced(&self, instance: &str, resource: &ApiResource) -> bool {
+        match self.ensure(instance, resource).await {
+            Ok(cache) => cache.synced(),
+            Err(_) => false,
+        }
+    }
+
+    fn seen_version(&self, instance: &str, resource: &ApiResource) -> Option<u64> {
+        let cache = self.existing(&ResourceKey::new(instance, resource))?;
+        let seen = *cache.seen.borrow();
+        (seen > 0).then_some(seen)
+    }
+
+    async fn wait_for_version(
+        &self,
+        instance: &str,
+        resource: &ApiResource,
+        version: u64,
+        timeout: Duration,
+    ) -> bool {
+        let Some(cache) = self.existing(&ResourceKey::new(instance, resource)) else {
+            return false;
+        };
+        let mut receiver = cache.seen.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, receiver.wait_for(|seen| *seen >= version)).await,
+            Ok(Ok(_))
+        )
+    }
+}

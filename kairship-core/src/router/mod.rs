@@ -1,0 +1,44 @@
+//! The read-write split router of the Kairship apiserver.
+//!
+//! Reads (GET, LIST, WATCH) of a resource of an instance are answered by a [`ReadBackend`] —
+//! by default the [`EmbeddedCacheBackend`], one kube-runtime reflector per instance and
+//! resource, started on first use — and writes (POST, PUT, PATCH, DELETE) go to the instance's
+//! apiserver through a [`WriteBackend`]. While a cache has not synced, or its watch fails, or
+//! it errs, reads go to a [`DirectBackend`] instead. After a write returns resourceVersion R,
+//! reads of that resource wait (bounded by [`RouterConfig::read_your_writes_timeout`]) until
+//! the cache has seen R, else read directly, so nobody reads older data than they wrote.
+//!
+//! The decision itself is the pure [`decide`]; list filtering, sorting and paging is the pure
+//! [`CompiledQuery::select`], shared by the cache and the direct backend.
+
+mod backend;
+mod cache;
+mod clients;
+mod decision;
+mod direct;
+mod error;
+mod forward;
+mod metrics;
+mod query;
+mod selector;
+mod split;
+mod target;
+
+pub use backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
+pub use cache::EmbeddedCacheBackend;
+pub use clients::{InstanceClients, StaticInstanceClients};
+pub use decision::{
+    CacheState, FallbackReason, Freshness, Operation, Route, decide, freshness, parse_version,
+};
+pub use direct::DirectBackend;
+pub use error::RouterError;
+pub use forward::InstanceWriter;
+pub use metrics::{RouterMetrics, RouterMetricsSnapshot};
+pub use query::{
+    CompiledQuery, ListQuery, MAX_PAGE_SIZE, ObjectPage, Pagination, SortBy, SortDir, page_bounds,
+};
+pub use selector::{
+    FieldRequirement, FieldSelector, field_value, labels_match, parse_label_selector,
+};
+pub use split::{ReadWriteRouter, RouterConfig, SplitRouter};
+pub use target::{ResourceKey, ResourceTarget, collection_path};

@@ -1,0 +1,392 @@
+//! The read-write split router: reads to the read backend (the cache), writes to the
+//! instance, direct reads while the cache cannot answer, and read-your-writes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::DynamicObject;
+use tokio::time::Instant;
+
+use super::backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
+use super::decision::{CacheState, Freshness, Operation, Route, decide, freshness, parse_version};
+use super::error::RouterError;
+use super::metrics::RouterMetrics;
+use super::query::{ListQuery, ObjectPage};
+use super::target::{ResourceKey, ResourceTarget};
+
+/// Routes every request on a resource of an instance to the right backend.
+#[async_trait]
+pub trait ReadWriteRouter: Send + Sync {
+    /// Reads one object.
+    async fn get(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+    ) -> Result<Arc<DynamicObject>, RouterError>;
+
+    /// Lists objects.
+    async fn list(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError>;
+
+    /// Watches objects.
+    async fn watch(
+        &self,
+        target: &ResourceTarget,
+        query: &WatchQuery,
+    ) -> Result<EventStream, RouterError>;
+
+    /// Creates an object.
+    async fn create(
+        &self,
+        target: &ResourceTarget,
+        body: &serde_json::Value,
+        params: &PostParams,
+    ) -> Result<WriteOutcome, RouterError>;
+
+    /// Replaces an object.
+    async fn replace(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+        body: &serde_json::Value,
+        params: &PostParams,
+    ) -> Result<WriteOutcome, RouterError>;
+
+    /// Patches an object.
+    async fn patch(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+        patch: &Patch<serde_json::Value>,
+        params: &PatchParams,
+    ) -> Result<WriteOutcome, RouterError>;
+
+    /// Deletes an object.
+    async fn delete(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+        params: &DeleteParams,
+    ) -> Result<WriteOutcome, RouterError>;
+}
+
+/// Tuning of [`SplitRouter`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouterConfig {
+    /// How long a read waits for the cache to see a write made through the router before it
+    /// reads directly instead.
+    pub read_your_writes_timeout: Duration,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            read_your_writes_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The default [`ReadWriteRouter`]: `read` answers reads (usually an
+/// [`EmbeddedCacheBackend`](super::EmbeddedCacheBackend)), `direct` answers them when `read`
+/// cannot (usually a [`DirectBackend`](super::DirectBackend)), `write` carries writes.
+pub struct SplitRouter {
+    read: Arc<dyn ReadBackend>,
+    direct: Arc<dyn ReadBackend>,
+    write: Arc<dyn WriteBackend>,
+    config: RouterConfig,
+    metrics: Arc<RouterMetrics>,
+    /// Newest resourceVersion written through the router per resource, until the read
+    /// backend has seen it.
+    pending: Mutex<HashMap<ResourceKey, String>>,
+}
+
+impl std::fmt::Debug for SplitRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SplitRouter")
+            .field("config", &self.config)
+            .field("metrics", &self.metrics.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A read, whichever backend answers it.
+enum ReadCall<'a> {
+    Get(&'a str),
+    List(&'a ListQuery),
+    Watch(&'a WatchQuery),
+}
+
+enum ReadAnswer {
+    Object(Arc<DynamicObject>),
+    Page(ObjectPage),
+    Stream(EventStream),
+}
+
+impl ReadCall<'_> {
+    fn operation(&self) -> Operation {
+        match self {
+            ReadCall::Get(_) => Operation::Get,
+            ReadCall::List(_) => Operation::List,
+            ReadCall::Watch(q) => Operation::Watch {
+                from_version: q.resumes(),
+            },
+        }
+    }
+
+    async fn run(
+        &self,
+        backend: &dyn ReadBackend,
+        target: &ResourceTarget,
+    ) -> Result<ReadAnswer, RouterError> {
+        Ok(match self {
+            ReadCall::Get(name) => ReadAnswer::Object(backend.get(target, name).await?),
+            ReadCall::List(query) => ReadAnswer::Page(backend.list(target, query).await?),
+            ReadCall::Watch(query) => ReadAnswer::Stream(backend.watch(target, query).await?),
+        })
+    }
+}
+
+fn mismatch(operation: &str) -> RouterError {
+    RouterError::WrongOperation {
+        operation: operation.to_owned(),
+        expected: "read",
+    }
+}
+
+impl SplitRouter {
+    /// A router with the default configuration.
+    pub fn new(
+        read: Arc<dyn ReadBackend>,
+        direct: Arc<dyn ReadBackend>,
+        write: Arc<dyn WriteBackend>,
+    ) -> Self {
+        Self::with_config(read, direct, write, RouterConfig::default())
+    }
+
+    /// A router with `config`.
+    pub fn with_config(
+        read: Arc<dyn ReadBackend>,
+        direct: Arc<dyn ReadBackend>,
+        write: Arc<dyn WriteBackend>,
+        config: RouterConfig,
+    ) -> Self {
+        SplitRouter {
+            read,
+            direct,
+            write,
+            config,
+            metrics: Arc::new(RouterMetrics::new()),
+            pending: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The router's counters.
+    pub fn metrics(&self) -> &Arc<RouterMetrics> {
+        &self.metrics
+    }
+
+    fn pending_version(&self, key: &ResourceKey) -> Option<String> {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    /// Forgets the pending write of `key` once the read backend has seen it, unless a newer
+    /// write replaced it meanwhile.
+    fn clear_pending(&self, key: &ResourceKey, version: &str) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.get(key).is_some_and(|v| v == version) {
+            pending.remove(key);
+        }
+    }
+
+    fn note_write(&self, target: &ResourceTarget, outcome: &WriteOutcome) {
+        self.metrics.write();
+        let Some(written) = outcome.resource_version() else {
+            return;
+        };
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = pending.entry(target.key()).or_default();
+        let newer = match (parse_version(entry), parse_version(written)) {
+            (Some(old), Some(new)) => new > old,
+            _ => true,
+        };
+        if newer {
+            written.clone_into(entry);
+        }
+    }
+
+    /// Decides where a read goes, waiting (bounded) for the read backend to see the newest
+    /// write through the router.
+    async fn read_route(&self, target: &ResourceTarget, op: Operation, failed: bool) -> Route {
+        let (instance, resource) = (&target.instance, &target.resource);
+        let key = target.key();
+        let bound = self.config.read_your_writes_timeout;
+        let start = Instant::now();
+        let mut gave_up = false;
+        loop {
+            let synced = failed || self.read.synced(instance, resource).await;
+            let pending = self.pending_version(&key);
+            let waited = if gave_up { bound } else { start.elapsed() };
+            let fresh = freshness(
+                pending.as_deref(),
+                self.read.seen_version(instance, resource),
+                waited,
+                bound,
+            );
+            let route = decide(
+                op,
+                CacheState {
+                    synced,
+                    failed,
+                    freshness: fresh,
+                },
+            );
+            match (route, pending) {
+                (Route::WaitForCache, Some(pending)) => {
+                    let Some(version) = parse_version(&pending) else {
+                        gave_up = true;
+                        continue;
+                    };
+                    let remaining = bound.saturating_sub(start.elapsed());
+                    let seen = self
+                        .read
+                        .wait_for_version(instance, resource, version, remaining)
+                        .await;
+                    self.metrics.ryw_wait(!seen);
+                    gave_up = !seen;
+                }
+                (Route::Cache, Some(pending)) if fresh == Freshness::Seen => {
+                    self.clear_pending(&key, &pending);
+                    return Route::Cache;
+                }
+                (route, _) => return route,
+            }
+        }
+    }
+
+    async fn read(
+        &self,
+        target: &ResourceTarget,
+        call: ReadCall<'_>,
+    ) -> Result<ReadAnswer, RouterError> {
+        let op = call.operation();
+        let mut failed = false;
+        loop {
+            match self.read_route(target, op, failed).await {
+                Route::Cache => match call.run(self.read.as_ref(), target).await {
+                    Ok(answer) => {
+                        self.metrics.cache_hit();
+                        return Ok(answer);
+                    }
+                    Err(err) if err.is_cache_failure() => {
+                        tracing::debug!(target = %target.describe(), error = %err, "cache read failed; reading directly");
+                        failed = true;
+                    }
+                    Err(err) => {
+                        // A "not found" from the cache is its answer, like any object.
+                        if err.is_not_found() {
+                            self.metrics.cache_hit();
+                        }
+                        return Err(err);
+                    }
+                },
+                Route::Direct(reason) => {
+                    self.metrics.fallback(reason);
+                    return call.run(self.direct.as_ref(), target).await;
+                }
+                Route::Write | Route::WaitForCache => return Err(mismatch(&format!("{op:?}"))),
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ReadWriteRouter for SplitRouter {
+    async fn get(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+    ) -> Result<Arc<DynamicObject>, RouterError> {
+        match self.read(target, ReadCall::Get(name)).await? {
+            ReadAnswer::Object(object) => Ok(object),
+            _ => Err(mismatch("get")),
+        }
+    }
+
+    async fn list(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError> {
+        match self.read(target, ReadCall::List(query)).await? {
+            ReadAnswer::Page(page) => Ok(page),
+            _ => Err(mismatch("list")),
+        }
+    }
+
+    async fn watch(
+        &self,
+        target: &ResourceTarget,
+        query: &WatchQuery,
+    ) -> Result<EventStream, RouterError> {
+        match self.read(target, ReadCall::Watch(query)).await? {
+            ReadAnswer::Stream(stream) => Ok(stream),
+            _ => Err(mismatch("watch")),
+        }
+    }
+
+    async fn create(
+        &self,
+        target: &ResourceTarget,
+        body: &serde_json::Value,
+        params: &PostParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        let outcome = self.write.create(target, body, params).await?;
+        self.note_write(target, &outcome);
+        Ok(outcome)
+    }
+
+    async fn replace(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+        body: &serde_json::Value,
+        params: &PostParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        let outcome = self.write.replace(target, name, body, params).await?;
+        self.note_write(target, &outcome);
+        Ok(outcome)
+    }
+
+    async fn patch(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+        patch: &Patch<serde_json::Value>,
+        params: &PatchParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        let outcome = self.write.patch(target, name, patch, params).await?;
+        self.note_write(target, &outcome);
+        Ok(outcome)
+    }
+
+    async fn delete(
+        &self,
+        target: &ResourceTarget,
+        name: &str,
+        params: &DeleteParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        let outcome = self.write.delete(target, name, params).await?;
+        self.note_write(target, &outcome);
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,97 @@
+//! `kubeocean syncer`: flags, then [`kubeocean_core::bottomup::Syncer::run`].
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube_kit::admin::{self, AdminState};
+use kube_kit::args::parse_duration;
+use kube_kit::client::user_agent;
+use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
+use kube_kit::shutdown::signal_token;
+use kubeocean_core::bottomup::{ProxierEndpoint, Syncer, SyncerConfig};
+
+/// Flags of `kubeocean syncer`.
+#[derive(Debug, clap::Args)]
+pub struct SyncerArgs {
+    /// Name of the ClusterBinding to sync.
+    #[arg(long, env = "CLUSTER_BINDING")]
+    cluster_binding: String,
+
+    /// Namespace of the binding's Secret when its secretRef has none.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kubeocean-system")]
+    secret_namespace: String,
+
+    /// How often virtual node Leases are renewed.
+    #[arg(long, env = "LEASE_RENEW_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    lease_renew_interval: Duration,
+
+    /// Duration written into virtual node Leases.
+    #[arg(long, env = "LEASE_DURATION", default_value = "40s", value_parser = parse_duration)]
+    lease_duration: Duration,
+
+    /// Address of the proxier, written as the virtual nodes' InternalIP.
+    #[arg(long, env = "PROXIER_ADDRESS")]
+    proxier_address: Option<String>,
+
+    /// Kubelet port of the virtual nodes (served by the proxier).
+    #[arg(long, env = "PROXIER_PORT", default_value_t = 10250)]
+    proxier_port: i32,
+
+    /// Virtual nodes reconciled at once.
+    #[arg(long, env = "SYNCER_WORKERS", default_value_t = 16)]
+    workers: usize,
+
+    #[command(flatten)]
+    kube: kube_kit::Args,
+}
+
+/// Runs the syncer until SIGTERM/SIGINT.
+pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
+    let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
+    let options = args
+        .kube
+        .client_options(user_agent("kubeocean-syncer", env!("CARGO_PKG_VERSION")));
+    let client = args
+        .kube
+        .client(&options)
+        .await
+        .context("computing cluster client")?;
+    let token = signal_token().context("signal handlers")?;
+
+    let admin_state = AdminState {
+        log: Some(log),
+        ..AdminState::default()
+    };
+    let leader_metrics = LeaderElectionMetrics::register(&admin_state.metrics);
+    let admin = tokio::spawn(admin::serve(
+        args.kube.metrics_addr,
+        args.kube.probe_addr,
+        admin_state,
+        token.clone(),
+    ));
+
+    let mut config = SyncerConfig::new(&args.cluster_binding);
+    config.secret_namespace = args.secret_namespace.clone();
+    config.client_options = options;
+    config.lease_renew_interval = args.lease_renew_interval;
+    config.lease_duration = args.lease_duration;
+    config.workers = args.workers;
+    config.proxier = ProxierEndpoint {
+        address: args.proxier_address.clone(),
+        port: args.proxier_port,
+    };
+
+    let lease_name = format!("kubeocean-syncer-{}", args.cluster_binding);
+    let elector = args
+        .kube
+        .elector(&client, &lease_name, &leader_metrics)
+        .context("leader election")?;
+    run_elected(elector.as_ref(), token.clone(), StopGrace::default(), |t| {
+        Syncer::new(client.clone(), config.clone()).run(t)
+    })
+    .await
+    .context("leader election")?;
+    token.cancel();
+    admin.await.context("admin server task")??;
+    Ok(())
+}

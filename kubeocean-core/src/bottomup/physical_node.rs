@@ -1,0 +1,355 @@
+//! The PhysicalNode reconciler: for one physical node, ask the leasing engine what it lends,
+//! then create or update its virtual node (three-way metadata merge, status copied), label
+//! the physical node with the applied policy, mirror its CSINode, or, when it is not lent,
+//! drain and remove the virtual node (cordon + `kubeocean.io/vnode-deleting` taint, delete
+//! the virtual pods, wait until they are gone, then release the `kubeocean.io/vnode`
+//! finalizer).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::storage::v1::CSINode;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::vnode::{
+    cordoned_for_removal, desired_virtual_node, new_virtual_node, updated_status,
+    updated_virtual_node,
+};
+use super::{Context, SyncError, api_code, csinode, reclaim};
+use crate::labels;
+use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
+use crate::naming::virtual_node_name;
+
+/// Namespace of node Leases.
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+
+/// Takes physical node names off the queue and reconciles them until `token` is cancelled.
+pub async fn run_worker(ctx: Arc<Context>, token: CancellationToken) {
+    while let Some(name) = ctx.nodes.next(&token).await {
+        match reconcile(&ctx, &name).await {
+            Ok(Some(at)) => ctx.nodes.add_at(&name, at),
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(node = %name, error = %err, "reconcile failed; retrying");
+                ctx.nodes
+                    .add_at(&name, Instant::now() + ctx.config.retry_interval);
+            }
+        }
+        ctx.nodes.done(&name);
+    }
+}
+
+/// Reconciles the virtual node of physical node `name`; returns when to look again.
+pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, SyncError> {
+    if !ctx.worker_reachable.load(Ordering::SeqCst) {
+        // The cached worker state is stale: writing it would undo the computing cluster
+        // marking the virtual node NotReady. Every node is queued again on reconnection.
+        return Ok(None);
+    }
+    let (physical, usage, policies) = {
+        let index = ctx.worker_index();
+        (index.node(name), index.node_usage(name), index.policies())
+    };
+    let binding = ctx.computing_index().binding();
+    let vnode_name = match &binding {
+        Some(b) => virtual_node_name(&b.spec.cluster_id, name),
+        None => match find_vnode_of(ctx, name) {
+            Some(n) => n,
+            None => {
+                // Binding gone and nothing to drain: only the policy label is left to undo.
+                if let Some(physical) = &physical {
+                    label_policy_applied(ctx, physical, None).await?;
+                }
+                return Ok(None);
+            }
+        },
+    };
+    let mut decision = match (&binding, &physical) {
+        (Some(binding), Some(physical)) if binding.metadata.deletion_timestamp.is_none() => {
+            ctx.engine.evaluate(&LeasingInput {
+                node: physical,
+                pods: Vec::new(),
+                policies: policies.iter().map(Arc::as_ref).collect(),
+                binding,
+                usage: Some(&usage),
+                now: ctx.config.clock.now(),
+            })
+        }
+        (_, None) => LeasingDecision::not_lent(vnode_name.clone(), NotLentReason::NodeGone),
+        _ => LeasingDecision::not_lent(vnode_name.clone(), NotLentReason::BindingGone),
+    };
+    let current = ctx.computing_index().vnode(&vnode_name);
+
+    if let Some(physical) = &physical {
+        label_policy_applied(ctx, physical, decision.policy.as_deref()).await?;
+    }
+    let (Some(binding), Some(physical), true) = (&binding, &physical, decision.lent) else {
+        return match current {
+            Some(vnode) => remove_virtual_node(ctx, &vnode).await,
+            None => Ok(None),
+        };
+    };
+    if let Some(vnode) = &current
+        && vnode.metadata.deletion_timestamp.is_some()
+    {
+        // Someone deleted it: finish the removal; it is recreated afterwards.
+        return remove_virtual_node(ctx, vnode).await;
+    }
+
+    let applied = decision
+        .policy
+        .as_deref()
+        .and_then(|p| policies.iter().find(|policy| policy.name_any() == p));
+    let force_reclaim = applied.filter(|p| p.spec.force_reclaim && !decision.in_window);
+    if force_reclaim.is_some() {
+        // Records when the taint first appeared (kept by the merge on later passes).
+        let now = Time(ctx.config.clock.now());
+        for taint in &mut decision.taints {
+            if taint.key == labels::TAINT_OUT_OF_TIME_WINDOWS && taint.effect == NO_EXECUTE {
+                taint.time_added = Some(now.clone());
+            }
+        }
+    }
+    let desired = desired_virtual_node(physical, &decision, binding, &ctx.config.proxier);
+    let api: Api<Node> = Api::all(ctx.computing.clone());
+    let fail = |action, source| SyncError::VirtualNode {
+        action,
+        name: vnode_name.clone(),
+        source,
+    };
+    let vnode = match current {
+        None => {
+            let created = api
+                .create(&PostParams::default(), &new_virtual_node(&desired))
+                .await
+                .map_err(|e| fail("create", e))?;
+            tracing::info!(node = %name, vnode = %vnode_name, "virtual node created");
+            ctx.remember_vnode(created.clone());
+            created
+        }
+        Some(current) => {
+            let mut vnode = current.as_ref().clone();
+            if let Some(update) = updated_virtual_node(&vnode, &desired) {
+                vnode = api
+                    .replace(&vnode_name, &PostParams::default(), &update)
+                    .await
+                    .map_err(|e| fail("update", e))?;
+                ctx.remember_vnode(vnode.clone());
+            }
+            if let Some(update) = updated_status(&vnode, &desired) {
+                vnode = api
+                    .replace_status(&vnode_name, &PostParams::default(), &update)
+                    .await
+                    .map_err(|e| fail("update the status of", e))?;
+                ctx.remember_vnode(vnode.clone());
+            }
+            vnode
+        }
+    };
+    let physical_csinode = ctx.worker_index().csinode(name);
+    csinode::sync(ctx, &vnode, physical_csinode.as_deref()).await?;
+    let mut next = decision.next_change;
+    if let Some(policy) = force_reclaim
+        && let Some(taint) = reclaim::reclaim_taint(&vnode)
+        && let Some(added) = &taint.time_added
+    {
+        let due = reclaim::reclaim_at(
+            added.0,
+            policy.spec.graceful_reclaim_period_seconds.unwrap_or(0),
+        );
+        if ctx.config.clock.now() >= due {
+            let reclaimed = reclaim::reclaim(ctx, &vnode_name, taint).await?;
+            if reclaimed > 0 {
+                tracing::info!(vnode = %vnode_name, pods = reclaimed, "virtual pods reclaimed");
+            }
+        } else {
+            next = Some(next.map_or(due, |n| n.min(due)));
+        }
+    }
+    Ok(next.map(|at| ctx.config.clock.instant_at(at)))
+}
+
+/// The virtual node of physical node `name`, found by label (when the binding is gone).
+fn find_vnode_of(ctx: &Context, name: &str) -> Option<String> {
+    ctx.computing_index()
+        .vnodes()
+        .iter()
+        .find(|n| {
+            n.labels()
+                .get(labels::PHYSICAL_NODE_NAME)
+                .is_some_and(|v| v == name)
+        })
+        .map(|n| n.name_any())
+}
+
+/// Sets (or removes) `kubeocean.io/policy-applied` on the physical node.
+async fn label_policy_applied(
+    ctx: &Context,
+    physical: &Node,
+    policy: Option<&str>,
+) -> Result<(), SyncError> {
+    let have = physical
+        .labels()
+        .get(labels::POLICY_APPLIED)
+        .map(String::as_str);
+    if have == policy {
+        return Ok(());
+    }
+    let name = physical.name_any();
+    let patch = json!({ "metadata": { "labels": { labels::POLICY_APPLIED: policy } } });
+    let api: Api<Node> = Api::all(ctx.worker.clone());
+    match api
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // The node went away; its deletion event re-evaluates it.
+        Err(err) if api_code(&err) == Some(404) => Ok(()),
+        Err(source) => Err(SyncError::PhysicalNode { name, source }),
+    }
+}
+
+/// One step of a graceful removal; returns when to look again (`None` when gone).
+async fn remove_virtual_node(ctx: &Context, vnode: &Node) -> Result<Option<Instant>, SyncError> {
+    let name = vnode.name_any();
+    let api: Api<Node> = Api::all(ctx.computing.clone());
+    let fail = |action, source| SyncError::VirtualNode {
+        action,
+        name: name.clone(),
+        source,
+    };
+    if vnode.metadata.deletion_timestamp.is_none()
+        && let Some(cordoned) = cordoned_for_removal(vnode)
+    {
+        let written = api
+            .replace(&name, &PostParams::default(), &cordoned)
+            .await
+            .map_err(|e| fail("cordon", e))?;
+        tracing::info!(vnode = %name, "virtual node cordoned for removal");
+        ctx.remember_vnode(written);
+    }
+
+    if !delete_virtual_pods(ctx, &name).await? {
+        return Ok(Some(Instant::now() + ctx.config.retry_interval));
+    }
+
+    let leases: Api<Lease> = Api::namespaced(ctx.computing.clone(), NODE_LEASE_NAMESPACE);
+    match leases.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(err) if api_code(&err) == Some(404) => {}
+        Err(source) => {
+            return Err(SyncError::Lease {
+                action: "delete",
+                name,
+                source,
+            });
+        }
+    }
+    let csinodes: Api<CSINode> = Api::all(ctx.computing.clone());
+    match csinodes.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(err) if api_code(&err) == Some(404) => {}
+        Err(source) => {
+            return Err(SyncError::CsiNode {
+                action: "delete",
+                name,
+                source,
+            });
+        }
+    }
+
+    if vnode.metadata.deletion_timestamp.is_none() {
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(err) if api_code(&err) == Some(404) => return Ok(None),
+            Err(err) => return Err(fail("delete", err)),
+        }
+    }
+    let others: Vec<String> = vnode
+        .finalizers()
+        .iter()
+        .filter(|f| *f != labels::FINALIZER_VNODE)
+        .cloned()
+        .collect();
+    if others.len() != vnode.finalizers().len() {
+        let patch = json!({ "metadata": { "finalizers": others } });
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(err) if api_code(&err) == Some(404) => {}
+            Err(err) => return Err(fail("release the finalizer of", err)),
+        }
+    }
+    tracing::info!(vnode = %name, "virtual node removed");
+    Ok(None)
+}
+
+/// Deletes the virtual pods bound to `vnode`. Pods whose physical pod is gone (or that never
+/// had one) are deleted at once, as a kubelet does for pods it no longer runs; the others
+/// are deleted gracefully and their physical side finishes first. Returns whether none is
+/// left.
+async fn delete_virtual_pods(ctx: &Context, vnode: &str) -> Result<bool, SyncError> {
+    let api: Api<Pod> = Api::all(ctx.computing.clone());
+    let fail = |action, source| SyncError::VirtualPods {
+        action,
+        node: vnode.to_owned(),
+        source,
+    };
+    let pods = api
+        .list(&ListParams::default().fields(&format!("spec.nodeName={vnode}")))
+        .await
+        .map_err(|e| fail("list", e))?;
+    if pods.items.is_empty() {
+        return Ok(true);
+    }
+    for pod in &pods.items {
+        if pod.metadata.deletion_timestamp.is_some() && physical_pod_alive(ctx, pod) {
+            continue;
+        }
+        delete_virtual_pod(ctx, pod)
+            .await
+            .map_err(|e| fail("delete", e))?;
+    }
+    Ok(false)
+}
+
+/// Whether the physical pod of a virtual pod still exists in the worker.
+fn physical_pod_alive(ctx: &Context, pod: &Pod) -> bool {
+    let annotations = pod.annotations();
+    match (
+        annotations.get(labels::PHYSICAL_POD_NAMESPACE),
+        annotations.get(labels::PHYSICAL_POD_NAME),
+    ) {
+        (Some(ns), Some(name)) => ctx.worker_index().has_pod(ns, name),
+        _ => false,
+    }
+}
+
+/// Deletes a virtual pod: gracefully while its physical pod lives (that side finishes the
+/// deletion), at once otherwise, as a kubelet does for pods it does not run.
+pub(crate) async fn delete_virtual_pod(ctx: &Context, pod: &Pod) -> Result<(), kube::Error> {
+    let params = if physical_pod_alive(ctx, pod) {
+        DeleteParams::default()
+    } else {
+        DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        }
+    };
+    let api: Api<Pod> =
+        Api::namespaced(ctx.computing.clone(), &pod.namespace().unwrap_or_default());
+    match api.delete(&pod.name_any(), &params).await {
+        Ok(_) => Ok(()),
+        Err(err) if api_code(&err) == Some(404) => Ok(()),
+        Err(err) => Err(err),
+    }
+}

@@ -1,0 +1,275 @@
+//! The ResourceLeasingPolicy reconciler: validate each policy of this binding and write its
+//! status (`phase` Active/Inactive/Failed, conditions `Valid` and `Active` with reasons,
+//! `activeTimeWindow`, `lastAppliedTime`), then look again exactly at its next window edge.
+//! Nodes are re-evaluated by the PhysicalNode reconciler, which the policy watch queues.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::conditions::{condition, upsert_condition};
+use super::{Context, SyncError, api_code};
+use crate::crd::{
+    ResourceLeasingPolicy, ResourceLeasingPolicyPhase, ResourceLeasingPolicyStatus,
+    leasing_policy_condition,
+};
+use crate::leasing::{Schedule, validate_policy};
+
+/// Condition reasons written on policies.
+pub mod reason {
+    /// The spec passed validation.
+    pub const VALID: &str = "Valid";
+    /// The spec failed validation; the message lists every problem.
+    pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    /// Inside one of the time windows (or no windows).
+    pub const IN_TIME_WINDOW: &str = "InTimeWindow";
+    /// Outside every time window.
+    pub const OUT_OF_TIME_WINDOW: &str = "OutOfTimeWindow";
+    /// Not evaluated because the policy is invalid.
+    pub const INVALID: &str = "InvalidPolicy";
+}
+
+/// The status a policy should have at `now`, and the next instant it can change.
+/// `lastAppliedTime` is taken from `current` unless the phase changes.
+pub fn desired_status(
+    policy: &ResourceLeasingPolicy,
+    current: Option<&ResourceLeasingPolicyStatus>,
+    now: Timestamp,
+) -> (ResourceLeasingPolicyStatus, Option<Timestamp>) {
+    let generation = policy.metadata.generation;
+    let mut status = current.cloned().unwrap_or_default();
+    let (phase, valid, active, active_window, next) =
+        match validate_policy(policy).and_then(|()| Schedule::parse(&policy.spec)) {
+            Err(problems) => (
+                ResourceLeasingPolicyPhase::Failed,
+                condition(
+                    leasing_policy_condition::VALID,
+                    false,
+                    reason::VALIDATION_FAILED,
+                    format!("policy is not applied: {}", problems.join("; ")),
+                    generation,
+                    now,
+                ),
+                condition(
+                    leasing_policy_condition::ACTIVE,
+                    false,
+                    reason::INVALID,
+                    "the policy is invalid",
+                    generation,
+                    now,
+                ),
+                None,
+                None,
+            ),
+            Ok(schedule) => {
+                let state = schedule.state(now);
+                let (phase, why, message) = if state.in_window {
+                    (
+                        ResourceLeasingPolicyPhase::Active,
+                        reason::IN_TIME_WINDOW,
+                        "inside a time window",
+                    )
+                } else {
+                    (
+                        ResourceLeasingPolicyPhase::Inactive,
+                        reason::OUT_OF_TIME_WINDOW,
+                        "outside every time window",
+                    )
+                };
+                (
+                    phase,
+                    condition(
+                        leasing_policy_condition::VALID,
+                        true,
+                        reason::VALID,
+                        "the policy is valid",
+                        generation,
+                        now,
+                    ),
+                    condition(
+                        leasing_policy_condition::ACTIVE,
+                        state.in_window,
+                        why,
+                        message,
+                        generation,
+                        now,
+                    ),
+                    Some(state.in_window),
+                    state.next_change,
+                )
+            }
+        };
+    if status.phase != Some(phase) || status.last_applied_time.is_none() {
+        status.last_applied_time = Some(Time(now));
+    }
+    status.phase = Some(phase);
+    status.active_time_window = active_window;
+    upsert_condition(&mut status.conditions, valid);
+    upsert_condition(&mut status.conditions, active);
+    (status, next)
+}
+
+/// Takes policy names off the queue and reconciles them until `token` is cancelled.
+pub async fn run_worker(ctx: Arc<Context>, token: CancellationToken) {
+    while let Some(name) = ctx.policies.next(&token).await {
+        match reconcile(&ctx, &name).await {
+            Ok(Some(at)) => ctx.policies.add_at(&name, at),
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(policy = %name, error = %err, "policy status failed; retrying");
+                ctx.policies
+                    .add_at(&name, Instant::now() + ctx.config.retry_interval);
+            }
+        }
+        ctx.policies.done(&name);
+    }
+}
+
+/// Reconciles the status of policy `name`; returns when to look again.
+pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, SyncError> {
+    let Some(policy) = ctx.worker_index().policy(name) else {
+        return Ok(None);
+    };
+    if policy.spec.cluster != ctx.config.binding_name
+        || policy.metadata.deletion_timestamp.is_some()
+    {
+        return Ok(None);
+    }
+    let now = ctx.config.clock.now();
+    let (status, next) = desired_status(&policy, policy.status.as_ref(), now);
+    let unchanged = policy.status.as_ref().is_some_and(|have| {
+        have.phase == status.phase
+            && have.active_time_window == status.active_time_window
+            && have.conditions == status.conditions
+    });
+    if !unchanged {
+        let api: Api<ResourceLeasingPolicy> = Api::all(ctx.worker.clone());
+        let mut patch = json!({ "status": status });
+        // A merge patch keeps fields it omits: clear the window flag of a Failed policy.
+        if status.active_time_window.is_none() {
+            patch["status"]["activeTimeWindow"] = serde_json::Value::Null;
+        }
+        match api
+            .patch_status(
+                &policy.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(policy = %name, phase = ?status.phase, "policy status written");
+            }
+            Err(err) if api_code(&err) == Some(404) => return Ok(None),
+            Err(source) => {
+                return Err(SyncError::PolicyStatus {
+                    name: name.to_owned(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(next.map(|at| ctx.config.clock.instant_at(at)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bottomup::conditions::find;
+    use serde_json::json;
+
+    fn policy(spec: serde_json::Value) -> ResourceLeasingPolicy {
+        serde_json::from_value(
+            json!({ "metadata": { "name": "p", "generation": 3 }, "spec": spec }),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn status_table() {
+        let monday_noon: Timestamp = "2025-01-06T12:00:00Z".parse().unwrap();
+        // (spec, phase, Valid reason, Active reason, active window, next change)
+        let table = [
+            (
+                json!({ "cluster": "b" }),
+                ResourceLeasingPolicyPhase::Active,
+                reason::VALID,
+                reason::IN_TIME_WINDOW,
+                Some(true),
+                None,
+            ),
+            (
+                json!({ "cluster": "b", "timeWindows": [{ "start": "09:00", "end": "17:00" }] }),
+                ResourceLeasingPolicyPhase::Active,
+                reason::VALID,
+                reason::IN_TIME_WINDOW,
+                Some(true),
+                Some("2025-01-06T17:01:00Z"),
+            ),
+            (
+                json!({ "cluster": "b", "timeWindows": [{ "start": "20:00", "end": "06:00" }] }),
+                ResourceLeasingPolicyPhase::Inactive,
+                reason::VALID,
+                reason::OUT_OF_TIME_WINDOW,
+                Some(false),
+                Some("2025-01-06T20:00:00Z"),
+            ),
+            (
+                json!({ "cluster": "b", "timezone": "Mars/Olympus_Mons" }),
+                ResourceLeasingPolicyPhase::Failed,
+                reason::VALIDATION_FAILED,
+                reason::INVALID,
+                None,
+                None,
+            ),
+        ];
+        for (spec, phase, valid, active, window, next) in table {
+            let p = policy(spec.clone());
+            let (status, got_next) = desired_status(&p, None, monday_noon);
+            assert_eq!(status.phase, Some(phase), "{spec}");
+            assert_eq!(
+                find(&status.conditions, "Valid").unwrap().reason,
+                valid,
+                "{spec}"
+            );
+            assert_eq!(
+                find(&status.conditions, "Active").unwrap().reason,
+                active,
+                "{spec}"
+            );
+            assert_eq!(status.active_time_window, window, "{spec}");
+            assert_eq!(got_next, next.map(|n| n.parse().unwrap()), "{spec}");
+            assert_eq!(
+                find(&status.conditions, "Valid")
+                    .unwrap()
+                    .observed_generation,
+                Some(3)
+            );
+        }
+    }
+
+    #[test]
+    fn failed_status_names_the_bad_field() {
+        let p = policy(json!({ "cluster": "b", "timezone": "Mars/Olympus_Mons" }));
+        let (status, _) = desired_status(&p, None, Timestamp::UNIX_EPOCH);
+        let message = &find(&status.conditions, "Valid").unwrap().message;
+        assert!(message.contains("spec.timezone"), "{message}");
+        assert!(message.contains("Mars/Olympus_Mons"), "{message}");
+    }
+
+    #[test]
+    fn unchanged_status_keeps_times() {
+        let p = policy(json!({ "cluster": "b" }));
+        let t0: Timestamp = "2025-01-06T12:00:00Z".parse().unwrap();
+        let t1: Timestamp = "2025-01-06T13:00:00Z".parse().unwrap();
+        let (first, _) = desired_status(&p, None, t0);
+        let (second, _) = desired_status(&p, Some(&first), t1);
+        assert_eq!(first, second);
+    }
+}

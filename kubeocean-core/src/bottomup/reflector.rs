@@ -1,0 +1,84 @@
+//! One watch per resource per cluster, turned into index changes. A re-list (on start and
+//! after a watch expired) is delivered whole, so the index can drop what disappeared.
+
+use std::fmt::Debug;
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// A change seen by a watch.
+pub enum Change<K> {
+    /// An object was added or modified.
+    Applied(K),
+    /// An object was deleted.
+    Deleted(K),
+    /// The watch (re)listed: these are all the objects there are.
+    Relisted(Vec<K>),
+}
+
+/// Drops `managedFields`: nothing here reads them, and they are the largest part of many
+/// objects held in the indexes.
+fn slim<K: Resource>(mut obj: K) -> K {
+    obj.meta_mut().managed_fields = None;
+    obj
+}
+
+/// Watches `api` until `token` is cancelled, calling `handle` with every change and sending
+/// on `synced` once the first list is complete. Watch errors are logged and retried with
+/// backoff (the worker may be unreachable for a while).
+pub async fn reflect<K, F>(
+    api: Api<K>,
+    config: watcher::Config,
+    what: &'static str,
+    synced: oneshot::Sender<()>,
+    token: CancellationToken,
+    mut handle: F,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    F: FnMut(Change<K>) + Send,
+{
+    let stream = watcher(api, config).default_backoff();
+    futures::pin_mut!(stream);
+    let mut buffer: Vec<K> = Vec::new();
+    let mut synced = Some(synced);
+    let mut failing = false;
+    loop {
+        let next = tokio::select! {
+            _ = token.cancelled() => return,
+            next = stream.next() => next,
+        };
+        match next {
+            None => return,
+            Some(Ok(event)) => {
+                if failing {
+                    tracing::info!(watch = what, "watch recovered");
+                    failing = false;
+                }
+                match event {
+                    watcher::Event::Apply(obj) => handle(Change::Applied(slim(obj))),
+                    watcher::Event::Delete(obj) => handle(Change::Deleted(slim(obj))),
+                    watcher::Event::Init => buffer.clear(),
+                    watcher::Event::InitApply(obj) => buffer.push(slim(obj)),
+                    watcher::Event::InitDone => {
+                        handle(Change::Relisted(std::mem::take(&mut buffer)));
+                        if let Some(tx) = synced.take() {
+                            // The receiver may have given up waiting; nothing to do then.
+                            let _ = tx.send(());
+                        }
+                    }
+                }
+            }
+            Some(Err(err)) => {
+                // Logged once per outage, not once per retry.
+                if !failing {
+                    tracing::warn!(watch = what, error = %err, "watch failed; retrying");
+                    failing = true;
+                }
+            }
+        }
+    }
+}
