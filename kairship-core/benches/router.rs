@@ -135,7 +135,8 @@ async fn run() {
         let (router, target, query) = (router.clone(), target.clone(), query.clone());
         async move {
             let page = router.list(&target, &query).await.unwrap();
-            let body = serde_json::to_vec(&page.items).unwrap();
+            let items: Vec<&DynamicObject> = page.items.iter().map(Arc::as_ref).collect();
+            let body = serde_json::to_vec(&items).unwrap();
             assert!(body.len() > DEPLOYMENTS * 100);
         }
     })

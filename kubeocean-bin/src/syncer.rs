@@ -8,7 +8,7 @@ use kube_kit::args::parse_duration;
 use kube_kit::client::user_agent;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
 use kube_kit::shutdown::signal_token;
-use kubeocean_core::bottomup::{ProxierEndpoint, Syncer, SyncerConfig};
+use kubeocean_core::bottomup::{ProxierEndpoint, Syncer, SyncerConfig, SyncerMetrics};
 
 /// Flags of `kubeocean syncer`.
 #[derive(Debug, clap::Args)]
@@ -63,6 +63,7 @@ pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
         ..AdminState::default()
     };
     let leader_metrics = LeaderElectionMetrics::register(&admin_state.metrics);
+    let syncer_metrics = SyncerMetrics::register(&admin_state.metrics);
     let admin = tokio::spawn(admin::serve(
         args.kube.metrics_addr,
         args.kube.probe_addr,
@@ -76,6 +77,7 @@ pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
     config.lease_renew_interval = args.lease_renew_interval;
     config.lease_duration = args.lease_duration;
     config.workers = args.workers;
+    config.metrics = Some(syncer_metrics);
     config.proxier = ProxierEndpoint {
         address: args.proxier_address.clone(),
         port: args.proxier_port,

@@ -19,7 +19,7 @@ use kube::{Api, Client, ResourceExt};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode,
 };
-use kubeocean_core::bottomup::{Clock, Syncer, SyncerConfig};
+use kubeocean_core::bottomup::{Clock, Syncer, SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::{self, ClusterBinding, ResourceLeasingPolicy};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -168,9 +168,13 @@ fn config(clock: Clock) -> SyncerConfig {
     config
 }
 
-fn start(env: &Env, clock: Clock) {
-    let syncer = Syncer::new(env.c.clone(), config(clock));
+fn start(env: &Env, clock: Clock) -> kube_kit::admin::Metrics {
+    let registry = kube_kit::admin::Metrics::new();
+    let mut config = config(clock);
+    config.metrics = Some(SyncerMetrics::register(&registry));
+    let syncer = Syncer::new(env.c.clone(), config);
     tokio::spawn(syncer.run(env.token.clone()));
+    registry
 }
 
 async fn create_policy(
@@ -288,7 +292,7 @@ async fn policy_over_three_nodes_tracks_pods_policy_edits_selectors_and_user_lab
     )
     .await
     .unwrap();
-    start(&env, Clock::system());
+    let metrics = start(&env, Clock::system());
 
     // cpu 4 / 8Gi minus the pod, then 50% cpu and 75% memory; one pod slot used.
     let expected = [
@@ -304,6 +308,13 @@ async fn policy_over_three_nodes_tracks_pods_policy_edits_selectors_and_user_lab
         )
         .await;
     }
+    eventually("the virtual node gauge at 3", || async {
+        metrics
+            .encode()
+            .unwrap()
+            .contains("kubeocean_virtual_nodes{binding=\"worker-1\"} 3")
+    })
+    .await;
     let n1 = vnode(&env.c, "vnode-w1-n1").await.unwrap();
     let l = n1.labels();
     for (key, value) in [

@@ -79,6 +79,9 @@ pub async fn run(ctx: Arc<Context>, token: CancellationToken) {
         let was = ctx
             .worker_reachable
             .swap(reachable.is_ok(), Ordering::SeqCst);
+        if let Some(metrics) = &ctx.config.metrics {
+            metrics.set_worker_reachable(&ctx.config.binding_name, reachable.is_ok());
+        }
         if was != reachable.is_ok() {
             report_reachability(&ctx, reachable.as_ref().err()).await;
             if reachable.is_ok() {

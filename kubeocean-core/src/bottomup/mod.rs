@@ -23,6 +23,7 @@ pub mod csinode;
 pub mod index;
 pub mod lease;
 pub mod metadata;
+pub mod metrics;
 pub mod physical_node;
 pub mod policy;
 pub mod queue;
@@ -52,6 +53,7 @@ use crate::leasing::{DefaultLeasingEngine, LeasingPolicyEngine};
 
 pub use binding::{ConnectError, connect_worker};
 pub use index::{ComputingIndex, WorkerIndex};
+pub use metrics::SyncerMetrics;
 pub use queue::WorkQueue;
 pub use reflector::Change;
 pub use vnode::ProxierEndpoint;
@@ -116,6 +118,8 @@ pub struct SyncerConfig {
     pub proxier: ProxierEndpoint,
     /// The clock time windows are evaluated with.
     pub clock: Clock,
+    /// Where to record metrics (none by default).
+    pub metrics: Option<SyncerMetrics>,
 }
 
 impl SyncerConfig {
@@ -136,6 +140,7 @@ impl SyncerConfig {
             workers: 16,
             proxier: ProxierEndpoint::default(),
             clock: Clock::system(),
+            metrics: None,
         }
     }
 }
@@ -207,6 +212,21 @@ pub enum SyncError {
         /// The API error.
         source: kube::Error,
     },
+}
+
+impl SyncError {
+    /// A short reason for metrics and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            SyncError::VirtualNode { .. } => "VirtualNodeWrite",
+            SyncError::PhysicalNode { .. } => "PhysicalNodeLabel",
+            SyncError::VirtualPods { .. } => "VirtualPodDelete",
+            SyncError::Lease { .. } => "LeaseWrite",
+            SyncError::CsiNode { .. } => "CSINodeWrite",
+            SyncError::PolicyStatus { .. } => "PolicyStatusWrite",
+            SyncError::BindingStatus { .. } => "BindingStatusWrite",
+        }
+    }
 }
 
 /// The HTTP status of an API error, if it is one.
@@ -448,14 +468,18 @@ async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &Can
         {
             let c = ctx.clone();
             move |change| {
-                let affected = {
+                let (affected, count) = {
                     let mut index = c.computing_index_mut();
-                    match change {
+                    let affected = match change {
                         Change::Applied(n) => index.apply_vnode(n),
                         Change::Deleted(n) => index.delete_vnode(&n),
                         Change::Relisted(all) => index.replace_vnodes(all),
-                    }
+                    };
+                    (affected, index.vnode_count())
                 };
+                if let Some(metrics) = &c.config.metrics {
+                    metrics.set_virtual_nodes(&c.config.binding_name, count);
+                }
                 c.enqueue_nodes(affected);
             }
         },

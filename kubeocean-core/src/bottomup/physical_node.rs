@@ -33,7 +33,13 @@ pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 /// Takes physical node names off the queue and reconciles them until `token` is cancelled.
 pub async fn run_worker(ctx: Arc<Context>, token: CancellationToken) {
     while let Some(name) = ctx.nodes.next(&token).await {
-        match reconcile(&ctx, &name).await {
+        let started = std::time::Instant::now();
+        let result = reconcile(&ctx, &name).await;
+        if let Some(metrics) = &ctx.config.metrics {
+            let failure = result.as_ref().err().map(SyncError::reason);
+            metrics.reconciled("physical-node", started.elapsed(), failure);
+        }
+        match result {
             Ok(Some(at)) => ctx.nodes.add_at(&name, at),
             Ok(None) => {}
             Err(err) => {

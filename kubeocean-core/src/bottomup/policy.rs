@@ -118,7 +118,13 @@ pub fn desired_status(
 /// Takes policy names off the queue and reconciles them until `token` is cancelled.
 pub async fn run_worker(ctx: Arc<Context>, token: CancellationToken) {
     while let Some(name) = ctx.policies.next(&token).await {
-        match reconcile(&ctx, &name).await {
+        let started = std::time::Instant::now();
+        let result = reconcile(&ctx, &name).await;
+        if let Some(metrics) = &ctx.config.metrics {
+            let failure = result.as_ref().err().map(SyncError::reason);
+            metrics.reconciled("leasing-policy", started.elapsed(), failure);
+        }
+        match result {
             Ok(Some(at)) => ctx.policies.add_at(&name, at),
             Ok(None) => {}
             Err(err) => {

@@ -1,0 +1,103 @@
+//! Prometheus metrics of the syncer: reconciles (count, errors by reason, duration) per
+//! reconciler through kube-kit's [`ControllerMetrics`], and per binding the number of
+//! virtual nodes and whether the worker answers.
+
+use std::time::Duration;
+
+use kube_kit::admin::Metrics;
+use kube_kit::controller::ControllerMetrics;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+
+/// Labels of the per-binding gauges.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BindingLabels {
+    /// ClusterBinding name.
+    pub binding: String,
+}
+
+/// The syncer's metrics; register once and share (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct SyncerMetrics {
+    controllers: ControllerMetrics,
+    virtual_nodes: Family<BindingLabels, Gauge>,
+    worker_reachable: Family<BindingLabels, Gauge>,
+}
+
+impl SyncerMetrics {
+    /// Creates the metrics and registers them into `metrics`.
+    pub fn register(metrics: &Metrics) -> SyncerMetrics {
+        let this = SyncerMetrics {
+            controllers: ControllerMetrics::register(metrics),
+            virtual_nodes: Family::default(),
+            worker_reachable: Family::default(),
+        };
+        metrics.with_registry(|registry| {
+            registry.register(
+                "kubeocean_virtual_nodes",
+                "Virtual nodes of the binding in the computing cluster",
+                this.virtual_nodes.clone(),
+            );
+            registry.register(
+                "kubeocean_worker_reachable",
+                "1 while the binding's worker cluster answers, else 0",
+                this.worker_reachable.clone(),
+            );
+        });
+        this
+    }
+
+    /// Records one reconcile.
+    pub fn reconciled(&self, reconciler: &str, took: Duration, failure: Option<&str>) {
+        self.controllers.record(reconciler, took, failure);
+    }
+
+    /// Sets the number of virtual nodes of `binding`.
+    pub fn set_virtual_nodes(&self, binding: &str, count: usize) {
+        let labels = BindingLabels {
+            binding: binding.to_owned(),
+        };
+        self.virtual_nodes
+            .get_or_create(&labels)
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Sets whether the worker of `binding` answers.
+    pub fn set_worker_reachable(&self, binding: &str, reachable: bool) {
+        let labels = BindingLabels {
+            binding: binding.to_owned(),
+        };
+        self.worker_reachable
+            .get_or_create(&labels)
+            .set(i64::from(reachable));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_are_exported_with_the_binding_label() {
+        let registry = Metrics::new();
+        let metrics = SyncerMetrics::register(&registry);
+        metrics.set_virtual_nodes("b1", 3);
+        metrics.set_worker_reachable("b1", true);
+        metrics.reconciled(
+            "physical-node",
+            Duration::from_millis(3),
+            Some("VirtualNodeWrite"),
+        );
+        let text = registry.encode().unwrap();
+        assert!(
+            text.contains("kubeocean_virtual_nodes{binding=\"b1\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kubeocean_worker_reachable{binding=\"b1\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("reason=\"VirtualNodeWrite\""), "{text}");
+    }
+}
