@@ -273,7 +273,9 @@ mod tests {
             f(&mut q);
             q
         };
-        let cases: Vec<(ListQuery, Option<&str>, Vec<&str>, usize, u32)> = vec![
+        // (query, namespace, names on the page, total, pages)
+        type Case<'a> = (ListQuery, Option<&'a str>, Vec<&'a str>, usize, u32);
+        let cases: Vec<Case> = vec![
             (q(|_| {}), None, vec!["Web-2", "cache", "db", "web-1"], 4, 1),
             (q(|_| {}), Some("a"), vec!["db", "web-1"], 2, 1),
             (
