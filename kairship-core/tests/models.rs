@@ -681,21 +681,20 @@ fn resource_identities() {
 // ---- Checks against the upstream CRD YAMLs -------------------------------------------------
 
 /// Where the Karmada and Clusterpedia CRD YAMLs are: `$KAIRSHIP_SHARED_CRDS_DIR`, else
-/// `../shared/crds` next to the workspace.
+/// `deploy/crds/upstream` in the workspace.
 fn shared_crds_dir() -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("KAIRSHIP_SHARED_CRDS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds")
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/upstream")
         });
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipping: no CRD directory at {} (set KAIRSHIP_SHARED_CRDS_DIR)",
+        panic!(
+            "no CRD directory at {} (set KAIRSHIP_SHARED_CRDS_DIR)",
             dir.display()
         );
-        None
     }
 }
 

@@ -47,7 +47,7 @@ const CLUSTER_CRD: &str = r#"{
 }"#;
 
 fn crd_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/crds")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/upstream")
 }
 
 fn load_crd(relative: &str) -> CustomResourceDefinition {
