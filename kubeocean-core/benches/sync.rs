@@ -13,18 +13,15 @@
 //! - `BENCH bench_process_rss_delta_mib`: growth of this process's VmRSS over the same time:
 //!   what the two sandbox clusters store for the new virtual nodes, Leases and watch history.
 
-use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
 use kubeocean_core::bottomup::{Syncer, SyncerConfig};
-use kubeocean_core::crd::{self, ClusterBinding, ResourceLeasingPolicy};
+use kubeocean_core::crd::ResourceLeasingPolicy;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -51,14 +48,6 @@ fn memory_mib(pid: &str, field: &str) -> f64 {
                 .ok()
         })
         .map_or(0.0, |kib| kib / 1024.0)
-}
-
-async fn install_crds(client: &Client) -> BenchResult<()> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crd::crds() {
-        api.create(&PostParams::default(), &crd).await?;
-    }
-    Ok(())
 }
 
 /// Waits until `count` virtual nodes of the binding have `cpu` allocatable.
@@ -131,8 +120,8 @@ async fn bench() -> BenchResult<()> {
         .await?;
     let served = worker.serve(ServeOptions::default()).await?;
     let (c, w) = (computing.client(), worker.client());
-    install_crds(&c).await?;
-    install_crds(&w).await?;
+    kubeocean_core::setup::install_crds(&c).await?;
+    kubeocean_core::setup::install_crds(&w).await?;
     for i in 0..NODES {
         worker
             .add_node(&SimNode::new(&format!("node-{i:04}"), "16", "64Gi").label("pool", "lend"))?;
@@ -148,35 +137,17 @@ async fn bench() -> BenchResult<()> {
             pods.create(&PostParams::default(), &pod).await?;
         }
     }
-    Api::<Namespace>::all(c.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({ "metadata": { "name": "kubeocean-system" } }))?,
-        )
-        .await?;
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some("bench-kubeconfig".into()),
-            namespace: Some("kubeocean-system".into()),
-            ..Default::default()
+    kubeocean_core::setup::register_worker(
+        &c,
+        &kubeocean_core::setup::WorkerRegistration {
+            binding: "bench",
+            cluster_id: "bench",
+            secret_namespace: "kubeocean-system",
+            mount_namespace: "kubeocean-worker",
+            kubeconfig: &served.kubeconfig_yaml,
         },
-        data: Some(BTreeMap::from([(
-            "kubeconfig".to_owned(),
-            ByteString(served.kubeconfig_yaml.clone().into_bytes()),
-        )])),
-        ..Default::default()
-    };
-    Api::<Secret>::namespaced(c.clone(), "kubeocean-system")
-        .create(&PostParams::default(), &secret)
-        .await?;
-    let binding: ClusterBinding = serde_json::from_value(json!({
-        "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ClusterBinding",
-        "metadata": { "name": "bench" },
-        "spec": { "clusterID": "bench", "secretRef": { "name": "bench-kubeconfig", "namespace": "kubeocean-system" } },
-    }))?;
-    Api::<ClusterBinding>::all(c.clone())
-        .create(&PostParams::default(), &binding)
-        .await?;
+    )
+    .await?;
     let policy: ResourceLeasingPolicy = serde_json::from_value(json!({
         "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ResourceLeasingPolicy",
         "metadata": { "name": "half" },

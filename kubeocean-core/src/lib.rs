@@ -16,6 +16,7 @@ pub mod explain;
 pub mod labels;
 pub mod leasing;
 pub mod naming;
+pub mod setup;
 pub mod topdown;
 
 pub use crd::crds;

@@ -19,15 +19,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::api::core::v1::Node;
 use kube::api::{ListParams, PostParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, ResourceExt};
 use kube_kit::quantity::{Format, Quantity};
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
 use kubeocean_core::bottomup::{Syncer, SyncerConfig};
-use kubeocean_core::crd::{self, ClusterBinding, ResourceLeasingPolicy};
+use kubeocean_core::crd::ResourceLeasingPolicy;
 use kubeocean_core::leasing::{
     DefaultLeasingEngine, LeasingDecision, LeasingInput, LeasingPolicyEngine, NotLentReason, PODS,
     taint,
@@ -114,53 +112,27 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn install_crds(client: &Client) -> anyhow::Result<()> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crd::crds() {
-        api.create(&PostParams::default(), &crd).await?;
-    }
-    Ok(())
-}
-
 async fn run_sandbox() -> anyhow::Result<()> {
     let computing = Cluster::new("computing");
     let worker = Cluster::new("worker");
     let served = worker.serve(ServeOptions::default()).await?;
     let (c, w) = (computing.client(), worker.client());
-    install_crds(&c).await?;
-    install_crds(&w).await?;
+    kubeocean_core::setup::install_crds(&c).await?;
+    kubeocean_core::setup::install_crds(&w).await?;
     worker.add_node(&SimNode::new("gpu-1", "32", "128Gi").capacity(GPU, "4"))?;
     worker.add_node(&SimNode::new("cpu-1", "16", "64Gi"))?;
 
-    Api::<Namespace>::all(c.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({ "metadata": { "name": "kubeocean-system" } }))?,
-        )
-        .await?;
-    let secret = Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some("worker-1-kubeconfig".into()),
-            namespace: Some("kubeocean-system".into()),
-            ..Default::default()
+    kubeocean_core::setup::register_worker(
+        &c,
+        &kubeocean_core::setup::WorkerRegistration {
+            binding: "worker-1",
+            cluster_id: "gpu",
+            secret_namespace: "kubeocean-system",
+            mount_namespace: "kubeocean-worker",
+            kubeconfig: &served.kubeconfig_yaml,
         },
-        data: Some(BTreeMap::from([(
-            "kubeconfig".to_owned(),
-            ByteString(served.kubeconfig_yaml.clone().into_bytes()),
-        )])),
-        ..Default::default()
-    };
-    Api::<Secret>::namespaced(c.clone(), "kubeocean-system")
-        .create(&PostParams::default(), &secret)
-        .await?;
-    let binding: ClusterBinding = serde_json::from_value(json!({
-        "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ClusterBinding",
-        "metadata": { "name": "worker-1" },
-        "spec": { "clusterID": "gpu", "secretRef": { "name": "worker-1-kubeconfig", "namespace": "kubeocean-system" } },
-    }))?;
-    Api::<ClusterBinding>::all(c.clone())
-        .create(&PostParams::default(), &binding)
-        .await?;
+    )
+    .await?;
     let policy: ResourceLeasingPolicy = serde_json::from_value(json!({
         "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ResourceLeasingPolicy",
         "metadata": { "name": "lend-all" },
@@ -225,6 +197,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use kubeocean_core::crd::ClusterBinding;
 
     fn node(gpus: Option<&str>) -> Node {
         let mut allocatable =
