@@ -55,12 +55,6 @@ async fn pod_creates(client: &kube::Client) -> f64 {
 async fn list_latency(cluster: &Cluster, client: &kube::Client) -> (f64, f64) {
     let state = cluster.state();
     let rt = state.resource_type("", "pods").expect("pods");
-    state
-        .store
-        .count(&rt.group_resource(), Some("bench"))
-        .eq(&0)
-        .then_some(())
-        .expect("fresh namespace");
     let ns_rt = state.resource_type("", "namespaces").expect("namespaces");
     let ctx = kube_sandbox::api::WriteContext::system("bench");
     state

@@ -978,16 +978,6 @@ impl ClusterState {
             });
         true
     }
-
-    /// The resource type of an object, from its apiVersion and kind.
-    pub fn kind_type(&self, obj: &Value) -> Option<ResourceType> {
-        let api_version = obj.get("apiVersion")?.as_str()?;
-        let kind = obj.get("kind")?.as_str()?;
-        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-        self.types_snapshot()
-            .into_iter()
-            .find(|t| t.group == group && t.kind == kind)
-    }
 }
 
 fn apply_error(rt: &ResourceType, name: &str, err: patch::ApplyError) -> ApiError {

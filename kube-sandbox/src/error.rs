@@ -76,8 +76,7 @@ impl ApiError {
     }
 
     /// 404 NotFound for a path the server does not serve.
-    pub fn no_route(path: &str) -> Self {
-        let _ = path;
+    pub fn no_route() -> Self {
         Self::new(
             404,
             "NotFound",

@@ -191,7 +191,7 @@ async fn handle(State(state): State<Arc<ClusterState>>, req: Request) -> Respons
 async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiError> {
     let path = req.uri().path().to_string();
     let query = parse_query(req.uri().query());
-    let target = parse_path(&path).ok_or_else(|| ApiError::no_route(&path))?;
+    let target = parse_path(&path).ok_or_else(ApiError::no_route)?;
 
     let user = match bearer(&req) {
         Some(token) => state
@@ -250,10 +250,10 @@ async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiEr
         )),
         Target::Group(g) => discovery::group(&state.types_snapshot(), &g)
             .map(|v| value_response(StatusCode::OK, &v))
-            .ok_or_else(|| ApiError::no_route(&path)),
+            .ok_or_else(ApiError::no_route),
         Target::Resources(g, v) => discovery::resource_list(&state.types_snapshot(), &g, &v)
             .map(|v| value_response(StatusCode::OK, &v))
-            .ok_or_else(|| ApiError::no_route(&path)),
+            .ok_or_else(ApiError::no_route),
         Target::Resource(p) => serve_resource(state, req, p, query, user, verb).await,
     }
 }
@@ -299,14 +299,14 @@ async fn serve_resource(
 ) -> Result<Response, ApiError> {
     let rt = state
         .lookup(&p.group, &p.version, &p.resource)
-        .ok_or_else(|| ApiError::no_route(req.uri().path()))?;
+        .ok_or_else(ApiError::no_route)?;
     if !rt.namespaced && p.namespace.is_some() {
-        return Err(ApiError::no_route(req.uri().path()));
+        return Err(ApiError::no_route());
     }
     if let Some(sub) = &p.subresource
         && !rt.subresources.contains(&sub.as_str())
     {
-        return Err(ApiError::no_route(req.uri().path()));
+        return Err(ApiError::no_route());
     }
     let namespace = p.namespace.clone().unwrap_or_default();
     let attrs = Attributes {

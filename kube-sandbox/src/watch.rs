@@ -154,7 +154,7 @@ async fn run(state: Arc<ClusterState>, req: WatchRequest, tx: mpsc::Sender<Bytes
                 if !buf.is_empty() && tx.send(buf.freeze()).await.is_err() {
                     return;
                 }
-                if !events.is_empty() && events.len() >= 1000 {
+                if events.len() >= 1000 {
                     continue;
                 }
             }
