@@ -8,11 +8,16 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod access;
+pub mod api;
+pub mod auth;
 pub mod controllers;
+pub mod grpc;
 pub mod instance;
 pub mod lifecycle;
 pub mod models;
 pub mod naming;
+pub mod proxy;
 pub mod rbac;
 pub mod router;
 pub mod state;

@@ -15,7 +15,9 @@ pub mod crd;
 pub mod explain;
 pub mod labels;
 pub mod leasing;
+pub mod manager;
 pub mod naming;
+pub mod proxier;
 pub mod setup;
 pub mod topdown;
 

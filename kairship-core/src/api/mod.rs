@@ -1,0 +1,1 @@
+//! The Kairship API: one service, served over REST and gRPC.

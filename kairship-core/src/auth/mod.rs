@@ -1,0 +1,1 @@
+//! Authentication and authorization of API callers.

@@ -1,0 +1,1 @@
+//! The gRPC adapters of the Kairship API.

@@ -1,0 +1,1 @@
+//! The native Kubernetes proxy into instances.

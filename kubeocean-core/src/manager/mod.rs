@@ -1,0 +1,1 @@
+//! The manager: reconciles ClusterBindings into syncers and proxiers.

@@ -1,0 +1,1 @@
+//! The kubelet API of virtual nodes, served for one ClusterBinding.
