@@ -1,5 +1,6 @@
 //! The `kairship` binary.
 
+mod apiserver;
 mod controller_manager;
 mod sandbox;
 
@@ -22,6 +23,10 @@ enum Command {
     Crds,
     /// Run the controller-manager (instance lifecycle, statistics, status, roles, webhook).
     ControllerManager(Box<controller_manager::ControllerManagerArgs>),
+    /// Run the API server (REST, OpenAPI, Swagger UI and the native proxy on one port).
+    Apiserver(Box<apiserver::ApiserverArgs>),
+    /// Print the API's OpenAPI 3.1 document as JSON.
+    Openapi,
     /// Run a host and two Karmada-instance sandbox clusters with the controller-manager.
     Sandbox(sandbox::SandboxArgs),
 }
@@ -41,6 +46,17 @@ fn main() -> anyhow::Result<()> {
             tokio::runtime::Runtime::new()
                 .context("starting the async runtime")?
                 .block_on(controller_manager::run(*args))?;
+        }
+        Command::Apiserver(args) => {
+            tokio::runtime::Runtime::new()
+                .context("starting the async runtime")?
+                .block_on(apiserver::run(*args))?;
+        }
+        Command::Openapi => {
+            let spec = serde_json::to_string_pretty(&kairship_core::api::rest::openapi())
+                .context("rendering the OpenAPI document")?;
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "{spec}").context("writing the OpenAPI document to stdout")?;
         }
         Command::Sandbox(args) => {
             tokio::runtime::Runtime::new()

@@ -65,7 +65,10 @@ impl Verb {
 
     /// Whether the verb changes something.
     pub fn is_write(self) -> bool {
-        matches!(self, Verb::Create | Verb::Update | Verb::Patch | Verb::Delete)
+        matches!(
+            self,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
+        )
     }
 }
 

@@ -723,9 +723,91 @@ async fn a_cache_that_never_sees_the_write_is_waited_for_only_up_to_the_bound() 
     assert_eq!((m.ryw_waits, m.ryw_wait_timeouts), (1, 1), "{m:?}");
     assert_eq!((s.cache.count(), s.direct.count()), (0, 1));
 
+    // The next read does not wait again for the same write: it reads directly at once.
+    let start = std::time::Instant::now();
+    s.router.get(&target, "fresh").await.unwrap();
+    assert!(
+        start.elapsed() < bound,
+        "waited {:?} again",
+        start.elapsed()
+    );
+    let m = s.router.metrics().snapshot();
+    assert_eq!(m.fallbacks_for(FallbackReason::StaleAfterWrite), 2, "{m:?}");
+    assert_eq!(m.ryw_waits, 1, "{m:?}");
+    assert_eq!((s.cache.count(), s.direct.count()), (0, 2));
+
     // Once the cache reports the write, reads go back to it.
     s.cache.blind.store(false, Ordering::SeqCst);
     let page = s.router.list(&target, &ListQuery::default()).await.unwrap();
     assert_eq!(names(&page), ["fresh"]);
-    assert_eq!((s.cache.count(), s.direct.count()), (1, 1));
+    assert_eq!((s.cache.count(), s.direct.count()), (1, 2));
+
+    // A newer write is waited for afresh.
+    s.cache.blind.store(true, Ordering::SeqCst);
+    s.router
+        .create(
+            &target,
+            &deployment("fresher", json!({})),
+            &PostParams::default(),
+        )
+        .await
+        .unwrap();
+    let start = std::time::Instant::now();
+    s.router.get(&target, "fresher").await.unwrap();
+    assert!(start.elapsed() >= bound, "did not wait for the new write");
+    assert_eq!(s.router.metrics().snapshot().ryw_waits, 2);
+}
+
+#[tokio::test]
+async fn cached_lists_carry_each_objects_json_and_follow_changes() {
+    let s = setup(None).await;
+    let target = ResourceTarget::namespaced(INSTANCE, deployments(), "team-a");
+    let params = PostParams::default();
+    for name in ["a", "b"] {
+        s.router
+            .create(&target, &deployment(name, json!({"v": "1"})), &params)
+            .await
+            .unwrap();
+    }
+    wait_synced(s.cache.as_ref()).await;
+    let page = s.router.list(&target, &ListQuery::default()).await.unwrap();
+    let rendered = page
+        .rendered
+        .as_ref()
+        .expect("the cache pre-renders objects");
+    assert_eq!(rendered.len(), 2);
+    for (object, json) in page.items.iter().zip(rendered) {
+        let value: serde_json::Value = serde_json::from_slice(json).unwrap();
+        assert_eq!(value["apiVersion"], "apps/v1");
+        assert_eq!(value["kind"], "Deployment");
+        assert_eq!(value, serde_json::to_value(object.as_ref()).unwrap());
+    }
+
+    // A change re-renders the object: the next list carries the new JSON.
+    s.router
+        .patch(
+            &target,
+            "b",
+            &Patch::Merge(json!({"metadata": {"labels": {"v": "2"}}})),
+            &PatchParams::default(),
+        )
+        .await
+        .unwrap();
+    let page = s.router.list(&target, &ListQuery::default()).await.unwrap();
+    let rendered = page.rendered.as_ref().unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&rendered[1]).unwrap();
+    assert_eq!(b["metadata"]["labels"]["v"], "2");
+
+    // A chunk of the list keeps object and JSON aligned.
+    let chunk = page.clone().chunk(None, Some(1));
+    assert_eq!(names(&chunk), ["a"]);
+    let token = chunk.continue_token().unwrap();
+    let rest = page.chunk(Some(&token), Some(1));
+    assert_eq!(names(&rest), ["b"]);
+    let b: serde_json::Value = serde_json::from_slice(&rest.rendered.unwrap()[0]).unwrap();
+    assert_eq!(b["metadata"]["name"], "b");
+
+    // Direct reads have no pre-rendered JSON.
+    let direct = s.direct.list(&target, &ListQuery::default()).await.unwrap();
+    assert!(direct.rendered.is_none());
 }

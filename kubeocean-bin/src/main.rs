@@ -1,5 +1,8 @@
 //! The `kubeocean` binary: parses flags and calls into `kubeocean-core`.
 
+mod manager;
+mod proxier;
+mod sandbox;
 mod syncer;
 
 use std::path::PathBuf;
@@ -26,6 +29,12 @@ enum Command {
     },
     /// Sync a ClusterBinding's worker nodes into virtual nodes (bottom-up half).
     Syncer(Box<syncer::SyncerArgs>),
+    /// Serve the kubelet API (logs, exec, attach, port-forward, stats) of a ClusterBinding's virtual nodes.
+    Proxier(Box<proxier::ProxierArgs>),
+    /// Reconcile ClusterBindings into a syncer and a proxier each (Deployments, or in-process with --embedded).
+    Manager(Box<manager::ManagerArgs>),
+    /// Run Kubeocean on this machine: sandbox computing and worker clusters, the manager embedded.
+    Sandbox(Box<sandbox::SandboxArgs>),
     /// Leasing tools.
     Leasing {
         #[command(subcommand)]
@@ -57,6 +66,9 @@ enum LeasingCommand {
 
 fn main() -> ExitCode {
     match Args::parse().command {
+        Command::Proxier(args) => proxier::main(*args),
+        Command::Manager(args) => manager::main(*args),
+        Command::Sandbox(args) => sandbox::main(*args),
         Command::Syncer(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

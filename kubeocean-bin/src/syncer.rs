@@ -37,9 +37,17 @@ pub struct SyncerArgs {
     #[arg(long, env = "PROXIER_PORT", default_value_t = 10250)]
     proxier_port: i32,
 
-    /// Virtual nodes reconciled at once.
+    /// Virtual nodes reconciled at once; also the workers of each top-down pod queue.
     #[arg(long, env = "SYNCER_WORKERS", default_value_t = 16)]
     workers: usize,
+
+    /// How long one top-down API request may take before it is retried.
+    #[arg(long, env = "REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    request_timeout: Duration,
+
+    /// Longest wait between retries of a failing top-down reconcile.
+    #[arg(long, env = "MAX_RETRY_INTERVAL", default_value = "60s", value_parser = parse_duration)]
+    max_retry_interval: Duration,
 
     #[command(flatten)]
     kube: kube_kit::Args,
@@ -77,6 +85,8 @@ pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
     config.lease_renew_interval = args.lease_renew_interval;
     config.lease_duration = args.lease_duration;
     config.workers = args.workers;
+    config.request_timeout = args.request_timeout;
+    config.max_retry_interval = args.max_retry_interval;
     config.metrics = Some(syncer_metrics);
     config.proxier = ProxierEndpoint {
         address: args.proxier_address.clone(),

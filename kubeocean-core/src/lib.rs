@@ -5,6 +5,8 @@
 //! - [`naming`] and [`labels`]: the names, labels, annotations and taints of the wire contract.
 //! - [`leasing`]: what a physical node lends, when, and with which taints.
 //! - [`bottomup`]: the syncer's bottom-up half (virtual nodes, their Leases and CSINodes).
+//! - [`topdown`]: the syncer's top-down half (virtual pods, their ConfigMaps, Secrets,
+//!   claims and tokens -> physical objects in the worker, status back up).
 //! - [`explain`]: the `kubeocean leasing explain` dry-run.
 
 // Tests unwrap their fixtures; library code never does.

@@ -1,1 +1,83 @@
-//! The Kairship API: one service, served over REST and gRPC.
+//! The Kairship API: one service, served over REST (and gRPC), on one port with the native
+//! proxy.
+//!
+//! # The service trait
+//!
+//! [`KairshipApi`] (async-trait, object safe) is the whole API; [`KairshipService`] is its one
+//! implementation. Every method takes the authenticated [`Caller`](crate::access::Caller)
+//! first and one request message, and returns one response message or an [`ApiError`]:
+//!
+//! | method | request | response | REST |
+//! |---|---|---|---|
+//! | `list_instances` | [`ListInstancesRequest`] | [`ObjectList`] | `GET instances` |
+//! | `get_instance` | [`GetInstanceRequest`] | [`Object`] | `GET instances/{i}` |
+//! | `create_instance` | [`CreateInstanceRequest`] | [`Object`] | `POST instances` |
+//! | `update_instance` | [`UpdateInstanceRequest`] | [`Object`] | `PUT instances/{i}` |
+//! | `delete_instance` | [`DeleteInstanceRequest`] | [`Object`] | `DELETE instances/{i}` |
+//! | `create_kubeconfig` (+ [`BearerToken`]) | [`CreateKubeconfigRequest`] | [`KubeconfigResponse`] | `POST instances/{i}/kubeconfig` |
+//! | `list_clusters` | [`ListClustersRequest`] | [`ObjectList`] | `GET instances/{i}/clusters` |
+//! | `get_cluster` | [`GetClusterRequest`] | [`Object`] | `GET instances/{i}/clusters/{c}` |
+//! | `join_cluster` | [`JoinClusterRequest`] | [`Object`] | `POST instances/{i}/clusters` |
+//! | `update_cluster` | [`UpdateClusterRequest`] | [`Object`] | `PUT instances/{i}/clusters/{c}` |
+//! | `remove_cluster` | [`RemoveClusterRequest`] | [`Object`] | `DELETE instances/{i}/clusters/{c}` |
+//! | `list_resources` | [`ListResourcesRequest`] | [`ObjectList`] | `GET instances/{i}[/namespaces/{ns}]/{kind}` |
+//! | `get_resource` | [`GetResourceRequest`] | [`Object`] | `GET …/{kind}/{name}` |
+//! | `create_resource` | [`CreateResourceRequest`] | [`Object`] | `POST …/{kind}` |
+//! | `update_resource` | [`UpdateResourceRequest`] | [`Object`] | `PUT …/{kind}/{name}` |
+//! | `delete_resource` | [`DeleteResourceRequest`] | [`Object`] | `DELETE …/{kind}/{name}` |
+//! | `deployment_action` | [`DeploymentActionRequest`] | [`Object`] | `POST …/deployments/{name}:pause\|:resume\|:restart` |
+//! | `list_workloads` | [`ListWorkloadsRequest`] | [`WorkloadList`] | `GET instances/{i}/namespaces/{ns}/workloads` |
+//! | `get_workload` | [`GetWorkloadRequest`] | [`Workload`] | `GET …/workloads/{name}` |
+//!
+//! REST paths are under [`API_PREFIX`]. Messages are plain serde structs (camelCase JSON,
+//! unknown fields rejected); Kubernetes objects travel as JSON ([`Object`];
+//! `google.protobuf.Struct` in proto); [`ResourceKind`], [`SortBy`], [`SortDir`] and
+//! [`DeploymentAction`] are enums. Errors are `{code, message, details}` with the gRPC
+//! [`Code`] number in `code`; [`ApiError::http_status`] gives grpc-gateway's HTTP status.
+//!
+//! # Behaviour
+//!
+//! Reads inside an instance go through the router's read backend (the cache, falling back to
+//! the instance), writes through its write backend (the instance apiserver), so a caller
+//! always reads its own writes. Instances are read and written on the host cluster. Access:
+//! listing shows only instances the caller may `get`; every instance-scoped call is
+//! authorized for its verb on that instance before anything is read or forwarded.
+
+mod clients;
+mod error;
+mod kinds;
+mod service;
+mod types;
+
+pub mod actions;
+pub mod body;
+pub mod kairship;
+pub mod kubeconfig;
+pub mod list;
+pub mod openapi;
+pub mod references;
+pub mod rest;
+pub mod server;
+pub mod tls;
+pub mod workload;
+
+pub use clients::HostInstanceClients;
+pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
+pub use kairship::{KairshipService, ServiceConfig};
+pub use kinds::{
+    POLICY_GROUP, ResourceKind, cluster_resource_bindings_resource, clusters_resource,
+    resource_bindings_resource,
+};
+pub use service::{BearerToken, KairshipApi};
+pub use types::{
+    ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest,
+    DeleteInstanceRequest, DeleteResourceRequest, DeploymentAction, DeploymentActionRequest,
+    GetClusterRequest, GetInstanceRequest, GetResourceRequest, GetWorkloadRequest,
+    JoinClusterRequest, KubeObject, KubeconfigOptions, KubeconfigResponse, ListClustersRequest,
+    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, Object,
+    ObjectList, Pagination, RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest,
+    UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+};
+
+/// Prefix of every REST path.
+pub const API_PREFIX: &str = "/apis/kairship.io/v1alpha1";

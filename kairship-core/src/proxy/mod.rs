@@ -1,1 +1,118 @@
-//! The native Kubernetes proxy into instances.
+//! The native Kubernetes proxy into instances:
+//! `/apis/kairship.io/v1alpha1/instances/{instance}/proxy/{any Kubernetes path}`.
+//!
+//! The kubeconfig Kairship issues for an instance points at
+//! `https://{host}/apis/kairship.io/v1alpha1/instances/{instance}/proxy`, so kubectl and
+//! client libraries work through it unchanged. Every request is authenticated (bearer token)
+//! and authorized on `kairship.io/instances` for the instance — reads as `get`/`list`/`watch`,
+//! writes as `create`/`update`/`patch`/`delete` — before anything is read or forwarded.
+//!
+//! Then, by the pure [`plan`]:
+//! - GETs of collections and objects in plain JSON are answered by the router's read side
+//!   ([`ReadWriteRouter`]): lists honour `labelSelector`, `fieldSelector`, `limit` and
+//!   `continue` and answer a real `…List` with `metadata.resourceVersion`; `?watch=true`
+//!   streams newline-delimited `{"type","object"}` events as kube-apiserver does;
+//! - everything else — writes (any patch content type), subresources, tables, reads pinned to
+//!   a resourceVersion, discovery (`/api`, `/apis`, `/version`, `/openapi/*`) and unknown
+//!   paths — is forwarded verbatim to the instance apiserver with the instance's client, and
+//!   successful writes are reported to the router ([`ReadWriteRouter::observe_write`]) so that
+//!   the caller reads its own writes.
+//!
+//! Not carried: connection upgrades (`exec`, `attach`, `portforward` over SPDY/WebSocket).
+
+mod discovery;
+mod handler;
+mod path;
+mod request;
+mod status;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::any;
+
+pub use discovery::{DiscoveredResource, DiscoveryCache, resources_of};
+pub use handler::{bearer_token, kube_path_of};
+pub use path::{KubePath, ResourcePath, parse_kube_path};
+pub use request::{Handling, ReadParams, accepts_plain_json, plan, verb_of};
+pub use status::{reason_of, status_json};
+
+use crate::access::{Authenticator, Authorizer};
+use crate::router::{InstanceClients, ReadWriteRouter};
+
+/// Where the proxy is mounted, before `/{instance}/proxy`.
+pub const INSTANCES_PATH: &str = "/apis/kairship.io/v1alpha1/instances";
+
+/// The largest request body forwarded by default (kube-apiserver refuses bigger ones too).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// What the proxy needs: the router for reads (and to learn about writes), clients of the
+/// instance apiservers for forwarding and discovery, and access control.
+#[derive(Clone)]
+pub struct ProxyState {
+    router: Arc<dyn ReadWriteRouter>,
+    clients: Arc<dyn InstanceClients>,
+    authenticator: Arc<dyn Authenticator>,
+    authorizer: Arc<dyn Authorizer>,
+    discovery: Arc<DiscoveryCache>,
+    max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for ProxyState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyState")
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxyState {
+    /// A proxy reading through `router`, forwarding with `clients`, checking callers with
+    /// `authenticator` and `authorizer`.
+    pub fn new(
+        router: Arc<dyn ReadWriteRouter>,
+        clients: Arc<dyn InstanceClients>,
+        authenticator: Arc<dyn Authenticator>,
+        authorizer: Arc<dyn Authorizer>,
+    ) -> Self {
+        ProxyState {
+            router,
+            clients,
+            authenticator,
+            authorizer,
+            discovery: Arc::new(DiscoveryCache::default()),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    /// Uses `discovery` (e.g. shorter lifetimes) instead of the default.
+    pub fn with_discovery(mut self, discovery: DiscoveryCache) -> Self {
+        self.discovery = Arc::new(discovery);
+        self
+    }
+
+    /// Refuses request bodies larger than `bytes`.
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// The discovery cache (to forget an instance whose apiserver changed).
+    pub fn discovery(&self) -> &DiscoveryCache {
+        &self.discovery
+    }
+}
+
+/// The proxy's routes: `{INSTANCES_PATH}/{instance}/proxy` and everything below it, any method.
+pub fn proxy_routes(state: ProxyState) -> Router {
+    Router::new()
+        .route(
+            &format!("{INSTANCES_PATH}/{{instance}}/proxy"),
+            any(handler::handle),
+        )
+        .route(
+            &format!("{INSTANCES_PATH}/{{instance}}/proxy/{{*path}}"),
+            any(handler::handle),
+        )
+        .with_state(state)
+}

@@ -1,18 +1,19 @@
-//! The embedded cache: one kube-runtime reflector per instance and resource, started on first
-//! use and shared by every reader, answering gets, lists and watches from memory.
+//! The embedded cache: one kube-runtime watcher per instance and resource, started on first
+//! use and shared by every reader, answering gets, lists and watches from memory. Each object
+//! is kept with its JSON, rendered once when its watch event arrives, so that list answers are
+//! assembled from bytes instead of serializing every object on every read.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use futures::StreamExt;
 use kube::Api;
-use kube::core::{ApiResource, DynamicObject, Status, WatchEvent};
+use kube::core::{ApiResource, DynamicObject, Status, TypeMeta, WatchEvent};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{broadcast, watch};
 use tokio::task::AbortHandle;
@@ -35,14 +36,50 @@ enum CacheEvent {
     Added(Arc<DynamicObject>),
     Modified(Arc<DynamicObject>),
     Deleted(Arc<DynamicObject>),
-    /// The reflector listed again: watchers may have missed changes and must start over.
+    /// The watcher listed again: watchers may have missed changes and must start over.
     Relisted,
+}
+
+/// A cached object and its JSON.
+#[derive(Clone)]
+struct CachedObject {
+    object: Arc<DynamicObject>,
+    json: Bytes,
+}
+
+/// Objects keyed by (name, namespace): iteration order is the default list order.
+type ObjectMap = BTreeMap<(String, Option<String>), CachedObject>;
+
+fn object_key(object: &DynamicObject) -> (String, Option<String>) {
+    (
+        object.metadata.name.clone().unwrap_or_default(),
+        object.metadata.namespace.clone(),
+    )
+}
+
+/// Completes the object's `apiVersion`/`kind` (list items come without them) and renders its
+/// JSON once.
+fn render(
+    resource: &ApiResource,
+    mut object: DynamicObject,
+) -> Result<CachedObject, serde_json::Error> {
+    if object.types.is_none() {
+        object.types = Some(TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+    }
+    let json = Bytes::from(serde_json::to_vec(&object)?);
+    Ok(CachedObject {
+        object: Arc::new(object),
+        json,
+    })
 }
 
 /// One resource of one instance, kept in memory.
 struct ResourceCache {
     resource: ApiResource,
-    store: Store<DynamicObject>,
+    objects: RwLock<ObjectMap>,
     /// The initial list completed.
     ready: AtomicBool,
     /// The watch is not failing.
@@ -84,6 +121,18 @@ impl ResourceCache {
             newer
         });
     }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, ObjectMap> {
+        self.objects.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, ObjectMap> {
+        self.objects.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn len(&self) -> usize {
+        self.read().len()
+    }
 }
 
 struct Entry {
@@ -91,7 +140,7 @@ struct Entry {
     task: AbortHandle,
 }
 
-/// A [`ReadBackend`] answering from reflector caches kept per instance and resource.
+/// A [`ReadBackend`] answering from watch caches kept per instance and resource.
 ///
 /// A cache starts the first time its resource is read (or [`ReadBackend::synced`] is asked)
 /// and is shared from then on. Until its initial list completes, and while its watch fails,
@@ -125,7 +174,7 @@ impl EmbeddedCacheBackend {
         Self::with_watcher_config(clients, watcher::Config::default())
     }
 
-    /// A cache whose reflectors use `config` (page size, timeouts, ...).
+    /// A cache whose watchers use `config` (page size, timeouts, ...).
     pub fn with_watcher_config(clients: Arc<dyn InstanceClients>, config: watcher::Config) -> Self {
         EmbeddedCacheBackend {
             clients,
@@ -188,10 +237,9 @@ impl EmbeddedCacheBackend {
     }
 
     fn start(&self, key: ResourceKey, client: kube::Client, resource: ApiResource) -> Entry {
-        let writer = Writer::new(resource.clone());
         let (events, _) = broadcast::channel(WATCH_BUFFER);
         let cache = Arc::new(ResourceCache {
-            store: writer.as_reader(),
+            objects: RwLock::new(BTreeMap::new()),
             resource: resource.clone(),
             ready: AtomicBool::new(false),
             healthy: AtomicBool::new(true),
@@ -200,14 +248,8 @@ impl EmbeddedCacheBackend {
             last_error: Mutex::new(None),
         });
         let api = dynamic_api(client, &ResourceTarget::all(key.instance.clone(), resource));
-        tracing::debug!(cache = %key, "starting reflector");
-        let task = tokio::spawn(run_reflector(
-            key,
-            cache.clone(),
-            writer,
-            api,
-            self.config.clone(),
-        ));
+        tracing::debug!(cache = %key, "starting cache watch");
+        let task = tokio::spawn(run_watch(key, cache.clone(), api, self.config.clone()));
         Entry {
             cache,
             task: task.abort_handle(),
@@ -249,18 +291,20 @@ fn version_of(object: &DynamicObject) -> u64 {
         .unwrap_or(0)
 }
 
-/// Feeds the store from a watcher, classifying changes for cache watchers and tracking the
-/// newest applied resourceVersion.
-async fn run_reflector(
+/// Feeds the cache from a watcher: renders each object once, classifies changes for cache
+/// watchers and tracks the newest applied resourceVersion.
+async fn run_watch(
     key: ResourceKey,
     cache: Arc<ResourceCache>,
-    mut writer: Writer<DynamicObject>,
     api: Api<DynamicObject>,
     config: watcher::Config,
 ) {
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     let mut listed_max = 0u64;
     let mut relist = false;
+    // A relist builds its objects aside and swaps them in when complete, so readers never see
+    // a half-listed cache.
+    let mut listing: ObjectMap = BTreeMap::new();
     while let Some(item) = stream.next().await {
         let event = match item {
             Ok(event) => event,
@@ -275,29 +319,26 @@ async fn run_reflector(
                 continue;
             }
         };
-        // Classify before applying: whether the object was already known decides ADDED vs
-        // MODIFIED for cache watchers.
-        let change = match &event {
-            Event::Apply(obj) => {
-                let known = cache
-                    .store
-                    .get(&ObjectRef::from_obj_with(obj, cache.resource.clone()))
-                    .is_some();
-                let obj = Arc::new(obj.clone());
-                Some(if known {
-                    CacheEvent::Modified(obj)
-                } else {
-                    CacheEvent::Added(obj)
-                })
+        let rendered = |obj: DynamicObject| match render(&cache.resource, obj) {
+            Ok(cached) => Some(cached),
+            Err(err) => {
+                tracing::warn!(cache = %key, error = %err, "cannot render an object; left out of the cache");
+                None
             }
-            Event::Delete(obj) => Some(CacheEvent::Deleted(Arc::new(obj.clone()))),
-            _ => None,
         };
-        writer.apply_watcher_event(&event);
-        match &event {
-            Event::Init => listed_max = 0,
-            Event::InitApply(obj) => listed_max = listed_max.max(version_of(obj)),
+        match event {
+            Event::Init => {
+                listed_max = 0;
+                listing.clear();
+            }
+            Event::InitApply(obj) => {
+                listed_max = listed_max.max(version_of(&obj));
+                if let Some(cached) = rendered(obj) {
+                    listing.insert(object_key(&cached.object), cached);
+                }
+            }
             Event::InitDone => {
+                *cache.write() = std::mem::take(&mut listing);
                 cache.note_seen(listed_max);
                 if relist {
                     let _ = cache.events.send(CacheEvent::Relisted);
@@ -305,16 +346,31 @@ async fn run_reflector(
                 relist = true;
                 cache.ready.store(true, Ordering::Release);
                 cache.healthy.store(true, Ordering::Release);
-                tracing::debug!(cache = %key, objects = cache.store.len(), "cache synced");
+                tracing::debug!(cache = %key, objects = cache.len(), "cache synced");
             }
-            Event::Apply(obj) | Event::Delete(obj) => {
-                cache.note_seen(version_of(obj));
+            Event::Apply(obj) => {
+                let version = version_of(&obj);
+                if let Some(cached) = rendered(obj) {
+                    let object = cached.object.clone();
+                    // Whether the object was already known decides ADDED vs MODIFIED.
+                    let known = cache.write().insert(object_key(&object), cached).is_some();
+                    cache.note_seen(version);
+                    let change = if known {
+                        CacheEvent::Modified(object)
+                    } else {
+                        CacheEvent::Added(object)
+                    };
+                    // No receivers is fine: nobody is watching.
+                    let _ = cache.events.send(change);
+                }
                 cache.healthy.store(true, Ordering::Release);
             }
-        }
-        if let Some(change) = change {
-            // No receivers is fine: nobody is watching.
-            let _ = cache.events.send(change);
+            Event::Delete(obj) => {
+                cache.write().remove(&object_key(&obj));
+                cache.note_seen(version_of(&obj));
+                let _ = cache.events.send(CacheEvent::Deleted(Arc::new(obj)));
+                cache.healthy.store(true, Ordering::Release);
+            }
         }
     }
     cache.healthy.store(false, Ordering::Release);
@@ -332,13 +388,11 @@ impl ReadBackend for EmbeddedCacheBackend {
         name: &str,
     ) -> Result<Arc<DynamicObject>, RouterError> {
         let cache = self.ready_cache(target).await?;
-        let mut key = ObjectRef::new_with(name, target.resource.clone());
-        if let Some(ns) = &target.namespace {
-            key = key.within(ns);
-        }
+        let key = (name.to_owned(), target.namespace.clone());
         cache
-            .store
+            .read()
             .get(&key)
+            .map(|cached| cached.object.clone())
             .ok_or_else(|| RouterError::not_found(target, name))
     }
 
@@ -350,7 +404,15 @@ impl ReadBackend for EmbeddedCacheBackend {
         let compiled = query.compile()?;
         let cache = self.ready_cache(target).await?;
         let seen = *cache.seen.borrow();
-        let mut page = compiled.select(target.namespace.as_deref(), cache.store.state());
+        let namespace = target.namespace.as_deref();
+        // Filter under the lock, sort and page outside it.
+        let matched: Vec<(Arc<DynamicObject>, Bytes)> = cache
+            .read()
+            .values()
+            .filter(|c| compiled.matches(namespace, &c.object))
+            .map(|c| (c.object.clone(), c.json.clone()))
+            .collect();
+        let mut page = compiled.select_rendered(namespace, matched);
         page.resource_version = Some(seen.to_string());
         Ok(page)
     }
@@ -378,9 +440,9 @@ impl ReadBackend for EmbeddedCacheBackend {
         let receiver = cache.events.subscribe();
         let snapshot_version = *cache.seen.borrow();
         let namespace = target.namespace.clone();
-        let initial: Vec<Result<WatchEvent<DynamicObject>, RouterError>> = cache
-            .store
-            .state()
+        let snapshot: Vec<Arc<DynamicObject>> =
+            cache.read().values().map(|c| c.object.clone()).collect();
+        let initial: Vec<Result<WatchEvent<DynamicObject>, RouterError>> = snapshot
             .into_iter()
             .filter(|o| version_of(o) <= snapshot_version)
             .filter(|o| filter.matches(namespace.as_deref(), o))

@@ -1,12 +1,14 @@
 //! The read-write split router of the Kairship apiserver.
 //!
 //! Reads (GET, LIST, WATCH) of a resource of an instance are answered by a [`ReadBackend`] —
-//! by default the [`EmbeddedCacheBackend`], one kube-runtime reflector per instance and
+//! by default the [`EmbeddedCacheBackend`], one kube-runtime watcher per instance and
 //! resource, started on first use — and writes (POST, PUT, PATCH, DELETE) go to the instance's
 //! apiserver through a [`WriteBackend`]. While a cache has not synced, or its watch fails, or
 //! it errs, reads go to a [`DirectBackend`] instead. After a write returns resourceVersion R,
 //! reads of that resource wait (bounded by [`RouterConfig::read_your_writes_timeout`]) until
 //! the cache has seen R, else read directly, so nobody reads older data than they wrote.
+//!
+//! [`ClusterpediaBackend`] is the other read backend: Clusterpedia's aggregated API on the host.
 //!
 //! The decision itself is the pure [`decide`]; list filtering, sorting and paging is the pure
 //! [`CompiledQuery::select`], shared by the cache and the direct backend.
@@ -14,12 +16,14 @@
 mod backend;
 mod cache;
 mod clients;
+mod clusterpedia;
 mod decision;
 mod direct;
 mod error;
 mod forward;
 mod metrics;
 mod query;
+mod render;
 mod selector;
 mod split;
 mod target;
@@ -27,6 +31,11 @@ mod target;
 pub use backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
 pub use cache::EmbeddedCacheBackend;
 pub use clients::{InstanceClients, StaticInstanceClients};
+pub use clusterpedia::{
+    CLUSTERPEDIA_RESOURCES_PATH, ClusterpediaBackend, ClusterpediaConfig, ClusterpediaListRequest,
+    FUZZY_NAME_LABEL, clusterpedia_list_request, clusterpedia_pagination, clusterpedia_path,
+    encode_component, encode_query, is_label_value,
+};
 pub use decision::{
     CacheState, FallbackReason, Freshness, Operation, Route, decide, freshness, parse_version,
 };
@@ -35,8 +44,10 @@ pub use error::RouterError;
 pub use forward::InstanceWriter;
 pub use metrics::{RouterMetrics, RouterMetricsSnapshot};
 pub use query::{
-    CompiledQuery, ListQuery, MAX_PAGE_SIZE, ObjectPage, Pagination, SortBy, SortDir, page_bounds,
+    CompiledQuery, ContinueToken, ListQuery, MAX_PAGE_SIZE, ObjectPage, Pagination, SortBy,
+    SortDir, page_bounds,
 };
+pub use render::{list_meta, render_list};
 pub use selector::{
     FieldRequirement, FieldSelector, field_value, labels_match, parse_label_selector,
 };

@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use kube::core::{DynamicObject, Selector};
 
 use super::error::RouterError;
@@ -49,6 +50,61 @@ pub struct ListQuery {
     pub page: Option<u32>,
     /// Items per page; `None` returns every match on one page.
     pub page_size: Option<u32>,
+}
+
+/// Where a paged list stopped: the last object of the previous page. Kubernetes clients pass
+/// it back as an opaque `continue` string ([`ContinueToken::encode`]). Resuming after an object
+/// rather than at an offset means objects added or removed meanwhile shift no page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContinueToken {
+    /// Namespace of the last object (`None`: cluster-scoped).
+    pub namespace: Option<String>,
+    /// Name of the last object.
+    pub name: String,
+}
+
+impl ContinueToken {
+    /// The token of `object`.
+    pub fn of(object: &DynamicObject) -> Self {
+        ContinueToken {
+            namespace: object.metadata.namespace.clone(),
+            name: object.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The opaque `continue` string: hex of `namespace/name`.
+    pub fn encode(&self) -> String {
+        let plain = format!("{}/{}", self.namespace.as_deref().unwrap_or(""), self.name);
+        plain.bytes().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Reads a `continue` string made by [`ContinueToken::encode`].
+    pub fn decode(token: &str) -> Result<Self, RouterError> {
+        let invalid = |reason: &str| RouterError::InvalidQuery {
+            parameter: "continue",
+            reason: reason.to_owned(),
+        };
+        if !token.len().is_multiple_of(2) || !token.is_ascii() {
+            return Err(invalid("not a token this server issued"));
+        }
+        let bytes = (0..token.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&token[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| invalid("not a token this server issued"))?;
+        let plain =
+            String::from_utf8(bytes).map_err(|_| invalid("not a token this server issued"))?;
+        let (namespace, name) = plain
+            .split_once('/')
+            .ok_or_else(|| invalid("not a token this server issued"))?;
+        if name.is_empty() {
+            return Err(invalid("the token names no object"));
+        }
+        Ok(ContinueToken {
+            namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
+            name: name.to_owned(),
+        })
+    }
 }
 
 /// A [`ListQuery`] with its selectors parsed and its paging validated.
@@ -127,6 +183,62 @@ pub struct ObjectPage {
     pub pagination: Pagination,
     /// The resourceVersion the answer reflects, when known.
     pub resource_version: Option<String>,
+    /// Each item's JSON (with `apiVersion` and `kind`), in the same order, when the backend
+    /// keeps objects pre-rendered (the embedded cache); answers are then assembled from these
+    /// bytes instead of serializing every object again.
+    pub rendered: Option<Vec<Bytes>>,
+}
+
+impl ObjectPage {
+    /// Matching objects after this page.
+    pub fn remaining(&self) -> usize {
+        let p = &self.pagination;
+        let before = (p.page.saturating_sub(1) as usize).saturating_mul(p.page_size as usize);
+        p.total
+            .saturating_sub(before.saturating_add(self.items.len()))
+    }
+
+    /// Where the next page starts, when objects remain after this one.
+    pub fn continue_token(&self) -> Option<ContinueToken> {
+        if self.remaining() == 0 {
+            return None;
+        }
+        self.items.last().map(|o| ContinueToken::of(o))
+    }
+
+    /// A Kubernetes-style chunk of a whole list sorted by name ascending (the default
+    /// [`ListQuery`]): the objects after `after`, at most `limit` of them. `total` becomes the
+    /// number of objects after `after`, so [`ObjectPage::remaining`] and
+    /// [`ObjectPage::continue_token`] describe what is left.
+    pub fn chunk(mut self, after: Option<&ContinueToken>, limit: Option<u32>) -> ObjectPage {
+        let start = after.map_or(0, |anchor| {
+            self.items.partition_point(|o| {
+                let meta = &o.metadata;
+                (
+                    meta.name.as_deref().unwrap_or_default(),
+                    meta.namespace.as_deref(),
+                ) <= (anchor.name.as_str(), anchor.namespace.as_deref())
+            })
+        });
+        let total = self.items.len() - start;
+        let (_, end, page_size, pages) = page_bounds(total, 1, limit.map(|l| l.max(1)));
+        let range = start..start + end;
+        self.items = self.items.drain(range.clone()).collect();
+        if let Some(rendered) = self.rendered.as_mut() {
+            *rendered = if rendered.len() >= range.end {
+                rendered.drain(range).collect()
+            } else {
+                Vec::new()
+            };
+        }
+        self.pagination = Pagination {
+            total,
+            page: 1,
+            page_size,
+            pages,
+        };
+        self
+    }
 }
 
 impl CompiledQuery {
@@ -153,12 +265,47 @@ impl CompiledQuery {
     where
         I: IntoIterator<Item = Arc<DynamicObject>>,
     {
-        let mut matched: Vec<Arc<DynamicObject>> = objects
+        let (items, pagination) = self.select_by(namespace, objects, |o| o);
+        ObjectPage {
+            items,
+            pagination,
+            resource_version: None,
+            rendered: None,
+        }
+    }
+
+    /// Filters, sorts and pages objects that come with their JSON, keeping the JSON of the
+    /// page's items in [`ObjectPage::rendered`].
+    pub fn select_rendered<I>(&self, namespace: Option<&str>, objects: I) -> ObjectPage
+    where
+        I: IntoIterator<Item = (Arc<DynamicObject>, Bytes)>,
+    {
+        let (page, pagination) = self.select_by(namespace, objects, |(o, _)| o);
+        let (items, rendered) = page.into_iter().unzip();
+        ObjectPage {
+            items,
+            pagination,
+            resource_version: None,
+            rendered: Some(rendered),
+        }
+    }
+
+    fn select_by<T, I, F>(
+        &self,
+        namespace: Option<&str>,
+        objects: I,
+        object: F,
+    ) -> (Vec<T>, Pagination)
+    where
+        I: IntoIterator<Item = T>,
+        F: Fn(&T) -> &Arc<DynamicObject>,
+    {
+        let mut matched: Vec<T> = objects
             .into_iter()
-            .filter(|o| self.matches(namespace, o))
+            .filter(|o| self.matches(namespace, object(o)))
             .collect();
         let (sort_by, sort_dir) = (self.sort_by, self.sort_dir);
-        matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, a, b));
+        matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, object(a), object(b)));
         let total = matched.len();
         let (start, end, page_size, pages) = page_bounds(total, self.page, self.page_size);
         let items = if start < end {
@@ -166,16 +313,13 @@ impl CompiledQuery {
         } else {
             Vec::new()
         };
-        ObjectPage {
-            items,
-            pagination: Pagination {
-                total,
-                page: self.page,
-                page_size,
-                pages,
-            },
-            resource_version: None,
-        }
+        let pagination = Pagination {
+            total,
+            page: self.page,
+            page_size,
+            pages,
+        };
+        (items, pagination)
     }
 }
 
@@ -401,6 +545,134 @@ mod tests {
                 "{total} {page} {size:?}"
             );
         }
+    }
+
+    #[test]
+    fn continue_tokens_round_trip_and_reject_garbage() {
+        for token in [
+            ContinueToken {
+                namespace: Some("team-a".into()),
+                name: "web-1".into(),
+            },
+            ContinueToken {
+                namespace: None,
+                name: "node-1".into(),
+            },
+        ] {
+            let encoded = token.encode();
+            assert!(encoded.bytes().all(|b| b.is_ascii_hexdigit()), "{encoded}");
+            assert_eq!(ContinueToken::decode(&encoded).unwrap(), token);
+        }
+        for garbage in ["", "abc", "zz", "2f", "not-hex!", "ff"] {
+            assert!(
+                matches!(
+                    ContinueToken::decode(garbage),
+                    Err(RouterError::InvalidQuery {
+                        parameter: "continue",
+                        ..
+                    })
+                ),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn chunks_resume_after_the_continue_token() {
+        // Walk the fixture in chunks of 1, 2, 3 and 10, and with a label filter.
+        for (limit, label, want) in [
+            (1, None, vec!["Web-2", "cache", "db", "web-1"]),
+            (2, None, vec!["Web-2", "cache", "db", "web-1"]),
+            (3, None, vec!["Web-2", "cache", "db", "web-1"]),
+            (10, None, vec!["Web-2", "cache", "db", "web-1"]),
+            (1, Some("app=web"), vec!["Web-2", "web-1"]),
+        ] {
+            let query = ListQuery {
+                label_selector: label.map(str::to_owned),
+                ..ListQuery::default()
+            }
+            .compile()
+            .unwrap();
+            let mut seen = Vec::new();
+            let mut after = None;
+            let mut chunks = 0;
+            loop {
+                chunks += 1;
+                let page = query
+                    .select(None, fixture())
+                    .chunk(after.as_ref(), Some(limit));
+                assert!(page.items.len() <= limit as usize);
+                seen.extend(names(&page));
+                assert_eq!(page.remaining(), page.pagination.total - page.items.len());
+                match page.continue_token() {
+                    Some(token) => after = Some(token),
+                    None => break,
+                }
+                assert!(chunks < 10, "never ends");
+            }
+            assert_eq!(seen, want, "{limit} {label:?}");
+            assert_eq!(chunks, want.len().div_ceil(limit as usize).max(1));
+        }
+        // An object removed between chunks shifts nothing: the next chunk starts after the
+        // token's object whether or not it still exists.
+        let query = ListQuery::default().compile().unwrap();
+        let first = query.select(None, fixture()).chunk(None, Some(2));
+        let token = first.continue_token().unwrap();
+        assert_eq!(token.name, "cache");
+        let without_cache: Vec<_> = fixture()
+            .into_iter()
+            .filter(|o| o.metadata.name.as_deref() != Some("cache"))
+            .collect();
+        let next = query
+            .select(None, without_cache)
+            .chunk(Some(&token), Some(2));
+        assert_eq!(names(&next), ["db", "web-1"]);
+        assert_eq!(next.continue_token(), None);
+        // Without a limit the chunk is everything after the token.
+        let rest = query.select(None, fixture()).chunk(Some(&token), None);
+        assert_eq!(names(&rest), ["db", "web-1"]);
+    }
+
+    #[test]
+    fn rendered_selection_keeps_json_next_to_its_object() {
+        let objects: Vec<(Arc<DynamicObject>, Bytes)> = fixture()
+            .into_iter()
+            .map(|o| {
+                let json = Bytes::from(serde_json::to_vec(o.as_ref()).unwrap());
+                (o, json)
+            })
+            .collect();
+        let query = ListQuery {
+            sort_dir: SortDir::Desc,
+            page_size: Some(3),
+            ..ListQuery::default()
+        };
+        let page = query
+            .compile()
+            .unwrap()
+            .select_rendered(None, objects.clone());
+        let rendered = page.rendered.as_ref().unwrap();
+        assert_eq!(rendered.len(), 3);
+        for (object, json) in page.items.iter().zip(rendered) {
+            let decoded: DynamicObject = serde_json::from_slice(json).unwrap();
+            assert_eq!(decoded.metadata.name, object.metadata.name);
+        }
+        assert_eq!(names(&page), ["web-1", "db", "cache"]);
+        // Chunks keep the JSON aligned too.
+        let whole = ListQuery::default()
+            .compile()
+            .unwrap()
+            .select_rendered(None, objects);
+        let token = ContinueToken {
+            namespace: Some("b".into()),
+            name: "Web-2".into(),
+        };
+        let chunk = whole.chunk(Some(&token), Some(2));
+        assert_eq!(names(&chunk), ["cache", "db"]);
+        let rendered = chunk.rendered.as_ref().unwrap();
+        assert_eq!(rendered.len(), 2);
+        let decoded: DynamicObject = serde_json::from_slice(&rendered[1]).unwrap();
+        assert_eq!(decoded.metadata.name.as_deref(), Some("db"));
     }
 
     #[test]

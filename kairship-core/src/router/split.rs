@@ -74,6 +74,13 @@ pub trait ReadWriteRouter: Send + Sync {
         name: &str,
         params: &DeleteParams,
     ) -> Result<WriteOutcome, RouterError>;
+
+    /// Records a write made to the instance outside the router's write methods (a raw request
+    /// the native proxy forwarded) that returned `resource_version`, so that reads of the
+    /// resource wait for it like for the router's own writes. The default does nothing.
+    fn observe_write(&self, target: &ResourceTarget, resource_version: &str) {
+        let _ = (target, resource_version);
+    }
 }
 
 /// Tuning of [`SplitRouter`].
@@ -103,7 +110,16 @@ pub struct SplitRouter {
     metrics: Arc<RouterMetrics>,
     /// Newest resourceVersion written through the router per resource, until the read
     /// backend has seen it.
-    pending: Mutex<HashMap<ResourceKey, String>>,
+    pending: Mutex<HashMap<ResourceKey, PendingWrite>>,
+}
+
+/// A write the read backend has not been seen to apply yet.
+#[derive(Clone, Debug, Default)]
+struct PendingWrite {
+    version: String,
+    /// A read already waited the full bound for it: later reads go direct at once until the
+    /// backend catches up, instead of each waiting again.
+    gave_up: bool,
 }
 
 impl std::fmt::Debug for SplitRouter {
@@ -191,7 +207,7 @@ impl SplitRouter {
         &self.metrics
     }
 
-    fn pending_version(&self, key: &ResourceKey) -> Option<String> {
+    fn pending_write(&self, key: &ResourceKey) -> Option<PendingWrite> {
         self.pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -203,24 +219,38 @@ impl SplitRouter {
     /// write replaced it meanwhile.
     fn clear_pending(&self, key: &ResourceKey, version: &str) {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        if pending.get(key).is_some_and(|v| v == version) {
+        if pending.get(key).is_some_and(|p| p.version == version) {
             pending.remove(key);
+        }
+    }
+
+    /// Marks the pending write of `key` as waited for in vain, unless a newer write replaced it.
+    fn give_up_pending(&self, key: &ResourceKey, version: &str) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = pending.get_mut(key).filter(|p| p.version == version) {
+            p.gave_up = true;
         }
     }
 
     fn note_write(&self, target: &ResourceTarget, outcome: &WriteOutcome) {
         self.metrics.write();
-        let Some(written) = outcome.resource_version() else {
-            return;
-        };
+        if let Some(written) = outcome.resource_version() {
+            self.note_version(target, written);
+        }
+    }
+
+    fn note_version(&self, target: &ResourceTarget, written: &str) {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = pending.entry(target.key()).or_default();
-        let newer = match (parse_version(entry), parse_version(written)) {
+        let newer = match (parse_version(&entry.version), parse_version(written)) {
             (Some(old), Some(new)) => new > old,
             _ => true,
         };
         if newer {
-            written.clone_into(entry);
+            *entry = PendingWrite {
+                version: written.to_owned(),
+                gave_up: false,
+            };
         }
     }
 
@@ -234,7 +264,9 @@ impl SplitRouter {
         let mut gave_up = false;
         loop {
             let synced = failed || self.read.synced(instance, resource).await;
-            let pending = self.pending_version(&key);
+            let pending = self.pending_write(&key);
+            gave_up |= pending.as_ref().is_some_and(|p| p.gave_up);
+            let pending = pending.map(|p| p.version);
             let waited = if gave_up { bound } else { start.elapsed() };
             let fresh = freshness(
                 pending.as_deref(),
@@ -262,6 +294,9 @@ impl SplitRouter {
                         .wait_for_version(instance, resource, version, remaining)
                         .await;
                     self.metrics.ryw_wait(!seen);
+                    if !seen {
+                        self.give_up_pending(&key, &pending);
+                    }
                     gave_up = !seen;
                 }
                 (Route::Cache, Some(pending)) if fresh == Freshness::Seen => {
@@ -388,5 +423,10 @@ impl ReadWriteRouter for SplitRouter {
         let outcome = self.write.delete(target, name, params).await?;
         self.note_write(target, &outcome);
         Ok(outcome)
+    }
+
+    fn observe_write(&self, target: &ResourceTarget, resource_version: &str) {
+        self.metrics.write();
+        self.note_version(target, resource_version);
     }
 }

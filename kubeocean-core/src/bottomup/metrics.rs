@@ -1,6 +1,7 @@
 //! Prometheus metrics of the syncer: reconciles (count, errors by reason, duration) per
 //! reconciler through kube-kit's [`ControllerMetrics`], and per binding the number of
-//! virtual nodes and whether the worker answers.
+//! virtual nodes and whether the worker answers; the top-down half's own metrics
+//! ([`TopDownMetrics`]) are registered with them.
 
 use std::time::Duration;
 
@@ -9,6 +10,8 @@ use kube_kit::controller::ControllerMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+
+use crate::topdown::TopDownMetrics;
 
 /// Labels of the per-binding gauges.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -23,6 +26,7 @@ pub struct SyncerMetrics {
     controllers: ControllerMetrics,
     virtual_nodes: Family<BindingLabels, Gauge>,
     worker_reachable: Family<BindingLabels, Gauge>,
+    topdown: TopDownMetrics,
 }
 
 impl SyncerMetrics {
@@ -32,6 +36,7 @@ impl SyncerMetrics {
             controllers: ControllerMetrics::register(metrics),
             virtual_nodes: Family::default(),
             worker_reachable: Family::default(),
+            topdown: TopDownMetrics::register(metrics),
         };
         metrics.with_registry(|registry| {
             registry.register(
@@ -46,6 +51,11 @@ impl SyncerMetrics {
             );
         });
         this
+    }
+
+    /// The top-down metrics.
+    pub fn topdown(&self) -> &TopDownMetrics {
+        &self.topdown
     }
 
     /// Records one reconcile.

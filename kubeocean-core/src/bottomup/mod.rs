@@ -16,6 +16,10 @@
 //! The decisions themselves are pure functions ([`vnode`], [`metadata`], the
 //! [`crate::leasing`] engine); reconcilers read the indexes, call them and write the
 //! difference.
+//!
+//! The same session also runs the top-down half (virtual pods and what they need ->
+//! physical objects in the binding's mount namespace): [`crate::topdown::session`]. It
+//! shares this session's clients, settings and worker pod watch.
 
 pub mod binding;
 pub mod conditions;
@@ -40,7 +44,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, Pod, SecretReference};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::runtime::watcher;
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use kube_kit::client::ClientOptions;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
@@ -50,6 +54,8 @@ use tokio_util::sync::CancellationToken;
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
 use crate::leasing::{DefaultLeasingEngine, LeasingPolicyEngine};
+use crate::topdown::session as topdown_session;
+use crate::topdown::{BindingSettings, TopDown};
 
 pub use binding::{ConnectError, connect_worker};
 pub use index::{ComputingIndex, WorkerIndex};
@@ -110,9 +116,16 @@ pub struct SyncerConfig {
     pub connect_retry_interval: Duration,
     /// Wait before retrying a failed reconcile, or re-checking a virtual node being drained.
     pub retry_interval: Duration,
+    /// Longest wait between retries of a failing top-down reconcile (the wait doubles from
+    /// `retry_interval` on each failure).
+    pub max_retry_interval: Duration,
+    /// How long a top-down request may take before it counts as failed (a hung API server
+    /// must not hold a reconcile forever).
+    pub request_timeout: Duration,
     /// How long the worker may take to answer a connectivity probe.
     pub probe_timeout: Duration,
-    /// Virtual nodes reconciled at once.
+    /// Virtual nodes reconciled at once; also the number of workers of each top-down pod
+    /// queue (a quarter of it for copies and tokens).
     pub workers: usize,
     /// Where the virtual nodes' kubelet API is served.
     pub proxier: ProxierEndpoint,
@@ -136,6 +149,8 @@ impl SyncerConfig {
             lease_duration: Duration::from_secs(40),
             connect_retry_interval: Duration::from_secs(5),
             retry_interval: Duration::from_secs(1),
+            max_retry_interval: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(30),
             probe_timeout: Duration::from_secs(5),
             workers: 16,
             proxier: ProxierEndpoint::default(),
@@ -411,7 +426,7 @@ impl Syncer {
                         self.config.clone(),
                         self.engine.clone(),
                     ));
-                    run_session(ctx, binding.spec.secret_ref.clone(), &token).await;
+                    run_session(ctx, &binding, &token).await;
                 }
             }
         }
@@ -432,14 +447,18 @@ impl Syncer {
     }
 }
 
-/// One connection's worth of syncing: watches, reconcilers and the Lease loop, until the
-/// outer token is cancelled or the binding's Secret reference changes.
-async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &CancellationToken) {
+/// One connection's worth of syncing: watches, reconcilers (bottom-up and top-down) and the
+/// Lease loop, until the outer token is cancelled or the binding's Secret reference or
+/// mount namespace changes.
+async fn run_session(ctx: Arc<Context>, binding: &ClusterBinding, outer: &CancellationToken) {
     let token = outer.child_token();
     let mut tasks = JoinSet::new();
     let mut synced = Vec::new();
     let binding_name = ctx.config.binding_name.clone();
     let ours = format!("{}={}", labels::CLUSTER_BINDING, binding_name);
+    let secret_ref = binding.spec.secret_ref.clone();
+    let topdown = TopDown::new(&ctx, binding);
+    let mount_namespace = topdown.as_ref().map(|t| t.settings.mount_namespace.clone());
 
     // Computing cluster: the binding, our virtual nodes, our mirrored CSINodes.
     {
@@ -447,15 +466,25 @@ async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &Can
         synced.push(rx);
         let c = ctx.clone();
         let session = token.clone();
+        let td = topdown.clone();
         let api: Api<ClusterBinding> = Api::all(ctx.computing.clone());
         let config = watcher::Config::default().fields(&format!("metadata.name={binding_name}"));
+        let connected_with = SessionIdentity {
+            secret_ref,
+            mount_namespace,
+        };
         tasks.spawn(reflector::reflect(
             api,
             config,
             "clusterbinding",
             tx,
             token.clone(),
-            move |change| on_binding(&c, &secret_ref, &session, change),
+            move |change| {
+                on_binding(&c, &connected_with, &session, change);
+                if let Some(td) = &td {
+                    td.on_binding();
+                }
+            },
         ));
     }
     spawn_reflector::<Node, _>(
@@ -467,7 +496,19 @@ async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &Can
         &token,
         {
             let c = ctx.clone();
+            let td = topdown.clone();
             move |change| {
+                // Pods are re-evaluated when a virtual node appears or goes, not on each of
+                // its status updates.
+                let changed_vnodes = match &change {
+                    Change::Applied(n) => {
+                        let name = n.name_any();
+                        let new = c.computing_index().vnode(&name).is_none();
+                        Some(if new { vec![name] } else { Vec::new() })
+                    }
+                    Change::Deleted(n) => Some(vec![n.name_any()]),
+                    Change::Relisted(_) => None,
+                };
                 let (affected, count) = {
                     let mut index = c.computing_index_mut();
                     let affected = match change {
@@ -481,6 +522,9 @@ async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &Can
                     metrics.set_virtual_nodes(&c.config.binding_name, count);
                 }
                 c.enqueue_nodes(affected);
+                if let Some(td) = &td {
+                    td.on_vnodes(changed_vnodes);
+                }
             }
         },
     );
@@ -539,7 +583,12 @@ async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &Can
         &token,
         {
             let c = ctx.clone();
+            let td = topdown.clone();
             move |change| {
+                // One watch feeds both halves: the top-down store keeps our pods.
+                if let Some(td) = &td {
+                    td.on_physical_pods(&c, &change);
+                }
                 let affected = {
                     let mut index = c.worker_index_mut();
                     match change {
@@ -602,6 +651,10 @@ async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &Can
         },
     );
 
+    if let Some(td) = &topdown {
+        topdown_session::spawn_reflectors(&ctx, td, &mut tasks, &mut synced, &token);
+    }
+
     tasks.spawn(lease::run(ctx.clone(), token.clone()));
 
     // Reconcile only once every index is complete: a missing policy must not look like
@@ -623,13 +676,18 @@ async fn run_session(ctx: Arc<Context>, secret_ref: SecretReference, outer: &Can
                 tasks.spawn(physical_node::run_worker(ctx.clone(), token.clone()));
             }
             tasks.spawn(policy::run_worker(ctx.clone(), token.clone()));
+            if let Some(td) = &topdown {
+                topdown_session::start(&ctx, td, &mut tasks, &token);
+            }
         }
     }
     token.cancelled().await;
     while tasks.join_next().await.is_some() {}
 }
 
-fn spawn_reflector<K, F>(
+/// Starts one watch feeding `handle`; its first complete list is reported on a channel
+/// pushed to `synced`.
+pub(crate) fn spawn_reflector<K, F>(
     tasks: &mut JoinSet<()>,
     synced: &mut Vec<oneshot::Receiver<()>>,
     api: Api<K>,
@@ -653,11 +711,18 @@ fn spawn_reflector<K, F>(
     ));
 }
 
-/// Binding changes: a new Secret reference ends the session (to reconnect); any other spec
-/// change, or deletion, re-evaluates every node.
+/// What a session was started with; a change of either restarts it.
+struct SessionIdentity {
+    secret_ref: SecretReference,
+    /// `None` when the binding had no usable mountNamespace.
+    mount_namespace: Option<String>,
+}
+
+/// Binding changes: a new Secret reference or mount namespace ends the session (to
+/// reconnect); any other spec change, or deletion, re-evaluates every node.
 fn on_binding(
     ctx: &Context,
-    connected_with: &SecretReference,
+    connected_with: &SessionIdentity,
     session: &CancellationToken,
     change: Change<ClusterBinding>,
 ) {
@@ -666,12 +731,17 @@ fn on_binding(
         Change::Deleted(_) => None,
         Change::Relisted(mut all) => all.pop(),
     };
-    if let Some(b) = &binding
-        && b.spec.secret_ref != *connected_with
-    {
-        tracing::info!(binding = %ctx.config.binding_name, "secretRef changed; reconnecting");
-        session.cancel();
-        return;
+    if let Some(b) = &binding {
+        let mount_namespace = BindingSettings::from_binding(b)
+            .ok()
+            .map(|s| s.mount_namespace);
+        if b.spec.secret_ref != connected_with.secret_ref
+            || mount_namespace != connected_with.mount_namespace
+        {
+            tracing::info!(binding = %ctx.config.binding_name, "secretRef or mountNamespace changed; reconnecting");
+            session.cancel();
+            return;
+        }
     }
     let changed = {
         let mut index = ctx.computing_index_mut();

@@ -14,11 +14,28 @@
 //! - [`token`]: the worker Secret that carries a pod's service-account tokens;
 //! - [`ownership`]: whether an existing physical object belongs to a given virtual object,
 //!   so that a name collision is reported instead of overwritten.
+//!
+//! The reconcilers that apply these mappers run inside a sync session ([`session`]): one
+//! per file ([`virtual_pod`], [`physical_pod`], [`virtual_copy`], [`virtual_volume`],
+//! [`token_refresh`], [`cleanup`]), reading in-memory [`store`]s fed by the watches of
+//! both clusters. Everything they need to resume is stored in the two clusters (names are
+//! deterministic, mappings are recorded in annotations on both sides).
 
+pub mod cleanup;
 pub mod config;
+pub mod error;
+pub mod metrics;
+pub mod patch;
+pub mod physical_pod;
 pub mod pod;
+pub mod session;
 pub mod status;
+pub mod store;
 pub mod token;
+pub mod token_refresh;
+pub mod virtual_copy;
+pub mod virtual_pod;
+pub mod virtual_volume;
 pub mod volume;
 
 use std::collections::BTreeMap;
@@ -42,6 +59,12 @@ pub use token::{
     token_secret_name,
 };
 pub use volume::{physical_pv, physical_pvc, pv_physical_name, pv_secret_refs, pvc_physical_name};
+
+pub use cleanup::remaining_physical_objects;
+pub use error::{Side, TopDownError};
+pub use metrics::TopDownMetrics;
+pub use session::TopDown;
+pub use token::TOKEN_REFRESH_AT;
 
 /// Annotation on physical pods: name of the virtual node their virtual pod is bound to
 /// (read by the rewritten downward API `spec.nodeName` references).

@@ -1,0 +1,401 @@
+//! `kairship apiserver`: flags, then the library's API server (REST, OpenAPI, Swagger UI and
+//! the native proxy on one port) with the admin endpoints (metrics, probes).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kairship_core::access::{Authenticator, Authorizer};
+use kairship_core::api::server::{AppParts, app, serve};
+use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig, tls};
+use kairship_core::auth::{
+    ChainAuthenticator, StaticAuthorizer, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
+    TokenReviewAuthenticator,
+};
+use kairship_core::proxy::{ProxyState, proxy_routes};
+use kairship_core::router::{
+    ClusterpediaBackend, DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
+    ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
+};
+use kube_kit::admin::{AdminState, Metrics, Readiness};
+use kube_kit::args::parse_duration;
+use kube_kit::client::{ClientOptions, client_from_kubeconfig, client_in_cluster, user_agent};
+use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
+
+/// Name the API server reports as (user agent).
+const COMPONENT: &str = "kairship-apiserver";
+
+/// Where reads of instance resources are answered.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadBackendFlag {
+    /// The embedded reflector cache, one per instance and resource, falling back to the
+    /// instance while it is not synced (also spelled `embedded`, as the controller-manager does).
+    #[value(alias = "embedded")]
+    Cache,
+    /// Clusterpedia on the host cluster (instances registered as PediaClusters by the
+    /// controller-manager's `--read-backend clusterpedia`).
+    Clusterpedia,
+}
+
+/// Flags of `kairship apiserver`.
+#[derive(clap::Args, Debug)]
+pub struct ApiserverArgs {
+    /// Address of the API (REST, gRPC and the native proxy on one port).
+    #[arg(long, env = "KAIRSHIP_LISTEN", default_value = "0.0.0.0:8443")]
+    listen: SocketAddr,
+
+    /// Kubeconfig of the host cluster (where Instances live); default: in-cluster, else
+    /// $KUBECONFIG or ~/.kube/config.
+    #[arg(
+        long,
+        visible_alias = "kubeconfig",
+        env = "KAIRSHIP_HOST_KUBECONFIG",
+        conflicts_with = "in_cluster"
+    )]
+    host_kubeconfig: Option<PathBuf>,
+
+    /// Context of --host-kubeconfig; default: its current context.
+    #[arg(long, env = "KAIRSHIP_HOST_CONTEXT", requires = "host_kubeconfig")]
+    host_context: Option<String>,
+
+    /// Reach the host cluster with the pod's service account.
+    #[arg(long, env = "KAIRSHIP_IN_CLUSTER")]
+    in_cluster: bool,
+
+    /// PEM certificate chain for HTTPS.
+    #[arg(
+        long,
+        env = "KAIRSHIP_TLS_CERT_FILE",
+        requires = "tls_private_key_file"
+    )]
+    tls_cert_file: Option<PathBuf>,
+
+    /// PEM private key for HTTPS.
+    #[arg(
+        long,
+        env = "KAIRSHIP_TLS_PRIVATE_KEY_FILE",
+        requires = "tls_cert_file"
+    )]
+    tls_private_key_file: Option<PathBuf>,
+
+    /// Serve HTTPS with a generated self-signed certificate (development only); its PEM is
+    /// written to --tls-dev-cert-out when given and embedded in issued kubeconfigs.
+    #[arg(long, conflicts_with_all = ["tls_cert_file", "tls_private_key_file"])]
+    tls_generate_dev: bool,
+
+    /// Names (DNS or IP) of the generated development certificate.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "localhost,127.0.0.1",
+        requires = "tls_generate_dev"
+    )]
+    tls_dev_names: Vec<String>,
+
+    /// Where to write the generated development certificate (PEM).
+    #[arg(long, requires = "tls_generate_dev")]
+    tls_dev_cert_out: Option<PathBuf>,
+
+    /// Static bearer tokens (kube-apiserver --token-auth-file CSV), checked before TokenReview.
+    #[arg(long, env = "KAIRSHIP_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+
+    /// A static authorization policy file (development); default: SubjectAccessReview on the
+    /// host cluster.
+    #[arg(long, env = "KAIRSHIP_AUTHORIZATION_POLICY_FILE")]
+    authorization_policy_file: Option<PathBuf>,
+
+    /// Where reads of instance resources are answered.
+    #[arg(long, env = "KAIRSHIP_READ_BACKEND", value_enum, default_value_t = ReadBackendFlag::Cache)]
+    read_backend: ReadBackendFlag,
+
+    /// How long a read waits for the cache to see the caller's own write before reading the
+    /// instance directly.
+    #[arg(long, env = "KAIRSHIP_READ_YOUR_WRITES_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
+    read_your_writes_timeout: Duration,
+
+    /// Base URL clients reach this server at, written into issued kubeconfigs.
+    #[arg(long, env = "KAIRSHIP_EXTERNAL_URL")]
+    external_url: Option<String>,
+
+    /// Time one call to the host cluster may take.
+    #[arg(long, env = "KAIRSHIP_HOST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    host_timeout: Duration,
+
+    /// How long an instance client is reused before its kubeconfig Secret is checked again.
+    #[arg(long, env = "KAIRSHIP_INSTANCE_CLIENT_REFRESH", default_value = "30s", value_parser = parse_duration)]
+    instance_client_refresh: Duration,
+
+    /// Address of the `/metrics` endpoint.
+    #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+
+    /// Address of the `/healthz` and `/readyz` endpoints.
+    #[arg(long, env = "PROBE_ADDR", default_value = "0.0.0.0:8081")]
+    probe_addr: SocketAddr,
+
+    /// Log filter (`EnvFilter` syntax); overrides RUST_LOG.
+    #[arg(long, env = "LOG_LEVEL")]
+    log_level: Option<String>,
+
+    /// Log line format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// A flag combination or flag value that cannot work; the process exits with status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FlagError(String);
+
+/// TLS as the flags ask for it: the server configuration and the CA clients must trust.
+fn tls_from_flags(
+    args: &ApiserverArgs,
+) -> Result<Option<(rustls::ServerConfig, Option<String>)>, FlagError> {
+    let read = |path: &PathBuf, what: &str| {
+        std::fs::read(path)
+            .map_err(|e| FlagError(format!("cannot read the {what} {}: {e}", path.display())))
+    };
+    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
+        let config = tls::server_config(&read(cert, "TLS certificate")?, &read(key, "TLS key")?)
+            .map_err(|e| FlagError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
+        return Ok(Some((config, None)));
+    }
+    if !args.tls_generate_dev {
+        return Ok(None);
+    }
+    let dev = tls::generate_dev_certificate(&args.tls_dev_names)
+        .map_err(|e| FlagError(format!("--tls-generate-dev: {e}")))?;
+    if let Some(out) = &args.tls_dev_cert_out {
+        std::fs::write(out, &dev.cert_pem)
+            .map_err(|e| FlagError(format!("cannot write {}: {e}", out.display())))?;
+    }
+    let config = tls::server_config(dev.cert_pem.as_bytes(), dev.key_pem.as_bytes())
+        .map_err(|e| FlagError(format!("--tls-generate-dev: {e}")))?;
+    Ok(Some((config, Some(dev.cert_pem))))
+}
+
+fn check_flags(args: &ApiserverArgs) -> Result<(), FlagError> {
+    if let Some(url) = &args.external_url {
+        kairship_core::api::kubeconfig::proxy_url(url, "check")
+            .map_err(|e| FlagError(format!("--external-url: {}", e.message)))?;
+    }
+    Ok(())
+}
+
+/// Runs the API server until SIGTERM/SIGINT. Bad flags print a message and exit with 2.
+pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
+    let prepared = check_flags(&args).and_then(|()| {
+        let tls = tls_from_flags(&args)?;
+        let authorizer: Option<Arc<dyn Authorizer>> = match &args.authorization_policy_file {
+            Some(path) => Some(Arc::new(StaticAuthorizer::from_file(path).map_err(
+                |e| {
+                    FlagError(format!(
+                        "--authorization-policy-file {}: {e}",
+                        path.display()
+                    ))
+                },
+            )?)),
+            None => None,
+        };
+        let tokens = match &args.token_file {
+            Some(path) => Some(
+                StaticTokenAuthenticator::from_file(path)
+                    .map_err(|e| FlagError(format!("--token-file {}: {e}", path.display())))?,
+            ),
+            None => None,
+        };
+        Ok((tls, authorizer, tokens))
+    });
+    let (tls, static_authorizer, static_tokens) = match prepared {
+        Ok(p) => p,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::exit(2);
+        }
+    };
+
+    let log = kube_kit::telemetry::init(&LogOptions {
+        filter: resolve_filter(
+            args.log_level.as_deref(),
+            std::env::var("RUST_LOG").ok().as_deref(),
+        ),
+        format: args.log_format,
+    })?;
+    let shutdown = kube_kit::shutdown::signal_token()?;
+    let options = ClientOptions::new(user_agent(COMPONENT, env!("CARGO_PKG_VERSION")));
+    let host = if args.in_cluster {
+        client_in_cluster(&options)?
+    } else {
+        client_from_kubeconfig(
+            args.host_kubeconfig.as_deref(),
+            args.host_context.as_deref(),
+            &options,
+        )
+        .await?
+    };
+
+    let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
+        host.clone(),
+        options.clone(),
+        args.host_timeout,
+        args.instance_client_refresh,
+    ));
+    let cache: Arc<dyn ReadBackend> = match args.read_backend {
+        ReadBackendFlag::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
+        ReadBackendFlag::Clusterpedia => Arc::new(ClusterpediaBackend::new(host.clone())),
+    };
+    let router = Arc::new(SplitRouter::with_config(
+        cache,
+        Arc::new(DirectBackend::new(clients.clone())),
+        Arc::new(InstanceWriter::new(clients.clone())),
+        RouterConfig {
+            read_your_writes_timeout: args.read_your_writes_timeout,
+        },
+    ));
+    let metrics = Metrics::new();
+    metrics.with_registry(|registry| router.metrics().register(registry));
+
+    let review_authn: Arc<dyn Authenticator> =
+        Arc::new(TokenReviewAuthenticator::new(host.clone()));
+    let authenticator: Arc<dyn Authenticator> = match static_tokens {
+        Some(tokens) => Arc::new(ChainAuthenticator::new(vec![
+            Arc::new(tokens),
+            review_authn,
+        ])),
+        None => review_authn,
+    };
+    let authorizer: Arc<dyn Authorizer> = static_authorizer
+        .unwrap_or_else(|| Arc::new(SubjectAccessReviewAuthorizer::new(host.clone())));
+
+    let ca_pem = tls.as_ref().and_then(|(_, ca)| ca.clone());
+    let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
+    let service = KairshipService::new(
+        host,
+        router_dyn.clone(),
+        authorizer.clone(),
+        ServiceConfig {
+            external_url: args.external_url.clone(),
+            ca_pem,
+            host_timeout: args.host_timeout,
+        },
+    );
+    let proxy = proxy_routes(ProxyState::new(
+        router_dyn,
+        clients,
+        authenticator.clone(),
+        authorizer,
+    ));
+    let app = app(AppParts {
+        api: Arc::new(service),
+        authenticator,
+        proxy: Some(proxy),
+        // The gRPC adapter mounts its tonic routes here.
+        grpc: None,
+    });
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let readiness = Readiness::new();
+    readiness.flag("api").set(true);
+    let admin = tokio::spawn(kube_kit::admin::serve(
+        args.metrics_addr,
+        args.probe_addr,
+        AdminState {
+            metrics,
+            readiness,
+            log: Some(log),
+        },
+        shutdown.clone(),
+    ));
+    let served = serve(
+        listener,
+        app,
+        tls.map(|(config, _)| config),
+        shutdown.clone(),
+    )
+    .await;
+    shutdown.cancel();
+    served.context("the API server stopped")?;
+    admin.await.context("admin server task")??;
+    tracing::info!("apiserver stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: ApiserverArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Result<ApiserverArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("apiserver").chain(flags.iter().copied()))
+            .map(|c| c.args)
+    }
+
+    #[test]
+    fn flag_combinations() {
+        let ok = parse(&[]).unwrap();
+        assert_eq!(ok.listen, "0.0.0.0:8443".parse().unwrap());
+        assert_eq!(ok.read_backend, ReadBackendFlag::Cache);
+        assert!(check_flags(&ok).is_ok());
+        assert!(tls_from_flags(&ok).unwrap().is_none());
+
+        for bad in [
+            vec!["--tls-cert-file", "c.pem"],
+            vec![
+                "--tls-generate-dev",
+                "--tls-cert-file",
+                "c.pem",
+                "--tls-private-key-file",
+                "k.pem",
+            ],
+            vec!["--in-cluster", "--host-kubeconfig", "k"],
+            vec!["--host-context", "x"],
+            vec!["--read-backend", "etcd"],
+            vec!["--listen", "nowhere"],
+            vec!["--read-your-writes-timeout", "soon"],
+        ] {
+            let err = parse(&bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+
+        let bad_url = parse(&["--external-url", "kairship.example.com"]).unwrap();
+        assert!(
+            check_flags(&bad_url)
+                .unwrap_err()
+                .0
+                .contains("--external-url")
+        );
+        let embedded = parse(&["--read-backend", "embedded", "--kubeconfig", "k"]).unwrap();
+        assert_eq!(embedded.read_backend, ReadBackendFlag::Cache);
+        assert_eq!(embedded.host_kubeconfig, Some(PathBuf::from("k")));
+        let pedia = parse(&["--read-backend", "clusterpedia"]).unwrap();
+        assert_eq!(pedia.read_backend, ReadBackendFlag::Clusterpedia);
+        let missing = parse(&[
+            "--tls-cert-file",
+            "/nonexistent/c.pem",
+            "--tls-private-key-file",
+            "/nonexistent/k.pem",
+        ])
+        .unwrap();
+        assert!(
+            tls_from_flags(&missing)
+                .unwrap_err()
+                .0
+                .contains("cannot read")
+        );
+        let dev = parse(&["--tls-generate-dev"]).unwrap();
+        let (config, ca) = tls_from_flags(&dev).unwrap().unwrap();
+        assert!(ca.is_some_and(|pem| pem.contains("BEGIN CERTIFICATE")));
+        assert_eq!(config.alpn_protocols[0], b"h2");
+    }
+}

@@ -1,0 +1,888 @@
+//! [`KairshipService`], the implementation of [`KairshipApi`]: Instances on the host cluster,
+//! everything inside an instance through the read-write split router.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject};
+use kube::{Api, Client};
+use kube_kit::client::describe_kube_error;
+use serde_json::Value;
+
+use super::actions::deployment_patch;
+use super::body::{Expected, check_name, expand_policy_text, prepare};
+use super::error::ApiError;
+use super::kinds::{
+    ResourceKind, cluster_resource_bindings_resource, clusters_resource, resource_bindings_resource,
+};
+use super::kubeconfig::{KubeconfigParts, proxy_url, render};
+use super::list::{pagination, select_instances, to_list_query};
+use super::references::{PolicyRef, binding_label, binding_uses};
+use super::service::{BearerToken, KairshipApi};
+use super::types::{
+    CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest, DeleteInstanceRequest,
+    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
+    GetInstanceRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest,
+    KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListResourcesRequest,
+    ListWorkloadsRequest, Object, ObjectList, RemoveClusterRequest, UpdateClusterRequest,
+    UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+};
+use super::workload::{deployment_binding_name, parse_binding, workload};
+use crate::access::{Authorizer, Caller, Verb};
+use crate::instance::{FORCE_DELETE_ANNOTATION, Instance};
+use crate::router::{ListQuery, ObjectPage, ReadWriteRouter, ResourceTarget, RouterError};
+
+/// Settings of [`KairshipService`].
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    /// Base URL clients reach the API server at, written into kubeconfigs when the request
+    /// does not say (`https://kairship.example.com`).
+    pub external_url: Option<String>,
+    /// CA certificate (PEM) written into kubeconfigs, for servers whose certificate is not
+    /// publicly trusted.
+    pub ca_pem: Option<String>,
+    /// Time one call to the host cluster may take.
+    pub host_timeout: Duration,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            external_url: None,
+            ca_pem: None,
+            host_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The Kairship API over a host cluster (Instances) and a [`ReadWriteRouter`] (everything
+/// inside the instances), with an [`Authorizer`] deciding who may do what.
+pub struct KairshipService {
+    host: Client,
+    router: Arc<dyn ReadWriteRouter>,
+    authorizer: Arc<dyn Authorizer>,
+    config: ServiceConfig,
+}
+
+impl std::fmt::Debug for KairshipService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KairshipService")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn instance_resource() -> ApiResource {
+    ApiResource::erase::<Instance>(&())
+}
+
+const INSTANCE_API_VERSION: &str = "kairship.io/v1alpha1";
+
+fn to_object<T: serde::Serialize>(value: &T, what: &str) -> Result<Object, ApiError> {
+    serde_json::to_value(value)
+        .map_err(|e| ApiError::internal(format!("cannot encode {what}: {e}")))
+}
+
+fn object_list(page: ObjectPage) -> Result<ObjectList, ApiError> {
+    let items = page
+        .items
+        .iter()
+        .map(|o| to_object(o.as_ref(), "a listed object"))
+        .collect::<Result<_, _>>()?;
+    Ok(ObjectList {
+        items,
+        pagination: pagination(page.pagination),
+    })
+}
+
+fn dynamic(body: Value, what: &str) -> Result<DynamicObject, ApiError> {
+    serde_json::from_value(body).map_err(|e| ApiError::invalid(format!("{what}: {e}")))
+}
+
+/// The objects of a list, where a not-found answer means "no such list": the resource type
+/// itself is not served (a Karmada without bindings yet), so nothing refers to anything.
+fn items_or_none_served(
+    result: Result<ObjectPage, RouterError>,
+) -> Result<Vec<Arc<DynamicObject>>, ApiError> {
+    match result {
+        Ok(page) => Ok(page.items),
+        Err(err) if err.is_not_found() => Ok(Vec::new()),
+        Err(err) => Err(err.into()),
+    }
+}
+
+impl KairshipService {
+    /// A service reading and writing Instances through `host` and everything inside them
+    /// through `router`.
+    pub fn new(
+        host: Client,
+        router: Arc<dyn ReadWriteRouter>,
+        authorizer: Arc<dyn Authorizer>,
+        config: ServiceConfig,
+    ) -> Self {
+        KairshipService {
+            host,
+            router,
+            authorizer,
+            config,
+        }
+    }
+
+    /// Fails with `PermissionDenied` unless `caller` may apply `verb` to `instance` (all
+    /// instances when `None`); `what` says what was attempted, for the message.
+    async fn authorize(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        instance: Option<&str>,
+        what: &str,
+    ) -> Result<(), ApiError> {
+        if self.authorizer.allowed(caller, verb, instance).await? {
+            return Ok(());
+        }
+        let scope = match instance {
+            Some(i) => format!("instance {i}"),
+            None => "instances".to_owned(),
+        };
+        Err(ApiError::forbidden(format!(
+            "user {:?} may not {} {what} ({} on {scope})",
+            caller.user,
+            verb.as_str(),
+            verb.as_str()
+        )))
+    }
+
+    fn instances(&self) -> Api<DynamicObject> {
+        Api::all_with(self.host.clone(), &instance_resource())
+    }
+
+    /// Runs a host-cluster call with the configured timeout, mapping its errors.
+    async fn host_call<T>(
+        &self,
+        context: &str,
+        call: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ApiError> {
+        match tokio::time::timeout(self.config.host_timeout, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(kube::Error::Api(status))) => Err(ApiError::from_kube_status(&status, context)),
+            Ok(Err(other)) => Err(ApiError::unavailable(format!(
+                "{context}: the host cluster did not answer: {}",
+                describe_kube_error(&other)
+            ))),
+            Err(_) => Err(ApiError::unavailable(format!(
+                "{context}: the host cluster did not answer within {:?}",
+                self.config.host_timeout
+            ))),
+        }
+    }
+
+    async fn read_instance(&self, name: &str) -> Result<DynamicObject, ApiError> {
+        self.host_call(&format!("instance {name}"), self.instances().get(name))
+            .await
+    }
+
+    /// The target of `kind` in `instance`: `namespace` must be given for namespaced kinds when
+    /// `named` (one object), and never for cluster-scoped kinds.
+    fn resource_target(
+        instance: &str,
+        kind: ResourceKind,
+        namespace: Option<&str>,
+        named: bool,
+    ) -> Result<ResourceTarget, ApiError> {
+        check_name("instance", instance)?;
+        match (kind.namespaced(), namespace) {
+            (_, Some(ns)) if !kind.namespaced() => Err(ApiError::invalid_field(
+                "namespace",
+                format!("{kind} are cluster-scoped; {ns:?} cannot hold them"),
+            )),
+            (true, None) if named => Err(ApiError::invalid_field(
+                "namespace",
+                format!("{kind} are namespaced: name the namespace"),
+            )),
+            (_, Some(ns)) => {
+                check_name("namespace", ns)?;
+                Ok(ResourceTarget::namespaced(
+                    instance,
+                    kind.api_resource(),
+                    ns,
+                ))
+            }
+            (_, None) => Ok(ResourceTarget::all(instance, kind.api_resource())),
+        }
+    }
+
+    fn expected<'a>(
+        kind: ResourceKind,
+        namespace: Option<&'a str>,
+        name: Option<&'a str>,
+    ) -> Expected<'a> {
+        Expected {
+            api_version: kind.api_version(),
+            kind: kind.kind(),
+            namespace,
+            name,
+        }
+    }
+
+    fn cluster_target(instance: &str) -> Result<ResourceTarget, ApiError> {
+        check_name("instance", instance)?;
+        Ok(ResourceTarget::all(instance, clusters_resource()))
+    }
+
+    /// Names of the member clusters of `instance`, from the router, or `None` when the instance
+    /// cannot be asked (then the Instance's status summary decides).
+    async fn member_names(&self, instance: &str) -> Option<Vec<String>> {
+        let target = ResourceTarget::all(instance, clusters_resource());
+        match self.router.list(&target, &ListQuery::default()).await {
+            Ok(page) => Some(
+                page.items
+                    .iter()
+                    .filter_map(|c| c.metadata.name.clone())
+                    .collect(),
+            ),
+            Err(err) if err.is_not_found() => Some(Vec::new()),
+            Err(err) => {
+                tracing::debug!(instance, error = %err, "cannot list member clusters; using the status summary");
+                None
+            }
+        }
+    }
+
+    /// Bindings that still use the (Cluster)PropagationPolicy `name` (namespace `namespace`).
+    async fn policy_users(
+        &self,
+        instance: &str,
+        namespace: Option<&str>,
+        name: &str,
+        kind: ResourceKind,
+    ) -> Result<Vec<String>, ApiError> {
+        let target = Self::resource_target(instance, kind, namespace, true)?;
+        let policy = self.router.get(&target, name).await?;
+        let reference = PolicyRef::of(&policy, namespace);
+        let bindings = match namespace {
+            Some(ns) => ResourceTarget::namespaced(instance, resource_bindings_resource(), ns),
+            None => ResourceTarget::all(instance, resource_bindings_resource()),
+        };
+        let mut users: Vec<String> =
+            items_or_none_served(self.router.list(&bindings, &ListQuery::default()).await)?
+                .iter()
+                .filter(|b| binding_uses(&reference, b, false))
+                .map(|b| format!("ResourceBinding {}", binding_label(b)))
+                .collect();
+        if namespace.is_none() {
+            let cluster_bindings =
+                ResourceTarget::all(instance, cluster_resource_bindings_resource());
+            users.extend(
+                items_or_none_served(
+                    self.router
+                        .list(&cluster_bindings, &ListQuery::default())
+                        .await,
+                )?
+                .iter()
+                .filter(|b| binding_uses(&reference, b, true))
+                .map(|b| format!("ClusterResourceBinding {}", binding_label(b))),
+            );
+        }
+        Ok(users)
+    }
+
+    /// The ResourceBindings of `namespace` by name (empty when Karmada serves none).
+    async fn bindings_by_name(
+        &self,
+        instance: &str,
+        namespace: &str,
+    ) -> Result<HashMap<String, Arc<DynamicObject>>, ApiError> {
+        let target = ResourceTarget::namespaced(instance, resource_bindings_resource(), namespace);
+        let items = items_or_none_served(self.router.list(&target, &ListQuery::default()).await)?;
+        Ok(items
+            .into_iter()
+            .filter_map(|b| b.metadata.name.clone().map(|n| (n, b)))
+            .collect())
+    }
+}
+
+fn summary_members(instance: &DynamicObject) -> i64 {
+    instance
+        .data
+        .pointer("/status/summary/clusterSummary/totalNum")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+fn force_delete_requested(instance: &DynamicObject) -> bool {
+    instance
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(FORCE_DELETE_ANNOTATION))
+        .is_some_and(|v| v == "true")
+}
+
+/// Checks an Instance body's spec as the CRD's rules would, for a readable early error.
+fn check_instance_spec(body: &Value, old: Option<&DynamicObject>) -> Result<(), ApiError> {
+    let instance: Instance = serde_json::from_value(body.clone())
+        .map_err(|e| ApiError::invalid(format!("not a valid Instance: {e}")))?;
+    let old_spec: Option<Instance> = old.and_then(|o| {
+        serde_json::to_value(o)
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok())
+    });
+    instance
+        .spec
+        .validate(old_spec.as_ref().map(|o| &o.spec))
+        .map_err(|e| ApiError::invalid(format!("spec: {e}")))
+}
+
+#[async_trait]
+impl KairshipApi for KairshipService {
+    async fn list_instances(
+        &self,
+        caller: &Caller,
+        req: ListInstancesRequest,
+    ) -> Result<ObjectList, ApiError> {
+        // Refuse bad options before any call.
+        select_instances(Vec::new(), &req.options)?;
+        let list = self
+            .host_call(
+                "list instances",
+                self.instances().list(&ListParams::default()),
+            )
+            .await?;
+        let everything = self.authorizer.allowed(caller, Verb::List, None).await?;
+        let mut visible = Vec::with_capacity(list.items.len());
+        if everything {
+            visible.extend(list.items.into_iter().map(Arc::new));
+        } else {
+            let checks = list.items.into_iter().map(|item| async move {
+                let name = item.metadata.name.clone().unwrap_or_default();
+                let allowed = self
+                    .authorizer
+                    .allowed(caller, Verb::Get, Some(&name))
+                    .await;
+                (item, allowed)
+            });
+            for (item, allowed) in futures::future::join_all(checks).await {
+                if allowed? {
+                    visible.push(Arc::new(item));
+                }
+            }
+        }
+        let (items, pagination) = select_instances(visible, &req.options)?;
+        Ok(ObjectList {
+            items: items
+                .iter()
+                .map(|o| to_object(o.as_ref(), "an instance"))
+                .collect::<Result<_, _>>()?,
+            pagination,
+        })
+    }
+
+    async fn get_instance(
+        &self,
+        caller: &Caller,
+        req: GetInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        check_name("instance", &req.instance)?;
+        self.authorize(caller, Verb::Get, Some(&req.instance), "read the instance")
+            .await?;
+        let instance = self.read_instance(&req.instance).await?;
+        to_object(&instance, "an instance")
+    }
+
+    async fn create_instance(
+        &self,
+        caller: &Caller,
+        req: CreateInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        self.authorize(caller, Verb::Create, None, "create instances")
+            .await?;
+        let body = prepare(
+            req.body,
+            &Expected {
+                api_version: INSTANCE_API_VERSION,
+                kind: "Instance",
+                namespace: None,
+                name: None,
+            },
+        )?;
+        check_instance_spec(&body, None)?;
+        let object = dynamic(body, "instance")?;
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let created = self
+            .host_call(
+                &format!("create instance {name}"),
+                self.instances().create(&PostParams::default(), &object),
+            )
+            .await?;
+        to_object(&created, "an instance")
+    }
+
+    async fn update_instance(
+        &self,
+        caller: &Caller,
+        req: UpdateInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        check_name("instance", &req.instance)?;
+        self.authorize(
+            caller,
+            Verb::Update,
+            Some(&req.instance),
+            "update the instance",
+        )
+        .await?;
+        let body = prepare(
+            req.body,
+            &Expected {
+                api_version: INSTANCE_API_VERSION,
+                kind: "Instance",
+                namespace: None,
+                name: Some(&req.instance),
+            },
+        )?;
+        let old = self.read_instance(&req.instance).await?;
+        check_instance_spec(&body, Some(&old))?;
+        let object = dynamic(body, "instance")?;
+        let updated = self
+            .host_call(
+                &format!("update instance {}", req.instance),
+                self.instances()
+                    .replace(&req.instance, &PostParams::default(), &object),
+            )
+            .await?;
+        to_object(&updated, "an instance")
+    }
+
+    async fn delete_instance(
+        &self,
+        caller: &Caller,
+        req: DeleteInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        let name = req.instance.as_str();
+        check_name("instance", name)?;
+        self.authorize(caller, Verb::Delete, Some(name), "delete the instance")
+            .await?;
+        let instance = self.read_instance(name).await?;
+        if !force_delete_requested(&instance) {
+            // Ask the instance; when it cannot answer, its last status summary decides.
+            let (count, named) = match self.member_names(name).await {
+                Some(names) => (names.len(), format!(" ({})", names.join(", "))),
+                None => (
+                    usize::try_from(summary_members(&instance)).unwrap_or(0),
+                    String::new(),
+                ),
+            };
+            if count > 0 {
+                return Err(ApiError::failed_precondition(format!(
+                    "instance {name} still has {count} member cluster(s){named}: remove them \
+                     first, or annotate the instance {FORCE_DELETE_ANNOTATION}=true"
+                )));
+            }
+        }
+        let deleted = self
+            .host_call(
+                &format!("delete instance {name}"),
+                self.instances().delete(name, &DeleteParams::default()),
+            )
+            .await?;
+        deleted.either(
+            |object| to_object(&object, "an instance"),
+            |status| to_object(&status, "a status"),
+        )
+    }
+
+    async fn create_kubeconfig(
+        &self,
+        caller: &Caller,
+        token: &BearerToken,
+        req: CreateKubeconfigRequest,
+    ) -> Result<KubeconfigResponse, ApiError> {
+        check_name("instance", &req.instance)?;
+        self.authorize(caller, Verb::Get, Some(&req.instance), "reach the instance")
+            .await?;
+        self.read_instance(&req.instance).await?;
+        let server = req
+            .server
+            .as_deref()
+            .or(self.config.external_url.as_deref())
+            .or(req.request_server.as_deref())
+            .ok_or_else(|| {
+                ApiError::invalid_field(
+                    "server",
+                    "unknown: pass the URL clients reach this API server at",
+                )
+            })?;
+        let url = proxy_url(server, &req.instance)?;
+        let kubeconfig = render(&KubeconfigParts {
+            instance: &req.instance,
+            server: &url,
+            token: token.expose(),
+            ca_pem: self.config.ca_pem.as_deref(),
+            namespace: "default",
+        })?;
+        Ok(KubeconfigResponse {
+            instance: req.instance,
+            server: url,
+            kubeconfig,
+        })
+    }
+
+    async fn list_clusters(
+        &self,
+        caller: &Caller,
+        req: ListClustersRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let target = Self::cluster_target(&req.instance)?;
+        let query = to_list_query(&req.options)?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            Some(&req.instance),
+            "list member clusters",
+        )
+        .await?;
+        object_list(self.router.list(&target, &query).await?)
+    }
+
+    async fn get_cluster(
+        &self,
+        caller: &Caller,
+        req: GetClusterRequest,
+    ) -> Result<Object, ApiError> {
+        let target = Self::cluster_target(&req.instance)?;
+        check_name("cluster", &req.cluster)?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            Some(&req.instance),
+            "read member clusters",
+        )
+        .await?;
+        let cluster = self.router.get(&target, &req.cluster).await?;
+        to_object(cluster.as_ref(), "a cluster")
+    }
+
+    async fn join_cluster(
+        &self,
+        caller: &Caller,
+        req: JoinClusterRequest,
+    ) -> Result<Object, ApiError> {
+        let target = Self::cluster_target(&req.instance)?;
+        self.authorize(
+            caller,
+            Verb::Create,
+            Some(&req.instance),
+            "join member clusters",
+        )
+        .await?;
+        let body = prepare(
+            req.body,
+            &Expected {
+                api_version: "cluster.karmada.io/v1alpha1",
+                kind: "Cluster",
+                namespace: None,
+                name: None,
+            },
+        )?;
+        let outcome = self
+            .router
+            .create(&target, &body, &PostParams::default())
+            .await?;
+        Ok(outcome.object)
+    }
+
+    async fn update_cluster(
+        &self,
+        caller: &Caller,
+        req: UpdateClusterRequest,
+    ) -> Result<Object, ApiError> {
+        let target = Self::cluster_target(&req.instance)?;
+        check_name("cluster", &req.cluster)?;
+        self.authorize(
+            caller,
+            Verb::Update,
+            Some(&req.instance),
+            "update member clusters",
+        )
+        .await?;
+        let body = prepare(
+            req.body,
+            &Expected {
+                api_version: "cluster.karmada.io/v1alpha1",
+                kind: "Cluster",
+                namespace: None,
+                name: Some(&req.cluster),
+            },
+        )?;
+        let outcome = self
+            .router
+            .replace(&target, &req.cluster, &body, &PostParams::default())
+            .await?;
+        Ok(outcome.object)
+    }
+
+    async fn remove_cluster(
+        &self,
+        caller: &Caller,
+        req: RemoveClusterRequest,
+    ) -> Result<Object, ApiError> {
+        let target = Self::cluster_target(&req.instance)?;
+        check_name("cluster", &req.cluster)?;
+        self.authorize(
+            caller,
+            Verb::Delete,
+            Some(&req.instance),
+            "remove member clusters",
+        )
+        .await?;
+        let outcome = self
+            .router
+            .delete(&target, &req.cluster, &DeleteParams::default())
+            .await?;
+        Ok(outcome.object)
+    }
+
+    async fn list_resources(
+        &self,
+        caller: &Caller,
+        req: ListResourcesRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let target =
+            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), false)?;
+        let query = to_list_query(&req.options)?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            Some(&req.instance),
+            &format!("list {}", req.kind),
+        )
+        .await?;
+        object_list(self.router.list(&target, &query).await?)
+    }
+
+    async fn get_resource(
+        &self,
+        caller: &Caller,
+        req: GetResourceRequest,
+    ) -> Result<Object, ApiError> {
+        let target =
+            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
+        check_name("name", &req.name)?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            Some(&req.instance),
+            &format!("read {}", req.kind),
+        )
+        .await?;
+        let object = self.router.get(&target, &req.name).await?;
+        to_object(object.as_ref(), "an object")
+    }
+
+    async fn create_resource(
+        &self,
+        caller: &Caller,
+        req: CreateResourceRequest,
+    ) -> Result<Object, ApiError> {
+        let target =
+            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
+        self.authorize(
+            caller,
+            Verb::Create,
+            Some(&req.instance),
+            &format!("create {}", req.kind),
+        )
+        .await?;
+        let body = if req.kind.is_policy() {
+            expand_policy_text(req.body)?
+        } else {
+            req.body
+        };
+        let body = prepare(
+            body,
+            &Self::expected(req.kind, req.namespace.as_deref(), None),
+        )?;
+        let outcome = self
+            .router
+            .create(&target, &body, &PostParams::default())
+            .await?;
+        Ok(outcome.object)
+    }
+
+    async fn update_resource(
+        &self,
+        caller: &Caller,
+        req: UpdateResourceRequest,
+    ) -> Result<Object, ApiError> {
+        let target =
+            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
+        check_name("name", &req.name)?;
+        self.authorize(
+            caller,
+            Verb::Update,
+            Some(&req.instance),
+            &format!("update {}", req.kind),
+        )
+        .await?;
+        let body = if req.kind.is_policy() {
+            expand_policy_text(req.body)?
+        } else {
+            req.body
+        };
+        let body = prepare(
+            body,
+            &Self::expected(req.kind, req.namespace.as_deref(), Some(&req.name)),
+        )?;
+        let outcome = self
+            .router
+            .replace(&target, &req.name, &body, &PostParams::default())
+            .await?;
+        Ok(outcome.object)
+    }
+
+    async fn delete_resource(
+        &self,
+        caller: &Caller,
+        req: DeleteResourceRequest,
+    ) -> Result<Object, ApiError> {
+        let target =
+            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
+        check_name("name", &req.name)?;
+        self.authorize(
+            caller,
+            Verb::Delete,
+            Some(&req.instance),
+            &format!("delete {}", req.kind),
+        )
+        .await?;
+        if matches!(
+            req.kind,
+            ResourceKind::Propagationpolicies | ResourceKind::Clusterpropagationpolicies
+        ) {
+            let users = self
+                .policy_users(&req.instance, req.namespace.as_deref(), &req.name, req.kind)
+                .await?;
+            if !users.is_empty() {
+                let policy = match &req.namespace {
+                    Some(ns) => format!("{} {ns}/{}", req.kind.kind(), req.name),
+                    None => format!("{} {}", req.kind.kind(), req.name),
+                };
+                return Err(ApiError::failed_precondition(format!(
+                    "{policy} is still used by {}: delete or re-target those first",
+                    users.join(", ")
+                )));
+            }
+        }
+        let outcome = self
+            .router
+            .delete(&target, &req.name, &DeleteParams::default())
+            .await?;
+        Ok(outcome.object)
+    }
+
+    async fn deployment_action(
+        &self,
+        caller: &Caller,
+        req: DeploymentActionRequest,
+    ) -> Result<Object, ApiError> {
+        let target = Self::resource_target(
+            &req.instance,
+            ResourceKind::Deployments,
+            Some(&req.namespace),
+            true,
+        )?;
+        check_name("name", &req.name)?;
+        self.authorize(
+            caller,
+            Verb::Patch,
+            Some(&req.instance),
+            &format!("{} deployments", req.action.as_str()),
+        )
+        .await?;
+        if req.action == DeploymentAction::Restart {
+            // As kubectl: a paused Deployment would not roll out the restart.
+            let current = self.router.get(&target, &req.name).await?;
+            if current.data.pointer("/spec/paused") == Some(&Value::Bool(true)) {
+                return Err(ApiError::failed_precondition(format!(
+                    "deployment {}/{} is paused: resume it before restarting",
+                    req.namespace, req.name
+                )));
+            }
+        }
+        let patch = deployment_patch(req.action, jiff::Timestamp::now());
+        let outcome = self
+            .router
+            .patch(
+                &target,
+                &req.name,
+                &Patch::Merge(patch),
+                &PatchParams::default(),
+            )
+            .await?;
+        Ok(outcome.object)
+    }
+
+    async fn list_workloads(
+        &self,
+        caller: &Caller,
+        req: ListWorkloadsRequest,
+    ) -> Result<WorkloadList, ApiError> {
+        let target = Self::resource_target(
+            &req.instance,
+            ResourceKind::Deployments,
+            Some(&req.namespace),
+            true,
+        )?;
+        let query = to_list_query(&req.options)?;
+        self.authorize(caller, Verb::Get, Some(&req.instance), "list workloads")
+            .await?;
+        let page = self.router.list(&target, &query).await?;
+        let bindings = self.bindings_by_name(&req.instance, &req.namespace).await?;
+        let items = page
+            .items
+            .iter()
+            .map(|deployment| {
+                let name = deployment.metadata.name.as_deref().unwrap_or_default();
+                let binding = bindings
+                    .get(&deployment_binding_name(name))
+                    .and_then(|b| parse_binding(b));
+                workload(deployment, binding.as_ref())
+            })
+            .collect();
+        Ok(WorkloadList {
+            items,
+            pagination: pagination(page.pagination),
+        })
+    }
+
+    async fn get_workload(
+        &self,
+        caller: &Caller,
+        req: GetWorkloadRequest,
+    ) -> Result<Workload, ApiError> {
+        let target = Self::resource_target(
+            &req.instance,
+            ResourceKind::Deployments,
+            Some(&req.namespace),
+            true,
+        )?;
+        check_name("name", &req.name)?;
+        self.authorize(caller, Verb::Get, Some(&req.instance), "read workloads")
+            .await?;
+        let deployment = self.router.get(&target, &req.name).await?;
+        let bindings =
+            ResourceTarget::namespaced(&req.instance, resource_bindings_resource(), &req.namespace);
+        let binding = match self
+            .router
+            .get(&bindings, &deployment_binding_name(&req.name))
+            .await
+        {
+            Ok(b) => parse_binding(&b),
+            Err(err) if err.is_not_found() => None,
+            Err(err) => return Err(err.into()),
+        };
+        Ok(workload(&deployment, binding.as_ref()))
+    }
+}

@@ -1,0 +1,725 @@
+//! REST handlers: each builds one request message from the path, query and body, and calls one
+//! [`KairshipApi`] method.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use http::HeaderMap;
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, OptionalJson};
+use crate::api::error::ApiError;
+use crate::api::kinds::ResourceKind;
+use crate::api::service::KairshipApi;
+use crate::api::types::{
+    CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest, DeleteInstanceRequest,
+    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
+    GetInstanceRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest, KubeObject,
+    KubeconfigOptions, KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListOptions,
+    ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList, RemoveClusterRequest,
+    UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+};
+
+/// What every REST handler shares.
+#[derive(Clone)]
+pub struct RestState {
+    /// The service.
+    pub api: Arc<dyn KairshipApi>,
+}
+
+impl std::fmt::Debug for RestState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestState").finish_non_exhaustive()
+    }
+}
+
+type Answer<T> = Result<Json<T>, ApiError>;
+
+/// The error answers every operation may give, documented once.
+pub struct ErrorResponses;
+
+impl utoipa::IntoResponses for ErrorResponses {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        [
+            ("400", "Bad request: malformed body or parameters, unknown fields, bad paging, oversized body, or a failed precondition"),
+            ("401", "No valid bearer token"),
+            ("403", "The caller may not do this on the instance"),
+            ("404", "No such instance or object"),
+            ("409", "The object already exists"),
+            ("412", "A precondition (resourceVersion) failed"),
+            ("500", "Internal error"),
+            ("503", "The host cluster or the instance cannot be reached"),
+        ]
+        .into_iter()
+        .map(|(status, description)| {
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ApiError")))
+                        .build(),
+                )
+                .build();
+            (status.to_owned(), RefOr::T(response))
+        })
+        .collect()
+    }
+}
+
+/// The kind named by a URL segment.
+fn parse_kind(plural: &str) -> Result<ResourceKind, ApiError> {
+    ResourceKind::from_plural(plural).ok_or_else(|| {
+        let served: Vec<&str> = ResourceKind::ALL.iter().map(|k| k.plural()).collect();
+        ApiError::not_found(format!(
+            "unknown resource kind {plural:?}; served: {}",
+            served.join(", ")
+        ))
+    })
+}
+
+/// `name` of `name:verb` and the deployment verb.
+fn parse_action(segment: &str) -> Result<(String, DeploymentAction), ApiError> {
+    let Some((name, verb)) = segment.rsplit_once(':') else {
+        return Err(ApiError::not_found(format!(
+            "POST on an object needs a verb: {segment}:pause, :resume or :restart"
+        )));
+    };
+    let action = DeploymentAction::parse(verb).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "unknown deployment verb {verb:?}; use pause, resume or restart"
+        ))
+    })?;
+    Ok((name.to_owned(), action))
+}
+
+/// The base URL of this request (`scheme://host`), from `X-Forwarded-*` proxy headers, the
+/// `Host` header, or (HTTP/2) the request's authority.
+fn request_base_url(headers: &HeaderMap, uri: &http::Uri, tls: bool) -> Option<String> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(',').next().unwrap_or(v).trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let host = header("x-forwarded-host")
+        .or_else(|| header("host"))
+        .or_else(|| uri.authority().map(|a| a.as_str().to_owned()))?;
+    let scheme = header("x-forwarded-proto")
+        .unwrap_or_else(|| if tls { "https" } else { "http" }.to_owned());
+    Some(format!("{scheme}://{host}"))
+}
+
+/// Whether the server speaks TLS (set by the server as a request extension).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServedOverTls(pub bool);
+
+// ---- instances --------------------------------------------------------------------------
+
+/// List instances the caller may read.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances", tag = "instances",
+    operation_id = "ListInstances", params(ListOptions),
+    responses((status = 200, body = ObjectList, description = "A page of Instances"), ErrorResponses))]
+pub async fn list_instances(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiQuery(options): ApiQuery<ListOptions>,
+) -> Answer<ObjectList> {
+    let req = ListInstancesRequest { options };
+    s.api.list_instances(&auth.caller, req).await.map(Json)
+}
+
+/// Create an instance.
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances", tag = "instances",
+    operation_id = "CreateInstance", request_body(content = KubeObject, description = "A kairship.io/v1alpha1 Instance"),
+    responses((status = 200, body = Object, description = "The created Instance"), ErrorResponses))]
+pub async fn create_instance(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = CreateInstanceRequest { body };
+    s.api.create_instance(&auth.caller, req).await.map(Json)
+}
+
+/// Read an instance.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}", tag = "instances",
+    operation_id = "GetInstance", params(("instance" = String, Path, description = "Instance name")),
+    responses((status = 200, body = Object, description = "The Instance"), ErrorResponses))]
+pub async fn get_instance(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath(instance): ApiPath<String>,
+) -> Answer<Object> {
+    let req = GetInstanceRequest { instance };
+    s.api.get_instance(&auth.caller, req).await.map(Json)
+}
+
+/// Replace an instance.
+#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}", tag = "instances",
+    operation_id = "UpdateInstance", params(("instance" = String, Path, description = "Instance name")),
+    request_body(content = KubeObject, description = "The new Instance (include metadata.resourceVersion to guard against concurrent changes)"),
+    responses((status = 200, body = Object, description = "The updated Instance"), ErrorResponses))]
+pub async fn update_instance(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath(instance): ApiPath<String>,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = UpdateInstanceRequest { instance, body };
+    s.api.update_instance(&auth.caller, req).await.map(Json)
+}
+
+/// Delete an instance (refused while member clusters are joined).
+#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}", tag = "instances",
+    operation_id = "DeleteInstance", params(("instance" = String, Path, description = "Instance name")),
+    responses((status = 200, body = Object, description = "The Instance being deleted, or a Status"), ErrorResponses))]
+pub async fn delete_instance(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath(instance): ApiPath<String>,
+) -> Answer<Object> {
+    let req = DeleteInstanceRequest { instance };
+    s.api.delete_instance(&auth.caller, req).await.map(Json)
+}
+
+/// A kubeconfig that reaches the instance through the native proxy with the caller's token.
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/kubeconfig", tag = "instances",
+    operation_id = "CreateKubeconfig", params(("instance" = String, Path, description = "Instance name")),
+    request_body(content = Option<KubeconfigOptions>, description = "Optional: the base URL clients reach this server at"),
+    responses((status = 200, body = KubeconfigResponse, description = "The kubeconfig"), ErrorResponses))]
+pub async fn create_kubeconfig(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    headers: HeaderMap,
+    uri: http::Uri,
+    tls: Option<axum::Extension<ServedOverTls>>,
+    ApiPath(instance): ApiPath<String>,
+    OptionalJson(options): OptionalJson<KubeconfigOptions>,
+) -> Answer<KubeconfigResponse> {
+    let tls = tls.is_some_and(|axum::Extension(t)| t.0);
+    let req = CreateKubeconfigRequest {
+        instance,
+        server: options.server,
+        request_server: request_base_url(&headers, &uri, tls),
+    };
+    s.api
+        .create_kubeconfig(&auth.caller, &auth.token, req)
+        .await
+        .map(Json)
+}
+
+// ---- member clusters ----------------------------------------------------------------------
+
+/// List the member clusters of an instance.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters", tag = "clusters",
+    operation_id = "ListClusters", params(("instance" = String, Path, description = "Instance name"), ListOptions),
+    responses((status = 200, body = ObjectList, description = "A page of cluster.karmada.io/v1alpha1 Clusters"), ErrorResponses))]
+pub async fn list_clusters(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath(instance): ApiPath<String>,
+    ApiQuery(options): ApiQuery<ListOptions>,
+) -> Answer<ObjectList> {
+    let req = ListClustersRequest { instance, options };
+    s.api.list_clusters(&auth.caller, req).await.map(Json)
+}
+
+/// Join a member cluster.
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters", tag = "clusters",
+    operation_id = "JoinCluster", params(("instance" = String, Path, description = "Instance name")),
+    request_body(content = KubeObject, description = "A cluster.karmada.io/v1alpha1 Cluster"),
+    responses((status = 200, body = Object, description = "The created Cluster"), ErrorResponses))]
+pub async fn join_cluster(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath(instance): ApiPath<String>,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = JoinClusterRequest { instance, body };
+    s.api.join_cluster(&auth.caller, req).await.map(Json)
+}
+
+/// Read a member cluster.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}", tag = "clusters",
+    operation_id = "GetCluster", params(("instance" = String, Path, description = "Instance name"),
+        ("cluster" = String, Path, description = "Member cluster name")),
+    responses((status = 200, body = Object, description = "The Cluster"), ErrorResponses))]
+pub async fn get_cluster(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, cluster)): ApiPath<(String, String)>,
+) -> Answer<Object> {
+    let req = GetClusterRequest { instance, cluster };
+    s.api.get_cluster(&auth.caller, req).await.map(Json)
+}
+
+/// Replace a member cluster.
+#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}", tag = "clusters",
+    operation_id = "UpdateCluster", params(("instance" = String, Path, description = "Instance name"),
+        ("cluster" = String, Path, description = "Member cluster name")),
+    request_body(content = KubeObject, description = "The new Cluster"),
+    responses((status = 200, body = Object, description = "The updated Cluster"), ErrorResponses))]
+pub async fn update_cluster(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, cluster)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = UpdateClusterRequest {
+        instance,
+        cluster,
+        body,
+    };
+    s.api.update_cluster(&auth.caller, req).await.map(Json)
+}
+
+/// Remove a member cluster.
+#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}", tag = "clusters",
+    operation_id = "RemoveCluster", params(("instance" = String, Path, description = "Instance name"),
+        ("cluster" = String, Path, description = "Member cluster name")),
+    responses((status = 200, body = Object, description = "The Cluster being removed, or a Status"), ErrorResponses))]
+pub async fn remove_cluster(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, cluster)): ApiPath<(String, String)>,
+) -> Answer<Object> {
+    let req = RemoveClusterRequest { instance, cluster };
+    s.api.remove_cluster(&auth.caller, req).await.map(Json)
+}
+
+// ---- namespaced resources -----------------------------------------------------------------
+
+/// List objects of one kind in a namespace.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}",
+    tag = "resources", operation_id = "ListNamespacedResources",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("kind" = ResourceKind, Path, description = "A namespaced kind"), ListOptions),
+    responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
+pub async fn list_namespaced(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace, kind)): ApiPath<(String, String, String)>,
+    ApiQuery(options): ApiQuery<ListOptions>,
+) -> Answer<ObjectList> {
+    let req = ListResourcesRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: Some(namespace),
+        options,
+    };
+    s.api.list_resources(&auth.caller, req).await.map(Json)
+}
+
+/// Create an object in a namespace (policies may be sent as `{"data": "<YAML or JSON>"}`).
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}",
+    tag = "resources", operation_id = "CreateNamespacedResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("kind" = ResourceKind, Path, description = "A namespaced kind")),
+    request_body(content = KubeObject, description = "The object, or for policies {\"data\": \"<YAML or JSON>\"}"),
+    responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
+pub async fn create_namespaced(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace, kind)): ApiPath<(String, String, String)>,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = CreateResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: Some(namespace),
+        body,
+    };
+    s.api.create_resource(&auth.caller, req).await.map(Json)
+}
+
+/// Read an object in a namespace.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
+    tag = "resources", operation_id = "GetNamespacedResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
+        ("name" = String, Path, description = "Object name")),
+    responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
+pub async fn get_namespaced(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace, kind, name)): ApiPath<(String, String, String, String)>,
+) -> Answer<Object> {
+    let req = GetResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: Some(namespace),
+        name,
+    };
+    s.api.get_resource(&auth.caller, req).await.map(Json)
+}
+
+/// Replace an object in a namespace.
+#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
+    tag = "resources", operation_id = "UpdateNamespacedResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
+        ("name" = String, Path, description = "Object name")),
+    request_body(content = KubeObject, description = "The new object (include metadata.resourceVersion to guard against concurrent changes)"),
+    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
+pub async fn update_namespaced(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace, kind, name)): ApiPath<(String, String, String, String)>,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = UpdateResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: Some(namespace),
+        name,
+        body,
+    };
+    s.api.update_resource(&auth.caller, req).await.map(Json)
+}
+
+/// Delete an object in a namespace (a PropagationPolicy still in use is kept).
+#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
+    tag = "resources", operation_id = "DeleteNamespacedResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
+        ("name" = String, Path, description = "Object name")),
+    responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
+pub async fn delete_namespaced(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace, kind, name)): ApiPath<(String, String, String, String)>,
+) -> Answer<Object> {
+    let req = DeleteResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: Some(namespace),
+        name,
+    };
+    s.api.delete_resource(&auth.caller, req).await.map(Json)
+}
+
+async fn deployment_action(
+    s: &RestState,
+    auth: &Authenticated,
+    instance: String,
+    namespace: String,
+    name: String,
+    action: DeploymentAction,
+) -> Answer<Object> {
+    let req = DeploymentActionRequest {
+        instance,
+        namespace,
+        name,
+        action,
+    };
+    s.api.deployment_action(&auth.caller, req).await.map(Json)
+}
+
+/// Pause a Deployment (`spec.paused = true`).
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:pause",
+    tag = "resources", operation_id = "PauseDeployment",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("name" = String, Path, description = "Deployment name")),
+    responses((status = 200, body = Object, description = "The patched Deployment"), ErrorResponses))]
+pub async fn pause_deployment(
+    s: &RestState,
+    auth: &Authenticated,
+    (instance, namespace, name): (String, String, String),
+) -> Answer<Object> {
+    deployment_action(s, auth, instance, namespace, name, DeploymentAction::Pause).await
+}
+
+/// Resume a paused Deployment (`spec.paused = false`).
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:resume",
+    tag = "resources", operation_id = "ResumeDeployment",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("name" = String, Path, description = "Deployment name")),
+    responses((status = 200, body = Object, description = "The patched Deployment"), ErrorResponses))]
+pub async fn resume_deployment(
+    s: &RestState,
+    auth: &Authenticated,
+    (instance, namespace, name): (String, String, String),
+) -> Answer<Object> {
+    deployment_action(s, auth, instance, namespace, name, DeploymentAction::Resume).await
+}
+
+/// Restart a Deployment's pods (the `kubectl.kubernetes.io/restartedAt` template annotation,
+/// as `kubectl rollout restart`).
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:restart",
+    tag = "resources", operation_id = "RestartDeployment",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("name" = String, Path, description = "Deployment name")),
+    responses((status = 200, body = Object, description = "The patched Deployment"), ErrorResponses))]
+pub async fn restart_deployment(
+    s: &RestState,
+    auth: &Authenticated,
+    (instance, namespace, name): (String, String, String),
+) -> Answer<Object> {
+    deployment_action(
+        s,
+        auth,
+        instance,
+        namespace,
+        name,
+        DeploymentAction::Restart,
+    )
+    .await
+}
+
+/// `POST …/namespaces/{namespace}/{kind}/{name}:verb`: the router cannot match a parameter
+/// followed by a suffix, so the verb arrives inside the last segment and is dispatched here to
+/// the documented operations above.
+pub async fn object_verb(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace, kind, segment)): ApiPath<(String, String, String, String)>,
+) -> Answer<Object> {
+    let kind = parse_kind(&kind)?;
+    let (name, action) = parse_action(&segment)?;
+    if kind != ResourceKind::Deployments {
+        return Err(ApiError::not_found(format!(
+            "{kind} have no verbs; :{} is a deployment verb",
+            action.as_str()
+        )));
+    }
+    let path = (instance, namespace, name);
+    match action {
+        DeploymentAction::Pause => pause_deployment(&s, &auth, path).await,
+        DeploymentAction::Resume => resume_deployment(&s, &auth, path).await,
+        DeploymentAction::Restart => restart_deployment(&s, &auth, path).await,
+    }
+}
+
+// ---- workloads ----------------------------------------------------------------------------
+
+/// List the Deployments of a namespace with their per-cluster status.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/workloads",
+    tag = "workloads", operation_id = "ListWorkloads",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"), ListOptions),
+    responses((status = 200, body = WorkloadList, description = "A page of workloads"), ErrorResponses))]
+pub async fn list_workloads(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace)): ApiPath<(String, String)>,
+    ApiQuery(options): ApiQuery<ListOptions>,
+) -> Answer<WorkloadList> {
+    let req = ListWorkloadsRequest {
+        instance,
+        namespace,
+        options,
+    };
+    s.api.list_workloads(&auth.caller, req).await.map(Json)
+}
+
+/// One Deployment with its per-cluster status.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/workloads/{name}",
+    tag = "workloads", operation_id = "GetWorkload",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("name" = String, Path, description = "Deployment name")),
+    responses((status = 200, body = Workload, description = "The workload"), ErrorResponses))]
+pub async fn get_workload(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace, name)): ApiPath<(String, String, String)>,
+) -> Answer<Workload> {
+    let req = GetWorkloadRequest {
+        instance,
+        namespace,
+        name,
+    };
+    s.api.get_workload(&auth.caller, req).await.map(Json)
+}
+
+// ---- instance-wide and cluster-scoped resources -------------------------------------------
+
+/// List objects of one kind across all namespaces, or of a cluster-scoped kind.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}",
+    tag = "resources", operation_id = "ListResources",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("kind" = ResourceKind, Path, description = "Any kind"), ListOptions),
+    responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
+pub async fn list_in_instance(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, kind)): ApiPath<(String, String)>,
+    ApiQuery(options): ApiQuery<ListOptions>,
+) -> Answer<ObjectList> {
+    let req = ListResourcesRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: None,
+        options,
+    };
+    s.api.list_resources(&auth.caller, req).await.map(Json)
+}
+
+/// Create a cluster-scoped object (ClusterPropagationPolicy, ClusterOverridePolicy).
+#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}",
+    tag = "resources", operation_id = "CreateClusterResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind")),
+    request_body(content = KubeObject, description = "The object, or {\"data\": \"<YAML or JSON>\"}"),
+    responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
+pub async fn create_cluster_scoped(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, kind)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = CreateResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: None,
+        body,
+    };
+    s.api.create_resource(&auth.caller, req).await.map(Json)
+}
+
+/// Read a cluster-scoped object.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
+    tag = "resources", operation_id = "GetClusterResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
+        ("name" = String, Path, description = "Object name")),
+    responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
+pub async fn get_cluster_scoped(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, kind, name)): ApiPath<(String, String, String)>,
+) -> Answer<Object> {
+    let req = GetResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: None,
+        name,
+    };
+    s.api.get_resource(&auth.caller, req).await.map(Json)
+}
+
+/// Replace a cluster-scoped object.
+#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
+    tag = "resources", operation_id = "UpdateClusterResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
+        ("name" = String, Path, description = "Object name")),
+    request_body(content = KubeObject, description = "The new object"),
+    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
+pub async fn update_cluster_scoped(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, kind, name)): ApiPath<(String, String, String)>,
+    ApiJson(body): ApiJson<Object>,
+) -> Answer<Object> {
+    let req = UpdateResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: None,
+        name,
+        body,
+    };
+    s.api.update_resource(&auth.caller, req).await.map(Json)
+}
+
+/// Delete a cluster-scoped object (a ClusterPropagationPolicy still in use is kept).
+#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
+    tag = "resources", operation_id = "DeleteClusterResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
+        ("name" = String, Path, description = "Object name")),
+    responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
+pub async fn delete_cluster_scoped(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, kind, name)): ApiPath<(String, String, String)>,
+) -> Answer<Object> {
+    let req = DeleteResourceRequest {
+        instance,
+        kind: parse_kind(&kind)?,
+        namespace: None,
+        name,
+    };
+    s.api.delete_resource(&auth.caller, req).await.map(Json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Code;
+
+    #[test]
+    fn actions_and_kinds_parse() {
+        assert_eq!(
+            parse_action("web:restart").unwrap(),
+            ("web".to_owned(), DeploymentAction::Restart)
+        );
+        assert_eq!(parse_action("web").unwrap_err().code, Code::NotFound);
+        assert_eq!(parse_action("web:scale").unwrap_err().code, Code::NotFound);
+        assert_eq!(parse_kind("configmaps").unwrap(), ResourceKind::Configmaps);
+        let err = parse_kind("pods").unwrap_err();
+        assert_eq!(err.code, Code::NotFound);
+        assert!(err.message.contains("deployments"), "{}", err.message);
+    }
+
+    #[test]
+    fn base_url_from_headers() {
+        let headers = |pairs: &[(&str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(
+                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            h
+        };
+        for (pairs, tls, want) in [
+            (
+                vec![("host", "k.example.com:8443")],
+                true,
+                Some("https://k.example.com:8443"),
+            ),
+            (
+                vec![("host", "127.0.0.1:1")],
+                false,
+                Some("http://127.0.0.1:1"),
+            ),
+            (
+                vec![
+                    ("host", "internal:80"),
+                    ("x-forwarded-host", "api.example.com"),
+                    ("x-forwarded-proto", "https"),
+                ],
+                false,
+                Some("https://api.example.com"),
+            ),
+            (vec![], false, None),
+        ] {
+            let none = http::Uri::from_static("/x");
+            assert_eq!(
+                request_base_url(&headers(&pairs), &none, tls).as_deref(),
+                want,
+                "{pairs:?}"
+            );
+        }
+        let h2 = http::Uri::from_static("https://api.example.com:8443/x");
+        assert_eq!(
+            request_base_url(&HeaderMap::new(), &h2, true).as_deref(),
+            Some("https://api.example.com:8443")
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! The REST transport: axum handlers described with utoipa, the OpenAPI 3.1 document, and
+//! bearer-token authentication.
+
+pub mod auth;
+pub mod extract;
+pub mod handlers;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::post;
+use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Components, OpenApi, Required};
+use utoipa::{Modify, PartialSchema};
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::routes;
+
+use self::extract::MAX_BODY_BYTES;
+use self::handlers::{ErrorResponses, RestState};
+use super::error::{ApiError, Code};
+use super::kinds::ResourceKind;
+use super::service::KairshipApi;
+use super::types::{
+    ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest,
+    DeleteInstanceRequest, DeleteResourceRequest, DeploymentAction, DeploymentActionRequest,
+    GetClusterRequest, GetInstanceRequest, GetResourceRequest, GetWorkloadRequest,
+    JoinClusterRequest, KubeObject, KubeconfigOptions, KubeconfigResponse, ListClustersRequest,
+    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, ObjectList,
+    Pagination, RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
+    UpdateResourceRequest, Workload, WorkloadList,
+};
+use crate::access::Authenticator;
+
+pub use extract::ApiJson;
+
+/// Path of the native proxy, served by [`crate::proxy`] and documented here.
+pub const PROXY_PATH: &str = "/apis/kairship.io/v1alpha1/instances/{instance}/proxy/{path}";
+/// Tag of the operations the native proxy serves (not the REST router).
+pub const PROXY_TAG: &str = "proxy";
+
+/// The document's fixed parts: info, tags, every message schema (the gRPC messages too) and
+/// bearer authentication.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Kairship API",
+        version = "v1alpha1",
+        description = "Management plane of many Karmada instances. Errors are {code, message, details} with the gRPC status code number in `code`.",
+    ),
+    tags(
+        (name = "instances", description = "Karmada instances (kairship.io/v1alpha1 Instance on the host cluster)"),
+        (name = "clusters", description = "Member clusters of an instance (cluster.karmada.io/v1alpha1 Cluster)"),
+        (name = "resources", description = "Workloads, configuration and Karmada policies inside an instance"),
+        (name = "workloads", description = "Deployments joined with their per-cluster propagation status"),
+        (name = "proxy", description = "Native Kubernetes API of an instance, for kubectl and client libraries"),
+    ),
+    components(schemas(
+        ApiError, Code, KubeObject, ObjectList, Pagination, ListOptions, SortBy, SortDir,
+        ResourceKind, DeploymentAction, KubeconfigOptions, KubeconfigResponse, Workload,
+        WorkloadList, ClusterWorkloadStatus, ListInstancesRequest, GetInstanceRequest,
+        CreateInstanceRequest, UpdateInstanceRequest, DeleteInstanceRequest,
+        CreateKubeconfigRequest, ListClustersRequest, GetClusterRequest, JoinClusterRequest,
+        UpdateClusterRequest, RemoveClusterRequest, ListResourcesRequest, GetResourceRequest,
+        CreateResourceRequest, UpdateResourceRequest, DeleteResourceRequest,
+        DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest,
+    )),
+    modifiers(&BearerAuth),
+)]
+struct BaseDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut OpenApi) {
+        let components = openapi.components.get_or_insert_with(Components::new);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+        openapi.security = Some(vec![SecurityRequirement::new(
+            "bearer",
+            Vec::<String>::new(),
+        )]);
+    }
+}
+
+/// One route of the REST router: method, axum path, and the documented paths it serves
+/// (`{name}:pause` style paths are served by one route whose last segment carries the verb).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RestRoute {
+    /// Upper-case HTTP method.
+    pub method: String,
+    /// The path as registered with axum.
+    pub path: String,
+    /// The OpenAPI paths this route serves.
+    pub documented_as: Vec<String>,
+}
+
+/// Operation keys of a path item, as upper-case methods.
+fn methods_of(item: &utoipa::openapi::PathItem) -> Vec<String> {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(item) else {
+        return Vec::new();
+    };
+    let methods = [
+        "get", "put", "post", "delete", "patch", "head", "options", "trace",
+    ];
+    methods
+        .iter()
+        .filter(|m| fields.contains_key(**m))
+        .map(|m| m.to_ascii_uppercase())
+        .collect()
+}
+
+/// Collects the router, the document and the route table together, so that what is served
+/// and what is documented come from the same registrations.
+struct Builder {
+    router: OpenApiRouter<RestState>,
+    routes: Vec<RestRoute>,
+}
+
+impl Builder {
+    fn add(mut self, registered: UtoipaMethodRouter<RestState>) -> Self {
+        for (path, item) in &registered.1.paths {
+            for method in methods_of(item) {
+                self.routes.push(RestRoute {
+                    method,
+                    path: path.clone(),
+                    documented_as: vec![path.clone()],
+                });
+            }
+        }
+        self.router = self.router.routes(registered);
+        self
+    }
+}
+
+const VERB_ROUTE: &str =
+    "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}";
+
+fn build() -> Builder {
+    use handlers::*;
+    let builder = Builder {
+        router: OpenApiRouter::with_openapi(<BaseDoc as utoipa::OpenApi>::openapi()),
+        routes: Vec::new(),
+    }
+    .add(routes!(list_instances, create_instance))
+    .add(routes!(get_instance, update_instance, delete_instance))
+    .add(routes!(create_kubeconfig))
+    .add(routes!(list_clusters, join_cluster))
+    .add(routes!(get_cluster, update_cluster, remove_cluster))
+    .add(routes!(list_workloads))
+    .add(routes!(get_workload))
+    .add(routes!(list_namespaced, create_namespaced))
+    .add(routes!(
+        get_namespaced,
+        update_namespaced,
+        delete_namespaced
+    ))
+    .add(routes!(list_in_instance, create_cluster_scoped))
+    .add(routes!(
+        get_cluster_scoped,
+        update_cluster_scoped,
+        delete_cluster_scoped
+    ));
+    // The deployment verbs: documented as `{name}:verb` paths, served by one route.
+    let mut router = builder.router.route(VERB_ROUTE, post(object_verb));
+    let mut routes = builder.routes;
+    let mut documented = Vec::new();
+    for (path, method, operation) in [
+        verb_doc::<__path_pause_deployment>(),
+        verb_doc::<__path_resume_deployment>(),
+        verb_doc::<__path_restart_deployment>(),
+    ] {
+        router
+            .get_openapi_mut()
+            .paths
+            .add_path_operation(&path, vec![method], operation);
+        documented.push(path);
+    }
+    routes.push(RestRoute {
+        method: "POST".into(),
+        path: VERB_ROUTE.into(),
+        documented_as: documented,
+    });
+    routes.sort();
+    Builder { router, routes }
+}
+
+fn verb_doc<P: utoipa::Path>() -> (String, HttpMethod, utoipa::openapi::path::Operation) {
+    (P::path(), HttpMethod::Post, P::operation())
+}
+
+/// Adds the native proxy's operations (served by [`crate::proxy`]) to the document.
+fn document_proxy(openapi: &mut OpenApi) {
+    let param = |name: &str, description: &str| {
+        ParameterBuilder::new()
+            .name(name)
+            .parameter_in(ParameterIn::Path)
+            .required(Required::True)
+            .description(Some(description))
+            .schema(Some(String::schema()))
+            .build()
+    };
+    for (method, id) in [
+        (HttpMethod::Get, "ProxyGet"),
+        (HttpMethod::Post, "ProxyPost"),
+        (HttpMethod::Put, "ProxyPut"),
+        (HttpMethod::Patch, "ProxyPatch"),
+        (HttpMethod::Delete, "ProxyDelete"),
+    ] {
+        let operation = OperationBuilder::new()
+            .tag(PROXY_TAG)
+            .operation_id(Some(id))
+            .summary(Some("Kubernetes API of the instance"))
+            .description(Some(
+                "Any Kubernetes API path of the instance (`api/v1/...`, `apis/{group}/{version}/...`), \
+                 with Kubernetes request and response bodies. Reads are served from the cache, \
+                 writes go to the instance; `?watch=true` streams events. This is the server of \
+                 the kubeconfig that `POST instances/{instance}/kubeconfig` returns.",
+            ))
+            .parameter(param("instance", "Instance name"))
+            .parameter(param("path", "Kubernetes API path, e.g. api/v1/namespaces/default/configmaps"))
+            .response(
+                "200",
+                utoipa::openapi::ResponseBuilder::new()
+                    .description("The instance apiserver's answer (Kubernetes JSON)")
+                    .build(),
+            )
+            .responses(utoipa::openapi::Responses::from_iter(
+                <ErrorResponses as utoipa::IntoResponses>::responses()
+                    .into_iter()
+                    .filter(|(status, _)| ["401", "403", "404", "503"].contains(&status.as_str())),
+            ))
+            .build();
+        openapi
+            .paths
+            .add_path_operation(PROXY_PATH, vec![method], operation);
+    }
+}
+
+/// The OpenAPI 3.1 document of the whole API (REST operations and the native proxy).
+pub fn openapi() -> OpenApi {
+    let mut openapi = build().router.into_openapi();
+    document_proxy(&mut openapi);
+    openapi
+}
+
+/// Every route the REST router serves, with the documented paths each one serves.
+pub fn routes() -> Vec<RestRoute> {
+    build().routes
+}
+
+/// The REST router: every operation of [`openapi`] except the proxy's, behind bearer
+/// authentication with `authenticator`, bodies limited to [`MAX_BODY_BYTES`].
+pub fn router(api: Arc<dyn KairshipApi>, authenticator: Arc<dyn Authenticator>) -> Router {
+    let (router, _) = build().router.split_for_parts();
+    router
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .route_layer(axum::middleware::from_fn_with_state(
+            authenticator,
+            auth::authenticate,
+        ))
+        .with_state(RestState { api })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::openapi::check_structure;
+
+    #[test]
+    fn the_document_is_structurally_valid_openapi_3_1() {
+        let doc = serde_json::to_value(openapi()).unwrap();
+        assert_eq!(check_structure(&doc), Vec::<String>::new());
+        assert_eq!(doc["openapi"], "3.1.0");
+        assert_eq!(
+            doc["components"]["securitySchemes"]["bearer"]["scheme"],
+            "bearer"
+        );
+    }
+
+    #[test]
+    fn every_route_is_documented_and_every_documented_rest_operation_is_routed() {
+        let doc = serde_json::to_value(openapi()).unwrap();
+        let paths = doc["paths"].as_object().unwrap();
+        let mut documented = std::collections::BTreeSet::new();
+        for (path, item) in paths {
+            for (method, operation) in item.as_object().unwrap() {
+                let proxy = operation["tags"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t == PROXY_TAG));
+                if !proxy {
+                    documented.insert((method.to_ascii_uppercase(), path.clone()));
+                }
+            }
+        }
+        let mut routed = std::collections::BTreeSet::new();
+        for route in routes() {
+            assert!(!route.documented_as.is_empty(), "{route:?}");
+            for path in &route.documented_as {
+                routed.insert((route.method.clone(), path.clone()));
+            }
+        }
+        assert_eq!(routed, documented);
+        assert_eq!(documented.len(), 26, "{documented:#?}");
+    }
+}

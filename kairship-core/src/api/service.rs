@@ -1,0 +1,183 @@
+//! The service trait every transport (REST, gRPC) calls.
+
+use async_trait::async_trait;
+
+use super::error::ApiError;
+use super::types::{
+    CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest, DeleteInstanceRequest,
+    DeleteResourceRequest, DeploymentActionRequest, GetClusterRequest, GetInstanceRequest,
+    GetResourceRequest, GetWorkloadRequest, JoinClusterRequest, KubeconfigResponse,
+    ListClustersRequest, ListInstancesRequest, ListResourcesRequest, ListWorkloadsRequest, Object,
+    ObjectList, RemoveClusterRequest, UpdateClusterRequest, UpdateInstanceRequest,
+    UpdateResourceRequest, Workload, WorkloadList,
+};
+use crate::access::Caller;
+
+/// The bearer token a caller authenticated with, handed to the one method that needs it
+/// ([`KairshipApi::create_kubeconfig`] writes it into the kubeconfig). Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token.
+    pub fn new(token: impl Into<String>) -> BearerToken {
+        BearerToken(token.into())
+    }
+
+    /// The token.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+/// The Kairship API. One implementation ([`KairshipService`](super::KairshipService)); REST
+/// and gRPC are thin adapters that authenticate the caller, build the request message and
+/// call one method each, so the two transports never disagree.
+///
+/// Every method checks that `caller` may apply the method's verb to the instance before it
+/// touches anything; writes a caller may not make are never forwarded.
+#[async_trait]
+pub trait KairshipApi: Send + Sync {
+    /// Instances the caller may `get`, filtered, sorted and paged.
+    async fn list_instances(
+        &self,
+        caller: &Caller,
+        req: ListInstancesRequest,
+    ) -> Result<ObjectList, ApiError>;
+
+    /// One Instance.
+    async fn get_instance(
+        &self,
+        caller: &Caller,
+        req: GetInstanceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Creates an Instance.
+    async fn create_instance(
+        &self,
+        caller: &Caller,
+        req: CreateInstanceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces an Instance.
+    async fn update_instance(
+        &self,
+        caller: &Caller,
+        req: UpdateInstanceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Deletes an Instance; `FailedPrecondition` while member clusters are joined (unless the
+    /// Instance carries the force-delete annotation).
+    async fn delete_instance(
+        &self,
+        caller: &Caller,
+        req: DeleteInstanceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// A kubeconfig reaching the instance through the native proxy as the caller (`token` is
+    /// the caller's own bearer token).
+    async fn create_kubeconfig(
+        &self,
+        caller: &Caller,
+        token: &BearerToken,
+        req: CreateKubeconfigRequest,
+    ) -> Result<KubeconfigResponse, ApiError>;
+
+    /// Member clusters of an instance.
+    async fn list_clusters(
+        &self,
+        caller: &Caller,
+        req: ListClustersRequest,
+    ) -> Result<ObjectList, ApiError>;
+
+    /// One member cluster.
+    async fn get_cluster(
+        &self,
+        caller: &Caller,
+        req: GetClusterRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Joins a member cluster (creates its Cluster object).
+    async fn join_cluster(
+        &self,
+        caller: &Caller,
+        req: JoinClusterRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces a member Cluster object.
+    async fn update_cluster(
+        &self,
+        caller: &Caller,
+        req: UpdateClusterRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Removes a member cluster.
+    async fn remove_cluster(
+        &self,
+        caller: &Caller,
+        req: RemoveClusterRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Objects of one kind.
+    async fn list_resources(
+        &self,
+        caller: &Caller,
+        req: ListResourcesRequest,
+    ) -> Result<ObjectList, ApiError>;
+
+    /// One object.
+    async fn get_resource(
+        &self,
+        caller: &Caller,
+        req: GetResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Creates an object.
+    async fn create_resource(
+        &self,
+        caller: &Caller,
+        req: CreateResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces an object.
+    async fn update_resource(
+        &self,
+        caller: &Caller,
+        req: UpdateResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Deletes an object; `FailedPrecondition` for a (Cluster)PropagationPolicy that a
+    /// ResourceBinding still uses.
+    async fn delete_resource(
+        &self,
+        caller: &Caller,
+        req: DeleteResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Pauses, resumes or restarts a Deployment; returns the patched Deployment.
+    async fn deployment_action(
+        &self,
+        caller: &Caller,
+        req: DeploymentActionRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Deployments of a namespace with their per-cluster status.
+    async fn list_workloads(
+        &self,
+        caller: &Caller,
+        req: ListWorkloadsRequest,
+    ) -> Result<WorkloadList, ApiError>;
+
+    /// One Deployment with its per-cluster status.
+    async fn get_workload(
+        &self,
+        caller: &Caller,
+        req: GetWorkloadRequest,
+    ) -> Result<Workload, ApiError>;
+}

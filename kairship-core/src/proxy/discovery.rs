@@ -1,0 +1,185 @@
+//! Resource discovery of instances: which kind a plural names and whether it is namespaced,
+//! learnt from the instance's `/api/{v}` and `/apis/{g}/{v}` and kept for a while.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
+use kube::core::{ApiResource, GroupVersionKind};
+
+use crate::router::RouterError;
+
+/// A resource as discovery describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveredResource {
+    /// Group, version, kind and plural.
+    pub resource: ApiResource,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// The resources (not subresources) of one group version, by plural.
+pub fn resources_of(
+    group: &str,
+    version: &str,
+    list: &APIResourceList,
+) -> HashMap<String, DiscoveredResource> {
+    list.resources
+        .iter()
+        .filter(|r| !r.name.contains('/'))
+        .map(|r| {
+            let gvk = GroupVersionKind::gvk(
+                r.group.as_deref().unwrap_or(group),
+                r.version.as_deref().unwrap_or(version),
+                &r.kind,
+            );
+            let found = DiscoveredResource {
+                resource: ApiResource::from_gvk_with_plural(&gvk, &r.name),
+                namespaced: r.namespaced,
+            };
+            (r.name.clone(), found)
+        })
+        .collect()
+}
+
+type GroupVersionKey = (String, String, String);
+
+struct Entry {
+    fetched: Instant,
+    resources: HashMap<String, DiscoveredResource>,
+}
+
+/// Discovery answers per instance and group version, refreshed after `ttl`, or sooner (at most
+/// every `retry`) when asked for a plural it does not know, e.g. a CRD created meanwhile.
+pub struct DiscoveryCache {
+    ttl: Duration,
+    retry: Duration,
+    entries: Mutex<HashMap<GroupVersionKey, Entry>>,
+}
+
+impl std::fmt::Debug for DiscoveryCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiscoveryCache")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for DiscoveryCache {
+    fn default() -> Self {
+        Self::new(Duration::from_secs(300), Duration::from_secs(2))
+    }
+}
+
+impl DiscoveryCache {
+    /// Keeps answers for `ttl`; refetches for an unknown plural at most every `retry`.
+    pub fn new(ttl: Duration, retry: Duration) -> Self {
+        DiscoveryCache {
+            ttl,
+            retry,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn cached(&self, key: &GroupVersionKey, plural: &str) -> Option<Option<DiscoveredResource>> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = entries.get(key)?;
+        let age = entry.fetched.elapsed();
+        match entry.resources.get(plural) {
+            Some(found) if age < self.ttl => Some(Some(found.clone())),
+            None if age < self.retry => Some(None),
+            _ => None,
+        }
+    }
+
+    /// The resource `plural` of `group`/`version` in `instance`, asking the instance through
+    /// `client` when not known; `None` when the instance does not serve it.
+    pub async fn resolve(
+        &self,
+        client: &kube::Client,
+        instance: &str,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Option<DiscoveredResource>, RouterError> {
+        let key = (instance.to_owned(), group.to_owned(), version.to_owned());
+        if let Some(answer) = self.cached(&key, plural) {
+            return Ok(answer);
+        }
+        let what = format!("{instance}: discovery of {group}/{version}");
+        let list = if group.is_empty() {
+            client.list_core_api_resources(version).await
+        } else {
+            client
+                .list_api_group_resources(&format!("{group}/{version}"))
+                .await
+        };
+        let list = match list {
+            Ok(list) => list,
+            // The group version does not exist on the instance.
+            Err(kube::Error::Api(status)) if status.code == 404 => APIResourceList::default(),
+            Err(e) => return Err(RouterError::from_kube(what, e)),
+        };
+        let resources = resources_of(group, version, &list);
+        let found = resources.get(plural).cloned();
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                key,
+                Entry {
+                    fetched: Instant::now(),
+                    resources,
+                },
+            );
+        Ok(found)
+    }
+
+    /// Forgets everything known about `instance`.
+    pub fn forget_instance(&self, instance: &str) {
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(i, _, _), _| i != instance);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_resources_and_skips_subresources() {
+        let list: APIResourceList = serde_json::from_value(json!({
+            "groupVersion": "apps/v1",
+            "resources": [
+                {"name": "deployments", "singularName": "deployment", "namespaced": true,
+                 "kind": "Deployment", "verbs": ["get", "list"]},
+                {"name": "deployments/scale", "singularName": "", "namespaced": true,
+                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get"]},
+                {"name": "controllerrevisions", "singularName": "", "namespaced": true,
+                 "kind": "ControllerRevision", "verbs": []},
+            ]
+        }))
+        .unwrap();
+        let found = resources_of("apps", "v1", &list);
+        assert_eq!(found.len(), 2);
+        let d = &found["deployments"];
+        assert!(d.namespaced);
+        assert_eq!(d.resource.kind, "Deployment");
+        assert_eq!(d.resource.api_version, "apps/v1");
+        assert_eq!(d.resource.plural, "deployments");
+        let core: APIResourceList = serde_json::from_value(json!({
+            "groupVersion": "v1",
+            "resources": [{"name": "nodes", "singularName": "node", "namespaced": false,
+                           "kind": "Node", "verbs": []}]
+        }))
+        .unwrap();
+        let nodes = &resources_of("", "v1", &core)["nodes"];
+        assert!(!nodes.namespaced);
+        assert_eq!(nodes.resource.api_version, "v1");
+        assert_eq!(nodes.resource.group, "");
+    }
+}

@@ -1,0 +1,424 @@
+//! The proxy's request handler: authenticate, authorize, then read from the router's read side
+//! or forward to the instance apiserver.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, Request, State};
+use axum::response::Response;
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, Method, StatusCode, header};
+use kube::core::WatchEvent;
+
+use super::ProxyState;
+use super::path::{KubePath, ResourcePath, parse_kube_path};
+use super::request::{Handling, ReadParams, plan, verb_of};
+use super::status::{
+    access_error_response, json_response, router_error_response, status_json, status_response,
+    status_value,
+};
+use crate::access::{AccessError, Caller, Verb};
+use crate::router::{EventStream, ListQuery, ResourceTarget, RouterError, render_list};
+
+/// Headers that describe one connection, not the message: never forwarded either way.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
+
+/// The bearer token of a request, if it has one.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The Kubernetes path after `/instances/{instance}/proxy` in `full_path`, `/` when empty;
+/// `None` when the marker is missing.
+pub fn kube_path_of<'a>(full_path: &'a str, instance: &str) -> Option<&'a str> {
+    let marker = format!("/instances/{instance}/proxy");
+    let at = full_path.find(&marker)?;
+    let rest = &full_path[at + marker.len()..];
+    match rest {
+        "" => Some("/"),
+        rest if rest.starts_with('/') => Some(rest),
+        _ => None,
+    }
+}
+
+/// Whether a request header is forwarded to the instance: everything but hop-by-hop headers,
+/// the caller's credentials (the instance client presents its own) and `Host`.
+fn forwarded_request_header(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    name != "authorization" && name != "host" && !HOP_BY_HOP.contains(&name)
+}
+
+pub(super) async fn handle(
+    State(state): State<ProxyState>,
+    Path(params): Path<HashMap<String, String>>,
+    request: Request,
+) -> Response {
+    let Some(instance) = params.get("instance").cloned() else {
+        return status_response(404, "no instance in the path");
+    };
+    let Some(raw_path) = kube_path_of(request.uri().path(), &instance).map(str::to_owned) else {
+        return status_response(404, "not a proxy path");
+    };
+    let kube_path = parse_kube_path(&raw_path);
+    let query: HashMap<String, String> = Query::try_from_uri(request.uri())
+        .map(|Query(q)| q)
+        .unwrap_or_default();
+    let read_params = ReadParams::from_query(&query);
+
+    let caller = match authenticate(&state, request.headers()).await {
+        Ok(caller) => caller,
+        Err(err) => return access_error_response(&err),
+    };
+    let Some(verb) = verb_of(request.method(), &kube_path, read_params.watch) else {
+        return status_response(
+            405,
+            &format!("method {} is not supported", request.method()),
+        );
+    };
+    if let Err(err) = authorize(&state, &caller, verb, &instance).await {
+        return access_error_response(&err);
+    }
+
+    let accept = request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok());
+    let handling = plan(request.method(), &kube_path, &read_params, accept);
+    let resource = match &kube_path {
+        KubePath::Resource(resource) => Some(resource),
+        _ => None,
+    };
+    match (handling, resource) {
+        (Handling::Forward, _) | (_, None) => {
+            forward(&state, &instance, &raw_path, resource, request).await
+        }
+        (handling, Some(resource)) => {
+            match read(&state, &instance, resource, &read_params, handling).await {
+                Ok(Some(response)) => response,
+                // The instance does not serve the resource as the path says: let it answer.
+                Ok(None) => forward(&state, &instance, &raw_path, Some(resource), request).await,
+                Err(err) => router_error_response(&err),
+            }
+        }
+    }
+}
+
+async fn authenticate(state: &ProxyState, headers: &HeaderMap) -> Result<Caller, AccessError> {
+    let token = bearer_token(headers)
+        .ok_or_else(|| AccessError::Unauthenticated("no bearer token".into()))?;
+    state.authenticator.authenticate(token).await
+}
+
+async fn authorize(
+    state: &ProxyState,
+    caller: &Caller,
+    verb: Verb,
+    instance: &str,
+) -> Result<(), AccessError> {
+    if state
+        .authorizer
+        .allowed(caller, verb, Some(instance))
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(AccessError::Forbidden(format!(
+            "instances.kairship.io \"{instance}\" is forbidden: user \"{}\" cannot {} resource \"instances\" in API group \"kairship.io\"",
+            caller.user,
+            verb.as_str()
+        )))
+    }
+}
+
+/// The router target of a resource path, from discovery; `None` when the instance does not
+/// serve the resource or the path's namespace does not fit its scope.
+async fn target_of(
+    state: &ProxyState,
+    instance: &str,
+    resource: &ResourcePath,
+) -> Result<Option<ResourceTarget>, RouterError> {
+    let client = state.clients.client(instance).await?;
+    let Some(found) = state
+        .discovery
+        .resolve(
+            &client,
+            instance,
+            &resource.group,
+            &resource.version,
+            &resource.resource,
+        )
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(match (&resource.namespace, found.namespaced) {
+        (Some(ns), true) => Some(ResourceTarget::namespaced(instance, found.resource, ns)),
+        (None, _) => Some(ResourceTarget::all(instance, found.resource)),
+        (Some(_), false) => None,
+    })
+}
+
+/// Answers a read from the router's read side; `Ok(None)` when it cannot be (unknown resource).
+async fn read(
+    state: &ProxyState,
+    instance: &str,
+    resource: &ResourcePath,
+    params: &ReadParams,
+    handling: Handling,
+) -> Result<Option<Response>, RouterError> {
+    let Some(target) = target_of(state, instance, resource).await? else {
+        return Ok(None);
+    };
+    let decode = |source| RouterError::Decode {
+        target: target.describe(),
+        source,
+    };
+    let response = match handling {
+        Handling::Get { name } => {
+            let object = state.router.get(&target, &name).await?;
+            json_response(
+                StatusCode::OK,
+                serde_json::to_vec(object.as_ref()).map_err(decode)?,
+            )
+        }
+        Handling::List { limit, after } => {
+            let query = ListQuery {
+                label_selector: params.label_selector.clone(),
+                field_selector: params.field_selector.clone(),
+                ..ListQuery::default()
+            };
+            let page = state
+                .router
+                .list(&target, &query)
+                .await?
+                .chunk(after.as_ref(), limit);
+            let kind = format!("{}List", target.resource.kind);
+            let body = render_list(&page, &target.resource.api_version, &kind).map_err(decode)?;
+            json_response(StatusCode::OK, body)
+        }
+        Handling::Watch { query, timeout } => {
+            let events = state.router.watch(&target, &query).await?;
+            watch_response(events, timeout)
+        }
+        Handling::Forward => return Ok(None),
+    };
+    Ok(Some(response))
+}
+
+/// One line of a watch stream, as kube-apiserver writes them.
+fn event_line(event: &WatchEvent<kube::core::DynamicObject>) -> Bytes {
+    let mut line = serde_json::to_vec(event).unwrap_or_else(|e| {
+        let status = status_json(500, "InternalError", &format!("cannot encode event: {e}"));
+        serde_json::json!({"type": "ERROR", "object": status})
+            .to_string()
+            .into_bytes()
+    });
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+fn error_line(err: &RouterError) -> Bytes {
+    let object = match err {
+        RouterError::Api { status, .. } => status_value(status),
+        other => status_json(other.http_status(), "InternalError", &other.to_string()),
+    };
+    let mut line = serde_json::json!({"type": "ERROR", "object": object})
+        .to_string()
+        .into_bytes();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+/// Streams watch events as newline-delimited JSON until the source ends, fails (after an
+/// `ERROR` event) or `timeout` passes.
+fn watch_response(events: EventStream, timeout: Option<Duration>) -> Response {
+    let lines = futures::stream::unfold(Some(events), |events| async move {
+        let mut events = events?;
+        match events.next().await? {
+            Ok(event) => Some((event_line(&event), Some(events))),
+            Err(err) => Some((error_line(&err), None)),
+        }
+    })
+    .map(Ok::<Bytes, std::convert::Infallible>);
+    let body = match timeout {
+        Some(timeout) => Body::from_stream(lines.take_until(tokio::time::sleep(timeout))),
+        None => Body::from_stream(lines),
+    };
+    json_response(StatusCode::OK, body)
+}
+
+/// Sends the request to the instance apiserver as it came (method, path, query, headers but
+/// credentials, body) and returns its answer. A successful write on a resource is reported to
+/// the router so that later reads wait for the cache to see it.
+async fn forward(
+    state: &ProxyState,
+    instance: &str,
+    kube_path: &str,
+    resource: Option<&ResourcePath>,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let client = match state.clients.client(instance).await {
+        Ok(client) => client,
+        Err(err) => return router_error_response(&err),
+    };
+    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+        Ok(body) => body,
+        Err(err) => {
+            return status_response(413, &format!("cannot read the request body: {err}"));
+        }
+    };
+    let path_and_query = match parts.uri.query() {
+        Some(q) => format!("{kube_path}?{q}"),
+        None => kube_path.to_owned(),
+    };
+    let mut builder = http::Request::builder()
+        .method(parts.method.clone())
+        .uri(path_and_query);
+    for (name, value) in parts.headers.iter() {
+        if forwarded_request_header(name) {
+            builder = builder.header(name, value);
+        }
+    }
+    let outgoing = match builder.body(kube::client::Body::from(body.to_vec())) {
+        Ok(outgoing) => outgoing,
+        Err(err) => return status_response(400, &format!("cannot forward the request: {err}")),
+    };
+    let answer = match client.send(outgoing).await {
+        Ok(answer) => answer,
+        Err(err) => {
+            tracing::debug!(instance, error = %err, "forwarding to the instance failed");
+            return status_response(
+                503,
+                &format!("the apiserver of instance {instance} cannot be reached: {err}"),
+            );
+        }
+    };
+    let (answer_parts, answer_body) = answer.into_parts();
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = answer_parts.status;
+    for (name, value) in answer_parts.headers.iter() {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            response.headers_mut().append(name, value.clone());
+        }
+    }
+    let observe = parts.method != Method::GET
+        && parts.method != Method::HEAD
+        && answer_parts.status.is_success();
+    match (observe, resource) {
+        (true, Some(resource)) => {
+            let bytes = match answer_body.collect_bytes().await {
+                Ok(bytes) => bytes,
+                Err(err) => {
+                    return status_response(
+                        503,
+                        &format!("reading the answer of instance {instance} failed: {err}"),
+                    );
+                }
+            };
+            note_write(state, instance, resource, &bytes).await;
+            *response.body_mut() = Body::from(bytes);
+        }
+        // Everything else streams through (watches, logs).
+        _ => *response.body_mut() = Body::new(answer_body),
+    }
+    response
+}
+
+/// Tells the router about a write the instance accepted, by the resourceVersion it returned.
+async fn note_write(state: &ProxyState, instance: &str, resource: &ResourcePath, body: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return;
+    };
+    let Some(version) = value
+        .pointer("/metadata/resourceVersion")
+        .and_then(serde_json::Value::as_str)
+        .filter(|v| !v.is_empty())
+    else {
+        return;
+    };
+    // Writes change objects of the path's resource, whatever the subresource.
+    let collection = ResourcePath {
+        subresource: None,
+        ..resource.clone()
+    };
+    if let Ok(Some(target)) = target_of(state, instance, &collection).await {
+        state.router.observe_write(&target, version);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn bearer_tokens_table() {
+        for (value, want) in [
+            (Some("Bearer abc"), Some("abc")),
+            (Some("bearer  abc "), Some("abc")),
+            (Some("Basic abc"), None),
+            (Some("Bearer "), None),
+            (Some("Bearer"), None),
+            (None, None),
+        ] {
+            let mut headers = HeaderMap::new();
+            if let Some(v) = value {
+                headers.insert(header::AUTHORIZATION, HeaderValue::from_static(v));
+            }
+            assert_eq!(bearer_token(&headers), want, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn kube_paths_follow_the_proxy_marker() {
+        let prefix = "/apis/kairship.io/v1alpha1/instances";
+        for (path, want) in [
+            (format!("{prefix}/i1/proxy"), Some("/")),
+            (format!("{prefix}/i1/proxy/"), Some("/")),
+            (
+                format!("{prefix}/i1/proxy/apis/apps/v1/deployments"),
+                Some("/apis/apps/v1/deployments"),
+            ),
+            (format!("/mounted{prefix}/i1/proxy/api"), Some("/api")),
+            (format!("{prefix}/i1/proxyx"), None),
+            (format!("{prefix}/i2/proxy/api"), None),
+        ] {
+            assert_eq!(kube_path_of(&path, "i1"), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn credentials_and_hop_by_hop_headers_stay_behind() {
+        for (name, want) in [
+            ("authorization", false),
+            ("host", false),
+            ("connection", false),
+            ("transfer-encoding", false),
+            ("content-type", true),
+            ("accept", true),
+            ("user-agent", true),
+            ("x-stream-protocol-version", true),
+        ] {
+            assert_eq!(
+                forwarded_request_header(&HeaderName::from_static(name)),
+                want,
+                "{name}"
+            );
+        }
+    }
+}

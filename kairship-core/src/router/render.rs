@@ -1,0 +1,140 @@
+//! Kubernetes list answers rendered as JSON, from pre-rendered item bytes when the backend
+//! keeps them.
+
+use std::io::Write as _;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+
+use super::query::ObjectPage;
+
+/// The `metadata` of a list answer for `page`: its resourceVersion and, when objects remain,
+/// the `continue` token and `remainingItemCount`.
+pub fn list_meta(page: &ObjectPage) -> ListMeta {
+    let token = page.continue_token();
+    ListMeta {
+        resource_version: page.resource_version.clone(),
+        remaining_item_count: token
+            .as_ref()
+            .map(|_| i64::try_from(page.remaining()).unwrap_or(i64::MAX)),
+        continue_: token.map(|t| t.encode()),
+        self_link: None,
+    }
+}
+
+/// `page` as a Kubernetes `…List` (`{"apiVersion", "kind", "metadata", "items"}`) in JSON.
+/// Items the backend rendered in advance ([`ObjectPage::rendered`]) are copied as bytes; the
+/// others are serialized here.
+pub fn render_list(
+    page: &ObjectPage,
+    api_version: &str,
+    list_kind: &str,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let rendered = page
+        .rendered
+        .as_ref()
+        .filter(|r| r.len() == page.items.len());
+    let estimate = rendered.map_or(page.items.len() * 512, |r| {
+        r.iter().map(|b| b.len() + 1).sum::<usize>()
+    });
+    let mut out = Vec::with_capacity(estimate + 256);
+    out.extend_from_slice(b"{\"apiVersion\":");
+    serde_json::to_writer(&mut out, api_version)?;
+    out.extend_from_slice(b",\"kind\":");
+    serde_json::to_writer(&mut out, list_kind)?;
+    out.extend_from_slice(b",\"metadata\":");
+    serde_json::to_writer(&mut out, &list_meta(page))?;
+    out.extend_from_slice(b",\"items\":[");
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match rendered {
+            Some(rendered) => out.extend_from_slice(&rendered[i]),
+            None => serde_json::to_writer(&mut out, item.as_ref())?,
+        }
+    }
+    // Writing into a Vec cannot fail.
+    let _ = out.write_all(b"]}");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::router::{ContinueToken, ListQuery};
+    use bytes::Bytes;
+    use kube::core::DynamicObject;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn objects() -> Vec<Arc<DynamicObject>> {
+        ["a", "b", "c"]
+            .iter()
+            .map(|n| {
+                Arc::new(
+                    serde_json::from_value(json!({
+                        "apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": n, "namespace": "ns"},
+                        "data": {"k": n},
+                    }))
+                    .unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rendered_and_serialized_lists_are_the_same_json() {
+        let query = ListQuery::default().compile().unwrap();
+        let plain = query.select(None, objects());
+        let pre = query.select_rendered(
+            None,
+            objects().into_iter().map(|o| {
+                let json = Bytes::from(serde_json::to_vec(o.as_ref()).unwrap());
+                (o, json)
+            }),
+        );
+        for chunk_limit in [None, Some(2)] {
+            let mut a = plain.clone().chunk(None, chunk_limit);
+            let mut b = pre.clone().chunk(None, chunk_limit);
+            a.resource_version = Some("42".into());
+            b.resource_version = Some("42".into());
+            let a: serde_json::Value =
+                serde_json::from_slice(&render_list(&a, "v1", "ConfigMapList").unwrap()).unwrap();
+            let b: serde_json::Value =
+                serde_json::from_slice(&render_list(&b, "v1", "ConfigMapList").unwrap()).unwrap();
+            assert_eq!(a, b);
+            assert_eq!(a["kind"], "ConfigMapList");
+            assert_eq!(a["apiVersion"], "v1");
+            assert_eq!(a["metadata"]["resourceVersion"], "42");
+            match chunk_limit {
+                None => {
+                    assert_eq!(a["items"].as_array().unwrap().len(), 3);
+                    assert!(a["metadata"].get("continue").is_none());
+                    assert!(a["metadata"].get("remainingItemCount").is_none());
+                }
+                Some(_) => {
+                    assert_eq!(a["items"].as_array().unwrap().len(), 2);
+                    assert_eq!(a["metadata"]["remainingItemCount"], 1);
+                    let token = a["metadata"]["continue"].as_str().unwrap();
+                    assert_eq!(ContinueToken::decode(token).unwrap().name, "b");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_page_is_an_empty_list() {
+        let page = ListQuery::default()
+            .compile()
+            .unwrap()
+            .select(None, Vec::new());
+        let v: serde_json::Value =
+            serde_json::from_slice(&render_list(&page, "apps/v1", "DeploymentList").unwrap())
+                .unwrap();
+        assert_eq!(
+            v,
+            json!({"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {}, "items": []})
+        );
+    }
+}

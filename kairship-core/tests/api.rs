@@ -1,0 +1,1395 @@
+//! The Kairship API over real HTTP: a sandbox host cluster with Instances, a sandbox Karmada
+//! instance, the service behind the REST router and the native proxy, and callers with
+//! different rights.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::{
+    KAIRSHIP_NS, KarmadaInstance, adopt_instance, ensure_namespace, put_kubeconfig_secret,
+};
+use http::StatusCode;
+use kairship_core::access::{AccessError, Authenticator, Authorizer, Caller, Verb};
+use kairship_core::api::openapi::{check_structure, path_templates};
+use kairship_core::api::server::{AppParts, app, serve};
+use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig, rest, tls};
+use kairship_core::instance::Instance;
+use kairship_core::proxy::{ProxyState, proxy_routes};
+use kairship_core::router::{
+    DirectBackend, EmbeddedCacheBackend, FallbackReason, InstanceClients, InstanceWriter,
+    ReadWriteRouter, ResourceTarget, RouterConfig, RouterError, SplitRouter, WriteBackend,
+    WriteOutcome,
+};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
+use kube_kit::client::ClientOptions;
+use kube_sandbox::{FaultAction, FaultRule};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const INSTANCE: &str = "inst-1";
+const NS: &str = "team-a";
+const P: &str = "/apis/kairship.io/v1alpha1";
+const ADMIN: &str = "admin-token";
+const VIEWER: &str = "viewer-token";
+const NOBODY: &str = "nobody-token";
+
+/// Bearer tokens -> callers.
+struct Tokens;
+
+#[async_trait]
+impl Authenticator for Tokens {
+    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
+        let user = match token {
+            ADMIN => "admin",
+            VIEWER => "viewer",
+            NOBODY => "nobody",
+            _ => return Err(AccessError::Unauthenticated("unknown token".into())),
+        };
+        Ok(Caller::new(user, vec![]))
+    }
+}
+
+/// admin: everything; viewer: get/list/watch on inst-1 only; nobody: nothing.
+struct Rights;
+
+#[async_trait]
+impl Authorizer for Rights {
+    async fn allowed(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        instance: Option<&str>,
+    ) -> Result<bool, AccessError> {
+        Ok(match caller.user.as_str() {
+            "admin" => true,
+            "viewer" => instance == Some(INSTANCE) && !verb.is_write(),
+            _ => false,
+        })
+    }
+}
+
+/// Counts the writes that reach the instance through the router.
+struct CountingWrite {
+    inner: InstanceWriter,
+    writes: AtomicUsize,
+}
+
+#[async_trait]
+impl WriteBackend for CountingWrite {
+    async fn create(
+        &self,
+        t: &ResourceTarget,
+        b: &Value,
+        p: &PostParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.create(t, b, p).await
+    }
+    async fn replace(
+        &self,
+        t: &ResourceTarget,
+        n: &str,
+        b: &Value,
+        p: &PostParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.replace(t, n, b, p).await
+    }
+    async fn patch(
+        &self,
+        t: &ResourceTarget,
+        n: &str,
+        p: &Patch<Value>,
+        pp: &PatchParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.patch(t, n, p, pp).await
+    }
+    async fn delete(
+        &self,
+        t: &ResourceTarget,
+        n: &str,
+        p: &DeleteParams,
+    ) -> Result<WriteOutcome, RouterError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.delete(t, n, p).await
+    }
+}
+
+fn load_crd(relative: &str) -> Value {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/crds/upstream/karmada")
+        .join(relative);
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+struct Env {
+    host: kube_sandbox::Cluster,
+    instance: KarmadaInstance,
+    base: String,
+    http: reqwest::Client,
+    writes: Arc<CountingWrite>,
+    router: Arc<SplitRouter>,
+    stop: CancellationToken,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Env {
+    async fn start() -> Env {
+        Self::start_with(None).await
+    }
+
+    async fn start_with(tls: Option<rustls::ServerConfig>) -> Env {
+        kube_kit::client::install_crypto_provider();
+        let host = common::host().await;
+        let instance = KarmadaInstance::start(INSTANCE).await;
+        let crds: Api<kube::core::DynamicObject> = Api::all_with(
+            instance.client(),
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+                "customresourcedefinitions",
+            ),
+        );
+        for file in [
+            "work.karmada.io_resourcebindings.yaml",
+            "work.karmada.io_clusterresourcebindings.yaml",
+        ] {
+            crds.create(
+                &PostParams::default(),
+                &serde_json::from_value(load_crd(file)).unwrap(),
+            )
+            .await
+            .unwrap();
+        }
+        ensure_namespace(&instance.client(), NS).await;
+        put_kubeconfig_secret(
+            &host.client(),
+            &format!("{INSTANCE}-kubeconfig"),
+            "kubeconfig",
+            &instance.served.kubeconfig_yaml,
+        )
+        .await;
+        Api::<Instance>::all(host.client())
+            .create(&PostParams::default(), &adopt_instance(INSTANCE))
+            .await
+            .unwrap();
+
+        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
+            host.client(),
+            ClientOptions::new("kairship-api-test"),
+            Duration::from_secs(5),
+            Duration::from_secs(30),
+        ));
+        let writes = Arc::new(CountingWrite {
+            inner: InstanceWriter::new(clients.clone()),
+            writes: AtomicUsize::new(0),
+        });
+        let router = Arc::new(SplitRouter::with_config(
+            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
+            Arc::new(DirectBackend::new(clients.clone())),
+            writes.clone(),
+            RouterConfig {
+                read_your_writes_timeout: Duration::from_secs(2),
+            },
+        ));
+        let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
+        let service = KairshipService::new(
+            host.client(),
+            router_dyn.clone(),
+            Arc::new(Rights),
+            ServiceConfig::default(),
+        );
+        let proxy = proxy_routes(ProxyState::new(
+            router_dyn,
+            clients,
+            Arc::new(Tokens),
+            Arc::new(Rights),
+        ));
+        let app = app(AppParts {
+            api: Arc::new(service),
+            authenticator: Arc::new(Tokens),
+            proxy: Some(proxy),
+            grpc: None,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let stop = CancellationToken::new();
+        tokio::spawn(serve(listener, app, tls, stop.clone()));
+        Env {
+            host,
+            instance,
+            base: format!("{scheme}://{addr}"),
+            http: reqwest::Client::new(),
+            writes,
+            router,
+            stop,
+        }
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.base));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let (status, value) = self.call(method, path, Some(ADMIN), body).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {value}");
+        value
+    }
+
+    fn writes(&self) -> usize {
+        self.writes.writes.load(Ordering::SeqCst)
+    }
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `(status, code)` of an error answer, checking that it is `{code, message}` JSON.
+fn error_of(status: StatusCode, body: &Value) -> (u16, i64) {
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{status}: {body}"
+    );
+    (status.as_u16(), body["code"].as_i64().unwrap())
+}
+
+fn deployment(name: &str) -> Value {
+    json!({"metadata": {"name": name}, "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+}
+
+#[tokio::test]
+async fn instances_crud_sorting_and_visibility() {
+    let env = Env::start().await;
+    // A second instance whose credentials are not published: deletable, and viewer cannot see it.
+    let created = env.ok("POST", &format!("{P}/instances"), Some(json!({"metadata": {"name": "inst-2", "labels": {"env": "dev"}},
+        "spec": {"mode": "Adopt", "kubeconfigSecretRef": {"namespace": KAIRSHIP_NS, "name": "missing"}}}))).await;
+    assert_eq!(created["kind"], "Instance");
+    assert_eq!(created["apiVersion"], "kairship.io/v1alpha1");
+
+    let all = env.ok("GET", &format!("{P}/instances"), None).await;
+    assert_eq!(names(&all), ["inst-1", "inst-2"]);
+    assert_eq!(
+        all["pagination"],
+        json!({"total": 2, "page": 1, "pageSize": 2, "pages": 1})
+    );
+    let desc = env
+        .ok(
+            "GET",
+            &format!("{P}/instances?sortBy=name&sortDir=desc&pageSize=1"),
+            None,
+        )
+        .await;
+    assert_eq!(names(&desc), ["inst-2"]);
+    assert_eq!(desc["pagination"]["pages"], 2);
+    let by_state = env
+        .ok("GET", &format!("{P}/instances?sortBy=state"), None)
+        .await;
+    assert_eq!(names(&by_state).len(), 2);
+    assert_eq!(
+        names(
+            &env.ok("GET", &format!("{P}/instances?name=ST-2"), None)
+                .await
+        ),
+        ["inst-2"]
+    );
+    assert_eq!(
+        names(
+            &env.ok(
+                "GET",
+                &format!("{P}/instances?labelSelector=env%3Ddev"),
+                None
+            )
+            .await
+        ),
+        ["inst-2"]
+    );
+
+    let (status, viewer) = env
+        .call("GET", &format!("{P}/instances"), Some(VIEWER), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(names(&viewer), ["inst-1"]);
+    let (status, nobody) = env
+        .call("GET", &format!("{P}/instances"), Some(NOBODY), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(nobody["items"], json!([]));
+    assert_eq!(nobody["pagination"]["total"], 0);
+    let (status, body) = env
+        .call("GET", &format!("{P}/instances/inst-1"), Some(NOBODY), None)
+        .await;
+    assert_eq!(error_of(status, &body), (403, 7));
+    let (status, body) = env
+        .call("GET", &format!("{P}/instances/inst-2"), Some(VIEWER), None)
+        .await;
+    assert_eq!(error_of(status, &body), (403, 7));
+    assert_eq!(
+        env.call("GET", &format!("{P}/instances/inst-1"), Some(VIEWER), None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+
+    // Conflicts and validation.
+    let (status, body) = env.call("POST", &format!("{P}/instances"), Some(ADMIN), Some(json!({"metadata": {"name": "inst-2"},
+        "spec": {"mode": "Adopt", "kubeconfigSecretRef": {"namespace": KAIRSHIP_NS, "name": "x"}}}))).await;
+    assert_eq!(error_of(status, &body), (409, 6));
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances"),
+            Some(ADMIN),
+            Some(json!({"metadata": {"name": "inst-3"}, "spec": {"mode": "Adopt"}})),
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (400, 3));
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("kubeconfigSecretRef"),
+        "{body}"
+    );
+
+    let mut current = env.ok("GET", &format!("{P}/instances/inst-2"), None).await;
+    current["spec"]["alias"] = json!("Development");
+    let updated = env
+        .ok(
+            "PUT",
+            &format!("{P}/instances/inst-2"),
+            Some(current.clone()),
+        )
+        .await;
+    assert_eq!(updated["spec"]["alias"], "Development");
+    current["spec"]["alias"] = json!("stale");
+    let (status, body) = env
+        .call(
+            "PUT",
+            &format!("{P}/instances/inst-2"),
+            Some(ADMIN),
+            Some(current),
+        )
+        .await;
+    assert_eq!(
+        error_of(status, &body),
+        (412, 9),
+        "a stale resourceVersion fails the precondition"
+    );
+
+    // Deleting an instance with members is refused; without members it goes.
+    env.instance
+        .add_member(&common::Member::new(
+            "east",
+            true,
+            (1, 1),
+            "4",
+            "8Gi",
+            "110",
+        ))
+        .await;
+    let (status, body) = env
+        .call(
+            "DELETE",
+            &format!("{P}/instances/inst-1"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (400, 9));
+    assert!(body["message"].as_str().unwrap().contains("east"), "{body}");
+    let (status, body) = env
+        .call(
+            "DELETE",
+            &format!("{P}/instances/inst-2"),
+            Some(VIEWER),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (403, 7));
+    env.ok("DELETE", &format!("{P}/instances/inst-2"), None)
+        .await;
+    let (status, body) = env
+        .call("GET", &format!("{P}/instances/inst-2"), Some(ADMIN), None)
+        .await;
+    assert_eq!(error_of(status, &body), (404, 5));
+    assert!(
+        Api::<Instance>::all(env.host.client())
+            .get_opt(INSTANCE)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn every_resource_family_round_trips() {
+    let env = Env::start().await;
+    let ns_path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    let pp_yaml = "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n  name: obj\nspec:\n  resourceSelectors:\n  - apiVersion: apps/v1\n    kind: Deployment\n";
+    let namespaced: Vec<(&str, Value)> = vec![
+        ("deployments", deployment("obj")),
+        (
+            "services",
+            json!({"metadata": {"name": "obj"}, "spec": {"ports": [{"port": 80}]}}),
+        ),
+        (
+            "configmaps",
+            json!({"metadata": {"name": "obj"}, "data": {"k": "v"}}),
+        ),
+        (
+            "secrets",
+            json!({"metadata": {"name": "obj"}, "type": "Opaque", "stringData": {"k": "v"}}),
+        ),
+        (
+            "jobs",
+            json!({"metadata": {"name": "obj"}, "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}}),
+        ),
+        (
+            "cronjobs",
+            json!({"metadata": {"name": "obj"}, "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+        ),
+        ("propagationpolicies", json!({"data": pp_yaml})),
+        (
+            "overridepolicies",
+            json!({"metadata": {"name": "obj"}, "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]}}),
+        ),
+    ];
+    for (kind, body) in namespaced {
+        let created = env
+            .ok("POST", &format!("{ns_path}/{kind}"), Some(body))
+            .await;
+        assert_eq!(created["metadata"]["namespace"], NS, "{kind}");
+        let mut got = env.ok("GET", &format!("{ns_path}/{kind}/obj"), None).await;
+        assert_eq!(got["metadata"]["uid"], created["metadata"]["uid"], "{kind}");
+        assert_eq!(
+            names(&env.ok("GET", &format!("{ns_path}/{kind}"), None).await),
+            ["obj"],
+            "{kind}"
+        );
+        assert_eq!(
+            names(
+                &env.ok("GET", &format!("{P}/instances/{INSTANCE}/{kind}"), None)
+                    .await
+            ),
+            ["obj"],
+            "{kind}: instance-wide"
+        );
+        got["metadata"]["labels"] = json!({"touched": "yes"});
+        let updated = env
+            .ok("PUT", &format!("{ns_path}/{kind}/obj"), Some(got))
+            .await;
+        assert_eq!(updated["metadata"]["labels"]["touched"], "yes", "{kind}");
+        let selected = env
+            .ok(
+                "GET",
+                &format!("{ns_path}/{kind}?labelSelector=touched%3Dyes"),
+                None,
+            )
+            .await;
+        assert_eq!(names(&selected), ["obj"], "{kind}");
+        env.ok("DELETE", &format!("{ns_path}/{kind}/obj"), None)
+            .await;
+        let (status, body) = env
+            .call("GET", &format!("{ns_path}/{kind}/obj"), Some(ADMIN), None)
+            .await;
+        assert_eq!(error_of(status, &body), (404, 5), "{kind}");
+    }
+    for kind in ["clusterpropagationpolicies", "clusteroverridepolicies"] {
+        let base = format!("{P}/instances/{INSTANCE}/{kind}");
+        let body = json!({"metadata": {"name": "global"}, "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}]}});
+        env.ok("POST", &base, Some(body)).await;
+        let mut got = env.ok("GET", &format!("{base}/global"), None).await;
+        assert!(got["metadata"].get("namespace").is_none());
+        assert_eq!(names(&env.ok("GET", &base, None).await), ["global"]);
+        got["metadata"]["labels"] = json!({"touched": "yes"});
+        let updated = env.ok("PUT", &format!("{base}/global"), Some(got)).await;
+        assert_eq!(updated["metadata"]["labels"]["touched"], "yes", "{kind}");
+        env.ok("DELETE", &format!("{base}/global"), None).await;
+        assert_eq!(
+            env.call("GET", &format!("{base}/global"), Some(ADMIN), None)
+                .await
+                .0,
+            StatusCode::NOT_FOUND
+        );
+        // Cluster-scoped kinds have no namespace, namespaced ones need one.
+        let (status, body) = env
+            .call(
+                "GET",
+                &format!("{ns_path}/{kind}/global"),
+                Some(ADMIN),
+                None,
+            )
+            .await;
+        assert_eq!(error_of(status, &body), (400, 3));
+    }
+    let (status, body) = env
+        .call(
+            "GET",
+            &format!("{P}/instances/{INSTANCE}/deployments/obj"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (400, 3));
+
+    // Member clusters: join, list with selectors, update, remove.
+    let clusters = format!("{P}/instances/{INSTANCE}/clusters");
+    for (name, region) in [("east", "eu"), ("west", "us")] {
+        env.ok("POST", &clusters, Some(json!({"metadata": {"name": name, "labels": {"region": region}}, "spec": {"syncMode": "Push"}}))).await;
+    }
+    assert_eq!(
+        names(&env.ok("GET", &clusters, None).await),
+        ["east", "west"]
+    );
+    assert_eq!(
+        names(
+            &env.ok(
+                "GET",
+                &format!("{clusters}?labelSelector=region%3Dus"),
+                None
+            )
+            .await
+        ),
+        ["west"]
+    );
+    assert_eq!(
+        names(
+            &env.ok(
+                "GET",
+                &format!("{clusters}?fieldSelector=metadata.name%3Deast"),
+                None
+            )
+            .await
+        ),
+        ["east"]
+    );
+    let mut east = env.ok("GET", &format!("{clusters}/east"), None).await;
+    east["spec"]["region"] = json!("eu-west-1");
+    assert_eq!(
+        env.ok("PUT", &format!("{clusters}/east"), Some(east)).await["spec"]["region"],
+        "eu-west-1"
+    );
+    env.ok("DELETE", &format!("{clusters}/east"), None).await;
+    assert_eq!(names(&env.ok("GET", &clusters, None).await), ["west"]);
+}
+
+#[tokio::test]
+async fn deployment_verbs_and_the_workload_view() {
+    let env = Env::start().await;
+    let ns_path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    env.ok(
+        "POST",
+        &format!("{ns_path}/deployments"),
+        Some(deployment("web")),
+    )
+    .await;
+    env.ok(
+        "POST",
+        &format!("{ns_path}/deployments"),
+        Some(deployment("db")),
+    )
+    .await;
+
+    let paused = env
+        .ok("POST", &format!("{ns_path}/deployments/web:pause"), None)
+        .await;
+    assert_eq!(paused["spec"]["paused"], true);
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{ns_path}/deployments/web:restart"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(
+        error_of(status, &body),
+        (400, 9),
+        "a paused deployment is not restarted"
+    );
+    let resumed = env
+        .ok("POST", &format!("{ns_path}/deployments/web:resume"), None)
+        .await;
+    assert_eq!(resumed["spec"]["paused"], false);
+    let restarted = env
+        .ok("POST", &format!("{ns_path}/deployments/web:restart"), None)
+        .await;
+    let stamp = restarted["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].as_str().unwrap();
+    assert!(stamp.parse::<jiff::Timestamp>().is_ok(), "{stamp}");
+    for (path, code) in [("web:scale", 404), ("web", 404)] {
+        assert_eq!(
+            env.call(
+                "POST",
+                &format!("{ns_path}/deployments/{path}"),
+                Some(ADMIN),
+                None
+            )
+            .await
+            .0
+            .as_u16(),
+            code,
+            "{path}"
+        );
+    }
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{ns_path}/configmaps/x:pause"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (404, 5));
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{ns_path}/deployments/web:pause"),
+            Some(VIEWER),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (403, 7));
+
+    // Karmada's binding of web: two members, one of them lagging.
+    let bindings: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        NS,
+        &kairship_core::api::resource_bindings_resource(),
+    );
+    let binding: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": "web-deployment", "namespace": NS,
+            "annotations": {"propagationpolicy.karmada.io/name": "spread", "propagationpolicy.karmada.io/namespace": NS}},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": NS},
+                 "clusters": [{"name": "east", "replicas": 1}, {"name": "west", "replicas": 1}]}
+    })).unwrap();
+    let mut created = bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    created.data["status"] = json!({"aggregatedStatus": [
+        {"clusterName": "east", "applied": true, "health": "Healthy", "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}},
+        {"clusterName": "west", "applied": true, "health": "Unhealthy", "status": {"replicas": 1, "readyReplicas": 0, "availableReplicas": 0}}]});
+    bindings
+        .replace_status("web-deployment", &PostParams::default(), &created)
+        .await
+        .unwrap();
+
+    // Read-your-writes does not cover writes made behind the API's back: wait for the cache.
+    let web = common::eventually(
+        "the workload view to show the binding",
+        Duration::from_secs(10),
+        || async {
+            let w = env
+                .ok("GET", &format!("{ns_path}/workloads/web"), None)
+                .await;
+            (w["clusters"].as_array().unwrap().len() == 2).then_some(w)
+        },
+    )
+    .await;
+    assert_eq!(web["binding"], "web-deployment");
+    assert_eq!(web["policy"], format!("{NS}/spread"));
+    assert_eq!(
+        (web["replicas"].as_i64(), web["readyReplicas"].as_i64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(web["clusters"][1]["health"], "Unhealthy");
+    let list = env
+        .ok("GET", &format!("{ns_path}/workloads?sortDir=desc"), None)
+        .await;
+    let listed: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["web", "db"]);
+    assert_eq!(
+        list["items"][1]["clusters"],
+        json!([]),
+        "db is not propagated"
+    );
+    assert_eq!(list["pagination"]["total"], 2);
+    let (status, body) = env
+        .call(
+            "GET",
+            &format!("{ns_path}/workloads/nope"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (404, 5));
+}
+
+#[tokio::test]
+async fn propagation_policies_in_use_are_kept() {
+    let env = Env::start().await;
+    let ns_path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    let selectors = json!({"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]});
+    env.ok(
+        "POST",
+        &format!("{ns_path}/propagationpolicies"),
+        Some(json!({"metadata": {"name": "spread",
+        "labels": {"propagationpolicy.karmada.io/permanent-id": "pp-1"}}, "spec": selectors})),
+    )
+    .await;
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/clusterpropagationpolicies"),
+        Some(json!({"metadata": {"name": "global"}, "spec": selectors})),
+    )
+    .await;
+
+    let rb: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        NS,
+        &kairship_core::api::resource_bindings_resource(),
+    );
+    let crb: Api<DynamicObject> = Api::all_with(
+        env.instance.client(),
+        &kairship_core::api::cluster_resource_bindings_resource(),
+    );
+    let binding = |kind: &str, ns: Option<&str>, meta: Value| -> DynamicObject {
+        let mut metadata = meta;
+        if let Some(ns) = ns {
+            metadata["namespace"] = json!(ns);
+        }
+        serde_json::from_value(
+            json!({"apiVersion": "work.karmada.io/v1alpha2", "kind": kind, "metadata": metadata,
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}}),
+        )
+        .unwrap()
+    };
+    rb.create(&PostParams::default(), &binding("ResourceBinding", Some(NS),
+        json!({"name": "web-deployment", "labels": {"propagationpolicy.karmada.io/permanent-id": "pp-1"}}))).await.unwrap();
+    crb.create(&PostParams::default(), &binding("ClusterResourceBinding", None,
+        json!({"name": "ns-binding", "annotations": {"clusterpropagationpolicy.karmada.io/name": "global"}}))).await.unwrap();
+
+    let cases = [
+        (
+            format!("{ns_path}/propagationpolicies/spread"),
+            "ResourceBinding team-a/web-deployment",
+        ),
+        (
+            format!("{P}/instances/{INSTANCE}/clusterpropagationpolicies/global"),
+            "ClusterResourceBinding ns-binding",
+        ),
+    ];
+    for (path, user) in &cases {
+        let deleted = common::eventually(
+            "the cache to see the binding",
+            Duration::from_secs(10),
+            || async {
+                let (status, body) = env.call("DELETE", path, Some(ADMIN), None).await;
+                assert_ne!(status, StatusCode::OK, "{path} was deleted while in use");
+                (status == StatusCode::BAD_REQUEST).then_some(body)
+            },
+        )
+        .await;
+        assert_eq!(deleted["code"], 9);
+        assert!(
+            deleted["message"].as_str().unwrap().contains(user),
+            "{deleted}"
+        );
+    }
+    rb.delete("web-deployment", &DeleteParams::default())
+        .await
+        .unwrap();
+    crb.delete("ns-binding", &DeleteParams::default())
+        .await
+        .unwrap();
+    for (path, _) in &cases {
+        common::eventually(
+            "the policy to be deletable",
+            Duration::from_secs(10),
+            || async {
+                let (status, _) = env.call("DELETE", path, Some(ADMIN), None).await;
+                (status == StatusCode::OK).then_some(())
+            },
+        )
+        .await;
+        assert_eq!(
+            env.call("GET", path, Some(ADMIN), None).await.0,
+            StatusCode::NOT_FOUND
+        );
+    }
+}
+
+#[tokio::test]
+async fn refused_writes_never_reach_the_instance() {
+    let env = Env::start().await;
+    let ns_path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    env.ok(
+        "POST",
+        &format!("{ns_path}/configmaps"),
+        Some(json!({"metadata": {"name": "seed"}})),
+    )
+    .await;
+    let before = env.writes();
+    assert_eq!(before, 1);
+    let attempts: Vec<(&str, String, Option<Value>)> = vec![
+        (
+            "POST",
+            format!("{ns_path}/configmaps"),
+            Some(json!({"metadata": {"name": "viewer-made"}})),
+        ),
+        (
+            "PUT",
+            format!("{ns_path}/configmaps/seed"),
+            Some(json!({"metadata": {"name": "seed"}, "data": {"x": "y"}})),
+        ),
+        ("DELETE", format!("{ns_path}/configmaps/seed"), None),
+        (
+            "POST",
+            format!("{P}/instances/{INSTANCE}/clusters"),
+            Some(json!({"metadata": {"name": "m"}})),
+        ),
+        ("DELETE", format!("{P}/instances/{INSTANCE}"), None),
+        (
+            "POST",
+            format!("{P}/instances"),
+            Some(json!({"metadata": {"name": "x"}, "spec": {"mode": "Adopt"}})),
+        ),
+    ];
+    for token in [VIEWER, NOBODY] {
+        for (method, path, body) in &attempts {
+            let (status, answer) = env.call(method, path, Some(token), body.clone()).await;
+            assert_eq!(
+                error_of(status, &answer),
+                (403, 7),
+                "{token} {method} {path}"
+            );
+        }
+    }
+    // The viewer reads; nobody does not.
+    assert_eq!(
+        names(
+            &env.call("GET", &format!("{ns_path}/configmaps"), Some(VIEWER), None)
+                .await
+                .1
+        ),
+        ["seed"]
+    );
+    let (status, body) = env
+        .call("GET", &format!("{ns_path}/configmaps"), Some(NOBODY), None)
+        .await;
+    assert_eq!(error_of(status, &body), (403, 7));
+    assert_eq!(env.writes(), before, "no refused write was forwarded");
+    let on_instance: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        NS,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            "configmaps",
+        ),
+    );
+    assert!(on_instance.get_opt("viewer-made").await.unwrap().is_none());
+    assert!(
+        on_instance
+            .get("seed")
+            .await
+            .unwrap()
+            .data
+            .get("data")
+            .is_none()
+    );
+    assert_eq!(
+        Api::<Instance>::all(env.host.client())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+
+    // Without credentials: 401 before anything else.
+    for token in [None, Some("forged")] {
+        let (status, body) = env
+            .call("GET", &format!("{P}/instances"), token, None)
+            .await;
+        assert_eq!(error_of(status, &body), (401, 16), "{token:?}");
+    }
+    let resp = env
+        .http
+        .get(format!("{}{P}/instances", env.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["www-authenticate"], "Bearer");
+}
+
+#[tokio::test]
+async fn create_then_list_always_shows_the_new_object() {
+    let env = Env::start().await;
+    let path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}/configmaps");
+    let mut expected = BTreeSet::new();
+    for i in 0..25 {
+        let name = format!("cm-{i:02}");
+        env.ok("POST", &path, Some(json!({"metadata": {"name": name}})))
+            .await;
+        expected.insert(name.clone());
+        let listed: BTreeSet<String> = names(&env.ok("GET", &path, None).await)
+            .into_iter()
+            .collect();
+        assert_eq!(listed, expected, "list right after creating {name}");
+        assert_eq!(
+            env.ok("GET", &format!("{path}/{name}"), None).await["metadata"]["name"],
+            name.as_str()
+        );
+    }
+    let m = env.router.metrics().snapshot();
+    assert!(m.cache_hits > 0, "the cache answered reads: {m:?}");
+}
+
+#[tokio::test]
+async fn reads_fall_back_to_the_instance_while_the_cache_watch_fails() {
+    let env = Env::start().await;
+    let path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}/configmaps");
+    env.instance.cluster.faults().add(FaultRule {
+        resource: Some("configmaps".into()),
+        verbs: vec!["watch".into()],
+        action: FaultAction::Status(500),
+    });
+    env.ok("POST", &path, Some(json!({"metadata": {"name": "before"}})))
+        .await;
+    assert_eq!(names(&env.ok("GET", &path, None).await), ["before"]);
+    // Once the cache's watch has failed, it is unsynced and every read goes direct.
+    let before_fallbacks = common::eventually(
+        "the cache to report its watch failing",
+        Duration::from_secs(10),
+        || async {
+            let m0 = env
+                .router
+                .metrics()
+                .snapshot()
+                .fallbacks_for(FallbackReason::Unsynced);
+            env.ok("GET", &path, None).await;
+            let m1 = env
+                .router
+                .metrics()
+                .snapshot()
+                .fallbacks_for(FallbackReason::Unsynced);
+            (m1 > m0).then_some(m1)
+        },
+    )
+    .await;
+    // A write made directly on the instance: the failing cache cannot see it, the fallback can.
+    let direct: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        NS,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            "configmaps",
+        ),
+    );
+    direct
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "behind"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&env.ok("GET", &path, None).await),
+        ["before", "behind"]
+    );
+    assert_eq!(
+        env.ok("GET", &format!("{path}/behind"), None).await["metadata"]["name"],
+        "behind"
+    );
+    assert!(
+        env.router
+            .metrics()
+            .snapshot()
+            .fallbacks_for(FallbackReason::Unsynced)
+            >= before_fallbacks + 2
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_400_with_a_readable_message() {
+    let env = Env::start().await;
+    let cms = format!("{P}/instances/{INSTANCE}/namespaces/{NS}/configmaps");
+    let send_raw = |method: &str, path: String, body: Vec<u8>| {
+        env.http
+            .request(method.parse().unwrap(), format!("{}{path}", env.base))
+            .bearer_auth(ADMIN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let cases: Vec<(&str, String, Vec<u8>, &str)> = vec![
+        (
+            "POST",
+            cms.clone(),
+            b"{\"metadata\": {".to_vec(),
+            "malformed JSON body",
+        ),
+        ("POST", cms.clone(), b"".to_vec(), "body is empty"),
+        (
+            "POST",
+            cms.clone(),
+            b"[1]".to_vec(),
+            "must be a JSON object",
+        ),
+        (
+            "POST",
+            cms.clone(),
+            br#"{"metadata": {"name": "a"}, "spek": {}}"#.to_vec(),
+            "unknown field `spek`",
+        ),
+        (
+            "POST",
+            cms.clone(),
+            br#"{"metadata": {"name": "a", "namespace": "other"}}"#.to_vec(),
+            "metadata.namespace",
+        ),
+        (
+            "POST",
+            cms.clone(),
+            br#"{"kind": "Secret", "metadata": {"name": "a"}}"#.to_vec(),
+            "kind",
+        ),
+        (
+            "POST",
+            format!("{P}/instances/{INSTANCE}/kubeconfig"),
+            br#"{"serverr": "x"}"#.to_vec(),
+            "unknown field `serverr`",
+        ),
+        (
+            "POST",
+            cms.clone(),
+            vec![b' '; 5 * 1024 * 1024],
+            "larger than 4 MiB",
+        ),
+        ("GET", format!("{cms}?page=0"), vec![], "page"),
+        ("GET", format!("{cms}?pageSize=0"), vec![], "pageSize"),
+        ("GET", format!("{cms}?pageSize=10001"), vec![], "pageSize"),
+        (
+            "GET",
+            format!("{cms}?page=abc"),
+            vec![],
+            "invalid query parameters",
+        ),
+        (
+            "GET",
+            format!("{cms}?colour=blue"),
+            vec![],
+            "unknown field `colour`",
+        ),
+        ("GET", format!("{cms}?sortBy=state"), vec![], "sortBy"),
+        (
+            "GET",
+            format!("{cms}?labelSelector=a%20in%20("),
+            vec![],
+            "labelSelector",
+        ),
+        ("GET", format!("{P}/instances?page=0"), vec![], "page"),
+        ("GET", format!("{P}/instances/Bad_Name"), vec![], "instance"),
+    ];
+    for (method, path, body, want) in cases {
+        let resp = send_raw(method, path.clone(), body).await.unwrap();
+        let status = resp.status();
+        let answer: Value = resp.json().await.unwrap();
+        assert_eq!(
+            error_of(status, &answer),
+            (400, 3),
+            "{method} {path}: {answer}"
+        );
+        assert!(
+            answer["message"].as_str().unwrap().contains(want),
+            "{method} {path}: {answer}"
+        );
+    }
+    for (method, path, status) in [
+        ("GET", format!("{P}/instances/{INSTANCE}/pods"), 404),
+        ("GET", "/nowhere".to_owned(), 404),
+        ("PATCH", format!("{P}/instances"), 405),
+    ] {
+        let (got, body) = env.call(method, &path, Some(ADMIN), None).await;
+        assert_eq!(got.as_u16(), status, "{method} {path}: {body}");
+        assert!(body["message"].as_str().is_some(), "{body}");
+    }
+    assert_eq!(env.writes(), 0, "nothing malformed was forwarded");
+}
+
+/// Fills a documented path's parameters with values that address existing objects.
+fn fill(path: &str, kind: &str) -> String {
+    let mut out = path.to_owned();
+    for name in path_templates(path) {
+        let value = match name {
+            "instance" => INSTANCE,
+            "namespace" => NS,
+            "kind" => kind,
+            "cluster" => "east",
+            "path" => "api/v1/namespaces",
+            _ => "obj",
+        };
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_spec_describes_every_route_and_validates() {
+    let env = Env::start().await;
+    let resp = env
+        .http
+        .get(format!("{}/openapi.json", env.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK, "the spec needs no token");
+    let spec: Value = resp.json().await.unwrap();
+    assert_eq!(check_structure(&spec), Vec::<String>::new());
+    assert!(spec["openapi"].as_str().unwrap().starts_with("3.1."));
+    assert_eq!(spec, serde_json::to_value(rest::openapi()).unwrap());
+
+    // Every registered route is documented, and every documented operation is served.
+    let mut documented = BTreeSet::new();
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.insert((method.to_ascii_uppercase(), path.clone()));
+        }
+    }
+    let mut registered = BTreeSet::new();
+    for route in rest::routes() {
+        for path in route.documented_as {
+            registered.insert((route.method.clone(), path));
+        }
+    }
+    let proxy: BTreeSet<_> = documented
+        .iter()
+        .filter(|(_, p)| p == rest::PROXY_PATH)
+        .cloned()
+        .collect();
+    assert_eq!(proxy.len(), 5);
+    assert_eq!(registered, documented.difference(&proxy).cloned().collect());
+
+    let cluster_kinds = ["clusterpropagationpolicies", "clusteroverridepolicies"];
+    for (method, path) in &documented {
+        let kind = if path.ends_with("/{kind}/{name}") && !path.contains("/namespaces/") {
+            cluster_kinds[0]
+        } else {
+            "configmaps"
+        };
+        let url = fill(path, kind);
+        let body =
+            matches!(method.as_str(), "POST" | "PUT").then(|| json!({"metadata": {"name": "obj"}}));
+        let (status, answer) = env.call(method, &url, Some(ADMIN), body).await;
+        // Our own 405 is `{code, message}`; the instance's (through the proxy) is a `kind: Status`.
+        let unrouted = (status == StatusCode::METHOD_NOT_ALLOWED && answer["kind"] != "Status")
+            || answer["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("no route for"));
+        assert!(
+            !unrouted,
+            "{method} {path} ({url}) is documented but not served: {status} {answer}"
+        );
+    }
+
+    let ui = env
+        .http
+        .get(format!("{}/swagger-ui/", env.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ui.status(), StatusCode::OK);
+    assert!(
+        ui.text().await.unwrap().contains("swagger"),
+        "Swagger UI is served offline"
+    );
+}
+
+#[tokio::test]
+async fn kubeconfigs_reach_the_instance_through_the_proxy_as_the_caller() {
+    let env = Env::start().await;
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/configmaps"),
+        Some(json!({"metadata": {"name": "shared"}})),
+    )
+    .await;
+    let (status, answer) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/kubeconfig"),
+            Some(VIEWER),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let server = format!("{}{P}/instances/{INSTANCE}/proxy", env.base);
+    assert_eq!(
+        answer["server"],
+        server.as_str(),
+        "the request's own URL is used"
+    );
+    let yaml = answer["kubeconfig"].as_str().unwrap();
+    let raw: Value = serde_saphyr::from_str(yaml).unwrap();
+    assert_eq!(
+        raw["users"][0]["user"]["token"], VIEWER,
+        "the caller's own token"
+    );
+
+    let explicit = env
+        .ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/kubeconfig"),
+            Some(json!({"server": "https://k.example.com"})),
+        )
+        .await;
+    assert_eq!(
+        explicit["server"],
+        format!("https://k.example.com{P}/instances/{INSTANCE}/proxy").as_str()
+    );
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/kubeconfig"),
+            Some(NOBODY),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (403, 7));
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/nope/kubeconfig"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (404, 5));
+
+    // kube-rs works unchanged through the issued kubeconfig, as the viewer.
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(yaml).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let client = Client::try_from(config).unwrap();
+    let cms: Api<DynamicObject> = Api::namespaced_with(
+        client,
+        NS,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            "configmaps",
+        ),
+    );
+    let listed: Vec<String> = cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(listed, ["shared"]);
+    let refused = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap(),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(kube::Error::Api(s)) if s.code == 403),
+        "the viewer cannot write through the proxy"
+    );
+}
+
+#[tokio::test]
+async fn one_port_speaks_h2c_and_tls_with_h2() {
+    let env = Env::start().await;
+    let h2c = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let resp = h2c
+        .get(format!("{}{P}/instances", env.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    assert_eq!(names(&resp.json().await.unwrap()), [INSTANCE]);
+    drop(env);
+
+    let dev = tls::generate_dev_certificate(&["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let config = tls::server_config(dev.cert_pem.as_bytes(), dev.key_pem.as_bytes()).unwrap();
+    let env = Env::start_with(Some(config)).await;
+    assert!(env.base.starts_with("https://"));
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(dev.cert_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let resp = client
+        .get(format!("{}{P}/instances", env.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.version(), http::Version::HTTP_2, "ALPN picked h2");
+    let kubeconfig = client
+        .post(format!("{}{P}/instances/{INSTANCE}/kubeconfig", env.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    let server = kubeconfig.json::<Value>().await.unwrap()["server"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(server.starts_with("https://"), "{server}");
+}

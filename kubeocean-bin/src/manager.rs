@@ -1,0 +1,483 @@
+//! `kubeocean manager`: flags, then [`kubeocean_core::manager::Manager::run`] under leader
+//! election, with the admin endpoints (metrics, health, readiness).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube::Api;
+use kube::api::ListParams;
+use kube_kit::admin::{self, AdminState};
+use kube_kit::args::parse_duration;
+use kube_kit::client::user_agent;
+use kube_kit::controller::ControllerMetrics;
+use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
+use kube_kit::shutdown::signal_token;
+use kubeocean_core::bottomup::{SyncerConfig, SyncerMetrics};
+use kubeocean_core::crd::ClusterBinding;
+use kubeocean_core::manager::{
+    BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, MANAGER_NAME, Manager, ManagerConfig,
+    SyncerProxierRuntime, SyncerRuntime, Templates,
+};
+use kubeocean_core::naming::is_dns1123_label;
+use kubeocean_core::proxier::ProxierMetrics;
+
+/// The image both workloads run by default: this version of the `kubeocean` binary.
+fn default_image() -> String {
+    format!(
+        "ghcr.io/kubeocean-rs/kubeocean:{}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Flags of `kubeocean manager`.
+#[derive(Debug, clap::Args)]
+pub struct ManagerArgs {
+    /// Namespace of the syncer and proxier workloads; also where a binding's Secret is looked
+    /// up when its secretRef names no namespace.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kubeocean-system")]
+    namespace: String,
+
+    /// Run each binding's syncer and proxier inside this process instead of as Deployments.
+    #[arg(long, env = "KUBEOCEAN_EMBEDDED")]
+    embedded: bool,
+
+    /// Image of the syncer Deployments.
+    #[arg(long, env = "SYNCER_IMAGE", default_value_t = default_image())]
+    syncer_image: String,
+
+    /// Image of the proxier Deployments.
+    #[arg(long, env = "PROXIER_IMAGE", default_value_t = default_image())]
+    proxier_image: String,
+
+    /// imagePullPolicy of both workloads (default: the cluster's).
+    #[arg(long, env = "IMAGE_PULL_POLICY", value_parser = ["Always", "IfNotPresent", "Never"])]
+    image_pull_policy: Option<String>,
+
+    /// Replicas of each syncer Deployment (more than one elects a leader).
+    #[arg(long, env = "SYNCER_REPLICAS", default_value_t = 1)]
+    syncer_replicas: i32,
+
+    /// Replicas of each proxier Deployment.
+    #[arg(long, env = "PROXIER_REPLICAS", default_value_t = 1)]
+    proxier_replicas: i32,
+
+    /// Kubelet port of the virtual nodes, served by the proxier.
+    #[arg(long, env = "PROXIER_PORT", default_value_t = 10250)]
+    proxier_port: i32,
+
+    /// ConfigMap (key ca.crt) with the CA the proxiers trust for client certificates.
+    #[arg(
+        long,
+        env = "PROXIER_CLIENT_CA_CONFIGMAP",
+        default_value = "kube-root-ca.crt"
+    )]
+    proxier_client_ca_configmap: String,
+
+    /// How often a Ready binding's connectivity and permissions are checked again.
+    #[arg(long, env = "RESYNC_INTERVAL", default_value = "5m", value_parser = parse_duration)]
+    resync_interval: Duration,
+
+    /// How soon a failing or progressing binding is looked at again.
+    #[arg(long, env = "RETRY_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    retry_interval: Duration,
+
+    /// Embedded mode: run the syncers only, without proxiers.
+    #[arg(long, env = "EMBEDDED_NO_PROXIER")]
+    embedded_no_proxier: bool,
+
+    /// Embedded mode: IP the proxiers listen on (each binding gets its own port).
+    #[arg(long, env = "EMBEDDED_PROXIER_LISTEN_IP", default_value = "0.0.0.0")]
+    embedded_proxier_listen_ip: IpAddr,
+
+    /// Embedded mode: address written into the virtual nodes, reachable from the API server
+    /// (default: $POD_IP, else the listen IP when it is not 0.0.0.0).
+    #[arg(long, env = "EMBEDDED_PROXIER_ADDRESS")]
+    embedded_proxier_address: Option<String>,
+
+    /// Embedded mode: CA (PEM) of the API server's kubelet-client certificates.
+    #[arg(long, env = "EMBEDDED_PROXIER_CLIENT_CA_FILE", value_name = "FILE")]
+    embedded_proxier_client_ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    kube: kube_kit::Args,
+}
+
+/// What the flags resolve to beyond clap's own checks.
+#[derive(Debug)]
+struct Resolved {
+    /// The embedded proxier, when one runs.
+    embedded_proxier: Option<EmbeddedProxierConfig>,
+}
+
+/// Checks what clap cannot; the error is a usage error (exit code 2).
+fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, String> {
+    if !is_dns1123_label(&args.namespace) {
+        return Err(format!(
+            "--namespace {:?} is not a valid namespace name",
+            args.namespace
+        ));
+    }
+    for (flag, image) in [
+        ("--syncer-image", &args.syncer_image),
+        ("--proxier-image", &args.proxier_image),
+    ] {
+        if image.trim().is_empty() {
+            return Err(format!("{flag} must not be empty"));
+        }
+    }
+    for (flag, replicas) in [
+        ("--syncer-replicas", args.syncer_replicas),
+        ("--proxier-replicas", args.proxier_replicas),
+    ] {
+        if replicas < 1 {
+            return Err(format!("{flag} must be at least 1, not {replicas}"));
+        }
+    }
+    if !(1..=65535).contains(&args.proxier_port) {
+        return Err(format!(
+            "--proxier-port {} is not a TCP port",
+            args.proxier_port
+        ));
+    }
+    if args.retry_interval.is_zero() || args.resync_interval.is_zero() {
+        return Err("--retry-interval and --resync-interval must be positive".to_owned());
+    }
+    if !args.embedded || args.embedded_no_proxier {
+        return Ok(Resolved {
+            embedded_proxier: None,
+        });
+    }
+    let listen_ip = args.embedded_proxier_listen_ip;
+    let advertise = args
+        .embedded_proxier_address
+        .clone()
+        .or(pod_ip)
+        .filter(|a| !a.is_empty());
+    if advertise.is_none() && listen_ip.is_unspecified() {
+        return Err(format!(
+            "--embedded-proxier-address (or $POD_IP) is needed when the proxiers listen on {listen_ip}: \
+             the virtual nodes must point at an address the API server reaches"
+        ));
+    }
+    let client_ca_pem = match &args.embedded_proxier_client_ca_file {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read --embedded-proxier-client-ca-file {}: {e}",
+                path.display()
+            )
+        })?),
+        None => None,
+    };
+    let mut proxier = EmbeddedProxierConfig::new(listen_ip);
+    proxier.advertise_address = advertise;
+    proxier.client_ca_pem = client_ca_pem;
+    Ok(Resolved {
+        embedded_proxier: Some(proxier),
+    })
+}
+
+/// Parses the rest of the flags and runs the manager; exit code 2 for bad flags.
+pub fn main(args: ManagerArgs) -> ExitCode {
+    let resolved = match resolve(&args, std::env::var("POD_IP").ok()) {
+        Ok(resolved) => resolved,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(args, resolved)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn templates(args: &ManagerArgs) -> Templates {
+    let mut t = Templates::new(&args.namespace, &args.syncer_image, &args.proxier_image);
+    t.syncer.replicas = args.syncer_replicas;
+    t.proxier.replicas = args.proxier_replicas;
+    t.syncer.image_pull_policy = args.image_pull_policy.clone();
+    t.proxier.image_pull_policy = args.image_pull_policy.clone();
+    t.proxier_port = args.proxier_port;
+    t.proxier_client_ca_config_map = args.proxier_client_ca_configmap.clone();
+    t
+}
+
+/// Runs until SIGTERM/SIGINT.
+async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
+    let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
+    let options = args
+        .kube
+        .client_options(user_agent(MANAGER_NAME, env!("CARGO_PKG_VERSION")));
+    let client = args
+        .kube
+        .client(&options)
+        .await
+        .context("computing cluster client")?;
+    // Without the CRD the controller could only retry; say what is missing instead.
+    let bindings: Api<ClusterBinding> = Api::all(client.clone());
+    match bindings
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 404 => anyhow::bail!(
+            "the ClusterBinding CRD is not installed in the computing cluster \
+             (install it with: kubeocean crds | kubectl apply -f -)"
+        ),
+        Err(err) => return Err(err).context("listing ClusterBindings"),
+        Ok(_) => {}
+    }
+    let token = signal_token().context("signal handlers")?;
+
+    let admin_state = AdminState {
+        log: Some(log),
+        ..AdminState::default()
+    };
+    let leader_metrics = LeaderElectionMetrics::register(&admin_state.metrics);
+    let controller_metrics = ControllerMetrics::register(&admin_state.metrics);
+    let cache_ready = admin_state.readiness.flag("clusterbinding-cache");
+    let elector = args
+        .kube
+        .elector(&client, MANAGER_NAME, &leader_metrics)
+        .context("leader election")?;
+    admin_state
+        .readiness
+        .add_leader_check("leader-election", elector.subscribe());
+
+    let mut config = ManagerConfig::new(templates(&args));
+    config.client_options = options.clone();
+    config.retry_interval = args.retry_interval;
+    config.resync_interval = args.resync_interval;
+
+    let runtime: Option<Arc<dyn BindingRuntime>> = if args.embedded {
+        let mut base = SyncerConfig::new("");
+        base.secret_namespace = args.namespace.clone();
+        base.client_options = options.clone();
+        base.proxier.port = args.proxier_port;
+        base.metrics = Some(SyncerMetrics::register(&admin_state.metrics));
+        Some(match resolved.embedded_proxier {
+            Some(mut proxier) => {
+                proxier.metrics = Some(ProxierMetrics::register(&admin_state.metrics));
+                Arc::new(SyncerProxierRuntime::new(client.clone(), base, proxier))
+            }
+            None => Arc::new(SyncerRuntime::new(client.clone(), base)),
+        })
+    } else {
+        None
+    };
+    let admin = tokio::spawn(admin::serve(
+        args.kube.metrics_addr,
+        args.kube.probe_addr,
+        admin_state,
+        token.clone(),
+    ));
+    tracing::info!(
+        namespace = %args.namespace,
+        embedded = args.embedded,
+        "kubeocean manager starting"
+    );
+    let outcome = run_elected(
+        elector.as_ref(),
+        token.clone(),
+        StopGrace::default(),
+        |term| {
+            // Each leadership term gets its own task groups; they stop with the term.
+            let manager = match &runtime {
+                Some(runtime) => Manager::embedded(
+                    client.clone(),
+                    config.clone(),
+                    Arc::new(EmbeddedRunner::new(runtime.clone(), term.clone())),
+                ),
+                None => Manager::new(client.clone(), config.clone()),
+            };
+            manager.run(controller_metrics.clone(), Some(cache_ready.clone()), term)
+        },
+    )
+    .await
+    .context("leader election")?;
+    tracing::info!(?outcome, "kubeocean manager stopped");
+    token.cancel();
+    admin.await.context("admin server task")??;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: ManagerArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Result<ManagerArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("manager").chain(flags.iter().copied())).map(|c| c.args)
+    }
+
+    /// Flags, `$POD_IP`, and whether an embedded proxier results (or the error's fragment).
+    type ResolveCase = (
+        &'static [&'static str],
+        Option<&'static str>,
+        Result<bool, &'static str>,
+    );
+
+    #[test]
+    fn resolve_table() {
+        let cases: Vec<ResolveCase> = vec![
+            (&[], None, Ok(false)),
+            (
+                &["--embedded", "--embedded-proxier-address=10.0.0.5"],
+                None,
+                Ok(true),
+            ),
+            (&["--embedded"], Some("10.0.0.7"), Ok(true)),
+            (
+                &["--embedded", "--embedded-proxier-listen-ip=127.0.0.1"],
+                None,
+                Ok(true),
+            ),
+            (&["--embedded", "--embedded-no-proxier"], None, Ok(false)),
+            (&["--embedded"], None, Err("--embedded-proxier-address")),
+            (&["--namespace=Bad_NS"], None, Err("--namespace")),
+            (
+                &["--syncer-image= "],
+                None,
+                Err("--syncer-image must not be empty"),
+            ),
+            (
+                &["--proxier-replicas=0"],
+                None,
+                Err("--proxier-replicas must be at least 1"),
+            ),
+            (&["--proxier-port=70000"], None, Err("--proxier-port")),
+            (&["--retry-interval=0s"], None, Err("--retry-interval")),
+            (
+                &[
+                    "--embedded",
+                    "--embedded-proxier-address=a",
+                    "--embedded-proxier-client-ca-file=/nonexistent/ca.crt",
+                ],
+                None,
+                Err("cannot read --embedded-proxier-client-ca-file"),
+            ),
+        ];
+        for (flags, pod_ip, want) in cases {
+            let args = parse(flags).unwrap();
+            match (resolve(&args, pod_ip.map(str::to_owned)), want) {
+                (Ok(r), Ok(proxier)) => {
+                    assert_eq!(r.embedded_proxier.is_some(), proxier, "{flags:?}");
+                }
+                (Err(message), Err(fragment)) => {
+                    assert!(message.contains(fragment), "{flags:?}: {message}");
+                }
+                (got, want) => panic!("{flags:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn advertised_address_prefers_the_flag_then_the_pod_ip() {
+        let args = parse(&["--embedded", "--embedded-proxier-address=10.0.0.5"]).unwrap();
+        let r = resolve(&args, Some("10.0.0.7".into())).unwrap();
+        assert_eq!(
+            r.embedded_proxier.unwrap().advertise_address.as_deref(),
+            Some("10.0.0.5")
+        );
+        let args = parse(&["--embedded"]).unwrap();
+        let r = resolve(&args, Some("10.0.0.7".into())).unwrap();
+        assert_eq!(
+            r.embedded_proxier.unwrap().advertise_address.as_deref(),
+            Some("10.0.0.7")
+        );
+    }
+
+    /// The container args of a Deployment.
+    fn container_args(d: &k8s_openapi::api::apps::v1::Deployment) -> Vec<String> {
+        d.spec
+            .as_ref()
+            .unwrap()
+            .template
+            .spec
+            .as_ref()
+            .unwrap()
+            .containers[0]
+            .args
+            .clone()
+            .unwrap()
+    }
+
+    #[test]
+    fn generated_workloads_use_flags_this_binary_accepts() {
+        use kubeocean_core::manager::templates::{proxier_deployment, syncer_deployment};
+        let binding: ClusterBinding = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ClusterBinding",
+            "metadata": {"name": "w1", "uid": "u"},
+            "spec": {"clusterID": "w1", "secretRef": {"name": "kc"}, "mountNamespace": "m"},
+        }))
+        .unwrap();
+        let args = parse(&["--syncer-replicas=2", "--proxier-replicas=2"]).unwrap();
+        let t = templates(&args);
+        for deployment in [
+            syncer_deployment(&binding, &t, Some("10.0.0.1")),
+            proxier_deployment(&binding, &t),
+        ] {
+            let argv = container_args(&deployment);
+            let parsed = crate::Args::try_parse_from(
+                std::iter::once("kubeocean".to_owned()).chain(argv.clone()),
+            );
+            assert!(parsed.is_ok(), "{argv:?}: {}", parsed.unwrap_err());
+        }
+    }
+
+    #[test]
+    fn flags_shape_the_templates() {
+        let args = parse(&[
+            "--namespace=ops",
+            "--syncer-image=reg/kubeocean:2",
+            "--syncer-replicas=2",
+            "--proxier-port=10350",
+            "--image-pull-policy=Always",
+        ])
+        .unwrap();
+        let t = templates(&args);
+        assert_eq!(t.namespace, "ops");
+        assert_eq!(t.syncer.image, "reg/kubeocean:2");
+        assert_eq!(t.proxier.image, default_image());
+        assert_eq!(t.syncer.replicas, 2);
+        assert_eq!(t.proxier_port, 10350);
+        assert_eq!(t.proxier.image_pull_policy.as_deref(), Some("Always"));
+        assert!(parse(&["--image-pull-policy=Sometimes"]).is_err());
+        // Leader election defaults come from kube-kit: 15 s / 10 s / 2 s.
+        let defaults = parse(&[]).unwrap();
+        assert_eq!(
+            defaults.kube.leader_elect_lease_duration,
+            Duration::from_secs(15)
+        );
+        assert_eq!(
+            defaults.kube.leader_elect_renew_deadline,
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            defaults.kube.leader_elect_retry_period,
+            Duration::from_secs(2)
+        );
+    }
+}

@@ -1,0 +1,212 @@
+//! `kubeocean sandbox` as a child process: its computing cluster (reached through the
+//! kubeconfig it writes) shows the workers' nodes as virtual nodes sized by the policies, a
+//! pod tolerating the virtual-node taint runs in a worker, and its logs come back through
+//! the embedded proxier.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{ListParams, LogParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use kube_kit::quantity::Quantity;
+use serde_json::json;
+
+/// The sandbox process; stopped with SIGTERM (then killed) on drop, its directory removed.
+struct Sandbox {
+    child: Child,
+    dir: PathBuf,
+    stdout: Arc<Mutex<String>>,
+}
+
+impl Sandbox {
+    fn start(name: &str) -> Sandbox {
+        let dir =
+            std::env::temp_dir().join(format!("kubeocean-sandbox-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kubeocean"))
+            .args(["sandbox", "--report-interval", "1s", "--dir"])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stdout.take().unwrap();
+        let sink = stdout.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let mut out = sink.lock().unwrap();
+                out.push_str(&line);
+                out.push('\n');
+            }
+        });
+        Sandbox { child, dir, stdout }
+    }
+
+    fn output(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM and waits up to 10 s for a clean exit.
+    fn stop(&mut self) -> bool {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..100 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn client(path: &Path) -> Client {
+    let kubeconfig = Kubeconfig::read_from(path).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+/// Polls `check` every 100 ms for up to `seconds`; panics naming `what` if it never holds.
+async fn within<F, Fut>(seconds: u64, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..seconds * 10 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out after {seconds} s waiting for {what}");
+}
+
+fn allocatable(node: &Node, resource: &str) -> String {
+    node.status.as_ref().unwrap().allocatable.as_ref().unwrap()[resource]
+        .0
+        .clone()
+}
+
+fn canonical(quantity: &str) -> String {
+    Quantity::parse(quantity).unwrap().to_canonical_string()
+}
+
+/// A started sandbox and a client of its computing cluster.
+async fn started(name: &str) -> (Sandbox, Client) {
+    kube_kit::client::install_crypto_provider();
+    let sandbox = Sandbox::start(name);
+    within(30, "the sandbox to be up", || async {
+        sandbox.output().contains("Ctrl-C to stop.")
+    })
+    .await;
+    let c = client(&sandbox.dir.join("computing.kubeconfig")).await;
+    (sandbox, c)
+}
+
+/// Creates pod `demo` tolerating the virtual-node taint and waits until it runs.
+async fn run_demo_pod(c: &Client) -> Pod {
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    let pod = serde_json::from_value(json!({
+        "metadata": {"name": "demo", "namespace": "default"},
+        "spec": {"tolerations": [{"key": "kubeocean.io/vnode", "operator": "Exists"}],
+                 "containers": [{"name": "app", "image": "nginx",
+                                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    within(30, "the pod Running", || async {
+        pods.get("demo")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.phase)
+            .as_deref()
+            == Some("Running")
+    })
+    .await;
+    pods.get("demo").await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandbox_lends_worker_nodes_and_runs_a_pod() {
+    let (mut sandbox, c) = started("lend").await;
+    let w1 = client(&sandbox.dir.join("worker-1.kubeconfig")).await;
+
+    // Six virtual nodes (2 workers x 3 nodes) within 30 s of start.
+    let nodes: Api<Node> = Api::all(c.clone());
+    let virtual_nodes = ListParams::default().labels("type=virtual-kubelet");
+    within(30, "six virtual nodes", || async {
+        nodes.list(&virtual_nodes).await.unwrap().items.len() == 6
+    })
+    .await;
+    // worker-1 lends 50% of cpu and memory; its second node runs nothing.
+    let physical = Api::<Node>::all(w1.clone()).get("w1-node-2").await.unwrap();
+    let vnode = nodes.get("vnode-w1-w1-node-2").await.unwrap();
+    for resource in ["cpu", "memory"] {
+        let half = Quantity::parse(&allocatable(&physical, resource))
+            .unwrap()
+            .percent(50)
+            .to_canonical_string();
+        assert_eq!(
+            canonical(&allocatable(&vnode, resource)),
+            half,
+            "{resource}"
+        );
+    }
+    let labels = vnode.metadata.labels.unwrap();
+    assert_eq!(labels["kubeocean.io/cluster-binding"], "worker-1");
+
+    // A pod that tolerates the virtual-node taint runs in a worker.
+    let running = run_demo_pod(&c).await;
+    let node = running.spec.unwrap().node_name.unwrap();
+    assert!(node.starts_with("vnode-"), "{node}");
+    let annotations = running.metadata.annotations.unwrap();
+    assert_eq!(
+        annotations["kubeocean.io/physical-pod-namespace"],
+        "kubeocean-workloads"
+    );
+    within(10, "the pod in the report", || async {
+        let out = sandbox.output();
+        out.lines()
+            .any(|l| l.contains("default/demo") && l.contains("Running"))
+    })
+    .await;
+
+    assert!(sandbox.stop(), "the sandbox exits cleanly on SIGTERM");
+    assert!(sandbox.output().contains("stopping"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandbox_serves_pod_logs_through_the_proxier() {
+    let (_sandbox, c) = started("logs").await;
+    run_demo_pod(&c).await;
+    // Computing API server -> the virtual node's kubelet endpoint (the embedded proxier) ->
+    // the worker's API server -> the simulated kubelet.
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    within(15, "the pod's logs", || async {
+        pods.logs("demo", &LogParams::default())
+            .await
+            .is_ok_and(|text| !text.trim().is_empty())
+    })
+    .await;
+}

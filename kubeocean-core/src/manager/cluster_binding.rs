@@ -1,0 +1,638 @@
+//! The ClusterBinding reconciler.
+//!
+//! A live binding: add the finalizer; validate the spec (`ValidationFailed`); reach the worker
+//! through the kubeconfig Secret (`ConnectivityFailed`, with the cause); check with
+//! SelfSubjectAccessReviews that the worker grants what the syncer needs
+//! (`PermissionDenied`, listing what is missing); then create or update the workloads — or,
+//! in embedded mode, make sure the binding's task group runs — and report phase, conditions
+//! and Events. A binding being deleted is drained first (see [`super::drain`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use kube_kit::client::describe_kube_error;
+use kube_kit::controller::truncate_utf8;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::drain::{self, DeletionStep, WorkerDrain};
+use super::permissions::{describe_missing, missing_permissions, required_permissions};
+use super::status::{
+    DesiredStatus, Outcome, WorkloadState, deleting_status, deployment_state, desired_status,
+    is_failure_reason, merge_conditions, reason,
+};
+use super::templates::{self, WorkloadNames, recorded_hash, workload_names};
+use super::validate::validate_binding;
+use super::{Context, Error, FINALIZER, MANAGER_NAME};
+use crate::bottomup::connect_worker;
+use crate::crd::{ClusterBinding, ClusterBindingPhase, cluster_binding_condition as ctype};
+
+/// Reconciles one ClusterBinding.
+pub async fn reconcile(binding: Arc<ClusterBinding>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = binding.name_any();
+    let has_finalizer = binding.finalizers().iter().any(|f| f == FINALIZER);
+    if binding.metadata.deletion_timestamp.is_some() {
+        if !has_finalizer {
+            return Ok(Action::await_change());
+        }
+        return delete(&binding, &ctx).await;
+    }
+    if !has_finalizer {
+        let mut wanted = binding.finalizers().to_vec();
+        wanted.push(FINALIZER.to_owned());
+        set_finalizers(&ctx, &binding, wanted).await?;
+    }
+    let outcome = evaluate(&binding, &ctx).await;
+    let desired = desired_status(&outcome, binding.metadata.generation, Timestamp::now());
+    let changed = write_status(&ctx, &name, &desired).await?;
+    publish_changes(&ctx, &binding, &changed).await;
+    Ok(match &outcome {
+        Outcome::Invalid(_) => Action::await_change(),
+        Outcome::Workloads {
+            syncer: WorkloadState::Ready { .. },
+            proxier: WorkloadState::Ready { .. },
+        } => Action::requeue(ctx.config.resync_interval),
+        _ => Action::requeue(ctx.config.retry_interval),
+    })
+}
+
+/// Validation, connectivity, permissions, then the workloads.
+async fn evaluate(binding: &ClusterBinding, ctx: &Context) -> Outcome {
+    let name = binding.name_any();
+    if let Err(problems) = validate_binding(binding) {
+        if let Some(embedded) = &ctx.embedded {
+            embedded.stop(&name).await;
+        }
+        return Outcome::Invalid(problems);
+    }
+    let config = &ctx.config;
+    let worker = match connect_worker(
+        &ctx.computing,
+        binding,
+        &config.templates.namespace,
+        &config.client_options,
+        config.probe_timeout,
+    )
+    .await
+    {
+        Ok(worker) => worker,
+        Err(err) => return Outcome::Unreachable(err.to_string()),
+    };
+    ctx.remember_worker(&name, &worker);
+    let mount_namespace = binding.spec.mount_namespace.clone().unwrap_or_default();
+    let required = required_permissions(&mount_namespace);
+    let review = tokio::time::timeout(
+        config.worker_timeout,
+        missing_permissions(&worker, &required),
+    );
+    let Ok(review) = review.await else {
+        return Outcome::Unreachable(format!(
+            "the worker did not answer the permission review within {:?}",
+            config.worker_timeout
+        ));
+    };
+    match review {
+        // Every authenticated user may ask this in a default cluster (system:basic-user).
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            return Outcome::PermissionDenied(
+                "selfsubjectaccessreviews.authorization.k8s.io: create (needed to check the others)"
+                    .to_owned(),
+            );
+        }
+        Err(err) => {
+            return Outcome::Unreachable(format!(
+                "cannot review the worker kubeconfig's permissions: {}",
+                describe_kube_error(&err)
+            ));
+        }
+        Ok(missing) if !missing.is_empty() => {
+            return Outcome::PermissionDenied(describe_missing(&missing));
+        }
+        Ok(_) => {}
+    }
+    match &ctx.embedded {
+        Some(embedded) => {
+            embedded.ensure(binding);
+            let status = embedded.status(&name).unwrap_or_default();
+            Outcome::Workloads {
+                syncer: status.syncer.workload_state(),
+                proxier: status.proxier.workload_state(),
+            }
+        }
+        None => {
+            let (syncer, proxier) = apply_workloads(binding, ctx).await;
+            Outcome::Workloads { syncer, proxier }
+        }
+    }
+}
+
+/// Creates or updates every workload object; returns the states of the syncer and proxier.
+async fn apply_workloads(
+    binding: &ClusterBinding,
+    ctx: &Context,
+) -> (WorkloadState, WorkloadState) {
+    let t = &ctx.config.templates;
+    let c = &ctx.computing;
+    let ns = t.namespace.as_str();
+    let names = workload_names(&binding.name_any(), ns);
+
+    let proxier = async {
+        ensure_proxier_tls(binding, ctx, &names).await?;
+        let service = apply(
+            ctx,
+            binding,
+            &Api::<Service>::namespaced(c.clone(), ns),
+            templates::proxier_service(binding, t),
+        )
+        .await?;
+        let desired = templates::proxier_deployment(binding, t);
+        let hash = recorded_hash(&desired.metadata)
+            .unwrap_or_default()
+            .to_owned();
+        let deployment = apply(
+            ctx,
+            binding,
+            &Api::<Deployment>::namespaced(c.clone(), ns),
+            desired,
+        )
+        .await?;
+        let address = service.spec.and_then(|s| s.cluster_ip);
+        Ok::<_, Error>((deployment_state(&deployment, &hash), address))
+    };
+    let (proxier_state, address) = match proxier.await {
+        Ok(done) => done,
+        Err(err) => (WorkloadState::Failed(err.to_string()), None),
+    };
+
+    let syncer = async {
+        apply(
+            ctx,
+            binding,
+            &Api::<ServiceAccount>::namespaced(c.clone(), ns),
+            templates::service_account(binding, t),
+        )
+        .await?;
+        apply(
+            ctx,
+            binding,
+            &Api::<ClusterRole>::all(c.clone()),
+            templates::cluster_role(binding, t),
+        )
+        .await?;
+        apply(
+            ctx,
+            binding,
+            &Api::<ClusterRoleBinding>::all(c.clone()),
+            templates::cluster_role_binding(binding, t),
+        )
+        .await?;
+        let desired = templates::syncer_deployment(binding, t, address.as_deref());
+        let hash = recorded_hash(&desired.metadata)
+            .unwrap_or_default()
+            .to_owned();
+        let deployment = apply(
+            ctx,
+            binding,
+            &Api::<Deployment>::namespaced(c.clone(), ns),
+            desired,
+        )
+        .await?;
+        Ok::<_, Error>(deployment_state(&deployment, &hash))
+    };
+    let syncer_state = syncer
+        .await
+        .unwrap_or_else(|err| WorkloadState::Failed(err.to_string()));
+    (syncer_state, proxier_state)
+}
+
+fn object_name<K: Resource>(object: &K) -> String {
+    kube_kit::controller::object_key(object)
+}
+
+/// Creates `desired`, or updates the existing object when its template hash differs
+/// (server-side apply, forced: the manager owns these objects). Returns the object as stored.
+async fn apply<K>(
+    ctx: &Context,
+    binding: &ClusterBinding,
+    api: &Api<K>,
+    desired: K,
+) -> Result<K, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+{
+    let name = desired.meta().name.clone().unwrap_or_default();
+    let kind = K::kind(&()).into_owned();
+    let fail = |action: &'static str| {
+        let name = object_name(&desired);
+        let kind = static_kind(&kind);
+        move |source| Error::Workload {
+            action,
+            kind,
+            name,
+            source,
+        }
+    };
+    let existing = api.get_opt(&name).await.map_err(fail("read"))?;
+    let up_to_date = existing.as_ref().is_some_and(|e| {
+        recorded_hash(e.meta()) == recorded_hash(desired.meta())
+            && e.meta().owner_references == desired.meta().owner_references
+    });
+    if let (true, Some(existing)) = (up_to_date, existing.as_ref()) {
+        return Ok(existing.clone());
+    }
+    let applied = api
+        .patch(
+            &name,
+            &PatchParams::apply(MANAGER_NAME).force(),
+            &Patch::Apply(&desired),
+        )
+        .await
+        .map_err(fail("apply"))?;
+    let verb = if existing.is_some() {
+        "Updated"
+    } else {
+        "Created"
+    };
+    publish(
+        ctx,
+        binding,
+        EventType::Normal,
+        verb,
+        &format!("{verb} {kind} {}", object_name(&applied)),
+    )
+    .await;
+    Ok(applied)
+}
+
+/// The kinds the manager writes, as `'static` names for errors.
+fn static_kind(kind: &str) -> &'static str {
+    match kind {
+        "Deployment" => "Deployment",
+        "Service" => "Service",
+        "ServiceAccount" => "ServiceAccount",
+        "ClusterRole" => "ClusterRole",
+        "ClusterRoleBinding" => "ClusterRoleBinding",
+        "Secret" => "Secret",
+        _ => "object",
+    }
+}
+
+/// Creates the proxier's serving certificate Secret once; it is never rotated by the manager
+/// (delete it to get a new one).
+async fn ensure_proxier_tls(
+    binding: &ClusterBinding,
+    ctx: &Context,
+    names: &WorkloadNames,
+) -> Result<(), Error> {
+    let ns = &ctx.config.templates.namespace;
+    let api: Api<Secret> = Api::namespaced(ctx.computing.clone(), ns);
+    let secret_key = format!("{ns}/{}", names.proxier_tls);
+    let fail = |action: &'static str| {
+        let name = secret_key.clone();
+        move |source| Error::Workload {
+            action,
+            kind: "Secret",
+            name,
+            source,
+        }
+    };
+    if api
+        .get_opt(&names.proxier_tls)
+        .await
+        .map_err(fail("read"))?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let hosts = vec![
+        names.proxier.clone(),
+        format!("{}.{ns}", names.proxier),
+        format!("{}.{ns}.svc", names.proxier),
+        format!("{}.{ns}.svc.cluster.local", names.proxier),
+    ];
+    let (cert, tls_key) =
+        crate::proxier::self_signed_serving_cert(&hosts).map_err(|e| Error::Certificate {
+            name: secret_key.clone(),
+            reason: e.to_string(),
+        })?;
+    let binding_name = binding.name_any();
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(names.proxier_tls.clone()),
+            namespace: Some(ns.clone()),
+            labels: Some(templates::object_labels(&binding_name, "proxier")),
+            owner_references: templates::owner_reference(binding).map(|o| vec![o]),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/tls".to_owned()),
+        data: Some(BTreeMap::from([
+            ("tls.crt".to_owned(), ByteString(cert.into_bytes())),
+            ("tls.key".to_owned(), ByteString(tls_key.into_bytes())),
+        ])),
+        ..Secret::default()
+    };
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => {
+            publish(
+                ctx,
+                binding,
+                EventType::Normal,
+                "Created",
+                &format!("Created Secret {secret_key}"),
+            )
+            .await;
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(fail("create")(e)),
+    }
+}
+
+/// A binding being deleted: wait for the drain, then remove the workloads and the finalizer.
+async fn delete(binding: &ClusterBinding, ctx: &Context) -> Result<Action, Error> {
+    let name = binding.name_any();
+    let valid = validate_binding(binding).is_ok();
+    // The syncer drains; in embedded mode it must run (again, after a manager restart).
+    if let (Some(embedded), true) = (&ctx.embedded, valid) {
+        embedded.ensure(binding);
+    }
+    let vnode_error = |action| {
+        let binding = name.clone();
+        move |source| Error::VirtualNodes {
+            action,
+            binding,
+            source,
+        }
+    };
+    let vnodes = drain::virtual_nodes_left(&ctx.computing, &name)
+        .await
+        .map_err(vnode_error("count"))?;
+    let worker = worker_drain(binding, ctx, valid).await;
+    let step = drain::deletion_step(vnodes, &worker, drain::force_delete(binding));
+    match step {
+        DeletionStep::Wait(message) => {
+            let desired = deleting_status(message, binding.metadata.generation, Timestamp::now());
+            let changed = write_status(ctx, &name, &desired).await?;
+            publish_changes(ctx, binding, &changed).await;
+            return Ok(Action::requeue(ctx.config.drain_interval));
+        }
+        DeletionStep::Force => {
+            let removed = drain::force_remove_virtual_nodes(&ctx.computing, &name)
+                .await
+                .map_err(vnode_error("remove"))?;
+            let note = match &worker {
+                WorkerDrain::Unreachable(cause) => format!(
+                    "deleted without draining the unreachable worker ({cause}); removed {removed} virtual node(s)"
+                ),
+                _ => format!("removed {removed} virtual node(s)"),
+            };
+            publish(ctx, binding, EventType::Warning, "ForceDeleted", &note).await;
+        }
+        DeletionStep::Finish => {}
+    }
+    match &ctx.embedded {
+        Some(embedded) => embedded.stop(&name).await,
+        None => remove_workloads(ctx, &name).await?,
+    }
+    let wanted: Vec<String> = binding
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    set_finalizers(ctx, binding, wanted).await?;
+    ctx.forget_worker(&name);
+    tracing::info!(binding = %name, "drained; finalizer removed");
+    Ok(Action::await_change())
+}
+
+/// What is left in the worker. A binding that never had a syncer (no `SyncerReady`
+/// condition was ever written) cannot have mapped anything, so its worker is not asked.
+async fn worker_drain(binding: &ClusterBinding, ctx: &Context, valid: bool) -> WorkerDrain {
+    let ever_synced = binding
+        .status
+        .as_ref()
+        .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == ctype::SYNCER_READY));
+    let mount_namespace = binding
+        .spec
+        .mount_namespace
+        .clone()
+        .filter(|ns| !ns.is_empty());
+    let Some(mount_namespace) = mount_namespace.filter(|_| ever_synced && valid) else {
+        return WorkerDrain::NothingMapped;
+    };
+    let config = &ctx.config;
+    let worker = match connect_worker(
+        &ctx.computing,
+        binding,
+        &config.templates.namespace,
+        &config.client_options,
+        config.probe_timeout,
+    )
+    .await
+    {
+        Ok(worker) => worker,
+        // The Secret may be gone before the binding: the last client that worked still
+        // tells whether the drain is done.
+        Err(err) => match ctx.remembered_worker(&binding.name_any()) {
+            Some(worker) => worker,
+            None => return WorkerDrain::Unreachable(err.to_string()),
+        },
+    };
+    let count = tokio::time::timeout(
+        config.worker_timeout,
+        crate::topdown::remaining_physical_objects(&worker, &mount_namespace),
+    );
+    match count.await {
+        Ok(Ok(n)) => WorkerDrain::Remaining(n),
+        Ok(Err(err)) => WorkerDrain::Unreachable(describe_kube_error(&err)),
+        Err(_) => WorkerDrain::Unreachable(format!("no answer within {:?}", config.worker_timeout)),
+    }
+}
+
+/// Deletes the workload objects of `binding` (those already gone are fine).
+async fn remove_workloads(ctx: &Context, binding: &str) -> Result<(), Error> {
+    let t = &ctx.config.templates;
+    let ns = t.namespace.as_str();
+    let c = &ctx.computing;
+    let names = workload_names(binding, ns);
+    delete_object(
+        &Api::<Deployment>::namespaced(c.clone(), ns),
+        "Deployment",
+        &names.syncer,
+    )
+    .await?;
+    delete_object(
+        &Api::<Deployment>::namespaced(c.clone(), ns),
+        "Deployment",
+        &names.proxier,
+    )
+    .await?;
+    delete_object(
+        &Api::<Service>::namespaced(c.clone(), ns),
+        "Service",
+        &names.proxier,
+    )
+    .await?;
+    delete_object(
+        &Api::<Secret>::namespaced(c.clone(), ns),
+        "Secret",
+        &names.proxier_tls,
+    )
+    .await?;
+    delete_object(
+        &Api::<ClusterRoleBinding>::all(c.clone()),
+        "ClusterRoleBinding",
+        &names.cluster_role,
+    )
+    .await?;
+    delete_object(
+        &Api::<ClusterRole>::all(c.clone()),
+        "ClusterRole",
+        &names.cluster_role,
+    )
+    .await?;
+    delete_object(
+        &Api::<ServiceAccount>::namespaced(c.clone(), ns),
+        "ServiceAccount",
+        &names.service_account,
+    )
+    .await
+}
+
+async fn delete_object<K>(api: &Api<K>, kind: &'static str, name: &str) -> Result<(), Error>
+where
+    K: Resource + Clone + Debug + DeserializeOwned,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(source) => Err(Error::Workload {
+            action: "delete",
+            kind,
+            name: name.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Sets the finalizers from what `binding` holds to `wanted`; a JSON patch that fails if they
+/// changed meanwhile (the next reconcile sees the fresh object).
+async fn set_finalizers(
+    ctx: &Context,
+    binding: &ClusterBinding,
+    wanted: Vec<String>,
+) -> Result<(), Error> {
+    let name = binding.name_any();
+    let patch = match binding.metadata.finalizers.as_deref() {
+        None => json!([{"op": "add", "path": "/metadata/finalizers", "value": wanted}]),
+        Some(current) => json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": current},
+            {"op": "replace", "path": "/metadata/finalizers", "value": wanted},
+        ]),
+    };
+    // Built from plain strings above, so it always deserialises.
+    let patch: json_patch::Patch = serde_json::from_value(patch).unwrap_or_default();
+    let api: Api<ClusterBinding> = Api::all(ctx.computing.clone());
+    match api
+        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Gone already: nothing to hold.
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(source) => Err(Error::Finalizer {
+            binding: name,
+            source,
+        }),
+    }
+}
+
+/// Writes `desired` into the binding's status (read-modify-write, retried on conflict).
+/// Returns the conditions that changed.
+async fn write_status(
+    ctx: &Context,
+    name: &str,
+    desired: &DesiredStatus,
+) -> Result<Vec<Condition>, Error> {
+    let api: Api<ClusterBinding> = Api::all(ctx.computing.clone());
+    let fail = |source| Error::Status {
+        binding: name.to_owned(),
+        source,
+    };
+    for _ in 0..3 {
+        let Some(mut binding) = api.get_opt(name).await.map_err(fail)? else {
+            return Ok(Vec::new());
+        };
+        let mut status = binding.status.clone().unwrap_or_default();
+        let changed = merge_conditions(&mut status.conditions, desired.conditions.clone());
+        let phase_changed = desired.phase.is_some() && status.phase != desired.phase;
+        if changed.is_empty() && !phase_changed {
+            return Ok(Vec::new());
+        }
+        if let Some(phase) = desired.phase {
+            status.phase = Some(phase);
+        }
+        if status.phase == Some(ClusterBindingPhase::Ready) {
+            status.last_sync_time = Some(Time(Timestamp::now()));
+        }
+        binding.status = Some(status);
+        match api
+            .replace_status(name, &PostParams::default(), &binding)
+            .await
+        {
+            Ok(_) => return Ok(changed),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(err) => return Err(fail(err)),
+        }
+    }
+    // Lost three races in a row: the next reconcile (triggered by those writes) retries.
+    Ok(Vec::new())
+}
+
+/// One Event per change of the `Ready` condition: Warning for failures, Normal otherwise.
+async fn publish_changes(ctx: &Context, binding: &ClusterBinding, changed: &[Condition]) {
+    for c in changed.iter().filter(|c| c.type_ == ctype::READY) {
+        let type_ = if is_failure_reason(&c.reason) {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        publish(ctx, binding, type_, &c.reason, &c.message).await;
+    }
+}
+
+async fn publish(
+    ctx: &Context,
+    binding: &ClusterBinding,
+    type_: EventType,
+    reason_text: &str,
+    note: &str,
+) {
+    let event = Event {
+        type_,
+        reason: reason_text.to_owned(),
+        note: Some(truncate_utf8(note, kube_kit::controller::MAX_EVENT_NOTE_BYTES).to_owned()),
+        action: if reason_text == reason::DELETING {
+            "Delete".to_owned()
+        } else {
+            "Reconcile".to_owned()
+        },
+        secondary: None,
+    };
+    if let Err(err) = ctx.recorder.publish(&event, &binding.object_ref(&())).await {
+        tracing::warn!(binding = %binding.name_any(), error = %err, "cannot publish an event");
+    }
+}

@@ -1,0 +1,250 @@
+//! Whether the worker kubeconfig grants what the syncer needs, asked of the worker with
+//! SelfSubjectAccessReviews (the answer the worker's own authorizer gives, whatever its RBAC
+//! looks like). A binding that lacks any is marked Failed with reason `PermissionDenied`
+//! and a message listing what is missing.
+
+use std::fmt;
+
+use futures::future::join_all;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::api::PostParams;
+use kube::{Api, Client};
+
+/// One thing the syncer does in the worker cluster.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Permission {
+    /// API group (`""` for the core group).
+    pub group: &'static str,
+    /// Resource, optionally with its subresource (`resourceleasingpolicies/status`).
+    pub resource: &'static str,
+    /// Namespace for namespaced grants; `None` means cluster-wide.
+    pub namespace: Option<String>,
+    /// Verb.
+    pub verb: &'static str,
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.verb, self.qualified_resource())?;
+        if let Some(ns) = &self.namespace {
+            write!(f, " in namespace {ns}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Permission {
+    fn new(group: &'static str, resource: &'static str, verb: &'static str) -> Permission {
+        Permission {
+            group,
+            resource,
+            namespace: None,
+            verb,
+        }
+    }
+
+    fn in_namespace(mut self, namespace: &str) -> Permission {
+        self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// `resource` or `resource.group`, as kubectl names resources.
+    fn qualified_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.to_owned()
+        } else {
+            let (resource, sub) = match self.resource.split_once('/') {
+                Some((r, s)) => (r, Some(s)),
+                None => (self.resource, None),
+            };
+            match sub {
+                Some(sub) => format!("{resource}.{}/{sub}", self.group),
+                None => format!("{resource}.{}", self.group),
+            }
+        }
+    }
+
+    fn review(&self) -> SelfSubjectAccessReview {
+        let (resource, subresource) = match self.resource.split_once('/') {
+            Some((r, s)) => (r, Some(s.to_owned())),
+            None => (self.resource, None),
+        };
+        SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some(self.group.to_owned()),
+                    resource: Some(resource.to_owned()),
+                    subresource,
+                    namespace: self.namespace.clone(),
+                    verb: Some(self.verb.to_owned()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        }
+    }
+}
+
+/// What the syncer needs in the worker cluster for a binding whose mount namespace is
+/// `mount_namespace`: watch nodes, pods, leasing policies and CSINodes everywhere; label
+/// nodes (the applied policy) and write policy status; write pods, ConfigMaps, Secrets and
+/// PVCs in the mount namespace; create PersistentVolumes.
+pub fn required_permissions(mount_namespace: &str) -> Vec<Permission> {
+    let mut all = Vec::new();
+    for (group, resource) in [
+        ("", "nodes"),
+        ("", "pods"),
+        (crate::crd::GROUP, "resourceleasingpolicies"),
+        ("storage.k8s.io", "csinodes"),
+    ] {
+        for verb in ["list", "watch"] {
+            all.push(Permission::new(group, resource, verb));
+        }
+    }
+    all.push(Permission::new("", "nodes", "patch"));
+    all.push(Permission::new(
+        crate::crd::GROUP,
+        "resourceleasingpolicies/status",
+        "update",
+    ));
+    for resource in ["pods", "configmaps", "secrets", "persistentvolumeclaims"] {
+        for verb in ["create", "update", "delete"] {
+            all.push(Permission::new("", resource, verb).in_namespace(mount_namespace));
+        }
+    }
+    all.push(Permission::new("", "persistentvolumes", "create"));
+    all
+}
+
+/// `missing` as one line, grouped by resource: `nodes: patch; pods in namespace m: create,
+/// delete`.
+pub fn describe_missing(missing: &[Permission]) -> String {
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    for p in missing {
+        let key = match &p.namespace {
+            Some(ns) => format!("{} in namespace {ns}", p.qualified_resource()),
+            None => p.qualified_resource(),
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, verbs)) => verbs.push(p.verb),
+            None => groups.push((key, vec![p.verb])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(key, verbs)| format!("{key}: {}", verbs.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The permissions of `required` the worker does not grant to the kubeconfig's user, in
+/// order. Fails when a review cannot be made at all.
+pub async fn missing_permissions(
+    worker: &Client,
+    required: &[Permission],
+) -> Result<Vec<Permission>, kube::Error> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(worker.clone());
+    let reviews = required.iter().map(|p| {
+        let api = api.clone();
+        async move {
+            let answer = api.create(&PostParams::default(), &p.review()).await?;
+            Ok::<bool, kube::Error>(answer.status.is_some_and(|s| s.allowed))
+        }
+    });
+    let answers = join_all(reviews).await;
+    let mut missing = Vec::new();
+    for (permission, answer) in required.iter().zip(answers) {
+        if !answer? {
+            missing.push(permission.clone());
+        }
+    }
+    Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_covers_what_the_syncer_does() {
+        let required = required_permissions("mnt");
+        let has = |verb: &str, resource: &str, ns: Option<&str>| {
+            required
+                .iter()
+                .any(|p| p.verb == verb && p.resource == resource && p.namespace.as_deref() == ns)
+        };
+        for (verb, resource, ns, want) in [
+            ("list", "nodes", None, true),
+            ("watch", "pods", None, true),
+            ("watch", "resourceleasingpolicies", None, true),
+            ("list", "csinodes", None, true),
+            ("create", "pods", Some("mnt"), true),
+            ("delete", "persistentvolumeclaims", Some("mnt"), true),
+            ("update", "secrets", Some("mnt"), true),
+            ("create", "pods", None, false),
+            ("create", "persistentvolumes", None, true),
+            ("update", "resourceleasingpolicies/status", None, true),
+        ] {
+            assert_eq!(has(verb, resource, ns), want, "{verb} {resource} {ns:?}");
+        }
+        let mut sorted = required.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), required.len(), "no duplicates");
+    }
+
+    #[test]
+    fn describe_table() {
+        let p = |group, resource, verb, ns: Option<&str>| Permission {
+            group,
+            resource,
+            verb,
+            namespace: ns.map(str::to_owned),
+        };
+        for (missing, want) in [
+            (vec![], ""),
+            (vec![p("", "nodes", "list", None)], "nodes: list"),
+            (
+                vec![
+                    p("", "nodes", "list", None),
+                    p("", "pods", "create", Some("m")),
+                    p("", "nodes", "watch", None),
+                    p("", "pods", "delete", Some("m")),
+                ],
+                "nodes: list, watch; pods in namespace m: create, delete",
+            ),
+            (
+                vec![p(
+                    "cloud.tencent.com",
+                    "resourceleasingpolicies/status",
+                    "update",
+                    None,
+                )],
+                "resourceleasingpolicies.cloud.tencent.com/status: update",
+            ),
+        ] {
+            assert_eq!(describe_missing(&missing), want);
+        }
+        assert_eq!(
+            p("storage.k8s.io", "csinodes", "watch", None).to_string(),
+            "watch csinodes.storage.k8s.io"
+        );
+    }
+
+    #[test]
+    fn reviews_split_subresources() {
+        let review = Permission::new(
+            crate::crd::GROUP,
+            "resourceleasingpolicies/status",
+            "update",
+        )
+        .review();
+        let attrs = review.spec.resource_attributes.unwrap();
+        assert_eq!(attrs.resource.as_deref(), Some("resourceleasingpolicies"));
+        assert_eq!(attrs.subresource.as_deref(), Some("status"));
+        assert_eq!(attrs.namespace, None);
+    }
+}

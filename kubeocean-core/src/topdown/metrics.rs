@@ -1,0 +1,161 @@
+//! Prometheus metrics of the top-down half: physical pods created, reconcile errors by
+//! reconciler and reason, how long a virtual pod waits for its physical pod, and virtual and
+//! physical pods by phase. Registered with [`crate::bottomup::SyncerMetrics`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kube_kit::admin::Metrics;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+
+use super::error::Side;
+
+/// Labels of per-binding counters and histograms.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BindingLabel {
+    /// ClusterBinding name.
+    pub binding: String,
+}
+
+/// Labels of the error counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    /// ClusterBinding name.
+    pub binding: String,
+    /// Reconciler (`virtual-pod`, `physical-pod`, ...).
+    pub reconciler: String,
+    /// Short reason of the error.
+    pub reason: String,
+}
+
+/// Labels of the pod gauges.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PodLabels {
+    /// ClusterBinding name.
+    pub binding: String,
+    /// `computing` (virtual pods) or `worker` (physical pods).
+    pub cluster: String,
+    /// Pod phase.
+    pub phase: String,
+}
+
+/// The top-down metrics; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct TopDownMetrics {
+    pod_creates: Family<BindingLabel, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+    mapping_latency: Family<BindingLabel, Histogram>,
+    pods: Family<PodLabels, Gauge>,
+}
+
+/// Phases always exported (at 0 when no pod is in them).
+const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+
+impl TopDownMetrics {
+    /// Creates the metrics and registers them into `metrics`.
+    pub fn register(metrics: &Metrics) -> TopDownMetrics {
+        let this = TopDownMetrics {
+            pod_creates: Family::default(),
+            errors: Family::default(),
+            mapping_latency: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 16))
+            }),
+            pods: Family::default(),
+        };
+        metrics.with_registry(|registry| {
+            registry.register(
+                "kubeocean_topdown_physical_pod_creates",
+                "Physical pods created in the worker cluster",
+                this.pod_creates.clone(),
+            );
+            registry.register(
+                "kubeocean_topdown_errors",
+                "Failed top-down reconciles by reconciler and reason",
+                this.errors.clone(),
+            );
+            registry.register(
+                "kubeocean_topdown_mapping_latency_seconds",
+                "From the syncer first seeing a virtual pod to its physical pod being created",
+                this.mapping_latency.clone(),
+            );
+            registry.register(
+                "kubeocean_topdown_pods",
+                "Virtual (cluster=computing) and physical (cluster=worker) pods of the binding by phase",
+                this.pods.clone(),
+            );
+        });
+        this
+    }
+
+    /// Records a physical pod created `latency` after its virtual pod was first seen.
+    pub fn pod_created(&self, binding: &str, latency: Duration) {
+        let labels = BindingLabel {
+            binding: binding.to_owned(),
+        };
+        self.pod_creates.get_or_create(&labels).inc();
+        self.mapping_latency
+            .get_or_create(&labels)
+            .observe(latency.as_secs_f64());
+    }
+
+    /// Records a failed reconcile.
+    pub fn error(&self, binding: &str, reconciler: &str, reason: &str) {
+        self.errors
+            .get_or_create(&ErrorLabels {
+                binding: binding.to_owned(),
+                reconciler: reconciler.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Sets the pod counts of one cluster by phase.
+    pub fn set_pods(&self, binding: &str, side: Side, phases: &BTreeMap<String, i64>) {
+        let names = PHASES
+            .iter()
+            .map(|p| (*p).to_owned())
+            .chain(phases.keys().cloned());
+        for phase in names {
+            let count = phases.get(&phase).copied().unwrap_or(0);
+            self.pods
+                .get_or_create(&PodLabels {
+                    binding: binding.to_owned(),
+                    cluster: side.to_string(),
+                    phase,
+                })
+                .set(count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_are_exported() {
+        let registry = Metrics::new();
+        let metrics = TopDownMetrics::register(&registry);
+        metrics.pod_created("b1", Duration::from_millis(5));
+        metrics.error("b1", "virtual-pod", "NameConflict");
+        metrics.set_pods(
+            "b1",
+            Side::Computing,
+            &BTreeMap::from([("Running".to_owned(), 3)]),
+        );
+        let text = registry.encode().unwrap();
+        for want in [
+            "kubeocean_topdown_physical_pod_creates_total{binding=\"b1\"} 1",
+            "kubeocean_topdown_errors_total{binding=\"b1\",reconciler=\"virtual-pod\",reason=\"NameConflict\"} 1",
+            "kubeocean_topdown_mapping_latency_seconds_count{binding=\"b1\"} 1",
+            "kubeocean_topdown_pods{binding=\"b1\",cluster=\"computing\",phase=\"Running\"} 3",
+            "kubeocean_topdown_pods{binding=\"b1\",cluster=\"computing\",phase=\"Pending\"} 0",
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+    }
+}

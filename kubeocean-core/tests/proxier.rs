@@ -1,0 +1,949 @@
+//! The proxier end to end over real TLS: a computing sandbox cluster holds the binding, a
+//! hand-made virtual node and virtual pods; a worker sandbox cluster, served over HTTPS and
+//! reached through the binding's kubeconfig Secret, runs the physical pod on a simulated
+//! node. Clients are kube-rs clients pointed at the proxier, presenting client certificates
+//! from a test CA or bearer tokens.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{LogParams, PostParams};
+use kube::{Api, Client};
+use kube_kit::admin::Metrics;
+use kube_sandbox::{Cluster, ServeOptions, Served, SimNode, UserInfo};
+use kubeocean_core::crd::{self, ClusterBinding};
+use kubeocean_core::labels;
+use kubeocean_core::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
+
+const BINDING: &str = "b1";
+const SECRET_NS: &str = "kubeocean-system";
+const MOUNT_NS: &str = "kubeocean-worker";
+const PHYSICAL_NODE: &str = "w1";
+const VIRTUAL_NODE: &str = "vnode-w1-w1";
+const PHYSICAL_POD: &str = "web-0123456789abcdef";
+
+/// Polls `check` every 25 ms for up to 20 s; panics naming `what` if it never holds.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..800 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+/// A certificate authority for client certificates.
+struct TestCa {
+    pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl TestCa {
+    fn new(name: &str) -> TestCa {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let cert = params.self_signed(&key).unwrap();
+        TestCa {
+            pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A client certificate and key (PEM) for user `cn` in group `org`.
+    fn client(&self, cn: &str, org: &str) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+/// How a test client presents itself to the proxier.
+enum Identity {
+    Certificate(String, String),
+    Token(String),
+    Anonymous,
+}
+
+/// The computing cluster, the proxier of [`BINDING`] and what tests need to reach it.
+struct Env {
+    computing: Cluster,
+    workers: Vec<Cluster>,
+    _served: Vec<Served>,
+    c: Client,
+    proxier: SocketAddr,
+    serving_cert: String,
+    ca: TestCa,
+    metrics: Metrics,
+    token: CancellationToken,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.token.cancel();
+        self.computing.shutdown();
+        for worker in &self.workers {
+            worker.shutdown();
+        }
+    }
+}
+
+impl Env {
+    /// A kube-rs client whose "API server" is the proxier.
+    async fn client(&self, identity: Identity) -> Client {
+        let user = match identity {
+            Identity::Certificate(cert, key) => json!({
+                "client-certificate-data": STANDARD.encode(cert),
+                "client-key-data": STANDARD.encode(key),
+            }),
+            Identity::Token(token) => json!({ "token": token }),
+            Identity::Anonymous => json!({}),
+        };
+        let kubeconfig = json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "proxier", "cluster": {
+                "server": format!("https://{}", self.proxier),
+                "certificate-authority-data": STANDARD.encode(&self.serving_cert)}}],
+            "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "proxier", "context": {"cluster": "proxier", "user": "u"}}],
+            "current-context": "proxier",
+        });
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&kubeconfig.to_string()).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        let mut config = config;
+        // Answers such as 503 must reach the test as they are, not be retried.
+        config.default_retry = false;
+        kube_kit::client::install_crypto_provider();
+        Client::try_from(config).unwrap()
+    }
+
+    /// The client kube-apiserver would be: a certificate signed by the cluster CA.
+    async fn apiserver(&self) -> Client {
+        let (cert, key) = self
+            .ca
+            .client("kube-apiserver-kubelet-client", "system:masters");
+        self.client(Identity::Certificate(cert, key)).await
+    }
+}
+
+/// GET `path` on the proxier; the status and the whole body, or the transport error.
+async fn get(client: &Client, path: &str) -> Result<(StatusCode, String), kube::Error> {
+    let response = client
+        .send(
+            Request::get(path)
+                .body(kube::client::Body::empty())
+                .unwrap(),
+        )
+        .await?;
+    let status = response.status();
+    let body = response.into_body().collect_bytes().await?;
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+async fn install_crds(client: &Client) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crd::crds() {
+        api.create(&PostParams::default(), &crd).await.unwrap();
+    }
+}
+
+/// Creates a cluster-scoped object.
+async fn create<K>(client: &Client, value: Value) -> K
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    Api::<K>::all(client.clone())
+        .create(&PostParams::default(), &from_json(value))
+        .await
+        .unwrap()
+}
+
+/// Creates a namespaced object.
+async fn create_in<K>(client: &Client, namespace: &str, value: Value) -> K
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &from_json(value))
+        .await
+        .unwrap()
+}
+
+/// A binding named `binding` whose Secret holds `kubeconfig`.
+async fn add_binding(c: &Client, binding: &str, kubeconfig: &str) {
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!("{binding}-kubeconfig")),
+            namespace: Some(SECRET_NS.into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "kubeconfig".to_owned(),
+            ByteString(kubeconfig.as_bytes().to_vec()),
+        )])),
+        ..Default::default()
+    };
+    Api::<Secret>::namespaced(c.clone(), SECRET_NS)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let _: ClusterBinding = create(
+        c,
+        json!({
+            "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ClusterBinding",
+            "metadata": { "name": binding },
+            "spec": { "clusterID": binding, "mountNamespace": MOUNT_NS,
+                      "secretRef": { "name": format!("{binding}-kubeconfig"), "namespace": SECRET_NS } },
+        }),
+    )
+    .await;
+}
+
+/// A virtual node of `binding` standing for `physical`.
+async fn add_virtual_node(c: &Client, name: &str, binding: &str, physical: &str) {
+    let _: Node = create(
+        c,
+        json!({"metadata": {"name": name, "labels": {
+            labels::CLUSTER_BINDING: binding,
+            labels::PHYSICAL_NODE_NAME: physical,
+            labels::NODE_TYPE: labels::NODE_TYPE_VIRTUAL_KUBELET,
+        }}}),
+    )
+    .await;
+}
+
+/// A virtual pod in `default` on `node`, mapped to `mount/physical` when given.
+async fn add_virtual_pod(c: &Client, name: &str, node: &str, physical: Option<&str>) -> Pod {
+    let annotations = match physical {
+        Some(physical) => json!({
+            labels::PHYSICAL_POD_NAMESPACE: MOUNT_NS,
+            labels::PHYSICAL_POD_NAME: physical,
+            labels::PHYSICAL_POD_UID: "physical-uid",
+        }),
+        None => json!({}),
+    };
+    create_in(
+        c,
+        "default",
+        json!({
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox"}]},
+        }),
+    )
+    .await
+}
+
+/// Starts the proxier of [`BINDING`] on the computing cluster.
+async fn start_proxier(
+    computing: &Cluster,
+    ca: &TestCa,
+) -> (SocketAddr, String, Metrics, CancellationToken) {
+    let (serving_cert, serving_key) = self_signed_serving_cert(&[]).unwrap();
+    let metrics = Metrics::new();
+    let mut config = ProxierConfig::new(
+        BINDING,
+        "127.0.0.1:0".parse().unwrap(),
+        serving_cert.clone(),
+        serving_key,
+    );
+    config.client_ca_pem = Some(ca.pem.clone());
+    config.secret_namespace = SECRET_NS.to_owned();
+    config.token_review = true;
+    // The kube client retries a worker's 503 with a long backoff; stats must not wait for it.
+    config.stats_timeout = Duration::from_secs(1);
+    config.metrics = Some(ProxierMetrics::register(&metrics));
+    let bound = Proxier::new(computing.client(), config)
+        .bind()
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    let token = CancellationToken::new();
+    tokio::spawn(bound.run(token.clone()));
+    (addr, serving_cert, metrics, token)
+}
+
+/// The computing cluster with CRDs and the Secret namespace.
+async fn computing_cluster() -> (Cluster, Client) {
+    let computing = Cluster::new("computing");
+    let c = computing.client();
+    install_crds(&c).await;
+    let _: Namespace = create(&c, json!({"metadata": {"name": SECRET_NS}})).await;
+    (computing, c)
+}
+
+/// A worker sandbox served over HTTPS running [`PHYSICAL_POD`] on [`PHYSICAL_NODE`], the
+/// binding [`BINDING`] to it, its virtual node, the virtual pod `web` mapped to the physical
+/// pod, and the proxier.
+async fn env() -> Env {
+    let worker = Cluster::new("worker");
+    let served = worker
+        .serve(ServeOptions {
+            tls: true,
+            ..ServeOptions::default()
+        })
+        .await
+        .unwrap();
+    worker
+        .add_node(&SimNode::new(PHYSICAL_NODE, "4", "8Gi"))
+        .unwrap();
+    let w = worker.client();
+    let _: Namespace = create(&w, json!({"metadata": {"name": MOUNT_NS}})).await;
+    let _: Pod = create_in(
+        &w,
+        MOUNT_NS,
+        json!({
+            "metadata": {"name": PHYSICAL_POD},
+            "spec": {"nodeName": PHYSICAL_NODE, "containers": [{"name": "app", "image": "busybox",
+                "command": ["sh", "-c", "echo hello; echo world; sleep 3600"],
+                "ports": [{"containerPort": 8080}]}]},
+        }),
+    )
+    .await;
+    let physical: Api<Pod> = Api::namespaced(w.clone(), MOUNT_NS);
+    eventually("the physical pod prints its logs", || {
+        let physical = physical.clone();
+        async move {
+            physical
+                .logs(PHYSICAL_POD, &LogParams::default())
+                .await
+                .is_ok_and(|logs| logs.contains("world"))
+        }
+    })
+    .await;
+
+    let (computing, c) = computing_cluster().await;
+    add_binding(&c, BINDING, &served.kubeconfig_yaml).await;
+    add_virtual_node(&c, VIRTUAL_NODE, BINDING, PHYSICAL_NODE).await;
+    add_virtual_pod(&c, "web", VIRTUAL_NODE, Some(PHYSICAL_POD)).await;
+    let ca = TestCa::new("computing-ca");
+    let (proxier, serving_cert, metrics, token) = start_proxier(&computing, &ca).await;
+    Env {
+        computing,
+        workers: vec![worker],
+        _served: vec![served],
+        c,
+        proxier,
+        serving_cert,
+        ca,
+        metrics,
+        token,
+    }
+}
+
+#[tokio::test]
+async fn logs_of_a_virtual_pod_come_from_the_physical_pod() {
+    let env = env().await;
+    let client = env.apiserver().await;
+    let physical: Api<Pod> = Api::namespaced(env.workers[0].client(), MOUNT_NS);
+    let all = physical
+        .logs(PHYSICAL_POD, &LogParams::default())
+        .await
+        .unwrap();
+    assert!(all.ends_with("hello\nworld\n"), "{all}");
+    let (status, body) = get(&client, "/containerLogs/default/web/app")
+        .await
+        .unwrap();
+    assert_eq!((status, body), (StatusCode::OK, all));
+    let (status, body) = get(&client, "/containerLogs/default/web/app?tailLines=1")
+        .await
+        .unwrap();
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "world\n"));
+    let (status, body) = get(
+        &client,
+        "/containerLogs/default/web/app?tailLines=1&timestamps=true",
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.ends_with("Z world\n") && body.len() > "world\n".len() + 20,
+        "{body}"
+    );
+    let (status, _) = get(&client, "/containerLogs/default/web/app?tailLines=-1")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // A container the pod does not have: the worker's own answer comes through.
+    let (status, body) = get(&client, "/containerLogs/default/web/sidecar")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    let text = env.metrics.encode().unwrap();
+    assert!(
+        text.contains(
+            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"containerLogs\",code=\"200\"} 3"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn followed_logs_stream_new_lines() {
+    let env = env().await;
+    let client = env.apiserver().await;
+    let response = client
+        .send(
+            Request::get("/containerLogs/default/web/app?follow=true&tailLines=1")
+                .body(kube::client::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut seen = String::new();
+    let mut appended = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !seen.contains("later\n") {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("the followed stream delivers new lines")
+            .expect("the stream stays open")
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            seen.push_str(&String::from_utf8_lossy(&data));
+        }
+        if seen.contains("world\n") && !appended {
+            env.workers[0]
+                .state()
+                .kubelet
+                .append_log(MOUNT_NS, PHYSICAL_POD, "app", "later");
+            appended = true;
+        }
+    }
+    assert_eq!(seen, "world\nlater\n");
+}
+
+#[tokio::test]
+async fn clients_must_authenticate() {
+    let env = env().await;
+    let path = "/containerLogs/default/web/app";
+
+    let anonymous = env.client(Identity::Anonymous).await;
+    assert_eq!(
+        get(&anonymous, path).await.unwrap().0,
+        StatusCode::UNAUTHORIZED
+    );
+    // Health needs no credentials.
+    assert_eq!(
+        get(&anonymous, "/healthz").await.unwrap(),
+        (StatusCode::OK, "ok\n".to_owned())
+    );
+
+    // A certificate from another CA: the handshake fails (or, at worst, the request is refused).
+    let stranger = TestCa::new("stranger-ca");
+    let (cert, key) = stranger.client("kube-apiserver-kubelet-client", "system:masters");
+    let forged = env.client(Identity::Certificate(cert, key)).await;
+    match get(&forged, path).await {
+        Err(_) => {}
+        Ok((status, _)) => assert_eq!(status, StatusCode::UNAUTHORIZED),
+    }
+
+    let bogus = env.client(Identity::Token("not-a-token".into())).await;
+    assert_eq!(get(&bogus, path).await.unwrap().0, StatusCode::UNAUTHORIZED);
+
+    // Tokens are reviewed and their users authorized against RBAC on nodes/proxy.
+    env.computing
+        .auth()
+        .add_token("alice-token", UserInfo::new("alice", &[]));
+    env.computing
+        .auth()
+        .add_token("bob-token", UserInfo::new("bob", &[]));
+    let _: k8s_openapi::api::rbac::v1::ClusterRole = create(
+        &env.c,
+        json!({"metadata": {"name": "kubelet-api"},
+               "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get", "create"]}]}),
+    )
+    .await;
+    let _: k8s_openapi::api::rbac::v1::ClusterRoleBinding = create(
+        &env.c,
+        json!({"metadata": {"name": "bob-kubelet-api"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubelet-api"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
+    )
+    .await;
+    let alice = env.client(Identity::Token("alice-token".into())).await;
+    let (status, body) = get(&alice, path).await.unwrap();
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body.contains("user=alice") && body.contains("subresource=proxy"),
+        "{body}"
+    );
+    let bob = env.client(Identity::Token("bob-token".into())).await;
+    let (status, body) = get(&bob, path).await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.ends_with("hello\nworld\n"), "{body}");
+    // bob may not read stats (nodes/stats).
+    assert_eq!(
+        get(&bob, "/stats/summary").await.unwrap().0,
+        StatusCode::FORBIDDEN
+    );
+    let admin = env
+        .client(Identity::Token(env.computing.admin_token().to_owned()))
+        .await;
+    assert_eq!(get(&admin, path).await.unwrap().0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn pods_not_served_by_this_binding_are_not_found() {
+    let env = env().await;
+    add_virtual_node(&env.c, "vnode-other", "b2", PHYSICAL_NODE).await;
+    // Same physical pod, but on a virtual node of another binding.
+    add_virtual_pod(&env.c, "stranger", "vnode-other", Some(PHYSICAL_POD)).await;
+    // On our node, but not mapped yet.
+    add_virtual_pod(&env.c, "pending", VIRTUAL_NODE, None).await;
+    let client = env.apiserver().await;
+    for path in [
+        "/containerLogs/default/stranger/app",
+        "/containerLogs/default/pending/app",
+        "/containerLogs/default/missing/app",
+        "/containerLogs/other-namespace/web/app",
+        "/exec/default/stranger/app?command=ls&output=1",
+        "/exec/default/web/wrong-uid/app?command=ls&output=1",
+        "/portForward/default/stranger?port=8080",
+        "/configz",
+    ] {
+        let (status, body) = get(&client, path).await.unwrap();
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    // The right UID in the path is accepted (the request then needs an upgrade).
+    let uid = Api::<Pod>::namespaced(env.c.clone(), "default")
+        .get("web")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let (status, body) = get(
+        &client,
+        &format!("/exec/default/web/{uid}/app?command=ls&output=1"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("Upgrade request required"), "{body}");
+}
+
+/// Reads WebSocket frames until the stream closes: bytes per channel.
+async fn read_channels(
+    stream: &mut (
+             impl futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin
+         ),
+) -> BTreeMap<u8, Vec<u8>> {
+    let mut channels: BTreeMap<u8, Vec<u8>> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while let Ok(Some(message)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        match message {
+            Ok(Message::Binary(data)) if !data.is_empty() => {
+                channels
+                    .entry(data[0])
+                    .or_default()
+                    .extend_from_slice(&data[1..]);
+            }
+            Ok(Message::Close(_)) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    channels
+}
+
+#[tokio::test]
+#[ignore = "needs sandbox exec"]
+async fn exec_runs_in_the_physical_pod() {
+    let env = env().await;
+    let client = env.apiserver().await;
+    // As kube-apiserver calls a kubelet: kubelet-style query, WebSocket channel protocol.
+    let connection = client
+        .connect(
+            Request::get("/exec/default/web/app?command=echo&command=hello&output=1&error=1")
+                .body(vec![])
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut stream = connection.into_stream();
+    let channels = read_channels(&mut stream).await;
+    assert_eq!(
+        channels.get(&1).map(Vec::as_slice),
+        Some(&b"hello\n"[..]),
+        "{channels:?}"
+    );
+    let status: Value = serde_json::from_slice(channels.get(&3).unwrap()).unwrap();
+    assert_eq!(status["status"], "Success", "{status}");
+
+    let text = env.metrics.encode().unwrap();
+    assert!(
+        text.contains(
+            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"exec\",code=\"101\"} 1"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs sandbox exec"]
+async fn port_forward_carries_bytes_both_ways() {
+    let env = env().await;
+    let client = env.apiserver().await;
+    let connection = client
+        .connect(
+            Request::get("/portForward/default/web?port=8080")
+                .body(vec![])
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut stream = connection.into_stream();
+    let payload = b"ping through the proxier".to_vec();
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&payload);
+    stream.send(Message::Binary(frame.into())).await.unwrap();
+    // Data channel 0 starts with the port (little endian), then carries the echo.
+    let mut data = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while data.len() < 2 + payload.len() {
+        let message = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .expect("echo within 20 s")
+            .expect("stream open")
+            .unwrap();
+        if let Message::Binary(bytes) = message
+            && bytes.first() == Some(&0)
+        {
+            data.extend_from_slice(&bytes[1..]);
+        }
+    }
+    assert_eq!(&data[..2], &8080u16.to_le_bytes());
+    assert_eq!(&data[2..], &payload[..]);
+}
+
+/// The answer of the stand-in worker to `request`.
+fn fake_worker_answer(request: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+    let path = request.uri().path();
+    let (status, body) = match path {
+        "/version" => (StatusCode::OK, json!({
+            "major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "",
+            "gitTreeState": "", "buildDate": "", "goVersion": "", "compiler": "", "platform": ""
+        }).to_string()),
+        "/api/v1/nodes/fw1/proxy/stats/summary" => (StatusCode::OK, json!({
+            "node": {"nodeName": "fw1", "cpu": {"usageNanoCores": 1000}},
+            "pods": [
+                {"podRef": {"name": "api-xyz", "namespace": MOUNT_NS, "uid": "p1"}, "cpu": {"usageNanoCores": 10}},
+                {"podRef": {"name": "foreign", "namespace": "prod", "uid": "p2"}, "cpu": {"usageNanoCores": 20}},
+            ]}).to_string()),
+        "/api/v1/nodes/fw1/proxy/metrics/resource" => (StatusCode::OK, format!(
+            "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total 4 1\n\
+             # TYPE pod_cpu_usage_seconds_total counter\n\
+             pod_cpu_usage_seconds_total{{namespace=\"{MOUNT_NS}\",pod=\"api-xyz\"}} 1 1\n\
+             pod_cpu_usage_seconds_total{{namespace=\"prod\",pod=\"foreign\"}} 2 1\n")),
+        _ if path == format!("/api/v1/namespaces/{MOUNT_NS}/pods/api-xyz/exec") => {
+            return fake_exec(request);
+        }
+        _ => (StatusCode::SERVICE_UNAVAILABLE, json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": "node unreachable", "reason": "ServiceUnavailable", "code": 503
+        }).to_string()),
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+}
+
+/// A stand-in `pods/exec` over WebSocket (`v4.channel.k8s.io`): prints the query it got on
+/// stdout, echoes one stdin frame on stdout, reports success and closes.
+fn fake_exec(mut request: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+    use hyper_util::rt::TokioIo;
+    use tokio_tungstenite::WebSocketStream;
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    use tokio_tungstenite::tungstenite::protocol::Role;
+
+    let key = request
+        .headers()
+        .get("sec-websocket-key")
+        .unwrap()
+        .as_bytes()
+        .to_vec();
+    let query = request.uri().query().unwrap_or("").to_owned();
+    let upgrade = hyper::upgrade::on(&mut request);
+    tokio::spawn(async move {
+        let upgraded = upgrade.await.unwrap();
+        let mut ws =
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        ws.send(Message::Binary(
+            [&[1u8][..], query.as_bytes()].concat().into(),
+        ))
+        .await
+        .unwrap();
+        while let Some(Ok(message)) = ws.next().await {
+            if let Message::Binary(data) = message
+                && data.first() == Some(&0)
+            {
+                ws.send(Message::Binary([&[1u8][..], &data[1..]].concat().into()))
+                    .await
+                    .unwrap();
+                break;
+            }
+        }
+        ws.send(Message::Binary(
+            [&[3u8][..], br#"{"status":"Success"}"#].concat().into(),
+        ))
+        .await
+        .unwrap();
+        let _ = ws.close(None).await;
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-accept", derive_accept_key(&key))
+        .header("sec-websocket-protocol", "v4.channel.k8s.io")
+        .body(Full::new(Bytes::new()))
+        .unwrap()
+}
+
+/// A stand-in worker API server (plain HTTP): the probe, the node proxy's stats paths for
+/// node `fw1` (any other node answers 503, which the kube client keeps retrying), and exec
+/// in pod `api-xyz`.
+async fn fake_worker() -> (SocketAddr, CancellationToken) {
+    use hyper::server::conn::http1;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    let loop_stop = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = tokio::select! {
+                () = loop_stop.cancelled() => return,
+                accepted = listener.accept() => accepted.unwrap(),
+            };
+            let service =
+                service_fn(
+                    |request| async move { Ok::<_, Infallible>(fake_worker_answer(request)) },
+                );
+            tokio::spawn(
+                http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .with_upgrades(),
+            );
+        }
+    });
+    (addr, stop)
+}
+
+/// The proxier of [`BINDING`] whose worker is [`fake_worker`]: virtual nodes `vnode-fw1`
+/// and `vnode-fw2`, virtual pod `api` on `vnode-fw1` mapped to `api-xyz`.
+async fn fake_env() -> (Env, CancellationToken) {
+    let (computing, c) = computing_cluster().await;
+    let (worker_addr, worker_stop) = fake_worker().await;
+    let kubeconfig = kube_sandbox::serve::kubeconfig_yaml(
+        "fake",
+        &format!("http://{worker_addr}"),
+        None,
+        "fake-token",
+    );
+    add_binding(&c, BINDING, &kubeconfig).await;
+    add_virtual_node(&c, "vnode-fw1", BINDING, "fw1").await;
+    add_virtual_node(&c, "vnode-fw2", BINDING, "fw2").await;
+    add_virtual_pod(&c, "api", "vnode-fw1", Some("api-xyz")).await;
+    let ca = TestCa::new("computing-ca");
+    let (proxier, serving_cert, metrics, token) = start_proxier(&computing, &ca).await;
+    let env = Env {
+        computing,
+        workers: vec![],
+        _served: vec![],
+        c,
+        proxier,
+        serving_cert,
+        ca,
+        metrics,
+        token,
+    };
+    (env, worker_stop)
+}
+
+#[tokio::test]
+async fn upgraded_streams_are_spliced_to_the_worker() {
+    let (env, worker_stop) = fake_env().await;
+    let client = env.apiserver().await;
+    let connection = client
+        .connect(
+            Request::get("/exec/default/api/app?command=echo&command=hi+there&input=1&output=1")
+                .body(vec![])
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut stream = connection.into_stream();
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // The worker saw the API server's form of the query.
+    assert_eq!(
+        first,
+        Message::Binary(
+            [
+                &[1u8][..],
+                b"container=app&stdin=true&stdout=true&command=echo&command=hi%20there"
+            ]
+            .concat()
+            .into()
+        )
+    );
+    stream
+        .send(Message::Binary([&[0u8][..], b"ping"].concat().into()))
+        .await
+        .unwrap();
+    let channels = read_channels(&mut stream).await;
+    assert_eq!(
+        channels.get(&1).map(Vec::as_slice),
+        Some(&b"ping"[..]),
+        "{channels:?}"
+    );
+    let status: Value = serde_json::from_slice(channels.get(&3).unwrap()).unwrap();
+    assert_eq!(status["status"], "Success");
+    let text = env.metrics.encode().unwrap();
+    assert!(
+        text.contains(
+            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"exec\",code=\"101\"} 1"
+        ),
+        "{text}"
+    );
+    worker_stop.cancel();
+}
+
+#[tokio::test]
+async fn stats_show_only_virtual_pods_under_virtual_names() {
+    let (env, worker_stop) = fake_env().await;
+    let client = env.apiserver().await;
+
+    // All virtual nodes of the binding: fw2 fails, so the answer is partial.
+    let (status, body) = get(&client, "/stats/summary").await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let summary: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(summary["node"]["nodeName"], BINDING);
+    assert_eq!(summary["node"]["cpu"]["usageNanoCores"], 1000);
+    assert_eq!(summary["pods"].as_array().unwrap().len(), 1, "{summary}");
+    assert_eq!(summary["pods"][0]["podRef"]["name"], "api");
+    assert_eq!(summary["pods"][0]["podRef"]["namespace"], "default");
+
+    // A client that names the virtual node gets that node only.
+    let response = client
+        .send(
+            Request::get("/stats/summary")
+                .header(http::header::HOST, "vnode-fw1:10250")
+                .body(kube::client::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let summary: Value =
+        serde_json::from_slice(&response.into_body().collect_bytes().await.unwrap()).unwrap();
+    assert_eq!(summary["node"]["nodeName"], "vnode-fw1");
+    assert_eq!(summary["pods"][0]["podRef"]["name"], "api");
+
+    let (status, text) = get(&client, "/metrics/resource").await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        text,
+        "# TYPE node_cpu_usage_seconds_total counter\nnode_cpu_usage_seconds_total 4 1\n\
+         # TYPE pod_cpu_usage_seconds_total counter\npod_cpu_usage_seconds_total{namespace=\"default\",pod=\"api\"} 1 1\n"
+    );
+
+    let exported = env.metrics.encode().unwrap();
+    assert!(
+        exported.contains(
+            "kubeocean_proxier_upstream_errors_total{binding=\"b1\",endpoint=\"stats/summary\"} 1"
+        ),
+        "{exported}"
+    );
+    worker_stop.cancel();
+}
+
+#[tokio::test]
+async fn an_unreachable_worker_gives_empty_stats_and_unavailable_logs() {
+    let (computing, c) = computing_cluster().await;
+    // Nothing listens there.
+    let kubeconfig = kube_sandbox::serve::kubeconfig_yaml("gone", "http://127.0.0.1:9", None, "t");
+    add_binding(&c, BINDING, &kubeconfig).await;
+    add_virtual_node(&c, VIRTUAL_NODE, BINDING, PHYSICAL_NODE).await;
+    add_virtual_pod(&c, "web", VIRTUAL_NODE, Some(PHYSICAL_POD)).await;
+    let ca = TestCa::new("computing-ca");
+    let (proxier, serving_cert, metrics, token) = start_proxier(&computing, &ca).await;
+    let env = Env {
+        computing,
+        workers: vec![],
+        _served: vec![],
+        c,
+        proxier,
+        serving_cert,
+        ca,
+        metrics,
+        token,
+    };
+    let client = env.apiserver().await;
+    let (status, body) = get(&client, "/stats/summary").await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"node": {"nodeName": VIRTUAL_NODE, "systemContainers": []}, "pods": []})
+    );
+    let (status, body) = get(&client, "/containerLogs/default/web/app")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("worker cluster unavailable"), "{body}");
+}
