@@ -194,6 +194,29 @@ impl ApiError {
         Self::new(503, "ServiceUnavailable", message)
     }
 
+    /// An error with any code, its reason derived from the code as kube-apiserver derives it
+    /// for answers relayed from elsewhere (a kubelet).
+    pub fn with_code(code: u16, message: impl Into<String>) -> Self {
+        let reason = match code {
+            400 => "BadRequest",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "NotFound",
+            405 => "MethodNotAllowed",
+            409 => "Conflict",
+            410 => "Expired",
+            413 => "RequestEntityTooLarge",
+            415 => "UnsupportedMediaType",
+            422 => "Invalid",
+            429 => "TooManyRequests",
+            500 => "InternalError",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "",
+        };
+        Self::new(code, reason, message)
+    }
+
     /// 504 Timeout.
     pub fn timeout(message: impl Into<String>) -> Self {
         Self::new(504, "Timeout", message)

@@ -16,9 +16,13 @@ use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// The kubelet port a node advertises when its endpoint is not known (kubelet's default).
+pub const DEFAULT_KUBELET_PORT: u16 = 10250;
 
 /// A node that the sandbox's kubelet runs.
 #[derive(Clone, Debug, Default)]
@@ -81,6 +85,7 @@ pub struct KubeletState {
     stopped: Mutex<HashSet<String>>,
     logs: Mutex<HashMap<(String, String, String), Vec<LogLine>>>,
     next_ip: Mutex<u32>,
+    endpoint: Mutex<Option<SocketAddr>>,
 }
 
 impl KubeletState {
@@ -91,6 +96,21 @@ impl KubeletState {
     /// Whether this cluster's kubelet runs the node (and has not been stopped).
     pub fn runs(&self, node: &str) -> bool {
         Self::lock(&self.nodes).contains_key(node) && !Self::lock(&self.stopped).contains(node)
+    }
+
+    /// Whether the node is one of this cluster's simulated nodes (running or stopped).
+    pub fn is_sim_node(&self, node: &str) -> bool {
+        Self::lock(&self.nodes).contains_key(node)
+    }
+
+    /// Whether the simulated node's kubelet has been stopped.
+    pub fn is_stopped(&self, node: &str) -> bool {
+        Self::lock(&self.stopped).contains(node)
+    }
+
+    /// Where the simulated kubelet API listens, while the cluster is served.
+    pub fn endpoint(&self) -> Option<SocketAddr> {
+        *Self::lock(&self.endpoint)
     }
 
     fn node_index(&self, node: &str) -> usize {
@@ -106,6 +126,12 @@ impl KubeletState {
                 at: jiff::Timestamp::now(),
                 text: text.to_string(),
             });
+    }
+
+    /// What a container printed so far, one entry per line; `None` before it started.
+    pub fn printed(&self, namespace: &str, pod: &str, container: &str) -> Option<Vec<String>> {
+        self.log_lines(namespace, pod, container)
+            .map(|lines| lines.into_iter().map(|l| l.text).collect())
     }
 
     fn log_lines(&self, namespace: &str, pod: &str, container: &str) -> Option<Vec<LogLine>> {
@@ -136,6 +162,13 @@ impl ClusterState {
             index
         };
         KubeletState::lock(&self.kubelet.stopped).remove(&node.name);
+        let (internal_ip, kubelet_port) = match self.kubelet.endpoint() {
+            Some(addr) => (addr.ip().to_string(), addr.port()),
+            None => (
+                format!("10.0.{}.{}", index / 250, index % 250 + 1),
+                DEFAULT_KUBELET_PORT,
+            ),
+        };
         let mut labels: BTreeMap<String, String> = BTreeMap::new();
         labels.insert("kubernetes.io/hostname".into(), node.name.clone());
         labels.insert("kubernetes.io/os".into(), "linux".into());
@@ -157,10 +190,10 @@ impl ClusterState {
                 "allocatable": node.capacity,
                 "conditions": ready_conditions(&now, "True"),
                 "addresses": [
-                    {"type": "InternalIP", "address": format!("10.0.{}.{}", index / 250, index % 250 + 1)},
+                    {"type": "InternalIP", "address": internal_ip},
                     {"type": "Hostname", "address": node.name},
                 ],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
                 "nodeInfo": {
                     "machineID": crate::meta::new_uid(), "systemUUID": crate::meta::new_uid(),
                     "bootID": crate::meta::new_uid(), "kernelVersion": "6.1.0-sandbox",
@@ -180,6 +213,33 @@ impl ClusterState {
         }
         self.renew_node_lease(&node.name);
         Ok(())
+    }
+
+    /// Records where the simulated kubelet API listens (`None` when it stopped) and makes every
+    /// simulated node advertise it as its InternalIP and kubelet port.
+    pub fn set_kubelet_endpoint(&self, endpoint: Option<SocketAddr>) {
+        *KubeletState::lock(&self.kubelet.endpoint) = endpoint;
+        let Some(addr) = endpoint else { return };
+        let Some(rt) = self.resource_type("", "nodes") else {
+            return;
+        };
+        let names: Vec<String> = KubeletState::lock(&self.kubelet.nodes)
+            .keys()
+            .cloned()
+            .collect();
+        let ctx = WriteContext::system("kubelet");
+        for name in names {
+            let _ = self.update_with(&rt, "v1", "", &name, Some("status"), &ctx, None, |old| {
+                let mut new = old.clone();
+                new["status"]["addresses"] = json!([
+                    {"type": "InternalIP", "address": addr.ip().to_string()},
+                    {"type": "Hostname", "address": name},
+                ]);
+                new["status"]["daemonEndpoints"] =
+                    json!({"kubeletEndpoint": {"Port": addr.port()}});
+                Ok(new)
+            });
+        }
     }
 
     /// Stops the kubelet of a simulated node: no more Lease renewals or pod updates, as when a
@@ -962,7 +1022,42 @@ fn node_lifecycle_pass(state: &ClusterState) {
     }
 }
 
-/// Serves `pods/{name}/log` from what simulated containers printed.
+/// The names of a pod's (regular) containers.
+pub fn container_names(pod: &Value) -> Vec<String> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The container a request addresses: the named one, or the only one, as kube-apiserver
+/// picks it for `pods/log`, `pods/exec` and `pods/attach`.
+pub fn resolve_container(
+    pod: &Value,
+    name: &str,
+    requested: Option<&str>,
+) -> Result<String, ApiError> {
+    let containers = container_names(pod);
+    match requested.filter(|c| !c.is_empty()) {
+        Some(c) if containers.iter().any(|n| n == c) => Ok(c.to_string()),
+        Some(c) => Err(ApiError::bad_request(format!(
+            "container {c} is not valid for pod {name}"
+        ))),
+        None if containers.len() == 1 => Ok(containers[0].clone()),
+        None => Err(ApiError::bad_request(format!(
+            "a container name must be specified for pod {name}, choose one of: [{}]",
+            containers.join(" ")
+        ))),
+    }
+}
+
+/// Serves `pods/{name}/log` (and the kubelet's `/containerLogs`) from what simulated containers
+/// printed: `container`, `follow`, `tailLines`, `sinceSeconds`, `sinceTime`, `timestamps`,
+/// `limitBytes`, `previous`.
 pub async fn serve_log(
     state: Arc<ClusterState>,
     namespace: &str,
@@ -974,31 +1069,17 @@ pub async fn serve_log(
         .store
         .get(&pods_gr, namespace, name)
         .ok_or_else(|| ApiError::not_found("", "pods", name))?;
-    let containers: Vec<String> = pod
-        .value
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|c| {
-            c.iter()
-                .filter_map(|c| c["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let container = match query.get("container") {
-        Some(c) if containers.contains(c) => c.clone(),
-        Some(c) => {
-            return Err(ApiError::bad_request(format!(
-                "container {c} is not valid for pod {name}"
-            )));
-        }
-        None if containers.len() == 1 => containers[0].clone(),
-        None => {
-            return Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {name}, choose one of: [{}]",
-                containers.join(" ")
-            )));
-        }
-    };
+    let container =
+        resolve_container(&pod.value, name, query.get("container").map(String::as_str))?;
+    if query
+        .get("previous")
+        .is_some_and(|p| p == "true" || p == "1")
+    {
+        // Simulated containers never restart, so there is no previous instance.
+        return Err(ApiError::bad_request(format!(
+            "previous terminated container \"{container}\" in pod \"{name}\" not found"
+        )));
+    }
     let Some(lines) = state.kubelet.log_lines(namespace, name, &container) else {
         return Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
@@ -1018,7 +1099,21 @@ pub async fn serve_log(
     let limit_bytes = num("limitBytes")?;
     let timestamps = query.get("timestamps").is_some_and(|t| t == "true");
     let follow = query.get("follow").is_some_and(|f| f == "true");
-    let cutoff = since.map(|s| jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s));
+    let since_time = query
+        .get("sinceTime")
+        .map(|t| {
+            t.parse::<jiff::Timestamp>()
+                .map_err(|_| ApiError::bad_request(format!("invalid sinceTime {t:?}")))
+        })
+        .transpose()?;
+    if since.is_some() && since_time.is_some() {
+        return Err(ApiError::bad_request(
+            "at most one of `sinceTime` or `sinceSeconds` may be specified",
+        ));
+    }
+    let cutoff = since
+        .map(|s| jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s))
+        .or(since_time);
     let format_line = move |l: &LogLine| {
         if timestamps {
             format!("{} {}\n", l.at.strftime("%Y-%m-%dT%H:%M:%S.%9fZ"), l.text)

@@ -29,8 +29,11 @@ pub mod discovery;
 pub mod error;
 pub mod faults;
 pub mod kubelet;
+pub mod kubelet_api;
 pub mod meta;
+pub mod node_proxy;
 pub mod patch;
+pub mod pki;
 pub mod resources;
 pub mod schema;
 pub mod selectors;
@@ -46,6 +49,7 @@ pub use auth::UserInfo;
 pub use error::ApiError;
 pub use faults::{FaultAction, FaultRule, Faults};
 pub use kubelet::SimNode;
+pub use pki::{CertificateError, ClusterPki, IssuedCertificate};
 pub use serve::{ServeError, ServeOptions, Served};
 pub use state::{ClusterOptions, ClusterState};
 
@@ -117,6 +121,13 @@ impl Cluster {
     /// Serves the cluster over loopback HTTP(S).
     pub async fn serve(&self, options: ServeOptions) -> Result<Served, ServeError> {
         serve::serve(&self.state, self.router(), &options).await
+    }
+
+    /// The cluster's certificate authority (created on first use): its CA certificate, the
+    /// kubelet-client certificate the API server presents to kubelet endpoints, and client
+    /// certificates the served API accepts (user = CN, group = O).
+    pub fn pki(&self) -> Result<Arc<ClusterPki>, CertificateError> {
+        self.state.pki()
     }
 
     /// Injected failures.

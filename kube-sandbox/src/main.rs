@@ -103,6 +103,10 @@ async fn run(args: Args) -> Result<(), String> {
     println!("kube-sandbox {name} serving at {}", served.url);
     println!("kubeconfig written to {}", kubeconfig.display());
     println!("{nodes} simulated nodes; pods scheduled on them turn Running.");
+    println!(
+        "Their kubelet API (logs, exec, attach, port-forward over WebSocket) listens at https://{}",
+        served.kubelet_addr
+    );
     println!();
     println!("Try:");
     println!("  export KUBECONFIG={}", kubeconfig.display());
@@ -112,6 +116,7 @@ async fn run(args: Args) -> Result<(), String> {
     );
     println!("  kubectl get pods -w        # Pending -> Running");
     println!("  kubectl logs hello");
+    println!("  kubectl exec hello -- echo hi    # simulated commands: echo, hostname, env");
     println!("Ctrl-C stops the server.");
     tokio::signal::ctrl_c()
         .await

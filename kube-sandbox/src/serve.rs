@@ -1,16 +1,18 @@
 //! Serving a cluster over loopback HTTP or HTTPS, and the kubeconfig that reaches it.
 
+use crate::pki::{ClusterPki, IssuedCertificate, PeerCertificate};
 use crate::state::ClusterState;
-use axum::Router;
+use axum::{Extension, Router};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 /// Why serving failed.
@@ -70,6 +72,12 @@ pub struct Served {
     pub kubeconfig_yaml: String,
     /// Where the kubeconfig was written, if it was.
     pub kubeconfig_path: Option<PathBuf>,
+    /// Where the simulated kubelet API of the cluster's simulated nodes listens (HTTPS, serving
+    /// certificate signed by the cluster CA); the nodes advertise it as InternalIP and
+    /// `daemonEndpoints.kubeletEndpoint.Port`.
+    pub kubelet_addr: SocketAddr,
+    cluster: String,
+    pki: Arc<ClusterPki>,
     stop: CancellationToken,
 }
 
@@ -87,6 +95,37 @@ impl Served {
     /// A kube client that talks to this server over the network.
     pub async fn client(&self) -> Result<kube::Client, kube::Error> {
         let kubeconfig = self.kubeconfig().map_err(kube::Error::InferKubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .map_err(kube::Error::InferKubeconfig)?;
+        kube::Client::try_from(config)
+    }
+
+    /// The cluster's certificate authority: its CA certificate, the API server's
+    /// kubelet-client certificate, and client certificates issued on demand.
+    pub fn pki(&self) -> &Arc<ClusterPki> {
+        &self.pki
+    }
+
+    /// The cluster CA certificate (PEM), whether or not the API itself is served over HTTPS.
+    pub fn cluster_ca_pem(&self) -> &str {
+        self.pki.ca_pem()
+    }
+
+    /// A kube client that authenticates with a client certificate instead of the admin token
+    /// (the server must be served with `tls: true`).
+    pub async fn client_with_certificate(
+        &self,
+        certificate: &IssuedCertificate,
+    ) -> Result<kube::Client, kube::Error> {
+        let yaml = certificate_kubeconfig_yaml(
+            &self.cluster,
+            &self.url,
+            self.ca_pem.as_deref(),
+            certificate,
+        );
+        let kubeconfig =
+            kube::config::Kubeconfig::from_yaml(&yaml).map_err(kube::Error::InferKubeconfig)?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
             .map_err(kube::Error::InferKubeconfig)?;
@@ -110,71 +149,77 @@ pub fn kubeconfig_yaml(cluster: &str, url: &str, ca_pem: Option<&str>, token: &s
     )
 }
 
-struct Certificates {
-    ca_pem: String,
-    server: tokio_rustls::TlsAcceptor,
+/// A kubeconfig whose user presents a client certificate.
+fn certificate_kubeconfig_yaml(
+    cluster: &str,
+    url: &str,
+    ca_pem: Option<&str>,
+    certificate: &IssuedCertificate,
+) -> String {
+    let ca = ca_pem
+        .map(|pem| format!("    certificate-authority-data: {}\n", STANDARD.encode(pem)))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {url}\n{ca}contexts:\n- name: {cluster}\n  context:\n    cluster: {cluster}\n    user: {cluster}-cert\n    namespace: default\ncurrent-context: {cluster}\nusers:\n- name: {cluster}-cert\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+        STANDARD.encode(&certificate.cert_pem),
+        STANDARD.encode(&certificate.key_pem)
+    )
 }
 
-fn certificates() -> Result<Certificates, ServeError> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
-    let err = |e: rcgen::Error| ServeError::Certificates(e.to_string());
-    let ca_key = KeyPair::generate().map_err(err)?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "kube-sandbox-ca");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(err)?;
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let server_key = KeyPair::generate().map_err(err)?;
-    let mut params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .map_err(err)?;
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "kube-apiserver");
-    let server_cert = params.signed_by(&server_key, &issuer).map_err(err)?;
-    let chain = vec![server_cert.der().clone(), ca_cert.der().clone()];
-    let key = rustls::pki_types::PrivateKeyDer::try_from(server_key.serialize_der())
-        .map_err(|e| ServeError::Certificates(e.to_string()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ServeError::Certificates(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| ServeError::Certificates(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Certificates {
-        ca_pem: ca_cert.pem(),
-        server: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-    })
-}
-
-/// Serves `router` on `options.listen` until `shutdown` or [`Served::stop`].
+/// Serves `router` on `options.listen` until `shutdown` or [`Served::stop`], and the simulated
+/// kubelet API of the cluster's simulated nodes on a second (always HTTPS) port of the same
+/// address, which those nodes then advertise.
 pub async fn serve(
     state: &Arc<ClusterState>,
     router: Router,
     options: &ServeOptions,
 ) -> Result<Served, ServeError> {
-    let listener = TcpListener::bind(options.listen)
-        .await
-        .map_err(|source| ServeError::Bind {
-            addr: options.listen,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: options.listen,
-        source,
-    })?;
-    let certs = if options.tls {
-        Some(certificates()?)
+    let bind = |addr: SocketAddr| async move {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        Ok::<_, ServeError>((listener, local))
+    };
+    let (listener, addr) = bind(options.listen).await?;
+    let (kubelet_listener, kubelet_bound) = bind(SocketAddr::new(options.listen.ip(), 0)).await?;
+    let pki = state
+        .pki()
+        .map_err(|e| ServeError::Certificates(e.to_string()))?;
+    let advertised_ip = if addr.ip().is_unspecified() {
+        if addr.is_ipv6() {
+            IpAddr::from(Ipv6Addr::LOCALHOST)
+        } else {
+            IpAddr::from(Ipv4Addr::LOCALHOST)
+        }
+    } else {
+        addr.ip()
+    };
+    let kubelet_addr = SocketAddr::new(advertised_ip, kubelet_bound.port());
+    let hosts = serving_hosts(advertised_ip);
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let acceptor = if options.tls {
+        let serving = pki
+            .issue_serving_certificate("kube-apiserver", &hosts)
+            .map_err(|e| ServeError::Certificates(e.to_string()))?;
+        Some(
+            pki.tls_acceptor(&serving, true)
+                .map_err(|e| ServeError::Certificates(e.to_string()))?,
+        )
     } else {
         None
     };
+    let kubelet_serving = pki
+        .issue_serving_certificate("kube-sandbox-kubelet", &hosts)
+        .map_err(|e| ServeError::Certificates(e.to_string()))?;
+    let kubelet_acceptor = pki
+        .tls_acceptor(&kubelet_serving, true)
+        .map_err(|e| ServeError::Certificates(e.to_string()))?;
     let scheme = if options.tls { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
-    let ca_pem = certs.as_ref().map(|c| c.ca_pem.clone());
+    let ca_pem = options.tls.then(|| pki.ca_pem().to_string());
     let kubeconfig_yaml = kubeconfig_yaml(
         &state.name,
         &url,
@@ -194,19 +239,67 @@ pub async fn serve(
         })?;
     }
     let stop = state.shutdown.child_token();
-    let acceptor = certs.map(|c| c.server);
-    let loop_stop = stop.clone();
+    spawn_accept_loop(listener, acceptor, pki.clone(), router, stop.clone());
+    spawn_accept_loop(
+        kubelet_listener,
+        Some(kubelet_acceptor),
+        pki.clone(),
+        crate::kubelet_api::router(state.clone()),
+        stop.clone(),
+    );
+    state.set_kubelet_endpoint(Some(kubelet_addr));
+    let weak = Arc::downgrade(state);
+    let cleared = stop.clone();
+    tokio::spawn(async move {
+        cleared.cancelled().await;
+        if let Some(state) = weak.upgrade()
+            && state.kubelet.endpoint() == Some(kubelet_addr)
+        {
+            state.set_kubelet_endpoint(None);
+        }
+    });
+    Ok(Served {
+        addr,
+        url,
+        ca_pem,
+        kubeconfig_yaml,
+        kubeconfig_path: options.kubeconfig_path.clone(),
+        kubelet_addr,
+        cluster: state.name.clone(),
+        pki,
+        stop,
+    })
+}
+
+fn serving_hosts(ip: IpAddr) -> Vec<String> {
+    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    if !hosts.contains(&ip.to_string()) {
+        hosts.push(ip.to_string());
+    }
+    hosts
+}
+
+/// Accepts connections until `stop`, each served by `router` with the peer's client
+/// certificate (checked against the cluster CA) as a request extension.
+fn spawn_accept_loop(
+    listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
+    pki: Arc<ClusterPki>,
+    router: Router,
+    stop: CancellationToken,
+) {
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
-                _ = loop_stop.cancelled() => return,
+                _ = stop.cancelled() => return,
                 accepted = listener.accept() => accepted,
             };
             let Ok((stream, _)) = accepted else { continue };
             let _ = stream.set_nodelay(true);
-            let service = TowerToHyperService::new(router.clone());
+            let router = router.clone();
             let acceptor = acceptor.clone();
-            let conn_stop = loop_stop.clone();
+            let pki = pki.clone();
+            let conn_stop = stop.clone();
             tokio::spawn(async move {
                 let builder = auto::Builder::new(TokioExecutor::new());
                 match acceptor {
@@ -214,6 +307,8 @@ pub async fn serve(
                         let Ok(tls) = acceptor.accept(stream).await else {
                             return;
                         };
+                        let peer = pki.peer_certificate(tls.get_ref().1.peer_certificates());
+                        let service = TowerToHyperService::new(router.layer(Extension(peer)));
                         let conn =
                             builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                         tokio::select! {
@@ -222,6 +317,9 @@ pub async fn serve(
                         }
                     }
                     None => {
+                        let service = TowerToHyperService::new(
+                            router.layer(Extension(PeerCertificate::Absent)),
+                        );
                         let conn =
                             builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                         tokio::select! {
@@ -233,12 +331,4 @@ pub async fn serve(
             });
         }
     });
-    Ok(Served {
-        addr,
-        url,
-        ca_pem,
-        kubeconfig_yaml,
-        kubeconfig_path: options.kubeconfig_path.clone(),
-        stop,
-    })
 }

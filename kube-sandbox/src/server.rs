@@ -6,6 +6,7 @@ use crate::auth::{self, Attributes, UserInfo};
 use crate::discovery;
 use crate::error::ApiError;
 use crate::faults::FaultAction;
+use crate::pki::PeerCertificate;
 use crate::resources::ResourceType;
 use crate::selectors::{self, FieldSelector, LabelSelector};
 use crate::state::ClusterState;
@@ -193,12 +194,19 @@ async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiEr
     let query = parse_query(req.uri().query());
     let target = parse_path(&path).ok_or_else(ApiError::no_route)?;
 
-    let user = match bearer(&req) {
-        Some(token) => state
+    // A client certificate signed by the cluster CA authenticates first, as x509 does in
+    // kube-apiserver's authenticator chain; then bearer tokens.
+    let certificate_user = match req.extensions().get::<PeerCertificate>() {
+        Some(PeerCertificate::Verified(user)) => Some(user.clone()),
+        _ => None,
+    };
+    let user = match (certificate_user, bearer(&req)) {
+        (Some(user), _) => user,
+        (None, Some(token)) => state
             .auth
             .authenticate(&token)
             .ok_or_else(ApiError::unauthorized)?,
-        None => return Err(ApiError::unauthorized()),
+        (None, None) => return Err(ApiError::unauthorized()),
     };
 
     let (resource, verb) = match &target {
@@ -318,7 +326,28 @@ async fn serve_resource(
         name: p.name.clone().unwrap_or_default(),
         path: None,
     };
-    let (allowed, _) = auth::authorize(&state.store, &user, &attrs);
+    let (mut allowed, _) = auth::authorize(&state.store, &user, &attrs);
+    let mut verb = verb;
+    // A WebSocket exec/attach/portforward arrives as GET but also needs `create`, as with
+    // kube-apiserver's AuthorizePodWebsocketUpgradeCreatePermission (on since 1.30).
+    if allowed
+        && verb == "get"
+        && rt.group.is_empty()
+        && rt.plural == "pods"
+        && matches!(
+            p.subresource.as_deref(),
+            Some("exec" | "attach" | "portforward")
+        )
+    {
+        let create = Attributes {
+            verb: "create".into(),
+            ..attrs.clone()
+        };
+        allowed = auth::authorize(&state.store, &user, &create).0;
+        if !allowed {
+            verb = "create";
+        }
+    }
     if !allowed {
         let scope = if namespace.is_empty() {
             "at the cluster scope".to_string()
@@ -359,8 +388,13 @@ async fn serve_resource(
             }
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
-        ("get", Some(name), Some("log")) => {
-            crate::kubelet::serve_log(state, &namespace, &name, &query).await
+        ("get" | "create", Some(name), Some(sub))
+            if rt.group.is_empty()
+                && rt.plural == "pods"
+                && crate::node_proxy::KUBELET_SUBRESOURCES.contains(&sub)
+                && (verb == "get" || sub != "log") =>
+        {
+            crate::node_proxy::serve(state, req, &namespace, &name, sub).await
         }
         ("list", None, None) => list(
             &state,

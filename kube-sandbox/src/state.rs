@@ -5,11 +5,12 @@ use crate::api::{DeleteOptions, WriteContext};
 use crate::auth::Auth;
 use crate::faults::Faults;
 use crate::kubelet::KubeletState;
+use crate::pki::{CertificateError, ClusterPki};
 use crate::resources::{self, GroupResource, ResourceType};
 use crate::store::{Store, WriteOp};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -72,7 +73,10 @@ pub struct ClusterState {
     /// Cancelled when the cluster shuts down; streams and loops end.
     pub shutdown: CancellationToken,
     pub(crate) self_ref: Weak<ClusterState>,
+    /// Clients the API server uses to reach kubelet endpoints, by URL.
+    pub(crate) kubelet_clients: crate::node_proxy::KubeletClients,
     types: RwLock<HashMap<GroupResource, Arc<ResourceType>>>,
+    pki: OnceLock<Arc<ClusterPki>>,
 }
 
 impl ClusterState {
@@ -91,7 +95,9 @@ impl ClusterState {
             kubelet: KubeletState::default(),
             shutdown: CancellationToken::new(),
             self_ref: weak.clone(),
+            kubelet_clients: Default::default(),
             types: RwLock::new(types),
+            pki: OnceLock::new(),
         });
         let ns_type = state.resource_type("", "namespaces");
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -102,6 +108,16 @@ impl ClusterState {
             }
         }
         state
+    }
+
+    /// The cluster's certificate authority, created on first use.
+    pub fn pki(&self) -> Result<Arc<ClusterPki>, CertificateError> {
+        if let Some(pki) = self.pki.get() {
+            return Ok(pki.clone());
+        }
+        // Two first callers may both generate; the first stored one wins for both.
+        let fresh = Arc::new(ClusterPki::new(&self.name)?);
+        Ok(self.pki.get_or_init(|| fresh).clone())
     }
 
     /// The served type with this group and plural name.
