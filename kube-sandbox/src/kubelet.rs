@@ -584,9 +584,12 @@ pub async fn run(state: Arc<ClusterState>) {
             retry_all = true;
         }
         let mut nodes_changed = false;
+        // Read up to a version taken first, so that changes written while this pass reads
+        // are picked up by the next pass instead of being skipped.
+        let upto = state.store.current_rv();
         for gr in [&pods_gr, &nodes_gr] {
             if let Ok((events, _)) = state.store.events_after(cursor, gr, usize::MAX) {
-                for event in events {
+                for event in events.into_iter().filter(|e| e.rv <= upto) {
                     if *gr == nodes_gr {
                         nodes_changed = true;
                         continue;
@@ -648,7 +651,7 @@ pub async fn run(state: Arc<ClusterState>) {
                 }
             }
         }
-        cursor = state.store.current_rv().max(cursor);
+        cursor = upto.max(cursor);
         if nodes_changed || last_retry.elapsed() >= Duration::from_secs(1) {
             retry_all = true;
         }

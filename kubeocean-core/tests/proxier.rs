@@ -597,7 +597,6 @@ async fn read_channels(
 }
 
 #[tokio::test]
-#[ignore = "needs sandbox exec"]
 async fn exec_runs_in_the_physical_pod() {
     let env = env().await;
     let client = env.apiserver().await;
@@ -630,7 +629,6 @@ async fn exec_runs_in_the_physical_pod() {
 }
 
 #[tokio::test]
-#[ignore = "needs sandbox exec"]
 async fn port_forward_carries_bytes_both_ways() {
     let env = env().await;
     let client = env.apiserver().await;
