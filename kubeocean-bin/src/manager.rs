@@ -251,7 +251,8 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
     };
     let leader_metrics = LeaderElectionMetrics::register(&admin_state.metrics);
     let controller_metrics = ControllerMetrics::register(&admin_state.metrics);
-    let cache_ready = admin_state.readiness.flag("clusterbinding-cache");
+    // Readiness follows leader election only: a standby replica must be ready too, or a
+    // two-replica rollout would never finish (the controller's cache only exists on the leader).
     let elector = args
         .kube
         .elector(&client, MANAGER_NAME, &leader_metrics)
@@ -306,7 +307,7 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
                 ),
                 None => Manager::new(client.clone(), config.clone()),
             };
-            manager.run(controller_metrics.clone(), Some(cache_ready.clone()), term)
+            manager.run(controller_metrics.clone(), None, term)
         },
     )
     .await
