@@ -86,10 +86,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Crds { out: None } => match crd::crds_yaml() {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
+            Ok(yaml) => write_stdout(&yaml),
             Err(err) => fail(&err, 1),
         },
         Command::Crds { out: Some(dir) } => match crd::write_crd_files(&dir) {
@@ -119,13 +116,26 @@ fn main() -> ExitCode {
             match explain::explain_json(&request) {
                 Ok((json, notes)) => {
                     notes.iter().for_each(|note| eprintln!("note: {note}"));
-                    println!("{json}");
-                    ExitCode::SUCCESS
+                    write_stdout(&format!("{json}\n"))
                 }
                 // Every explain error is about the given files or flags.
                 Err(err) => fail(&err, 2),
             }
         }
+    }
+}
+
+/// Writes `text` to stdout; a reader that went away early (`| head`) is not an error.
+fn write_stdout(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => fail(&err, 1),
     }
 }
 
