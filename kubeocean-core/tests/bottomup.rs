@@ -4,8 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{eventually, from_json};
+
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -13,7 +16,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
 use k8s_openapi::api::storage::v1::CSINode;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kube_sandbox::{
@@ -30,21 +32,6 @@ const SECRET_NS: &str = "kubeocean-system";
 const SECRET: &str = "worker-1-kubeconfig";
 const LEASE_RENEW: Duration = Duration::from_millis(200);
 
-/// Polls `check` every 25 ms for up to 20 s; panics naming `what` if it never holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..800 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 struct Env {
     computing: Cluster,
     worker: Cluster,
@@ -60,17 +47,6 @@ impl Drop for Env {
         self.served.stop();
         self.computing.shutdown();
         self.worker.shutdown();
-    }
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
-
-async fn install_crds(client: &Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crd::crds() {
-        api.create(&PostParams::default(), &crd).await.unwrap();
     }
 }
 
@@ -96,8 +72,8 @@ async fn env(secret_data: Option<&str>) -> Env {
     let served = worker.serve(ServeOptions::default()).await.unwrap();
     let c = computing.client();
     let w = worker.client();
-    install_crds(&c).await;
-    install_crds(&w).await;
+    kubeocean_core::setup::install_crds(&c).await.unwrap();
+    kubeocean_core::setup::install_crds(&w).await.unwrap();
     Api::<Namespace>::all(c.clone())
         .create(
             &PostParams::default(),

@@ -7,8 +7,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{eventually, from_json};
+
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +23,6 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kube_kit::admin::Metrics;
@@ -29,7 +31,7 @@ use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode, UserInfo,
 };
 use kubeocean_core::bottomup::SyncerConfig;
-use kubeocean_core::crd::{self, ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
+use kubeocean_core::crd::{ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
 use kubeocean_core::manager::{
     EmbeddedProxierConfig, EmbeddedRunner, FINALIZER, Manager, ManagerConfig, SyncerProxierRuntime,
     SyncerRuntime, Templates, workload_names,
@@ -40,32 +42,6 @@ use tokio_util::sync::CancellationToken;
 /// The manager's namespace; also where the kubeconfig Secrets live.
 const NS: &str = "kubeocean-system";
 const MOUNT_NS: &str = "kubeocean-worker";
-
-/// Polls `check` every 25 ms for up to 20 s; panics naming `what` if it never holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..800 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
-
-async fn install_crds(client: &Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crd::crds() {
-        api.create(&PostParams::default(), &crd).await.unwrap();
-    }
-}
 
 struct Worker {
     cluster: Cluster,
@@ -102,7 +78,7 @@ async fn env(workers: usize) -> Env {
         },
     );
     let c = computing.client();
-    install_crds(&c).await;
+    kubeocean_core::setup::install_crds(&c).await.unwrap();
     Api::<Namespace>::all(c.clone())
         .create(
             &PostParams::default(),
@@ -121,7 +97,7 @@ async fn env(workers: usize) -> Env {
         );
         let served = cluster.serve(ServeOptions::default()).await.unwrap();
         let client = cluster.client();
-        install_crds(&client).await;
+        kubeocean_core::setup::install_crds(&client).await.unwrap();
         Api::<Namespace>::all(client.clone())
             .create(
                 &PostParams::default(),

@@ -6,9 +6,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{eventually, from_json};
+
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -20,12 +23,11 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{LogParams, PostParams};
 use kube::{Api, Client};
 use kube_kit::admin::Metrics;
 use kube_sandbox::{Cluster, ServeOptions, Served, SimNode, UserInfo};
-use kubeocean_core::crd::{self, ClusterBinding};
+use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::labels;
 use kubeocean_core::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
 use rcgen::{
@@ -42,25 +44,6 @@ const MOUNT_NS: &str = "kubeocean-worker";
 const PHYSICAL_NODE: &str = "w1";
 const VIRTUAL_NODE: &str = "vnode-w1-w1";
 const PHYSICAL_POD: &str = "web-0123456789abcdef";
-
-/// Polls `check` every 25 ms for up to 20 s; panics naming `what` if it never holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..800 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
 
 /// A certificate authority for client certificates.
 struct TestCa {
@@ -178,13 +161,6 @@ async fn get(client: &Client, path: &str) -> Result<(StatusCode, String), kube::
     let status = response.status();
     let body = response.into_body().collect_bytes().await?;
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
-}
-
-async fn install_crds(client: &Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crd::crds() {
-        api.create(&PostParams::default(), &crd).await.unwrap();
-    }
 }
 
 /// Creates a cluster-scoped object.
@@ -314,7 +290,7 @@ async fn start_proxier(
 async fn computing_cluster() -> (Cluster, Client) {
     let computing = Cluster::new("computing");
     let c = computing.client();
-    install_crds(&c).await;
+    kubeocean_core::setup::install_crds(&c).await.unwrap();
     let _: Namespace = create(&c, json!({"metadata": {"name": SECRET_NS}})).await;
     (computing, c)
 }

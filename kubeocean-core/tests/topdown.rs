@@ -5,7 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::future::Future;
+mod common;
+
+use common::{eventually, from_json};
+
 use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::TokenReview;
@@ -32,25 +35,6 @@ const CLUSTER_ID: &str = "w1";
 const MOUNT: &str = "kubeocean-worker";
 const NS: &str = "default";
 
-/// Polls `check` every 25 ms for up to 30 s; panics naming `what` if it never holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..1200 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).unwrap()
-}
-
 struct Env {
     computing: Cluster,
     worker: Cluster,
@@ -74,13 +58,6 @@ impl Drop for Env {
     }
 }
 
-async fn http_client(served: &Served, name: &str) -> Client {
-    let options = kube_kit::client::ClientOptions::new("topdown-test").with_rate_limit(0.0, 0);
-    kube_kit::client::client_from_kubeconfig_yaml(&served.kubeconfig_yaml, None, &options, name)
-        .await
-        .unwrap()
-}
-
 /// Two clusters, a binding, two lent nodes (n1, n2) with their virtual nodes, the
 /// priority class physical pods use, and a running syncer.
 async fn env() -> Env {
@@ -88,8 +65,8 @@ async fn env() -> Env {
     let worker = Cluster::new("worker");
     let served_computing = computing.serve(ServeOptions::default()).await.unwrap();
     let served_worker = worker.serve(ServeOptions::default()).await.unwrap();
-    let c = http_client(&served_computing, "computing").await;
-    let w = http_client(&served_worker, "worker").await;
+    let c = common::http_client(&served_computing, "topdown-test", "computing").await;
+    let w = common::http_client(&served_worker, "topdown-test", "worker").await;
     install_crds(&c).await.unwrap();
     install_crds(&w).await.unwrap();
     for node in ["n1", "n2"] {

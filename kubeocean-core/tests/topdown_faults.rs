@@ -5,6 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::from_json;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;
@@ -19,7 +23,7 @@ use kubeocean_core::bottomup::{Syncer, SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::ResourceLeasingPolicy;
 use kubeocean_core::naming::physical_name;
 use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -28,23 +32,19 @@ const MOUNT: &str = "kubeocean-worker";
 const NS: &str = "default";
 const PODS: usize = 500;
 
-/// Polls `check` every 50 ms for up to 60 s; panics naming `what` if it never holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
+/// Waits up to 60 s, polling every 50 ms: 500-pod checks list a lot.
+async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    for _ in 0..1200 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).unwrap()
+    common::eventually_every(
+        what,
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        check,
+    )
+    .await;
 }
 
 struct Env {
@@ -65,20 +65,13 @@ impl Drop for Env {
     }
 }
 
-async fn http_client(served: &Served, name: &str) -> Client {
-    let options = kube_kit::client::ClientOptions::new("topdown-faults").with_rate_limit(0.0, 0);
-    kube_kit::client::client_from_kubeconfig_yaml(&served.kubeconfig_yaml, None, &options, name)
-        .await
-        .unwrap()
-}
-
 async fn env() -> Env {
     let computing = Cluster::new("computing");
     let worker = Cluster::new("worker");
     let served_computing = computing.serve(ServeOptions::default()).await.unwrap();
     let served_worker = worker.serve(ServeOptions::default()).await.unwrap();
-    let c = http_client(&served_computing, "computing").await;
-    let w = http_client(&served_worker, "worker").await;
+    let c = common::http_client(&served_computing, "topdown-faults", "computing").await;
+    let w = common::http_client(&served_worker, "topdown-faults", "worker").await;
     install_crds(&c).await.unwrap();
     install_crds(&w).await.unwrap();
     for node in ["n1", "n2"] {
