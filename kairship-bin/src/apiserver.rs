@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kairship_core::access::{Authenticator, Authorizer};
 use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig, tls};
+use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig, tls};
 use kairship_core::auth::{
     ChainAuthenticator, StaticAuthorizer, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
     TokenReviewAuthenticator,
@@ -288,12 +288,15 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
         authenticator.clone(),
         authorizer,
     ));
+    let api: Arc<dyn KairshipApi> = Arc::new(service);
+    let grpc = kairship_core::grpc::routes(api.clone(), authenticator.clone())
+        .await
+        .context("cannot build the gRPC services")?;
     let app = app(AppParts {
-        api: Arc::new(service),
+        api,
         authenticator,
         proxy: Some(proxy),
-        // The gRPC adapter mounts its tonic routes here.
-        grpc: None,
+        grpc: Some(grpc),
     });
 
     let listener = tokio::net::TcpListener::bind(args.listen)

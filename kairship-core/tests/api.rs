@@ -19,7 +19,10 @@ use http::StatusCode;
 use kairship_core::access::{AccessError, Authenticator, Authorizer, Caller, Verb};
 use kairship_core::api::openapi::{check_structure, path_templates};
 use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig, rest, tls};
+use kairship_core::api::{
+    HostInstanceClients, KairshipApi, KairshipService, ServiceConfig, rest, tls,
+};
+use kairship_core::grpc::{self, convert as grpc_convert, pb};
 use kairship_core::instance::Instance;
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
@@ -219,11 +222,15 @@ impl Env {
             Arc::new(Tokens),
             Arc::new(Rights),
         ));
+        let api: Arc<dyn KairshipApi> = Arc::new(service);
+        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
+            .await
+            .unwrap();
         let app = app(AppParts {
-            api: Arc::new(service),
+            api,
             authenticator: Arc::new(Tokens),
             proxy: Some(proxy),
-            grpc: None,
+            grpc: Some(grpc),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -1392,4 +1399,399 @@ async fn one_port_speaks_h2c_and_tls_with_h2() {
         .unwrap()
         .to_owned();
     assert!(server.starts_with("https://"), "{server}");
+}
+
+// ---- gRPC -----------------------------------------------------------------------------------
+
+type GrpcClient = pb::kairship_service_client::KairshipServiceClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, BearerMetadata>,
+>;
+
+/// Adds `authorization: Bearer <token>` to every call (none for `None`).
+#[derive(Clone)]
+struct BearerMetadata(Option<&'static str>);
+
+impl tonic::service::Interceptor for BearerMetadata {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(token) = self.0 {
+            req.metadata_mut()
+                .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        Ok(req)
+    }
+}
+
+impl Env {
+    async fn channel(&self) -> tonic::transport::Channel {
+        tonic::transport::Endpoint::from_shared(self.base.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    async fn grpc(&self, token: Option<&'static str>) -> GrpcClient {
+        pb::kairship_service_client::KairshipServiceClient::with_interceptor(
+            self.channel().await,
+            BearerMetadata(token),
+        )
+    }
+}
+
+/// The REST error body and the gRPC status of the same failing call agree.
+fn assert_same_error(rest: (StatusCode, Value), grpc: tonic::Status, what: &str) {
+    let (status, body) = rest;
+    let code = error_of(status, &body).1;
+    assert_eq!(grpc.code() as i64, code, "{what}: {body} vs {grpc:?}");
+    assert_eq!(
+        grpc.message(),
+        body["message"].as_str().unwrap(),
+        "{what}: messages differ"
+    );
+    assert_eq!(
+        status.as_u16(),
+        grpc_convert::api_error(&grpc).http_status(),
+        "{what}"
+    );
+}
+
+fn options(page_size: Option<u32>, label_selector: Option<&str>) -> Option<pb::ListOptions> {
+    Some(pb::ListOptions {
+        page_size,
+        label_selector: label_selector.map(str::to_owned),
+        sort_dir: pb::SortDir::Desc as i32,
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn rest_and_grpc_answer_alike() {
+    let env = Env::start().await;
+    let ns_path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    for name in ["web", "db"] {
+        env.ok(
+            "POST",
+            &format!("{ns_path}/deployments"),
+            Some(deployment(name)),
+        )
+        .await;
+    }
+    for (name, tier) in [("a", "front"), ("b", "back"), ("c", "front")] {
+        env.ok(
+            "POST",
+            &format!("{ns_path}/configmaps"),
+            Some(json!({"metadata": {"name": name, "labels": {"tier": tier}},
+                        "data": {"k": "v"}})),
+        )
+        .await;
+    }
+    let mut admin = env.grpc(Some(ADMIN)).await;
+    let object_list =
+        |l: pb::ObjectList| serde_json::to_value(grpc_convert::object_list_from_pb(l)).unwrap();
+
+    // Reads: the same JSON from both transports.
+    let rest = env
+        .ok("GET", &format!("{P}/instances?sortDir=desc"), None)
+        .await;
+    let grpc = admin
+        .list_instances(pb::ListInstancesRequest {
+            options: options(None, None),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(object_list(grpc), rest, "ListInstances");
+
+    let rest = env
+        .ok("GET", &format!("{P}/instances/{INSTANCE}"), None)
+        .await;
+    let grpc = admin
+        .get_instance(pb::GetInstanceRequest {
+            instance: INSTANCE.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(grpc_convert::struct_to_json(grpc), rest, "GetInstance");
+
+    let rest = env
+        .ok(
+            "GET",
+            &format!("{ns_path}/configmaps?labelSelector=tier%3Dfront&pageSize=1&sortDir=desc"),
+            None,
+        )
+        .await;
+    assert_eq!(rest["pagination"]["total"], 2, "{rest}");
+    let grpc = admin
+        .list_resources(pb::ListResourcesRequest {
+            instance: INSTANCE.into(),
+            kind: pb::ResourceKind::Configmaps as i32,
+            namespace: Some(NS.into()),
+            options: options(Some(1), Some("tier=front")),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(object_list(grpc), rest, "ListResources");
+
+    let rest = env
+        .ok("GET", &format!("{ns_path}/deployments/web"), None)
+        .await;
+    let grpc = admin
+        .get_resource(pb::GetResourceRequest {
+            instance: INSTANCE.into(),
+            kind: pb::ResourceKind::Deployments as i32,
+            namespace: Some(NS.into()),
+            name: "web".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(grpc_convert::struct_to_json(grpc), rest, "GetResource");
+
+    let rest = env
+        .ok("GET", &format!("{ns_path}/workloads?sortDir=desc"), None)
+        .await;
+    let grpc = admin
+        .list_workloads(pb::ListWorkloadsRequest {
+            instance: INSTANCE.into(),
+            namespace: NS.into(),
+            options: options(None, None),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let grpc = serde_json::to_value(grpc_convert::workload_list_from_pb(grpc)).unwrap();
+    assert_eq!(grpc, rest, "ListWorkloads");
+    assert_eq!(rest["items"].as_array().unwrap().len(), 2);
+
+    let rest = env
+        .ok("GET", &format!("{P}/instances/{INSTANCE}/clusters"), None)
+        .await;
+    let grpc = admin
+        .list_clusters(pb::ListClustersRequest {
+            instance: INSTANCE.into(),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(object_list(grpc), rest, "ListClusters");
+
+    // Writes through gRPC reach the instance and read back through REST.
+    let writes = env.writes();
+    let created = admin
+        .create_resource(pb::CreateResourceRequest {
+            instance: INSTANCE.into(),
+            kind: pb::ResourceKind::Configmaps as i32,
+            namespace: Some(NS.into()),
+            body: Some(
+                grpc_convert::json_to_struct(
+                    json!({"metadata": {"name": "from-grpc"}, "data": {"replicas": "3"}}),
+                )
+                .unwrap(),
+            ),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(env.writes(), writes + 1);
+    let rest = env
+        .ok("GET", &format!("{ns_path}/configmaps/from-grpc"), None)
+        .await;
+    assert_eq!(
+        grpc_convert::struct_to_json(created),
+        rest,
+        "read your gRPC write"
+    );
+    let paused = admin
+        .deployment_action(pb::DeploymentActionRequest {
+            instance: INSTANCE.into(),
+            namespace: NS.into(),
+            name: "db".into(),
+            action: pb::DeploymentVerb::Pause as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(grpc_convert::struct_to_json(paused)["spec"]["paused"], true);
+    let rest = env
+        .ok("GET", &format!("{ns_path}/workloads/db"), None)
+        .await;
+    assert_eq!(rest["paused"], true);
+
+    // Errors: the same code and message.
+    let missing = admin
+        .get_resource(pb::GetResourceRequest {
+            instance: INSTANCE.into(),
+            kind: pb::ResourceKind::Deployments as i32,
+            namespace: Some(NS.into()),
+            name: "missing".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_same_error(
+        env.call(
+            "GET",
+            &format!("{ns_path}/deployments/missing"),
+            Some(ADMIN),
+            None,
+        )
+        .await,
+        missing,
+        "not found",
+    );
+
+    let writes = env.writes();
+    let mut viewer = env.grpc(Some(VIEWER)).await;
+    let refused = viewer
+        .deployment_action(pb::DeploymentActionRequest {
+            instance: INSTANCE.into(),
+            namespace: NS.into(),
+            name: "web".into(),
+            action: pb::DeploymentVerb::Pause as i32,
+        })
+        .await
+        .unwrap_err();
+    assert_same_error(
+        env.call(
+            "POST",
+            &format!("{ns_path}/deployments/web:pause"),
+            Some(VIEWER),
+            None,
+        )
+        .await,
+        refused,
+        "viewer write",
+    );
+    assert_eq!(
+        env.writes(),
+        writes,
+        "a refused write never reaches the instance"
+    );
+
+    let mut nobody = env.grpc(Some(NOBODY)).await;
+    let listed = nobody
+        .list_instances(pb::ListInstancesRequest { options: None })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.items.is_empty(), "no binding, no instance");
+
+    let mut anonymous = env.grpc(None).await;
+    let unauthenticated = anonymous
+        .list_instances(pb::ListInstancesRequest { options: None })
+        .await
+        .unwrap_err();
+    assert_eq!(unauthenticated.code(), tonic::Code::Unauthenticated);
+    assert_eq!(
+        env.call("GET", &format!("{P}/instances"), None, None)
+            .await
+            .0,
+        StatusCode::UNAUTHORIZED
+    );
+
+    let unspecified = admin
+        .list_resources(pb::ListResourcesRequest {
+            instance: INSTANCE.into(),
+            kind: 0,
+            namespace: Some(NS.into()),
+            options: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unspecified.code(), tonic::Code::InvalidArgument);
+    assert!(
+        unspecified.message().starts_with("kind:"),
+        "{unspecified:?}"
+    );
+    let bad_page = admin
+        .list_instances(pb::ListInstancesRequest {
+            options: Some(pb::ListOptions {
+                page_size: Some(0),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap_err();
+    assert_same_error(
+        env.call(
+            "GET",
+            &format!("{P}/instances?pageSize=0"),
+            Some(ADMIN),
+            None,
+        )
+        .await,
+        bad_page,
+        "bad pagination",
+    );
+}
+
+#[tokio::test]
+async fn grpc_health_reflection_and_kubeconfig_share_the_port() {
+    let env = Env::start().await;
+    let channel = env.channel().await;
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+    for service in ["", grpc::SERVICE_NAME] {
+        let answer = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            answer.status(),
+            tonic_health::pb::health_check_response::ServingStatus::Serving,
+            "{service:?}"
+        );
+    }
+
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    let mut reflection = ServerReflectionClient::new(channel);
+    let request = tonic_reflection::pb::v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = reflection
+        .server_reflection_info(futures::stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("unexpected reflection answer {answer:?}");
+    };
+    let services: BTreeSet<_> = list.service.into_iter().map(|s| s.name).collect();
+    assert!(services.contains(grpc::SERVICE_NAME), "{services:?}");
+
+    // A kubeconfig issued over gRPC points at the authority the call arrived at.
+    let mut admin = env.grpc(Some(ADMIN)).await;
+    let issued = admin
+        .create_kubeconfig(pb::CreateKubeconfigRequest {
+            instance: INSTANCE.into(),
+            server: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        issued.server.starts_with(&env.base),
+        "{} vs {}",
+        issued.server,
+        env.base
+    );
+    assert!(
+        issued.kubeconfig.contains(ADMIN),
+        "the kubeconfig carries the caller's token"
+    );
+    // A REST route is still REST, and an unknown gRPC method is not found.
+    assert_eq!(
+        env.call("GET", &format!("{P}/instances"), Some(ADMIN), None)
+            .await
+            .0,
+        StatusCode::OK
+    );
 }

@@ -1,4 +1,4 @@
-//! The API server: REST, OpenAPI and Swagger UI, the native proxy and (later) gRPC composed
+//! The API server: REST, OpenAPI and Swagger UI, the native proxy and gRPC composed
 //! into one router, served on one port with HTTP/1.1 and HTTP/2 (h2c, or h2 over TLS).
 
 use std::net::SocketAddr;

@@ -15,7 +15,12 @@ use crate::api::service::BearerToken;
 
 /// The bearer token of `Authorization: Bearer <token>` (scheme case-insensitive), if any.
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    parse_bearer(headers.get(http::header::AUTHORIZATION)?.to_str().ok()?)
+}
+
+/// The token of an `Authorization` value `Bearer <token>` (also the gRPC `authorization`
+/// metadata).
+pub fn parse_bearer(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)

@@ -98,7 +98,7 @@ fn parse_action(segment: &str) -> Result<(String, DeploymentAction), ApiError> {
 
 /// The base URL of this request (`scheme://host`), from `X-Forwarded-*` proxy headers, the
 /// `Host` header, or (HTTP/2) the request's authority.
-fn request_base_url(headers: &HeaderMap, uri: &http::Uri, tls: bool) -> Option<String> {
+pub fn request_base_url(headers: &HeaderMap, uri: &http::Uri, tls: bool) -> Option<String> {
     let header = |name: &str| {
         headers
             .get(name)

@@ -1,0 +1,283 @@
+//! `kairship.v1.KairshipService` over [`KairshipApi`]: each method authenticates the caller
+//! from the `authorization` metadata, converts the request, calls the one service method and
+//! converts the answer, exactly as the REST handlers do.
+
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+
+use super::convert;
+use super::pb;
+use super::pb::kairship_service_server::KairshipService;
+use crate::access::{Authenticator, Caller};
+use crate::api::{ApiError, BearerToken, Code, KairshipApi};
+
+/// The base URL a call arrived at (`scheme://authority`), put on the request by the gRPC
+/// routes so that `CreateKubeconfig` can point kubeconfigs back at this server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestBaseUrl(pub Option<String>);
+
+/// The gRPC face of a [`KairshipApi`].
+#[derive(Clone)]
+pub struct GrpcApi {
+    api: Arc<dyn KairshipApi>,
+    authenticator: Arc<dyn Authenticator>,
+}
+
+impl std::fmt::Debug for GrpcApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcApi").finish_non_exhaustive()
+    }
+}
+
+type Answer<T> = Result<Response<T>, Status>;
+
+fn answer<T>(result: Result<T, ApiError>) -> Answer<T> {
+    result
+        .map(Response::new)
+        .map_err(|err| convert::status(&err))
+}
+
+fn object(result: Result<serde_json::Value, ApiError>) -> Answer<prost_types::Struct> {
+    answer(result.and_then(convert::json_to_struct))
+}
+
+impl GrpcApi {
+    /// Serves `api`, authenticating callers with `authenticator`.
+    pub fn new(api: Arc<dyn KairshipApi>, authenticator: Arc<dyn Authenticator>) -> GrpcApi {
+        GrpcApi { api, authenticator }
+    }
+
+    /// The caller of `request`, from `authorization: Bearer <token>`.
+    async fn authenticate<T>(&self, request: &Request<T>) -> Result<(Caller, BearerToken), Status> {
+        let token = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::api::rest::auth::parse_bearer)
+            .ok_or_else(|| {
+                Status::unauthenticated(
+                    "no bearer token: send the metadata `authorization: Bearer <token>`",
+                )
+            })?;
+        match self.authenticator.authenticate(token).await {
+            Ok(caller) => Ok((caller, BearerToken::new(token))),
+            Err(err) => {
+                let err = ApiError::from(err);
+                debug_assert!(err.code != Code::Ok);
+                Err(convert::status(&err))
+            }
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl KairshipService for GrpcApi {
+    async fn list_instances(
+        &self,
+        request: Request<pb::ListInstancesRequest>,
+    ) -> Answer<pb::ObjectList> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::list_instances(request.into_inner()).map_err(|e| convert::status(&e))?;
+        answer(
+            self.api
+                .list_instances(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
+    async fn get_instance(
+        &self,
+        request: Request<pb::GetInstanceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::get_instance(request.into_inner());
+        object(self.api.get_instance(&caller, req).await)
+    }
+
+    async fn create_instance(
+        &self,
+        request: Request<pb::CreateInstanceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req =
+            convert::create_instance(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.create_instance(&caller, req).await)
+    }
+
+    async fn update_instance(
+        &self,
+        request: Request<pb::UpdateInstanceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req =
+            convert::update_instance(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.update_instance(&caller, req).await)
+    }
+
+    async fn delete_instance(
+        &self,
+        request: Request<pb::DeleteInstanceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::delete_instance(request.into_inner());
+        object(self.api.delete_instance(&caller, req).await)
+    }
+
+    async fn create_kubeconfig(
+        &self,
+        request: Request<pb::CreateKubeconfigRequest>,
+    ) -> Answer<pb::KubeconfigResponse> {
+        let (caller, token) = self.authenticate(&request).await?;
+        let base = request
+            .extensions()
+            .get::<RequestBaseUrl>()
+            .and_then(|b| b.0.clone());
+        let req = convert::create_kubeconfig(request.into_inner(), base);
+        answer(
+            self.api
+                .create_kubeconfig(&caller, &token, req)
+                .await
+                .map(convert::kubeconfig),
+        )
+    }
+
+    async fn list_clusters(
+        &self,
+        request: Request<pb::ListClustersRequest>,
+    ) -> Answer<pb::ObjectList> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::list_clusters(request.into_inner()).map_err(|e| convert::status(&e))?;
+        answer(
+            self.api
+                .list_clusters(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
+    async fn get_cluster(
+        &self,
+        request: Request<pb::GetClusterRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::get_cluster(request.into_inner());
+        object(self.api.get_cluster(&caller, req).await)
+    }
+
+    async fn join_cluster(
+        &self,
+        request: Request<pb::JoinClusterRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::join_cluster(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.join_cluster(&caller, req).await)
+    }
+
+    async fn update_cluster(
+        &self,
+        request: Request<pb::UpdateClusterRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::update_cluster(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.update_cluster(&caller, req).await)
+    }
+
+    async fn remove_cluster(
+        &self,
+        request: Request<pb::RemoveClusterRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::remove_cluster(request.into_inner());
+        object(self.api.remove_cluster(&caller, req).await)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Request<pb::ListResourcesRequest>,
+    ) -> Answer<pb::ObjectList> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::list_resources(request.into_inner()).map_err(|e| convert::status(&e))?;
+        answer(
+            self.api
+                .list_resources(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
+    async fn get_resource(
+        &self,
+        request: Request<pb::GetResourceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::get_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.get_resource(&caller, req).await)
+    }
+
+    async fn create_resource(
+        &self,
+        request: Request<pb::CreateResourceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req =
+            convert::create_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.create_resource(&caller, req).await)
+    }
+
+    async fn update_resource(
+        &self,
+        request: Request<pb::UpdateResourceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req =
+            convert::update_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.update_resource(&caller, req).await)
+    }
+
+    async fn delete_resource(
+        &self,
+        request: Request<pb::DeleteResourceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req =
+            convert::delete_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        object(self.api.delete_resource(&caller, req).await)
+    }
+
+    async fn deployment_action(
+        &self,
+        request: Request<pb::DeploymentActionRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::deployment_action_request(request.into_inner())
+            .map_err(|e| convert::status(&e))?;
+        object(self.api.deployment_action(&caller, req).await)
+    }
+
+    async fn list_workloads(
+        &self,
+        request: Request<pb::ListWorkloadsRequest>,
+    ) -> Answer<pb::WorkloadList> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::list_workloads(request.into_inner()).map_err(|e| convert::status(&e))?;
+        answer(
+            self.api
+                .list_workloads(&caller, req)
+                .await
+                .and_then(convert::workload_list),
+        )
+    }
+
+    async fn get_workload(&self, request: Request<pb::GetWorkloadRequest>) -> Answer<pb::Workload> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert::get_workload(request.into_inner());
+        answer(
+            self.api
+                .get_workload(&caller, req)
+                .await
+                .and_then(convert::workload),
+        )
+    }
+}
