@@ -441,7 +441,7 @@ fn try_these(base: &str, addr: SocketAddr, dir: &Path, users: &[User], tls: bool
     ));
     for user in users {
         line(format!(
-            "{:<7} {} on {}: token {}, kubeconfig {}",
+            "{:<7} {} on {}: token {}, kubeconfig of {VIEWER_INSTANCE} {}",
             format!("{}:", user.name),
             user.role,
             user.instances.join(", "),
