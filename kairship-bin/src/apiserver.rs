@@ -7,22 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kairship_core::access::{Authenticator, Authorizer};
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig, tls};
+use kairship_core::access::Authorizer;
+use kairship_core::api::server::serve;
+use kairship_core::api::tls;
 use kairship_core::auth::{
-    ChainAuthenticator, StaticAuthorizer, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
-    TokenReviewAuthenticator,
-};
-use kairship_core::proxy::{ProxyState, proxy_routes};
-use kairship_core::router::{
-    ClusterpediaBackend, DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
+    StaticAuthorizer, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
 };
 use kube_kit::admin::{AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
 use kube_kit::client::{ClientOptions, client_from_kubeconfig, client_in_cluster, user_agent};
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
+
+use crate::wiring::{self, ApiOptions};
 
 /// Name the API server reports as (user agent).
 const COMPONENT: &str = "kairship-apiserver";
@@ -237,67 +233,24 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
         .await?
     };
 
-    let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
-        host.clone(),
-        options.clone(),
-        args.host_timeout,
-        args.instance_client_refresh,
-    ));
-    let cache: Arc<dyn ReadBackend> = match args.read_backend {
-        ReadBackendFlag::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-        ReadBackendFlag::Clusterpedia => Arc::new(ClusterpediaBackend::new(host.clone())),
-    };
-    let router = Arc::new(SplitRouter::with_config(
-        cache,
-        Arc::new(DirectBackend::new(clients.clone())),
-        Arc::new(InstanceWriter::new(clients.clone())),
-        RouterConfig {
-            read_your_writes_timeout: args.read_your_writes_timeout,
-        },
-    ));
-    let metrics = Metrics::new();
-    metrics.with_registry(|registry| router.metrics().register(registry));
-
-    let review_authn: Arc<dyn Authenticator> =
-        Arc::new(TokenReviewAuthenticator::new(host.clone()));
-    let authenticator: Arc<dyn Authenticator> = match static_tokens {
-        Some(tokens) => Arc::new(ChainAuthenticator::new(vec![
-            Arc::new(tokens),
-            review_authn,
-        ])),
-        None => review_authn,
-    };
     let authorizer: Arc<dyn Authorizer> = static_authorizer
         .unwrap_or_else(|| Arc::new(SubjectAccessReviewAuthorizer::new(host.clone())));
-
-    let ca_pem = tls.as_ref().and_then(|(_, ca)| ca.clone());
-    let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
-    let service = KairshipService::new(
-        host,
-        router_dyn.clone(),
-        authorizer.clone(),
-        ServiceConfig {
-            external_url: args.external_url.clone(),
-            ca_pem,
-            host_timeout: args.host_timeout,
-        },
-    );
-    let proxy = proxy_routes(ProxyState::new(
-        router_dyn,
-        clients,
-        authenticator.clone(),
+    let api = wiring::build(ApiOptions {
+        host: host.clone(),
+        client_options: options,
+        read_backend: args.read_backend,
+        read_your_writes_timeout: args.read_your_writes_timeout,
+        host_timeout: args.host_timeout,
+        instance_client_refresh: args.instance_client_refresh,
+        authenticator: wiring::authenticator(&host, static_tokens),
         authorizer,
-    ));
-    let api: Arc<dyn KairshipApi> = Arc::new(service);
-    let grpc = kairship_core::grpc::routes(api.clone(), authenticator.clone())
-        .await
-        .context("cannot build the gRPC services")?;
-    let app = app(AppParts {
-        api,
-        authenticator,
-        proxy: Some(proxy),
-        grpc: Some(grpc),
-    });
+        external_url: args.external_url.clone(),
+        ca_pem: tls.as_ref().and_then(|(_, ca)| ca.clone()),
+    })
+    .await?;
+    let metrics = Metrics::new();
+    metrics.with_registry(|registry| api.router.metrics().register(registry));
+    let app = api.app;
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -3,6 +3,7 @@
 mod apiserver;
 mod controller_manager;
 mod sandbox;
+mod wiring;
 
 use std::io::Write;
 
@@ -27,7 +28,8 @@ enum Command {
     Apiserver(Box<apiserver::ApiserverArgs>),
     /// Print the API's OpenAPI 3.1 document as JSON.
     Openapi,
-    /// Run a host and two Karmada-instance sandbox clusters with the controller-manager.
+    /// Run a host and two Karmada-instance sandbox clusters with sample workloads, the
+    /// controller-manager, the API server and two users (admin and viewer).
     Sandbox(sandbox::SandboxArgs),
 }
 

@@ -1,36 +1,283 @@
-//! `kairship sandbox` starts the clusters and the controller-manager and prints both
-//! Instances running with their summaries.
+//! `kairship sandbox` as a user runs it: the child process starts the clusters, the
+//! controller-manager and the API server, prints both Instances running and the commands to
+//! try; then, over real HTTP, the admin sees both instances, the viewer only its own and cannot
+//! write, the workload view joins the sample Deployment with its per-cluster status, and the
+//! issued kubeconfig reaches the instance through the native proxy.
+#![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-#[test]
-fn sandbox_prints_running_instances() {
-    let dir = std::env::temp_dir().join(format!("kairship-sandbox-{}", std::process::id()));
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::DeleteParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+/// How long the sandbox may take to come up, and a view to show what it should.
+const LIMIT: Duration = Duration::from_secs(120);
+const P: &str = "/apis/kairship.io/v1alpha1";
+
+/// The sandbox process, killed however the test ends.
+struct Sandbox {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts the sandbox and returns it with what it printed up to `--- running`.
+fn start(dir: &Path, port: u16) -> (Sandbox, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kairship"))
         .arg("sandbox")
         .arg(format!("--dir={}", dir.display()))
+        .arg(format!("--api-port={port}"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("start kairship sandbox");
     let stdout = child.stdout.take().expect("piped stdout");
-    let mut printed = String::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("read stdout");
-        if line.starts_with("--- running") {
-            break;
+    let sandbox = Sandbox {
+        child,
+        dir: dir.to_owned(),
+    };
+    // Lines arrive on a channel so waiting for them is bounded.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
         }
-        printed.push_str(&line);
-        printed.push('\n');
+    });
+    let deadline = Instant::now() + LIMIT;
+    let mut printed = String::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.starts_with("--- running") => break,
+            Ok(line) => {
+                printed.push_str(&line);
+                printed.push('\n');
+            }
+            Err(_) => panic!("the sandbox did not come up; it printed:\n{printed}"),
+        }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    (sandbox, printed)
+}
+
+struct Caller {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Caller {
+    async fn call(&self, method: &str, path: &str) -> (StatusCode, Value) {
+        let resp = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{P}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn ok(&self, method: &str, path: &str) -> Value {
+        let (status, body) = self.call(method, path).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {body}");
+        body
+    }
+}
+
+fn names(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect()
+}
+
+/// Instance names the caller sees through gRPC `ListInstances`.
+async fn grpc_instance_names(caller: &Caller) -> Vec<String> {
+    use kairship_core::grpc::pb;
+    let channel = tonic::transport::Endpoint::from_shared(caller.base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = pb::kairship_service_client::KairshipServiceClient::new(channel);
+    let mut request = tonic::Request::new(pb::ListInstancesRequest { options: None });
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {}", caller.token).parse().unwrap(),
+    );
+    let list = client.list_instances(request).await.unwrap().into_inner();
+    list.items
+        .into_iter()
+        .map(|item| {
+            kairship_core::grpc::convert::struct_to_json(item)["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+async fn client_from(kubeconfig: &Path) -> Client {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+#[tokio::test]
+async fn sandbox_serves_the_api_to_an_admin_and_a_viewer() {
+    kube_kit::client::install_crypto_provider();
+    let dir = std::env::temp_dir().join(format!("kairship-sandbox-{}", std::process::id()));
+    let port = free_port();
+    let (sandbox, printed) = start(&dir, port);
+
     assert!(dir.join("host.kubeconfig").exists(), "{printed}");
     assert!(dir.join("karmada-a.kubeconfig").exists(), "{printed}");
     assert_eq!(printed.matches("state: RUNNING").count(), 2, "{printed}");
     // karmada-b: 3 members, 2 ready, 8 nodes of which 7 ready.
     assert!(printed.contains("name: karmada-b"), "{printed}");
     assert!(printed.contains("totalNum: 8"), "{printed}");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        printed.contains("kairship.v1.KairshipService/ListInstances"),
+        "{printed}"
+    );
+
+    let token = |name: &str| std::fs::read_to_string(dir.join(format!("{name}.token"))).unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let admin = Caller {
+        http: http.clone(),
+        base: base.clone(),
+        token: token("admin"),
+    };
+    let viewer = Caller {
+        http,
+        base,
+        token: token("viewer"),
+    };
+    for secret in [
+        "admin.token",
+        "viewer.token",
+        "admin.kubeconfig",
+        "viewer.kubeconfig",
+    ] {
+        assert_eq!(mode(&dir.join(secret)), 0o600, "{secret}");
+    }
+    assert!(!printed.contains(&admin.token) && !printed.contains(&viewer.token));
+
+    assert_eq!(
+        names(&admin.ok("GET", "/instances").await),
+        ["karmada-a", "karmada-b"]
+    );
+    assert_eq!(names(&viewer.ok("GET", "/instances").await), ["karmada-a"]);
+    assert_eq!(
+        grpc_instance_names(&viewer).await,
+        ["karmada-a"],
+        "gRPC on the same port"
+    );
+    let (status, body) = viewer.call("GET", "/instances/karmada-b").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+
+    // A write the viewer may not make is refused; the admin's goes through.
+    let restart = "/instances/karmada-a/namespaces/demo/deployments/web:restart";
+    let (status, body) = viewer.call("POST", restart).await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (StatusCode::FORBIDDEN, Some(7)),
+        "{body}"
+    );
+    admin.ok("POST", restart).await;
+
+    // The workload view: web's 3 replicas divided over karmada-a's two members, all ready.
+    let path = "/instances/karmada-a/namespaces/demo/workloads/web";
+    let deadline = Instant::now() + LIMIT;
+    let web = loop {
+        let web = viewer.ok("GET", path).await;
+        if web["clusters"].as_array().is_some_and(|c| c.len() == 2) {
+            break web;
+        }
+        assert!(Instant::now() < deadline, "no per-cluster status: {web}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(web["policy"], "demo/demo-spread");
+    assert_eq!(
+        (web["replicas"].as_i64(), web["readyReplicas"].as_i64()),
+        (Some(3), Some(3))
+    );
+    let clusters: Vec<(&str, i64, &str)> = web["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["cluster"].as_str().unwrap(),
+                c["readyReplicas"].as_i64().unwrap(),
+                c["health"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        clusters,
+        [("a-east", 2, "Healthy"), ("a-west", 1, "Healthy")]
+    );
+
+    // The issued kubeconfigs reach karmada-a through the native proxy as their user.
+    let deployments: Api<Deployment> = Api::all(client_from(&dir.join("admin.kubeconfig")).await);
+    let mut listed: Vec<String> = deployments
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|d| d.metadata.name)
+        .collect();
+    listed.sort();
+    assert_eq!(listed, ["api", "web"]);
+    let config_maps: Api<ConfigMap> =
+        Api::namespaced(client_from(&dir.join("viewer.kubeconfig")).await, "demo");
+    assert!(config_maps.get("web-config").await.is_ok());
+    match config_maps
+        .delete("web-config", &DeleteParams::default())
+        .await
+    {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403),
+        other => panic!("the viewer deleted through the proxy: {other:?}"),
+    }
+    drop(sandbox);
 }

@@ -1,0 +1,120 @@
+//! The API server's pieces wired together: one read-write router, the service, the native
+//! proxy and their authentication, composed into one axum app. Shared by `kairship apiserver`
+//! and `kairship sandbox`, so the sandbox serves exactly what the real server does.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use std::time::Duration;
+
+use kairship_core::access::{Authenticator, Authorizer};
+use kairship_core::api::server::{AppParts, app};
+use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
+use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
+use kairship_core::proxy::{ProxyState, proxy_routes};
+use kairship_core::router::{
+    ClusterpediaBackend, DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
+    ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
+};
+use kube_kit::client::ClientOptions;
+
+use crate::apiserver::ReadBackendFlag;
+
+/// What the API needs from its caller.
+pub struct ApiOptions {
+    /// The host cluster, where Instances and their kubeconfig Secrets live.
+    pub host: kube::Client,
+    /// Options of the clients built for instances.
+    pub client_options: ClientOptions,
+    /// Where reads of instance resources are answered.
+    pub read_backend: ReadBackendFlag,
+    /// How long a read waits for the cache to see the caller's own write.
+    pub read_your_writes_timeout: Duration,
+    /// Time one call to the host cluster may take.
+    pub host_timeout: Duration,
+    /// How long an instance client is reused before its kubeconfig Secret is checked again.
+    pub instance_client_refresh: Duration,
+    /// Turns bearer tokens into callers.
+    pub authenticator: Arc<dyn Authenticator>,
+    /// Decides what callers may do.
+    pub authorizer: Arc<dyn Authorizer>,
+    /// Base URL written into issued kubeconfigs.
+    pub external_url: Option<String>,
+    /// CA (PEM) embedded in issued kubeconfigs, for a generated certificate.
+    pub ca_pem: Option<String>,
+}
+
+/// The wired API: the app to serve, and the parts callers still need.
+pub struct Api {
+    /// REST, gRPC, OpenAPI, Swagger UI and the native proxy as one router.
+    pub app: axum::Router,
+    /// The service behind REST (the sandbox issues kubeconfigs with it).
+    pub service: Arc<dyn KairshipApi>,
+    /// The read-write router (its metrics are registered by the caller).
+    pub router: Arc<SplitRouter>,
+}
+
+/// Static tokens (when given) tried before TokenReview on the host.
+pub fn authenticator(
+    host: &kube::Client,
+    static_tokens: Option<StaticTokenAuthenticator>,
+) -> Arc<dyn Authenticator> {
+    let review: Arc<dyn Authenticator> = Arc::new(TokenReviewAuthenticator::new(host.clone()));
+    match static_tokens {
+        Some(tokens) => Arc::new(ChainAuthenticator::new(vec![Arc::new(tokens), review])),
+        None => review,
+    }
+}
+
+/// Builds the API from `options`: REST, gRPC, OpenAPI, Swagger UI and the native proxy.
+pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
+    let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
+        options.host.clone(),
+        options.client_options,
+        options.host_timeout,
+        options.instance_client_refresh,
+    ));
+    let cache: Arc<dyn ReadBackend> = match options.read_backend {
+        ReadBackendFlag::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
+        ReadBackendFlag::Clusterpedia => Arc::new(ClusterpediaBackend::new(options.host.clone())),
+    };
+    let router = Arc::new(SplitRouter::with_config(
+        cache,
+        Arc::new(DirectBackend::new(clients.clone())),
+        Arc::new(InstanceWriter::new(clients.clone())),
+        RouterConfig {
+            read_your_writes_timeout: options.read_your_writes_timeout,
+        },
+    ));
+    let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
+    let service: Arc<dyn KairshipApi> = Arc::new(KairshipService::new(
+        options.host,
+        router_dyn.clone(),
+        options.authorizer.clone(),
+        ServiceConfig {
+            external_url: options.external_url,
+            ca_pem: options.ca_pem,
+            host_timeout: options.host_timeout,
+        },
+    ));
+    let proxy = proxy_routes(ProxyState::new(
+        router_dyn,
+        clients,
+        options.authenticator.clone(),
+        options.authorizer,
+    ));
+    let grpc = kairship_core::grpc::routes(service.clone(), options.authenticator.clone())
+        .await
+        .context("cannot build the gRPC services")?;
+    let app = app(AppParts {
+        api: service.clone(),
+        authenticator: options.authenticator,
+        proxy: Some(proxy),
+        grpc: Some(grpc),
+    });
+    Ok(Api {
+        app,
+        service,
+        router,
+    })
+}
