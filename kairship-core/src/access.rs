@@ -2,7 +2,9 @@
 //! (REST, gRPC, native proxy) and the authentication/authorization implementations.
 //!
 //! Transports turn a request's credentials into a [`Caller`] with an [`Authenticator`], then
-//! ask an [`Authorizer`] before touching an instance. Implementations live in [`crate::auth`]
+//! ask an [`Authorizer`] before touching an instance. A check names the verb, the instance and
+//! what is acted on ([`InstanceResource`]): the Instance object itself (`instances`) or the
+//! objects inside the instance (`instances/proxy`), as the per-instance roles grant them. Implementations live in [`crate::auth`]
 //! (TokenReview / SubjectAccessReview on the host cluster, a static token file); tests and
 //! embedded uses may supply their own.
 
@@ -72,6 +74,46 @@ impl Verb {
     }
 }
 
+/// What a check is about, as RBAC rules on `kairship.io` name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InstanceResource {
+    /// The Instance objects on the host cluster (`instances`): reading, listing, creating,
+    /// updating and deleting instances, issuing kubeconfigs.
+    Instances,
+    /// The objects inside an instance (`instances/proxy`): member clusters, workloads,
+    /// config, policies, deployment actions and everything the native proxy carries.
+    Proxy,
+}
+
+impl InstanceResource {
+    /// The resource RBAC rules name (`instances`).
+    pub fn resource(self) -> &'static str {
+        "instances"
+    }
+
+    /// The subresource (`proxy`), if any.
+    pub fn subresource(self) -> Option<&'static str> {
+        match self {
+            InstanceResource::Instances => None,
+            InstanceResource::Proxy => Some("proxy"),
+        }
+    }
+
+    /// As an RBAC rule's `resources` entry spells it (`instances`, `instances/proxy`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstanceResource::Instances => "instances",
+            InstanceResource::Proxy => "instances/proxy",
+        }
+    }
+}
+
+impl std::fmt::Display for InstanceResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a caller could not be authenticated or authorized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AccessError {
@@ -94,8 +136,9 @@ pub trait Authenticator: Send + Sync {
     async fn authenticate(&self, bearer_token: &str) -> Result<Caller, AccessError>;
 }
 
-/// Decides whether a caller may apply a verb to `kairship.io/instances` (all instances when
-/// `instance` is `None`, as for listing them or creating one).
+/// Decides whether a caller may apply a verb to `kairship.io/instances` or to
+/// `kairship.io/instances/proxy` (see [`InstanceResource`]) of one instance, or of all
+/// instances when `instance` is `None` (listing them or creating one).
 #[async_trait]
 pub trait Authorizer: Send + Sync {
     /// `Ok(true)` when allowed, `Ok(false)` when denied.
@@ -103,6 +146,7 @@ pub trait Authorizer: Send + Sync {
         &self,
         caller: &Caller,
         verb: Verb,
+        resource: InstanceResource,
         instance: Option<&str>,
     ) -> Result<bool, AccessError>;
 }
@@ -114,7 +158,13 @@ pub struct AllowAll;
 
 #[async_trait]
 impl Authorizer for AllowAll {
-    async fn allowed(&self, _: &Caller, _: Verb, _: Option<&str>) -> Result<bool, AccessError> {
+    async fn allowed(
+        &self,
+        _: &Caller,
+        _: Verb,
+        _: InstanceResource,
+        _: Option<&str>,
+    ) -> Result<bool, AccessError> {
         Ok(true)
     }
 }
@@ -137,6 +187,19 @@ mod tests {
         for (verb, spelled, write) in cases {
             assert_eq!(verb.as_str(), spelled);
             assert_eq!(verb.is_write(), write, "{spelled}");
+        }
+    }
+
+    #[test]
+    fn resources_spell_like_rbac_rules() {
+        let cases = [
+            (InstanceResource::Instances, None, "instances"),
+            (InstanceResource::Proxy, Some("proxy"), "instances/proxy"),
+        ];
+        for (resource, sub, spelled) in cases {
+            assert_eq!(resource.resource(), "instances");
+            assert_eq!(resource.subresource(), sub);
+            assert_eq!(resource.to_string(), spelled);
         }
     }
 }

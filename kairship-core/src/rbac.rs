@@ -14,7 +14,8 @@ use crate::naming::{NAME_PREFIX, hash_parts, slugify};
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 /// Resource the roles grant access to.
 pub const INSTANCES_RESOURCE: &str = "instances";
-/// Subresource that carries native Kubernetes requests to an instance.
+/// Subresource that carries every action on objects inside an instance: REST calls and native
+/// Kubernetes requests through the proxy alike ([`crate::access::InstanceResource::Proxy`]).
 pub const PROXY_SUBRESOURCE: &str = "instances/proxy";
 /// Annotation on a binding with the exact subject kind.
 pub const SUBJECT_KIND_ANNOTATION: &str = "kairship.io/subject-kind";
@@ -259,6 +260,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn roles_name_what_the_api_server_checks() {
+        use crate::access::InstanceResource;
+        assert_eq!(InstanceResource::Instances.as_str(), INSTANCES_RESOURCE);
+        assert_eq!(InstanceResource::Proxy.as_str(), PROXY_SUBRESOURCE);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,15 +16,22 @@ use common::{
     KAIRSHIP_NS, KarmadaInstance, adopt_instance, ensure_namespace, put_kubeconfig_secret,
 };
 use http::StatusCode;
-use kairship_core::access::{AccessError, Authenticator, Authorizer, Caller, Verb};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kairship_core::access::{
+    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
+};
 use kairship_core::api::openapi::{check_structure, path_templates};
 use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{
     HostInstanceClients, KairshipApi, KairshipService, ServiceConfig, rest, tls,
 };
+use kairship_core::auth::{ReviewCacheConfig, SubjectAccessReviewAuthorizer};
 use kairship_core::grpc::{self, convert as grpc_convert, pb};
 use kairship_core::instance::Instance;
 use kairship_core::proxy::{ProxyState, proxy_routes};
+use kairship_core::rbac::{
+    InstanceRole, SubjectKind, cluster_role_binding, instance_cluster_roles,
+};
 use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, FallbackReason, InstanceClients, InstanceWriter,
     ReadWriteRouter, ResourceTarget, RouterConfig, RouterError, SplitRouter, WriteBackend,
@@ -43,6 +50,7 @@ const NS: &str = "team-a";
 const P: &str = "/apis/kairship.io/v1alpha1";
 const ADMIN: &str = "admin-token";
 const VIEWER: &str = "viewer-token";
+const EDITOR: &str = "editor-token";
 const NOBODY: &str = "nobody-token";
 
 /// Bearer tokens -> callers.
@@ -54,6 +62,7 @@ impl Authenticator for Tokens {
         let user = match token {
             ADMIN => "admin",
             VIEWER => "viewer",
+            EDITOR => "editor",
             NOBODY => "nobody",
             _ => return Err(AccessError::Unauthenticated("unknown token".into())),
         };
@@ -61,8 +70,21 @@ impl Authenticator for Tokens {
     }
 }
 
-/// admin: everything; viewer: get/list/watch on inst-1 only; nobody: nothing.
-struct Rights;
+/// One authorization check: verb, resource and instance.
+type Check = (Verb, InstanceResource, Option<String>);
+
+/// admin: everything; viewer: get/list/watch on inst-1 only; nobody: nothing. Every check
+/// made is recorded, to see which check each call makes.
+#[derive(Default)]
+struct Rights {
+    checks: Mutex<Vec<Check>>,
+}
+
+impl Rights {
+    fn take(&self) -> Vec<Check> {
+        std::mem::take(&mut *self.checks.lock().unwrap())
+    }
+}
 
 #[async_trait]
 impl Authorizer for Rights {
@@ -70,14 +92,29 @@ impl Authorizer for Rights {
         &self,
         caller: &Caller,
         verb: Verb,
+        resource: InstanceResource,
         instance: Option<&str>,
     ) -> Result<bool, AccessError> {
+        self.checks
+            .lock()
+            .unwrap()
+            .push((verb, resource, instance.map(str::to_owned)));
         Ok(match caller.user.as_str() {
             "admin" => true,
             "viewer" => instance == Some(INSTANCE) && !verb.is_write(),
             _ => false,
         })
     }
+}
+
+/// Who decides access in a test environment.
+enum Access {
+    /// [`Rights`], recording the checks.
+    Fixed,
+    /// SubjectAccessReviews judged by the host's RBAC, with Kairship's per-instance roles:
+    /// `editor` holds `edit` on inst-1, `viewer` holds `view`, `admin` is bound to
+    /// `cluster-admin`-like rights on everything.
+    HostRbac,
 }
 
 /// Counts the writes that reach the instance through the router.
@@ -142,6 +179,7 @@ struct Env {
     http: reqwest::Client,
     writes: Arc<CountingWrite>,
     router: Arc<SplitRouter>,
+    rights: Arc<Rights>,
     stop: CancellationToken,
 }
 
@@ -153,10 +191,10 @@ impl Drop for Env {
 
 impl Env {
     async fn start() -> Env {
-        Self::start_with(None).await
+        Self::start_with(None, Access::Fixed).await
     }
 
-    async fn start_with(tls: Option<rustls::ServerConfig>) -> Env {
+    async fn start_with(tls: Option<rustls::ServerConfig>, access: Access) -> Env {
         kube_kit::client::install_crypto_provider();
         let host = common::host().await;
         let instance = KarmadaInstance::start(INSTANCE).await;
@@ -210,17 +248,28 @@ impl Env {
             },
         ));
         let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
+        let rights = Arc::new(Rights::default());
+        let authorizer: Arc<dyn Authorizer> = match access {
+            Access::Fixed => rights.clone(),
+            Access::HostRbac => {
+                grant_instance_roles(&host.client()).await;
+                Arc::new(SubjectAccessReviewAuthorizer::with_config(
+                    host.client(),
+                    ReviewCacheConfig::disabled(),
+                ))
+            }
+        };
         let service = KairshipService::new(
             host.client(),
             router_dyn.clone(),
-            Arc::new(Rights),
+            authorizer.clone(),
             ServiceConfig::default(),
         );
         let proxy = proxy_routes(ProxyState::new(
             router_dyn,
             clients,
             Arc::new(Tokens),
-            Arc::new(Rights),
+            authorizer,
         ));
         let api: Arc<dyn KairshipApi> = Arc::new(service);
         let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
@@ -244,6 +293,7 @@ impl Env {
             http: reqwest::Client::new(),
             writes,
             router,
+            rights,
             stop,
         }
     }
@@ -282,6 +332,43 @@ impl Env {
     fn writes(&self) -> usize {
         self.writes.writes.load(Ordering::SeqCst)
     }
+}
+
+/// Host RBAC as Kairship sets it up: the per-instance ClusterRoles of inst-1 (exactly as the
+/// instance-registry controller writes them), `editor` bound to `edit`, `viewer` to `view`,
+/// and `admin` allowed everything on `kairship.io`.
+async fn grant_instance_roles(host: &Client) {
+    let roles: Api<ClusterRole> = Api::all(host.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(host.clone());
+    for role in instance_cluster_roles(INSTANCE) {
+        roles.create(&PostParams::default(), &role).await.unwrap();
+    }
+    for (role, user) in [
+        (InstanceRole::Edit, "editor"),
+        (InstanceRole::View, "viewer"),
+    ] {
+        let binding = cluster_role_binding(INSTANCE, role, SubjectKind::User, user);
+        bindings
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+    let all: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "kairship-all"},
+        "rules": [{"apiGroups": ["kairship.io"], "resources": ["*"], "verbs": ["*"]}],
+    }))
+    .unwrap();
+    roles.create(&PostParams::default(), &all).await.unwrap();
+    let admin: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "kairship-all-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kairship-all"},
+        "subjects": [{"kind": "User", "name": "admin", "apiGroup": "rbac.authorization.k8s.io"}],
+    }))
+    .unwrap();
+    bindings
+        .create(&PostParams::default(), &admin)
+        .await
+        .unwrap();
 }
 
 fn names(list: &Value) -> Vec<String> {
@@ -1374,7 +1461,7 @@ async fn one_port_speaks_h2c_and_tls_with_h2() {
 
     let dev = tls::generate_dev_certificate(&["127.0.0.1".into(), "localhost".into()]).unwrap();
     let config = tls::server_config(dev.cert_pem.as_bytes(), dev.key_pem.as_bytes()).unwrap();
-    let env = Env::start_with(Some(config)).await;
+    let env = Env::start_with(Some(config), Access::Fixed).await;
     assert!(env.base.starts_with("https://"));
     let client = reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(dev.cert_pem.as_bytes()).unwrap())
@@ -1794,4 +1881,331 @@ async fn grpc_health_reflection_and_kubeconfig_share_the_port() {
             .0,
         StatusCode::OK
     );
+}
+
+#[tokio::test]
+async fn each_call_checks_the_instance_or_the_objects_inside_it() {
+    use InstanceResource::{Instances, Proxy};
+    let env = Env::start().await;
+    let i = format!("{P}/instances/{INSTANCE}");
+    let ns = format!("{i}/namespaces/{NS}");
+    let body = || Some(json!({"metadata": {"name": "obj"}}));
+    let inst = Some(INSTANCE.to_owned());
+    // (method, path, body, the checks made in order). Denied callers stop at the first check,
+    // except listing instances, which asks per instance when `list` on all is refused.
+    let cases: Vec<(&str, String, Option<Value>, Vec<Check>)> = vec![
+        (
+            "GET",
+            format!("{P}/instances"),
+            None,
+            vec![
+                (Verb::List, Instances, None),
+                (Verb::Get, Instances, inst.clone()),
+            ],
+        ),
+        (
+            "POST",
+            format!("{P}/instances"),
+            body(),
+            vec![(Verb::Create, Instances, None)],
+        ),
+        (
+            "GET",
+            i.clone(),
+            None,
+            vec![(Verb::Get, Instances, inst.clone())],
+        ),
+        (
+            "PUT",
+            i.clone(),
+            body(),
+            vec![(Verb::Update, Instances, inst.clone())],
+        ),
+        (
+            "DELETE",
+            i.clone(),
+            None,
+            vec![(Verb::Delete, Instances, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{i}/kubeconfig"),
+            Some(json!({})),
+            vec![(Verb::Get, Instances, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{i}/clusters"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{i}/clusters"),
+            body(),
+            vec![(Verb::Create, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{i}/clusters/east"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "PUT",
+            format!("{i}/clusters/east"),
+            body(),
+            vec![(Verb::Update, Proxy, inst.clone())],
+        ),
+        (
+            "DELETE",
+            format!("{i}/clusters/east"),
+            None,
+            vec![(Verb::Delete, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{ns}/deployments"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{ns}/deployments"),
+            body(),
+            vec![(Verb::Create, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{ns}/configmaps/obj"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "PUT",
+            format!("{ns}/secrets/obj"),
+            body(),
+            vec![(Verb::Update, Proxy, inst.clone())],
+        ),
+        (
+            "DELETE",
+            format!("{ns}/propagationpolicies/obj"),
+            None,
+            vec![(Verb::Delete, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{i}/configmaps"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{i}/clusterpropagationpolicies"),
+            body(),
+            vec![(Verb::Create, Proxy, inst.clone())],
+        ),
+        (
+            "PUT",
+            format!("{i}/clusteroverridepolicies/obj"),
+            body(),
+            vec![(Verb::Update, Proxy, inst.clone())],
+        ),
+        (
+            "DELETE",
+            format!("{i}/clusterpropagationpolicies/obj"),
+            None,
+            vec![(Verb::Delete, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{ns}/deployments/web:pause"),
+            None,
+            vec![(Verb::Patch, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{ns}/deployments/web:resume"),
+            None,
+            vec![(Verb::Patch, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{ns}/deployments/web:restart"),
+            None,
+            vec![(Verb::Patch, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{ns}/workloads"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{ns}/workloads/web"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        // The native proxy checks the same subresource as the REST calls inside the instance.
+        (
+            "GET",
+            format!("{i}/proxy/api/v1/namespaces/{NS}/configmaps"),
+            None,
+            vec![(Verb::List, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{i}/proxy/api/v1/namespaces/{NS}/configmaps"),
+            body(),
+            vec![(Verb::Create, Proxy, inst.clone())],
+        ),
+        (
+            "DELETE",
+            format!("{i}/proxy/api/v1/namespaces/{NS}/configmaps/obj"),
+            None,
+            vec![(Verb::Delete, Proxy, inst.clone())],
+        ),
+    ];
+    env.rights.take();
+    for (method, path, body, want) in cases {
+        let (status, answer) = env.call(method, &path, Some(NOBODY), body).await;
+        let checks = env.rights.take();
+        assert_eq!(checks, want, "{method} {path}: {status} {answer}");
+        if method != "GET" || !path.ends_with("/instances") {
+            assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}: {answer}");
+        }
+    }
+    assert_eq!(env.writes(), 0, "no refused call reached the instance");
+}
+
+#[tokio::test]
+async fn editors_write_inside_their_instance_and_viewers_do_not() {
+    let env = Env::start_with(None, Access::HostRbac).await;
+    let ns = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    let deployments: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        NS,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+        ),
+    );
+
+    // The viewer reads but may not write: nothing reaches the instance.
+    let (status, list) = env
+        .call("GET", &format!("{ns}/deployments"), Some(VIEWER), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert!(names(&list).is_empty());
+    for (method, path, body) in [
+        ("POST", format!("{ns}/deployments"), Some(deployment("web"))),
+        (
+            "POST",
+            format!("{ns}/configmaps"),
+            Some(json!({"metadata": {"name": "cfg"}})),
+        ),
+    ] {
+        let (status, answer) = env.call(method, &path, Some(VIEWER), body).await;
+        assert_eq!(error_of(status, &answer), (403, 7), "{method} {path}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .unwrap()
+                .contains("instances/proxy"),
+            "{answer}"
+        );
+    }
+    assert_eq!(env.writes(), 0);
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+
+    // The editor creates, replaces, restarts and deletes inside the instance.
+    let (status, created) = env
+        .call(
+            "POST",
+            &format!("{ns}/deployments"),
+            Some(EDITOR),
+            Some(deployment("web")),
+        )
+        .await;
+    assert!(status.is_success(), "{status} {created}");
+    assert_eq!(created["metadata"]["name"], "web");
+    let on_instance = deployments.get("web").await.unwrap();
+    assert_eq!(on_instance.data["spec"]["replicas"], 2);
+    let (status, answer) = env
+        .call(
+            "POST",
+            &format!("{ns}/deployments/web:pause"),
+            Some(EDITOR),
+            None,
+        )
+        .await;
+    assert!(status.is_success(), "{status} {answer}");
+    assert_eq!(
+        deployments.get("web").await.unwrap().data["spec"]["paused"],
+        true
+    );
+    let (status, answer) = env
+        .call(
+            "POST",
+            &format!("{ns}/configmaps"),
+            Some(EDITOR),
+            Some(json!({"metadata": {"name": "cfg"}})),
+        )
+        .await;
+    assert!(status.is_success(), "{status} {answer}");
+    let (status, answer) = env
+        .call(
+            "DELETE",
+            &format!("{ns}/configmaps/cfg"),
+            Some(EDITOR),
+            None,
+        )
+        .await;
+    assert!(status.is_success(), "{status} {answer}");
+
+    // The viewer sees the editor's Deployment, and still may not delete it.
+    let (status, list) = env
+        .call("GET", &format!("{ns}/deployments"), Some(VIEWER), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(names(&list), ["web"]);
+    let writes = env.writes();
+    let (status, answer) = env
+        .call(
+            "DELETE",
+            &format!("{ns}/deployments/web"),
+            Some(VIEWER),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &answer), (403, 7));
+    assert_eq!(env.writes(), writes);
+    assert!(deployments.get_opt("web").await.unwrap().is_some());
+
+    // The edit role does not include deleting the Instance itself; the checks tell the two
+    // apart.
+    let (status, answer) = env
+        .call(
+            "DELETE",
+            &format!("{P}/instances/{INSTANCE}"),
+            Some(EDITOR),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &answer), (403, 7));
+    assert_eq!(
+        Api::<Instance>::all(env.host.client())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    // A user without any role sees nothing inside.
+    let (status, answer) = env
+        .call("GET", &format!("{ns}/deployments"), Some(NOBODY), None)
+        .await;
+    assert_eq!(error_of(status, &answer), (403, 7));
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kairship_core::access::{AccessError, Authenticator, Authorizer, Caller, Verb};
+use kairship_core::access::{
+    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
+};
 use kairship_core::auth::{
     ChainAuthenticator, ReviewCacheConfig, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
     TokenReviewAuthenticator,
@@ -145,7 +147,12 @@ async fn an_unreachable_host_makes_reviews_unavailable() {
     let authz = SubjectAccessReviewAuthorizer::new(client);
     assert!(matches!(
         authz
-            .allowed(&Caller::new("alice", vec![]), Verb::Get, Some("prod"))
+            .allowed(
+                &Caller::new("alice", vec![]),
+                Verb::Get,
+                InstanceResource::Instances,
+                Some("prod")
+            )
             .await,
         Err(AccessError::Unavailable(_))
     ));
@@ -178,41 +185,60 @@ async fn subject_access_reviews_follow_rbac_for_instances() {
     let alice = authn.authenticate(ALICE).await.unwrap();
     let vic = authn.authenticate(VIC).await.unwrap();
     let nobody = authn.authenticate(NOBODY).await.unwrap();
+    use InstanceResource::{Instances as I, Proxy as X};
     let cases = [
-        (&alice, Verb::Get, Some("prod"), true),
-        (&alice, Verb::Delete, Some("prod"), true),
-        (&alice, Verb::Create, Some("prod"), true),
-        (&alice, Verb::Get, Some("staging"), false),
+        (&alice, Verb::Get, I, Some("prod"), true),
+        (&alice, Verb::Delete, I, Some("prod"), true),
+        (&alice, Verb::Create, X, Some("prod"), true),
+        (&alice, Verb::Delete, X, Some("prod"), true),
+        (&alice, Verb::Get, I, Some("staging"), false),
+        (&alice, Verb::Create, X, Some("staging"), false),
         // A role naming one instance does not cover "all instances".
-        (&alice, Verb::List, None, false),
-        (&vic, Verb::Get, Some("prod"), true),
-        (&vic, Verb::Watch, Some("prod"), true),
-        (&vic, Verb::List, Some("prod"), true),
-        (&vic, Verb::Patch, Some("prod"), false),
-        (&vic, Verb::Delete, Some("prod"), false),
-        (&nobody, Verb::Get, Some("prod"), false),
-        (&nobody, Verb::List, None, false),
+        (&alice, Verb::List, I, None, false),
+        (&vic, Verb::Get, I, Some("prod"), true),
+        (&vic, Verb::Get, X, Some("prod"), true),
+        (&vic, Verb::Watch, X, Some("prod"), true),
+        (&vic, Verb::List, I, Some("prod"), true),
+        (&vic, Verb::Patch, I, Some("prod"), false),
+        (&vic, Verb::Create, X, Some("prod"), false),
+        (&vic, Verb::Delete, X, Some("prod"), false),
+        (&nobody, Verb::Get, I, Some("prod"), false),
+        (&nobody, Verb::Get, X, Some("prod"), false),
+        (&nobody, Verb::List, I, None, false),
     ];
-    for (caller, verb, instance, want) in cases {
+    for (caller, verb, resource, instance, want) in cases {
         assert_eq!(
-            authz.allowed(caller, verb, instance).await.unwrap(),
+            authz
+                .allowed(caller, verb, resource, instance)
+                .await
+                .unwrap(),
             want,
-            "{} {verb:?} {instance:?}",
+            "{} {verb:?} {resource} {instance:?}",
             caller.user
         );
     }
 }
 
 #[tokio::test]
-async fn access_answers_are_cached_briefly_per_user_groups_verb_and_instance() {
+async fn access_answers_are_cached_briefly_per_user_groups_verb_resource_and_instance() {
     let host = host().await;
     let ttl = Duration::from_millis(300);
     let authz = SubjectAccessReviewAuthorizer::with_config(host.client(), short_cache(ttl));
     let vic = Caller::new("vic", vec!["viewers".into(), "team".into()]);
-    assert!(authz.allowed(&vic, Verb::Get, Some("prod")).await.unwrap());
+    assert!(
+        authz
+            .allowed(&vic, Verb::Get, InstanceResource::Instances, Some("prod"))
+            .await
+            .unwrap()
+    );
     assert!(
         !authz
-            .allowed(&vic, Verb::Delete, Some("prod"))
+            .allowed(
+                &vic,
+                Verb::Delete,
+                InstanceResource::Instances,
+                Some("prod")
+            )
             .await
             .unwrap()
     );
@@ -223,13 +249,34 @@ async fn access_answers_are_cached_briefly_per_user_groups_verb_and_instance() {
         .delete("kairship:instance:prod:view", &DeleteParams::default())
         .await
         .unwrap();
-    assert!(authz.allowed(&vic, Verb::Get, Some("prod")).await.unwrap());
-    // ...but a different verb, instance or group set is a different question.
-    assert!(!authz.allowed(&vic, Verb::List, Some("prod")).await.unwrap());
+    assert!(
+        authz
+            .allowed(&vic, Verb::Get, InstanceResource::Instances, Some("prod"))
+            .await
+            .unwrap()
+    );
+    // ...but a different verb, resource, instance or group set is a different question.
+    assert!(
+        !authz
+            .allowed(&vic, Verb::List, InstanceResource::Instances, Some("prod"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !authz
+            .allowed(&vic, Verb::Get, InstanceResource::Proxy, Some("prod"))
+            .await
+            .unwrap()
+    );
     let fewer_groups = Caller::new("vic", vec!["viewers".into()]);
     assert!(
         !authz
-            .allowed(&fewer_groups, Verb::Get, Some("prod"))
+            .allowed(
+                &fewer_groups,
+                Verb::Get,
+                InstanceResource::Instances,
+                Some("prod")
+            )
             .await
             .unwrap()
     );
@@ -237,11 +284,21 @@ async fn access_answers_are_cached_briefly_per_user_groups_verb_and_instance() {
     let reordered = Caller::new("vic", vec!["team".into(), "viewers".into()]);
     assert!(
         authz
-            .allowed(&reordered, Verb::Get, Some("prod"))
+            .allowed(
+                &reordered,
+                Verb::Get,
+                InstanceResource::Instances,
+                Some("prod")
+            )
             .await
             .unwrap()
     );
 
     tokio::time::sleep(ttl + Duration::from_millis(50)).await;
-    assert!(!authz.allowed(&vic, Verb::Get, Some("prod")).await.unwrap());
+    assert!(
+        !authz
+            .allowed(&vic, Verb::Get, InstanceResource::Instances, Some("prod"))
+            .await
+            .unwrap()
+    );
 }

@@ -31,7 +31,7 @@ use super::types::{
     UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 use super::workload::{deployment_binding_name, parse_binding, workload};
-use crate::access::{Authorizer, Caller, Verb};
+use crate::access::{Authorizer, Caller, InstanceResource, Verb};
 use crate::instance::{FORCE_DELETE_ANNOTATION, Instance};
 use crate::router::{ListQuery, ObjectPage, ReadWriteRouter, ResourceTarget, RouterError};
 
@@ -131,26 +131,32 @@ impl KairshipService {
         }
     }
 
-    /// Fails with `PermissionDenied` unless `caller` may apply `verb` to `instance` (all
-    /// instances when `None`); `what` says what was attempted, for the message.
+    /// Fails with `PermissionDenied` unless `caller` may apply `verb` to `resource` of
+    /// `instance` (all instances when `None`): [`InstanceResource::Instances`] for the
+    /// Instance object itself, [`InstanceResource::Proxy`] for anything inside the instance,
+    /// as the per-instance roles grant them. `what` says what was attempted, for the message.
     async fn authorize(
         &self,
         caller: &Caller,
         verb: Verb,
+        resource: InstanceResource,
         instance: Option<&str>,
         what: &str,
     ) -> Result<(), ApiError> {
-        if self.authorizer.allowed(caller, verb, instance).await? {
+        if self
+            .authorizer
+            .allowed(caller, verb, resource, instance)
+            .await?
+        {
             return Ok(());
         }
         let scope = match instance {
-            Some(i) => format!("instance {i}"),
-            None => "instances".to_owned(),
+            Some(i) => format!("{resource} of instance {i}"),
+            None => resource.to_string(),
         };
         Err(ApiError::forbidden(format!(
-            "user {:?} may not {} {what} ({} on {scope})",
+            "user {:?} may not {what} ({} on {scope})",
             caller.user,
-            verb.as_str(),
             verb.as_str()
         )))
     }
@@ -351,7 +357,10 @@ impl KairshipApi for KairshipService {
                 self.instances().list(&ListParams::default()),
             )
             .await?;
-        let everything = self.authorizer.allowed(caller, Verb::List, None).await?;
+        let everything = self
+            .authorizer
+            .allowed(caller, Verb::List, InstanceResource::Instances, None)
+            .await?;
         let mut visible = Vec::with_capacity(list.items.len());
         if everything {
             visible.extend(list.items.into_iter().map(Arc::new));
@@ -360,7 +369,7 @@ impl KairshipApi for KairshipService {
                 let name = item.metadata.name.clone().unwrap_or_default();
                 let allowed = self
                     .authorizer
-                    .allowed(caller, Verb::Get, Some(&name))
+                    .allowed(caller, Verb::Get, InstanceResource::Instances, Some(&name))
                     .await;
                 (item, allowed)
             });
@@ -386,8 +395,14 @@ impl KairshipApi for KairshipService {
         req: GetInstanceRequest,
     ) -> Result<Object, ApiError> {
         check_name("instance", &req.instance)?;
-        self.authorize(caller, Verb::Get, Some(&req.instance), "read the instance")
-            .await?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            InstanceResource::Instances,
+            Some(&req.instance),
+            "read the instance",
+        )
+        .await?;
         let instance = self.read_instance(&req.instance).await?;
         to_object(&instance, "an instance")
     }
@@ -397,8 +412,14 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: CreateInstanceRequest,
     ) -> Result<Object, ApiError> {
-        self.authorize(caller, Verb::Create, None, "create instances")
-            .await?;
+        self.authorize(
+            caller,
+            Verb::Create,
+            InstanceResource::Instances,
+            None,
+            "create instances",
+        )
+        .await?;
         let body = prepare(
             req.body,
             &Expected {
@@ -429,6 +450,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Update,
+            InstanceResource::Instances,
             Some(&req.instance),
             "update the instance",
         )
@@ -462,8 +484,14 @@ impl KairshipApi for KairshipService {
     ) -> Result<Object, ApiError> {
         let name = req.instance.as_str();
         check_name("instance", name)?;
-        self.authorize(caller, Verb::Delete, Some(name), "delete the instance")
-            .await?;
+        self.authorize(
+            caller,
+            Verb::Delete,
+            InstanceResource::Instances,
+            Some(name),
+            "delete the instance",
+        )
+        .await?;
         let instance = self.read_instance(name).await?;
         if !force_delete_requested(&instance) {
             // Ask the instance; when it cannot answer, its last status summary decides.
@@ -500,8 +528,14 @@ impl KairshipApi for KairshipService {
         req: CreateKubeconfigRequest,
     ) -> Result<KubeconfigResponse, ApiError> {
         check_name("instance", &req.instance)?;
-        self.authorize(caller, Verb::Get, Some(&req.instance), "reach the instance")
-            .await?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            InstanceResource::Instances,
+            Some(&req.instance),
+            "reach the instance",
+        )
+        .await?;
         self.read_instance(&req.instance).await?;
         let server = req
             .server
@@ -539,6 +573,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Get,
+            InstanceResource::Proxy,
             Some(&req.instance),
             "list member clusters",
         )
@@ -556,6 +591,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Get,
+            InstanceResource::Proxy,
             Some(&req.instance),
             "read member clusters",
         )
@@ -573,6 +609,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Create,
+            InstanceResource::Proxy,
             Some(&req.instance),
             "join member clusters",
         )
@@ -603,6 +640,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Update,
+            InstanceResource::Proxy,
             Some(&req.instance),
             "update member clusters",
         )
@@ -633,6 +671,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Delete,
+            InstanceResource::Proxy,
             Some(&req.instance),
             "remove member clusters",
         )
@@ -655,6 +694,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Get,
+            InstanceResource::Proxy,
             Some(&req.instance),
             &format!("list {}", req.kind),
         )
@@ -673,6 +713,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Get,
+            InstanceResource::Proxy,
             Some(&req.instance),
             &format!("read {}", req.kind),
         )
@@ -691,6 +732,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Create,
+            InstanceResource::Proxy,
             Some(&req.instance),
             &format!("create {}", req.kind),
         )
@@ -722,6 +764,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Update,
+            InstanceResource::Proxy,
             Some(&req.instance),
             &format!("update {}", req.kind),
         )
@@ -753,6 +796,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Delete,
+            InstanceResource::Proxy,
             Some(&req.instance),
             &format!("delete {}", req.kind),
         )
@@ -797,6 +841,7 @@ impl KairshipApi for KairshipService {
         self.authorize(
             caller,
             Verb::Patch,
+            InstanceResource::Proxy,
             Some(&req.instance),
             &format!("{} deployments", req.action.as_str()),
         )
@@ -836,8 +881,14 @@ impl KairshipApi for KairshipService {
             true,
         )?;
         let query = to_list_query(&req.options)?;
-        self.authorize(caller, Verb::Get, Some(&req.instance), "list workloads")
-            .await?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            InstanceResource::Proxy,
+            Some(&req.instance),
+            "list workloads",
+        )
+        .await?;
         let page = self.router.list(&target, &query).await?;
         let bindings = self.bindings_by_name(&req.instance, &req.namespace).await?;
         let items = page
@@ -869,8 +920,14 @@ impl KairshipApi for KairshipService {
             true,
         )?;
         check_name("name", &req.name)?;
-        self.authorize(caller, Verb::Get, Some(&req.instance), "read workloads")
-            .await?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            InstanceResource::Proxy,
+            Some(&req.instance),
+            "read workloads",
+        )
+        .await?;
         let deployment = self.router.get(&target, &req.name).await?;
         let bindings =
             ResourceTarget::namespaced(&req.instance, resource_bindings_resource(), &req.namespace);

@@ -41,7 +41,8 @@
 //! the instance), writes through its write backend (the instance apiserver), so a caller
 //! always reads its own writes. Instances are read and written on the host cluster. Access:
 //! listing shows only instances the caller may `get`; every instance-scoped call is
-//! authorized for its verb on that instance before anything is read or forwarded.
+//! authorized for its verb on that instance before anything is read or forwarded, on
+//! `instances` for the Instance object itself and on `instances/proxy` for anything inside it.
 
 mod clients;
 mod error;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
-use crate::access::{AccessError, Authorizer, Caller, Verb};
+use crate::access::{AccessError, Authorizer, Caller, InstanceResource, Verb};
 
 /// Every verb, in RBAC order.
 const ALL_VERBS: [Verb; 7] = [
@@ -57,7 +57,11 @@ impl Subject {
     }
 }
 
-/// One line of a policy: a subject may apply some verbs to some instances.
+/// Both resources, for rules that do not name any.
+const ALL_RESOURCES: [InstanceResource; 2] = [InstanceResource::Instances, InstanceResource::Proxy];
+
+/// One line of a policy: a subject may apply some verbs to some instances, to the Instance
+/// objects, the objects inside them, or both.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyRule {
     /// Whom the rule applies to.
@@ -67,18 +71,31 @@ pub struct PolicyRule {
     /// The instances; `None` for all (`*`), which is also what acting on no particular
     /// instance (listing or creating instances) needs.
     pub instances: Option<Vec<String>>,
+    /// What the verbs apply to: `instances` (the Instance objects) and/or `instances/proxy`
+    /// (the objects inside them); `None` for both (`*`, or the field left out).
+    pub resources: Option<Vec<InstanceResource>>,
 }
 
 impl PolicyRule {
-    /// Whether the rule allows `caller` to apply `verb` to `instance`.
-    pub fn allows(&self, caller: &Caller, verb: Verb, instance: Option<&str>) -> bool {
+    /// Whether the rule allows `caller` to apply `verb` to `resource` of `instance`.
+    pub fn allows(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        resource: InstanceResource,
+        instance: Option<&str>,
+    ) -> bool {
         let verb_ok = self.verbs.as_ref().is_none_or(|v| v.contains(&verb));
+        let resource_ok = self
+            .resources
+            .as_ref()
+            .is_none_or(|r| r.contains(&resource));
         let instance_ok = match (&self.instances, instance) {
             (None, _) => true,
             (Some(names), Some(instance)) => names.iter().any(|n| n == instance),
             (Some(_), None) => false,
         };
-        verb_ok && instance_ok && self.subject.matches(caller)
+        verb_ok && resource_ok && instance_ok && self.subject.matches(caller)
     }
 }
 
@@ -86,13 +103,17 @@ fn parse_verb(word: &str) -> Option<Verb> {
     ALL_VERBS.into_iter().find(|v| v.as_str() == word)
 }
 
-/// Parses a policy: one rule per line, `<user:NAME|group:NAME> <verbs> <instances>`, where
-/// verbs and instances are comma-separated lists or `*`; `read` stands for `get,list,watch`
-/// and `write` for `create,update,patch,delete`. Blank lines and `#` comments are skipped.
+/// Parses a policy: one rule per line, `<user:NAME|group:NAME> <verbs> <instances>
+/// [<resources>]`, where verbs, instances and resources are comma-separated lists or `*`;
+/// `read` stands for `get,list,watch` and `write` for `create,update,patch,delete`; resources
+/// are `instances` (the Instance objects) and `instances/proxy` (the objects inside them),
+/// both when left out. Blank lines and `#` comments are skipped.
 ///
 /// ```text
 /// group:system:masters  *               *
 /// user:alice            read,patch      prod,staging
+/// user:erin             read            prod
+/// user:erin             write           prod          instances/proxy
 /// ```
 pub fn parse_policy(text: &str) -> Result<Vec<PolicyRule>, PolicyError> {
     let mut rules = Vec::new();
@@ -106,11 +127,15 @@ pub fn parse_policy(text: &str) -> Result<Vec<PolicyRule>, PolicyError> {
             reason,
         };
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let [subject, verbs, instances] = fields[..] else {
-            return Err(err(format!(
-                "expected 3 fields (subject, verbs, instances), found {}",
-                fields.len()
-            )));
+        let (subject, verbs, instances, resources) = match fields[..] {
+            [subject, verbs, instances] => (subject, verbs, instances, "*"),
+            [subject, verbs, instances, resources] => (subject, verbs, instances, resources),
+            _ => {
+                return Err(err(format!(
+                    "expected 3 or 4 fields (subject, verbs, instances[, resources]), found {}",
+                    fields.len()
+                )));
+            }
         };
         let subject = match subject.split_once(':') {
             Some(("user", name)) if !name.is_empty() => Subject::User(name.to_owned()),
@@ -157,10 +182,33 @@ pub fn parse_policy(text: &str) -> Result<Vec<PolicyRule>, PolicyError> {
             }
             Some(names)
         };
+        let resources = if resources == "*" {
+            None
+        } else {
+            let mut list = Vec::new();
+            for word in resources.split(',').filter(|w| !w.is_empty()) {
+                let resource = ALL_RESOURCES
+                    .into_iter()
+                    .find(|r| r.as_str() == word)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "unknown resource {word:?} (instances or instances/proxy)"
+                        ))
+                    })?;
+                if !list.contains(&resource) {
+                    list.push(resource);
+                }
+            }
+            if list.is_empty() {
+                return Err(err("no resources".into()));
+            }
+            Some(list)
+        };
         rules.push(PolicyRule {
             subject,
             verbs,
             instances,
+            resources,
         });
     }
     Ok(rules)
@@ -185,6 +233,7 @@ impl StaticAuthorizer {
             subject: Subject::Group(group.into()),
             verbs: None,
             instances: None,
+            resources: None,
         }])
     }
 
@@ -207,9 +256,17 @@ impl StaticAuthorizer {
         &self.rules
     }
 
-    /// Whether any rule allows `caller` to apply `verb` to `instance`.
-    pub fn decide(&self, caller: &Caller, verb: Verb, instance: Option<&str>) -> bool {
-        self.rules.iter().any(|r| r.allows(caller, verb, instance))
+    /// Whether any rule allows `caller` to apply `verb` to `resource` of `instance`.
+    pub fn decide(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        resource: InstanceResource,
+        instance: Option<&str>,
+    ) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.allows(caller, verb, resource, instance))
     }
 }
 
@@ -219,9 +276,10 @@ impl Authorizer for StaticAuthorizer {
         &self,
         caller: &Caller,
         verb: Verb,
+        resource: InstanceResource,
         instance: Option<&str>,
     ) -> Result<bool, AccessError> {
-        Ok(self.decide(caller, verb, instance))
+        Ok(self.decide(caller, verb, resource, instance))
     }
 }
 
@@ -234,6 +292,8 @@ mod tests {
 group:system:masters  *            *
 user:alice            read,patch   prod,staging   # alice looks after two
 group:viewers         get,list     *
+user:erin             read         prod
+user:erin             write        prod         instances/proxy   # edits inside prod only
 ";
 
     #[test]
@@ -246,16 +306,31 @@ group:viewers         get,list     *
                     subject: Subject::Group("system:masters".into()),
                     verbs: None,
                     instances: None,
+                    resources: None,
                 },
                 PolicyRule {
                     subject: Subject::User("alice".into()),
                     verbs: Some(vec![Verb::Get, Verb::List, Verb::Watch, Verb::Patch]),
                     instances: Some(vec!["prod".into(), "staging".into()]),
+                    resources: None,
                 },
                 PolicyRule {
                     subject: Subject::Group("viewers".into()),
                     verbs: Some(vec![Verb::Get, Verb::List]),
                     instances: None,
+                    resources: None,
+                },
+                PolicyRule {
+                    subject: Subject::User("erin".into()),
+                    verbs: Some(vec![Verb::Get, Verb::List, Verb::Watch]),
+                    instances: Some(vec!["prod".into()]),
+                    resources: None,
+                },
+                PolicyRule {
+                    subject: Subject::User("erin".into()),
+                    verbs: Some(vec![Verb::Create, Verb::Update, Verb::Patch, Verb::Delete]),
+                    instances: Some(vec!["prod".into()]),
+                    resources: Some(vec![InstanceResource::Proxy]),
                 },
             ]
         );
@@ -264,7 +339,10 @@ group:viewers         get,list     *
     #[test]
     fn reports_bad_lines_with_their_number() {
         for (text, line, reason) in [
-            ("user:a *", 1, "expected 3 fields"),
+            ("user:a *", 1, "expected 3 or 4 fields"),
+            ("user:a * * * x", 1, "expected 3 or 4 fields"),
+            ("user:a * * pods", 1, "unknown resource"),
+            ("user:a * * ,", 1, "no resources"),
             ("\n\nrole:a * *", 3, "neither user"),
             ("user: * *", 1, "neither user"),
             ("user:a fly *", 1, "unknown verb"),
@@ -287,31 +365,44 @@ group:viewers         get,list     *
         let admin = Caller::new("root", vec!["system:masters".into()]);
         let alice = Caller::new("alice", vec![]);
         let viewer = Caller::new("vic", vec!["viewers".into()]);
+        let erin = Caller::new("erin", vec![]);
         let nobody = Caller::new("nobody", vec!["system:authenticated".into()]);
+        use InstanceResource::{Instances as I, Proxy as X};
         let cases = [
-            (&admin, Verb::Delete, Some("prod"), true),
-            (&admin, Verb::Create, None, true),
-            (&alice, Verb::Watch, Some("prod"), true),
-            (&alice, Verb::Patch, Some("staging"), true),
-            (&alice, Verb::Delete, Some("prod"), false),
-            (&alice, Verb::Get, Some("dev"), false),
-            (&alice, Verb::List, None, false),
-            (&viewer, Verb::List, None, true),
-            (&viewer, Verb::Get, Some("any"), true),
-            (&viewer, Verb::Watch, Some("any"), false),
-            (&viewer, Verb::Update, Some("any"), false),
-            (&nobody, Verb::Get, Some("prod"), false),
+            (&admin, Verb::Delete, I, Some("prod"), true),
+            (&admin, Verb::Create, X, Some("prod"), true),
+            (&admin, Verb::Create, I, None, true),
+            (&alice, Verb::Watch, X, Some("prod"), true),
+            (&alice, Verb::Patch, I, Some("staging"), true),
+            (&alice, Verb::Patch, X, Some("staging"), true),
+            (&alice, Verb::Delete, X, Some("prod"), false),
+            (&alice, Verb::Get, I, Some("dev"), false),
+            (&alice, Verb::List, I, None, false),
+            (&viewer, Verb::List, I, None, true),
+            (&viewer, Verb::Get, X, Some("any"), true),
+            (&viewer, Verb::Watch, X, Some("any"), false),
+            (&viewer, Verb::Update, I, Some("any"), false),
+            // erin writes inside prod, but may not change or delete the Instance itself.
+            (&erin, Verb::Get, I, Some("prod"), true),
+            (&erin, Verb::Create, X, Some("prod"), true),
+            (&erin, Verb::Delete, X, Some("prod"), true),
+            (&erin, Verb::Update, I, Some("prod"), false),
+            (&erin, Verb::Delete, I, Some("prod"), false),
+            (&erin, Verb::Create, X, Some("staging"), false),
+            (&nobody, Verb::Get, I, Some("prod"), false),
         ];
-        for (caller, verb, instance, want) in cases {
+        for (caller, verb, resource, instance, want) in cases {
             assert_eq!(
-                policy.decide(caller, verb, instance),
+                policy.decide(caller, verb, resource, instance),
                 want,
-                "{} {verb:?} {instance:?}",
+                "{} {verb:?} {resource} {instance:?}",
                 caller.user
             );
         }
         let only_admins = StaticAuthorizer::admin_group("ops");
-        assert!(only_admins.decide(&Caller::new("x", vec!["ops".into()]), Verb::Delete, None));
-        assert!(!only_admins.decide(&alice, Verb::Get, Some("prod")));
+        let ops = Caller::new("x", vec!["ops".into()]);
+        assert!(only_admins.decide(&ops, Verb::Delete, I, None));
+        assert!(only_admins.decide(&ops, Verb::Create, X, Some("prod")));
+        assert!(!only_admins.decide(&alice, Verb::Get, I, Some("prod")));
     }
 }

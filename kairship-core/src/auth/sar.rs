@@ -10,15 +10,16 @@ use kube::Api;
 use kube::api::PostParams;
 
 use super::cache::{ReviewCacheConfig, TtlCache};
-use crate::access::{AccessError, Authorizer, Caller, Verb};
+use crate::access::{AccessError, Authorizer, Caller, InstanceResource, Verb};
 
 /// The API group of Kairship's instances, as RBAC rules name it.
 pub const INSTANCES_GROUP: &str = "kairship.io";
-/// The resource reviewed, as RBAC rules name it.
+/// The resource reviewed, as RBAC rules name it (with the subresource `proxy` for objects
+/// inside an instance).
 pub const INSTANCES_RESOURCE: &str = "instances";
 
 /// What a review answer is cached under: the caller's identity (groups in a canonical
-/// order), the verb and the instance.
+/// order), the verb, the resource (instance or inside it) and the instance.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ReviewKey {
     /// User name.
@@ -27,13 +28,20 @@ pub struct ReviewKey {
     pub groups: Vec<String>,
     /// The verb.
     pub verb: Verb,
+    /// The Instance itself or the objects inside it.
+    pub resource: InstanceResource,
     /// The instance, `None` for all instances.
     pub instance: Option<String>,
 }
 
 impl ReviewKey {
-    /// The key of `caller` applying `verb` to `instance`.
-    pub fn new(caller: &Caller, verb: Verb, instance: Option<&str>) -> Self {
+    /// The key of `caller` applying `verb` to `resource` of `instance`.
+    pub fn new(
+        caller: &Caller,
+        verb: Verb,
+        resource: InstanceResource,
+        instance: Option<&str>,
+    ) -> Self {
         let mut groups = caller.groups.clone();
         groups.sort();
         groups.dedup();
@@ -41,16 +49,19 @@ impl ReviewKey {
             user: caller.user.clone(),
             groups,
             verb,
+            resource,
             instance: instance.map(str::to_owned),
         }
     }
 }
 
 /// The SubjectAccessReview asking whether `caller` may apply `verb` to `kairship.io/instances`
-/// named `instance` (any instance when `None`).
+/// (subresource `proxy` for objects inside the instance) named `instance` (any instance when
+/// `None`).
 pub fn instance_access_review(
     caller: &Caller,
     verb: Verb,
+    resource: InstanceResource,
     instance: Option<&str>,
 ) -> SubjectAccessReview {
     SubjectAccessReview {
@@ -60,7 +71,8 @@ pub fn instance_access_review(
             uid: caller.uid.clone(),
             resource_attributes: Some(ResourceAttributes {
                 group: Some(INSTANCES_GROUP.to_owned()),
-                resource: Some(INSTANCES_RESOURCE.to_owned()),
+                resource: Some(resource.resource().to_owned()),
+                subresource: resource.subresource().map(str::to_owned),
                 name: instance.map(str::to_owned),
                 verb: Some(verb.as_str().to_owned()),
                 ..ResourceAttributes::default()
@@ -71,8 +83,8 @@ pub fn instance_access_review(
     }
 }
 
-/// Decides with a `SubjectAccessReview` on the host cluster for `kairship.io/instances`, the
-/// instance's name and the verb, so that RBAC on the host (the per-instance ClusterRoles and
+/// Decides with a `SubjectAccessReview` on the host cluster for `kairship.io/instances` (or
+/// its `proxy` subresource), the instance's name and the verb, so that RBAC on the host (the per-instance ClusterRoles and
 /// their bindings) governs access. Answers are reused for a short while (10 s by default),
 /// keyed by [`ReviewKey`]; failing to reach the host is [`AccessError::Unavailable`].
 pub struct SubjectAccessReviewAuthorizer {
@@ -112,9 +124,10 @@ impl Authorizer for SubjectAccessReviewAuthorizer {
         &self,
         caller: &Caller,
         verb: Verb,
+        resource: InstanceResource,
         instance: Option<&str>,
     ) -> Result<bool, AccessError> {
-        let key = ReviewKey::new(caller, verb, instance);
+        let key = ReviewKey::new(caller, verb, resource, instance);
         if let Some(allowed) = self.cache.get(&key) {
             return Ok(allowed);
         }
@@ -123,7 +136,7 @@ impl Authorizer for SubjectAccessReviewAuthorizer {
             .reviews
             .create(
                 &PostParams::default(),
-                &instance_access_review(caller, verb, instance),
+                &instance_access_review(caller, verb, resource, instance),
             )
             .await
             .map_err(|e| {
@@ -138,6 +151,7 @@ impl Authorizer for SubjectAccessReviewAuthorizer {
         tracing::debug!(
             user = %caller.user,
             verb = verb.as_str(),
+            resource = resource.as_str(),
             instance = instance.unwrap_or("*"),
             allowed,
             "instance access reviewed"
@@ -157,19 +171,57 @@ mod tests {
     }
 
     #[test]
-    fn review_keys_ignore_group_order_and_tell_verbs_and_instances_apart() {
-        let base = ReviewKey::new(&caller("u", &["b", "a"]), Verb::Get, Some("i1"));
+    fn review_keys_ignore_group_order_and_tell_verbs_resources_and_instances_apart() {
+        use InstanceResource::{Instances, Proxy};
+        let base = ReviewKey::new(&caller("u", &["b", "a"]), Verb::Get, Instances, Some("i1"));
         let cases = [
-            (caller("u", &["a", "b"]), Verb::Get, Some("i1"), true),
-            (caller("u", &["a", "b", "a"]), Verb::Get, Some("i1"), true),
-            (caller("v", &["a", "b"]), Verb::Get, Some("i1"), false),
-            (caller("u", &["a"]), Verb::Get, Some("i1"), false),
-            (caller("u", &["a", "b"]), Verb::List, Some("i1"), false),
-            (caller("u", &["a", "b"]), Verb::Get, Some("i2"), false),
-            (caller("u", &["a", "b"]), Verb::Get, None, false),
+            (
+                caller("u", &["a", "b"]),
+                Verb::Get,
+                Instances,
+                Some("i1"),
+                true,
+            ),
+            (
+                caller("u", &["a", "b", "a"]),
+                Verb::Get,
+                Instances,
+                Some("i1"),
+                true,
+            ),
+            (
+                caller("v", &["a", "b"]),
+                Verb::Get,
+                Instances,
+                Some("i1"),
+                false,
+            ),
+            (caller("u", &["a"]), Verb::Get, Instances, Some("i1"), false),
+            (
+                caller("u", &["a", "b"]),
+                Verb::List,
+                Instances,
+                Some("i1"),
+                false,
+            ),
+            (
+                caller("u", &["a", "b"]),
+                Verb::Get,
+                Proxy,
+                Some("i1"),
+                false,
+            ),
+            (
+                caller("u", &["a", "b"]),
+                Verb::Get,
+                Instances,
+                Some("i2"),
+                false,
+            ),
+            (caller("u", &["a", "b"]), Verb::Get, Instances, None, false),
         ];
-        for (c, verb, instance, same) in cases {
-            let key = ReviewKey::new(&c, verb, instance);
+        for (c, verb, resource, instance, same) in cases {
+            let key = ReviewKey::new(&c, verb, resource, instance);
             assert_eq!(key == base, same, "{key:?}");
         }
         assert_eq!(base.groups, ["a", "b"]);
@@ -179,8 +231,17 @@ mod tests {
     fn reviews_ask_about_kairship_instances() {
         let mut c = caller("alice", &["dev"]);
         c.uid = Some("u1".into());
-        for (verb, instance) in [(Verb::Patch, Some("prod")), (Verb::List, None)] {
-            let review = instance_access_review(&c, verb, instance);
+        for (verb, resource, instance, subresource) in [
+            (Verb::Patch, InstanceResource::Instances, Some("prod"), None),
+            (Verb::List, InstanceResource::Instances, None, None),
+            (
+                Verb::Create,
+                InstanceResource::Proxy,
+                Some("prod"),
+                Some("proxy"),
+            ),
+        ] {
+            let review = instance_access_review(&c, verb, resource, instance);
             let spec = &review.spec;
             assert_eq!(spec.user.as_deref(), Some("alice"));
             assert_eq!(spec.groups.as_deref(), Some(&["dev".to_string()][..]));
@@ -188,6 +249,7 @@ mod tests {
             let attrs = spec.resource_attributes.as_ref().unwrap();
             assert_eq!(attrs.group.as_deref(), Some("kairship.io"));
             assert_eq!(attrs.resource.as_deref(), Some("instances"));
+            assert_eq!(attrs.subresource.as_deref(), subresource);
             assert_eq!(attrs.verb.as_deref(), Some(verb.as_str()));
             assert_eq!(attrs.name.as_deref(), instance);
             assert_eq!(attrs.namespace, None);

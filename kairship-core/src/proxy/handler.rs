@@ -18,7 +18,7 @@ use super::status::{
     access_error_response, json_response, router_error_response, status_json, status_response,
     status_value,
 };
-use crate::access::{AccessError, Caller, Verb};
+use crate::access::{AccessError, Caller, InstanceResource, Verb};
 use crate::router::{EventStream, ListQuery, ResourceTarget, RouterError, render_list};
 
 /// Headers that describe one connection, not the message: never forwarded either way.
@@ -131,13 +131,13 @@ async fn authorize(
 ) -> Result<(), AccessError> {
     if state
         .authorizer
-        .allowed(caller, verb, Some(instance))
+        .allowed(caller, verb, InstanceResource::Proxy, Some(instance))
         .await?
     {
         Ok(())
     } else {
         Err(AccessError::Forbidden(format!(
-            "instances.kairship.io \"{instance}\" is forbidden: user \"{}\" cannot {} resource \"instances\" in API group \"kairship.io\"",
+            "instances.kairship.io \"{instance}\" is forbidden: user \"{}\" cannot {} resource \"instances/proxy\" in API group \"kairship.io\"",
             caller.user,
             verb.as_str()
         )))

@@ -4,8 +4,9 @@
 //! The kubeconfig Kairship issues for an instance points at
 //! `https://{host}/apis/kairship.io/v1alpha1/instances/{instance}/proxy`, so kubectl and
 //! client libraries work through it unchanged. Every request is authenticated (bearer token)
-//! and authorized on `kairship.io/instances` for the instance — reads as `get`/`list`/`watch`,
-//! writes as `create`/`update`/`patch`/`delete` — before anything is read or forwarded.
+//! and authorized on `kairship.io/instances/proxy` for the instance (the subresource the
+//! per-instance roles grant for objects inside it) — reads as `get`/`list`/`watch`, writes as
+//! `create`/`update`/`patch`/`delete` — before anything is read or forwarded.
 //!
 //! Then, by the pure [`plan`]:
 //! - GETs of collections and objects in plain JSON are answered by the router's read side

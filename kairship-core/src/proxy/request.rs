@@ -124,7 +124,7 @@ pub fn accepts_plain_json(accept: Option<&str>) -> bool {
     first_ok
 }
 
-/// The verb the request applies to the instance, as authorized on `kairship.io/instances`;
+/// The verb the request applies to the instance, as authorized on `kairship.io/instances/proxy`;
 /// `None` for methods the proxy does not carry.
 pub fn verb_of(method: &Method, path: &KubePath, watch: bool) -> Option<Verb> {
     let resource = match path {

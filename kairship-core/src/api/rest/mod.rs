@@ -188,8 +188,18 @@ fn build() -> Builder {
     Builder { router, routes }
 }
 
-fn verb_doc<P: utoipa::Path>() -> (String, HttpMethod, utoipa::openapi::path::Operation) {
-    (P::path(), HttpMethod::Post, P::operation())
+fn verb_doc<P>() -> (String, HttpMethod, utoipa::openapi::path::Operation)
+where
+    P: utoipa::Path + utoipa::__dev::Tags<'static>,
+{
+    // `Path::operation` leaves out the `tag = ...` of the attribute; `routes!` adds it from
+    // `Tags` the same way. Untagged, generated clients would file these under a default API.
+    let mut operation = P::operation();
+    operation
+        .tags
+        .get_or_insert_with(Vec::new)
+        .extend(P::tags().into_iter().map(str::to_owned));
+    (P::path(), HttpMethod::Post, operation)
 }
 
 /// Adds the native proxy's operations (served by [`crate::proxy`]) to the document.
@@ -305,5 +315,27 @@ mod tests {
         }
         assert_eq!(routed, documented);
         assert_eq!(documented.len(), 26, "{documented:#?}");
+    }
+
+    #[test]
+    fn every_operation_is_tagged() {
+        // Generated clients group operations by tag: untagged ones land in a "default" API.
+        let doc = serde_json::to_value(openapi()).unwrap();
+        let declared: Vec<&serde_json::Value> = doc["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| &t["name"])
+            .collect();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let tags = operation["tags"].as_array();
+                assert!(
+                    tags.is_some_and(|t| t.len() == 1 && declared.contains(&&t[0])),
+                    "{method} {path}: {:?}",
+                    operation["tags"]
+                );
+            }
+        }
     }
 }

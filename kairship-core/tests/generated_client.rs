@@ -1,0 +1,330 @@
+//! A client generated from the served OpenAPI document works against the real API server.
+//!
+//! The API server runs in-process on loopback in front of a sandbox host cluster (with an
+//! Instance) and a sandbox Karmada instance, with the static token file and policy for
+//! access. The test fetches `/openapi.json`, generates a Python client with
+//! `openapi-generator-cli -g python`, and runs `tests/generated_client/check.py` with the tools
+//! venv's python: through the generated client it lists and reads instances, creates, lists
+//! and reads a ConfigMap and a Deployment inside the instance, pauses the Deployment, and
+//! checks that 404 and 403
+//! surface as the client's exceptions carrying our `{code, message}` body. The test then checks
+//! the script's report and the instance's objects.
+//!
+//! The tools (`openapi-generator-cli`, Java, and a python with the generated client's
+//! dependencies) are looked up on PATH, then in `~/.cache/kubeocean-rs/venv` (what `.ci/run`
+//! installs). Without them the test prints a notice and passes, unless
+//! `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{KarmadaInstance, adopt_instance, ensure_namespace, put_kubeconfig_secret};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kairship_core::api::server::{AppParts, app, serve};
+use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig};
+use kairship_core::auth::{StaticAuthorizer, StaticTokenAuthenticator};
+use kairship_core::instance::Instance;
+use kairship_core::router::{
+    DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter, SplitRouter,
+};
+use kube::Api;
+use kube::api::PostParams;
+use kube_kit::client::ClientOptions;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+const INSTANCE: &str = "inst-1";
+const NS: &str = "team-a";
+const REQUIRE_TOOLS_ENV: &str = "KUBEOCEAN_REQUIRE_TOOLS";
+const INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
+     ~/.cache/kubeocean-rs/venv/bin/pip install 'openapi-generator-cli==7.26.0' \
+     'pydantic==2.14.4' 'python-dateutil==4.0.0' 'urllib3==2.8.0' 'typing-extensions==4.16.0' \
+     (and a Java runtime)";
+
+/// What the test needs from the machine.
+struct Tools {
+    generator: PathBuf,
+    python: PathBuf,
+}
+
+fn venv_bin(name: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var_os("HOME")?)
+        .join(".cache/kubeocean-rs/venv/bin")
+        .join(name);
+    path.is_file().then_some(path)
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Whether `python` can import what the generated client imports at run time.
+fn has_client_dependencies(python: &Path) -> bool {
+    Command::new(python)
+        .args([
+            "-c",
+            "import pydantic, dateutil, urllib3, typing_extensions",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn find_tools() -> Result<Tools, String> {
+    let generator = on_path("openapi-generator-cli")
+        .or_else(|| venv_bin("openapi-generator-cli"))
+        .ok_or("openapi-generator-cli not found")?;
+    on_path("java").ok_or("java not found")?;
+    let python = [venv_bin("python"), on_path("python3")]
+        .into_iter()
+        .flatten()
+        .find(|p| has_client_dependencies(p))
+        .ok_or("no python with pydantic, python-dateutil, urllib3 and typing-extensions")?;
+    Ok(Tools { generator, python })
+}
+
+/// The tools, or `None` after a skip notice; panics when tools are required.
+fn tools_or_skip(test: &str) -> Option<Tools> {
+    match find_tools() {
+        Ok(tools) => Some(tools),
+        Err(missing) => {
+            let required =
+                std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
+            assert!(
+                !required,
+                "{REQUIRE_TOOLS_ENV} is set but {missing} (install: {INSTALL})"
+            );
+            eprintln!("skipping {test}: {missing} (install: {INSTALL})");
+            None
+        }
+    }
+}
+
+/// A fresh directory under the system's temporary directory.
+fn scratch_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!(
+        "kairship-generated-client-{}-{nanos}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+struct Server {
+    host: kube_sandbox::Cluster,
+    instance: KarmadaInstance,
+    base: String,
+    stop: CancellationToken,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Host with the Instance, the instance with a namespace, and the API server with the static
+/// token file (admin, viewer) and policy (admin: everything; viewer: reads of inst-1).
+async fn start_server() -> Server {
+    kube_kit::client::install_crypto_provider();
+    let host = common::host().await;
+    let instance = KarmadaInstance::start(INSTANCE).await;
+    ensure_namespace(&instance.client(), NS).await;
+    put_kubeconfig_secret(
+        &host.client(),
+        &format!("{INSTANCE}-kubeconfig"),
+        "kubeconfig",
+        &instance.served.kubeconfig_yaml,
+    )
+    .await;
+    Api::<Instance>::all(host.client())
+        .create(&PostParams::default(), &adopt_instance(INSTANCE))
+        .await
+        .unwrap();
+
+    let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
+        host.client(),
+        ClientOptions::new("kairship-generated-client-test"),
+        Duration::from_secs(5),
+        Duration::from_secs(30),
+    ));
+    let router = Arc::new(SplitRouter::new(
+        Arc::new(EmbeddedCacheBackend::new(clients.clone())),
+        Arc::new(DirectBackend::new(clients.clone())),
+        Arc::new(InstanceWriter::new(clients)),
+    ));
+    let authorizer = StaticAuthorizer::parse(&format!(
+        "user:admin  *     *\nuser:viewer read  {INSTANCE}\n"
+    ))
+    .unwrap();
+    let tokens =
+        StaticTokenAuthenticator::parse("admin-token,admin,u1\nviewer-token,viewer,u2").unwrap();
+    let service = KairshipService::new(
+        host.client(),
+        router,
+        Arc::new(authorizer),
+        ServiceConfig::default(),
+    );
+    let app = app(AppParts {
+        api: Arc::new(service),
+        authenticator: Arc::new(tokens),
+        proxy: None,
+        grpc: None,
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    tokio::spawn(serve(listener, app, None, stop.clone()));
+    Server {
+        host,
+        instance,
+        base: format!("http://{addr}"),
+        stop,
+    }
+}
+
+/// Generates the Python client of `spec` into `out`, as package `kairship_client`.
+fn generate(tools: &Tools, spec: &Path, out: &Path) {
+    let output = Command::new(&tools.generator)
+        .arg("generate")
+        .arg("-i")
+        .arg(spec)
+        .args(["-g", "python", "-o"])
+        .arg(out)
+        .args([
+            "--package-name",
+            "kairship_client",
+            "--global-property",
+            "apiTests=false,modelTests=false,apiDocs=false,modelDocs=false",
+        ])
+        .output()
+        .expect("run openapi-generator-cli");
+    assert!(
+        output.status.success(),
+        "openapi-generator-cli failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generated_python_client_drives_the_api() {
+    let Some(tools) = tools_or_skip("a_generated_python_client_drives_the_api") else {
+        return;
+    };
+    let server = start_server().await;
+    let spec: Value = reqwest::get(format!("{}/openapi.json", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let dir = scratch_dir();
+    let spec_path = dir.join("openapi.json");
+    std::fs::write(&spec_path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    let client_dir = dir.join("client");
+    generate(&tools, &spec_path, &client_dir);
+    eprintln!("client generated into {}", client_dir.display());
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/generated_client/check.py");
+    // The script blocks on HTTP calls to this process: run it off the runtime's threads.
+    let python = tools.python.clone();
+    let base = server.base.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(script)
+            .env("PYTHONPATH", &client_dir)
+            .env("KAIRSHIP_URL", base)
+            .env("KAIRSHIP_INSTANCE", INSTANCE)
+            .env("KAIRSHIP_NAMESPACE", NS)
+            .env("KAIRSHIP_ADMIN_TOKEN", "admin-token")
+            .env("KAIRSHIP_VIEWER_TOKEN", "viewer-token")
+            .output()
+            .expect("run python")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "check.py failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+
+    // The script reports one JSON object per step.
+    let report: Vec<Value> = stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    let step = |name: &str| {
+        report
+            .iter()
+            .find(|r| r["step"] == name)
+            .unwrap_or_else(|| panic!("no step {name} in {stdout}"))
+            .clone()
+    };
+    assert_eq!(
+        step("list_instances")["names"],
+        serde_json::json!([INSTANCE])
+    );
+    assert_eq!(step("list_instances")["total"], 1);
+    assert_eq!(step("get_instance")["name"], INSTANCE);
+    assert_eq!(step("create_configmap")["name"], "from-python");
+    assert_eq!(step("get_configmap")["data"]["greeting"], "hello");
+    assert!(
+        step("list_configmaps")["names"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("from-python"))
+    );
+    assert_eq!(step("create_deployment")["name"], "web");
+    assert_eq!(step("get_deployment")["replicas"], 2);
+    assert_eq!(step("pause_deployment")["paused"], true);
+    let not_found = step("get_missing");
+    assert_eq!(not_found["status"], 404);
+    assert_eq!(not_found["code"], 5);
+    assert!(
+        not_found["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing-here")
+    );
+    let denied = step("viewer_create");
+    assert_eq!(denied["status"], 403);
+    assert_eq!(denied["code"], 7);
+    assert!(!denied["message"].as_str().unwrap().is_empty());
+
+    // The instance holds what the client created, and nothing the viewer tried.
+    let configmaps: Api<ConfigMap> = Api::namespaced(server.instance.client(), NS);
+    let cm = configmaps.get("from-python").await.unwrap();
+    assert_eq!(cm.data.unwrap()["greeting"], "hello");
+    assert!(configmaps.get_opt("viewer-made").await.unwrap().is_none());
+    let deployments: Api<Deployment> = Api::namespaced(server.instance.client(), NS);
+    let web = deployments.get("web").await.unwrap();
+    let web = web.spec.unwrap();
+    assert_eq!((web.replicas, web.paused), (Some(2), Some(true)));
+    assert_eq!(
+        Api::<Instance>::all(server.host.client())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,105 @@
+"""Drives the Kairship API through the Python client openapi-generator made from /openapi.json.
+
+Run by tests/generated_client.rs with the generated package on PYTHONPATH. Prints one JSON
+object per step on stdout; any unexpected answer raises, so the exit status is non-zero.
+"""
+
+import json
+import os
+
+import kairship_client
+from kairship_client.api.instances_api import InstancesApi
+from kairship_client.api.resources_api import ResourcesApi
+from kairship_client.exceptions import ForbiddenException, NotFoundException
+from kairship_client.models.api_error import ApiError
+from kairship_client.models.kube_object import KubeObject
+from kairship_client.models.object_list import ObjectList
+from kairship_client.models.resource_kind import ResourceKind
+
+URL = os.environ["KAIRSHIP_URL"]
+INSTANCE = os.environ["KAIRSHIP_INSTANCE"]
+NAMESPACE = os.environ["KAIRSHIP_NAMESPACE"]
+
+
+def client(token_env):
+    config = kairship_client.Configuration(host=URL, access_token=os.environ[token_env])
+    return kairship_client.ApiClient(config)
+
+
+def report(step, **facts):
+    print(json.dumps({"step": step, **facts}), flush=True)
+
+
+def error_facts(err):
+    """The status and our `{code, message}` body of an error the client raised."""
+    assert isinstance(err.data, ApiError), f"error body not decoded as ApiError: {err.body!r}"
+    body = json.loads(err.body)
+    assert set(body) >= {"code", "message"}, body
+    assert body["code"] == int(err.data.code) and body["message"] == err.data.message, body
+    return {"status": err.status, "code": int(err.data.code), "message": err.data.message}
+
+
+def names(page):
+    return [item["metadata"]["name"] for item in page.items]
+
+
+admin = client("KAIRSHIP_ADMIN_TOKEN")
+instances = InstancesApi(admin)
+resources = ResourcesApi(admin)
+
+page = instances.list_instances(page_size=10)
+assert isinstance(page, ObjectList), type(page)
+report("list_instances", names=names(page), total=page.pagination.total)
+
+instance = instances.get_instance(INSTANCE)
+report("get_instance", name=instance["metadata"]["name"])
+
+configmaps = ResourceKind.CONFIGMAPS
+created = resources.create_namespaced_resource(
+    INSTANCE,
+    NAMESPACE,
+    configmaps,
+    KubeObject(metadata={"name": "from-python"}, data={"greeting": "hello"}),
+)
+report("create_configmap", name=created["metadata"]["name"])
+
+listed = resources.list_namespaced_resources(INSTANCE, NAMESPACE, configmaps, name="python")
+report("list_configmaps", names=names(listed))
+
+got = resources.get_namespaced_resource(INSTANCE, NAMESPACE, configmaps, "from-python")
+report("get_configmap", data=got["data"])
+
+deployment = KubeObject(
+    metadata={"name": "web", "labels": {"app": "web"}},
+    spec={
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+        },
+    },
+)
+created = resources.create_namespaced_resource(
+    INSTANCE, NAMESPACE, ResourceKind.DEPLOYMENTS, deployment
+)
+report("create_deployment", name=created["metadata"]["name"])
+got = resources.get_namespaced_resource(INSTANCE, NAMESPACE, ResourceKind.DEPLOYMENTS, "web")
+report("get_deployment", replicas=got["spec"]["replicas"])
+paused = resources.pause_deployment(INSTANCE, NAMESPACE, "web")
+report("pause_deployment", paused=paused["spec"]["paused"])
+
+try:
+    resources.get_namespaced_resource(INSTANCE, NAMESPACE, configmaps, "nothing-here")
+    raise AssertionError("reading a missing object succeeded")
+except NotFoundException as err:
+    report("get_missing", **error_facts(err))
+
+viewer = ResourcesApi(client("KAIRSHIP_VIEWER_TOKEN"))
+try:
+    viewer.create_namespaced_resource(
+        INSTANCE, NAMESPACE, configmaps, KubeObject(metadata={"name": "viewer-made"})
+    )
+    raise AssertionError("a viewer created an object")
+except ForbiddenException as err:
+    report("viewer_create", **error_facts(err))
