@@ -427,13 +427,6 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
     sum
 }
 
-fn labels_of(obj: &Value) -> serde_json::Map<String, Value> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
-}
-
 fn expression_matches(expr: &Value, value_of: &dyn Fn(&str) -> Option<String>) -> bool {
     let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
     let values: Vec<&str> = expr
@@ -473,11 +466,12 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
     if !ready || node.pointer("/metadata/deletionTimestamp").is_some() {
         return false;
     }
-    let tolerations: Vec<Value> = pod
+    // Borrowed, not cloned: this runs for every pending pod on every node.
+    let tolerations: &[Value] = pod
         .pointer("/spec/tolerations")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     let tolerates = |key: &str, value: &str, effect: &str| {
         tolerations.iter().any(|t| {
             let t_key = t.get("key").and_then(Value::as_str).unwrap_or("");
@@ -511,10 +505,11 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
             return false;
         }
     }
-    let labels = labels_of(node);
+    let labels = node.pointer("/metadata/labels").and_then(Value::as_object);
+    let label = |k: &str| labels.and_then(|l| l.get(k));
     if let Some(selector) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
         for (k, v) in selector {
-            if labels.get(k) != Some(v) {
+            if label(k) != Some(v) {
                 return false;
             }
         }
@@ -522,14 +517,13 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
     let node_name = node
         .pointer("/metadata/name")
         .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+        .unwrap_or("");
     if let Some(terms) = pod
         .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
         .and_then(Value::as_array)
     {
-        let label_of = |k: &str| labels.get(k).and_then(Value::as_str).map(str::to_string);
-        let field_of = |k: &str| (k == "metadata.name").then(|| node_name.clone());
+        let label_of = |k: &str| label(k).and_then(Value::as_str).map(str::to_string);
+        let field_of = |k: &str| (k == "metadata.name").then(|| node_name.to_string());
         let any_term = terms.iter().any(|term| {
             let exprs = term.get("matchExpressions").and_then(Value::as_array);
             let fields = term.get("matchFields").and_then(Value::as_array);
@@ -546,6 +540,149 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
     true
 }
 
+/// Effective requests of a pod, as [`pod_requests`] computes them.
+pub type Requests = HashMap<String, f64>;
+
+/// The node a pod's requests count against: it is bound and has not finished.
+fn counted_node(pod: &Value) -> Option<&str> {
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())?;
+    let finished = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    (!finished).then_some(node)
+}
+
+/// What bound, unfinished pods take from each node, kept up to date from pod changes: a
+/// scheduling pass then reads one figure per node instead of re-reading every bound pod
+/// (which made each pass cost as much as the whole cluster).
+#[derive(Debug, Default)]
+pub struct NodeUsage {
+    /// Pod key -> the node it counts against and its requests.
+    pods: HashMap<(String, String), (String, Requests)>,
+    /// Node -> sum of the requests of its pods.
+    nodes: HashMap<String, Requests>,
+}
+
+impl NodeUsage {
+    /// Takes a pod's latest state into account (`None`: the pod is gone).
+    pub fn observe(&mut self, key: &(String, String), pod: Option<&Value>) {
+        let node = pod.and_then(counted_node);
+        match (self.pods.get(key), node) {
+            // A bound pod's requests do not change; most changes are status writes.
+            (Some((counted, _)), Some(node)) if counted == node => return,
+            (None, None) => return,
+            _ => {}
+        }
+        self.remove(key);
+        if let (Some(pod), Some(node)) = (pod, node) {
+            self.add(key.clone(), node.to_string(), pod_requests(pod));
+        }
+    }
+
+    /// Counts a pod the scheduler just bound, before its change is read back.
+    pub fn bound(&mut self, key: (String, String), node: String, requests: Requests) {
+        self.remove(&key);
+        self.add(key, node, requests);
+    }
+
+    /// What the node's counted pods request, by resource.
+    pub fn used(&self, node: &str) -> Option<&Requests> {
+        self.nodes.get(node)
+    }
+
+    fn add(&mut self, key: (String, String), node: String, requests: Requests) {
+        let sum = self.nodes.entry(node.clone()).or_default();
+        for (resource, quantity) in &requests {
+            *sum.entry(resource.clone()).or_default() += quantity;
+        }
+        self.pods.insert(key, (node, requests));
+    }
+
+    fn remove(&mut self, key: &(String, String)) {
+        let Some((node, requests)) = self.pods.remove(key) else {
+            return;
+        };
+        let Some(sum) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        for (resource, quantity) in &requests {
+            if let Some(total) = sum.get_mut(resource) {
+                *total -= quantity;
+            }
+        }
+        // Every pod counts one `pods`; none left means no rounding residue is kept either.
+        if sum.get("pods").is_none_or(|pods| *pods < 0.5) {
+            self.nodes.remove(&node);
+        }
+    }
+}
+
+/// A node as the scheduler reads it: re-read only when some node changed.
+struct NodeView {
+    node: Arc<crate::store::Stored>,
+    name: String,
+    allocatable: Requests,
+}
+
+impl NodeView {
+    fn new(node: Arc<crate::store::Stored>) -> NodeView {
+        let name = node
+            .value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let allocatable = node
+            .value
+            .pointer("/status/allocatable")
+            .or_else(|| node.value.pointer("/status/capacity"))
+            .and_then(Value::as_object)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), parse_quantity(v.as_str()?)?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        NodeView {
+            node,
+            name,
+            allocatable,
+        }
+    }
+}
+
+/// The node with the largest share of CPU left after placing a pod requesting `requests`,
+/// among `candidates` (name, allocatable, used) where it fits; ties keep the first.
+fn best_fit<'a>(
+    requests: &Requests,
+    candidates: impl IntoIterator<Item = (&'a str, &'a Requests, Option<&'a Requests>)>,
+) -> Option<&'a str> {
+    let mut best: Option<(f64, &str)> = None;
+    for (name, allocatable, used) in candidates {
+        let mut fits = true;
+        let mut free_cpu_fraction = 1.0;
+        for (res, want) in requests {
+            let have = allocatable.get(res).copied().unwrap_or(0.0);
+            let taken = used.and_then(|u| u.get(res)).copied().unwrap_or(0.0);
+            if *want > 0.0 && taken + want > have + 1e-9 {
+                fits = false;
+                break;
+            }
+            if res == "cpu" && have > 0.0 {
+                free_cpu_fraction = (have - taken - want) / have;
+            }
+        }
+        if fits && best.is_none_or(|(score, _)| free_cpu_fraction > score) {
+            best = Some((free_cpu_fraction, name));
+        }
+    }
+    best.map(|(_, name)| name)
+}
+
 enum Timer {
     StartPod(String, String),
     RemovePod(String, String),
@@ -555,7 +692,10 @@ enum Timer {
 pub async fn run(state: Arc<ClusterState>) {
     let pods_gr = GroupResource::new("", "pods");
     let nodes_gr = GroupResource::new("", "nodes");
-    let mut changes = state.store.subscribe();
+    // Only pod and node changes concern this loop; the rest of the cluster's writes (leases,
+    // events, ...) need not wake it.
+    let mut pod_changes = state.store.subscribe_resource(&pods_gr);
+    let mut node_changes = state.store.subscribe_resource(&nodes_gr);
     let mut cursor = 0u64;
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut waiting: Vec<(String, String)> = Vec::new();
@@ -568,19 +708,25 @@ pub async fn run(state: Arc<ClusterState>) {
     let mut last_lease = Instant::now();
     let mut last_lifecycle = Instant::now();
     let mut last_retry = Instant::now();
+    let mut usage = NodeUsage::default();
+    let mut nodes: Option<Vec<NodeView>> = None;
     loop {
         // Follow pod and node changes since the cursor.
         let oldest = state.store.oldest_watchable();
         if cursor < oldest {
             // Fell behind the history: start over from the current state.
             cursor = state.store.current_rv();
-            pending = state
-                .store
-                .list(&pods_gr, None, None, 0, &|s| is_pending(&s.value))
-                .items
+            let pods = state.store.list(&pods_gr, None, None, 0, &|_| true).items;
+            usage = NodeUsage::default();
+            for pod in &pods {
+                usage.observe(&key_of(&pod.value), Some(&pod.value));
+            }
+            pending = pods
                 .iter()
+                .filter(|p| is_pending(&p.value))
                 .map(|p| key_of(&p.value))
                 .collect();
+            nodes = None;
             retry_all = true;
         }
         let mut nodes_changed = false;
@@ -598,11 +744,13 @@ pub async fn run(state: Arc<ClusterState>) {
                     let key = key_of(pod);
                     match event.kind {
                         EventType::Deleted => {
+                            usage.observe(&key, None);
                             state.kubelet.forget_pod(&key.0, &key.1);
                             scheduled_removal.remove(&key);
                             starting.remove(&key);
                         }
                         _ => {
+                            usage.observe(&key, Some(pod));
                             if is_pending(pod) && state.options.scheduler {
                                 pending.push(key.clone());
                             }
@@ -652,6 +800,9 @@ pub async fn run(state: Arc<ClusterState>) {
             }
         }
         cursor = upto.max(cursor);
+        if nodes_changed {
+            nodes = None;
+        }
         if nodes_changed || last_retry.elapsed() >= Duration::from_secs(1) {
             retry_all = true;
         }
@@ -668,7 +819,12 @@ pub async fn run(state: Arc<ClusterState>) {
                 retry_all = false;
             }
             if !batch.is_empty() {
-                waiting.extend(schedule(&state, batch));
+                let nodes = nodes.get_or_insert_with(|| {
+                    let nodes_gr = GroupResource::new("", "nodes");
+                    let listed = state.store.list(&nodes_gr, None, None, 0, &|_| true);
+                    listed.items.into_iter().map(NodeView::new).collect()
+                });
+                waiting.extend(schedule(&state, batch, nodes, &mut usage));
             }
         }
 
@@ -719,7 +875,8 @@ pub async fn run(state: Arc<ClusterState>) {
         let wake = next_timer.map(|t| t.min(tick)).unwrap_or(tick);
         tokio::select! {
             _ = state.shutdown.cancelled() => return,
-            _ = changes.changed() => {}
+            _ = pod_changes.changed() => {}
+            _ = node_changes.changed() => {}
             _ = tokio::time::sleep_until(wake) => {}
         }
     }
@@ -756,40 +913,15 @@ fn is_pending(pod: &Value) -> bool {
 }
 
 /// Binds what fits; returns the pods still pending.
-fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String, String)> {
+fn schedule(
+    state: &ClusterState,
+    pending: Vec<(String, String)>,
+    nodes: &[NodeView],
+    usage: &mut NodeUsage,
+) -> Vec<(String, String)> {
     let pods_gr = GroupResource::new("", "pods");
-    let nodes_gr = GroupResource::new("", "nodes");
-    let nodes = state.store.list(&nodes_gr, None, None, 0, &|_| true).items;
     if nodes.is_empty() {
         return pending;
-    }
-    // Usage per node from the pods bound to it.
-    let mut used: HashMap<String, HashMap<String, f64>> = HashMap::new();
-    for pod in state
-        .store
-        .list(&pods_gr, None, None, 0, &|s| {
-            !s.value
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .is_empty()
-                && !matches!(
-                    s.value.pointer("/status/phase").and_then(Value::as_str),
-                    Some("Succeeded" | "Failed")
-                )
-        })
-        .items
-    {
-        let node = pod
-            .value
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let entry = used.entry(node).or_default();
-        for (k, v) in pod_requests(&pod.value) {
-            *entry.entry(k).or_default() += v;
-        }
     }
     let mut still = Vec::new();
     for (ns, name) in pending {
@@ -800,55 +932,15 @@ fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String
             continue;
         }
         let requests = pod_requests(&pod.value);
-        let mut best: Option<(f64, String)> = None;
-        for node in &nodes {
-            if !node_accepts(&node.value, &pod.value) {
-                continue;
-            }
-            let node_name = node
-                .value
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let alloc = node
-                .value
-                .pointer("/status/allocatable")
-                .or_else(|| node.value.pointer("/status/capacity"))
-                .and_then(Value::as_object);
-            let node_used = used.get(node_name);
-            let mut fits = true;
-            let mut free_cpu_fraction = 1.0;
-            for (res, want) in &requests {
-                let have = alloc
-                    .and_then(|a| a.get(res))
-                    .and_then(Value::as_str)
-                    .and_then(parse_quantity)
-                    .unwrap_or(0.0);
-                let taken = node_used.and_then(|u| u.get(res)).copied().unwrap_or(0.0);
-                if *want > 0.0 && taken + want > have + 1e-9 {
-                    fits = false;
-                    break;
-                }
-                if res == "cpu" && have > 0.0 {
-                    free_cpu_fraction = (have - taken - want) / have;
-                }
-            }
-            if fits
-                && best
-                    .as_ref()
-                    .is_none_or(|(score, _)| free_cpu_fraction > *score)
-            {
-                best = Some((free_cpu_fraction, node_name.to_string()));
-            }
-        }
-        match best {
-            Some((_, node)) => {
+        let candidates = nodes
+            .iter()
+            .filter(|n| node_accepts(&n.node.value, &pod.value))
+            .map(|n| (n.name.as_str(), &n.allocatable, usage.used(&n.name)));
+        match best_fit(&requests, candidates).map(str::to_string) {
+            Some(node) => {
                 let ctx = WriteContext::system("default-scheduler");
                 if crate::subresources::bind_pod(state, &ns, &name, &node, &ctx).is_ok() {
-                    let entry = used.entry(node).or_default();
-                    for (k, v) in requests {
-                        *entry.entry(k).or_default() += v;
-                    }
+                    usage.bound((ns, name), node, requests);
                 }
             }
             None => still.push((ns, name)),
@@ -1246,6 +1338,150 @@ mod tests {
         ];
         for (pod, want) in cases {
             assert_eq!(node_accepts(&node, &pod), want, "{pod}");
+        }
+    }
+
+    fn bound_pod(node: &str, cpu: &str, phase: &str) -> Value {
+        json!({"spec": {"nodeName": node,
+            "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
+            "status": {"phase": phase}})
+    }
+
+    #[test]
+    fn node_usage_follows_pod_changes() {
+        let key = |n: &str| ("ns".to_string(), n.to_string());
+        let pending = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        // (case, pod, its new state, expected cpu and pods on n1, on n2)
+        #[allow(clippy::type_complexity)]
+        let steps: Vec<(&str, &str, Option<Value>, (f64, f64), (f64, f64))> = vec![
+            (
+                "pending pods do not count",
+                "a",
+                Some(pending.clone()),
+                (0.0, 0.0),
+                (0.0, 0.0),
+            ),
+            (
+                "bound",
+                "a",
+                Some(bound_pod("n1", "1", "Pending")),
+                (1.0, 1.0),
+                (0.0, 0.0),
+            ),
+            (
+                "second pod",
+                "b",
+                Some(bound_pod("n1", "500m", "Running")),
+                (1.5, 2.0),
+                (0.0, 0.0),
+            ),
+            (
+                "status change",
+                "a",
+                Some(bound_pod("n1", "1", "Running")),
+                (1.5, 2.0),
+                (0.0, 0.0),
+            ),
+            (
+                "moved",
+                "b",
+                Some(bound_pod("n2", "500m", "Running")),
+                (1.0, 1.0),
+                (0.5, 1.0),
+            ),
+            (
+                "finished",
+                "a",
+                Some(bound_pod("n1", "1", "Succeeded")),
+                (0.0, 0.0),
+                (0.5, 1.0),
+            ),
+            ("deleted", "b", None, (0.0, 0.0), (0.0, 0.0)),
+            ("unknown pod deleted", "c", None, (0.0, 0.0), (0.0, 0.0)),
+        ];
+        let mut usage = NodeUsage::default();
+        let on = |usage: &NodeUsage, node: &str| {
+            usage.used(node).map_or((0.0, 0.0), |u| {
+                (
+                    u.get("cpu").copied().unwrap_or(0.0),
+                    u.get("pods").copied().unwrap_or(0.0),
+                )
+            })
+        };
+        for (case, name, pod, n1, n2) in steps {
+            usage.observe(&key(name), pod.as_ref());
+            let (got1, got2) = (on(&usage, "n1"), on(&usage, "n2"));
+            for (got, want) in [(got1, n1), (got2, n2)] {
+                assert!(
+                    (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
+                    "{case}: {got:?} != {want:?}"
+                );
+            }
+        }
+        usage.bound(
+            key("d"),
+            "n2".into(),
+            pod_requests(&bound_pod("n2", "2", "")),
+        );
+        usage.observe(&key("d"), Some(&bound_pod("n2", "2", "Pending")));
+        assert_eq!(
+            on(&usage, "n2"),
+            (2.0, 1.0),
+            "a bound pod read back counts once"
+        );
+    }
+
+    #[test]
+    fn best_fit_picks_the_most_free_cpu() {
+        let reqs =
+            |cpu: f64| -> Requests { [("cpu".to_string(), cpu), ("pods".to_string(), 1.0)].into() };
+        let alloc = |cpu: f64, pods: f64| -> Requests {
+            [("cpu".to_string(), cpu), ("pods".to_string(), pods)].into()
+        };
+        let (a4, a8, a8_full) = (alloc(4.0, 10.0), alloc(8.0, 10.0), alloc(8.0, 1.0));
+        let used_half = reqs(4.0);
+        // (case, request, candidates, expected)
+        #[allow(clippy::type_complexity)]
+        let cases: Vec<(
+            &str,
+            Requests,
+            Vec<(&str, &Requests, Option<&Requests>)>,
+            Option<&str>,
+        )> = vec![
+            ("no candidates", reqs(1.0), vec![], None),
+            (
+                "larger share free wins",
+                reqs(1.0),
+                vec![("a", &a4, None), ("b", &a8, None)],
+                Some("b"),
+            ),
+            (
+                "usage counts",
+                reqs(1.0),
+                vec![("a", &a4, None), ("b", &a8, Some(&used_half))],
+                Some("a"),
+            ),
+            (
+                "too big",
+                reqs(9.0),
+                vec![("a", &a4, None), ("b", &a8, None)],
+                None,
+            ),
+            (
+                "pods limit",
+                reqs(1.0),
+                vec![("a", &a8_full, Some(&used_half))],
+                None,
+            ),
+            (
+                "ties keep the first",
+                reqs(1.0),
+                vec![("a", &a8, None), ("b", &a8, None)],
+                Some("a"),
+            ),
+        ];
+        for (case, want_reqs, candidates, want) in cases {
+            assert_eq!(best_fit(&want_reqs, candidates), want, "{case}");
         }
     }
 
