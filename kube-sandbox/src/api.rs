@@ -1076,6 +1076,7 @@ mod tests {
         };
         let skip_rv = ["resourceVersion", "managedFields"];
         // (case, other object, top-level keys skipped, metadata keys skipped, equal)
+        #[allow(clippy::type_complexity)]
         let cases: Vec<(&str, Value, &[&str], &[&str], bool)> = vec![
             ("same", base.clone(), &[], &[], true),
             (

@@ -392,7 +392,7 @@ pub fn parse_quantity(q: &str) -> Option<f64> {
 pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
     let mut sum: HashMap<String, f64> = HashMap::new();
     let requests = |c: &Value| -> HashMap<String, f64> {
-        at(&c, &["resources", "requests"])
+        at(c, &["resources", "requests"])
             .and_then(Value::as_object)
             .map(|r| {
                 r.iter()
@@ -401,7 +401,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
             })
             .unwrap_or_default()
     };
-    for c in at(&pod, &["spec", "containers"])
+    for c in at(pod, &["spec", "containers"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -410,7 +410,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
             *sum.entry(k).or_default() += v;
         }
     }
-    for c in at(&pod, &["spec", "initContainers"])
+    for c in at(pod, &["spec", "initContainers"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -420,7 +420,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
             *e = e.max(v);
         }
     }
-    if let Some(overhead) = at(&pod, &["spec", "overhead"]).and_then(Value::as_object) {
+    if let Some(overhead) = at(pod, &["spec", "overhead"]).and_then(Value::as_object) {
         for (k, v) in overhead {
             if let Some(q) = v.as_str().and_then(parse_quantity) {
                 *sum.entry(k.clone()).or_default() += q;
@@ -460,17 +460,17 @@ fn expression_matches(expr: &Value, value_of: &dyn Fn(&str) -> Option<String>) -
 /// Whether a pod may be placed on a node: readiness, unschedulable, taints, nodeSelector,
 /// required node affinity. Resources are checked by the caller.
 pub fn node_accepts(node: &Value, pod: &Value) -> bool {
-    let ready = at(&node, &["status", "conditions"])
+    let ready = at(node, &["status", "conditions"])
         .and_then(Value::as_array)
         .is_some_and(|c| {
             c.iter()
                 .any(|c| c["type"] == "Ready" && c["status"] == "True")
         });
-    if !ready || at(&node, &["metadata", "deletionTimestamp"]).is_some() {
+    if !ready || at(node, &["metadata", "deletionTimestamp"]).is_some() {
         return false;
     }
     // Borrowed, not cloned: this runs for every pending pod on every node.
-    let tolerations: &[Value] = at(&pod, &["spec", "tolerations"])
+    let tolerations: &[Value] = at(pod, &["spec", "tolerations"])
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
@@ -486,12 +486,12 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
             key_ok && value_ok && effect_ok
         })
     };
-    if at(&node, &["spec", "unschedulable"]).and_then(Value::as_bool) == Some(true)
+    if at(node, &["spec", "unschedulable"]).and_then(Value::as_bool) == Some(true)
         && !tolerates("node.kubernetes.io/unschedulable", "", "NoSchedule")
     {
         return false;
     }
-    for taint in at(&node, &["spec", "taints"])
+    for taint in at(node, &["spec", "taints"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -506,20 +506,20 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
             return false;
         }
     }
-    let labels = at(&node, &["metadata", "labels"]).and_then(Value::as_object);
+    let labels = at(node, &["metadata", "labels"]).and_then(Value::as_object);
     let label = |k: &str| labels.and_then(|l| l.get(k));
-    if let Some(selector) = at(&pod, &["spec", "nodeSelector"]).and_then(Value::as_object) {
+    if let Some(selector) = at(pod, &["spec", "nodeSelector"]).and_then(Value::as_object) {
         for (k, v) in selector {
             if label(k) != Some(v) {
                 return false;
             }
         }
     }
-    let node_name = at(&node, &["metadata", "name"])
+    let node_name = at(node, &["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("");
     if let Some(terms) = at(
-        &pod,
+        pod,
         &[
             "spec",
             "affinity",
@@ -559,11 +559,11 @@ pub type Requests = HashMap<String, f64>;
 
 /// The node a pod's requests count against: it is bound and has not finished.
 fn counted_node(pod: &Value) -> Option<&str> {
-    let node = at(&pod, &["spec", "nodeName"])
+    let node = at(pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())?;
     let finished = matches!(
-        at(&pod, &["status", "phase"]).and_then(Value::as_str),
+        at(pod, &["status", "phase"]).and_then(Value::as_str),
         Some("Succeeded" | "Failed")
     );
     (!finished).then_some(node)
@@ -763,21 +763,21 @@ pub async fn run(state: Arc<ClusterState>) {
                             if is_pending(pod) && state.options.scheduler {
                                 pending.push(key.clone());
                             }
-                            let node = at(&pod, &["spec", "nodeName"])
+                            let node = at(pod, &["spec", "nodeName"])
                                 .and_then(Value::as_str)
                                 .unwrap_or("");
                             if !node.is_empty() && state.options.kubelet && state.kubelet.runs(node)
                             {
-                                let phase = at(&pod, &["status", "phase"])
+                                let phase = at(pod, &["status", "phase"])
                                     .and_then(Value::as_str)
                                     .unwrap_or("");
                                 let deleting =
-                                    at(&pod, &["metadata", "deletionTimestamp"]).is_some();
-                                let started = at(&pod, &["status", "startTime"]).is_some();
+                                    at(pod, &["metadata", "deletionTimestamp"]).is_some();
+                                let started = at(pod, &["status", "startTime"]).is_some();
                                 if deleting {
                                     if scheduled_removal.insert(key.clone()) {
                                         let grace =
-                                            at(&pod, &["metadata", "deletionGracePeriodSeconds"])
+                                            at(pod, &["metadata", "deletionGracePeriodSeconds"])
                                                 .and_then(Value::as_u64)
                                                 .unwrap_or(0);
                                         let delay = Duration::from_secs(grace)
@@ -892,11 +892,11 @@ pub async fn run(state: Arc<ClusterState>) {
 
 fn key_of(obj: &Value) -> (String, String) {
     (
-        at(&obj, &["metadata", "namespace"])
+        at(obj, &["metadata", "namespace"])
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        at(&obj, &["metadata", "name"])
+        at(obj, &["metadata", "name"])
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
@@ -904,17 +904,17 @@ fn key_of(obj: &Value) -> (String, String) {
 }
 
 fn is_pending(pod: &Value) -> bool {
-    at(&pod, &["spec", "nodeName"])
+    at(pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("")
         .is_empty()
-        && at(&pod, &["metadata", "deletionTimestamp"]).is_none()
-        && at(&pod, &["spec", "schedulerName"])
+        && at(pod, &["metadata", "deletionTimestamp"]).is_none()
+        && at(pod, &["spec", "schedulerName"])
             .and_then(Value::as_str)
             .unwrap_or("default-scheduler")
             == "default-scheduler"
         && matches!(
-            at(&pod, &["status", "phase"]).and_then(Value::as_str),
+            at(pod, &["status", "phase"]).and_then(Value::as_str),
             None | Some("Pending")
         )
 }
@@ -1021,7 +1021,7 @@ fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
     let ctx = WriteContext::system("kubelet");
     let _ = state.update_with(&rt, "v1", namespace, name, Some("status"), &ctx, None, |old| {
         let mut new = old.clone();
-        let qos = at(&old, &["status", "qosClass"]).cloned().unwrap_or(json!("BestEffort"));
+        let qos = at(old, &["status", "qosClass"]).cloned().unwrap_or(json!("BestEffort"));
         let cond = |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
         new["status"] = json!({
             "phase": "Running",
@@ -1110,7 +1110,7 @@ fn node_lifecycle_pass(state: &ClusterState) {
 
 /// The names of a pod's (regular) containers.
 pub fn container_names(pod: &Value) -> Vec<String> {
-    at(&pod, &["spec", "containers"])
+    at(pod, &["spec", "containers"])
         .and_then(Value::as_array)
         .map(|c| {
             c.iter()
