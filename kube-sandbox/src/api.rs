@@ -156,15 +156,38 @@ fn spec_part(obj: &Value) -> Map<String, Value> {
 
 /// Compares two objects ignoring what every write changes anyway.
 fn same_content(a: &Value, b: &Value) -> bool {
-    fn strip(v: &Value) -> Value {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-            m.remove("managedFields");
-        }
-        v
+    equal_except(a, b, &[], &["resourceVersion", "managedFields"])
+}
+
+/// Whether two maps are equal but for the keys in `skip`, values compared with `eq`.
+fn map_equal_except(
+    a: &serde_json::Map<String, Value>,
+    b: &serde_json::Map<String, Value>,
+    skip: &[&str],
+    eq: impl Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    let kept = |m: &serde_json::Map<String, Value>| {
+        m.keys().filter(|k| !skip.contains(&k.as_str())).count()
+    };
+    kept(a) == kept(b)
+        && a.iter()
+            .filter(|(k, _)| !skip.contains(&k.as_str()))
+            .all(|(k, v)| b.get(k).is_some_and(|w| eq(k, v, w)))
+}
+
+/// Whether two objects are equal but for the top-level keys `top` and the metadata keys
+/// `meta`. Compared in place: every write compares, and copying both objects to strip the
+/// keys cost more than the comparison.
+fn equal_except(a: &Value, b: &Value, top: &[&str], meta: &[&str]) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => map_equal_except(a, b, top, |key, v, w| {
+            match (key, v.as_object(), w.as_object()) {
+                ("metadata", Some(v), Some(w)) => map_equal_except(v, w, meta, |_, x, y| x == y),
+                _ => v == w,
+            }
+        }),
+        _ => a == b,
     }
-    strip(a) == strip(b)
 }
 
 impl ClusterState {
@@ -460,7 +483,19 @@ impl ClusterState {
                 map.insert("apiVersion".into(), json!(api_version));
                 map.insert("kind".into(), json!(rt.kind));
             }
-            if status_write {
+            if status_write && equal_except(old, &new, &["status"], &["managedFields"]) {
+                // Only status changes through the status subresource; the body is the old
+                // object with another status (as internal writers build it), so it is kept
+                // instead of copying the old object once more.
+                if new.pointer("/metadata/managedFields").is_none()
+                    && let (Some(m), Some(mf)) = (
+                        meta::metadata_mut(&mut new),
+                        old.pointer("/metadata/managedFields").cloned(),
+                    )
+                {
+                    m.insert("managedFields".into(), mf);
+                }
+            } else if status_write {
                 // Only status changes through the status subresource.
                 let status = new.get("status").cloned();
                 let mut merged = old.clone();
@@ -1014,5 +1049,88 @@ fn patch_error(rt: &ResourceType, name: &str, err: patch::PatchError) -> ApiErro
         ),
         500 => ApiError::internal(err.to_string()),
         _ => ApiError::bad_request(err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equality_but_for_some_keys() {
+        let base = json!({"kind": "Pod", "metadata": {"name": "a", "resourceVersion": "1",
+            "managedFields": [{"manager": "x"}]}, "spec": {"n": 1}, "status": {"phase": "Pending"}});
+        let with = |path: &str, value: Value| {
+            let mut v = base.clone();
+            if let Some(slot) = v.pointer_mut(path) {
+                *slot = value;
+            }
+            v
+        };
+        let no_mf = {
+            let mut v = base.clone();
+            v["metadata"]
+                .as_object_mut()
+                .map(|m| m.remove("managedFields"));
+            v
+        };
+        let skip_rv = ["resourceVersion", "managedFields"];
+        // (case, other object, top-level keys skipped, metadata keys skipped, equal)
+        #[allow(clippy::type_complexity)]
+        let cases: Vec<(&str, Value, &[&str], &[&str], bool)> = vec![
+            ("same", base.clone(), &[], &[], true),
+            (
+                "other version",
+                with("/metadata/resourceVersion", json!("2")),
+                &[],
+                &skip_rv,
+                true,
+            ),
+            (
+                "other version, not skipped",
+                with("/metadata/resourceVersion", json!("2")),
+                &[],
+                &[],
+                false,
+            ),
+            ("managedFields gone", no_mf.clone(), &[], &skip_rv, true),
+            ("managedFields gone, not skipped", no_mf, &[], &[], false),
+            (
+                "other spec",
+                with("/spec/n", json!(2)),
+                &["status"],
+                &skip_rv,
+                false,
+            ),
+            (
+                "other status",
+                with("/status/phase", json!("Running")),
+                &["status"],
+                &[],
+                true,
+            ),
+            (
+                "other status, not skipped",
+                with("/status/phase", json!("Running")),
+                &[],
+                &skip_rv,
+                false,
+            ),
+            (
+                "metadata not an object",
+                with("/metadata", json!(1)),
+                &[],
+                &skip_rv,
+                false,
+            ),
+        ];
+        for (case, other, top, meta, want) in cases {
+            assert_eq!(equal_except(&base, &other, top, meta), want, "{case}");
+            assert_eq!(
+                equal_except(&other, &base, top, meta),
+                want,
+                "{case} (swapped)"
+            );
+        }
     }
 }

@@ -350,6 +350,12 @@ fn ready_conditions(now: &str, ready: &str) -> Value {
     Value::Array(conds)
 }
 
+/// The value at `path`, without the allocations of `Value::pointer` (which unescapes
+/// every segment): the scheduler reads pods and nodes this way for every pending pod.
+fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
+}
+
 /// Parses a Kubernetes quantity into a number of base units (cores, bytes, count).
 pub fn parse_quantity(q: &str) -> Option<f64> {
     let q = q.trim();
@@ -386,7 +392,7 @@ pub fn parse_quantity(q: &str) -> Option<f64> {
 pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
     let mut sum: HashMap<String, f64> = HashMap::new();
     let requests = |c: &Value| -> HashMap<String, f64> {
-        c.pointer("/resources/requests")
+        at(c, &["resources", "requests"])
             .and_then(Value::as_object)
             .map(|r| {
                 r.iter()
@@ -395,8 +401,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
             })
             .unwrap_or_default()
     };
-    for c in pod
-        .pointer("/spec/containers")
+    for c in at(pod, &["spec", "containers"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -405,8 +410,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
             *sum.entry(k).or_default() += v;
         }
     }
-    for c in pod
-        .pointer("/spec/initContainers")
+    for c in at(pod, &["spec", "initContainers"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -416,7 +420,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
             *e = e.max(v);
         }
     }
-    if let Some(overhead) = pod.pointer("/spec/overhead").and_then(Value::as_object) {
+    if let Some(overhead) = at(pod, &["spec", "overhead"]).and_then(Value::as_object) {
         for (k, v) in overhead {
             if let Some(q) = v.as_str().and_then(parse_quantity) {
                 *sum.entry(k.clone()).or_default() += q;
@@ -425,13 +429,6 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
     }
     *sum.entry("pods".into()).or_default() += 1.0;
     sum
-}
-
-fn labels_of(obj: &Value) -> serde_json::Map<String, Value> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
 }
 
 fn expression_matches(expr: &Value, value_of: &dyn Fn(&str) -> Option<String>) -> bool {
@@ -463,21 +460,20 @@ fn expression_matches(expr: &Value, value_of: &dyn Fn(&str) -> Option<String>) -
 /// Whether a pod may be placed on a node: readiness, unschedulable, taints, nodeSelector,
 /// required node affinity. Resources are checked by the caller.
 pub fn node_accepts(node: &Value, pod: &Value) -> bool {
-    let ready = node
-        .pointer("/status/conditions")
+    let ready = at(node, &["status", "conditions"])
         .and_then(Value::as_array)
         .is_some_and(|c| {
             c.iter()
                 .any(|c| c["type"] == "Ready" && c["status"] == "True")
         });
-    if !ready || node.pointer("/metadata/deletionTimestamp").is_some() {
+    if !ready || at(node, &["metadata", "deletionTimestamp"]).is_some() {
         return false;
     }
-    let tolerations: Vec<Value> = pod
-        .pointer("/spec/tolerations")
+    // Borrowed, not cloned: this runs for every pending pod on every node.
+    let tolerations: &[Value] = at(pod, &["spec", "tolerations"])
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     let tolerates = |key: &str, value: &str, effect: &str| {
         tolerations.iter().any(|t| {
             let t_key = t.get("key").and_then(Value::as_str).unwrap_or("");
@@ -490,13 +486,12 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
             key_ok && value_ok && effect_ok
         })
     };
-    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true)
+    if at(node, &["spec", "unschedulable"]).and_then(Value::as_bool) == Some(true)
         && !tolerates("node.kubernetes.io/unschedulable", "", "NoSchedule")
     {
         return false;
     }
-    for taint in node
-        .pointer("/spec/taints")
+    for taint in at(node, &["spec", "taints"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -511,39 +506,190 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
             return false;
         }
     }
-    let labels = labels_of(node);
-    if let Some(selector) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
+    let labels = at(node, &["metadata", "labels"]).and_then(Value::as_object);
+    let label = |k: &str| labels.and_then(|l| l.get(k));
+    if let Some(selector) = at(pod, &["spec", "nodeSelector"]).and_then(Value::as_object) {
         for (k, v) in selector {
-            if labels.get(k) != Some(v) {
+            if label(k) != Some(v) {
                 return false;
             }
         }
     }
-    let node_name = node
-        .pointer("/metadata/name")
+    let node_name = at(node, &["metadata", "name"])
         .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    if let Some(terms) = pod
-        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
-        .and_then(Value::as_array)
+        .unwrap_or("");
+    if let Some(terms) = at(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    )
+    .and_then(Value::as_array)
     {
-        let label_of = |k: &str| labels.get(k).and_then(Value::as_str).map(str::to_string);
-        let field_of = |k: &str| (k == "metadata.name").then(|| node_name.clone());
+        let label_of = |k: &str| label(k).and_then(Value::as_str).map(str::to_string);
+        let field_of = |k: &str| (k == "metadata.name").then(|| node_name.to_string());
         let any_term = terms.iter().any(|term| {
             let exprs = term.get("matchExpressions").and_then(Value::as_array);
             let fields = term.get("matchFields").and_then(Value::as_array);
             if exprs.is_none_or(Vec::is_empty) && fields.is_none_or(Vec::is_empty) {
                 return false;
             }
-            exprs.into_iter().flatten().all(|e| expression_matches(e, &label_of))
-                && fields.into_iter().flatten().all(|e| expression_matches(e, &field_of))
+            exprs
+                .into_iter()
+                .flatten()
+                .all(|e| expression_matches(e, &label_of))
+                && fields
+                    .into_iter()
+                    .flatten()
+                    .all(|e| expression_matches(e, &field_of))
         });
         if !any_term {
             return false;
         }
     }
     true
+}
+
+/// Effective requests of a pod, as [`pod_requests`] computes them.
+pub type Requests = HashMap<String, f64>;
+
+/// The node a pod's requests count against: it is bound and has not finished.
+fn counted_node(pod: &Value) -> Option<&str> {
+    let node = at(pod, &["spec", "nodeName"])
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())?;
+    let finished = matches!(
+        at(pod, &["status", "phase"]).and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    (!finished).then_some(node)
+}
+
+/// What bound, unfinished pods take from each node, kept up to date from pod changes: a
+/// scheduling pass then reads one figure per node instead of re-reading every bound pod
+/// (which made each pass cost as much as the whole cluster).
+#[derive(Debug, Default)]
+pub struct NodeUsage {
+    /// Pod key -> the node it counts against and its requests.
+    pods: HashMap<(String, String), (String, Requests)>,
+    /// Node -> sum of the requests of its pods.
+    nodes: HashMap<String, Requests>,
+}
+
+impl NodeUsage {
+    /// Takes a pod's latest state into account (`None`: the pod is gone).
+    pub fn observe(&mut self, key: &(String, String), pod: Option<&Value>) {
+        let node = pod.and_then(counted_node);
+        match (self.pods.get(key), node) {
+            // A bound pod's requests do not change; most changes are status writes.
+            (Some((counted, _)), Some(node)) if counted == node => return,
+            (None, None) => return,
+            _ => {}
+        }
+        self.remove(key);
+        if let (Some(pod), Some(node)) = (pod, node) {
+            self.add(key.clone(), node.to_string(), pod_requests(pod));
+        }
+    }
+
+    /// Counts a pod the scheduler just bound, before its change is read back.
+    pub fn bound(&mut self, key: (String, String), node: String, requests: Requests) {
+        self.remove(&key);
+        self.add(key, node, requests);
+    }
+
+    /// What the node's counted pods request, by resource.
+    pub fn used(&self, node: &str) -> Option<&Requests> {
+        self.nodes.get(node)
+    }
+
+    fn add(&mut self, key: (String, String), node: String, requests: Requests) {
+        let sum = self.nodes.entry(node.clone()).or_default();
+        for (resource, quantity) in &requests {
+            *sum.entry(resource.clone()).or_default() += quantity;
+        }
+        self.pods.insert(key, (node, requests));
+    }
+
+    fn remove(&mut self, key: &(String, String)) {
+        let Some((node, requests)) = self.pods.remove(key) else {
+            return;
+        };
+        let Some(sum) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        for (resource, quantity) in &requests {
+            if let Some(total) = sum.get_mut(resource) {
+                *total -= quantity;
+            }
+        }
+        // Every pod counts one `pods`; none left means no rounding residue is kept either.
+        if sum.get("pods").is_none_or(|pods| *pods < 0.5) {
+            self.nodes.remove(&node);
+        }
+    }
+}
+
+/// A node as the scheduler reads it: re-read only when some node changed.
+struct NodeView {
+    node: Arc<crate::store::Stored>,
+    name: String,
+    allocatable: Requests,
+}
+
+impl NodeView {
+    fn new(node: Arc<crate::store::Stored>) -> NodeView {
+        let name = at(&node.value, &["metadata", "name"])
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let allocatable = at(&node.value, &["status", "allocatable"])
+            .or_else(|| at(&node.value, &["status", "capacity"]))
+            .and_then(Value::as_object)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), parse_quantity(v.as_str()?)?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        NodeView {
+            node,
+            name,
+            allocatable,
+        }
+    }
+}
+
+/// The node with the largest share of CPU left after placing a pod requesting `requests`,
+/// among `candidates` (name, allocatable, used) where it fits; ties keep the first.
+fn best_fit<'a>(
+    requests: &Requests,
+    candidates: impl IntoIterator<Item = (&'a str, &'a Requests, Option<&'a Requests>)>,
+) -> Option<&'a str> {
+    let mut best: Option<(f64, &str)> = None;
+    for (name, allocatable, used) in candidates {
+        let mut fits = true;
+        let mut free_cpu_fraction = 1.0;
+        for (res, want) in requests {
+            let have = allocatable.get(res).copied().unwrap_or(0.0);
+            let taken = used.and_then(|u| u.get(res)).copied().unwrap_or(0.0);
+            if *want > 0.0 && taken + want > have + 1e-9 {
+                fits = false;
+                break;
+            }
+            if res == "cpu" && have > 0.0 {
+                free_cpu_fraction = (have - taken - want) / have;
+            }
+        }
+        if fits && best.is_none_or(|(score, _)| free_cpu_fraction > score) {
+            best = Some((free_cpu_fraction, name));
+        }
+    }
+    best.map(|(_, name)| name)
 }
 
 enum Timer {
@@ -555,7 +701,10 @@ enum Timer {
 pub async fn run(state: Arc<ClusterState>) {
     let pods_gr = GroupResource::new("", "pods");
     let nodes_gr = GroupResource::new("", "nodes");
-    let mut changes = state.store.subscribe();
+    // Only pod and node changes concern this loop; the rest of the cluster's writes (leases,
+    // events, ...) need not wake it.
+    let mut pod_changes = state.store.subscribe_resource(&pods_gr);
+    let mut node_changes = state.store.subscribe_resource(&nodes_gr);
     let mut cursor = 0u64;
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut waiting: Vec<(String, String)> = Vec::new();
@@ -568,19 +717,25 @@ pub async fn run(state: Arc<ClusterState>) {
     let mut last_lease = Instant::now();
     let mut last_lifecycle = Instant::now();
     let mut last_retry = Instant::now();
+    let mut usage = NodeUsage::default();
+    let mut nodes: Option<Vec<NodeView>> = None;
     loop {
         // Follow pod and node changes since the cursor.
         let oldest = state.store.oldest_watchable();
         if cursor < oldest {
             // Fell behind the history: start over from the current state.
             cursor = state.store.current_rv();
-            pending = state
-                .store
-                .list(&pods_gr, None, None, 0, &|s| is_pending(&s.value))
-                .items
+            let pods = state.store.list(&pods_gr, None, None, 0, &|_| true).items;
+            usage = NodeUsage::default();
+            for pod in &pods {
+                usage.observe(&key_of(&pod.value), Some(&pod.value));
+            }
+            pending = pods
                 .iter()
+                .filter(|p| is_pending(&p.value))
                 .map(|p| key_of(&p.value))
                 .collect();
+            nodes = None;
             retry_all = true;
         }
         let mut nodes_changed = false;
@@ -598,32 +753,33 @@ pub async fn run(state: Arc<ClusterState>) {
                     let key = key_of(pod);
                     match event.kind {
                         EventType::Deleted => {
+                            usage.observe(&key, None);
                             state.kubelet.forget_pod(&key.0, &key.1);
                             scheduled_removal.remove(&key);
                             starting.remove(&key);
                         }
                         _ => {
+                            usage.observe(&key, Some(pod));
                             if is_pending(pod) && state.options.scheduler {
                                 pending.push(key.clone());
                             }
-                            let node = pod
-                                .pointer("/spec/nodeName")
+                            let node = at(pod, &["spec", "nodeName"])
                                 .and_then(Value::as_str)
                                 .unwrap_or("");
                             if !node.is_empty() && state.options.kubelet && state.kubelet.runs(node)
                             {
-                                let phase = pod
-                                    .pointer("/status/phase")
+                                let phase = at(pod, &["status", "phase"])
                                     .and_then(Value::as_str)
                                     .unwrap_or("");
-                                let deleting = pod.pointer("/metadata/deletionTimestamp").is_some();
-                                let started = pod.pointer("/status/startTime").is_some();
+                                let deleting =
+                                    at(pod, &["metadata", "deletionTimestamp"]).is_some();
+                                let started = at(pod, &["status", "startTime"]).is_some();
                                 if deleting {
                                     if scheduled_removal.insert(key.clone()) {
-                                        let grace = pod
-                                            .pointer("/metadata/deletionGracePeriodSeconds")
-                                            .and_then(Value::as_u64)
-                                            .unwrap_or(0);
+                                        let grace =
+                                            at(pod, &["metadata", "deletionGracePeriodSeconds"])
+                                                .and_then(Value::as_u64)
+                                                .unwrap_or(0);
                                         let delay = Duration::from_secs(grace)
                                             .min(state.options.max_termination_delay);
                                         seq += 1;
@@ -652,6 +808,9 @@ pub async fn run(state: Arc<ClusterState>) {
             }
         }
         cursor = upto.max(cursor);
+        if nodes_changed {
+            nodes = None;
+        }
         if nodes_changed || last_retry.elapsed() >= Duration::from_secs(1) {
             retry_all = true;
         }
@@ -668,7 +827,12 @@ pub async fn run(state: Arc<ClusterState>) {
                 retry_all = false;
             }
             if !batch.is_empty() {
-                waiting.extend(schedule(&state, batch));
+                let nodes = nodes.get_or_insert_with(|| {
+                    let nodes_gr = GroupResource::new("", "nodes");
+                    let listed = state.store.list(&nodes_gr, None, None, 0, &|_| true);
+                    listed.items.into_iter().map(NodeView::new).collect()
+                });
+                waiting.extend(schedule(&state, batch, nodes, &mut usage));
             }
         }
 
@@ -719,7 +883,8 @@ pub async fn run(state: Arc<ClusterState>) {
         let wake = next_timer.map(|t| t.min(tick)).unwrap_or(tick);
         tokio::select! {
             _ = state.shutdown.cancelled() => return,
-            _ = changes.changed() => {}
+            _ = pod_changes.changed() => {}
+            _ = node_changes.changed() => {}
             _ = tokio::time::sleep_until(wake) => {}
         }
     }
@@ -727,11 +892,11 @@ pub async fn run(state: Arc<ClusterState>) {
 
 fn key_of(obj: &Value) -> (String, String) {
     (
-        obj.pointer("/metadata/namespace")
+        at(obj, &["metadata", "namespace"])
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        obj.pointer("/metadata/name")
+        at(obj, &["metadata", "name"])
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
@@ -739,57 +904,31 @@ fn key_of(obj: &Value) -> (String, String) {
 }
 
 fn is_pending(pod: &Value) -> bool {
-    pod.pointer("/spec/nodeName")
+    at(pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("")
         .is_empty()
-        && pod.pointer("/metadata/deletionTimestamp").is_none()
-        && pod
-            .pointer("/spec/schedulerName")
+        && at(pod, &["metadata", "deletionTimestamp"]).is_none()
+        && at(pod, &["spec", "schedulerName"])
             .and_then(Value::as_str)
             .unwrap_or("default-scheduler")
             == "default-scheduler"
         && matches!(
-            pod.pointer("/status/phase").and_then(Value::as_str),
+            at(pod, &["status", "phase"]).and_then(Value::as_str),
             None | Some("Pending")
         )
 }
 
 /// Binds what fits; returns the pods still pending.
-fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String, String)> {
+fn schedule(
+    state: &ClusterState,
+    pending: Vec<(String, String)>,
+    nodes: &[NodeView],
+    usage: &mut NodeUsage,
+) -> Vec<(String, String)> {
     let pods_gr = GroupResource::new("", "pods");
-    let nodes_gr = GroupResource::new("", "nodes");
-    let nodes = state.store.list(&nodes_gr, None, None, 0, &|_| true).items;
     if nodes.is_empty() {
         return pending;
-    }
-    // Usage per node from the pods bound to it.
-    let mut used: HashMap<String, HashMap<String, f64>> = HashMap::new();
-    for pod in state
-        .store
-        .list(&pods_gr, None, None, 0, &|s| {
-            !s.value
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .is_empty()
-                && !matches!(
-                    s.value.pointer("/status/phase").and_then(Value::as_str),
-                    Some("Succeeded" | "Failed")
-                )
-        })
-        .items
-    {
-        let node = pod
-            .value
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let entry = used.entry(node).or_default();
-        for (k, v) in pod_requests(&pod.value) {
-            *entry.entry(k).or_default() += v;
-        }
     }
     let mut still = Vec::new();
     for (ns, name) in pending {
@@ -800,55 +939,15 @@ fn schedule(state: &ClusterState, pending: Vec<(String, String)>) -> Vec<(String
             continue;
         }
         let requests = pod_requests(&pod.value);
-        let mut best: Option<(f64, String)> = None;
-        for node in &nodes {
-            if !node_accepts(&node.value, &pod.value) {
-                continue;
-            }
-            let node_name = node
-                .value
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let alloc = node
-                .value
-                .pointer("/status/allocatable")
-                .or_else(|| node.value.pointer("/status/capacity"))
-                .and_then(Value::as_object);
-            let node_used = used.get(node_name);
-            let mut fits = true;
-            let mut free_cpu_fraction = 1.0;
-            for (res, want) in &requests {
-                let have = alloc
-                    .and_then(|a| a.get(res))
-                    .and_then(Value::as_str)
-                    .and_then(parse_quantity)
-                    .unwrap_or(0.0);
-                let taken = node_used.and_then(|u| u.get(res)).copied().unwrap_or(0.0);
-                if *want > 0.0 && taken + want > have + 1e-9 {
-                    fits = false;
-                    break;
-                }
-                if res == "cpu" && have > 0.0 {
-                    free_cpu_fraction = (have - taken - want) / have;
-                }
-            }
-            if fits
-                && best
-                    .as_ref()
-                    .is_none_or(|(score, _)| free_cpu_fraction > *score)
-            {
-                best = Some((free_cpu_fraction, node_name.to_string()));
-            }
-        }
-        match best {
-            Some((_, node)) => {
+        let candidates = nodes
+            .iter()
+            .filter(|n| node_accepts(&n.node.value, &pod.value))
+            .map(|n| (n.name.as_str(), &n.allocatable, usage.used(&n.name)));
+        match best_fit(&requests, candidates).map(str::to_string) {
+            Some(node) => {
                 let ctx = WriteContext::system("default-scheduler");
                 if crate::subresources::bind_pod(state, &ns, &name, &node, &ctx).is_ok() {
-                    let entry = used.entry(node).or_default();
-                    for (k, v) in requests {
-                        *entry.entry(k).or_default() += v;
-                    }
+                    usage.bound((ns, name), node, requests);
                 }
             }
             None => still.push((ns, name)),
@@ -865,40 +964,31 @@ fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
     let Some(pod) = state.store.get(&pods_gr, namespace, name) else {
         return;
     };
-    let node = pod
-        .value
-        .pointer("/spec/nodeName")
+    let node = at(&pod.value, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    if !state.kubelet.runs(&node) || pod.value.pointer("/metadata/deletionTimestamp").is_some() {
+    if !state.kubelet.runs(&node) || at(&pod.value, &["metadata", "deletionTimestamp"]).is_some() {
         return;
     }
     let host_ip = state
         .store
         .get(&GroupResource::new("", "nodes"), "", &node)
         .and_then(|n| {
-            n.value
-                .pointer("/status/addresses")
+            at(&n.value, &["status", "addresses"])
                 .and_then(Value::as_array)
                 .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
                 .and_then(|x| x["address"].as_str().map(str::to_string))
         })
         .unwrap_or_else(|| format!("10.0.0.{}", state.kubelet.node_index(&node)));
-    let pod_ip = if pod
-        .value
-        .pointer("/spec/hostNetwork")
-        .and_then(Value::as_bool)
-        == Some(true)
+    let pod_ip = if at(&pod.value, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true)
     {
         host_ip.clone()
     } else {
         state.kubelet.allocate_ip()
     };
     let now = crate::meta::now_rfc3339();
-    let containers: Vec<Value> = pod
-        .value
-        .pointer("/spec/containers")
+    let containers: Vec<Value> = at(&pod.value, &["spec", "containers"])
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -931,7 +1021,7 @@ fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
     let ctx = WriteContext::system("kubelet");
     let _ = state.update_with(&rt, "v1", namespace, name, Some("status"), &ctx, None, |old| {
         let mut new = old.clone();
-        let qos = old.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort"));
+        let qos = at(old, &["status", "qosClass"]).cloned().unwrap_or(json!("BestEffort"));
         let cond = |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
         new["status"] = json!({
             "phase": "Running",
@@ -977,28 +1067,21 @@ fn node_lifecycle_pass(state: &ClusterState) {
     let now = jiff::Timestamp::now();
     let grace = state.options.node_monitor_grace.as_secs_f64();
     for node in nodes {
-        let name = node
-            .value
-            .pointer("/metadata/name")
+        let name = at(&node.value, &["metadata", "name"])
             .and_then(Value::as_str)
             .unwrap_or("");
-        let ready = node
-            .value
-            .pointer("/status/conditions")
+        let ready = at(&node.value, &["status", "conditions"])
             .and_then(Value::as_array)
             .and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
         let Some(ready) = ready else { continue };
         let parse = |s: Option<&str>| s.and_then(|s| s.parse::<jiff::Timestamp>().ok());
         let heartbeat = parse(ready.get("lastHeartbeatTime").and_then(Value::as_str));
-        let created = parse(
-            node.value
-                .pointer("/metadata/creationTimestamp")
-                .and_then(Value::as_str),
-        );
+        let created =
+            parse(at(&node.value, &["metadata", "creationTimestamp"]).and_then(Value::as_str));
         let renewed = state
             .store
             .get(&leases, "kube-node-lease", name)
-            .and_then(|l| parse(l.value.pointer("/spec/renewTime").and_then(Value::as_str)));
+            .and_then(|l| parse(at(&l.value, &["spec", "renewTime"]).and_then(Value::as_str)));
         let last = [heartbeat, renewed, created].into_iter().flatten().max();
         let Some(last) = last else { continue };
         let age = now.duration_since(last).as_secs_f64();
@@ -1027,7 +1110,7 @@ fn node_lifecycle_pass(state: &ClusterState) {
 
 /// The names of a pod's (regular) containers.
 pub fn container_names(pod: &Value) -> Vec<String> {
-    pod.pointer("/spec/containers")
+    at(pod, &["spec", "containers"])
         .and_then(Value::as_array)
         .map(|c| {
             c.iter()
@@ -1246,6 +1329,150 @@ mod tests {
         ];
         for (pod, want) in cases {
             assert_eq!(node_accepts(&node, &pod), want, "{pod}");
+        }
+    }
+
+    fn bound_pod(node: &str, cpu: &str, phase: &str) -> Value {
+        json!({"spec": {"nodeName": node,
+            "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
+            "status": {"phase": phase}})
+    }
+
+    #[test]
+    fn node_usage_follows_pod_changes() {
+        let key = |n: &str| ("ns".to_string(), n.to_string());
+        let pending = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        // (case, pod, its new state, expected cpu and pods on n1, on n2)
+        #[allow(clippy::type_complexity)]
+        let steps: Vec<(&str, &str, Option<Value>, (f64, f64), (f64, f64))> = vec![
+            (
+                "pending pods do not count",
+                "a",
+                Some(pending.clone()),
+                (0.0, 0.0),
+                (0.0, 0.0),
+            ),
+            (
+                "bound",
+                "a",
+                Some(bound_pod("n1", "1", "Pending")),
+                (1.0, 1.0),
+                (0.0, 0.0),
+            ),
+            (
+                "second pod",
+                "b",
+                Some(bound_pod("n1", "500m", "Running")),
+                (1.5, 2.0),
+                (0.0, 0.0),
+            ),
+            (
+                "status change",
+                "a",
+                Some(bound_pod("n1", "1", "Running")),
+                (1.5, 2.0),
+                (0.0, 0.0),
+            ),
+            (
+                "moved",
+                "b",
+                Some(bound_pod("n2", "500m", "Running")),
+                (1.0, 1.0),
+                (0.5, 1.0),
+            ),
+            (
+                "finished",
+                "a",
+                Some(bound_pod("n1", "1", "Succeeded")),
+                (0.0, 0.0),
+                (0.5, 1.0),
+            ),
+            ("deleted", "b", None, (0.0, 0.0), (0.0, 0.0)),
+            ("unknown pod deleted", "c", None, (0.0, 0.0), (0.0, 0.0)),
+        ];
+        let mut usage = NodeUsage::default();
+        let on = |usage: &NodeUsage, node: &str| {
+            usage.used(node).map_or((0.0, 0.0), |u| {
+                (
+                    u.get("cpu").copied().unwrap_or(0.0),
+                    u.get("pods").copied().unwrap_or(0.0),
+                )
+            })
+        };
+        for (case, name, pod, n1, n2) in steps {
+            usage.observe(&key(name), pod.as_ref());
+            let (got1, got2) = (on(&usage, "n1"), on(&usage, "n2"));
+            for (got, want) in [(got1, n1), (got2, n2)] {
+                assert!(
+                    (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
+                    "{case}: {got:?} != {want:?}"
+                );
+            }
+        }
+        usage.bound(
+            key("d"),
+            "n2".into(),
+            pod_requests(&bound_pod("n2", "2", "")),
+        );
+        usage.observe(&key("d"), Some(&bound_pod("n2", "2", "Pending")));
+        assert_eq!(
+            on(&usage, "n2"),
+            (2.0, 1.0),
+            "a bound pod read back counts once"
+        );
+    }
+
+    #[test]
+    fn best_fit_picks_the_most_free_cpu() {
+        let reqs =
+            |cpu: f64| -> Requests { [("cpu".to_string(), cpu), ("pods".to_string(), 1.0)].into() };
+        let alloc = |cpu: f64, pods: f64| -> Requests {
+            [("cpu".to_string(), cpu), ("pods".to_string(), pods)].into()
+        };
+        let (a4, a8, a8_full) = (alloc(4.0, 10.0), alloc(8.0, 10.0), alloc(8.0, 1.0));
+        let used_half = reqs(4.0);
+        // (case, request, candidates, expected)
+        #[allow(clippy::type_complexity)]
+        let cases: Vec<(
+            &str,
+            Requests,
+            Vec<(&str, &Requests, Option<&Requests>)>,
+            Option<&str>,
+        )> = vec![
+            ("no candidates", reqs(1.0), vec![], None),
+            (
+                "larger share free wins",
+                reqs(1.0),
+                vec![("a", &a4, None), ("b", &a8, None)],
+                Some("b"),
+            ),
+            (
+                "usage counts",
+                reqs(1.0),
+                vec![("a", &a4, None), ("b", &a8, Some(&used_half))],
+                Some("a"),
+            ),
+            (
+                "too big",
+                reqs(9.0),
+                vec![("a", &a4, None), ("b", &a8, None)],
+                None,
+            ),
+            (
+                "pods limit",
+                reqs(1.0),
+                vec![("a", &a8_full, Some(&used_half))],
+                None,
+            ),
+            (
+                "ties keep the first",
+                reqs(1.0),
+                vec![("a", &a8, None), ("b", &a8, None)],
+                Some("a"),
+            ),
+        ];
+        for (case, want_reqs, candidates, want) in cases {
+            assert_eq!(best_fit(&want_reqs, candidates), want, "{case}");
         }
     }
 

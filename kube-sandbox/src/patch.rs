@@ -2090,11 +2090,11 @@ pub fn record_update_subresource(
     if !new.is_object() {
         return;
     }
-    let requested = new.pointer("/metadata/managedFields").cloned();
+    // Taken out for the comparison below and written back at the end.
+    let requested = take_managed_fields(new);
     if let Some(Value::Array(list)) = &requested
         && (list.is_empty() || (list.len() == 1 && list[0] == Value::Object(Map::new())))
     {
-        take_managed_fields(new);
         return;
     }
     let mut entries = parse_managed_fields(requested.as_ref());
@@ -2107,10 +2107,10 @@ pub fn record_update_subresource(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let mut before = old.cloned().unwrap_or_else(|| Value::Object(Map::new()));
-    take_managed_fields(&mut before);
-    let mut after = new.clone();
-    take_managed_fields(&mut after);
+    // The old object is compared as it is, not copied without its managedFields on every
+    // write: their removal shows as one removed path that no entry owns.
+    let empty = Value::Object(Map::new());
+    let before = old.unwrap_or(&empty);
 
     let walker = Walker {
         kind: &kind,
@@ -2118,8 +2118,8 @@ pub fn record_update_subresource(
     };
     let mut cmp = Comparison::default();
     walker.diff(
-        Some(&before),
-        Some(&after),
+        Some(before),
+        Some(new),
         &mut Vec::new(),
         &mut Vec::new(),
         &mut cmp,

@@ -114,6 +114,9 @@ pub struct WriteOutcome {
 pub struct Store {
     inner: Mutex<Inner>,
     notify: watch::Sender<u64>,
+    /// One channel per resource, so that a watch wakes for changes of its own resource only
+    /// instead of for every write to the cluster.
+    resource_notify: Mutex<HashMap<GroupResource, watch::Sender<u64>>>,
 }
 
 struct Inner {
@@ -153,6 +156,7 @@ impl Store {
                 uids: HashMap::new(),
             }),
             notify,
+            resource_notify: Mutex::new(HashMap::new()),
         }
     }
 
@@ -171,6 +175,17 @@ impl Store {
     /// A receiver woken on every change with the newest resourceVersion.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.notify.subscribe()
+    }
+
+    /// A receiver woken on every change of `resource`, with that change's resourceVersion.
+    pub fn subscribe_resource(&self, resource: &GroupResource) -> watch::Receiver<u64> {
+        let rv = self.current_rv();
+        self.resource_notify
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(resource.clone())
+            .or_insert_with(|| watch::channel(rv).0)
+            .subscribe()
     }
 
     /// Reads one object.
@@ -347,6 +362,14 @@ impl Store {
         drop(inner);
         if outcome.event.is_some() {
             self.notify.send_replace(rv);
+            if let Some(tx) = self
+                .resource_notify
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .get(resource)
+            {
+                tx.send_replace(rv);
+            }
         }
         Ok(outcome)
     }
@@ -541,6 +564,17 @@ mod tests {
         assert_eq!(page.items.len(), 1);
         assert!(page.next.is_none());
         assert_eq!(store.list(&gr, None, None, 0, &|_| true).items.len(), 9);
+    }
+
+    #[test]
+    fn resource_subscribers_wake_for_their_resource_only() {
+        let store = Store::new(100);
+        let pods = store.subscribe_resource(&GroupResource::new("", "pods"));
+        let nodes = store.subscribe_resource(&GroupResource::new("", "nodes"));
+        put(&store, "ns", "a");
+        assert_eq!(pods.has_changed().ok(), Some(true));
+        assert_eq!(nodes.has_changed().ok(), Some(false));
+        assert_eq!(*pods.borrow(), 1);
     }
 
     #[test]

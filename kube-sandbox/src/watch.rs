@@ -102,7 +102,7 @@ pub fn start(state: Arc<ClusterState>, req: WatchRequest) -> mpsc::Receiver<Byte
 
 async fn run(state: Arc<ClusterState>, req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     let gr = req.rt.group_resource();
-    let mut changes = state.store.subscribe();
+    let mut changes = state.store.subscribe_resource(&gr);
     let deadline = req.timeout.map(|t| tokio::time::Instant::now() + t);
     let mut cursor = match req.resource_version {
         Some(rv) if !req.initial_events => rv,
