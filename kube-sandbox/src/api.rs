@@ -456,6 +456,9 @@ impl ClusterState {
         let gr = rt.group_resource();
         let ns_key = if rt.namespaced { namespace } else { "" };
         let status_write = subresource == Some("status");
+        // pods/binding sets spec.nodeName and the PodScheduled condition in one write, as
+        // kube-apiserver's binding storage does, so the status it computes is kept.
+        let binding_write = subresource == Some("binding");
         let api_version = rt.api_version(rt.storage_version());
         let mut dry_result = None;
         let outcome = self.store.write(&gr, ns_key, name, |current| {
@@ -514,6 +517,7 @@ impl ClusterState {
                 new = merged;
             } else {
                 if rt.has_status()
+                    && !binding_write
                     && let Some(map) = new.as_object_mut()
                 {
                     match old.get("status") {

@@ -135,46 +135,43 @@ pub fn bind_pod(
         return Err(ApiError::internal("pods are not served"));
     };
     let node = node.to_string();
-    state.update_with(&rt, "v1", namespace, name, None, ctx, None, |old| {
-        if let Some(current) = old.pointer("/spec/nodeName").and_then(Value::as_str)
-            && !current.is_empty()
-        {
-            return Err(ApiError::conflict(
-                "",
-                "pods",
-                name,
-                &format!("pod {name} is already assigned to node \"{current}\""),
-            ));
-        }
-        if old.pointer("/metadata/deletionTimestamp").is_some() {
-            return Err(ApiError::conflict("", "pods", name, "pod is being deleted"));
-        }
-        let mut new = old.clone();
-        new["spec"]["nodeName"] = json!(node);
-        Ok(new)
-    })?;
-    // The scheduler records the PodScheduled condition through the status subresource.
     let now = crate::meta::now_rfc3339();
+    // One write, like kube-apiserver's binding: the node and the PodScheduled condition.
     state.update_with(
         &rt,
         "v1",
         namespace,
         name,
-        Some("status"),
+        Some("binding"),
         ctx,
         None,
         |old| {
+            if let Some(current) = old.pointer("/spec/nodeName").and_then(Value::as_str)
+                && !current.is_empty()
+            {
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    &format!("pod {name} is already assigned to node \"{current}\""),
+                ));
+            }
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Err(ApiError::conflict("", "pods", name, "pod is being deleted"));
+            }
             let mut new = old.clone();
+            new["spec"]["nodeName"] = json!(node);
+            if !new.get("status").is_some_and(Value::is_object) {
+                new["status"] = json!({});
+            }
             let conditions = new["status"]
                 .as_object_mut()
                 .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
             if let Some(Value::Array(conditions)) = conditions {
                 conditions
                     .retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
-                conditions.push(
-                    json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null,
-                "lastTransitionTime": now}),
-                );
+                conditions.push(json!({"type": "PodScheduled", "status": "True",
+                "lastProbeTime": null, "lastTransitionTime": now}));
             }
             Ok(new)
         },

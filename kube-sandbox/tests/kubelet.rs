@@ -179,3 +179,63 @@ async fn a_node_whose_lease_stops_turns_unknown_and_recovers() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_binding_is_one_write_with_the_node_and_the_scheduled_condition() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::WatchParams;
+    use kube::core::WatchEvent;
+    // No nodes: the simulated scheduler leaves the pod alone; the binding comes from us.
+    let cluster = Cluster::with_options("bind", fast());
+    let client = cluster.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let created = pods
+        .create(
+            &PostParams::default(),
+            &pod(
+                "p",
+                json!({"containers": [{"name": "c", "image": "busybox:1"}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    let rv = created.metadata.resource_version.clone().unwrap();
+    let mut events = pods
+        .watch(&WatchParams::default().fields("metadata.name=p"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
+    let request = http::Request::post("/api/v1/namespaces/default/pods/p/binding")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&binding).unwrap())
+        .unwrap();
+    client.request_text(request).await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let WatchEvent::Modified(bound) = first else {
+        panic!("expected the binding's MODIFIED event, got {first:?}");
+    };
+    assert_eq!(
+        bound.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+        Some("n1")
+    );
+    let scheduled = bound
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .map(|c| c.status);
+    assert_eq!(scheduled.as_deref(), Some("True"), "in the same write");
+    // A second binding is refused: the pod is already assigned.
+    let again = http::Request::post("/api/v1/namespaces/default/pods/p/binding")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&binding).unwrap())
+        .unwrap();
+    assert!(client.request_text(again).await.is_err());
+}
