@@ -21,7 +21,8 @@ pub struct Expected<'a> {
     pub name: Option<&'a str>,
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// How a JSON value's type reads in error messages (`an object`, `a string`, ...).
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

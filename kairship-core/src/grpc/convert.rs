@@ -51,19 +51,8 @@ pub fn json_to_struct(value: Value) -> Result<prost_types::Struct, ApiError> {
         Value::Object(map) => Ok(map_to_struct(map)),
         other => Err(ApiError::internal(format!(
             "expected a JSON object to send as google.protobuf.Struct, got {}",
-            json_type(&other)
+            crate::api::body::type_name(&other)
         ))),
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
