@@ -64,6 +64,9 @@ pub use queue::WorkQueue;
 pub use reflector::Change;
 pub use vnode::ProxierEndpoint;
 
+/// How long pod usage changes of a node are gathered before its virtual node is re-evaluated.
+const POD_USAGE_SETTLE: Duration = Duration::from_millis(100);
+
 /// The syncer's notion of "now": the system clock, optionally shifted (tests use a shift
 /// to bring a time-window edge a few seconds ahead).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -327,6 +330,16 @@ impl Context {
 
     fn enqueue_nodes(&self, names: Vec<String>) {
         self.nodes.add_all(names.iter().map(String::as_str));
+    }
+
+    /// Queues nodes whose pod usage changed, a moment later: pods arrive in bursts (a
+    /// Deployment scaling, a batch mapped down), and one re-evaluation then covers the burst
+    /// instead of one virtual node update per pod.
+    fn enqueue_nodes_after_pod_changes(&self, names: Vec<String>) {
+        let at = Instant::now() + POD_USAGE_SETTLE;
+        for name in &names {
+            self.nodes.add_at(name, at);
+        }
     }
 
     /// Queues every physical node and every virtual node's physical node.
@@ -597,7 +610,7 @@ async fn run_session(ctx: Arc<Context>, binding: &ClusterBinding, outer: &Cancel
                         Change::Relisted(all) => index.replace_pods(all),
                     }
                 };
-                c.enqueue_nodes(affected);
+                c.enqueue_nodes_after_pod_changes(affected);
             }
         },
     );
