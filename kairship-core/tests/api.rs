@@ -12,9 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{
-    KAIRSHIP_NS, KarmadaInstance, adopt_instance, ensure_namespace, put_kubeconfig_secret,
-};
+use common::{KAIRSHIP_NS, KarmadaInstance, ensure_namespace, register_adopted};
 use http::StatusCode;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kairship_core::access::{
@@ -217,17 +215,7 @@ impl Env {
             .unwrap();
         }
         ensure_namespace(&instance.client(), NS).await;
-        put_kubeconfig_secret(
-            &host.client(),
-            &format!("{INSTANCE}-kubeconfig"),
-            "kubeconfig",
-            &instance.served.kubeconfig_yaml,
-        )
-        .await;
-        Api::<Instance>::all(host.client())
-            .create(&PostParams::default(), &adopt_instance(INSTANCE))
-            .await
-            .unwrap();
+        register_adopted(&host.client(), INSTANCE, &instance).await;
 
         let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
             host.client(),

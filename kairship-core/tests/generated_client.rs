@@ -24,7 +24,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{KarmadaInstance, adopt_instance, ensure_namespace, put_kubeconfig_secret};
+use common::{KarmadaInstance, ensure_namespace, register_adopted};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kairship_core::api::server::{AppParts, app, serve};
@@ -35,7 +35,6 @@ use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter, SplitRouter,
 };
 use kube::Api;
-use kube::api::PostParams;
 use kube_kit::client::ClientOptions;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -142,17 +141,7 @@ async fn start_server() -> Server {
     let host = common::host().await;
     let instance = KarmadaInstance::start(INSTANCE).await;
     ensure_namespace(&instance.client(), NS).await;
-    put_kubeconfig_secret(
-        &host.client(),
-        &format!("{INSTANCE}-kubeconfig"),
-        "kubeconfig",
-        &instance.served.kubeconfig_yaml,
-    )
-    .await;
-    Api::<Instance>::all(host.client())
-        .create(&PostParams::default(), &adopt_instance(INSTANCE))
-        .await
-        .unwrap();
+    register_adopted(&host.client(), INSTANCE, &instance).await;
 
     let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
         host.client(),

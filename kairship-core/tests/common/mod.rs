@@ -246,6 +246,22 @@ pub async fn put_kubeconfig_secret(host: &Client, name: &str, key: &str, kubecon
     api.create(&PostParams::default(), &secret).await.unwrap();
 }
 
+/// Registers `karmada` on the host as the Adopt-mode Instance `name`: its kubeconfig Secret,
+/// then the Instance.
+pub async fn register_adopted(host: &Client, name: &str, karmada: &KarmadaInstance) {
+    put_kubeconfig_secret(
+        host,
+        &format!("{name}-kubeconfig"),
+        "kubeconfig",
+        &karmada.served.kubeconfig_yaml,
+    )
+    .await;
+    Api::<Instance>::all(host.clone())
+        .create(&PostParams::default(), &adopt_instance(name))
+        .await
+        .unwrap();
+}
+
 /// An Adopt-mode Instance reading its kubeconfig from `kairship-system/<name>-kubeconfig`.
 pub fn adopt_instance(name: &str) -> Instance {
     Instance::new(
