@@ -178,6 +178,14 @@ fn map_equal_except(
 /// Whether two objects are equal but for the top-level keys `top` and the metadata keys
 /// `meta`. Compared in place: every write compares, and copying both objects to strip the
 /// keys cost more than the comparison.
+/// Whether a status write may also change metadata (labels, annotations, finalizers): true
+/// for pods, whose status strategy in kube-apiserver resets only `spec`,
+/// `metadata.deletionTimestamp` and `metadata.ownerReferences`; other types keep everything
+/// but `status`.
+pub fn metadata_writable_through_status(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "pods"
+}
+
 fn equal_except(a: &Value, b: &Value, top: &[&str], meta: &[&str]) -> bool {
     match (a.as_object(), b.as_object()) {
         (Some(a), Some(b)) => map_equal_except(a, b, top, |key, v, w| {
@@ -498,7 +506,7 @@ impl ClusterState {
                 {
                     m.insert("managedFields".into(), mf);
                 }
-            } else if status_write {
+            } else if status_write && !metadata_writable_through_status(rt) {
                 // Only status changes through the status subresource.
                 let status = new.get("status").cloned();
                 let mut merged = old.clone();
@@ -516,18 +524,24 @@ impl ClusterState {
                 }
                 new = merged;
             } else {
-                if rt.has_status()
+                // A pod status write keeps the old spec (and owner references, below); a
+                // write of the object keeps the old status.
+                let (kept_part, kept_owners) = match status_write {
+                    true => ("spec", Some("ownerReferences")),
+                    false => ("status", None),
+                };
+                if (status_write || rt.has_status())
                     && !binding_write
                     && let Some(map) = new.as_object_mut()
                 {
-                    match old.get("status") {
-                        Some(s) => map.insert("status".into(), s.clone()),
-                        None => map.remove("status"),
+                    match old.get(kept_part) {
+                        Some(s) => map.insert(kept_part.into(), s.clone()),
+                        None => map.remove(kept_part),
                     };
                 }
                 let old_meta = old.get("metadata").cloned().unwrap_or_default();
                 if let Some(m) = meta::metadata_mut(&mut new) {
-                    for kept in [
+                    for kept in kept_owners.into_iter().chain([
                         "uid",
                         "creationTimestamp",
                         "deletionTimestamp",
@@ -535,7 +549,7 @@ impl ClusterState {
                         "generation",
                         "namespace",
                         "name",
-                    ] {
+                    ]) {
                         match old_meta.get(kept) {
                             Some(v) => m.insert(kept.into(), v.clone()),
                             None => m.remove(kept),

@@ -34,6 +34,7 @@ pub mod meta;
 pub mod node_proxy;
 pub mod patch;
 pub mod pki;
+pub mod requests;
 pub mod resources;
 pub mod schema;
 pub mod selectors;
@@ -50,6 +51,7 @@ pub use error::ApiError;
 pub use faults::{FaultAction, FaultRule, Faults};
 pub use kubelet::SimNode;
 pub use pki::{CertificateError, ClusterPki, IssuedCertificate};
+pub use requests::{RequestCounts, RequestKind};
 pub use serve::{ServeError, ServeOptions, Served};
 pub use state::{ClusterOptions, ClusterState};
 
@@ -133,6 +135,11 @@ impl Cluster {
     /// Injected failures.
     pub fn faults(&self) -> &Faults {
         &self.state.faults
+    }
+
+    /// Resource requests served so far, by verb, resource and subresource.
+    pub fn requests(&self) -> &RequestCounts {
+        &self.state.requests
     }
 
     /// Tokens and users.

@@ -210,7 +210,13 @@ async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiEr
     };
 
     let (resource, verb) = match &target {
-        Target::Resource(p) => (Some(p.resource.clone()), verb_of(req.method(), p, &query)),
+        Target::Resource(p) => {
+            let verb = verb_of(req.method(), p, &query);
+            state
+                .requests
+                .record(verb, &p.resource, p.subresource.as_deref());
+            (Some(p.resource.clone()), verb)
+        }
         _ => (None, "get"),
     };
     if let Some(action) = state.faults.find(resource.as_deref(), verb) {

@@ -68,6 +68,8 @@ pub struct ClusterState {
     pub auth: Auth,
     /// Injected failures.
     pub faults: Faults,
+    /// Resource requests served, by verb, resource and subresource.
+    pub requests: crate::requests::RequestCounts,
     /// Simulated kubelet state (container logs, nodes it runs).
     pub kubelet: KubeletState,
     /// Cancelled when the cluster shuts down; streams and loops end.
@@ -92,6 +94,7 @@ impl ClusterState {
             options,
             auth: Auth::new(),
             faults: Faults::default(),
+            requests: Default::default(),
             kubelet: KubeletState::default(),
             shutdown: CancellationToken::new(),
             self_ref: weak.clone(),

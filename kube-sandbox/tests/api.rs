@@ -7,6 +7,7 @@ mod common;
 use common::{eventually, raw, targets};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::ResourceExt;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
@@ -94,7 +95,8 @@ async fn crd_serves_its_resource_and_discovery_finds_it() {
             t.how
         );
         assert_eq!(replaced.metadata.generation, Some(2));
-        let status_patch = Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 9}}));
+        let status_patch = Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 9},
+            "metadata": {"labels": {"through": "status"}}}));
         let patched = widgets
             .patch_status("w1", &PatchParams::default(), &status_patch)
             .await
@@ -110,6 +112,63 @@ async fn crd_serves_its_resource_and_discovery_finds_it() {
             Some(2),
             "status writes do not bump generation"
         );
+        assert!(
+            patched.metadata.labels.is_none(),
+            "{}: a custom resource's labels changed through status",
+            t.how
+        );
+    }
+}
+
+/// As kube-apiserver's pod status strategy: a pods/status write keeps its label and
+/// annotation changes but not spec, owner references or a deletion timestamp.
+#[tokio::test]
+async fn pod_status_writes_carry_metadata_but_not_spec_or_owners() {
+    for t in targets().await {
+        let pods: Api<Pod> = Api::namespaced(t.client.clone(), "default");
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "status-meta", "labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        let patch = Patch::Merge(json!({
+            "metadata": {"annotations": {"recorded": "yes"}, "labels": {"app": "b"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x",
+                    "uid": "00000000-0000-0000-0000-000000000001"}],
+                "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"activeDeadlineSeconds": 5},
+            "status": {"phase": "Running"},
+        }));
+        let patched = pods
+            .patch_status("status-meta", &PatchParams::default(), &patch)
+            .await
+            .unwrap();
+        assert_eq!(
+            patched.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Running"),
+            "{}",
+            t.how
+        );
+        assert_eq!(
+            patched.annotations().get("recorded").map(String::as_str),
+            Some("yes")
+        );
+        assert_eq!(patched.labels().get("app").map(String::as_str), Some("b"));
+        assert!(patched.metadata.owner_references.is_none(), "{}", t.how);
+        assert!(patched.metadata.deletion_timestamp.is_none(), "{}", t.how);
+        assert_eq!(
+            patched
+                .spec
+                .as_ref()
+                .and_then(|s| s.active_deadline_seconds),
+            None,
+            "{}: spec changed through status",
+            t.how
+        );
+        pods.delete("status-meta", &Default::default())
+            .await
+            .unwrap();
     }
 }
 

@@ -28,6 +28,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use kube_kit::client::{ClientOptions, client_from_kubeconfig_yaml};
+use kube_sandbox::requests::difference;
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
 use kubeocean_core::bottomup::{Syncer, SyncerConfig};
 use kubeocean_core::crd::ResourceLeasingPolicy;
@@ -292,6 +293,10 @@ async fn bench() -> BenchResult<()> {
             Ok((name, pod))
         })
         .collect::<BenchResult<_>>()?;
+    let requests_before = (
+        computing.requests().snapshot(),
+        worker.requests().snapshot(),
+    );
     let cpu_before = cpu_time(syncer_pid);
     let first_create = Instant::now();
     let created: Vec<BenchResult<(String, Instant)>> = futures::stream::iter(to_create)
@@ -327,6 +332,16 @@ async fn bench() -> BenchResult<()> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let syncer_cpu = cpu_time(syncer_pid).saturating_sub(cpu_before);
+    let requests = [
+        (
+            "computing",
+            difference(&requests_before.0, &computing.requests().snapshot()),
+        ),
+        (
+            "worker",
+            difference(&requests_before.1, &worker.requests().snapshot()),
+        ),
+    ];
     let seen = seen
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -362,6 +377,24 @@ async fn bench() -> BenchResult<()> {
         "BENCH mapping_syncer_cpu_ms_per_pod={:.3}",
         syncer_cpu.as_secs_f64() * 1000.0 / PODS as f64
     );
+
+    for (cluster, counts) in &requests {
+        let writes: u64 = counts
+            .iter()
+            .filter(|(k, _)| k.is_write())
+            .map(|(_, n)| n)
+            .sum();
+        println!(
+            "BENCH mapping_{cluster}_writes_per_pod={:.2}",
+            writes as f64 / PODS as f64
+        );
+        for (kind, n) in counts {
+            eprintln!(
+                "{cluster}: {} {}/{} x{n}",
+                kind.verb, kind.resource, kind.subresource
+            );
+        }
+    }
 
     drop(syncer);
     watch.abort();

@@ -4,6 +4,7 @@
 //! owner is deleted (orphan collection). A physical pod that vanished is handled by the
 //! VirtualPod reconciler (`PhysicalPodLost`).
 
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Api, ResourceExt};
@@ -35,8 +36,36 @@ pub enum PhysicalAction {
     /// The owner is not in the store: an orphan, unless the computing cluster says
     /// otherwise.
     CheckOrphan,
+    /// The mapping is all there is to record, and the physical pod has just been created:
+    /// its first status change (scheduled, started) follows within moments and carries the
+    /// mapping up in the same write. Look again after this long at the latest.
+    Settle(std::time::Duration),
     /// No back-reference: not something this syncer can judge.
     Unknown,
+}
+
+/// How long a new physical pod may wait for its first status change before its mapping is
+/// recorded on the virtual pod without one.
+pub const PHYSICAL_POD_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long physical pod `pod`, not started yet, may still settle at `now`: until
+/// [`PHYSICAL_POD_SETTLE`] after its creation. `None` once started or settled, and when its
+/// creation time is unknown or ahead of `now` by more than the settle time (clock skew
+/// between the clusters must not hold the write back for long).
+pub fn settle_left(pod: &Pod, now: Timestamp) -> Option<std::time::Duration> {
+    let status = pod.status.as_ref();
+    let started = status.is_some_and(|s| s.start_time.is_some())
+        || status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending") != "Pending";
+    if started {
+        return None;
+    }
+    let created = pod.metadata.creation_timestamp.as_ref()?.0;
+    let settle = SignedDuration::try_from(PHYSICAL_POD_SETTLE).ok()?;
+    let age = now.duration_since(created);
+    if age >= settle || age < -settle {
+        return None;
+    }
+    std::time::Duration::try_from(settle - age.max(SignedDuration::ZERO)).ok()
 }
 
 impl PhysicalAction {
@@ -52,9 +81,9 @@ impl PhysicalAction {
     }
 }
 
-/// Decides about `physical` given `owner`, the virtual pod the stores hold under the
-/// physical pod's back-reference.
-pub fn decide(physical: &Pod, owner: Option<&Pod>) -> PhysicalAction {
+/// Decides about `physical` at `now` given `owner`, the virtual pod the stores hold under
+/// the physical pod's back-reference.
+pub fn decide(physical: &Pod, owner: Option<&Pod>, now: Timestamp) -> PhysicalAction {
     let back = back_reference(&physical.metadata);
     if back.namespace.is_none() || back.name.is_none() {
         return PhysicalAction::Unknown;
@@ -78,6 +107,12 @@ pub fn decide(physical: &Pod, owner: Option<&Pod>) -> PhysicalAction {
         .map(|s| virtual_pod_status(s, &current))
         .filter(|desired| *desired != current)
         .map(Box::new);
+    if reference.is_some()
+        && status.is_none()
+        && let Some(left) = settle_left(physical, now)
+    {
+        return PhysicalAction::Settle(left);
+    }
     PhysicalAction::Sync { reference, status }
 }
 
@@ -96,7 +131,8 @@ pub(crate) async fn reconcile(
         back.name.as_deref().unwrap_or_default(),
     );
     let owner = td.virtual_pod(&owner_key);
-    match decide(&physical, owner.as_deref()) {
+    match decide(&physical, owner.as_deref(), ctx.config.clock.now()) {
+        PhysicalAction::Settle(left) => Ok(Some(Instant::now() + left)),
         PhysicalAction::Unknown => {
             tracing::warn!(physical = %td.physical_key(name), "labelled as ours but names no virtual pod; left alone");
             Ok(None)
@@ -105,28 +141,30 @@ pub(crate) async fn reconcile(
             collect_orphan(ctx, td, &physical, &owner_key, back.uid.as_deref()).await
         }
         PhysicalAction::Sync { reference, status } => {
-            let Some(mut owner) = owner.map(|o| (*o).clone()) else {
+            let Some(owner) = owner else {
                 return Ok(None);
             };
-            if let Some(patch) = reference {
-                owner = record_reference(ctx, td, &owner, &patch).await?;
-            }
-            if let Some(status) = status {
-                write_status(ctx, td, &owner, &status).await?;
+            match (status, reference) {
+                // One write records both: pods/status keeps annotation changes, as
+                // kube-apiserver's pod status strategy does.
+                (Some(status), reference) => {
+                    write_status(ctx, td, &owner, &status, reference.as_ref()).await?
+                }
+                (None, Some(patch)) => record_reference(ctx, td, &owner, &patch).await?,
+                (None, None) => {}
             }
             Ok(None)
         }
     }
 }
 
-/// Records the physical pod on virtual pod `pod` (the merge patch from [`decide`]); returns
-/// the virtual pod as written.
+/// Records the physical pod on virtual pod `pod` (the merge patch from [`decide`]).
 async fn record_reference(
     ctx: &Context,
     td: &TopDown,
     pod: &Pod,
     patch: &serde_json::Value,
-) -> Result<Pod, TopDownError> {
+) -> Result<(), TopDownError> {
     let key = object_key(
         pod.metadata.namespace.as_deref().unwrap_or_default(),
         pod.metadata.name.as_deref().unwrap_or_default(),
@@ -148,8 +186,8 @@ async fn record_reference(
         ),
     )
     .await?;
-    td.remember_virtual_pod(patched.clone());
-    Ok(patched)
+    td.remember_virtual_pod(patched);
+    Ok(())
 }
 
 /// Deletes a physical pod whose virtual owner is gone, after asking the computing cluster
@@ -211,28 +249,48 @@ async fn collect_orphan(
     }
 }
 
+/// The merge patch for pods/status that turns `current` status into `desired` and, with a
+/// `reference` merge patch (`{"metadata": ...}`), records it in the same write; `None` when
+/// there is nothing to write.
+pub fn status_patch(
+    current: Option<&PodStatus>,
+    desired: &PodStatus,
+    reference: Option<&serde_json::Value>,
+) -> Option<serde_json::Value> {
+    let to_value = |s: &PodStatus| serde_json::to_value(s).unwrap_or(serde_json::Value::Null);
+    let old = current.map(to_value).unwrap_or_else(|| json!({}));
+    let diff = merge_patch(&old, &to_value(desired));
+    let mut patch = match reference {
+        Some(reference) => reference.clone(),
+        None if diff.is_none() => return None,
+        None => json!({}),
+    };
+    if let (Some(diff), Some(map)) = (diff, patch.as_object_mut()) {
+        map.insert("status".into(), diff);
+    }
+    Some(patch)
+}
+
 /// Writes `status` on virtual pod `pod` (a merge patch of what differs from the status the
-/// store holds).
+/// store holds), with the `reference` annotations from [`decide`] when given.
 pub(crate) async fn write_status(
     ctx: &Context,
     td: &TopDown,
     pod: &Pod,
     status: &PodStatus,
+    reference: Option<&serde_json::Value>,
 ) -> Result<(), TopDownError> {
     let key = object_key(
         pod.metadata.namespace.as_deref().unwrap_or_default(),
         pod.metadata.name.as_deref().unwrap_or_default(),
     );
-    let to_value = |s: &PodStatus| serde_json::to_value(s).unwrap_or(serde_json::Value::Null);
-    let old = to_value(&pod.status.clone().unwrap_or_default());
-    let Some(diff) = merge_patch(&old, &to_value(status)) else {
+    let Some(patch) = status_patch(pod.status.as_ref(), status, reference) else {
         return Ok(());
     };
     let api: Api<Pod> = Api::namespaced(
         ctx.computing.clone(),
         pod.metadata.namespace.as_deref().unwrap_or_default(),
     );
-    let patch = json!({ "status": diff });
     let patched = request(
         ctx.config.request_timeout,
         Side::Computing,
@@ -334,7 +392,7 @@ mod tests {
             ),
         ];
         for (case, physical, owner, want) in table {
-            let got = match decide(&physical, owner) {
+            let got = match decide(&physical, owner, Timestamp::UNIX_EPOCH) {
                 action if action.is_nothing() => "nothing".to_owned(),
                 PhysicalAction::Sync { reference, status } => {
                     let mut parts = Vec::new();
@@ -352,9 +410,148 @@ mod tests {
                     parts.join("+")
                 }
                 PhysicalAction::CheckOrphan => "orphan".to_owned(),
+                PhysicalAction::Settle(_) => "settle".to_owned(),
                 PhysicalAction::Unknown => "unknown".to_owned(),
             };
             assert_eq!(got, want, "{case}");
+        }
+    }
+
+    #[test]
+    fn new_physical_pods_settle_before_the_mapping_is_recorded_alone() {
+        let now: Timestamp = "2026-01-01T00:00:10Z".parse().unwrap();
+        let pod = |created: Option<&str>, status: serde_json::Value| -> Pod {
+            serde_json::from_value(json!({
+                "metadata": { "name": "p", "creationTimestamp": created },
+                "status": status,
+            }))
+            .unwrap()
+        };
+        let pending = json!({ "phase": "Pending" });
+        let secs = std::time::Duration::from_secs;
+        let table = [
+            (
+                "just created",
+                pod(Some("2026-01-01T00:00:10Z"), pending.clone()),
+                Some(secs(2)),
+            ),
+            (
+                "a second old",
+                pod(Some("2026-01-01T00:00:09Z"), pending.clone()),
+                Some(secs(1)),
+            ),
+            (
+                "settled",
+                pod(Some("2026-01-01T00:00:08Z"), pending.clone()),
+                None,
+            ),
+            (
+                "no status yet",
+                pod(Some("2026-01-01T00:00:10Z"), json!(null)),
+                Some(secs(2)),
+            ),
+            (
+                "slightly ahead",
+                pod(Some("2026-01-01T00:00:11Z"), pending.clone()),
+                Some(secs(2)),
+            ),
+            (
+                "far ahead (skew)",
+                pod(Some("2026-01-01T00:00:13Z"), pending.clone()),
+                None,
+            ),
+            ("unknown creation", pod(None, pending.clone()), None),
+            (
+                "started",
+                pod(
+                    Some("2026-01-01T00:00:10Z"),
+                    json!({ "phase": "Pending", "startTime": "2026-01-01T00:00:10Z" }),
+                ),
+                None,
+            ),
+            (
+                "running",
+                pod(Some("2026-01-01T00:00:10Z"), json!({ "phase": "Running" })),
+                None,
+            ),
+        ];
+        for (case, pod, want) in table {
+            assert_eq!(settle_left(&pod, now), want, "{case}");
+        }
+
+        // Only a mapping to record, on a fresh pod: settle; with a status to write: both now.
+        let mut fresh = physical("u1", Some("Pending"));
+        fresh.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
+        if let Some(status) = fresh.status.as_mut() {
+            status.pod_ip = None;
+        }
+        let mut unrecorded = owner("u1", "Pending", None, false);
+        assert_eq!(
+            decide(&fresh, Some(&unrecorded), now),
+            PhysicalAction::Settle(secs(2))
+        );
+        let later = now + SignedDuration::from_secs(2);
+        assert!(matches!(
+            decide(&fresh, Some(&unrecorded), later),
+            PhysicalAction::Sync {
+                reference: Some(_),
+                status: None
+            }
+        ));
+        unrecorded.status = None;
+        assert!(matches!(
+            decide(&fresh, Some(&unrecorded), now),
+            PhysicalAction::Sync {
+                reference: Some(_),
+                status: Some(_)
+            }
+        ));
+    }
+
+    #[test]
+    fn status_patches_carry_the_reference_in_the_same_write() {
+        let status = |phase: &str| -> PodStatus {
+            serde_json::from_value(json!({ "phase": phase })).unwrap()
+        };
+        let reference = json!({ "metadata": { "annotations": { "a": "b" } } });
+        let table = [
+            (
+                "same status, nothing to record",
+                Some(status("Pending")),
+                status("Pending"),
+                None,
+                None,
+            ),
+            (
+                "same status, a reference",
+                Some(status("Pending")),
+                status("Pending"),
+                Some(&reference),
+                Some(json!({ "metadata": { "annotations": { "a": "b" } } })),
+            ),
+            (
+                "no status yet",
+                None,
+                status("Pending"),
+                None,
+                Some(json!({ "status": { "phase": "Pending" } })),
+            ),
+            (
+                "status and reference",
+                Some(status("Pending")),
+                status("Running"),
+                Some(&reference),
+                Some(json!({ "metadata": { "annotations": { "a": "b" } },
+                    "status": { "phase": "Running" } })),
+            ),
+        ];
+        for (case, current, desired, reference, want) in table {
+            assert_eq!(
+                status_patch(current.as_ref(), &desired, reference),
+                want,
+                "{case}"
+            );
         }
     }
 }

@@ -469,7 +469,7 @@ async fn mark_lost(ctx: &Context, td: &TopDown, pod: &Pod) -> Result<(), TopDown
         &pod.status.clone().unwrap_or_default(),
         ctx.config.clock.now(),
     );
-    super::physical_pod::write_status(ctx, td, pod, &status).await?;
+    super::physical_pod::write_status(ctx, td, pod, &status, None).await?;
     let note =
         "the physical pod of this pod no longer exists in the worker cluster; the pod is Failed";
     tracing::warn!(pod = %object_key_of(pod), "{note}");
