@@ -10,6 +10,7 @@
 //! - [`controller`]: a kube-runtime `Controller` runner with metrics, backoff and Events.
 //! - [`args`]: the shared, env-backed command-line flags.
 //! - [`quantity`]: exact Kubernetes resource quantities.
+//! - [`slim`]: objects read without `metadata.managedFields`.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -21,6 +22,7 @@ pub mod leader;
 pub mod quantity;
 pub mod ratelimit;
 pub mod shutdown;
+pub mod slim;
 pub mod telemetry;
 
 pub use args::Args;

@@ -457,6 +457,43 @@ fn expression_matches(expr: &Value, value_of: &dyn Fn(&str) -> Option<String>) -
     }
 }
 
+/// The node names a pod's required node affinity limits it to, when every term names them
+/// (`matchFields` on `metadata.name` with `In`): kube-scheduler's NodeAffinity pre-filter
+/// narrows the nodes it evaluates to these. `None` when the affinity names no such set.
+pub fn pinned_node_names(pod: &Value) -> Option<HashSet<&str>> {
+    let terms = at(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    )?
+    .as_array()?;
+    let mut names = HashSet::new();
+    for term in terms {
+        let named = term
+            .get("matchFields")
+            .and_then(Value::as_array)?
+            .iter()
+            .find(|f| {
+                f.get("key").and_then(Value::as_str) == Some("metadata.name")
+                    && f.get("operator").and_then(Value::as_str) == Some("In")
+            })?;
+        names.extend(
+            named
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        );
+    }
+    (!terms.is_empty()).then_some(names)
+}
+
 /// Whether a pod may be placed on a node: readiness, unschedulable, taints, nodeSelector,
 /// required node affinity. Resources are checked by the caller.
 pub fn node_accepts(node: &Value, pod: &Value) -> bool {
@@ -939,8 +976,10 @@ fn schedule(
             continue;
         }
         let requests = pod_requests(&pod.value);
+        let pinned = pinned_node_names(&pod.value);
         let candidates = nodes
             .iter()
+            .filter(|n| pinned.as_ref().is_none_or(|p| p.contains(n.name.as_str())))
             .filter(|n| node_accepts(&n.node.value, &pod.value))
             .map(|n| (n.name.as_str(), &n.allocatable, usage.used(&n.name)));
         match best_fit(&requests, candidates).map(str::to_string) {
@@ -1271,6 +1310,38 @@ pub async fn serve_log(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn affinity_on_node_names_narrows_the_candidates() {
+        let pod = |terms: Value| {
+            json!({"spec": {"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}})
+        };
+        let name_in = |names: &[&str]| json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]});
+        let set = |names: &[&'static str]| Some(names.iter().copied().collect::<HashSet<_>>());
+        let label_term =
+            json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]});
+        let not_in = json!({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]});
+        let cases = [
+            ("no affinity", json!({"spec": {}}), None),
+            ("one name", pod(json!([name_in(&["n1"])])), set(&["n1"])),
+            (
+                "terms are ORed",
+                pod(json!([name_in(&["n1"]), name_in(&["n2", "n3"])])),
+                set(&["n1", "n2", "n3"]),
+            ),
+            (
+                "a term without names",
+                pod(json!([name_in(&["n1"]), label_term])),
+                None,
+            ),
+            ("NotIn names nothing", pod(json!([not_in])), None),
+            ("no terms", pod(json!([])), None),
+        ];
+        for (case, pod, want) in cases {
+            assert_eq!(pinned_node_names(&pod), want, "{case}");
+        }
+    }
 
     #[test]
     fn quantities_parse() {

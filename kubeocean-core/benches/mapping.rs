@@ -310,6 +310,7 @@ async fn bench() -> BenchResult<()> {
         .buffer_unordered(32)
         .collect()
         .await;
+    let virtual_created = first_create.elapsed();
     let mut created_at = HashMap::new();
     for result in created {
         let (name, at) = result?;
@@ -373,6 +374,10 @@ async fn bench() -> BenchResult<()> {
         quantile(&latencies, 0.99)
     );
     println!("BENCH mapping_vs_raw_ratio={:.2}", mapping_rate / raw_rate);
+    println!(
+        "BENCH mapping_virtual_creates_per_s={:.1}",
+        PODS as f64 / virtual_created.as_secs_f64()
+    );
     println!(
         "BENCH mapping_syncer_cpu_ms_per_pod={:.3}",
         syncer_cpu.as_secs_f64() * 1000.0 / PODS as f64

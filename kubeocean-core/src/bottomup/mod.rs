@@ -480,7 +480,7 @@ async fn run_session(ctx: Arc<Context>, binding: &ClusterBinding, outer: &Cancel
         let c = ctx.clone();
         let session = token.clone();
         let td = topdown.clone();
-        let api: Api<ClusterBinding> = Api::all(ctx.computing.clone());
+        let api: Api<kube_kit::slim::Slim<ClusterBinding>> = Api::all(ctx.computing.clone());
         let config = watcher::Config::default().fields(&format!("metadata.name={binding_name}"));
         let connected_with = SessionIdentity {
             secret_ref,
@@ -703,13 +703,14 @@ async fn run_session(ctx: Arc<Context>, binding: &ClusterBinding, outer: &Cancel
 pub(crate) fn spawn_reflector<K, F>(
     tasks: &mut JoinSet<()>,
     synced: &mut Vec<oneshot::Receiver<()>>,
-    api: Api<K>,
+    api: Api<kube_kit::slim::Slim<K>>,
     config: watcher::Config,
     what: &'static str,
     token: &CancellationToken,
     handle: F,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Clone + Default + Eq + std::hash::Hash,
     F: FnMut(Change<K>) + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();

@@ -6,6 +6,7 @@ use std::fmt::Debug;
 use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
+use kube_kit::slim::Slim;
 use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -20,18 +21,12 @@ pub enum Change<K> {
     Relisted(Vec<K>),
 }
 
-/// Drops `managedFields`: nothing here reads them, and they are the largest part of many
-/// objects held in the indexes.
-fn slim<K: Resource>(mut obj: K) -> K {
-    obj.meta_mut().managed_fields = None;
-    obj
-}
-
-/// Watches `api` until `token` is cancelled, calling `handle` with every change and sending
+/// Watches `api` until `token` is cancelled (objects are read without `managedFields`:
+/// nothing here reads them, and they are the largest part of many objects), calling `handle` with every change and sending
 /// on `synced` once the first list is complete. Watch errors are logged and retried with
 /// backoff (the worker may be unreachable for a while).
 pub async fn reflect<K, F>(
-    api: Api<K>,
+    api: Api<Slim<K>>,
     config: watcher::Config,
     what: &'static str,
     synced: oneshot::Sender<()>,
@@ -39,6 +34,7 @@ pub async fn reflect<K, F>(
     mut handle: F,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Clone + Default + Eq + std::hash::Hash,
     F: FnMut(Change<K>) + Send,
 {
     let stream = watcher(api, config).default_backoff();
@@ -59,10 +55,10 @@ pub async fn reflect<K, F>(
                     failing = false;
                 }
                 match event {
-                    watcher::Event::Apply(obj) => handle(Change::Applied(slim(obj))),
-                    watcher::Event::Delete(obj) => handle(Change::Deleted(slim(obj))),
+                    watcher::Event::Apply(obj) => handle(Change::Applied(obj.into_inner())),
+                    watcher::Event::Delete(obj) => handle(Change::Deleted(obj.into_inner())),
                     watcher::Event::Init => buffer.clear(),
-                    watcher::Event::InitApply(obj) => buffer.push(slim(obj)),
+                    watcher::Event::InitApply(obj) => buffer.push(obj.into_inner()),
                     watcher::Event::InitDone => {
                         handle(Change::Relisted(std::mem::take(&mut buffer)));
                         if let Some(tx) = synced.take() {

@@ -327,6 +327,18 @@ fn copied_annotations(virtual_obj: &ObjectMeta) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Whether two versions of a virtual object have the same annotations as far as their
+/// physical object is concerned (the mapping bookkeeping aside), without copying them.
+pub fn same_copied_annotations(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    fn copied(meta: &ObjectMeta) -> impl Iterator<Item = (&String, &String)> {
+        meta.annotations
+            .iter()
+            .flatten()
+            .filter(|(key, _)| !NOT_COPIED_ANNOTATIONS.contains(&key.as_str()))
+    }
+    copied(a).eq(copied(b))
+}
+
 /// Annotations of a physical ConfigMap, Secret, PVC or PV: the copied virtual ones plus the
 /// back-reference (namespace, name, UID).
 fn object_annotations(virtual_obj: &ObjectMeta) -> BTreeMap<String, String> {
@@ -404,6 +416,43 @@ mod tests {
             labels: map(labels),
             annotations: map(annotations),
             ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn copied_annotations_compare_without_the_mapping_record() {
+        let with = |annotations: &[(&str, &str)]| meta("ns", "p", None, &[], annotations);
+        let cases = [
+            ("none", with(&[]), with(&[]), true),
+            ("same", with(&[("a", "1")]), with(&[("a", "1")]), true),
+            (
+                "record added",
+                with(&[("a", "1")]),
+                with(&[("a", "1"), (labels::PHYSICAL_POD_UID, "u")]),
+                true,
+            ),
+            (
+                "record only",
+                with(&[]),
+                with(&[(labels::PHYSICAL_POD_NAME, "x")]),
+                true,
+            ),
+            (
+                "value changed",
+                with(&[("a", "1")]),
+                with(&[("a", "2")]),
+                false,
+            ),
+            (
+                "user annotation added",
+                with(&[]),
+                with(&[("a", "1")]),
+                false,
+            ),
+        ];
+        for (case, a, b, want) in cases {
+            assert_eq!(same_copied_annotations(&a, &b), want, "{case}");
+            assert_eq!(same_copied_annotations(&b, &a), want, "{case} (reversed)");
         }
     }
 

@@ -18,6 +18,7 @@ use super::store::{object_key, pod_finished};
 use super::virtual_pod::reference_patch;
 use super::{back_reference, physical_pod_reference, virtual_pod_status};
 use crate::bottomup::Context;
+use kube_kit::slim::Slim;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "physical-pod";
@@ -287,7 +288,8 @@ pub(crate) async fn write_status(
     let Some(patch) = status_patch(pod.status.as_ref(), status, reference) else {
         return Ok(());
     };
-    let api: Api<Pod> = Api::namespaced(
+    // The answer is read without managedFields: nothing here needs them.
+    let api: Api<Slim<Pod>> = Api::namespaced(
         ctx.computing.clone(),
         pod.metadata.namespace.as_deref().unwrap_or_default(),
     );
@@ -304,7 +306,7 @@ pub(crate) async fn write_status(
         ),
     )
     .await?;
-    td.remember_virtual_pod(patched);
+    td.remember_virtual_pod(patched.into_inner());
     Ok(())
 }
 

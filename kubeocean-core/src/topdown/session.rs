@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 use super::error::{Side, TopDownError, request};
 use super::store::{CopyKey, CopyKind, ObjectStore, PodStore, object_key, pod_finished};
 use super::{
-    BindingSettings, VIRTUAL_NAME, VIRTUAL_NAMESPACE, cleanup, physical_pod, token_refresh,
-    virtual_copy, virtual_pod,
+    BindingSettings, VIRTUAL_NAME, VIRTUAL_NAMESPACE, cleanup, physical_pod,
+    same_copied_annotations, token_refresh, virtual_copy, virtual_pod,
 };
 use crate::bottomup::{Change, Context, WorkQueue, spawn_reflector};
 use crate::crd::ClusterBinding;
@@ -313,12 +313,12 @@ impl TopDown {
                     let name = Self::physical_name_of(&pod);
                     let old = stores.virtual_pods.apply(pod);
                     let new = stores.virtual_pods.get(&key);
-                    // A change of status alone (most often written by this syncer) changes
-                    // nothing in the physical pod.
+                    // A change of status alone (most often written by this syncer, with
+                    // the mapping record) changes nothing in the physical pod.
                     let status_only = match (&old, &new) {
                         (Some(old), Some(new)) => {
                             old.metadata.labels == new.metadata.labels
-                                && old.metadata.annotations == new.metadata.annotations
+                                && same_copied_annotations(&old.metadata, &new.metadata)
                                 && old.metadata.deletion_timestamp
                                     == new.metadata.deletion_timestamp
                                 && old.spec == new.spec

@@ -28,6 +28,7 @@ use super::{
 };
 use crate::bottomup::Context;
 use crate::labels;
+use kube_kit::slim::Slim;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "virtual-pod";
@@ -213,7 +214,7 @@ pub(crate) async fn reconcile(
     let desired = physical_pod(&pod, &mapping).map_err(map_error(&pod))?;
     let physical = match td.physical_pod(&physical_name) {
         Some(existing) => follow(ctx, td, &pod, &desired, &existing).await?,
-        None => create(ctx, td, key, &pod, &desired).await?,
+        None => create(ctx, td, key, &pod, desired).await?,
     };
     let Some(physical) = physical else {
         // A physical pod of an earlier virtual pod of that name is still there; the
@@ -318,10 +319,14 @@ async fn create(
     td: &TopDown,
     key: &str,
     pod: &Pod,
-    desired: &Pod,
+    desired: Pod,
 ) -> Result<Option<Pod>, TopDownError> {
     let name = desired.name_any();
     let physical_key = td.physical_key(&name);
+    // The answer is read without managedFields: nothing here needs them.
+    let desired = Slim(desired);
+    let slim_api: Api<Slim<Pod>> =
+        Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
     let api: Api<Pod> = Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
     let timeout = ctx.config.request_timeout;
     let created = request(
@@ -330,9 +335,10 @@ async fn create(
         "create",
         "Pod",
         &physical_key,
-        api.create(&PostParams::default(), desired),
+        slim_api.create(&PostParams::default(), &desired),
     )
-    .await;
+    .await
+    .map(Slim::into_inner);
     match created {
         Ok(created) => {
             tracing::debug!(pod = %key, physical = %name, "physical pod created");
@@ -359,7 +365,7 @@ async fn create(
             match existing {
                 Some(existing) => {
                     td.remember_physical_pod(existing.clone());
-                    follow(ctx, td, pod, desired, &existing).await
+                    follow(ctx, td, pod, &desired, &existing).await
                 }
                 // Deleted meanwhile: the next attempt creates it.
                 None => Err(err),
