@@ -1431,6 +1431,9 @@ impl Walker<'_> {
         let rhs = rhs.filter(|v| !v.is_null());
         match (lhs, rhs) {
             (None, None) => {}
+            // Equal subtrees add, change and remove nothing; comparing them is much cheaper
+            // than walking them (most writes change a small part of an object).
+            (Some(l), Some(r)) if l == r => {}
             (Some(_), None) => cmp.removed.insert(elems),
             (None, Some(r)) => self.added(r, names, elems, cmp, mark_new_nodes),
             (Some(Value::Object(l)), Some(Value::Object(r))) if !self.atomic_object(names) => {

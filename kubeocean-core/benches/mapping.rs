@@ -4,6 +4,9 @@
 //! binary re-executed in syncer mode), as it would in production, so that its CPU time can
 //! be told apart from the sandbox clusters'.
 //!
+//! The bench's own clients read answers and watch events without managedFields
+//! ([`Slim`]), in both phases, so that measuring costs the cluster as little as it can.
+//!
 //! Prints:
 //! - `BENCH raw_worker_creates_per_s`: 2,000 pods of the same shape created directly in the
 //!   worker (another namespace, the syncer running), with the syncer's client options and as
@@ -28,6 +31,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use kube_kit::client::{ClientOptions, client_from_kubeconfig_yaml};
+use kube_kit::slim::Slim;
 use kube_sandbox::requests::difference;
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
 use kubeocean_core::bottomup::{Syncer, SyncerConfig};
@@ -123,12 +127,14 @@ fn pod_like_physical(name: &str, node: &str) -> BenchResult<Pod> {
 /// Creates `PODS` pods in `namespace` of the worker with `concurrency` requests in flight;
 /// returns creates per second.
 async fn raw_creates(w: &Client, namespace: &str, concurrency: usize) -> BenchResult<f64> {
-    let api: Api<Pod> = Api::namespaced(w.clone(), namespace);
-    let pods: Vec<Pod> = (0..PODS)
-        .map(|i| pod_like_physical(&format!("raw-{i:04}"), &format!("node-{:02}", i % NODES)))
+    let api: Api<Slim<Pod>> = Api::namespaced(w.clone(), namespace);
+    let pods: Vec<Slim<Pod>> = (0..PODS)
+        .map(|i| {
+            pod_like_physical(&format!("raw-{i:04}"), &format!("node-{:02}", i % NODES)).map(Slim)
+        })
         .collect::<BenchResult<_>>()?;
     let started = Instant::now();
-    let results: Vec<Result<Pod, kube::Error>> = futures::stream::iter(pods)
+    let results: Vec<Result<Slim<Pod>, kube::Error>> = futures::stream::iter(pods)
         .map(|pod| {
             let api = api.clone();
             async move { api.create(&PostParams::default(), &pod).await }
@@ -259,7 +265,7 @@ async fn bench() -> BenchResult<()> {
     let seen: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let watch = tokio::spawn({
         let seen = seen.clone();
-        let api: Api<Pod> = Api::namespaced(w.clone(), MOUNT);
+        let api: Api<Slim<Pod>> = Api::namespaced(w.clone(), MOUNT);
         async move {
             let stream = watcher(api, watcher::Config::default());
             futures::pin_mut!(stream);
@@ -279,8 +285,8 @@ async fn bench() -> BenchResult<()> {
         }
     });
 
-    let virtual_pods: Api<Pod> = Api::namespaced(c.clone(), NS);
-    let to_create: Vec<(String, Pod)> = (0..PODS)
+    let virtual_pods: Api<Slim<Pod>> = Api::namespaced(c.clone(), NS);
+    let to_create: Vec<(String, Slim<Pod>)> = (0..PODS)
         .map(|i| {
             let name = format!("web-{i:04}");
             let pod = from_json(json!({
@@ -290,7 +296,7 @@ async fn bench() -> BenchResult<()> {
                     "containers": [{ "name": "app", "image": "nginx:1",
                         "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } } }] },
             }))?;
-            Ok((name, pod))
+            Ok((name, Slim(pod)))
         })
         .collect::<BenchResult<_>>()?;
     let requests_before = (
