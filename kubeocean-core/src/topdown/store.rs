@@ -359,6 +359,12 @@ impl PodStore {
     /// Records a watched pod; returns the one it replaces.
     pub fn apply(&mut self, pod: Pod) -> Option<Arc<Pod>> {
         let key = key_of(&pod);
+        if let Some(old) = self.pods.get(&key)
+            && same_links(&old, &pod)
+        {
+            self.move_phase(&old, &pod);
+            return self.pods.apply(pod);
+        }
         let old_dependencies = self.dependencies_of.get(&key).cloned().unwrap_or_default();
         self.link(&key, &pod);
         let old = self.pods.apply(pod);
@@ -378,6 +384,12 @@ impl PodStore {
             return;
         };
         if old.as_ref().is_some_and(|o| Arc::ptr_eq(o, &new)) {
+            return;
+        }
+        if let Some(old) = &old
+            && same_links(old, &new)
+        {
+            self.move_phase(old, &new);
             return;
         }
         self.link(&key, &new);
@@ -470,14 +482,33 @@ impl PodStore {
                 }
             }
         }
-        let phase = pod_phase(old).to_owned();
-        if let Some(count) = self.phases.get_mut(&phase) {
+        self.uncount_phase(pod_phase(old));
+    }
+
+    fn uncount_phase(&mut self, phase: &str) {
+        if let Some(count) = self.phases.get_mut(phase) {
             *count -= 1;
             if *count <= 0 {
-                self.phases.remove(&phase);
+                self.phases.remove(phase);
             }
         }
     }
+
+    /// Counts `new` under its phase instead of `old` under its own.
+    fn move_phase(&mut self, old: &Pod, new: &Pod) {
+        let (before, after) = (pod_phase(old), pod_phase(new));
+        if before != after {
+            self.uncount_phase(before);
+            *self.phases.entry(after.to_owned()).or_default() += 1;
+        }
+    }
+}
+
+/// Whether `new` has the index entries of `old` (node and dependencies come from the spec
+/// and namespace alone), so that a status or metadata change is indexed without walking
+/// the spec again.
+fn same_links(old: &Pod, new: &Pod) -> bool {
+    old.metadata.namespace == new.metadata.namespace && old.spec == new.spec
 }
 
 #[cfg(test)]
@@ -583,6 +614,12 @@ mod tests {
         assert!(!store.needed(&shared));
         assert_eq!(store.on_node("vn-1"), ["ns/b"]);
         assert_eq!(store.phases().get("Running"), Some(&1));
+
+        // A status the syncer wrote moves the phase count and keeps the indexes.
+        store.remember(pod("b", "vn-1", "Failed", &[]));
+        assert_eq!(store.phases().get("Running"), None);
+        assert_eq!(store.phases().get("Failed"), Some(&1));
+        assert_eq!(store.on_node("vn-1"), ["ns/b"]);
 
         // A relist rebuilds every index.
         let gone = store.replace(vec![pod("c", "vn-2", "Running", &["shared"])]);
