@@ -457,11 +457,9 @@ fn expression_matches(expr: &Value, value_of: &dyn Fn(&str) -> Option<String>) -
     }
 }
 
-/// The node names a pod's required node affinity limits it to, when every term names them
-/// (`matchFields` on `metadata.name` with `In`): kube-scheduler's NodeAffinity pre-filter
-/// narrows the nodes it evaluates to these. `None` when the affinity names no such set.
-pub fn pinned_node_names(pod: &Value) -> Option<HashSet<&str>> {
-    let terms = at(
+/// The terms of a pod's required node affinity.
+fn required_node_terms(pod: &Value) -> Option<&Vec<Value>> {
+    at(
         pod,
         &[
             "spec",
@@ -471,7 +469,14 @@ pub fn pinned_node_names(pod: &Value) -> Option<HashSet<&str>> {
             "nodeSelectorTerms",
         ],
     )?
-    .as_array()?;
+    .as_array()
+}
+
+/// The node names a pod's required node affinity limits it to, when every term names them
+/// (`matchFields` on `metadata.name` with `In`): kube-scheduler's NodeAffinity pre-filter
+/// narrows the nodes it evaluates to these. `None` when the affinity names no such set.
+pub fn pinned_node_names(pod: &Value) -> Option<HashSet<&str>> {
+    let terms = required_node_terms(pod)?;
     let mut names = HashSet::new();
     for term in terms {
         let named = term
@@ -555,18 +560,7 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
     let node_name = at(node, &["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("");
-    if let Some(terms) = at(
-        pod,
-        &[
-            "spec",
-            "affinity",
-            "nodeAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-            "nodeSelectorTerms",
-        ],
-    )
-    .and_then(Value::as_array)
-    {
+    if let Some(terms) = required_node_terms(pod) {
         let label_of = |k: &str| label(k).and_then(Value::as_str).map(str::to_string);
         let field_of = |k: &str| (k == "metadata.name").then(|| node_name.to_string());
         let any_term = terms.iter().any(|term| {
