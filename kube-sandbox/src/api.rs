@@ -175,9 +175,6 @@ fn map_equal_except(
             .all(|(k, v)| b.get(k).is_some_and(|w| eq(k, v, w)))
 }
 
-/// Whether two objects are equal but for the top-level keys `top` and the metadata keys
-/// `meta`. Compared in place: every write compares, and copying both objects to strip the
-/// keys cost more than the comparison.
 /// Whether a status write may also change metadata (labels, annotations, finalizers): true
 /// for pods, whose status strategy in kube-apiserver resets only `spec`,
 /// `metadata.deletionTimestamp` and `metadata.ownerReferences`; other types keep everything
@@ -186,6 +183,9 @@ pub fn metadata_writable_through_status(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.plural == "pods"
 }
 
+/// Whether two objects are equal but for the top-level keys `top` and the metadata keys
+/// `meta`. Compared in place: every write compares, and copying both objects to strip the
+/// keys cost more than the comparison.
 fn equal_except(a: &Value, b: &Value, top: &[&str], meta: &[&str]) -> bool {
     match (a.as_object(), b.as_object()) {
         (Some(a), Some(b)) => map_equal_except(a, b, top, |key, v, w| {

@@ -46,6 +46,7 @@ use k8s_openapi::api::storage::v1::CSINode;
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use kube_kit::client::ClientOptions;
+use kube_kit::slim::Slim;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -480,7 +481,7 @@ async fn run_session(ctx: Arc<Context>, binding: &ClusterBinding, outer: &Cancel
         let c = ctx.clone();
         let session = token.clone();
         let td = topdown.clone();
-        let api: Api<kube_kit::slim::Slim<ClusterBinding>> = Api::all(ctx.computing.clone());
+        let api: Api<Slim<ClusterBinding>> = Api::all(ctx.computing.clone());
         let config = watcher::Config::default().fields(&format!("metadata.name={binding_name}"));
         let connected_with = SessionIdentity {
             secret_ref,
@@ -703,7 +704,7 @@ async fn run_session(ctx: Arc<Context>, binding: &ClusterBinding, outer: &Cancel
 pub(crate) fn spawn_reflector<K, F>(
     tasks: &mut JoinSet<()>,
     synced: &mut Vec<oneshot::Receiver<()>>,
-    api: Api<kube_kit::slim::Slim<K>>,
+    api: Api<Slim<K>>,
     config: watcher::Config,
     what: &'static str,
     token: &CancellationToken,

@@ -21,10 +21,11 @@ pub enum Change<K> {
     Relisted(Vec<K>),
 }
 
-/// Watches `api` until `token` is cancelled (objects are read without `managedFields`:
-/// nothing here reads them, and they are the largest part of many objects), calling `handle` with every change and sending
-/// on `synced` once the first list is complete. Watch errors are logged and retried with
-/// backoff (the worker may be unreachable for a while).
+/// Watches `api` until `token` is cancelled, calling `handle` with every change and sending
+/// on `synced` once the first list is complete. Objects are read without `managedFields`
+/// ([`Slim`]): nothing here reads them, and they are the largest part of many objects.
+/// Watch errors are logged and retried with backoff (the worker may be unreachable for a
+/// while).
 pub async fn reflect<K, F>(
     api: Api<Slim<K>>,
     config: watcher::Config,

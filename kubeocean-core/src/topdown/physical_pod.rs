@@ -8,6 +8,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Api, ResourceExt};
+use kube_kit::slim::Slim;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -18,7 +19,6 @@ use super::store::{object_key, pod_finished};
 use super::virtual_pod::reference_patch;
 use super::{back_reference, physical_pod_reference, virtual_pod_status};
 use crate::bottomup::Context;
-use kube_kit::slim::Slim;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "physical-pod";
@@ -145,50 +145,17 @@ pub(crate) async fn reconcile(
             let Some(owner) = owner else {
                 return Ok(None);
             };
-            match (status, reference) {
-                // One write records both: pods/status keeps annotation changes, as
-                // kube-apiserver's pod status strategy does.
-                (Some(status), reference) => {
-                    write_status(ctx, td, &owner, &status, reference.as_ref()).await?
-                }
-                (None, Some(patch)) => record_reference(ctx, td, &owner, &patch).await?,
-                (None, None) => {}
-            }
+            // One write records both: pods/status keeps annotation changes, as
+            // kube-apiserver's pod status strategy does.
+            let unset = PodStatus::default();
+            let desired = status
+                .as_deref()
+                .or(owner.status.as_ref())
+                .unwrap_or(&unset);
+            write_status(ctx, td, &owner, desired, reference.as_ref()).await?;
             Ok(None)
         }
     }
-}
-
-/// Records the physical pod on virtual pod `pod` (the merge patch from [`decide`]).
-async fn record_reference(
-    ctx: &Context,
-    td: &TopDown,
-    pod: &Pod,
-    patch: &serde_json::Value,
-) -> Result<(), TopDownError> {
-    let key = object_key(
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default(),
-    );
-    let api: Api<Pod> = Api::namespaced(
-        ctx.computing.clone(),
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-    );
-    let patched = request(
-        ctx.config.request_timeout,
-        Side::Computing,
-        "annotate",
-        "Pod",
-        &key,
-        api.patch(
-            &pod.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(patch),
-        ),
-    )
-    .await?;
-    td.remember_virtual_pod(patched);
-    Ok(())
 }
 
 /// Deletes a physical pod whose virtual owner is gone, after asking the computing cluster

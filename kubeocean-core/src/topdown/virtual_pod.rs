@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
+use kube_kit::slim::Slim;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -28,7 +29,6 @@ use super::{
 };
 use crate::bottomup::Context;
 use crate::labels;
-use kube_kit::slim::Slim;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "virtual-pod";
@@ -323,11 +323,9 @@ async fn create(
 ) -> Result<Option<Pod>, TopDownError> {
     let name = desired.name_any();
     let physical_key = td.physical_key(&name);
-    // The answer is read without managedFields: nothing here needs them.
+    // Answers are read without managedFields: nothing here needs them.
     let desired = Slim(desired);
-    let slim_api: Api<Slim<Pod>> =
-        Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
-    let api: Api<Pod> = Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
+    let api: Api<Slim<Pod>> = Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
     let timeout = ctx.config.request_timeout;
     let created = request(
         timeout,
@@ -335,7 +333,7 @@ async fn create(
         "create",
         "Pod",
         &physical_key,
-        slim_api.create(&PostParams::default(), &desired),
+        api.create(&PostParams::default(), &desired),
     )
     .await
     .map(Slim::into_inner);
@@ -361,7 +359,8 @@ async fn create(
                 &physical_key,
                 api.get(&name),
             )
-            .await?;
+            .await?
+            .map(Slim::into_inner);
             match existing {
                 Some(existing) => {
                     td.remember_physical_pod(existing.clone());
