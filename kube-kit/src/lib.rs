@@ -11,6 +11,7 @@
 //! - [`args`]: the shared, env-backed command-line flags.
 //! - [`quantity`]: exact Kubernetes resource quantities.
 //! - [`slim`]: objects read without `metadata.managedFields`.
+//! - [`runtime`]: the async runtime, sized by a flag.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -21,6 +22,7 @@ pub mod controller;
 pub mod leader;
 pub mod quantity;
 pub mod ratelimit;
+pub mod runtime;
 pub mod shutdown;
 pub mod slim;
 pub mod telemetry;

@@ -11,7 +11,7 @@ use crate::resources::{self, GroupResource, ResourceType};
 use crate::schema;
 use crate::state::ClusterState;
 use crate::store::{EventType, Stored, WriteOp};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// Who is asking and how.
@@ -140,18 +140,18 @@ fn field_causes(errors: Vec<schema::FieldError>) -> Vec<Cause> {
         .collect()
 }
 
-/// Everything but metadata and status: what bumps `metadata.generation` when it changes.
-fn spec_part(obj: &Value) -> Map<String, Value> {
-    obj.as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
+/// Whether everything but metadata and status (what bumps `metadata.generation` when it
+/// changes) is equal.
+fn same_spec(a: &Value, b: &Value) -> bool {
+    // Compared in place: copying both specs on every write of a pod cost more than the
+    // rest of the comparison.
+    fn spec(obj: &Value) -> impl Iterator<Item = (&String, &Value)> {
+        obj.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+    }
+    spec(a).eq(spec(b))
 }
 
 /// Compares two objects ignoring what every write changes anyway.
@@ -571,7 +571,7 @@ impl ClusterState {
                         ));
                     }
                 }
-                if rt.has_generation && spec_part(old) != spec_part(&new) {
+                if rt.has_generation && !same_spec(old, &new) {
                     let generation = old
                         .pointer("/metadata/generation")
                         .and_then(Value::as_i64)
@@ -1073,6 +1073,43 @@ fn patch_error(rt: &ResourceType, name: &str, err: patch::PatchError) -> ApiErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spec_equality_ignores_metadata_and_status() {
+        let base = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"},
+            "spec": {"n": 1}, "status": {"phase": "Pending"}});
+        let table = [
+            (
+                "same",
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"},
+                "spec": {"n": 1}, "status": {"phase": "Pending"}}),
+                true,
+            ),
+            (
+                "other metadata, status and kind",
+                json!({"apiVersion": "v2", "kind": "X",
+                "metadata": {"name": "b"}, "spec": {"n": 1}, "status": {"phase": "Running"}}),
+                true,
+            ),
+            (
+                "spec changed",
+                json!({"metadata": {"name": "a"}, "spec": {"n": 2}}),
+                false,
+            ),
+            ("spec removed", json!({"metadata": {"name": "a"}}), false),
+            (
+                "field added beside spec",
+                json!({"spec": {"n": 1}, "data": {"k": "v"}}),
+                false,
+            ),
+            ("not an object", json!("spec"), false),
+        ];
+        for (case, other, want) in table {
+            assert_eq!(same_spec(&base, &other), want, "{case}");
+            assert_eq!(same_spec(&other, &base), want, "{case} (swapped)");
+        }
+        assert!(same_spec(&json!(1), &json!({"metadata": {}})));
+    }
 
     #[test]
     fn equality_but_for_some_keys() {

@@ -1073,6 +1073,21 @@ impl FieldSet {
         }
     }
 
+    /// Adds `tree` as the subtree at `path` (nothing when it is empty).
+    fn graft(&mut self, path: &[String], tree: FieldSet) {
+        if tree.is_empty() {
+            return;
+        }
+        let mut node = self;
+        for pe in path {
+            node = node.children.entry(pe.clone()).or_default();
+        }
+        match node.is_empty() {
+            true => *node = tree,
+            false => node.union_with(&tree),
+        }
+    }
+
     fn union_with(&mut self, other: &FieldSet) {
         self.member |= other.member;
         for (pe, child) in &other.children {
@@ -1465,39 +1480,45 @@ impl Walker<'_> {
         cmp: &mut Comparison,
         mark_new_nodes: bool,
     ) {
+        cmp.added
+            .graft(elems, self.added_tree(r, names, mark_new_nodes));
+    }
+
+    /// The members a new value adds, as a tree rooted at the value: built bottom-up, so
+    /// that a whole new object costs one pass instead of one walk from the root per field.
+    fn added_tree(&self, r: &Value, names: &mut Vec<String>, mark_new_nodes: bool) -> FieldSet {
+        let mut set = FieldSet::default();
         match r {
             Value::Null => {}
-            Value::Object(m) if m.is_empty() => cmp.added.insert(elems),
+            Value::Object(m) if m.is_empty() => set.member = true,
             Value::Object(m) if !self.atomic_object(names) => {
-                if mark_new_nodes && is_go_map(names) {
-                    cmp.added.insert(elems);
-                }
+                set.member = mark_new_nodes && is_go_map(names);
                 for (k, child) in m {
                     names.push(k.clone());
-                    elems.push(pe_field(k));
-                    self.added(child, names, elems, cmp, mark_new_nodes);
+                    let sub = self.added_tree(child, names, mark_new_nodes);
                     names.pop();
-                    elems.pop();
+                    if !sub.is_empty() {
+                        set.children.insert(pe_field(k), sub);
+                    }
                 }
             }
             Value::Array(items) => match self.index_items(items, names) {
-                None => cmp.added.insert(elems),
+                None => set.member = true,
                 Some(indexed) => {
-                    if mark_new_nodes {
-                        cmp.added.insert(elems);
-                    }
+                    set.member = mark_new_nodes;
                     for (pe, item) in indexed {
-                        elems.push(pe);
-                        cmp.added.insert(elems);
-                        if item.is_object() {
-                            self.added(item, names, elems, cmp, mark_new_nodes);
-                        }
-                        elems.pop();
+                        let mut sub = match item.is_object() {
+                            true => self.added_tree(item, names, mark_new_nodes),
+                            false => FieldSet::default(),
+                        };
+                        sub.member = true;
+                        set.children.entry(pe).or_default().union_with(&sub);
                     }
                 }
             },
-            _ => cmp.added.insert(elems),
+            _ => set.member = true,
         }
+        set
     }
 
     fn diff_list(
@@ -2131,12 +2152,20 @@ pub fn record_update_subresource(
     let mut current = cmp.added;
     current.union_with(&cmp.modified);
     strip_meta(&mut current);
-    let changed = current.members();
-    let removed = cmp.removed.members();
 
     let mine = entries
         .iter()
         .position(|e| e.is_update_by(manager, operation_api_version, subresource));
+    // Paths are listed only when another entry may lose them (never on a create).
+    let others = entries.len() - usize::from(mine.is_some());
+    let changed = match others {
+        0 => Vec::new(),
+        _ => current.members(),
+    };
+    let removed = match entries.is_empty() {
+        true => Vec::new(),
+        false => cmp.removed.members(),
+    };
     for (i, e) in entries.iter_mut().enumerate() {
         for path in &removed {
             e.set.remove_subtree(path);
@@ -2959,6 +2988,41 @@ mod tests {
             record_update(Some(&unlabeled), &mut cleared, "kubectl", "apps/v1", T1);
             assert!(cleared.pointer("/metadata/managedFields").is_none());
         }
+    }
+
+    #[test]
+    fn record_update_on_create_lists_every_field() {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": { "name": "p", "namespace": "ns", "labels": { "app": "web" },
+                "finalizers": ["a/b"] },
+            "spec": {
+                "containers": [{ "name": "app", "image": "nginx", "args": ["-x", "-y"],
+                    "ports": [{ "containerPort": 80 }],
+                    "env": [{ "name": "A", "value": "1" }],
+                    "resources": {} }],
+                "nodeName": null,
+            },
+        });
+        record_update(None, &mut pod, "kubectl", "v1", T0);
+        let entry = entry(&pod, "kubectl", "Update").unwrap();
+        assert_eq!(
+            entry["fieldsV1"],
+            json!({
+                "f:metadata": {
+                    "f:finalizers": { ".": {}, "v:\"a/b\"": {} },
+                    "f:labels": { ".": {}, "f:app": {} },
+                },
+                "f:spec": { "f:containers": { ".": {}, "k:{\"name\":\"app\"}": {
+                    ".": {}, "f:args": {}, "f:image": {}, "f:name": {},
+                    "f:env": { ".": {}, "k:{\"name\":\"A\"}": { ".": {}, "f:name": {}, "f:value": {} } },
+                    "f:ports": { ".": {}, "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {
+                        ".": {}, "f:containerPort": {} } },
+                    "f:resources": {},
+                } } },
+            })
+        );
+        assert_eq!(entry["time"], json!(T0));
     }
 
     #[test]

@@ -70,10 +70,7 @@ fn main() -> ExitCode {
         Command::Manager(args) => manager::main(*args),
         Command::Sandbox(args) => sandbox::main(*args),
         Command::Syncer(args) => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
+            let runtime = match kube_kit::runtime::build(args.runtime_threads) {
                 Ok(runtime) => runtime,
                 Err(err) => return fail(&err, 1),
             };

@@ -49,6 +49,10 @@ pub struct SyncerArgs {
     #[arg(long, env = "MAX_RETRY_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     max_retry_interval: Duration,
 
+    /// Threads of the async runtime: 1 runs everything on one thread, 0 one per CPU.
+    #[arg(long, env = "RUNTIME_THREADS", default_value_t = kubeocean_core::bottomup::SYNCER_RUNTIME_THREADS)]
+    pub runtime_threads: usize,
+
     #[command(flatten)]
     kube: kube_kit::Args,
 }
