@@ -1745,13 +1745,6 @@ impl ManagedEntry {
         self.operation == APPLY && self.manager == manager && self.subresource == subresource
     }
 
-    fn is_update_by(&self, manager: &str, api_version: &str, subresource: &str) -> bool {
-        self.operation == UPDATE
-            && self.manager == manager
-            && self.api_version == api_version
-            && self.subresource == subresource
-    }
-
     /// The manager as the apiserver prints it in conflicts.
     fn describe(&self) -> String {
         let mut out = format!("{:?}", self.manager);
@@ -1762,6 +1755,24 @@ impl ManagedEntry {
             out.push_str(&format!(" using {}", self.api_version));
         }
         out
+    }
+
+    /// Who wrote entry `v` and how, read in place, when it is an entry [`Self::parse`]
+    /// accepts.
+    fn parse_header(v: &Value) -> Option<EntryHeader<'_>> {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+        let operation = text("operation");
+        if (operation != APPLY && operation != UPDATE)
+            || !v.get("fieldsV1").is_some_and(fields_valid)
+        {
+            return None;
+        }
+        Some(EntryHeader {
+            manager: text("manager"),
+            operation,
+            api_version: text("apiVersion"),
+            subresource: text("subresource"),
+        })
     }
 
     fn parse(v: &Value) -> Option<ManagedEntry> {
@@ -1819,24 +1830,66 @@ fn take_managed_fields(obj: &mut Value) -> Option<Value> {
 }
 
 /// Writes the entries in the apiserver's order (operation, time, manager, version).
-fn write_managed_fields(obj: &mut Value, mut entries: Vec<ManagedEntry>) {
-    entries.retain(|e| !e.set.is_empty());
-    entries.sort_by(|a, b| {
-        (
-            &a.operation,
-            &a.time,
-            &a.manager,
-            &a.api_version,
-            &a.subresource,
-        )
-            .cmp(&(
-                &b.operation,
-                &b.time,
-                &b.manager,
-                &b.api_version,
-                &b.subresource,
-            ))
-    });
+fn write_managed_fields(obj: &mut Value, entries: Vec<ManagedEntry>) {
+    write_entries(obj, entries.into_iter().map(Entry::Parsed).collect());
+}
+
+/// One `metadata.managedFields` entry of an update: parsed when the write changes it,
+/// kept as written otherwise. Most writes change one manager's fields, and parsing and
+/// rendering every other entry again cost more than the rest of the bookkeeping.
+enum Entry {
+    /// A valid entry ([`ManagedEntry::parse`] accepts it), unchanged.
+    Kept(Value),
+    /// An entry to render.
+    Parsed(ManagedEntry),
+}
+
+impl Entry {
+    fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+        v.get(key).and_then(Value::as_str).unwrap_or_default()
+    }
+
+    /// (operation, time, manager, apiVersion, subresource): the apiserver's order.
+    fn order(&self) -> (&str, Option<&str>, &str, &str, &str) {
+        match self {
+            Entry::Kept(v) => (
+                Entry::text(v, "operation"),
+                v.get("time").and_then(Value::as_str),
+                Entry::text(v, "manager"),
+                Entry::text(v, "apiVersion"),
+                Entry::text(v, "subresource"),
+            ),
+            Entry::Parsed(e) => (
+                &e.operation,
+                e.time.as_deref(),
+                &e.manager,
+                &e.api_version,
+                &e.subresource,
+            ),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Entry::Kept(v) => v
+                .get("fieldsV1")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty),
+            Entry::Parsed(e) => e.set.is_empty(),
+        }
+    }
+
+    fn into_json(self) -> Value {
+        match self {
+            Entry::Kept(v) => v,
+            Entry::Parsed(e) => e.to_json(),
+        }
+    }
+}
+
+fn write_entries(obj: &mut Value, mut entries: Vec<Entry>) {
+    entries.retain(|e| !e.is_empty());
+    entries.sort_by(|a, b| a.order().cmp(&b.order()));
     let Some(obj) = obj.as_object_mut() else {
         return;
     };
@@ -1855,9 +1908,44 @@ fn write_managed_fields(obj: &mut Value, mut entries: Vec<ManagedEntry>) {
     if let Value::Object(meta) = meta {
         meta.insert(
             "managedFields".into(),
-            Value::Array(entries.iter().map(ManagedEntry::to_json).collect()),
+            Value::Array(entries.into_iter().map(Entry::into_json).collect()),
         );
     }
+}
+
+/// Who wrote a managedFields entry and how.
+struct EntryHeader<'a> {
+    manager: &'a str,
+    operation: &'a str,
+    api_version: &'a str,
+    subresource: &'a str,
+}
+
+impl EntryHeader<'_> {
+    fn is_update_by(&self, manager: &str, api_version: &str, subresource: &str) -> bool {
+        self.operation == UPDATE
+            && self.manager == manager
+            && self.api_version == api_version
+            && self.subresource == subresource
+    }
+}
+
+/// Whether `v` is a FieldsV1 set [`FieldSet::from_json`] reads.
+fn fields_valid(v: &Value) -> bool {
+    v.as_object()
+        .is_some_and(|m| m.iter().all(|(k, child)| k == "." || fields_valid(child)))
+}
+
+/// The FieldsV1 node at `path`, if the set reaches it.
+fn fields_node<'a>(fields: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter()
+        .try_fold(fields, |node, pe| node.get(pe.as_str()))
+}
+
+/// Whether a FieldsV1 node is a member itself (a leaf, or marked with `.`).
+fn fields_member(node: &Value) -> bool {
+    node.as_object()
+        .is_some_and(|m| m.is_empty() || m.contains_key("."))
 }
 
 // ---------------------------------------------------------------------------
@@ -2121,9 +2209,17 @@ pub fn record_update_subresource(
     {
         return;
     }
-    let mut entries = parse_managed_fields(requested.as_ref());
-    if entries.is_empty() {
-        entries = parse_managed_fields(old.and_then(|o| o.pointer("/metadata/managedFields")));
+    // The entries as written: the request's when it carries valid ones, else the old
+    // object's.
+    let valid = |v: &Value| ManagedEntry::parse_header(v).is_some();
+    let mut raw: Vec<Value> = match requested {
+        Some(Value::Array(list)) => list.into_iter().filter(|v| valid(v)).collect(),
+        _ => Vec::new(),
+    };
+    if raw.is_empty()
+        && let Some(Value::Array(list)) = old.and_then(|o| o.pointer("/metadata/managedFields"))
+    {
+        raw = list.iter().filter(|v| valid(v)).cloned().collect();
     }
     let kind = new
         .get("kind")
@@ -2153,46 +2249,63 @@ pub fn record_update_subresource(
     current.union_with(&cmp.modified);
     strip_meta(&mut current);
 
-    let mine = entries
-        .iter()
-        .position(|e| e.is_update_by(manager, operation_api_version, subresource));
+    let mine = raw.iter().position(|v| {
+        ManagedEntry::parse_header(v)
+            .is_some_and(|h| h.is_update_by(manager, operation_api_version, subresource))
+    });
     // Paths are listed only when another entry may lose them (never on a create).
-    let others = entries.len() - usize::from(mine.is_some());
+    let others = raw.len() - usize::from(mine.is_some());
     let changed = match others {
         0 => Vec::new(),
         _ => current.members(),
     };
-    let removed = match entries.is_empty() {
+    let removed = match raw.is_empty() {
         true => Vec::new(),
         false => cmp.removed.members(),
     };
-    for (i, e) in entries.iter_mut().enumerate() {
+    let mut entries = Vec::with_capacity(raw.len() + 1);
+    for (i, v) in raw.into_iter().enumerate() {
+        let is_mine = Some(i) == mine;
+        let fields = v.get("fieldsV1").unwrap_or(&Value::Null);
+        let touched = (is_mine && !current.is_empty())
+            || removed.iter().any(|p| fields_node(fields, p).is_some())
+            || (!is_mine
+                && changed
+                    .iter()
+                    .any(|p| fields_node(fields, p).is_some_and(fields_member)));
+        if !touched {
+            entries.push(Entry::Kept(v));
+            continue;
+        }
+        let Some(mut e) = ManagedEntry::parse(&v) else {
+            continue;
+        };
         for path in &removed {
             e.set.remove_subtree(path);
         }
-        if Some(i) != mine {
+        if is_mine {
+            e.set.union_with(&current);
+            if !current.is_empty() {
+                e.time = Some(now.to_string());
+            }
+        } else {
             for path in &changed {
                 e.set.remove_member(path);
             }
         }
+        entries.push(Entry::Parsed(e));
     }
-    if !current.is_empty() {
-        match mine {
-            Some(i) => {
-                entries[i].set.union_with(&current);
-                entries[i].time = Some(now.to_string());
-            }
-            None => entries.push(ManagedEntry {
-                manager: manager.to_string(),
-                operation: UPDATE.into(),
-                api_version: operation_api_version.to_string(),
-                time: Some(now.to_string()),
-                subresource: subresource.to_string(),
-                set: current,
-            }),
-        }
+    if mine.is_none() && !current.is_empty() {
+        entries.push(Entry::Parsed(ManagedEntry {
+            manager: manager.to_string(),
+            operation: UPDATE.into(),
+            api_version: operation_api_version.to_string(),
+            time: Some(now.to_string()),
+            subresource: subresource.to_string(),
+            set: current,
+        }));
     }
-    write_managed_fields(new, entries);
+    write_entries(new, entries);
 }
 
 #[cfg(test)]
@@ -3023,6 +3136,62 @@ mod tests {
             })
         );
         assert_eq!(entry["time"], json!(T0));
+    }
+
+    #[test]
+    fn updates_keep_the_entries_they_do_not_touch() {
+        let entry_a = json!({"manager": "a", "operation": "Update", "apiVersion": "v1",
+            "time": T0, "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:x": {}, "f:y": {}}}});
+        let entry_b = json!({"manager": "b", "operation": "Update", "apiVersion": "v1",
+            "time": T0, "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}});
+        let live = json!({"apiVersion": "v1", "kind": "Widget",
+            "metadata": {"name": "w", "managedFields": [entry_a.clone(), entry_b]},
+            "spec": {"x": 1, "y": 2}, "status": {"phase": "A"}});
+
+        // "b" changes its own field: "a" is kept as written, "b" gets the new time.
+        let mut next = live.clone();
+        next["status"]["phase"] = json!("B");
+        record_update(Some(&live), &mut next, "b", "v1", T1);
+        assert_eq!(entry(&next, "a", "Update").unwrap(), &entry_a);
+        assert_eq!(entry(&next, "b", "Update").unwrap()["time"], json!(T1));
+
+        // "b" changes a field "a" owns: it moves to "b"; "a" keeps the rest.
+        let mut moved = next.clone();
+        moved["spec"]["x"] = json!(5);
+        record_update(Some(&next), &mut moved, "b", "v1", T1);
+        assert!(!owns(&moved, "a", "Update", "/f:spec/f:x"));
+        assert!(owns(&moved, "a", "Update", "/f:spec/f:y"));
+        assert!(owns(&moved, "b", "Update", "/f:spec/f:x"));
+
+        // "c" removes the last field "a" owns: the emptied entry goes away.
+        let mut removed = moved.clone();
+        removed["spec"].as_object_mut().unwrap().remove("y");
+        record_update(Some(&moved), &mut removed, "c", "v1", T1);
+        assert!(entry(&removed, "a", "Update").is_none());
+        let managers: Vec<&str> = removed["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["manager"].as_str())
+            .collect();
+        assert_eq!(managers, ["b"]);
+
+        // Entries that cannot be read are dropped, as before.
+        let mut odd = live.clone();
+        odd["metadata"]["managedFields"] = json!([entry_a.clone(),
+            {"manager": "z", "operation": "Other", "fieldsV1": {}},
+            {"manager": "y", "operation": "Update", "fieldsV1": {"f:spec": 1}}]);
+        let mut written = odd.clone();
+        written["status"]["phase"] = json!("C");
+        record_update(Some(&odd), &mut written, "b", "v1", T1);
+        let managers: Vec<&str> = written["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["manager"].as_str())
+            .collect();
+        assert_eq!(managers, ["a", "b"]);
     }
 
     #[test]
