@@ -104,9 +104,9 @@ impl Clock {
 }
 
 /// Threads of the async runtime a syncer process runs on by default
-/// ([`kube_kit::runtime::build`]). One thread keeps up with a few thousand pod mappings per
-/// second (about 0.3 ms of CPU per pod) and spares the host the cost of handing tasks
-/// between threads, measured at a fifth of the syncer's CPU on a busy 2-core machine.
+/// ([`kube_kit::runtime::build`]). One thread spends 0.24-0.31 ms of CPU per mapped pod in
+/// the mapping benchmark, where two threads spend 0.36-0.43 ms handing tasks between them;
+/// more threads pay off only when a binding's bursts need more than one core.
 pub const SYNCER_RUNTIME_THREADS: usize = 1;
 
 /// Settings of a [`Syncer`].
