@@ -2763,6 +2763,16 @@ mod tests {
             .find(|e| e["manager"] == manager && e["operation"] == operation)
     }
 
+    /// The managers of an object's managedFields entries, in their order.
+    fn managers(obj: &Value) -> Vec<&str> {
+        obj.pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["manager"].as_str())
+            .collect()
+    }
+
     fn owns(obj: &Value, manager: &str, operation: &str, pointer: &str) -> bool {
         entry(obj, manager, operation)
             .and_then(|e| e["fieldsV1"].pointer(pointer))
@@ -3169,13 +3179,7 @@ mod tests {
         removed["spec"].as_object_mut().unwrap().remove("y");
         record_update(Some(&moved), &mut removed, "c", "v1", T1);
         assert!(entry(&removed, "a", "Update").is_none());
-        let managers: Vec<&str> = removed["metadata"]["managedFields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|e| e["manager"].as_str())
-            .collect();
-        assert_eq!(managers, ["b"]);
+        assert_eq!(managers(&removed), ["b"]);
 
         // Entries that cannot be read are dropped, as before.
         let mut odd = live.clone();
@@ -3185,13 +3189,7 @@ mod tests {
         let mut written = odd.clone();
         written["status"]["phase"] = json!("C");
         record_update(Some(&odd), &mut written, "b", "v1", T1);
-        let managers: Vec<&str> = written["metadata"]["managedFields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|e| e["manager"].as_str())
-            .collect();
-        assert_eq!(managers, ["a", "b"]);
+        assert_eq!(managers(&written), ["a", "b"]);
     }
 
     #[test]
