@@ -24,6 +24,8 @@
 //!   (the two sandbox clusters, the bench's clients, the syncer) during the raw creates and
 //!   during the mapping, per pod.
 
+mod common;
+
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
@@ -40,7 +42,7 @@ use kube_kit::client::{ClientOptions, client_from_kubeconfig_yaml};
 use kube_kit::slim::Slim;
 use kube_sandbox::requests::difference;
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
-use kubeocean_core::bottomup::{SYNCER_RUNTIME_THREADS, Syncer, SyncerConfig};
+use kubeocean_core::bottomup::{Syncer, SyncerConfig};
 use kubeocean_core::crd::ResourceLeasingPolicy;
 use kubeocean_core::naming::physical_name;
 use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
@@ -478,16 +480,8 @@ async fn bench() -> BenchResult<()> {
 }
 
 fn main() {
-    // The syncer child runs on the runtime `kubeocean syncer` runs on by default.
     let syncer_mode = std::env::var(SYNCER_MODE_ENV).ok();
-    let threads = match syncer_mode {
-        Some(_) => SYNCER_RUNTIME_THREADS,
-        None => 0,
-    };
-    let runtime = match kube_kit::runtime::build(threads) {
-        Ok(runtime) => runtime,
-        Err(err) => panic!("cannot start a runtime: {err}"),
-    };
+    let runtime = common::runtime(syncer_mode.is_some());
     let result = match syncer_mode {
         Some(kubeconfig) => runtime.block_on(run_syncer(&kubeconfig)),
         None => runtime.block_on(bench()),

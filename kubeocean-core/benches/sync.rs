@@ -8,10 +8,12 @@
 //!   the new allocatable;
 //! - `BENCH syncer_rss_mib` / `BENCH syncer_peak_rss_mib`: resident memory (VmRSS / VmHWM)
 //!   of the syncer after the update. The syncer runs in a child process (this bench binary
-//!   re-executed in syncer mode, talking to both clusters over loopback HTTP) so that the
-//!   sandbox clusters' memory is not counted;
+//!   re-executed in syncer mode, on the runtime `kubeocean syncer` uses by default, talking to
+//!   both clusters over loopback HTTP) so that the sandbox clusters' memory is not counted;
 //! - `BENCH bench_process_rss_delta_mib`: growth of this process's VmRSS over the same time:
 //!   what the two sandbox clusters store for the new virtual nodes, Leases and watch history.
+
+mod common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -199,16 +201,11 @@ async fn bench() -> BenchResult<()> {
 }
 
 fn main() {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => panic!("cannot start a runtime: {err}"),
-    };
-    let result = match std::env::var(SYNCER_MODE_ENV) {
-        Ok(kubeconfig) => runtime.block_on(run_syncer(&kubeconfig)),
-        Err(_) => runtime.block_on(bench()),
+    let syncer_mode = std::env::var(SYNCER_MODE_ENV).ok();
+    let runtime = common::runtime(syncer_mode.is_some());
+    let result = match syncer_mode {
+        Some(kubeconfig) => runtime.block_on(run_syncer(&kubeconfig)),
+        None => runtime.block_on(bench()),
     };
     if let Err(err) = result {
         panic!("sync bench failed: {err}");
