@@ -178,6 +178,29 @@ async fn physical_of(env: &Env, name: &str) -> Option<Pod> {
     ppods(env).get_opt(&physical_name(NS, name)).await.unwrap()
 }
 
+/// Deletes the physical pod of virtual pod `name` at once, as someone else would.
+async fn delete_physical_of(env: &Env, name: &str) {
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    ppods(env)
+        .delete(&physical_name(NS, name), &params)
+        .await
+        .unwrap();
+}
+
+/// Waits for virtual pod `name` to be Failed with reason `PhysicalPodLost`.
+async fn wait_lost(env: &Env, name: &str) {
+    eventually(&format!("{name} Failed with PhysicalPodLost"), || async {
+        let v = vpods(env).get(name).await.unwrap();
+        let status = v.status.unwrap_or_default();
+        status.phase.as_deref() == Some("Failed")
+            && status.reason.as_deref() == Some("PhysicalPodLost")
+    })
+    .await;
+}
+
 /// Reasons of the events.k8s.io Events on virtual pod `name` (any namespace object kind).
 async fn event_reasons(env: &Env, kind: &str, name: &str) -> Vec<(String, String)> {
     Api::<Event>::namespaced(env.c.clone(), NS)
@@ -556,24 +579,8 @@ async fn a_physical_pod_deleted_behind_our_back_fails_the_virtual_pod() {
         phase(&vpods(&env).get("lonely").await.unwrap()).as_deref() == Some("Running")
     })
     .await;
-    let physical = physical_of(&env, "lonely").await.unwrap();
-    ppods(&env)
-        .delete(
-            &physical.name_any(),
-            &DeleteParams {
-                grace_period_seconds: Some(0),
-                ..DeleteParams::default()
-            },
-        )
-        .await
-        .unwrap();
-    eventually("lonely Failed with PhysicalPodLost", || async {
-        let v = vpods(&env).get("lonely").await.unwrap();
-        let status = v.status.unwrap_or_default();
-        status.phase.as_deref() == Some("Failed")
-            && status.reason.as_deref() == Some("PhysicalPodLost")
-    })
-    .await;
+    delete_physical_of(&env, "lonely").await;
+    wait_lost(&env, "lonely").await;
     let v = vpods(&env).get("lonely").await.unwrap();
     let ready = v
         .status
@@ -588,6 +595,29 @@ async fn a_physical_pod_deleted_behind_our_back_fails_the_virtual_pod() {
     // Never recreated: a Failed pod does not run again.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(physical_of(&env, "lonely").await.is_none());
+}
+
+#[tokio::test]
+async fn a_physical_pod_deleted_before_the_mapping_is_recorded_is_lost_not_recreated() {
+    let env = env().await;
+    // The worker's kubelet of n2 stops: the physical pod never starts, so the mapping waits
+    // (PHYSICAL_POD_SETTLE) before it is recorded on the virtual pod.
+    env.worker.stop_node("n2");
+    create_pod(&env, &pod("early", "vnode-w1-n2", json!([]), json!([]))).await;
+    eventually("the physical pod of early", || async {
+        physical_of(&env, "early").await.is_some()
+    })
+    .await;
+    delete_physical_of(&env, "early").await;
+    let v = vpods(&env).get("early").await.unwrap();
+    assert!(
+        annotation(&v, kubeocean_core::labels::PHYSICAL_POD_UID).is_none(),
+        "the mapping must not be recorded yet for this test to mean anything"
+    );
+    wait_lost(&env, "early").await;
+    wait_event(&env, "Pod", "early", "PhysicalPodLost").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(physical_of(&env, "early").await.is_none());
 }
 
 #[tokio::test]

@@ -111,6 +111,9 @@ pub struct TopDown {
     recorder: Recorder,
     failures: Mutex<HashMap<(Reconciler, String), u32>>,
     first_seen: Mutex<HashMap<String, Instant>>,
+    /// UIDs of virtual pods whose physical pod was deleted from elsewhere before the
+    /// mapping was recorded on them ([`virtual_pod::lost_before_record`]).
+    lost_unrecorded: Mutex<HashSet<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -179,6 +182,7 @@ impl TopDown {
             recorder,
             failures: Mutex::new(HashMap::new()),
             first_seen: Mutex::new(HashMap::new()),
+            lost_unrecorded: Mutex::new(HashSet::new()),
         }))
     }
 
@@ -243,6 +247,12 @@ impl TopDown {
                     ))
                 })
         })
+    }
+
+    /// Whether the physical pod of virtual pod `uid` was deleted from elsewhere before the
+    /// mapping was recorded on it.
+    pub fn lost_before_record(&self, uid: &str) -> bool {
+        lock(&self.lost_unrecorded).contains(uid)
     }
 
     /// When the syncer first saw a virtual pod that is not mapped yet (for the mapping
@@ -353,6 +363,9 @@ impl TopDown {
                         return;
                     };
                     lock(&self.first_seen).remove(&key);
+                    if let Some(uid) = &old.metadata.uid {
+                        lock(&self.lost_unrecorded).remove(uid);
+                    }
                     physical.extend(Self::physical_name_of(&old));
                     copies.extend(dependencies);
                     tokens.push(key);
@@ -362,6 +375,9 @@ impl TopDown {
                     let gone = stores.virtual_pods.replace(ours);
                     pods.extend(stores.virtual_pods.keys());
                     for old in gone {
+                        if let Some(uid) = &old.metadata.uid {
+                            lock(&self.lost_unrecorded).remove(uid);
+                        }
                         physical.extend(Self::physical_name_of(&old));
                         copies.extend(super::store::copy_keys_of(&old));
                         tokens.push(object_key(
@@ -413,6 +429,15 @@ impl TopDown {
                 Change::Deleted(p) => {
                     if !ours(p) {
                         return;
+                    }
+                    let owner =
+                        owner_pod_key(&p.metadata).and_then(|k| stores.virtual_pods.get(&k));
+                    if let Some(uid) = virtual_pod::lost_before_record(
+                        p,
+                        owner.as_deref(),
+                        &self.settings.mount_namespace,
+                    ) {
+                        lock(&self.lost_unrecorded).insert(uid);
                     }
                     stores.physical_pods.delete(p);
                     virtual_keys.extend(owner_pod_key(&p.metadata));

@@ -111,6 +111,28 @@ pub fn recorded_physical(pod: &Pod, mount_namespace: &str) -> Option<(String, St
     ))
 }
 
+/// The UID of the virtual pod whose physical pod `physical` was, when its deletion means
+/// that pod is lost although the mapping was not recorded on it yet: `owner` (the virtual
+/// pod under the physical pod's back-reference) is the same pod, is not being deleted, has
+/// not finished, and records no physical pod in `mount_namespace`. The syncer deletes a
+/// physical pod only for an owner that is gone, replaced or being deleted, so such a
+/// deletion came from elsewhere.
+pub fn lost_before_record(
+    physical: &Pod,
+    owner: Option<&Pod>,
+    mount_namespace: &str,
+) -> Option<String> {
+    let owner = owner?;
+    let uid = owner.metadata.uid.as_ref()?;
+    let back = super::back_reference(&physical.metadata);
+    let same = back.uid.as_ref() == Some(uid)
+        && back.namespace == owner.metadata.namespace
+        && back.name == owner.metadata.name;
+    let unrecorded = recorded_physical(owner, mount_namespace).is_none();
+    let live = owner.metadata.deletion_timestamp.is_none() && !super::store::pod_finished(owner);
+    (same && unrecorded && live).then(|| uid.clone())
+}
+
 /// The annotations of `reference` that the virtual pod lacks or has with another value, as
 /// a merge patch; `None` when it already has them all.
 pub fn reference_patch(
@@ -188,6 +210,20 @@ pub(crate) async fn reconcile(
             .as_ref()
             != Some(uid)
         && !physical_pod_exists(ctx, td, &physical_name, uid).await?
+    {
+        mark_lost(ctx, td, &pod).await?;
+        return Ok(None);
+    }
+
+    // Lost before the mapping reached the virtual pod: only this process saw it (after a
+    // restart the pod is mapped again).
+    if recorded.is_none()
+        && td.physical_pod(&physical_name).is_none()
+        && pod
+            .metadata
+            .uid
+            .as_deref()
+            .is_some_and(|uid| td.lost_before_record(uid))
     {
         mark_lost(ctx, td, &pod).await?;
         return Ok(None);
@@ -593,6 +629,64 @@ async fn finish_deletion(
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn a_physical_pod_deleted_before_the_record_is_lost_only_for_its_live_owner() {
+        let physical: Pod = serde_json::from_value(json!({ "metadata": { "name": "p",
+            "namespace": "w", "annotations": { labels::VIRTUAL_POD_NAMESPACE: "ns",
+                labels::VIRTUAL_POD_NAME: "web", labels::VIRTUAL_POD_UID: "u1" } } }))
+        .unwrap();
+        let owner = |uid: &str, extra: serde_json::Value| -> Pod {
+            let mut pod = json!({ "metadata": { "name": "web", "namespace": "ns", "uid": uid },
+                "status": { "phase": "Pending" } });
+            if let (Some(pod), Some(extra)) = (pod.as_object_mut(), extra.as_object()) {
+                for (k, v) in extra {
+                    pod.insert(k.clone(), v.clone());
+                }
+            }
+            serde_json::from_value(pod).unwrap()
+        };
+        let recorded = json!({ "metadata": { "name": "web", "namespace": "ns", "uid": "u1",
+            "annotations": { labels::PHYSICAL_POD_NAMESPACE: "w",
+                labels::PHYSICAL_POD_NAME: "p", labels::PHYSICAL_POD_UID: "p1" } } });
+        let deleting = json!({ "metadata": { "name": "web", "namespace": "ns", "uid": "u1",
+            "deletionTimestamp": "2026-01-01T00:00:00Z" } });
+        let table: [(&str, Option<Pod>, Option<&str>); 6] = [
+            (
+                "live, unrecorded owner",
+                Some(owner("u1", json!({}))),
+                Some("u1"),
+            ),
+            ("no owner in the store", None, None),
+            (
+                "owner replaced (other uid)",
+                Some(owner("u2", json!({}))),
+                None,
+            ),
+            (
+                "mapping recorded (the VirtualPod reconciler checks it)",
+                Some(owner("u1", recorded)),
+                None,
+            ),
+            (
+                "owner being deleted (the syncer deletes the physical pod)",
+                Some(owner("u1", deleting)),
+                None,
+            ),
+            (
+                "owner finished",
+                Some(owner("u1", json!({ "status": { "phase": "Succeeded" } }))),
+                None,
+            ),
+        ];
+        for (case, owner, want) in table {
+            assert_eq!(
+                lost_before_record(&physical, owner.as_ref(), "w").as_deref(),
+                want,
+                "{case}"
+            );
+        }
+    }
 
     #[test]
     fn missing_required_dependencies_are_listed() {
