@@ -65,6 +65,15 @@ pub struct ManagerArgs {
     #[arg(long, env = "PROXIER_REPLICAS", default_value_t = 1)]
     proxier_replicas: i32,
 
+    /// A further flag of every syncer Deployment, repeatable (e.g.
+    /// `--syncer-arg=--runtime-threads=2`); not used with --embedded.
+    #[arg(long = "syncer-arg", value_name = "FLAG", allow_hyphen_values = true)]
+    syncer_args: Vec<String>,
+
+    /// A further flag of every proxier Deployment, repeatable; not used with --embedded.
+    #[arg(long = "proxier-arg", value_name = "FLAG", allow_hyphen_values = true)]
+    proxier_args: Vec<String>,
+
     /// Kubelet port of the virtual nodes, served by the proxier.
     #[arg(long, env = "PROXIER_PORT", default_value_t = 10250)]
     proxier_port: i32,
@@ -214,6 +223,8 @@ fn templates(args: &ManagerArgs) -> Templates {
     t.proxier.replicas = args.proxier_replicas;
     t.syncer.image_pull_policy = args.image_pull_policy.clone();
     t.proxier.image_pull_policy = args.image_pull_policy.clone();
+    t.syncer.extra_args = args.syncer_args.clone();
+    t.proxier.extra_args = args.proxier_args.clone();
     t.proxier_port = args.proxier_port;
     t.proxier_client_ca_config_map = args.proxier_client_ca_configmap.clone();
     t
@@ -434,7 +445,15 @@ mod tests {
             "spec": {"clusterID": "w1", "secretRef": {"name": "kc"}, "mountNamespace": "m"},
         }))
         .unwrap();
-        let args = parse(&["--syncer-replicas=2", "--proxier-replicas=2"]).unwrap();
+        let args = parse(&[
+            "--syncer-replicas=2",
+            "--proxier-replicas=2",
+            "--syncer-arg=--runtime-threads=2",
+            "--syncer-arg",
+            "--workers=8",
+            "--proxier-arg=--log-format=json",
+        ])
+        .unwrap();
         let t = templates(&args);
         for deployment in [
             syncer_deployment(&binding, &t, Some("10.0.0.1")),
@@ -446,6 +465,10 @@ mod tests {
             );
             assert!(parsed.is_ok(), "{argv:?}: {}", parsed.unwrap_err());
         }
+        let syncer = container_args(&syncer_deployment(&binding, &t, Some("10.0.0.1")));
+        assert!(syncer.ends_with(&["--runtime-threads=2".to_owned(), "--workers=8".to_owned()]));
+        let proxier = container_args(&proxier_deployment(&binding, &t));
+        assert!(proxier.ends_with(&["--log-format=json".to_owned()]));
     }
 
     #[test]
@@ -466,6 +489,15 @@ mod tests {
         assert_eq!(t.proxier_port, 10350);
         assert_eq!(t.proxier.image_pull_policy.as_deref(), Some("Always"));
         assert!(parse(&["--image-pull-policy=Sometimes"]).is_err());
+        let passed = parse(&[
+            "--syncer-arg=--runtime-threads=2",
+            "--syncer-arg",
+            "--workers=8",
+        ])
+        .unwrap();
+        let t = templates(&passed);
+        assert_eq!(t.syncer.extra_args, ["--runtime-threads=2", "--workers=8"]);
+        assert!(t.proxier.extra_args.is_empty());
         // Leader election defaults come from kube-kit: 15 s / 10 s / 2 s.
         let defaults = parse(&[]).unwrap();
         assert_eq!(
