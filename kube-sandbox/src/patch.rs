@@ -1757,22 +1757,10 @@ impl ManagedEntry {
         out
     }
 
-    /// Who wrote entry `v` and how, read in place, when it is an entry [`Self::parse`]
-    /// accepts.
-    fn parse_header(v: &Value) -> Option<EntryHeader<'_>> {
-        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
-        let operation = text("operation");
-        if (operation != APPLY && operation != UPDATE)
-            || !v.get("fieldsV1").is_some_and(fields_valid)
-        {
-            return None;
-        }
-        Some(EntryHeader {
-            manager: text("manager"),
-            operation,
-            api_version: text("apiVersion"),
-            subresource: text("subresource"),
-        })
+    /// Whether `v` is an entry [`Self::parse`] accepts, checked in place.
+    fn is_valid(v: &Value) -> bool {
+        let operation = EntryHeader::of(v).operation;
+        (operation == APPLY || operation == UPDATE) && v.get("fieldsV1").is_some_and(fields_valid)
     }
 
     fn parse(v: &Value) -> Option<ManagedEntry> {
@@ -1845,20 +1833,13 @@ enum Entry {
 }
 
 impl Entry {
-    fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-        v.get(key).and_then(Value::as_str).unwrap_or_default()
-    }
-
     /// (operation, time, manager, apiVersion, subresource): the apiserver's order.
     fn order(&self) -> (&str, Option<&str>, &str, &str, &str) {
         match self {
-            Entry::Kept(v) => (
-                Entry::text(v, "operation"),
-                v.get("time").and_then(Value::as_str),
-                Entry::text(v, "manager"),
-                Entry::text(v, "apiVersion"),
-                Entry::text(v, "subresource"),
-            ),
+            Entry::Kept(v) => {
+                let h = EntryHeader::of(v);
+                (h.operation, h.time, h.manager, h.api_version, h.subresource)
+            }
             Entry::Parsed(e) => (
                 &e.operation,
                 e.time.as_deref(),
@@ -1913,15 +1894,27 @@ fn write_entries(obj: &mut Value, mut entries: Vec<Entry>) {
     }
 }
 
-/// Who wrote a managedFields entry and how.
+/// Who wrote a managedFields entry, how and when, read in place.
 struct EntryHeader<'a> {
     manager: &'a str,
     operation: &'a str,
     api_version: &'a str,
     subresource: &'a str,
+    time: Option<&'a str>,
 }
 
-impl EntryHeader<'_> {
+impl<'a> EntryHeader<'a> {
+    fn of(v: &'a Value) -> EntryHeader<'a> {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+        EntryHeader {
+            manager: text("manager"),
+            operation: text("operation"),
+            api_version: text("apiVersion"),
+            subresource: text("subresource"),
+            time: v.get("time").and_then(Value::as_str),
+        }
+    }
+
     fn is_update_by(&self, manager: &str, api_version: &str, subresource: &str) -> bool {
         self.operation == UPDATE
             && self.manager == manager
@@ -2211,15 +2204,18 @@ pub fn record_update_subresource(
     }
     // The entries as written: the request's when it carries valid ones, else the old
     // object's.
-    let valid = |v: &Value| ManagedEntry::parse_header(v).is_some();
     let mut raw: Vec<Value> = match requested {
-        Some(Value::Array(list)) => list.into_iter().filter(|v| valid(v)).collect(),
+        Some(Value::Array(list)) => list.into_iter().filter(ManagedEntry::is_valid).collect(),
         _ => Vec::new(),
     };
     if raw.is_empty()
         && let Some(Value::Array(list)) = old.and_then(|o| o.pointer("/metadata/managedFields"))
     {
-        raw = list.iter().filter(|v| valid(v)).cloned().collect();
+        raw = list
+            .iter()
+            .filter(|v| ManagedEntry::is_valid(v))
+            .cloned()
+            .collect();
     }
     let kind = new
         .get("kind")
@@ -2249,10 +2245,10 @@ pub fn record_update_subresource(
     current.union_with(&cmp.modified);
     strip_meta(&mut current);
 
-    let mine = raw.iter().position(|v| {
-        ManagedEntry::parse_header(v)
-            .is_some_and(|h| h.is_update_by(manager, operation_api_version, subresource))
-    });
+    // Every entry in `raw` is valid: its header alone tells which one is this writer's.
+    let mine = raw
+        .iter()
+        .position(|v| EntryHeader::of(v).is_update_by(manager, operation_api_version, subresource));
     // Paths are listed only when another entry may lose them (never on a create).
     let others = raw.len() - usize::from(mine.is_some());
     let changed = match others {

@@ -255,6 +255,13 @@ impl TopDown {
         lock(&self.lost_unrecorded).contains(uid)
     }
 
+    /// Forgets what [`Self::lost_before_record`] knew of a virtual pod that is gone.
+    fn forget_lost(&self, pod: &Pod) {
+        if let Some(uid) = &pod.metadata.uid {
+            lock(&self.lost_unrecorded).remove(uid);
+        }
+    }
+
     /// When the syncer first saw a virtual pod that is not mapped yet (for the mapping
     /// latency metric); forgotten once read.
     pub fn take_first_seen(&self, key: &str) -> Option<Instant> {
@@ -363,9 +370,7 @@ impl TopDown {
                         return;
                     };
                     lock(&self.first_seen).remove(&key);
-                    if let Some(uid) = &old.metadata.uid {
-                        lock(&self.lost_unrecorded).remove(uid);
-                    }
+                    self.forget_lost(&old);
                     physical.extend(Self::physical_name_of(&old));
                     copies.extend(dependencies);
                     tokens.push(key);
@@ -375,9 +380,7 @@ impl TopDown {
                     let gone = stores.virtual_pods.replace(ours);
                     pods.extend(stores.virtual_pods.keys());
                     for old in gone {
-                        if let Some(uid) = &old.metadata.uid {
-                            lock(&self.lost_unrecorded).remove(uid);
-                        }
+                        self.forget_lost(&old);
                         physical.extend(Self::physical_name_of(&old));
                         copies.extend(super::store::copy_keys_of(&old));
                         tokens.push(object_key(
