@@ -13,7 +13,7 @@ use kairship_core::api::tls;
 use kairship_core::auth::{
     StaticAuthorizer, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
 };
-use kube_kit::admin::{AdminState, Metrics, Readiness};
+use kube_kit::admin::{AdminServer, AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
 use kube_kit::client::{ClientOptions, client_from_kubeconfig, client_in_cluster, user_agent};
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
@@ -220,6 +220,11 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
         ),
         format: args.log_format,
     })?;
+    // Bound first: a busy port stops the process now, not after it ran without probes.
+    let admin_server = AdminServer::bind(args.metrics_addr, args.probe_addr).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (--listen)", args.listen))?;
     let shutdown = kube_kit::shutdown::signal_token()?;
     let options = ClientOptions::new(user_agent(COMPONENT, env!("CARGO_PKG_VERSION")));
     let host = if args.in_cluster {
@@ -252,21 +257,16 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
     metrics.with_registry(|registry| api.router.metrics().register(registry));
     let app = api.app;
 
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
     let readiness = Readiness::new();
     readiness.flag("api").set(true);
-    let admin = tokio::spawn(kube_kit::admin::serve(
-        args.metrics_addr,
-        args.probe_addr,
+    let admin = admin_server.spawn(
         AdminState {
             metrics,
             readiness,
             log: Some(log),
         },
         shutdown.clone(),
-    ));
+    );
     let served = serve(
         listener,
         app,

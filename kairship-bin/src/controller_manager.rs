@@ -12,7 +12,7 @@ use kairship_core::controllers::{
     Context, ControllerConfig, GlobalRegistry, HttpRegistry, MANAGER_NAME, NoopRegistry,
     ReadBackend, WebhookServing, run_leading,
 };
-use kube_kit::admin::{AdminState, Metrics, Readiness};
+use kube_kit::admin::{AdminServer, AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
 
@@ -91,6 +91,8 @@ fn read_file(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
 /// Runs the controller-manager until SIGTERM/SIGINT.
 pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
     let log = kube_kit::telemetry::init(&args.common.log_options())?;
+    // Bound first: a busy port stops the process now, not after it ran without probes.
+    let admin_server = AdminServer::bind(args.common.metrics_addr, args.common.probe_addr).await?;
     let shutdown = kube_kit::shutdown::signal_token()?;
     let options = args.common.client_options(kube_kit::client::user_agent(
         MANAGER_NAME,
@@ -160,16 +162,14 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
     };
     let ctx = Context::new(client, config, registry, &metrics);
 
-    let admin = tokio::spawn(kube_kit::admin::serve(
-        args.common.metrics_addr,
-        args.common.probe_addr,
+    let admin = admin_server.spawn(
         AdminState {
             metrics,
             readiness,
             log: Some(log),
         },
         shutdown.clone(),
-    ));
+    );
     let outcome = run_elected(
         elector.as_ref(),
         shutdown.clone(),

@@ -13,6 +13,7 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::leader::LeaderState;
@@ -193,11 +194,11 @@ pub struct AdminState {
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
     /// An address could not be bound.
-    #[error("cannot listen on {addr} for the {what} endpoints: {source}")]
+    #[error("cannot listen on {addr} ({what}): {source}")]
     Bind {
         /// The address from the flags.
         addr: SocketAddr,
-        /// "metrics" or "probe".
+        /// "metrics", "probes", or "metrics and probes" when both share the address.
         what: &'static str,
         /// The OS error.
         source: std::io::Error,
@@ -207,7 +208,7 @@ pub enum AdminError {
     Serve {
         /// The bound address.
         addr: SocketAddr,
-        /// "metrics" or "probe".
+        /// "metrics", "probes", or "metrics and probes".
         what: &'static str,
         /// The I/O error.
         source: std::io::Error,
@@ -287,36 +288,123 @@ async fn set_log_level(State(state): State<AdminState>, body: String) -> Respons
     }
 }
 
-/// Serves the admin endpoints until `shutdown`: metrics on `metrics_addr`, probes on
-/// `probe_addr`, or everything on one listener when both are the same address.
-pub async fn serve(
-    metrics_addr: SocketAddr,
-    probe_addr: SocketAddr,
-    state: AdminState,
-    shutdown: CancellationToken,
-) -> Result<(), AdminError> {
-    if metrics_addr == probe_addr {
-        let listener = bind(metrics_addr, "admin").await?;
-        return serve_on(listener, admin_router(state), "admin", shutdown).await;
+/// The admin listeners, bound before anything else starts so that a busy port stops the
+/// process at start instead of leaving it running without metrics and probes.
+#[derive(Debug)]
+pub struct AdminServer {
+    listeners: Listeners,
+}
+
+#[derive(Debug)]
+enum Listeners {
+    /// `--metrics-addr` = `--probe-addr`: every endpoint on one listener.
+    One(TcpListener),
+    /// Metrics and probes apart.
+    Two {
+        metrics: TcpListener,
+        probes: TcpListener,
+    },
+}
+
+impl AdminServer {
+    /// Binds the metrics and the probe address (one listener when they are the same); the
+    /// error names the address that could not be bound and why.
+    pub async fn bind(
+        metrics_addr: SocketAddr,
+        probe_addr: SocketAddr,
+    ) -> Result<AdminServer, AdminError> {
+        let listeners = if metrics_addr == probe_addr {
+            Listeners::One(bind(metrics_addr, "metrics and probes").await?)
+        } else {
+            Listeners::Two {
+                metrics: bind(metrics_addr, "metrics").await?,
+                probes: bind(probe_addr, "probes").await?,
+            }
+        };
+        Ok(AdminServer { listeners })
     }
-    let metrics = bind(metrics_addr, "metrics").await?;
-    let probes = bind(probe_addr, "probe").await?;
-    let (a, b) = tokio::join!(
-        serve_on(
-            metrics,
-            metrics_router(state.clone()),
-            "metrics",
-            shutdown.clone()
-        ),
-        serve_on(probes, probes_router(state), "probe", shutdown),
-    );
-    a.and(b)
+
+    /// The bound metrics address (with the port the OS chose for port 0).
+    pub fn metrics_addr(&self) -> Result<SocketAddr, AdminError> {
+        match &self.listeners {
+            Listeners::One(listener) => local_addr(listener, "metrics and probes"),
+            Listeners::Two { metrics, .. } => local_addr(metrics, "metrics"),
+        }
+    }
+
+    /// The bound probe address (with the port the OS chose for port 0).
+    pub fn probe_addr(&self) -> Result<SocketAddr, AdminError> {
+        match &self.listeners {
+            Listeners::One(listener) => local_addr(listener, "metrics and probes"),
+            Listeners::Two { probes, .. } => local_addr(probes, "probes"),
+        }
+    }
+
+    /// Serves the admin endpoints until `shutdown`: `/metrics` on the metrics listener,
+    /// `/healthz`, `/readyz` and `/debug/log-level` on the probe listener.
+    pub async fn serve(
+        self,
+        state: AdminState,
+        shutdown: CancellationToken,
+    ) -> Result<(), AdminError> {
+        match self.listeners {
+            Listeners::One(listener) => {
+                serve_on(
+                    listener,
+                    admin_router(state),
+                    "metrics and probes",
+                    shutdown,
+                )
+                .await
+            }
+            Listeners::Two { metrics, probes } => {
+                // The first failure ends both: half an admin server is no better than none.
+                tokio::try_join!(
+                    serve_on(
+                        metrics,
+                        metrics_router(state.clone()),
+                        "metrics",
+                        shutdown.clone()
+                    ),
+                    serve_on(probes, probes_router(state), "probes", shutdown),
+                )
+                .map(|_| ())
+            }
+        }
+    }
+
+    /// Serves on a task of its own. However the task ends (an error, a panic, or `shutdown`),
+    /// it cancels `shutdown`: a process without metrics and probes stops, so that it exits
+    /// and is restarted rather than running on unobserved with failing probes. Await the
+    /// handle after the process's work has stopped to get the admin server's error.
+    pub fn spawn(
+        self,
+        state: AdminState,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<Result<(), AdminError>> {
+        tokio::spawn(async move {
+            let _stop_process = shutdown.clone().drop_guard();
+            let result = self.serve(state, shutdown).await;
+            if let Err(err) = &result {
+                tracing::error!(error = %err, "the admin server failed; stopping");
+            }
+            result
+        })
+    }
 }
 
 async fn bind(addr: SocketAddr, what: &'static str) -> Result<TcpListener, AdminError> {
     TcpListener::bind(addr)
         .await
         .map_err(|source| AdminError::Bind { addr, what, source })
+}
+
+fn local_addr(listener: &TcpListener, what: &'static str) -> Result<SocketAddr, AdminError> {
+    listener.local_addr().map_err(|source| AdminError::Serve {
+        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        what,
+        source,
+    })
 }
 
 /// Serves `router` on an already bound listener until `shutdown`.
@@ -326,11 +414,7 @@ pub async fn serve_on(
     what: &'static str,
     shutdown: CancellationToken,
 ) -> Result<(), AdminError> {
-    let addr = listener.local_addr().map_err(|source| AdminError::Serve {
-        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-        what,
-        source,
-    })?;
+    let addr = local_addr(&listener, what)?;
     tracing::info!(%addr, what, "serving admin endpoints");
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.cancelled_owned())
@@ -445,28 +529,78 @@ mod tests {
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
 
-    #[tokio::test]
-    async fn serve_binds_both_addresses_and_stops_on_shutdown() {
-        let state = AdminState::default();
-        let shutdown = CancellationToken::new();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve_on(
-            listener,
-            admin_router(state),
-            "admin",
-            shutdown.clone(),
-        ));
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    async fn get(addr: SocketAddr, path: &str) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         stream
-            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .write_all(
+                format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes(),
+            )
             .await
             .unwrap();
         let mut response = String::new();
         stream.read_to_string(&mut response).await.unwrap();
-        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        response
+    }
+
+    #[tokio::test]
+    async fn serve_binds_both_addresses_and_stops_on_shutdown() {
+        let shutdown = CancellationToken::new();
+        // Distinct addresses: metrics and probes on listeners of their own.
+        let server =
+            AdminServer::bind("0.0.0.0:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap())
+                .await
+                .unwrap();
+        let metrics = SocketAddr::from(([127, 0, 0, 1], server.metrics_addr().unwrap().port()));
+        let probes = server.probe_addr().unwrap();
+        assert_ne!(metrics.port(), probes.port());
+        let task = server.spawn(AdminState::default(), shutdown.clone());
+
+        assert!(get(probes, "/healthz").await.starts_with("HTTP/1.1 200"));
+        assert!(get(probes, "/metrics").await.starts_with("HTTP/1.1 404"));
+        assert!(get(metrics, "/metrics").await.starts_with("HTTP/1.1 200"));
+        assert!(get(metrics, "/healthz").await.starts_with("HTTP/1.1 404"));
         shutdown.cancel();
-        server.await.unwrap().unwrap();
+        task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn one_address_serves_every_endpoint() {
+        let shutdown = CancellationToken::new();
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let server = AdminServer::bind(addr, addr).await.unwrap();
+        let bound = server.metrics_addr().unwrap();
+        assert_eq!(server.probe_addr().unwrap(), bound);
+        let task = server.spawn(AdminState::default(), shutdown.clone());
+        assert!(get(bound, "/healthz").await.starts_with("HTTP/1.1 200"));
+        assert!(get(bound, "/metrics").await.starts_with("HTTP/1.1 200"));
+        shutdown.cancel();
+        task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn bind_errors_name_the_busy_address_and_listener() {
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let busy_addr = busy.local_addr().unwrap();
+        let free: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        for (metrics, probes, what) in [
+            (busy_addr, free, "metrics"),
+            (free, busy_addr, "probes"),
+            (busy_addr, busy_addr, "metrics and probes"),
+        ] {
+            let err = AdminServer::bind(metrics, probes).await.unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.starts_with(&format!("cannot listen on {busy_addr} ({what}): ")),
+                "{message}"
+            );
+            match err {
+                AdminError::Bind { addr, source, .. } => {
+                    assert_eq!(addr, busy_addr);
+                    assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse, "{message}");
+                }
+                other => panic!("not a bind error: {other}"),
+            }
+        }
     }
 }

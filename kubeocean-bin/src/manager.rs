@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::Api;
 use kube::api::ListParams;
-use kube_kit::admin::{self, AdminState};
+use kube_kit::admin::{AdminServer, AdminState};
 use kube_kit::args::parse_duration;
 use kube_kit::client::user_agent;
 use kube_kit::controller::ControllerMetrics;
@@ -233,6 +233,8 @@ fn templates(args: &ManagerArgs) -> Templates {
 /// Runs until SIGTERM/SIGINT.
 async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
     let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
+    // Bound first: a busy port stops the process now, not after it ran without probes.
+    let admin_server = AdminServer::bind(args.kube.metrics_addr, args.kube.probe_addr).await?;
     let options = args
         .kube
         .client_options(user_agent(MANAGER_NAME, env!("CARGO_PKG_VERSION")));
@@ -293,12 +295,7 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
     } else {
         None
     };
-    let admin = tokio::spawn(admin::serve(
-        args.kube.metrics_addr,
-        args.kube.probe_addr,
-        admin_state,
-        token.clone(),
-    ));
+    let admin = admin_server.spawn(admin_state, token.clone());
     tracing::info!(
         namespace = %args.namespace,
         embedded = args.embedded,

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kube_kit::admin::{self, AdminState};
+use kube_kit::admin::{AdminServer, AdminState};
 use kube_kit::args::parse_duration;
 use kube_kit::client::user_agent;
 use kube_kit::shutdown::signal_token;
@@ -123,6 +123,8 @@ pub fn main(args: ProxierArgs) -> ExitCode {
 /// Serves until SIGTERM/SIGINT.
 async fn run(args: ProxierArgs, files: TlsFiles) -> anyhow::Result<()> {
     let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
+    // Bound first: a busy port stops the process now, not after it ran without probes.
+    let admin_server = AdminServer::bind(args.kube.metrics_addr, args.kube.probe_addr).await?;
     let options = args
         .kube
         .client_options(user_agent("kubeocean-proxier", env!("CARGO_PKG_VERSION")));
@@ -139,12 +141,7 @@ async fn run(args: ProxierArgs, files: TlsFiles) -> anyhow::Result<()> {
     };
     let metrics = ProxierMetrics::register(&admin_state.metrics);
     let ready = admin_state.readiness.flag("proxier");
-    let admin = tokio::spawn(admin::serve(
-        args.kube.metrics_addr,
-        args.kube.probe_addr,
-        admin_state,
-        token.clone(),
-    ));
+    let admin = admin_server.spawn(admin_state, token.clone());
 
     let mut config = ProxierConfig::new(&args.cluster_binding, args.listen, files.cert, files.key);
     config.client_ca_pem = files.client_ca;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kube_kit::admin::{self, AdminState};
+use kube_kit::admin::{AdminServer, AdminState};
 use kube_kit::args::parse_duration;
 use kube_kit::client::user_agent;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
@@ -60,6 +60,8 @@ pub struct SyncerArgs {
 /// Runs the syncer until SIGTERM/SIGINT.
 pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
     let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
+    // Bound first: a busy port stops the process now, not after it ran without probes.
+    let admin_server = AdminServer::bind(args.kube.metrics_addr, args.kube.probe_addr).await?;
     let options = args
         .kube
         .client_options(user_agent("kubeocean-syncer", env!("CARGO_PKG_VERSION")));
@@ -76,12 +78,7 @@ pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
     };
     let leader_metrics = LeaderElectionMetrics::register(&admin_state.metrics);
     let syncer_metrics = SyncerMetrics::register(&admin_state.metrics);
-    let admin = tokio::spawn(admin::serve(
-        args.kube.metrics_addr,
-        args.kube.probe_addr,
-        admin_state,
-        token.clone(),
-    ));
+    let admin = admin_server.spawn(admin_state, token.clone());
 
     let mut config = SyncerConfig::new(&args.cluster_binding);
     config.secret_namespace = args.secret_namespace.clone();

@@ -25,7 +25,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, ResourceExt};
-use kube_kit::admin::{self, AdminState};
+use kube_kit::admin::{AdminServer, AdminState};
 use kube_kit::args::parse_duration;
 use kube_kit::client::user_agent;
 use kube_kit::controller::{ControllerMetrics, ControllerRunner, ReconcileError};
@@ -156,6 +156,8 @@ async fn seed(client: &Client) -> anyhow::Result<()> {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let log = kube_kit::telemetry::init(&cli.common.log_options())?;
+    // Bound first: a busy port stops the process now, not after it ran without probes.
+    let admin_server = AdminServer::bind(cli.common.metrics_addr, cli.common.probe_addr).await?;
     let shutdown = signal_token()?;
     if let Some(run_for) = cli.run_for {
         let token = shutdown.clone();
@@ -202,12 +204,8 @@ async fn main() -> anyhow::Result<()> {
         replicas.push((elector, shutdown.child_token()));
     }
 
-    let server = tokio::spawn(admin::serve(
-        cli.common.metrics_addr,
-        cli.common.probe_addr,
-        admin_state,
-        shutdown.clone(),
-    ));
+    // The replicas' tokens are children of `shutdown`: a failing admin server stops them.
+    let server = admin_server.spawn(admin_state, shutdown.clone());
 
     // In the sandbox demo, stop whichever replica leads halfway through to show a failover.
     if let (Some(run_for), true) = (cli.run_for, replicas.len() > 1) {
@@ -239,11 +237,7 @@ async fn main() -> anyhow::Result<()> {
     for result in results {
         result?;
     }
-    match server.await {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => tracing::error!(error = %err, "admin server failed"),
-        Err(err) => tracing::error!(error = %err, "admin server task failed"),
-    }
+    server.await.context("admin server task")??;
 
     if let Some(cluster) = sandbox {
         let cm = Api::<ConfigMap>::namespaced(cluster.client(), "default")
