@@ -1871,6 +1871,74 @@ async fn grpc_health_reflection_and_kubeconfig_share_the_port() {
     );
 }
 
+/// Asks a reflection service of the given version, over `channel`, for its services and for
+/// the files defining the health and Kairship services: (the listed services, each returned
+/// file's package and services).
+macro_rules! reflect {
+    ($version:ident, $channel:expr) => {{
+        use prost::Message as _;
+        use tonic_reflection::pb::$version::ServerReflectionRequest;
+        use tonic_reflection::pb::$version::server_reflection_client::ServerReflectionClient;
+        use tonic_reflection::pb::$version::server_reflection_request::MessageRequest;
+        use tonic_reflection::pb::$version::server_reflection_response::MessageResponse;
+        let requests = [
+            MessageRequest::ListServices(String::new()),
+            MessageRequest::FileContainingSymbol("grpc.health.v1.Health".into()),
+            MessageRequest::FileContainingSymbol(grpc::SERVICE_NAME.into()),
+        ]
+        .map(|request| ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(request),
+        });
+        let mut answers = ServerReflectionClient::new($channel)
+            .server_reflection_info(futures::stream::iter(requests))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut services = BTreeSet::new();
+        let mut files = Vec::new();
+        for _ in 0..3 {
+            let answer = answers.message().await.unwrap().unwrap();
+            match answer.message_response {
+                Some(MessageResponse::ListServicesResponse(list)) => {
+                    services = list.service.into_iter().map(|s| s.name).collect();
+                }
+                Some(MessageResponse::FileDescriptorResponse(found)) => {
+                    let file = prost_types::FileDescriptorProto::decode(
+                        found.file_descriptor_proto[0].as_slice(),
+                    )
+                    .unwrap();
+                    let names: Vec<String> =
+                        file.service.iter().map(|s| s.name().to_owned()).collect();
+                    files.push((file.package().to_owned(), names));
+                }
+                other => panic!("unexpected reflection answer {other:?}"),
+            }
+        }
+        (services, files)
+    }};
+}
+
+#[tokio::test]
+async fn grpc_reflection_v1_and_v1alpha_describe_every_served_service() {
+    let env = Env::start().await;
+    let want: BTreeSet<String> = grpc::SERVED_SERVICES.map(str::to_owned).into();
+    assert!(want.contains("grpc.health.v1.Health"));
+    let want_files = vec![
+        ("grpc.health.v1".to_owned(), vec!["Health".to_owned()]),
+        ("kairship.v1".to_owned(), vec!["KairshipService".to_owned()]),
+    ];
+
+    let (services, files) = reflect!(v1, env.channel().await);
+    assert_eq!(services, want, "v1");
+    assert_eq!(files, want_files, "v1");
+
+    // grpcurl before 1.8.8 speaks only v1alpha.
+    let (services, files) = reflect!(v1alpha, env.channel().await);
+    assert_eq!(services, want, "v1alpha");
+    assert_eq!(files, want_files, "v1alpha");
+}
+
 #[tokio::test]
 async fn each_call_checks_the_instance_or_the_objects_inside_it() {
     use InstanceResource::{Instances, Proxy};

@@ -1,7 +1,8 @@
 //! The gRPC adapters of the Kairship API: `kairship.v1.KairshipService` (from
 //! `proto/kairship/v1/kairship.proto`, compiled with protox), the standard health service
-//! (`grpc.health.v1.Health`) and server reflection (`grpc.reflection.v1`), as one axum router
-//! that shares the REST port over HTTP/2.
+//! (`grpc.health.v1.Health`) and server reflection (`grpc.reflection.v1` and, for older
+//! clients such as grpcurl before 1.8.8, `grpc.reflection.v1alpha`), as one axum router that
+//! shares the REST port over HTTP/2. Reflection describes every one of these services.
 //!
 //! The service is a thin adapter over [`KairshipApi`]: the same authentication (bearer token
 //! in the `authorization` metadata), the same request messages, the same errors (the gRPC
@@ -34,6 +35,14 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 /// The fully qualified name of the Kairship gRPC service.
 pub const SERVICE_NAME: &str = "kairship.v1.KairshipService";
 
+/// Every service the gRPC routes serve, as reflection lists them.
+pub const SERVED_SERVICES: [&str; 4] = [
+    SERVICE_NAME,
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1.ServerReflection",
+    "grpc.reflection.v1alpha.ServerReflection",
+];
+
 /// Largest request message accepted, the same limit as REST bodies.
 pub const MAX_MESSAGE_BYTES: usize = crate::api::rest::extract::MAX_BODY_BYTES;
 
@@ -47,7 +56,7 @@ pub enum GrpcError {
 
 /// The gRPC services as one router to merge into the API server's router: the Kairship
 /// service over `api`, health (reporting the Kairship service and the server as serving) and
-/// reflection.
+/// reflection (v1 and v1alpha, each describing all of [`SERVED_SERVICES`]).
 pub async fn routes(
     api: Arc<dyn KairshipApi>,
     authenticator: Arc<dyn Authenticator>,
@@ -59,15 +68,27 @@ pub async fn routes(
     health
         .set_serving::<pb::kairship_service_server::KairshipServiceServer<GrpcApi>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
     let router = tonic::service::Routes::new(kairship)
         .add_service(health_service)
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .into_axum_router()
         .layer(axum::middleware::map_request(record_base_url));
     Ok(router)
+}
+
+/// A reflection builder with the descriptors of every served service. Both reflection
+/// versions are registered by hand (the builder only adds its own version) so that either
+/// one lists the other too.
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .include_reflection_service(false)
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
 }
 
 /// Puts the call's base URL on the request for `CreateKubeconfig`.
