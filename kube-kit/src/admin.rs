@@ -382,8 +382,10 @@ impl AdminServer {
         state: AdminState,
         shutdown: CancellationToken,
     ) -> JoinHandle<Result<(), AdminError>> {
+        // Made outside the task so that it is dropped even if the task never runs.
+        let stop_process = shutdown.clone().drop_guard();
         tokio::spawn(async move {
-            let _stop_process = shutdown.clone().drop_guard();
+            let _stop_process = stop_process;
             let result = self.serve(state, shutdown).await;
             if let Err(err) = &result {
                 tracing::error!(error = %err, "the admin server failed; stopping");
@@ -576,6 +578,20 @@ mod tests {
         assert!(get(bound, "/metrics").await.starts_with("HTTP/1.1 200"));
         shutdown.cancel();
         task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_admin_server_that_ends_early_stops_the_process() {
+        let shutdown = CancellationToken::new();
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let server = AdminServer::bind(addr, addr).await.unwrap();
+        let task = server.spawn(AdminState::default(), shutdown.clone());
+        assert!(!shutdown.is_cancelled());
+        // Aborting stands in for any early end (a failure or a panic): the token is cancelled.
+        task.abort();
+        tokio::time::timeout(std::time::Duration::from_secs(30), shutdown.cancelled())
+            .await
+            .unwrap();
     }
 
     #[tokio::test]
