@@ -116,6 +116,14 @@ fn assert_fails_naming(status: ExitStatus, stderr: &str, addr: SocketAddr, what:
         "stderr does not name {addr} ({what}):\n{}",
         tail(stderr)
     );
+    // The OS's words for the busy port, once: not repeated by a printed error chain.
+    let cause = TcpListener::bind(addr).unwrap_err().to_string();
+    assert_eq!(
+        stderr.matches(cause.as_str()).count(),
+        1,
+        "the cause once:\n{}",
+        tail(stderr)
+    );
 }
 
 fn strings(args: &[&str]) -> Vec<String> {

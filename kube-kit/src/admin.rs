@@ -190,28 +190,29 @@ pub struct AdminState {
     pub log: Option<LogHandle>,
 }
 
-/// Why the admin server failed.
+/// Why the admin server failed. The I/O error is part of the message and deliberately not a
+/// `source`: callers print error chains (`{:#}`, anyhow's `Caused by`), which would repeat it.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
     /// An address could not be bound.
-    #[error("cannot listen on {addr} ({what}): {source}")]
+    #[error("cannot listen on {addr} ({what}): {cause}")]
     Bind {
         /// The address from the flags.
         addr: SocketAddr,
         /// "metrics", "probes", or "metrics and probes" when both share the address.
         what: &'static str,
         /// The OS error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// Serving stopped with an I/O error.
-    #[error("the {what} server on {addr} failed: {source}")]
+    #[error("the {what} server on {addr} failed: {cause}")]
     Serve {
         /// The bound address.
         addr: SocketAddr,
         /// "metrics", "probes", or "metrics and probes".
         what: &'static str,
         /// The I/O error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -398,14 +399,14 @@ impl AdminServer {
 async fn bind(addr: SocketAddr, what: &'static str) -> Result<TcpListener, AdminError> {
     TcpListener::bind(addr)
         .await
-        .map_err(|source| AdminError::Bind { addr, what, source })
+        .map_err(|cause| AdminError::Bind { addr, what, cause })
 }
 
 fn local_addr(listener: &TcpListener, what: &'static str) -> Result<SocketAddr, AdminError> {
-    listener.local_addr().map_err(|source| AdminError::Serve {
+    listener.local_addr().map_err(|cause| AdminError::Serve {
         addr: SocketAddr::from(([0, 0, 0, 0], 0)),
         what,
-        source,
+        cause,
     })
 }
 
@@ -421,7 +422,7 @@ pub async fn serve_on(
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
-        .map_err(|source| AdminError::Serve { addr, what, source })
+        .map_err(|cause| AdminError::Serve { addr, what, cause })
 }
 
 #[cfg(test)]
@@ -610,10 +611,12 @@ mod tests {
                 message.starts_with(&format!("cannot listen on {busy_addr} ({what}): ")),
                 "{message}"
             );
+            // The cause is in the message only, so that printed chains do not repeat it.
+            assert!(std::error::Error::source(&err).is_none(), "{message}");
             match err {
-                AdminError::Bind { addr, source, .. } => {
+                AdminError::Bind { addr, cause, .. } => {
                     assert_eq!(addr, busy_addr);
-                    assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse, "{message}");
+                    assert_eq!(cause.kind(), std::io::ErrorKind::AddrInUse, "{message}");
                 }
                 other => panic!("not a bind error: {other}"),
             }

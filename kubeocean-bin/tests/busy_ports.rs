@@ -136,7 +136,7 @@ async fn run(computing: &Computing, args: Vec<String>) -> (ExitStatus, String) {
         .unwrap()
 }
 
-fn assert_fails_naming(status: ExitStatus, stderr: &str, needle: &str) {
+fn assert_fails_naming(status: ExitStatus, stderr: &str, busy: SocketAddr, needle: &str) {
     assert!(
         !status.success(),
         "exit status {status}; stderr:\n{}",
@@ -145,6 +145,14 @@ fn assert_fails_naming(status: ExitStatus, stderr: &str, needle: &str) {
     assert!(
         stderr.contains(needle),
         "stderr does not contain {needle:?}:\n{}",
+        tail(stderr)
+    );
+    // The OS's words for the busy port, once: not repeated by a printed error chain.
+    let cause = TcpListener::bind(busy).unwrap_err().to_string();
+    assert_eq!(
+        stderr.matches(cause.as_str()).count(),
+        1,
+        "the cause once:\n{}",
         tail(stderr)
     );
 }
@@ -163,6 +171,7 @@ async fn manager_exits_at_start_when_the_metrics_port_is_busy() {
     assert_fails_naming(
         status,
         &stderr,
+        busy,
         &format!("cannot listen on {busy} (metrics)"),
     );
 }
@@ -177,6 +186,7 @@ async fn syncer_exits_at_start_when_the_probe_port_is_busy() {
     assert_fails_naming(
         status,
         &stderr,
+        busy,
         &format!("cannot listen on {busy} (probes)"),
     );
 }
@@ -197,5 +207,5 @@ async fn proxier_exits_at_start_when_its_listen_port_is_busy() {
     args.extend(computing.tls_flags());
     args.push(format!("--listen={busy}"));
     let (status, stderr) = run(&computing, args).await;
-    assert_fails_naming(status, &stderr, &format!("cannot listen on {busy}"));
+    assert_fails_naming(status, &stderr, busy, &format!("cannot listen on {busy}"));
 }

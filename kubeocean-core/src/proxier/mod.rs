@@ -171,12 +171,12 @@ pub enum ProxierError {
     #[error("cannot generate a certificate: {0}")]
     Certificate(String),
     /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {cause}")]
     Bind {
         /// The address.
         addr: SocketAddr,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause; in the message only (not a `source`), so printed chains do not repeat it.
+        cause: std::io::Error,
     },
 }
 
@@ -205,13 +205,13 @@ impl Proxier {
         let listener =
             TcpListener::bind(config.listen)
                 .await
-                .map_err(|source| ProxierError::Bind {
+                .map_err(|cause| ProxierError::Bind {
                     addr: config.listen,
-                    source,
+                    cause,
                 })?;
-        let local_addr = listener.local_addr().map_err(|source| ProxierError::Bind {
+        let local_addr = listener.local_addr().map_err(|cause| ProxierError::Bind {
             addr: config.listen,
-            source,
+            cause,
         })?;
         if config.client_ca_pem.is_none() && !config.token_review {
             tracing::warn!(
