@@ -795,3 +795,89 @@ async fn deleting_an_instance_deletes_every_binding_to_its_roles() {
     assert!(!may_get_instance(&hc, "carol", "reborn", Some("team-a")).await);
     stop.cancel();
 }
+
+/// The Ready condition of instance `name` once its message satisfies `check`.
+async fn ready_condition(
+    host: &Client,
+    name: &str,
+    check: impl Fn(&str) -> bool,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    eventually(&format!("the Ready condition of {name}"), LIMIT, || async {
+        let status = get_instance(host, name).await?.status?;
+        status
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "Ready" && check(&c.message))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adopt_credentials_name_the_secret_and_key_without_fallback() {
+    let host = host().await;
+    let hc = host.client();
+    let karmada = KarmadaInstance::start("creds").await;
+    let kubeconfig = karmada.served.kubeconfig_yaml.clone();
+    let (_ctx, stop) = start_manager(&hc, fast_config());
+    let instances: Api<Instance> = Api::all(hc.clone());
+    let with_key = |name: &str, key: Option<&str>| {
+        let mut instance = adopt_instance(name);
+        if let Some(r) = instance.spec.kubeconfig_secret_ref.as_mut() {
+            r.key = key.map(str::to_owned);
+        }
+        instance
+    };
+
+    // The named key is missing although another usable one exists: no fallback, named.
+    put_kubeconfig_secret(&hc, "keyed-kubeconfig", "kubeconfig", &kubeconfig).await;
+    instances
+        .create(&PostParams::default(), &with_key("keyed", Some("mine")))
+        .await
+        .unwrap();
+    // No Secret at all.
+    instances
+        .create(
+            &PostParams::default(),
+            &with_key("absent", Some("kubeconfig")),
+        )
+        .await
+        .unwrap();
+    // No key given: the documented fallback keys apply.
+    put_kubeconfig_secret(&hc, "fallback-kubeconfig", "karmada.config", &kubeconfig).await;
+    instances
+        .create(&PostParams::default(), &with_key("fallback", None))
+        .await
+        .unwrap();
+
+    let keyed = ready_condition(&hc, "keyed", |m| m.contains("Secret")).await;
+    assert_eq!(keyed.reason, "WaitingForCredentials");
+    assert_eq!(
+        keyed.message,
+        r#"Secret kairship-system/keyed-kubeconfig has no key "mine""#
+    );
+    let absent = ready_condition(&hc, "absent", |m| m.contains("Secret")).await;
+    assert_eq!(absent.reason, "WaitingForCredentials");
+    assert_eq!(
+        absent.message,
+        r#"Secret kairship-system/absent-kubeconfig not found (key "kubeconfig")"#
+    );
+    let running = wait_state(&hc, "fallback", InstanceState::Running, LIMIT).await;
+    // Adopt: the Version column shows what the instance's /version answers.
+    let version = karmada
+        .client()
+        .apiserver_version()
+        .await
+        .unwrap()
+        .git_version;
+    assert_eq!(
+        running.status.unwrap().karmada_version.as_deref(),
+        Some(version.as_str())
+    );
+    let keyed = get_instance(&hc, "keyed").await.unwrap().status.unwrap();
+    assert_eq!(
+        keyed.state,
+        InstanceState::InProcess,
+        "never read another key"
+    );
+    stop.cancel();
+}
