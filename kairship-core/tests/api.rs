@@ -398,7 +398,7 @@ async fn instances_crud_sorting_and_visibility() {
     assert_eq!(names(&all), ["inst-1", "inst-2"]);
     assert_eq!(
         all["pagination"],
-        json!({"total": 2, "page": 1, "pageSize": 2, "pages": 1})
+        json!({"total": 2, "page": 1, "pageSize": 10000, "pages": 1})
     );
     let desc = env
         .ok(
@@ -1120,10 +1120,15 @@ async fn reads_fall_back_to_the_instance_while_the_cache_watch_fails() {
         )
         .await
         .unwrap();
-    assert_eq!(
-        names(&env.ok("GET", &path, None).await),
-        ["before", "behind"]
-    );
+    let listed = env.ok("GET", &path, None).await;
+    assert_eq!(names(&listed), ["before", "behind"]);
+    // Read direct, items carry their type as the cache's do.
+    for item in listed["items"].as_array().unwrap() {
+        assert_eq!(
+            (&item["apiVersion"], &item["kind"]),
+            (&json!("v1"), &json!("ConfigMap"))
+        );
+    }
     assert_eq!(
         env.ok("GET", &format!("{path}/behind"), None).await["metadata"]["name"],
         "behind"
