@@ -75,13 +75,28 @@ fn collect<'s>(root: &'s Value, schema: &'s Value, hops: usize, out: &mut Vec<&'
     for branch in &combined {
         collect(root, branch, hops + 1, out);
     }
-    let only_combinators = map.keys().all(|k| {
+    // `{"$ref": ..., "description": ...}` stands for its target alone; a schema that says
+    // more (`type`, `properties`, ...) is a branch of its own too.
+    let refers = !combined.is_empty() || map.contains_key("$ref");
+    let only_annotations = map.keys().all(|k| {
         matches!(
             k.as_str(),
-            "$ref" | "allOf" | "anyOf" | "oneOf" | "description"
+            "$ref"
+                | "allOf"
+                | "anyOf"
+                | "oneOf"
+                | "description"
+                | "title"
+                | "default"
+                | "examples"
+                | "deprecated"
+                | "readOnly"
+                | "writeOnly"
+                | "nullable"
+                | "$comment"
         )
     });
-    if !only_combinators || (combined.is_empty() && !map.contains_key("$ref")) {
+    if !(refers && only_annotations) {
         out.push(schema);
     }
 }
@@ -233,6 +248,7 @@ mod tests {
                 "Spec": {"type": "object", "properties": {
                     "replicas": {"type": "integer"},
                     "strategy": {"anyOf": [{"$ref": "#/$defs/Strategy"}, {"type": "null"}]},
+                    "defaulted": {"$ref": "#/$defs/Strategy", "default": {}, "description": "d"},
                     "template": {"type": "object", "properties": {
                         "spec": {"type": "object", "properties": {
                             "containers": {"type": "array", "items": {"$ref": "#/$defs/Container"}},
@@ -279,10 +295,14 @@ mod tests {
                 json!({"spec": {"template": {"spec": {"containers": [{"ports": [{"containerPort": 80, "x": 1}]}]}}}}),
                 vec!["spec.template.spec.containers[0].ports[0].x"],
             ),
-            // anyOf with null, $ref.
+            // anyOf with null, $ref, and a $ref with annotations beside it.
             (
                 json!({"spec": {"strategy": {"type": "Recreate", "bogus": true}}}),
                 vec!["spec.strategy.bogus"],
+            ),
+            (
+                json!({"spec": {"defaulted": {"type": "Recreate", "bogus": true}}}),
+                vec!["spec.defaulted.bogus"],
             ),
             // RawExtension-like, preserve-unknown-fields, {} and true are open.
             (
