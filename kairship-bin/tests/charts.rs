@@ -563,6 +563,11 @@ fn controller_manager_rbac_holds_what_it_grants_and_what_it_does() {
                 "clusterrolebindings",
                 "deletecollection",
             ),
+            // Deleting an instance deletes every binding to its roles.
+            ("rbac.authorization.k8s.io", "clusterrolebindings", "list"),
+            ("rbac.authorization.k8s.io", "clusterrolebindings", "delete"),
+            ("rbac.authorization.k8s.io", "rolebindings", "list"),
+            ("rbac.authorization.k8s.io", "rolebindings", "delete"),
             ("", "secrets", "get"),
             ("operator.karmada.io", "karmadas", "create"),
             ("operator.karmada.io", "karmadas", "delete"),

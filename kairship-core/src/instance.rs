@@ -106,14 +106,12 @@ pub struct SecretKeyReference {
     /// Name of the Secret.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
-    /// Key inside the Secret's data holding the kubeconfig.
-    #[serde(default = "default_kubeconfig_key")]
+    /// Key inside the Secret's data holding the kubeconfig. Given, exactly this key is read
+    /// (a missing key is reported, never replaced by another); left out, the first of
+    /// `kubeconfig`, `karmada.config` and `config` that the Secret has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
-    pub key: String,
-}
-
-fn default_kubeconfig_key() -> String {
-    DEFAULT_KUBECONFIG_KEY.to_owned()
+    pub key: Option<String>,
 }
 
 /// A Karmada control-plane component the operator can install.
@@ -247,7 +245,10 @@ pub struct ProvisionSpec {
     doc = "A Karmada control plane managed by Kairship.",
     validation = kube::core::Rule::new(
         "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63"
-    ).message("metadata.name must be a DNS-1035 label of at most 63 characters"),
+    )
+    .message("metadata.name must be a DNS-1035 label of at most 63 characters")
+    // Without it kube-apiserver reports the root object's path, `<nil>`.
+    .field_path(".metadata.name"),
     printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
     printcolumn(
         name = "Clusters",
@@ -466,7 +467,8 @@ pub struct InstanceStatus {
     /// Whether the Karmada control plane currently answers.
     #[serde(default)]
     pub control_plane_ready: bool,
-    /// Karmada version (from the operator or the karmada-controller-manager image).
+    /// Karmada version: the operator's (Provision); for Adopt, the `gitVersion` the instance's API
+    /// server answers on `/version`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub karmada_version: Option<String>,
     /// Kubernetes version reported by the Karmada apiserver's `/version`.
@@ -547,7 +549,9 @@ impl InstanceSpec {
                     .ok_or(InstanceSpecError::MissingKubeconfigRef)?;
                 non_empty(&secret.namespace, "spec.kubeconfigSecretRef.namespace")?;
                 non_empty(&secret.name, "spec.kubeconfigSecretRef.name")?;
-                non_empty(&secret.key, "spec.kubeconfigSecretRef.key")?;
+                if let Some(key) = &secret.key {
+                    non_empty(key, "spec.kubeconfigSecretRef.key")?;
+                }
             }
             InstanceMode::Provision => {
                 if self.kubeconfig_secret_ref.is_some() {
@@ -633,7 +637,7 @@ mod tests {
             kubeconfig_secret_ref: Some(SecretKeyReference {
                 namespace: "kairship-system".into(),
                 name: "prod-kubeconfig".into(),
-                key: "kubeconfig".into(),
+                key: Some("kubeconfig".into()),
             }),
             provision: None,
             alias: Some("Production".into()),
@@ -666,7 +670,7 @@ mod tests {
         adopt_without_ref.kubeconfig_secret_ref = None;
         let mut adopt_empty_key = adopt();
         if let Some(r) = adopt_empty_key.kubeconfig_secret_ref.as_mut() {
-            r.key.clear();
+            r.key = Some(String::new());
         }
         let mut provision_without = provision();
         provision_without.provision = None;
@@ -798,7 +802,7 @@ status:
         let instance: Instance = serde_saphyr::from_str(yaml).unwrap();
         assert_eq!(
             instance.spec.kubeconfig_secret_ref.as_ref().unwrap().key,
-            DEFAULT_KUBECONFIG_KEY
+            None
         );
         assert_eq!(instance.spec.deletion_policy, DeletionPolicy::Delete);
         assert!(instance.force_delete_requested());

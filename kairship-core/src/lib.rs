@@ -38,7 +38,36 @@ pub const CRDS_REGENERATE_COMMAND: &str =
 
 /// The CustomResourceDefinitions Kairship owns.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![Instance::crd()]
+    vec![with_metadata_name(Instance::crd())]
+}
+
+/// Declares `metadata.name` in each version's root schema (the only metadata a CRD may
+/// describe), so that the name rule's `fieldPath: .metadata.name` names a field of the schema
+/// and kube-apiserver reports `metadata.name: ...` rather than `<nil>: ...`.
+fn with_metadata_name(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+    for version in &mut crd.spec.versions {
+        let Some(root) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        else {
+            continue;
+        };
+        let name = JSONSchemaProps {
+            type_: Some("string".into()),
+            ..JSONSchemaProps::default()
+        };
+        let metadata = JSONSchemaProps {
+            type_: Some("object".into()),
+            properties: Some([("name".to_owned(), name)].into()),
+            ..JSONSchemaProps::default()
+        };
+        root.properties
+            .get_or_insert_with(Default::default)
+            .insert("metadata".to_owned(), metadata);
+    }
+    crd
 }
 
 /// Failure to render the CRDs as YAML.

@@ -1,7 +1,7 @@
 //! Per-instance access control on the host cluster: the ClusterRoles
 //! `kairship:instance:<name>:admin|edit|view` and the ClusterRoleBindings that grant them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -213,6 +213,28 @@ pub fn cluster_role_binding(
 /// Kairship created for `instance`.
 pub fn owned_by_instance_selector(instance: &str) -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE},{INSTANCE_LABEL}={instance}")
+}
+
+/// Names of the ClusterRoles of `instance`: the three it always has, plus any stored ClusterRole
+/// labelled with it (`stored`), so that cleanup works from what exists, not from memory.
+pub fn instance_role_names(
+    instance: &str,
+    stored: impl IntoIterator<Item = String>,
+) -> BTreeSet<String> {
+    InstanceRole::ALL
+        .iter()
+        .map(|role| cluster_role_name(instance, *role))
+        .chain(stored)
+        .collect()
+}
+
+/// Whether a binding's `roleRef` names one of the ClusterRoles `roles`. Such a binding would
+/// grant the role again to a re-created instance of the same name, so it goes with the instance.
+pub fn refers_to_cluster_role(role_ref: &RoleRef, roles: &BTreeSet<String>) -> bool {
+    role_ref.kind == "ClusterRole"
+        // v1 requires the RBAC group; an empty one is what old clients stored.
+        && (role_ref.api_group == RBAC_GROUP || role_ref.api_group.is_empty())
+        && roles.contains(&role_ref.name)
 }
 
 #[cfg(test)]
@@ -428,5 +450,50 @@ mod tests {
             owned_by_instance_selector("prod"),
             "app.kubernetes.io/managed-by=kairship,kairship.io/instance=prod"
         );
+    }
+
+    #[test]
+    fn bindings_to_instance_roles_table() {
+        let roles = instance_role_names("prod", ["kairship:instance:prod:extra".to_owned()]);
+        assert_eq!(roles.len(), 4);
+        let role_ref = |group: &str, kind: &str, name: &str| RoleRef {
+            api_group: group.to_owned(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+        };
+        for (r, want) in [
+            (
+                role_ref(RBAC_GROUP, "ClusterRole", "kairship:instance:prod:view"),
+                true,
+            ),
+            (
+                role_ref(RBAC_GROUP, "ClusterRole", "kairship:instance:prod:admin"),
+                true,
+            ),
+            (
+                role_ref(RBAC_GROUP, "ClusterRole", "kairship:instance:prod:extra"),
+                true,
+            ),
+            (
+                role_ref("", "ClusterRole", "kairship:instance:prod:edit"),
+                true,
+            ),
+            // A namespaced Role of the same name is not an instance role.
+            (
+                role_ref(RBAC_GROUP, "Role", "kairship:instance:prod:view"),
+                false,
+            ),
+            (
+                role_ref(RBAC_GROUP, "ClusterRole", "kairship:instance:prod2:view"),
+                false,
+            ),
+            (role_ref(RBAC_GROUP, "ClusterRole", "prod-viewer"), false),
+            (
+                role_ref("example.com", "ClusterRole", "kairship:instance:prod:view"),
+                false,
+            ),
+        ] {
+            assert_eq!(refers_to_cluster_role(&r, &roles), want, "{r:?}");
+        }
     }
 }

@@ -398,7 +398,7 @@ async fn instances_crud_sorting_and_visibility() {
     assert_eq!(names(&all), ["inst-1", "inst-2"]);
     assert_eq!(
         all["pagination"],
-        json!({"total": 2, "page": 1, "pageSize": 2, "pages": 1})
+        json!({"total": 2, "page": 1, "pageSize": 10000, "pages": 1})
     );
     let desc = env
         .ok(
@@ -1120,10 +1120,15 @@ async fn reads_fall_back_to_the_instance_while_the_cache_watch_fails() {
         )
         .await
         .unwrap();
-    assert_eq!(
-        names(&env.ok("GET", &path, None).await),
-        ["before", "behind"]
-    );
+    let listed = env.ok("GET", &path, None).await;
+    assert_eq!(names(&listed), ["before", "behind"]);
+    // Read direct, items carry their type as the cache's do.
+    for item in listed["items"].as_array().unwrap() {
+        assert_eq!(
+            (&item["apiVersion"], &item["kind"]),
+            (&json!("v1"), &json!("ConfigMap"))
+        );
+    }
     assert_eq!(
         env.ok("GET", &format!("{path}/behind"), None).await["metadata"]["name"],
         "behind"
@@ -1167,7 +1172,7 @@ async fn bad_input_gets_400_with_a_readable_message() {
             "POST",
             cms.clone(),
             br#"{"metadata": {"name": "a"}, "spek": {}}"#.to_vec(),
-            "unknown field `spek`",
+            r#"unknown field "spek""#,
         ),
         (
             "POST",
@@ -1216,6 +1221,12 @@ async fn bad_input_gets_400_with_a_readable_message() {
             "labelSelector",
         ),
         ("GET", format!("{P}/instances?page=0"), vec![], "page"),
+        (
+            "POST",
+            format!("{cms}?fieldValidation=Loose"),
+            br#"{"metadata": {"name": "a"}}"#.to_vec(),
+            "fieldValidation",
+        ),
         ("GET", format!("{P}/instances/Bad_Name"), vec![], "instance"),
     ];
     for (method, path, body, want) in cases {
@@ -2264,4 +2275,161 @@ async fn editors_write_inside_their_instance_and_viewers_do_not() {
         .call("GET", &format!("{ns}/deployments"), Some(NOBODY), None)
         .await;
     assert_eq!(error_of(status, &answer), (403, 7));
+}
+
+#[tokio::test]
+async fn unknown_fields_at_any_depth_follow_field_validation() {
+    let env = Env::start().await;
+    let deployments = format!("{P}/instances/{INSTANCE}/namespaces/{NS}/deployments");
+    let mut body = deployment("web");
+    body["spec"]["bogus"] = json!(1);
+    body["metadata"]["bogusMeta"] = json!("x");
+    body["spec"]["template"]["spec"]["containers"][0]["bogusC"] = json!(true);
+
+    // Strict (the default, and asked for): 400 naming every unknown field; nothing written.
+    for query in ["", "?fieldValidation=Strict"] {
+        let (status, answer) = env
+            .call(
+                "POST",
+                &format!("{deployments}{query}"),
+                Some(ADMIN),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(error_of(status, &answer), (400, 3), "{answer}");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.starts_with("strict decoding error: "), "{message}");
+        for field in [
+            "metadata.bogusMeta",
+            "spec.bogus",
+            "spec.template.spec.containers[0].bogusC",
+        ] {
+            assert!(
+                message.contains(&format!("unknown field \"{field}\"")),
+                "{field}: {message}"
+            );
+        }
+        let violations = &answer["details"][0]["fieldViolations"];
+        assert_eq!(violations.as_array().unwrap().len(), 3, "{answer}");
+    }
+    assert_eq!(env.writes(), 0, "a rejected body is not written");
+    let (status, _) = env
+        .call("GET", &format!("{deployments}/web"), Some(ADMIN), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Warn: written without the fields, one Warning header per field.
+    let resp = env
+        .http
+        .post(format!("{}{deployments}?fieldValidation=Warn", env.base))
+        .bearer_auth(ADMIN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let warnings: Vec<String> = resp
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "unknown field \"metadata.bogusMeta\"""#,
+            r#"299 - "unknown field \"spec.bogus\"""#,
+            r#"299 - "unknown field \"spec.template.spec.containers[0].bogusC\"""#,
+        ]
+    );
+    let stored = env.ok("GET", &format!("{deployments}/web"), None).await;
+    assert!(stored["metadata"].get("bogusMeta").is_none(), "{stored}");
+    assert!(stored["spec"].get("bogus").is_none(), "{stored}");
+    let container = &stored["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "nginx");
+    assert!(container.get("bogusC").is_none(), "{stored}");
+
+    // Ignore on replace: dropped without a word.
+    let mut replaced = stored.clone();
+    replaced["spec"]["replicas"] = json!(3);
+    replaced["spec"]["bogus"] = json!(2);
+    let resp = env
+        .http
+        .put(format!(
+            "{}{deployments}/web?fieldValidation=Ignore",
+            env.base
+        ))
+        .bearer_auth(ADMIN)
+        .json(&replaced)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(resp.headers().get("warning").is_none());
+    let stored = env.ok("GET", &format!("{deployments}/web"), None).await;
+    assert_eq!(stored["spec"]["replicas"], 3);
+    assert!(stored["spec"].get("bogus").is_none(), "{stored}");
+
+    // Policies (Karmada CRD schemas) and instances (the Instance CRD) alike.
+    let policy = json!({"metadata": {"name": "p"}, "spec": {
+        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "nme": "web"}]}});
+    let (status, answer) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/propagationpolicies"),
+            Some(ADMIN),
+            Some(policy),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"unknown field "spec.resourceSelectors[0].nme""#),
+        "{answer}"
+    );
+    let (status, answer) = env
+        .call(
+            "POST",
+            &format!("{P}/instances"),
+            Some(ADMIN),
+            Some(
+                json!({"metadata": {"name": "inst-3"}, "spec": {"mode": "Adopt", "bogus": 1,
+                "kubeconfigSecretRef": {"namespace": KAIRSHIP_NS, "name": "missing"}}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"unknown field "spec.bogus""#)
+    );
+    let instances: Api<Instance> = Api::all(env.host.client());
+    assert!(instances.get_opt("inst-3").await.unwrap().is_none());
+
+    // gRPC goes through the same check, Strict.
+    let mut admin = env.grpc(Some(ADMIN)).await;
+    let err = admin
+        .create_resource(pb::CreateResourceRequest {
+            instance: INSTANCE.into(),
+            kind: pb::ResourceKind::Deployments as i32,
+            namespace: Some(NS.into()),
+            body: Some(grpc_convert::json_to_struct(body.clone()).unwrap()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(
+        err.message().contains(r#"unknown field "spec.bogus""#),
+        "{}",
+        err.message()
+    );
+    assert_eq!(
+        env.writes(),
+        2,
+        "only the Warn create and the Ignore replace were written"
+    );
 }

@@ -676,3 +676,208 @@ async fn a_hanging_instance_does_not_delay_the_others() {
     stop.cancel();
     slow.cluster.shutdown();
 }
+
+/// Whether the host's RBAC lets `user` `get` the instance `name` (on `instances`, in
+/// `namespace` when given, as a RoleBinding would grant it).
+async fn may_get_instance(host: &Client, user: &str, name: &str, namespace: Option<&str>) -> bool {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.into()),
+            resource_attributes: Some(ResourceAttributes {
+                group: Some("kairship.io".into()),
+                resource: Some("instances".into()),
+                name: Some(name.into()),
+                namespace: namespace.map(str::to_owned),
+                verb: Some("get".into()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let answer = Api::<SubjectAccessReview>::all(host.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .unwrap();
+    answer.status.unwrap().allowed
+}
+
+fn role_ref(role: &str) -> k8s_openapi::api::rbac::v1::RoleRef {
+    k8s_openapi::api::rbac::v1::RoleRef {
+        api_group: "rbac.authorization.k8s.io".into(),
+        kind: "ClusterRole".into(),
+        name: role.into(),
+    }
+}
+
+fn user(name: &str) -> Option<Vec<k8s_openapi::api::rbac::v1::Subject>> {
+    Some(vec![k8s_openapi::api::rbac::v1::Subject {
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        kind: "User".into(),
+        name: name.into(),
+        namespace: None,
+    }])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_an_instance_deletes_every_binding_to_its_roles() {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let host = host().await;
+    let hc = host.client();
+    ensure_namespace(&hc, "team-a").await;
+    let karmada = KarmadaInstance::start("reborn").await;
+    register_adopted(&hc, "reborn", &karmada).await;
+    let (_ctx, stop) = start_manager(&hc, fast_config());
+    let roles: Api<ClusterRole> = Api::all(hc.clone());
+    let view = "kairship:instance:reborn:view";
+    eventually("the instance roles", LIMIT, || async {
+        roles.get_opt(view).await.unwrap()
+    })
+    .await;
+
+    // Ordinary bindings, as access.md tells users to write them, and two that are not the
+    // instance's.
+    let crbs: Api<ClusterRoleBinding> = Api::all(hc.clone());
+    let rbs: Api<RoleBinding> = Api::namespaced(hc.clone(), "team-a");
+    let crb = |name: &str, role: &str, subject: &str| ClusterRoleBinding {
+        metadata: meta(name),
+        role_ref: role_ref(role),
+        subjects: user(subject),
+    };
+    let rb = |name: &str, role: &str, subject: &str| RoleBinding {
+        metadata: meta(name),
+        role_ref: role_ref(role),
+        subjects: user(subject),
+    };
+    for binding in [
+        crb("reborn-viewer-bob", view, "bob"),
+        crb("unrelated", "view", "bob"),
+    ] {
+        crbs.create(&PostParams::default(), &binding).await.unwrap();
+    }
+    for binding in [
+        rb("reborn-viewer-carol", view, "carol"),
+        rb("unrelated", "view", "carol"),
+    ] {
+        rbs.create(&PostParams::default(), &binding).await.unwrap();
+    }
+    assert!(may_get_instance(&hc, "bob", "reborn", None).await);
+    assert!(may_get_instance(&hc, "carol", "reborn", Some("team-a")).await);
+
+    Api::<Instance>::all(hc.clone())
+        .delete("reborn", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the Instance to go", LIMIT, || async {
+        get_instance(&hc, "reborn").await.is_none().then_some(())
+    })
+    .await;
+    assert!(crbs.get_opt("reborn-viewer-bob").await.unwrap().is_none());
+    assert!(rbs.get_opt("reborn-viewer-carol").await.unwrap().is_none());
+    assert!(crbs.get_opt("unrelated").await.unwrap().is_some());
+    assert!(rbs.get_opt("unrelated").await.unwrap().is_some());
+    assert!(roles.get_opt(view).await.unwrap().is_none());
+
+    // A new instance of the same name gets roles of the same names, and grants the old
+    // subjects nothing.
+    Api::<Instance>::all(hc.clone())
+        .create(&PostParams::default(), &adopt_instance("reborn"))
+        .await
+        .unwrap();
+    eventually("the new instance's roles", LIMIT, || async {
+        roles.get_opt(view).await.unwrap()
+    })
+    .await;
+    assert!(!may_get_instance(&hc, "bob", "reborn", None).await);
+    assert!(!may_get_instance(&hc, "carol", "reborn", Some("team-a")).await);
+    stop.cancel();
+}
+
+/// The Ready condition of instance `name` once its message satisfies `check`.
+async fn ready_condition(
+    host: &Client,
+    name: &str,
+    check: impl Fn(&str) -> bool,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    eventually(&format!("the Ready condition of {name}"), LIMIT, || async {
+        let status = get_instance(host, name).await?.status?;
+        status
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "Ready" && check(&c.message))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adopt_credentials_name_the_secret_and_key_without_fallback() {
+    let host = host().await;
+    let hc = host.client();
+    let karmada = KarmadaInstance::start("creds").await;
+    let kubeconfig = karmada.served.kubeconfig_yaml.clone();
+    let (_ctx, stop) = start_manager(&hc, fast_config());
+    let instances: Api<Instance> = Api::all(hc.clone());
+    let with_key = |name: &str, key: Option<&str>| {
+        let mut instance = adopt_instance(name);
+        if let Some(r) = instance.spec.kubeconfig_secret_ref.as_mut() {
+            r.key = key.map(str::to_owned);
+        }
+        instance
+    };
+
+    // The named key is missing although another usable one exists: no fallback, named.
+    put_kubeconfig_secret(&hc, "keyed-kubeconfig", "kubeconfig", &kubeconfig).await;
+    instances
+        .create(&PostParams::default(), &with_key("keyed", Some("mine")))
+        .await
+        .unwrap();
+    // No Secret at all.
+    instances
+        .create(
+            &PostParams::default(),
+            &with_key("absent", Some("kubeconfig")),
+        )
+        .await
+        .unwrap();
+    // No key given: the documented fallback keys apply.
+    put_kubeconfig_secret(&hc, "fallback-kubeconfig", "karmada.config", &kubeconfig).await;
+    instances
+        .create(&PostParams::default(), &with_key("fallback", None))
+        .await
+        .unwrap();
+
+    let keyed = ready_condition(&hc, "keyed", |m| m.contains("Secret")).await;
+    assert_eq!(keyed.reason, "WaitingForCredentials");
+    assert_eq!(
+        keyed.message,
+        r#"Secret kairship-system/keyed-kubeconfig has no key "mine""#
+    );
+    let absent = ready_condition(&hc, "absent", |m| m.contains("Secret")).await;
+    assert_eq!(absent.reason, "WaitingForCredentials");
+    assert_eq!(
+        absent.message,
+        r#"Secret kairship-system/absent-kubeconfig not found (key "kubeconfig")"#
+    );
+    let running = wait_state(&hc, "fallback", InstanceState::Running, LIMIT).await;
+    // Adopt: the Version column shows what the instance's /version answers.
+    let version = karmada
+        .client()
+        .apiserver_version()
+        .await
+        .unwrap()
+        .git_version;
+    assert_eq!(
+        running.status.unwrap().karmada_version.as_deref(),
+        Some(version.as_str())
+    );
+    let keyed = get_instance(&hc, "keyed").await.unwrap().status.unwrap();
+    assert_eq!(
+        keyed.state,
+        InstanceState::InProcess,
+        "never read another key"
+    );
+    stop.cancel();
+}

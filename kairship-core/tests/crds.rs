@@ -94,6 +94,18 @@ fn validation_rules() {
             .any(|r| r.contains("self.metadata.name.matches")),
         "name rule"
     );
+    let name_rule = root["x-kubernetes-validations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rule"].as_str().unwrap().contains("self.metadata.name"))
+        .unwrap();
+    assert_eq!(name_rule["fieldPath"], ".metadata.name");
+    assert_eq!(
+        root["properties"]["metadata"],
+        serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+        "fieldPath must name a field of the schema"
+    );
     let spec = &root["properties"]["spec"];
     let spec_rules = rules(spec);
     for wanted in [
@@ -134,5 +146,48 @@ fn validation_rules() {
     assert_eq!(
         summary["resourceSummary"]["properties"]["allocatable"]["additionalProperties"]["x-kubernetes-int-or-string"],
         true
+    );
+}
+
+#[tokio::test]
+async fn a_bad_name_is_reported_on_metadata_name() {
+    use kairship_core::instance::{DeletionPolicy, Instance, InstanceMode, InstanceSpec};
+    use kube::Api;
+    use kube::api::PostParams;
+    let host = kube_sandbox::Cluster::new("host");
+    let client = host.client();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crds() {
+        api.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let instance = Instance::new(
+        "9lives",
+        InstanceSpec {
+            mode: InstanceMode::Adopt,
+            kubeconfig_secret_ref: Some(kairship_core::instance::SecretKeyReference {
+                namespace: "ns".into(),
+                name: "kc".into(),
+                key: None,
+            }),
+            provision: None,
+            alias: None,
+            deletion_policy: DeletionPolicy::Retain,
+        },
+    );
+    let err = Api::<Instance>::all(client)
+        .create(&PostParams::default(), &instance)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("{err}");
+    };
+    assert_eq!(status.code, 422);
+    assert!(!status.message.contains("<nil>"), "{}", status.message);
+    assert!(
+        status.message.contains(
+            "metadata.name: Invalid value: \"object\": metadata.name must be a DNS-1035 label"
+        ),
+        "{}",
+        status.message
     );
 }

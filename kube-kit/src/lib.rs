@@ -12,6 +12,7 @@
 //! - [`quantity`]: exact Kubernetes resource quantities.
 //! - [`slim`]: objects read without `metadata.managedFields`.
 //! - [`runtime`]: the async runtime, sized by a flag.
+//! - [`fields`]: unknown fields of an object, from its kind's schema (`fieldValidation`).
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -19,6 +20,7 @@ pub mod admin;
 pub mod args;
 pub mod client;
 pub mod controller;
+pub mod fields;
 pub mod leader;
 pub mod quantity;
 pub mod ratelimit;

@@ -264,7 +264,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
                 kubeconfig_secret_ref: Some(SecretKeyReference {
                     namespace: NAMESPACE.into(),
                     name: secret_name,
-                    key: "kubeconfig".into(),
+                    key: Some("kubeconfig".into()),
                 }),
                 provision: None,
                 alias: None,

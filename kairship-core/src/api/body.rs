@@ -140,6 +140,13 @@ pub fn prepare(body: Value, expected: &Expected<'_>) -> Result<Value, ApiError> 
     Ok(Value::Object(object))
 }
 
+/// [`prepare`] after applying the request's `fieldValidation` ([`super::fields`]) to
+/// `body`: what every write that carries an object goes through, REST and gRPC alike.
+pub fn prepare_write(body: Value, expected: &Expected<'_>) -> Result<Value, ApiError> {
+    let body = super::fields::enforce(body, expected.api_version, expected.kind)?;
+    prepare(body, expected)
+}
+
 /// Longest accepted object name (a DNS-1123 subdomain).
 pub const MAX_NAME_LEN: usize = 253;
 

@@ -13,7 +13,7 @@ use kube_kit::client::describe_kube_error;
 use serde_json::Value;
 
 use super::actions::deployment_patch;
-use super::body::{Expected, check_name, expand_policy_text, prepare};
+use super::body::{Expected, check_name, expand_policy_text, prepare_write};
 use super::error::ApiError;
 use super::kinds::{
     ResourceKind, cluster_resource_bindings_resource, clusters_resource, resource_bindings_resource,
@@ -420,7 +420,7 @@ impl KairshipApi for KairshipService {
             "create instances",
         )
         .await?;
-        let body = prepare(
+        let body = prepare_write(
             req.body,
             &Expected {
                 api_version: INSTANCE_API_VERSION,
@@ -455,7 +455,7 @@ impl KairshipApi for KairshipService {
             "update the instance",
         )
         .await?;
-        let body = prepare(
+        let body = prepare_write(
             req.body,
             &Expected {
                 api_version: INSTANCE_API_VERSION,
@@ -614,7 +614,7 @@ impl KairshipApi for KairshipService {
             "join member clusters",
         )
         .await?;
-        let body = prepare(
+        let body = prepare_write(
             req.body,
             &Expected {
                 api_version: "cluster.karmada.io/v1alpha1",
@@ -645,7 +645,7 @@ impl KairshipApi for KairshipService {
             "update member clusters",
         )
         .await?;
-        let body = prepare(
+        let body = prepare_write(
             req.body,
             &Expected {
                 api_version: "cluster.karmada.io/v1alpha1",
@@ -742,7 +742,7 @@ impl KairshipApi for KairshipService {
         } else {
             req.body
         };
-        let body = prepare(
+        let body = prepare_write(
             body,
             &Self::expected(req.kind, req.namespace.as_deref(), None),
         )?;
@@ -774,7 +774,7 @@ impl KairshipApi for KairshipService {
         } else {
             req.body
         };
-        let body = prepare(
+        let body = prepare_write(
             body,
             &Self::expected(req.kind, req.namespace.as_deref(), Some(&req.name)),
         )?;

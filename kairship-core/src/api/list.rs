@@ -10,7 +10,8 @@ use super::types::{ListOptions, Pagination, SortBy, SortDir};
 use crate::router::{self, ListQuery, page_bounds};
 
 /// The router query of `options`, validated (selectors parse, `page >= 1`,
-/// `1 <= pageSize <= MAX`). `sortBy=state` is refused: only instances have a state.
+/// `1 <= pageSize <= MAX`); without `pageSize`, pages of [`router::MAX_PAGE_SIZE`].
+/// `sortBy=state` is refused: only instances have a state.
 pub fn to_list_query(options: &ListOptions) -> Result<ListQuery, ApiError> {
     let sort_by = match options.sort_by.unwrap_or_default() {
         SortBy::Name => router::SortBy::Name,
@@ -32,7 +33,8 @@ pub fn to_list_query(options: &ListOptions) -> Result<ListQuery, ApiError> {
             SortDir::Desc => router::SortDir::Desc,
         },
         page: options.page,
-        page_size: options.page_size,
+        // The size applied is always the size reported: without `pageSize`, the maximum.
+        page_size: Some(options.page_size.unwrap_or(router::MAX_PAGE_SIZE)),
     };
     query.compile()?;
     Ok(query)
@@ -223,6 +225,32 @@ mod tests {
             assert_eq!(names(&items), want, "{options:?}");
             assert_eq!(pagination.total, total, "{options:?}");
             assert_eq!(pagination.pages, pages, "{options:?}");
+        }
+    }
+
+    #[test]
+    fn page_size_is_the_size_applied() {
+        // (pageSize asked, pageSize reported, pages) over the 4 instances of the fixture.
+        for (asked, reported, pages) in [
+            (None, router::MAX_PAGE_SIZE, 1),
+            (Some(3), 3, 2),
+            (Some(10), 10, 1),
+        ] {
+            let options = ListOptions {
+                page_size: asked,
+                ..ListOptions::default()
+            };
+            assert_eq!(
+                to_list_query(&options).unwrap().page_size,
+                Some(reported),
+                "{asked:?}"
+            );
+            let (_, pagination) = select_instances(fixture(), &options).unwrap();
+            assert_eq!(
+                (pagination.page_size, pagination.pages, pagination.total),
+                (reported, pages, 4),
+                "{asked:?}"
+            );
         }
     }
 

@@ -52,6 +52,7 @@ mod types;
 
 pub mod actions;
 pub mod body;
+pub mod fields;
 pub mod kairship;
 pub mod kubeconfig;
 pub mod list;

@@ -43,7 +43,8 @@ pub struct ListOptions {
     #[param(minimum = 1)]
     #[schema(minimum = 1)]
     pub page: Option<u32>,
-    /// Items per page, 1 to 10000; absent: every match on one page.
+    /// Items per page, 1 to 10000; absent: 10000, the maximum (`pagination.pageSize` always
+    /// reports the size applied).
     #[param(minimum = 1, maximum = 10000)]
     #[schema(minimum = 1, maximum = 10000)]
     pub page_size: Option<u32>,

@@ -9,7 +9,9 @@ use kube::{Api, Client};
 use kube_kit::client::{ClientOptions, client_from_kubeconfig_yaml, describe_kube_error};
 
 use crate::instance::{Instance, InstanceMode};
-use crate::lifecycle::admin_kubeconfig;
+use crate::lifecycle::{
+    ADOPT_KUBECONFIG_KEYS, KubeconfigKey, OPERATOR_KUBECONFIG_KEYS, kubeconfig_in,
+};
 use crate::models::operator::Karmada;
 use crate::naming::operator_karmada_name;
 
@@ -78,21 +80,50 @@ impl std::fmt::Debug for Connection {
 }
 
 /// Finds the kubeconfig of `instance`: `Ok(None)` while none is published yet (Provision before
-/// the operator finished, or a Secret not created yet).
+/// the operator finished, or a Secret or key not created yet); [`lookup_kubeconfig`] says what
+/// is missing.
 pub async fn find_kubeconfig(
     host: &Client,
     instance: &Instance,
     timeout: Duration,
 ) -> Result<Option<Kubeconfig>, ConnectionError> {
+    Ok(match lookup_kubeconfig(host, instance, timeout).await? {
+        Lookup::Found(kubeconfig) => Some(kubeconfig),
+        Lookup::Missing(_) => None,
+    })
+}
+
+/// What was found where an instance's kubeconfig should be.
+#[derive(Debug)]
+pub enum Lookup {
+    /// The kubeconfig.
+    Found(Kubeconfig),
+    /// Nothing yet; the message names what is missing (`Secret ns/name has no key "k"`), for
+    /// status conditions. It never carries credential material.
+    Missing(String),
+}
+
+/// Looks for the kubeconfig of `instance`: Adopt mode reads `kubeconfigSecretRef` (exactly
+/// its key when given, else the first of [`ADOPT_KUBECONFIG_KEYS`]); Provision mode the
+/// Secret the operator names in its `Karmada` status.
+pub async fn lookup_kubeconfig(
+    host: &Client,
+    instance: &Instance,
+    timeout: Duration,
+) -> Result<Lookup, ConnectionError> {
     let name = instance.metadata.name.clone().unwrap_or_default();
-    let (namespace, secret_name, preferred_key) = match instance.spec.mode {
+    let (namespace, secret_name, key) = match instance.spec.mode {
         InstanceMode::Adopt => {
             let r = instance
                 .spec
                 .kubeconfig_secret_ref
                 .as_ref()
                 .ok_or_else(|| ConnectionError::Spec(name.clone()))?;
-            (r.namespace.clone(), r.name.clone(), Some(r.key.clone()))
+            let key = match r.key.as_deref() {
+                Some(key) => KubeconfigKey::Exactly(key),
+                None => KubeconfigKey::FirstOf(&ADOPT_KUBECONFIG_KEYS),
+            };
+            (r.namespace.clone(), r.name.clone(), key)
         }
         InstanceMode::Provision => {
             let p = instance
@@ -109,25 +140,40 @@ pub async fn find_kubeconfig(
                 .and_then(|s| s.secret_ref)
                 .filter(|r| !r.name.is_empty())
             else {
-                return Ok(None);
+                return Ok(Lookup::Missing(format!(
+                    "the karmada-operator has not published the admin kubeconfig of Karmada \
+                     {}/{karmada_name} yet",
+                    p.host_namespace
+                )));
             };
             let namespace = if secret_ref.namespace.is_empty() {
                 p.host_namespace.clone()
             } else {
                 secret_ref.namespace
             };
-            (namespace, secret_ref.name, None)
+            (
+                namespace,
+                secret_ref.name,
+                KubeconfigKey::FirstOf(&OPERATOR_KUBECONFIG_KEYS),
+            )
         }
     };
     let object = format!("secret {namespace}/{secret_name}");
     let secrets: Api<Secret> = Api::namespaced(host.clone(), &namespace);
     let Some(secret) = read(&name, &object, timeout, secrets.get_opt(&secret_name)).await? else {
-        return Ok(None);
+        return Ok(Lookup::Missing(format!(
+            "Secret {namespace}/{secret_name} not found ({key})"
+        )));
     };
     let empty = Default::default();
     let data = secret.data.as_ref().unwrap_or(&empty);
-    let Some(bytes) = admin_kubeconfig(data, preferred_key.as_deref()) else {
-        return Ok(None);
+    let bytes = match kubeconfig_in(data, key) {
+        Ok(bytes) => bytes,
+        Err(missing) => {
+            return Ok(Lookup::Missing(format!(
+                "Secret {namespace}/{secret_name} {missing}"
+            )));
+        }
     };
     let yaml = String::from_utf8(bytes.to_vec()).map_err(|_| ConnectionError::Invalid {
         instance: name.clone(),
@@ -135,7 +181,7 @@ pub async fn find_kubeconfig(
         reason: "not UTF-8 text".into(),
     })?;
     let version = secret.metadata.resource_version.unwrap_or_default();
-    Ok(Some(Kubeconfig {
+    Ok(Lookup::Found(Kubeconfig {
         key: format!("{namespace}/{secret_name}@{version}"),
         yaml,
     }))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
@@ -17,7 +17,8 @@ use super::status::{set_condition, update_status};
 use super::{Context, Error, MANAGER_NAME};
 use crate::instance::{Instance, InstanceMode, condition_type};
 use crate::rbac::{
-    InstanceRole, cluster_role_name, instance_cluster_roles, owned_by_instance_selector,
+    InstanceRole, cluster_role_name, instance_cluster_roles, instance_role_names,
+    owned_by_instance_selector, refers_to_cluster_role,
 };
 
 /// Controller name (metrics, events).
@@ -25,6 +26,9 @@ pub const NAME: &str = "instance-registry";
 
 /// How often roles and the registry entry are re-asserted without any change.
 const RESYNC: Duration = Duration::from_secs(300);
+
+/// Page size when listing every binding on the host.
+const LIST_PAGE: u32 = 500;
 
 /// What the global registry learns about an instance.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -256,23 +260,94 @@ pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Act
 }
 
 /// Removes the roles of `instance`, every binding to them, and the registry entry.
+///
+/// Bindings go first: the ClusterRoleBindings Kairship labelled, and every ClusterRoleBinding
+/// and RoleBinding (any namespace) whose `roleRef` names one of the instance's ClusterRoles.
+/// Deleting the roles alone would leave such bindings inert only until an instance of the same
+/// name re-creates roles of the same names. The role names are recovered from the instance
+/// name and the stored roles, so a cleanup interrupted midway is simply run again.
 pub async fn cleanup(ctx: &Context, instance: &str) -> Result<(), Error> {
     let selector = ListParams::default().labels(&owned_by_instance_selector(instance));
-    let bindings: Api<ClusterRoleBinding> = Api::all(ctx.host.clone());
-    bindings
+    let roles: Api<ClusterRole> = Api::all(ctx.host.clone());
+    let stored = roles
+        .list_metadata(&selector)
+        .await
+        .map_err(Error::kube("list ClusterRoles of instance", instance))?;
+    let role_names = instance_role_names(instance, stored.items.iter().map(|r| r.name_any()));
+
+    let cluster_bindings: Api<ClusterRoleBinding> = Api::all(ctx.host.clone());
+    cluster_bindings
         .delete_collection(&DeleteParams::default(), &selector)
         .await
         .map_err(Error::kube(
             "delete ClusterRoleBindings of instance",
             instance,
         ))?;
-    let roles: Api<ClusterRole> = Api::all(ctx.host.clone());
+    for binding in list_all(&cluster_bindings, "list ClusterRoleBindings").await? {
+        if refers_to_cluster_role(&binding.role_ref, &role_names) {
+            let name = binding.name_any();
+            delete_if_present(&cluster_bindings, &name, "delete ClusterRoleBinding", &name).await?;
+        }
+    }
+    let all_bindings: Api<RoleBinding> = Api::all(ctx.host.clone());
+    for binding in list_all(&all_bindings, "list RoleBindings").await? {
+        if refers_to_cluster_role(&binding.role_ref, &role_names) {
+            let name = binding.name_any();
+            let namespace = binding.namespace().unwrap_or_default();
+            let api: Api<RoleBinding> = Api::namespaced(ctx.host.clone(), &namespace);
+            let object = format!("{namespace}/{name}");
+            delete_if_present(&api, &name, "delete RoleBinding", &object).await?;
+        }
+    }
+
     roles
         .delete_collection(&DeleteParams::default(), &selector)
         .await
         .map_err(Error::kube("delete ClusterRoles of instance", instance))?;
+    // Roles of these names that lost their labels would still be granted by new bindings.
+    for name in &role_names {
+        delete_if_present(&roles, name, "delete ClusterRole", name).await?;
+    }
     ctx.registry.withdraw(instance).await?;
     Ok(())
+}
+
+/// Bindings listed a page at a time (RBAC objects can be many on a shared host).
+async fn list_all<K>(api: &Api<K>, action: &'static str) -> Result<Vec<K>, Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut items = Vec::new();
+    let mut params = ListParams::default().limit(LIST_PAGE);
+    loop {
+        let page = api.list(&params).await.map_err(Error::kube(action, "*"))?;
+        items.extend(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(items),
+        }
+    }
+}
+
+/// Deletes `name`; an object already gone counts as deleted.
+async fn delete_if_present<K>(
+    api: &Api<K>,
+    name: &str,
+    action: &'static str,
+    object: &str,
+) -> Result<(), Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(Error::Kube {
+            action,
+            object: object.to_owned(),
+            source,
+        }),
+    }
 }
 
 #[cfg(test)]

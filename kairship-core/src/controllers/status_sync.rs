@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::Context;
-use super::connection::{Connection, connect, find_kubeconfig};
+use super::connection::{Connection, Lookup, connect, lookup_kubeconfig};
 use super::status::{remove_condition, set_condition, update_status};
 use crate::instance::{
     Instance, InstanceMode, InstancePhase, InstanceState, InstanceStatus, condition_type, reason,
@@ -52,6 +52,8 @@ pub struct ProbeReport {
     pub requested_karmada_version: Option<String>,
     /// Why no client could be built from the published kubeconfig, if that is the case.
     pub credentials_problem: Option<String>,
+    /// What is missing while there are no credentials (`Secret ns/name has no key "k"`).
+    pub waiting_for: Option<String>,
 }
 
 /// Applies a probe round to `status`: state machine, versions, phase and conditions.
@@ -79,6 +81,11 @@ pub fn apply_probe(
         i32::try_from(report.failures.min(threshold.max(1))).unwrap_or(i32::MAX);
     if let Some(version) = &report.kubernetes_version {
         status.kubernetes_version = Some(version.clone());
+        // Adopt: no operator reports the release, so the Version column shows what the
+        // instance's API server answers on `/version`.
+        if report.operator.is_none() {
+            status.karmada_version = Some(version.clone());
+        }
     }
     if let Some(operator) = &report.operator {
         let version = operator.karmada_version.clone().or_else(|| {
@@ -124,6 +131,9 @@ pub fn apply_probe(
     let (why, message) = match (&report.credentials_problem, report.outcome) {
         (Some(problem), ProbeOutcome::NoCredentials) => {
             (reason::KUBECONFIG_INVALID, problem.clone())
+        }
+        (None, _) if why == reason::WAITING_FOR_CREDENTIALS && report.waiting_for.is_some() => {
+            (why, report.waiting_for.clone().unwrap_or_default())
         }
         _ => (why, ready_message(why, report.failures, threshold)),
     };
@@ -236,8 +246,9 @@ pub async fn run_instance(
             continue;
         };
         let mut credentials_problem = None;
-        match find_kubeconfig(&ctx.host, &instance, timeout).await {
-            Ok(Some(kubeconfig)) => {
+        let mut waiting_for = None;
+        match lookup_kubeconfig(&ctx.host, &instance, timeout).await {
+            Ok(Lookup::Found(kubeconfig)) => {
                 let current = connection.borrow().as_ref().map(|c| c.key.clone());
                 if current.as_deref() != Some(kubeconfig.key.as_str()) {
                     match connect(&name, &kubeconfig, timeout).await {
@@ -252,7 +263,8 @@ pub async fn run_instance(
                     }
                 }
             }
-            Ok(None) => {
+            Ok(Lookup::Missing(missing)) => {
+                waiting_for = Some(missing);
                 if connection.borrow().is_some() {
                     connection.send_replace(None);
                 }
@@ -280,6 +292,7 @@ pub async fn run_instance(
                 .as_ref()
                 .map(|p| p.karmada_version.clone()),
             credentials_problem,
+            waiting_for,
         };
         let threshold = ctx.config.failure_threshold;
         let result = update_status(&api, &name, |fresh, status| {
@@ -315,6 +328,7 @@ mod tests {
             operator: None,
             requested_karmada_version: None,
             credentials_problem: None,
+            waiting_for: None,
         }
     }
 
@@ -400,6 +414,55 @@ mod tests {
             later,
         );
         assert_eq!(s, before);
+    }
+
+    #[test]
+    fn adopt_versions_come_from_the_instance() {
+        let mut s = InstanceStatus::default();
+        apply_probe(
+            &mut s,
+            &report(ProbeOutcome::NoCredentials, 0),
+            3,
+            false,
+            Some(1),
+            now(),
+        );
+        assert_eq!(s.karmada_version, None);
+        apply_probe(
+            &mut s,
+            &report(ProbeOutcome::Ready, 0),
+            3,
+            false,
+            Some(1),
+            now(),
+        );
+        assert_eq!(s.karmada_version.as_deref(), Some("v1.31.0"));
+        assert_eq!(s.kubernetes_version.as_deref(), Some("v1.31.0"));
+        // A failed probe keeps the last known version.
+        apply_probe(
+            &mut s,
+            &report(ProbeOutcome::Failed, 1),
+            3,
+            false,
+            Some(1),
+            now(),
+        );
+        assert_eq!(s.karmada_version.as_deref(), Some("v1.31.0"));
+    }
+
+    #[test]
+    fn missing_credentials_are_named() {
+        let mut s = InstanceStatus::default();
+        let mut r = report(ProbeOutcome::NoCredentials, 0);
+        r.waiting_for = Some(r#"Secret kairship-system/prod-kubeconfig has no key "mine""#.into());
+        apply_probe(&mut s, &r, 3, false, Some(1), now());
+        let ready = s.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+        assert_eq!(ready.reason, reason::WAITING_FOR_CREDENTIALS);
+        assert_eq!(
+            ready.message,
+            r#"Secret kairship-system/prod-kubeconfig has no key "mine""#
+        );
+        assert_eq!(s.state, InstanceState::InProcess);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 
-use super::connection::find_kubeconfig;
+use super::connection::{Lookup, lookup_kubeconfig};
 use super::status::{set_condition, update_status};
 use super::{Context, Error, MANAGER_NAME, ReadBackend};
 use crate::instance::{
@@ -45,16 +45,16 @@ pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Act
         ),
         ReadBackend::Clusterpedia { namespace } => {
             match register(&ctx, &instance, namespace).await? {
-                true => (
+                Ok(()) => (
                     true,
                     reason::REGISTERED,
                     format!("registered as PediaCluster {}", pedia_cluster_name(&name)),
                     Action::requeue(RESYNC),
                 ),
-                false => (
+                Err(missing) => (
                     false,
                     reason::WAITING_FOR_CREDENTIALS,
-                    "no kubeconfig for the instance is available yet".to_owned(),
+                    missing,
                     Action::requeue(ctx.config.probe_interval),
                 ),
             }
@@ -75,14 +75,19 @@ pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Act
     Ok(requeue)
 }
 
-/// Ensures the kubeconfig Secret and the `PediaCluster`; `Ok(false)` while the instance has no
-/// kubeconfig yet.
-async fn register(ctx: &Context, instance: &Instance, namespace: &str) -> Result<bool, Error> {
+/// Ensures the kubeconfig Secret and the `PediaCluster`; `Ok(Err(what is missing))` while the
+/// instance has no kubeconfig yet.
+async fn register(
+    ctx: &Context,
+    instance: &Instance,
+    namespace: &str,
+) -> Result<Result<(), String>, Error> {
     let name = instance.name_any();
-    let Some(kubeconfig) = find_kubeconfig(&ctx.host, instance, ctx.config.request_timeout).await?
-    else {
-        return Ok(false);
-    };
+    let kubeconfig =
+        match lookup_kubeconfig(&ctx.host, instance, ctx.config.request_timeout).await? {
+            Lookup::Found(kubeconfig) => kubeconfig,
+            Lookup::Missing(missing) => return Ok(Err(missing)),
+        };
     let owner = instance
         .controller_owner_ref(&())
         .into_iter()
@@ -142,7 +147,7 @@ async fn register(ctx: &Context, instance: &Instance, namespace: &str) -> Result
             .await
             .map_err(Error::kube("apply PediaCluster", &pedia_name))?;
     }
-    Ok(true)
+    Ok(Ok(()))
 }
 
 /// Unregisters `instance` from the read backend; absent objects are fine.

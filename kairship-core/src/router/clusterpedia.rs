@@ -12,6 +12,7 @@ use kube::core::{ApiResource, DynamicObject, ObjectList};
 
 use super::backend::{EventStream, ReadBackend, WatchQuery};
 use super::decision::parse_version;
+use super::direct::typed;
 use super::error::RouterError;
 use super::query::{CompiledQuery, ListQuery, ObjectPage, Pagination, SortBy, SortDir};
 use super::target::{ResourceKey, ResourceTarget, collection_path};
@@ -355,7 +356,11 @@ impl ReadBackend for ClusterpediaBackend {
                 list.metadata.remaining_item_count,
             );
             ObjectPage {
-                items: list.items.into_iter().map(Arc::new).collect(),
+                items: list
+                    .items
+                    .into_iter()
+                    .map(|o| Arc::new(typed(o, &target.resource)))
+                    .collect(),
                 pagination,
                 resource_version: None,
                 rendered: None,
@@ -363,7 +368,9 @@ impl ReadBackend for ClusterpediaBackend {
         } else {
             compiled.select(
                 target.namespace.as_deref(),
-                list.items.into_iter().map(Arc::new),
+                list.items
+                    .into_iter()
+                    .map(|o| Arc::new(typed(o, &target.resource))),
             )
         };
         page.resource_version = resource_version;

@@ -7,13 +7,25 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use kube::Api;
 use kube::api::{ListParams, WatchParams};
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::{ApiResource, DynamicObject, TypeMeta};
 
 use super::backend::{EventStream, ReadBackend, WatchQuery};
 use super::clients::InstanceClients;
 use super::error::RouterError;
 use super::query::{ListQuery, ObjectPage};
 use super::target::ResourceTarget;
+
+/// `object` with `apiVersion`/`kind` of `resource` when it has none: kube-apiserver leaves them
+/// out of list items, the cache puts them in, and a list must read the same from either.
+pub fn typed(mut object: DynamicObject, resource: &ApiResource) -> DynamicObject {
+    if object.types.is_none() {
+        object.types = Some(TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+    }
+    object
+}
 
 /// A [`ReadBackend`] that asks the instance apiserver on every read. Label and field selectors
 /// are evaluated by the apiserver; fuzzy name, sorting and paging locally, exactly as the cache
@@ -82,7 +94,9 @@ impl ReadBackend for DirectBackend {
             .map_err(|e| RouterError::from_kube(target.describe(), e))?;
         let mut page = compiled.select(
             target.namespace.as_deref(),
-            list.items.into_iter().map(Arc::new),
+            list.items
+                .into_iter()
+                .map(|o| Arc::new(typed(o, &target.resource))),
         );
         page.resource_version = list.metadata.resource_version;
         Ok(page)
@@ -118,5 +132,32 @@ impl ReadBackend for DirectBackend {
 
     fn seen_version(&self, _instance: &str, _resource: &ApiResource) -> Option<u64> {
         Some(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::GroupVersionKind;
+
+    #[test]
+    fn list_items_get_their_type() {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+        );
+        let bare: DynamicObject =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "web"}})).unwrap();
+        let filled = typed(bare, &resource);
+        let types = filled.types.unwrap();
+        assert_eq!(
+            (types.api_version.as_str(), types.kind.as_str()),
+            ("apps/v1", "Deployment")
+        );
+        // What the object says is kept.
+        let own: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}))
+        .unwrap();
+        assert_eq!(typed(own, &resource).types.unwrap().kind, "ConfigMap");
     }
 }

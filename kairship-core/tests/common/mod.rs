@@ -271,7 +271,7 @@ pub fn adopt_instance(name: &str) -> Instance {
             kubeconfig_secret_ref: Some(SecretKeyReference {
                 namespace: KAIRSHIP_NS.into(),
                 name: format!("{name}-kubeconfig"),
-                key: "kubeconfig".into(),
+                key: Some("kubeconfig".into()),
             }),
             provision: None,
             alias: None,

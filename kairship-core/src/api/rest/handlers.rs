@@ -2,6 +2,7 @@
 //! [`KairshipApi`] method.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::Json;
@@ -12,6 +13,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, OptionalJson};
 use crate::api::error::ApiError;
+use crate::api::fields::{WriteOptions, with_field_validation};
 use crate::api::kinds::ResourceKind;
 use crate::api::service::KairshipApi;
 use crate::api::types::{
@@ -37,6 +39,51 @@ impl std::fmt::Debug for RestState {
 }
 
 type Answer<T> = Result<Json<T>, ApiError>;
+
+/// The answer of a write that carries an object: the object, and a `Warning` header per
+/// dropped unknown field (`?fieldValidation=Warn`).
+type Written = Result<(HeaderMap, Json<Object>), ApiError>;
+
+/// Most `Warning` headers one answer carries; more unknown fields are summed up in one more.
+const MAX_WARNINGS: usize = 100;
+
+/// Runs one write under the request's `fieldValidation` and answers its warnings as headers.
+async fn written<F>(options: WriteOptions, call: F) -> Written
+where
+    F: Future<Output = Result<Object, ApiError>>,
+{
+    let mode = options.field_validation.unwrap_or_default();
+    let (result, warnings) = with_field_validation(mode, call).await;
+    Ok((warning_headers(&warnings), Json(result?)))
+}
+
+/// `Warning: 299 - "<text>"` headers (RFC 7234, as kube-apiserver sends them), at most
+/// [`MAX_WARNINGS`] and a summary of the rest.
+pub fn warning_headers(warnings: &[String]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    let mut texts: Vec<String> = warnings.iter().take(MAX_WARNINGS).cloned().collect();
+    if warnings.len() > MAX_WARNINGS {
+        texts.push(format!("{} more warnings", warnings.len() - MAX_WARNINGS));
+    }
+    for text in texts {
+        // A quoted-string of visible ASCII: field names from the body may hold anything.
+        let mut quoted = String::with_capacity(text.len() + 10);
+        for c in text.chars() {
+            match c {
+                '"' | '\\' => {
+                    quoted.push('\\');
+                    quoted.push(c);
+                }
+                ' '..='~' => quoted.push(c),
+                _ => quoted.push('?'),
+            }
+        }
+        if let Ok(value) = http::HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
+            headers.append(http::header::WARNING, value);
+        }
+    }
+    headers
+}
 
 /// The error answers every operation may give, documented once.
 pub struct ErrorResponses;
@@ -135,15 +182,16 @@ pub async fn list_instances(
 
 /// Create an instance.
 #[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances", tag = "instances",
-    operation_id = "CreateInstance", request_body(content = KubeObject, description = "A kairship.io/v1alpha1 Instance"),
+    operation_id = "CreateInstance", params(WriteOptions), request_body(content = KubeObject, description = "A kairship.io/v1alpha1 Instance"),
     responses((status = 200, body = Object, description = "The created Instance"), ErrorResponses))]
 pub async fn create_instance(
     State(s): State<RestState>,
     auth: Authenticated,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = CreateInstanceRequest { body };
-    s.api.create_instance(&auth.caller, req).await.map(Json)
+    written(write, s.api.create_instance(&auth.caller, req)).await
 }
 
 /// Read an instance.
@@ -161,17 +209,18 @@ pub async fn get_instance(
 
 /// Replace an instance.
 #[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}", tag = "instances",
-    operation_id = "UpdateInstance", params(("instance" = String, Path, description = "Instance name")),
+    operation_id = "UpdateInstance", params(("instance" = String, Path, description = "Instance name"), WriteOptions),
     request_body(content = KubeObject, description = "The new Instance (include metadata.resourceVersion to guard against concurrent changes)"),
     responses((status = 200, body = Object, description = "The updated Instance"), ErrorResponses))]
 pub async fn update_instance(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath(instance): ApiPath<String>,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = UpdateInstanceRequest { instance, body };
-    s.api.update_instance(&auth.caller, req).await.map(Json)
+    written(write, s.api.update_instance(&auth.caller, req)).await
 }
 
 /// Delete an instance (refused while member clusters are joined).
@@ -231,17 +280,18 @@ pub async fn list_clusters(
 
 /// Join a member cluster.
 #[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters", tag = "clusters",
-    operation_id = "JoinCluster", params(("instance" = String, Path, description = "Instance name")),
+    operation_id = "JoinCluster", params(("instance" = String, Path, description = "Instance name"), WriteOptions),
     request_body(content = KubeObject, description = "A cluster.karmada.io/v1alpha1 Cluster"),
     responses((status = 200, body = Object, description = "The created Cluster"), ErrorResponses))]
 pub async fn join_cluster(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath(instance): ApiPath<String>,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = JoinClusterRequest { instance, body };
-    s.api.join_cluster(&auth.caller, req).await.map(Json)
+    written(write, s.api.join_cluster(&auth.caller, req)).await
 }
 
 /// Read a member cluster.
@@ -261,21 +311,22 @@ pub async fn get_cluster(
 /// Replace a member cluster.
 #[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}", tag = "clusters",
     operation_id = "UpdateCluster", params(("instance" = String, Path, description = "Instance name"),
-        ("cluster" = String, Path, description = "Member cluster name")),
+        ("cluster" = String, Path, description = "Member cluster name"), WriteOptions),
     request_body(content = KubeObject, description = "The new Cluster"),
     responses((status = 200, body = Object, description = "The updated Cluster"), ErrorResponses))]
 pub async fn update_cluster(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath((instance, cluster)): ApiPath<(String, String)>,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = UpdateClusterRequest {
         instance,
         cluster,
         body,
     };
-    s.api.update_cluster(&auth.caller, req).await.map(Json)
+    written(write, s.api.update_cluster(&auth.caller, req)).await
 }
 
 /// Remove a member cluster.
@@ -321,22 +372,23 @@ pub async fn list_namespaced(
     tag = "resources", operation_id = "CreateNamespacedResource",
     params(("instance" = String, Path, description = "Instance name"),
         ("namespace" = String, Path, description = "Namespace"),
-        ("kind" = ResourceKind, Path, description = "A namespaced kind")),
+        ("kind" = ResourceKind, Path, description = "A namespaced kind"), WriteOptions),
     request_body(content = KubeObject, description = "The object, or for policies {\"data\": \"<YAML or JSON>\"}"),
     responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
 pub async fn create_namespaced(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath((instance, namespace, kind)): ApiPath<(String, String, String)>,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = CreateResourceRequest {
         instance,
         kind: parse_kind(&kind)?,
         namespace: Some(namespace),
         body,
     };
-    s.api.create_resource(&auth.caller, req).await.map(Json)
+    written(write, s.api.create_resource(&auth.caller, req)).await
 }
 
 /// Read an object in a namespace.
@@ -367,15 +419,16 @@ pub async fn get_namespaced(
     params(("instance" = String, Path, description = "Instance name"),
         ("namespace" = String, Path, description = "Namespace"),
         ("kind" = ResourceKind, Path, description = "A namespaced kind"),
-        ("name" = String, Path, description = "Object name")),
+        ("name" = String, Path, description = "Object name"), WriteOptions),
     request_body(content = KubeObject, description = "The new object (include metadata.resourceVersion to guard against concurrent changes)"),
     responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
 pub async fn update_namespaced(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath((instance, namespace, kind, name)): ApiPath<(String, String, String, String)>,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = UpdateResourceRequest {
         instance,
         kind: parse_kind(&kind)?,
@@ -383,7 +436,7 @@ pub async fn update_namespaced(
         name,
         body,
     };
-    s.api.update_resource(&auth.caller, req).await.map(Json)
+    written(write, s.api.update_resource(&auth.caller, req)).await
 }
 
 /// Delete an object in a namespace (a PropagationPolicy still in use is kept).
@@ -572,22 +625,23 @@ pub async fn list_in_instance(
 #[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}",
     tag = "resources", operation_id = "CreateClusterResource",
     params(("instance" = String, Path, description = "Instance name"),
-        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind")),
+        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"), WriteOptions),
     request_body(content = KubeObject, description = "The object, or {\"data\": \"<YAML or JSON>\"}"),
     responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
 pub async fn create_cluster_scoped(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath((instance, kind)): ApiPath<(String, String)>,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = CreateResourceRequest {
         instance,
         kind: parse_kind(&kind)?,
         namespace: None,
         body,
     };
-    s.api.create_resource(&auth.caller, req).await.map(Json)
+    written(write, s.api.create_resource(&auth.caller, req)).await
 }
 
 /// Read a cluster-scoped object.
@@ -616,15 +670,16 @@ pub async fn get_cluster_scoped(
     tag = "resources", operation_id = "UpdateClusterResource",
     params(("instance" = String, Path, description = "Instance name"),
         ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
-        ("name" = String, Path, description = "Object name")),
+        ("name" = String, Path, description = "Object name"), WriteOptions),
     request_body(content = KubeObject, description = "The new object"),
     responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
 pub async fn update_cluster_scoped(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath((instance, kind, name)): ApiPath<(String, String, String)>,
+    ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
-) -> Answer<Object> {
+) -> Written {
     let req = UpdateResourceRequest {
         instance,
         kind: parse_kind(&kind)?,
@@ -632,7 +687,7 @@ pub async fn update_cluster_scoped(
         name,
         body,
     };
-    s.api.update_resource(&auth.caller, req).await.map(Json)
+    written(write, s.api.update_resource(&auth.caller, req)).await
 }
 
 /// Delete a cluster-scoped object (a ClusterPropagationPolicy still in use is kept).
@@ -660,6 +715,32 @@ pub async fn delete_cluster_scoped(
 mod tests {
     use super::*;
     use crate::api::Code;
+
+    #[test]
+    fn warning_headers_table() {
+        let values = |warnings: &[String]| -> Vec<String> {
+            warning_headers(warnings)
+                .get_all(http::header::WARNING)
+                .iter()
+                .map(|v| v.to_str().unwrap().to_owned())
+                .collect()
+        };
+        assert!(values(&[]).is_empty());
+        assert_eq!(
+            values(&[
+                r#"unknown field "spec.bogus""#.to_owned(),
+                "a\\b é\n".to_owned()
+            ]),
+            [
+                r#"299 - "unknown field \"spec.bogus\"""#,
+                r#"299 - "a\\b ??""#
+            ]
+        );
+        let many: Vec<String> = (0..MAX_WARNINGS + 5).map(|i| format!("w{i}")).collect();
+        let got = values(&many);
+        assert_eq!(got.len(), MAX_WARNINGS + 1);
+        assert_eq!(got[MAX_WARNINGS], r#"299 - "5 more warnings""#);
+    }
 
     #[test]
     fn actions_and_kinds_parse() {
