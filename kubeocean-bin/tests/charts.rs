@@ -9,8 +9,9 @@
 //! - the charts' `crds/` are byte-for-byte the generated `deploy/crds/kubeocean/` files;
 //! - the manager's RBAC holds every right it grants per binding (Kubernetes refuses to let it
 //!   create a role with more), and the worker chart grants what the manager checks with
-//!   SelfSubjectAccessReviews, plus the proxier's streams, and nothing cluster-wide it
-//!   should only have in the mount namespace.
+//!   SelfSubjectAccessReviews (the syncer's one list of grants, `deletecollection` for the
+//!   cleanup included), plus the proxier's streams, and nothing cluster-wide it should only
+//!   have in the mount namespace; it creates the `kubeocean-default` PriorityClass.
 //!
 //! `helm` is looked up on PATH, then in `~/.cache/kubeocean-rs/venv/bin`. Without it the
 //! tests print a notice and pass, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where they
@@ -23,6 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use kubeocean_core::crd::{
+    DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME, DEFAULT_POD_PRIORITY_VALUE,
+};
 use kubeocean_core::manager::permissions::required_permissions;
 use kubeocean_core::manager::templates::computing_rules;
 use serde_json::{Value, json};
@@ -348,6 +352,7 @@ fn cases() -> Vec<(&'static str, Option<&'static str>, BTreeMap<String, usize>)>
         ("ClusterRoleBinding", 1),
         ("Role", 1),
         ("RoleBinding", 1),
+        ("PriorityClass", 1),
     ];
     let with = |base: &[(&str, usize)], extra: &[(&str, usize)]| {
         let mut all = counts(base);
@@ -674,6 +679,16 @@ fn worker_rbac_grants_what_the_manager_checks_and_no_more_cluster_wide() {
                 "{values:?}: {verb} {resource} must not be granted cluster-wide"
             );
         }
+    }
+    // The PriorityClass physical pods get by default, as the sandbox creates it too.
+    for values in [None, Some(OVERRIDES)] {
+        let docs = render(&helm, "kubeocean-worker", values);
+        let class = one_of_kind(&docs, "PriorityClass");
+        assert_eq!(class["apiVersion"], "scheduling.k8s.io/v1");
+        assert_eq!(class["metadata"]["name"], DEFAULT_POD_PRIORITY_CLASS_NAME);
+        assert_eq!(class["value"], DEFAULT_POD_PRIORITY_VALUE);
+        assert_eq!(class["preemptionPolicy"], DEFAULT_POD_PREEMPTION_POLICY);
+        assert_eq!(class["globalDefault"], false);
     }
     let docs = render(&helm, "kubeocean-worker", Some(OVERRIDES));
     let secret = one_of_kind(&docs, "Secret");

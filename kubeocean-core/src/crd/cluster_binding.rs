@@ -11,6 +11,14 @@ use super::schema;
 /// Priority class given to physical pods when the binding names none.
 pub const DEFAULT_POD_PRIORITY_CLASS_NAME: &str = "kubeocean-default";
 
+/// Value of the `kubeocean-default` PriorityClass the worker chart installs (upstream
+/// Kubeocean's default): borrowed pods rank below the worker's own.
+pub const DEFAULT_POD_PRIORITY_VALUE: i32 = -10000;
+
+/// Preemption policy of the `kubeocean-default` PriorityClass: borrowed pods never evict
+/// anything to make room.
+pub const DEFAULT_POD_PREEMPTION_POLICY: &str = "Never";
+
 /// Key of the binding Secret that holds the worker cluster's kubeconfig.
 pub const KUBECONFIG_SECRET_KEY: &str = "kubeconfig";
 
