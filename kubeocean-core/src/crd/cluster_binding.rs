@@ -96,7 +96,8 @@ impl ClusterBindingSpec {
     }
 }
 
-/// Lifecycle phase of a ClusterBinding.
+/// Lifecycle phase of a ClusterBinding. Upstream's `phase` is a free string with the values
+/// `Pending`, `Ready` and `Failed`; `Deleting` is added for a binding that is being drained.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum ClusterBindingPhase {
     /// Accepted, not yet connected.
@@ -106,6 +107,9 @@ pub enum ClusterBindingPhase {
     Ready,
     /// Validation, connectivity or workload creation failed (see the conditions).
     Failed,
+    /// Deleted; the syncer drains the worker before the finalizer goes (the `Ready`
+    /// condition says what the deletion waits for).
+    Deleting,
 }
 
 /// Observed state of a ClusterBinding.
