@@ -11,7 +11,9 @@
 //!   create a role with more), and the worker chart grants what the manager checks with
 //!   SelfSubjectAccessReviews (the syncer's one list of grants, `deletecollection` for the
 //!   cleanup included), plus the proxier's streams, and nothing cluster-wide it should only
-//!   have in the mount namespace; it creates the `kubeocean-default` PriorityClass.
+//!   have in the mount namespace; it creates the `kubeocean-default` PriorityClass;
+//! - the worker chart as `docs/kubeocean/bind-worker.md` installs it, applied to a sandbox
+//!   worker, is all a binding needs: Ready, a pod mapped, and its deletion completes.
 //!
 //! `helm` is looked up on PATH, then in `~/.cache/kubeocean-rs/venv/bin`. Without it the
 //! tests print a notice and pass, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where they
