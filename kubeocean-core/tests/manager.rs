@@ -32,6 +32,7 @@ use kube_sandbox::{
 };
 use kubeocean_core::bottomup::{SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::{ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
+use kubeocean_core::manager::cluster_binding::reconcile;
 use kubeocean_core::manager::permissions::{SYNCER_GRANTS, Scope};
 use kubeocean_core::manager::{
     BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, FINALIZER, Manager, ManagerConfig,
@@ -1163,6 +1164,7 @@ async fn a_deleted_binding_is_deleting_then_stays_stopped_without_metric_series(
             .with_stop_grace(Duration::from_millis(500)),
     );
     let manager = Manager::embedded(c.clone(), config("unused"), runner.clone());
+    let ctx = manager.context().clone();
     tokio::spawn(manager.run(controller_metrics(), None, env.token.clone()));
 
     register(c, "b1", &env.workers[0].served.kubeconfig_yaml, json!({})).await;
@@ -1188,6 +1190,9 @@ async fn a_deleted_binding_is_deleting_then_stays_stopped_without_metric_series(
         })
     })
     .await;
+    // What a cache that has not seen the finalizer go yet still holds.
+    let stale = get_binding(c, "b1").await.unwrap();
+    assert!(stale.finalizers().iter().any(|f| f == FINALIZER));
     Api::<ConfigMap>::namespaced(env.workers[0].client.clone(), MOUNT_NS)
         .patch(
             "held",
@@ -1201,6 +1206,10 @@ async fn a_deleted_binding_is_deleting_then_stays_stopped_without_metric_series(
     })
     .await;
     eventually("its group stopped", || async { runner.names().is_empty() }).await;
+    // A reconcile of that stale copy (as the runner's own change notification triggers
+    // right after the group stopped) finds nothing left and does not start the group.
+    reconcile(Arc::new(stale), ctx.clone()).await.unwrap();
+    assert!(runner.names().is_empty());
 
     // Another binding goes through many reconciles of everything the manager caches; b1's
     // group is not started again meanwhile.
