@@ -129,8 +129,9 @@ pub trait BindingRuntime: Send + Sync {
     }
 }
 
-/// Removes the per-binding series of `binding` from `config`'s metrics.
-fn forget_metrics(config: &SyncerConfig, binding: &str) {
+/// Removes the per-binding series of `binding` from `config`'s metrics (what
+/// [`BindingRuntime::forget`] does for the runtimes of this crate).
+pub(crate) fn forget_metrics(config: &SyncerConfig, binding: &str) {
     if let Some(metrics) = &config.metrics {
         metrics.forget_binding(binding);
     }
@@ -172,11 +173,6 @@ impl BindingRuntime for SyncerRuntime {
     fn forget(&self, binding: &str) {
         forget_metrics(&self.base, binding);
     }
-}
-
-/// [`BindingRuntime::forget`] for the runtimes of this crate that share a [`SyncerConfig`].
-pub(crate) fn forget_syncer_metrics(config: &SyncerConfig, binding: &str) {
-    forget_metrics(config, binding);
 }
 
 /// The task of the current run of a group, so a group that ignores cancellation can be

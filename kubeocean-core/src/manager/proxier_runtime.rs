@@ -226,7 +226,7 @@ impl BindingRuntime for SyncerProxierRuntime {
     }
 
     fn forget(&self, binding: &str) {
-        super::embedded::forget_syncer_metrics(&self.base, binding);
+        super::embedded::forget_metrics(&self.base, binding);
     }
 }
 
