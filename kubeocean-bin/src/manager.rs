@@ -107,12 +107,52 @@ pub struct ManagerArgs {
     #[arg(long, env = "EMBEDDED_PROXIER_ADDRESS")]
     embedded_proxier_address: Option<String>,
 
+    /// Embedded mode: ports the proxiers take, `START-END`. Each binding keeps the port its
+    /// virtual nodes advertise, else takes the one its name hashes to in this range (the next
+    /// free one when taken), so restarts keep the kubelet endpoints; `0` lets the system pick.
+    #[arg(
+        long,
+        env = "EMBEDDED_PROXIER_PORTS",
+        default_value = "10400-10499",
+        value_parser = parse_port_range
+    )]
+    embedded_proxier_ports: PortRange,
+
     /// Embedded mode: CA (PEM) of the API server's kubelet-client certificates.
     #[arg(long, env = "EMBEDDED_PROXIER_CLIENT_CA_FILE", value_name = "FILE")]
     embedded_proxier_client_ca_file: Option<PathBuf>,
 
     #[command(flatten)]
     kube: kube_kit::Args,
+}
+
+/// `--embedded-proxier-ports`: a range of ports, or none (`0`: the system picks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortRange(Option<std::ops::RangeInclusive<u16>>);
+
+/// Parses `START-END` (`1 <= START <= END`), a single port, or `0`.
+fn parse_port_range(text: &str) -> Result<PortRange, String> {
+    let port = |p: &str| {
+        p.trim()
+            .parse::<u16>()
+            .map_err(|_| format!("{p:?} is not a port"))
+    };
+    let (start, end) = match text.split_once('-') {
+        Some((start, end)) => (port(start)?, port(end)?),
+        None => {
+            let single = port(text)?;
+            (single, single)
+        }
+    };
+    if start == 0 && end == 0 {
+        return Ok(PortRange(None));
+    }
+    if start == 0 || start > end {
+        return Err(format!(
+            "{text:?} is not a port range START-END with 1 <= START <= END"
+        ));
+    }
+    Ok(PortRange(Some(start..=end)))
 }
 
 /// What the flags resolve to beyond clap's own checks.
@@ -184,6 +224,7 @@ fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, Strin
     let mut proxier = EmbeddedProxierConfig::new(listen_ip);
     proxier.advertise_address = advertise;
     proxier.client_ca_pem = client_ca_pem;
+    proxier.ports = args.embedded_proxier_ports.0.clone();
     Ok(Resolved {
         embedded_proxier: Some(proxier),
     })
@@ -400,6 +441,39 @@ mod tests {
                 (got, want) => panic!("{flags:?}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn port_range_table() {
+        for (text, want) in [
+            ("10400-10499", Ok(Some(10400..=10499))),
+            ("10400", Ok(Some(10400..=10400))),
+            (" 1 - 2", Ok(Some(1..=2))),
+            ("0", Ok(None)),
+            ("0-0", Ok(None)),
+            ("10499-10400", Err(())),
+            ("0-10", Err(())),
+            ("70000", Err(())),
+            ("a-b", Err(())),
+            ("", Err(())),
+        ] {
+            assert_eq!(
+                parse_port_range(text).map(|r| r.0).map_err(|_| ()),
+                want,
+                "{text:?}"
+            );
+        }
+        let args = parse(&["--embedded", "--embedded-proxier-address=a"]).unwrap();
+        let r = resolve(&args, None).unwrap();
+        assert_eq!(r.embedded_proxier.unwrap().ports, Some(10400..=10499));
+        let args = parse(&[
+            "--embedded",
+            "--embedded-proxier-address=a",
+            "--embedded-proxier-ports=0",
+        ])
+        .unwrap();
+        let r = resolve(&args, None).unwrap();
+        assert_eq!(r.embedded_proxier.unwrap().ports, None);
     }
 
     #[test]

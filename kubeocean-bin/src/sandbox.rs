@@ -23,7 +23,10 @@ use kube_kit::controller::ControllerMetrics;
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
 use kube_sandbox::{Cluster, ServeOptions, Served, SimNode};
 use kubeocean_core::bottomup::SyncerConfig;
-use kubeocean_core::crd::{ClusterBinding, ResourceLeasingPolicy};
+use kubeocean_core::crd::{
+    ClusterBinding, DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME,
+    DEFAULT_POD_PRIORITY_VALUE, ResourceLeasingPolicy,
+};
 use kubeocean_core::labels;
 use kubeocean_core::manager::{
     EmbeddedProxierConfig, EmbeddedRunner, Manager, ManagerConfig, SyncerProxierRuntime, Templates,
@@ -354,9 +357,12 @@ async fn start_worker(
     install_crds(&w)
         .await
         .with_context(|| format!("installing the CRDs in {name}"))?;
+    // As the kubeocean-worker chart creates it.
     create(
         &Api::<PriorityClass>::all(w.clone()),
-        json!({"metadata": {"name": "kubeocean-default"}, "value": 0,
+        json!({"metadata": {"name": DEFAULT_POD_PRIORITY_CLASS_NAME},
+               "value": DEFAULT_POD_PRIORITY_VALUE,
+               "preemptionPolicy": DEFAULT_POD_PREEMPTION_POLICY,
                "description": "Pods mapped from the computing cluster"}),
         "the kubeocean-default PriorityClass",
     )

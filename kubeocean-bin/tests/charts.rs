@@ -9,8 +9,11 @@
 //! - the charts' `crds/` are byte-for-byte the generated `deploy/crds/kubeocean/` files;
 //! - the manager's RBAC holds every right it grants per binding (Kubernetes refuses to let it
 //!   create a role with more), and the worker chart grants what the manager checks with
-//!   SelfSubjectAccessReviews, plus the proxier's streams, and nothing cluster-wide it
-//!   should only have in the mount namespace.
+//!   SelfSubjectAccessReviews (the syncer's one list of grants, `deletecollection` for the
+//!   cleanup included), plus the proxier's streams, and nothing cluster-wide it should only
+//!   have in the mount namespace; it creates the `kubeocean-default` PriorityClass;
+//! - the worker chart as `docs/kubeocean/bind-worker.md` installs it, applied to a sandbox
+//!   worker, is all a binding needs: Ready, a pod mapped, and its deletion completes.
 //!
 //! `helm` is looked up on PATH, then in `~/.cache/kubeocean-rs/venv/bin`. Without it the
 //! tests print a notice and pass, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where they
@@ -23,6 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use kubeocean_core::crd::{
+    DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME, DEFAULT_POD_PRIORITY_VALUE,
+};
 use kubeocean_core::manager::permissions::required_permissions;
 use kubeocean_core::manager::templates::computing_rules;
 use serde_json::{Value, json};
@@ -348,6 +354,7 @@ fn cases() -> Vec<(&'static str, Option<&'static str>, BTreeMap<String, usize>)>
         ("ClusterRoleBinding", 1),
         ("Role", 1),
         ("RoleBinding", 1),
+        ("PriorityClass", 1),
     ];
     let with = |base: &[(&str, usize)], extra: &[(&str, usize)]| {
         let mut all = counts(base);
@@ -675,6 +682,16 @@ fn worker_rbac_grants_what_the_manager_checks_and_no_more_cluster_wide() {
             );
         }
     }
+    // The PriorityClass physical pods get by default, as the sandbox creates it too.
+    for values in [None, Some(OVERRIDES)] {
+        let docs = render(&helm, "kubeocean-worker", values);
+        let class = one_of_kind(&docs, "PriorityClass");
+        assert_eq!(class["apiVersion"], "scheduling.k8s.io/v1");
+        assert_eq!(class["metadata"]["name"], DEFAULT_POD_PRIORITY_CLASS_NAME);
+        assert_eq!(class["value"], DEFAULT_POD_PRIORITY_VALUE);
+        assert_eq!(class["preemptionPolicy"], DEFAULT_POD_PREEMPTION_POLICY);
+        assert_eq!(class["globalDefault"], false);
+    }
     let docs = render(&helm, "kubeocean-worker", Some(OVERRIDES));
     let secret = one_of_kind(&docs, "Secret");
     assert_eq!(secret["type"], "kubernetes.io/service-account-token");
@@ -833,4 +850,286 @@ fn deployment_problems_find_unsafe_or_inconsistent_pods() {
         deployment_problems(&container(args, ports, writable)).len(),
         1
     );
+}
+
+/// Polls `check` every 50 ms for up to 60 s; panics naming `what` if it never holds.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..1200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Creates `doc` (one rendered object) in the sandbox `client` talks to, by its kind.
+async fn create_rendered(client: &kube::Client, doc: &Value) {
+    use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::Api;
+    use kube::api::PostParams;
+
+    async fn create<K>(api: Api<K>, doc: &Value)
+    where
+        K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize,
+        K: serde::de::DeserializeOwned,
+    {
+        let object: K = serde_json::from_value(doc.clone()).unwrap();
+        api.create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("creating {}: {e}", identity(doc)));
+    }
+    let c = client.clone();
+    let ns = doc["metadata"]["namespace"].as_str().unwrap_or_default();
+    match doc["kind"].as_str().unwrap_or_default() {
+        "CustomResourceDefinition" => create(Api::<CustomResourceDefinition>::all(c), doc).await,
+        "Namespace" => create(Api::<Namespace>::all(c), doc).await,
+        "ServiceAccount" => create(Api::<ServiceAccount>::namespaced(c, ns), doc).await,
+        "Secret" => create(Api::<Secret>::namespaced(c, ns), doc).await,
+        "ClusterRole" => create(Api::<ClusterRole>::all(c), doc).await,
+        "ClusterRoleBinding" => create(Api::<ClusterRoleBinding>::all(c), doc).await,
+        "Role" => create(Api::<Role>::namespaced(c, ns), doc).await,
+        "RoleBinding" => create(Api::<RoleBinding>::namespaced(c, ns), doc).await,
+        "PriorityClass" => create(Api::<PriorityClass>::all(c), doc).await,
+        other => panic!("the worker chart renders a {other} this test does not apply"),
+    }
+}
+
+/// The worker chart as docs/kubeocean/bind-worker.md installs it, applied to a sandbox worker
+/// (which enforces RBAC for every token but its admin's); the manager (embedded, syncer only)
+/// reaches the worker with a token of the chart's ServiceAccount. The binding becomes Ready
+/// (the chart's PriorityClass included), a pod is mapped, and deleting the binding with an
+/// object left in the mount namespace completes: the syncer removes what it labelled with
+/// the chart's rights alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    use kube::api::{DeleteParams, ListParams, PostParams};
+    use kube::{Api, ResourceExt};
+    use kube_kit::admin::Metrics;
+    use kube_kit::controller::ControllerMetrics;
+    use kube_sandbox::{Cluster, ServeOptions, SimNode};
+    use kubeocean_core::bottomup::SyncerConfig;
+    use kubeocean_core::crd::{ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
+    use kubeocean_core::manager::{
+        EmbeddedRunner, Manager, ManagerConfig, SyncerRuntime, Templates,
+    };
+    use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
+    use tokio_util::sync::CancellationToken;
+
+    let Some(helm) =
+        helm_or_skip("binding_deletion_completes_with_the_worker_charts_rbac_as_rendered")
+    else {
+        return;
+    };
+    // `helm install kubeocean-worker ... --namespace kubeocean-system` of bind-worker.md.
+    let text = output_of(
+        Command::new(&helm)
+            .args(["template", "kubeocean-worker"])
+            .arg(chart_dir("kubeocean-worker"))
+            .args(["--namespace", NAMESPACE, "--include-crds"])
+            .args(["--set", "mountNamespace.name=kubeocean-worker"])
+            .args(["--set", "tokenSecret.create=true"]),
+    );
+    let docs = parse_manifests(&text).unwrap();
+    let mount = "kubeocean-worker";
+    let service_account = one_of_kind(&docs, "ServiceAccount")["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The names bind-worker.md uses.
+    assert_eq!(service_account, "kubeocean-worker");
+    assert_eq!(
+        one_of_kind(&docs, "Secret")["metadata"]["name"],
+        "kubeocean-worker-token"
+    );
+
+    let worker = Cluster::new("worker");
+    let served = worker.serve(ServeOptions::default()).await.unwrap();
+    let w = worker.client();
+    Api::<Namespace>::all(w.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    for doc in &docs {
+        create_rendered(&w, doc).await;
+    }
+    worker.add_node(&SimNode::new("n1", "4", "8Gi")).unwrap();
+    let policy: ResourceLeasingPolicy = serde_json::from_value(json!({
+        "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ResourceLeasingPolicy",
+        "metadata": {"name": "lend"}, "spec": {"cluster": "worker-1"},
+    }))
+    .unwrap();
+    Api::<ResourceLeasingPolicy>::all(w.clone())
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let token = Api::<ServiceAccount>::namespaced(w.clone(), NAMESPACE)
+        .create_token_request(
+            &service_account,
+            &PostParams::default(),
+            &TokenRequest {
+                spec: TokenRequestSpec {
+                    audiences: Vec::new(),
+                    expiration_seconds: Some(3600),
+                    ..TokenRequestSpec::default()
+                },
+                ..TokenRequest::default()
+            },
+        )
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let kubeconfig = kube_sandbox::serve::kubeconfig_yaml("worker", &served.url, None, &token);
+
+    let computing = Cluster::new("computing");
+    let c = computing.client();
+    install_crds(&c).await.unwrap();
+    Api::<Namespace>::all(c.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    register_worker(
+        &c,
+        &WorkerRegistration {
+            binding: "worker-1",
+            cluster_id: "w1",
+            secret_namespace: NAMESPACE,
+            mount_namespace: mount,
+            kubeconfig: &kubeconfig,
+        },
+    )
+    .await
+    .unwrap();
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    let mut base = SyncerConfig::new("unused");
+    base.secret_namespace = NAMESPACE.to_owned();
+    base.client_options = base.client_options.with_rate_limit(0.0, 0);
+    base.retry_interval = std::time::Duration::from_millis(100);
+    base.connect_retry_interval = std::time::Duration::from_millis(200);
+    let runner = std::sync::Arc::new(EmbeddedRunner::new(
+        std::sync::Arc::new(SyncerRuntime::new(c.clone(), base)),
+        shutdown.clone(),
+    ));
+    let mut config = ManagerConfig::new(Templates::new(NAMESPACE, "unused", "unused"));
+    config.client_options = config.client_options.with_rate_limit(0.0, 0);
+    config.retry_interval = std::time::Duration::from_millis(200);
+    config.drain_interval = std::time::Duration::from_millis(200);
+    let manager = Manager::embedded(c.clone(), config, runner.clone());
+    tokio::spawn(manager.run(
+        ControllerMetrics::register(&Metrics::new()),
+        None,
+        shutdown.clone(),
+    ));
+
+    let bindings: Api<ClusterBinding> = Api::all(c.clone());
+    let phase = |b: &ClusterBinding| b.status.as_ref().and_then(|s| s.phase);
+    eventually("the binding Ready", || async {
+        bindings
+            .get_opt("worker-1")
+            .await
+            .unwrap()
+            .is_some_and(|b| phase(&b) == Some(ClusterBindingPhase::Ready))
+    })
+    .await;
+    // The chart's PriorityClass is what physical pods get.
+    assert!(
+        Api::<PriorityClass>::all(w.clone())
+            .get_opt(kubeocean_core::crd::DEFAULT_POD_PRIORITY_CLASS_NAME)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    eventually("the virtual node", || async {
+        Api::<Node>::all(c.clone())
+            .get_opt("vnode-w1-n1")
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"nodeName": "vnode-w1-n1",
+                 "tolerations": [{"key": "kubeocean.io/vnode", "operator": "Exists"}],
+                 "containers": [{"name": "app", "image": "nginx"}]},
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(c.clone(), "default")
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+    let managed = ListParams::default().labels("kubeocean.io/managed-by=kubeocean");
+    let physical: Api<Pod> = Api::namespaced(w.clone(), mount);
+    eventually("the physical pod", || async {
+        physical.list(&managed).await.unwrap().items.len() == 1
+    })
+    .await;
+    let mapped = physical.list(&managed).await.unwrap().items.remove(0);
+    assert_eq!(
+        mapped.spec.unwrap().priority_class_name.as_deref(),
+        Some(kubeocean_core::crd::DEFAULT_POD_PRIORITY_CLASS_NAME)
+    );
+    // Left behind in the mount namespace (as after a syncer crash): the cleanup removes it
+    // with deletecollection.
+    let leftover: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "leftover", "namespace": mount,
+                     "labels": {"kubeocean.io/managed-by": "kubeocean"}},
+    }))
+    .unwrap();
+    let config_maps: Api<ConfigMap> = Api::namespaced(w.clone(), mount);
+    config_maps
+        .create(&PostParams::default(), &leftover)
+        .await
+        .unwrap();
+
+    bindings
+        .delete("worker-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the binding deleted", || async {
+        bindings.get_opt("worker-1").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(
+        kubeocean_core::topdown::remaining_physical_objects(&w, mount)
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(config_maps.get_opt("leftover").await.unwrap().is_none());
+    eventually("the binding's syncer stopped", || async {
+        runner.names().is_empty()
+    })
+    .await;
+    let names: Vec<String> = physical
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+    served.stop();
+    worker.shutdown();
+    computing.shutdown();
 }

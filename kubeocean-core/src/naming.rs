@@ -88,6 +88,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn names_in_the_operator_docs() {
+        // docs/kubeocean/bind-worker.md shows these.
+        assert_eq!(
+            physical_name("default", "web"),
+            "web-f067a42af6a398f89214fae019fbf7d0"
+        );
+        assert_eq!(virtual_node_name("w1", "n1"), "vnode-w1-n1");
+    }
+
+    #[test]
     fn virtual_node_names() {
         let long_node = "ip-172-31-45-201.ap-southeast-1.compute.internal.example";
         let long_full = format!("vnode-prod-{long_node}");

@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -30,11 +30,13 @@ use kube_kit::controller::{Backoff, ControllerMetrics};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode, UserInfo,
 };
-use kubeocean_core::bottomup::SyncerConfig;
+use kubeocean_core::bottomup::{SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::{ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
+use kubeocean_core::manager::cluster_binding::reconcile;
+use kubeocean_core::manager::permissions::{SYNCER_GRANTS, Scope};
 use kubeocean_core::manager::{
-    EmbeddedProxierConfig, EmbeddedRunner, FINALIZER, Manager, ManagerConfig, SyncerProxierRuntime,
-    SyncerRuntime, Templates, workload_names,
+    BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, FINALIZER, Manager, ManagerConfig,
+    RuntimeReporter, SyncerProxierRuntime, SyncerRuntime, Templates, workload_names,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -523,8 +525,9 @@ async fn missing_worker_permissions_are_listed_then_granted() {
     for missing in [
         "nodes: patch",
         "pods: list, watch",
-        "pods in namespace kubeocean-worker: create, update, delete",
-        "persistentvolumes: create",
+        "pods in namespace kubeocean-worker: get, list, watch, create, update, delete, deletecollection",
+        "persistentvolumes: get, list, watch, create, delete, deletecollection",
+        "priorityclasses.scheduling.k8s.io: get",
     ] {
         assert!(message.contains(missing), "{missing} in {message}");
     }
@@ -894,4 +897,341 @@ async fn embedded_proxier_is_what_the_virtual_nodes_point_at() {
     tokio::net::TcpStream::connect(("127.0.0.1", u16::try_from(port).unwrap()))
         .await
         .unwrap();
+}
+
+/// Gives user `syncer` of `worker` what the syncer needs, from the manager's own list
+/// ([`SYNCER_GRANTS`]): a ClusterRole for the cluster-wide grants and a Role `syncer` in the
+/// mount namespace for the rest — without `deletecollection` there unless `deletecollection`.
+/// Returns the kubeconfig of a token for that user.
+async fn syncer_identity(worker: &Worker, deletecollection: bool) -> String {
+    worker
+        .cluster
+        .auth()
+        .add_token("syncer-token", UserInfo::new("syncer", &[]));
+    let rules = |scope: Scope| -> Vec<Value> {
+        SYNCER_GRANTS
+            .iter()
+            .filter(|g| g.scope == scope)
+            .map(|g| {
+                let verbs: Vec<&str> = g
+                    .verbs
+                    .iter()
+                    .copied()
+                    .filter(|v| {
+                        deletecollection || scope == Scope::Cluster || *v != "deletecollection"
+                    })
+                    .collect();
+                json!({"apiGroups": [g.group], "resources": g.resources, "verbs": verbs})
+            })
+            .collect()
+    };
+    let mut cluster_rules = rules(Scope::Cluster);
+    cluster_rules.push(json!({"apiGroups": ["authorization.k8s.io"],
+        "resources": ["selfsubjectaccessreviews"], "verbs": ["create"]}));
+    let w = &worker.client;
+    Api::<ClusterRole>::all(w.clone())
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": "syncer"}, "rules": cluster_rules})),
+        )
+        .await
+        .unwrap();
+    Api::<ClusterRoleBinding>::all(w.clone())
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": {"name": "syncer"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "syncer"},
+                "subjects": [{"kind": "User", "name": "syncer"}],
+            })),
+        )
+        .await
+        .unwrap();
+    Api::<Role>::namespaced(w.clone(), MOUNT_NS)
+        .create(
+            &PostParams::default(),
+            &from_json(
+                json!({"metadata": {"name": "syncer", "namespace": MOUNT_NS},
+                              "rules": rules(Scope::MountNamespace)}),
+            ),
+        )
+        .await
+        .unwrap();
+    Api::<RoleBinding>::namespaced(w.clone(), MOUNT_NS)
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": {"name": "syncer", "namespace": MOUNT_NS},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "syncer"},
+                "subjects": [{"kind": "User", "name": "syncer"}],
+            })),
+        )
+        .await
+        .unwrap();
+    kube_sandbox::serve::kubeconfig_yaml("worker-1", &worker.served.url, None, "syncer-token")
+}
+
+/// Sets the verbs of the mount-namespace Role `syncer` to those of the manager's list, with
+/// or without `deletecollection`.
+async fn set_deletecollection(w: &Client, granted: bool) {
+    let rules: Vec<Value> = SYNCER_GRANTS
+        .iter()
+        .filter(|g| g.scope == Scope::MountNamespace)
+        .map(|g| {
+            let verbs: Vec<&str> = g
+                .verbs
+                .iter()
+                .copied()
+                .filter(|v| granted || *v != "deletecollection")
+                .collect();
+            json!({"apiGroups": [g.group], "resources": g.resources, "verbs": verbs})
+        })
+        .collect();
+    Api::<Role>::namespaced(w.clone(), MOUNT_NS)
+        .patch(
+            "syncer",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"rules": rules})),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_deletecollection_is_reported_live_and_while_deleting() {
+    let env = env(1).await;
+    let c = &env.c;
+    let w = &env.workers[0].client;
+    let kubeconfig = syncer_identity(&env.workers[0], false).await;
+    register(c, "b1", &kubeconfig, json!({})).await;
+    let runner = start_embedded(c, &env.token);
+
+    // A Role without deletecollection: the binding fails, naming exactly that.
+    let b = wait_phase(c, "b1", ClusterBindingPhase::Failed).await;
+    let (status, reason, message) = condition(&b, "Connected").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "PermissionDenied")
+    );
+    for resource in ["pods", "configmaps", "secrets", "persistentvolumeclaims"] {
+        let missing = format!("{resource} in namespace {MOUNT_NS}: deletecollection");
+        assert!(message.contains(&missing), "{missing} in {message}");
+    }
+    assert!(
+        !message.contains("create"),
+        "only what is missing: {message}"
+    );
+
+    set_deletecollection(w, true).await;
+    wait_ready(c, "b1").await;
+
+    // Taken away again, with an object left in the mount namespace: the deletion says why
+    // it cannot finish instead of waiting silently.
+    set_deletecollection(w, false).await;
+    let leftover: ConfigMap = from_json(json!({
+        "metadata": {"name": "leftover", "namespace": MOUNT_NS,
+                     "labels": {"kubeocean.io/managed-by": "kubeocean"}},
+    }));
+    Api::<ConfigMap>::namespaced(w.clone(), MOUNT_NS)
+        .create(&PostParams::default(), &leftover)
+        .await
+        .unwrap();
+    Api::<ClusterBinding>::all(c.clone())
+        .delete("b1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the deletion blocked on deletecollection", || async {
+        get_binding(c, "b1").await.is_some_and(|b| {
+            phase(&b) == Some(ClusterBindingPhase::Deleting)
+                && condition(&b, "Ready").is_some_and(|(status, r, m)| {
+                    status == "False"
+                        && r == "PermissionDenied"
+                        && m.contains("remove 1 object")
+                        && m.contains(&format!(
+                            "configmaps in namespace {MOUNT_NS}: deletecollection"
+                        ))
+                })
+        })
+    })
+    .await;
+    eventually("a PermissionDenied event", || async {
+        event_reasons(c, "b1")
+            .await
+            .iter()
+            .any(|r| r == "PermissionDenied")
+    })
+    .await;
+
+    set_deletecollection(w, true).await;
+    eventually("the binding gone", || async {
+        get_binding(c, "b1").await.is_none()
+    })
+    .await;
+    assert!(
+        Api::<ConfigMap>::namespaced(w.clone(), MOUNT_NS)
+            .get_opt("leftover")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    eventually("its task group stopped", || async {
+        runner.names().is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_priority_class_is_reported() {
+    let env = env(1).await;
+    let c = &env.c;
+    register(
+        c,
+        "b1",
+        &env.workers[0].served.kubeconfig_yaml,
+        json!({"podPriorityClassName": "not-installed"}),
+    )
+    .await;
+    start_embedded(c, &env.token);
+    let b = wait_phase(c, "b1", ClusterBindingPhase::Failed).await;
+    let (status, reason, message) = condition(&b, "Ready").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "PriorityClassMissing")
+    );
+    assert!(message.contains("PriorityClass not-installed"), "{message}");
+    Api::<PriorityClass>::all(env.workers[0].client.clone())
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": "not-installed"}, "value": 0})),
+        )
+        .await
+        .unwrap();
+    wait_ready(c, "b1").await;
+}
+
+/// A syncer-only runtime that counts the runs of each binding's group.
+struct Counting {
+    inner: SyncerRuntime,
+    starts: std::sync::Mutex<BTreeMap<String, u32>>,
+}
+
+impl Counting {
+    fn starts(&self, binding: &str) -> u32 {
+        self.starts
+            .lock()
+            .unwrap()
+            .get(binding)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+#[async_trait::async_trait]
+impl BindingRuntime for Counting {
+    async fn run(
+        &self,
+        binding: ClusterBinding,
+        reporter: RuntimeReporter,
+        token: CancellationToken,
+    ) -> Result<(), String> {
+        *self
+            .starts
+            .lock()
+            .unwrap()
+            .entry(binding.name_any())
+            .or_insert(0) += 1;
+        self.inner.run(binding, reporter, token).await
+    }
+
+    fn forget(&self, binding: &str) {
+        self.inner.forget(binding);
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_binding_is_deleting_then_stays_stopped_without_metric_series() {
+    let env = env(2).await;
+    let c = &env.c;
+    let registry = Metrics::new();
+    let mut base = syncer_base();
+    base.metrics = Some(SyncerMetrics::register(&registry));
+    let runtime = Arc::new(Counting {
+        inner: SyncerRuntime::new(c.clone(), base),
+        starts: std::sync::Mutex::new(BTreeMap::new()),
+    });
+    let runner = Arc::new(
+        EmbeddedRunner::new(runtime.clone(), env.token.clone())
+            .with_stop_grace(Duration::from_millis(500)),
+    );
+    let manager = Manager::embedded(c.clone(), config("unused"), runner.clone());
+    let ctx = manager.context().clone();
+    tokio::spawn(manager.run(controller_metrics(), None, env.token.clone()));
+
+    register(c, "b1", &env.workers[0].served.kubeconfig_yaml, json!({})).await;
+    wait_ready(c, "b1").await;
+    eventually("the series of b1", || async {
+        let text = registry.encode().unwrap();
+        text.contains("kubeocean_virtual_nodes{binding=\"b1\"} 1")
+            && text.contains("kubeocean_worker_reachable{binding=\"b1\"} 1")
+    })
+    .await;
+    assert_eq!(runtime.starts("b1"), 1);
+
+    // An object held in the worker keeps the binding in phase Deleting.
+    create_held_copy(&env.workers[0].client, "held").await;
+    Api::<ClusterBinding>::all(c.clone())
+        .delete("b1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("phase Deleting", || async {
+        get_binding(c, "b1").await.is_some_and(|b| {
+            phase(&b) == Some(ClusterBindingPhase::Deleting)
+                && condition(&b, "Ready").is_some_and(|(s, r, _)| s == "False" && r == "Deleting")
+        })
+    })
+    .await;
+    // What a cache that has not seen the finalizer go yet still holds.
+    let stale = get_binding(c, "b1").await.unwrap();
+    assert!(stale.finalizers().iter().any(|f| f == FINALIZER));
+    Api::<ConfigMap>::namespaced(env.workers[0].client.clone(), MOUNT_NS)
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    eventually("the binding gone", || async {
+        get_binding(c, "b1").await.is_none()
+    })
+    .await;
+    eventually("its group stopped", || async { runner.names().is_empty() }).await;
+    // A reconcile of that stale copy (as the runner's own change notification triggers
+    // right after the group stopped) finds nothing left and does not start the group.
+    reconcile(Arc::new(stale), ctx.clone()).await.unwrap();
+    assert!(runner.names().is_empty());
+
+    // Another binding goes through many reconciles of everything the manager caches; b1's
+    // group is not started again meanwhile.
+    register(c, "b2", &env.workers[1].served.kubeconfig_yaml, json!({})).await;
+    wait_ready(c, "b2").await;
+    eventually("the series of b2", || async {
+        registry
+            .encode()
+            .unwrap()
+            .contains("kubeocean_virtual_nodes{binding=\"b2\"} 1")
+    })
+    .await;
+    assert_eq!(runtime.starts("b1"), 1, "b1's syncer never restarted");
+    assert_eq!(
+        runner.names(),
+        std::collections::BTreeSet::from(["b2".to_owned()])
+    );
+    let text = registry.encode().unwrap();
+    for series in [
+        "kubeocean_virtual_nodes{binding=\"b1\"}",
+        "kubeocean_worker_reachable{binding=\"b1\"}",
+    ] {
+        assert!(!text.contains(series), "{series} in\n{text}");
+    }
 }

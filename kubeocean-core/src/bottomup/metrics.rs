@@ -73,6 +73,17 @@ impl SyncerMetrics {
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
+    /// Removes the series of `binding` (its syncer stopped for good): a binding that is gone
+    /// is not reported as having virtual nodes or a reachable worker.
+    pub fn forget_binding(&self, binding: &str) {
+        let labels = BindingLabels {
+            binding: binding.to_owned(),
+        };
+        self.virtual_nodes.remove(&labels);
+        self.worker_reachable.remove(&labels);
+        self.topdown.forget_binding(binding);
+    }
+
     /// Sets whether the worker of `binding` answers.
     pub fn set_worker_reachable(&self, binding: &str, reachable: bool) {
         let labels = BindingLabels {
@@ -109,5 +120,34 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("reason=\"VirtualNodeWrite\""), "{text}");
+    }
+
+    #[test]
+    fn a_forgotten_binding_has_no_series_left() {
+        let registry = Metrics::new();
+        let metrics = SyncerMetrics::register(&registry);
+        for binding in ["b1", "b2"] {
+            metrics.set_virtual_nodes(binding, 2);
+            metrics.set_worker_reachable(binding, true);
+            metrics
+                .topdown()
+                .pod_created(binding, Duration::from_millis(5));
+            metrics.topdown().set_pods(
+                binding,
+                crate::topdown::Side::Worker,
+                &std::collections::BTreeMap::from([("Running".to_owned(), 1)]),
+            );
+        }
+        metrics.forget_binding("b1");
+        let text = registry.encode().unwrap();
+        assert!(!text.contains("binding=\"b1\""), "{text}");
+        assert!(
+            text.contains("kubeocean_virtual_nodes{binding=\"b2\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kubeocean_worker_reachable{binding=\"b2\"} 1"),
+            "{text}"
+        );
     }
 }

@@ -11,6 +11,14 @@ use super::schema;
 /// Priority class given to physical pods when the binding names none.
 pub const DEFAULT_POD_PRIORITY_CLASS_NAME: &str = "kubeocean-default";
 
+/// Value of the `kubeocean-default` PriorityClass the worker chart installs (upstream
+/// Kubeocean's default): borrowed pods rank below the worker's own.
+pub const DEFAULT_POD_PRIORITY_VALUE: i32 = -10000;
+
+/// Preemption policy of the `kubeocean-default` PriorityClass: borrowed pods never evict
+/// anything to make room.
+pub const DEFAULT_POD_PREEMPTION_POLICY: &str = "Never";
+
 /// Key of the binding Secret that holds the worker cluster's kubeconfig.
 pub const KUBECONFIG_SECRET_KEY: &str = "kubeconfig";
 
@@ -88,7 +96,8 @@ impl ClusterBindingSpec {
     }
 }
 
-/// Lifecycle phase of a ClusterBinding.
+/// Lifecycle phase of a ClusterBinding. Upstream's `phase` is a free string with the values
+/// `Pending`, `Ready` and `Failed`; `Deleting` is added for a binding that is being drained.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum ClusterBindingPhase {
     /// Accepted, not yet connected.
@@ -98,6 +107,9 @@ pub enum ClusterBindingPhase {
     Ready,
     /// Validation, connectivity or workload creation failed (see the conditions).
     Failed,
+    /// Deleted; the syncer drains the worker before the finalizer goes (the `Ready`
+    /// condition says what the deletion waits for).
+    Deleting,
 }
 
 /// Observed state of a ClusterBinding.

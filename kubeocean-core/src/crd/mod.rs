@@ -8,7 +8,8 @@ use std::path::Path;
 
 pub use cluster_binding::{
     ClusterBinding, ClusterBindingPhase, ClusterBindingSpec, ClusterBindingStatus,
-    DEFAULT_POD_PRIORITY_CLASS_NAME, KUBECONFIG_SECRET_KEY, condition as cluster_binding_condition,
+    DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME, DEFAULT_POD_PRIORITY_VALUE,
+    KUBECONFIG_SECRET_KEY, condition as cluster_binding_condition,
 };
 pub use leasing_policy::{
     ResourceLeasingPolicy, ResourceLeasingPolicyPhase, ResourceLeasingPolicySpec,

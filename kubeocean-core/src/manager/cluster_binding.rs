@@ -3,7 +3,8 @@
 //! A live binding: add the finalizer; validate the spec (`ValidationFailed`); reach the worker
 //! through the kubeconfig Secret (`ConnectivityFailed`, with the cause); check with
 //! SelfSubjectAccessReviews that the worker grants what the syncer needs
-//! (`PermissionDenied`, listing what is missing); then create or update the workloads — or,
+//! (`PermissionDenied`, listing what is missing) and that the binding's PriorityClass exists
+//! there (`PriorityClassMissing`); then create or update the workloads — or,
 //! in embedded mode, make sure the binding's task group runs — and report phase, conditions
 //! and Events. A binding being deleted is drained first (see [`super::drain`]).
 
@@ -16,11 +17,12 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use kube_kit::client::describe_kube_error;
 use kube_kit::controller::truncate_utf8;
 use serde::Serialize;
@@ -30,8 +32,8 @@ use serde_json::json;
 use super::drain::{self, DeletionStep, WorkerDrain};
 use super::permissions::{describe_missing, missing_permissions, required_permissions};
 use super::status::{
-    DesiredStatus, Outcome, WorkloadState, deleting_status, deployment_state, desired_status,
-    is_failure_reason, merge_conditions, reason,
+    DeletionBlocker, DesiredStatus, Outcome, WorkloadState, deleting_status, deployment_state,
+    desired_status, is_failure_reason, merge_conditions, reason,
 };
 use super::templates::{self, WorkloadNames, recorded_hash, workload_names};
 use super::validate::validate_binding;
@@ -121,6 +123,14 @@ async fn evaluate(binding: &ClusterBinding, ctx: &Context) -> Outcome {
             return Outcome::PermissionDenied(describe_missing(&missing));
         }
         Ok(_) => {}
+    }
+    // Physical pods are refused without their PriorityClass; a class that cannot be read
+    // (no answer) is left to the syncer's own errors.
+    let class = binding.spec.pod_priority_class_name();
+    let classes: Api<PriorityClass> = Api::all(worker.clone());
+    let read = tokio::time::timeout(config.worker_timeout, classes.get_opt(class));
+    if let Ok(Ok(None)) = read.await {
+        return Outcome::PriorityClassMissing(class.to_owned());
     }
     match &ctx.embedded {
         Some(embedded) => {
@@ -364,10 +374,6 @@ async fn ensure_proxier_tls(
 async fn delete(binding: &ClusterBinding, ctx: &Context) -> Result<Action, Error> {
     let name = binding.name_any();
     let valid = validate_binding(binding).is_ok();
-    // The syncer drains; in embedded mode it must run (again, after a manager restart).
-    if let (Some(embedded), true) = (&ctx.embedded, valid) {
-        embedded.ensure(binding);
-    }
     let vnode_error = |action| {
         let binding = name.clone();
         move |source| Error::VirtualNodes {
@@ -379,11 +385,28 @@ async fn delete(binding: &ClusterBinding, ctx: &Context) -> Result<Action, Error
     let vnodes = drain::virtual_nodes_left(&ctx.computing, &name)
         .await
         .map_err(vnode_error("count"))?;
-    let worker = worker_drain(binding, ctx, valid).await;
+    let (worker, reached) = worker_drain(binding, ctx, valid).await;
     let step = drain::deletion_step(vnodes, &worker, drain::force_delete(binding));
     match step {
         DeletionStep::Wait(message) => {
-            let desired = deleting_status(message, binding.metadata.generation, Timestamp::now());
+            // The syncer drains; in embedded mode it must run (again, after a manager
+            // restart). Only while there is something to drain: a binding that is done
+            // (or a stale copy of one whose finalizer just went) never restarts it.
+            if let (Some(embedded), true) = (&ctx.embedded, valid) {
+                embedded.ensure(binding);
+            }
+            let blocker = match (&worker, reached) {
+                (WorkerDrain::Remaining(n), Some((client, mount_namespace))) if *n > 0 => {
+                    drain_blocker(ctx, &client, &mount_namespace).await
+                }
+                _ => DeletionBlocker::None,
+            };
+            let desired = deleting_status(
+                message,
+                &blocker,
+                binding.metadata.generation,
+                Timestamp::now(),
+            );
             let changed = write_status(ctx, &name, &desired).await?;
             publish_changes(ctx, binding, &changed).await;
             return Ok(Action::requeue(ctx.config.drain_interval));
@@ -418,9 +441,31 @@ async fn delete(binding: &ClusterBinding, ctx: &Context) -> Result<Action, Error
     Ok(Action::await_change())
 }
 
-/// What is left in the worker. A binding that never had a syncer (no `SyncerReady`
-/// condition was ever written) cannot have mapped anything, so its worker is not asked.
-async fn worker_drain(binding: &ClusterBinding, ctx: &Context, valid: bool) -> WorkerDrain {
+/// Whether the syncer can remove what is left in the worker: the same review as for a live
+/// binding, so a kubeconfig without (say) `deletecollection` is reported instead of the
+/// deletion waiting for ever. A review that cannot be made blocks nothing.
+async fn drain_blocker(ctx: &Context, worker: &Client, mount_namespace: &str) -> DeletionBlocker {
+    let required = required_permissions(mount_namespace);
+    let review = tokio::time::timeout(
+        ctx.config.worker_timeout,
+        missing_permissions(worker, &required),
+    );
+    match review.await {
+        Ok(Ok(missing)) if !missing.is_empty() => {
+            DeletionBlocker::PermissionDenied(describe_missing(&missing))
+        }
+        _ => DeletionBlocker::None,
+    }
+}
+
+/// What is left in the worker, and the client and mount namespace it was counted with. A
+/// binding that never had a syncer (no `SyncerReady` condition was ever written) cannot
+/// have mapped anything, so its worker is not asked.
+async fn worker_drain(
+    binding: &ClusterBinding,
+    ctx: &Context,
+    valid: bool,
+) -> (WorkerDrain, Option<(Client, String)>) {
     let ever_synced = binding
         .status
         .as_ref()
@@ -431,7 +476,7 @@ async fn worker_drain(binding: &ClusterBinding, ctx: &Context, valid: bool) -> W
         .clone()
         .filter(|ns| !ns.is_empty());
     let Some(mount_namespace) = mount_namespace.filter(|_| ever_synced && valid) else {
-        return WorkerDrain::NothingMapped;
+        return (WorkerDrain::NothingMapped, None);
     };
     let config = &ctx.config;
     let worker = match connect_worker(
@@ -448,18 +493,19 @@ async fn worker_drain(binding: &ClusterBinding, ctx: &Context, valid: bool) -> W
         // tells whether the drain is done.
         Err(err) => match ctx.remembered_worker(&binding.name_any()) {
             Some(worker) => worker,
-            None => return WorkerDrain::Unreachable(err.to_string()),
+            None => return (WorkerDrain::Unreachable(err.to_string()), None),
         },
     };
     let count = tokio::time::timeout(
         config.worker_timeout,
         crate::topdown::remaining_physical_objects(&worker, &mount_namespace),
     );
-    match count.await {
+    let drain = match count.await {
         Ok(Ok(n)) => WorkerDrain::Remaining(n),
         Ok(Err(err)) => WorkerDrain::Unreachable(describe_kube_error(&err)),
         Err(_) => WorkerDrain::Unreachable(format!("no answer within {:?}", config.worker_timeout)),
-    }
+    };
+    (drain, Some((worker, mount_namespace)))
 }
 
 /// Deletes the workload objects of `binding` (those already gone are fine).

@@ -4,7 +4,9 @@
 //! What a group runs is a [`BindingRuntime`]; [`SyncerRuntime`] runs the syncer alone, and
 //! [`super::proxier_runtime::SyncerProxierRuntime`] the proxier and the syncer. The [`EmbeddedRunner`] keeps one supervised group per binding: a group that
 //! fails (or panics) is restarted with exponential backoff without touching the others; a
-//! group is restarted when its binding's spec changes and stopped when the binding is gone.
+//! group is restarted when its binding's spec changes and stopped when the binding is gone;
+//! a group stopped for good has the runtime forget the binding ([`BindingRuntime::forget`]:
+//! its metric series go with it).
 //! Groups report the state of their components; the reconciler turns that into the
 //! `SyncerReady` and `ProxierReady` conditions.
 
@@ -119,6 +121,20 @@ pub trait BindingRuntime: Send + Sync {
         reporter: RuntimeReporter,
         token: CancellationToken,
     ) -> Result<(), String>;
+
+    /// Called once the group of `binding` has stopped (its binding is gone or invalid): drops
+    /// what the runtime keeps for it, such as its metric series. Nothing by default.
+    fn forget(&self, binding: &str) {
+        let _ = binding;
+    }
+}
+
+/// Removes the per-binding series of `binding` from `config`'s metrics (what
+/// [`BindingRuntime::forget`] does for the runtimes of this crate).
+pub(crate) fn forget_metrics(config: &SyncerConfig, binding: &str) {
+    if let Some(metrics) = &config.metrics {
+        metrics.forget_binding(binding);
+    }
 }
 
 /// Runs the syncer only; the virtual nodes' kubelet API is not served.
@@ -152,6 +168,10 @@ impl BindingRuntime for SyncerRuntime {
         ));
         Syncer::new(self.computing.clone(), config).run(token).await;
         Ok(())
+    }
+
+    fn forget(&self, binding: &str) {
+        forget_metrics(&self.base, binding);
     }
 }
 
@@ -305,11 +325,13 @@ impl EmbeddedRunner {
         true
     }
 
-    /// Stops the group of `binding` and waits until it has stopped.
+    /// Stops the group of `binding`, waits until it has stopped, and has the runtime forget
+    /// the binding.
     pub async fn stop(&self, binding: &str) {
         let group = self.lock().remove(binding);
         if let Some(group) = group {
             group.shut_down(self.stop_grace).await;
+            self.runtime.forget(binding);
             self.changes.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
@@ -324,8 +346,17 @@ impl EmbeddedRunner {
             .collect();
         for name in gone {
             tracing::info!(binding = %name, "binding gone: stopping its embedded syncer");
-            if let Some(group) = self.lock().remove(&name) {
-                self.shut_down_in_background(group);
+            let Some(group) = self.lock().remove(&name) else {
+                continue;
+            };
+            group.token.cancel();
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                let runtime = self.runtime.clone();
+                let grace = self.stop_grace;
+                handle.spawn(async move {
+                    group.shut_down(grace).await;
+                    runtime.forget(&name);
+                });
             }
         }
     }

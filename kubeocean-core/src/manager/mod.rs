@@ -47,7 +47,9 @@ pub use drain::FORCE_DELETE_ANNOTATION;
 pub use embedded::{
     BindingRuntime, ComponentState, EmbeddedRunner, RuntimeReporter, RuntimeStatus, SyncerRuntime,
 };
-pub use proxier_runtime::{EmbeddedProxierConfig, SyncerProxierRuntime};
+pub use proxier_runtime::{
+    DEFAULT_EMBEDDED_PROXIER_PORTS, EmbeddedProxierConfig, SyncerProxierRuntime, port_candidates,
+};
 pub use templates::{Templates, WorkloadNames, WorkloadTemplate, workload_names};
 
 /// Finalizer the manager holds on every ClusterBinding until it is drained.

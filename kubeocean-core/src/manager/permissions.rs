@@ -88,34 +88,123 @@ impl Permission {
     }
 }
 
+/// Where a [`Grant`] applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Everywhere (a ClusterRole).
+    Cluster,
+    /// In the binding's mount namespace only (a Role there).
+    MountNamespace,
+}
+
+/// Verbs on resources of one API group the syncer uses, in one scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// Cluster-wide or in the mount namespace.
+    pub scope: Scope,
+    /// API group (`""` for the core group).
+    pub group: &'static str,
+    /// Resources (optionally with a subresource).
+    pub resources: &'static [&'static str],
+    /// Verbs.
+    pub verbs: &'static [&'static str],
+}
+
+/// The objects the syncer writes in the mount namespace (and removes when the binding goes).
+pub const MOUNT_NAMESPACE_RESOURCES: [&str; 4] =
+    ["pods", "configmaps", "secrets", "persistentvolumeclaims"];
+
+/// Everything the syncer does in the worker cluster: the one list the manager's permission
+/// check is made from (and that the worker chart is tested against).
+///
+/// - nodes, pods, leasing policies and CSINodes are watched everywhere; nodes are labelled
+///   with the applied policy and the policies' status is written;
+/// - Pods, ConfigMaps, Secrets and PVCs are written in the mount namespace, and removed with
+///   `deletecollection` when the binding is deleted (`topdown::cleanup`);
+/// - PersistentVolumes (cluster-scoped) are copied, and removed the same way;
+/// - the binding's PriorityClass (`kubeocean-default` unless set) is read: physical pods
+///   cannot be created without it.
+pub const SYNCER_GRANTS: &[Grant] = &[
+    Grant {
+        scope: Scope::Cluster,
+        group: "",
+        resources: &["nodes", "pods"],
+        verbs: &["list", "watch"],
+    },
+    Grant {
+        scope: Scope::Cluster,
+        group: crate::crd::GROUP,
+        resources: &["resourceleasingpolicies"],
+        verbs: &["list", "watch"],
+    },
+    Grant {
+        scope: Scope::Cluster,
+        group: "storage.k8s.io",
+        resources: &["csinodes"],
+        verbs: &["list", "watch"],
+    },
+    Grant {
+        scope: Scope::Cluster,
+        group: "",
+        resources: &["nodes"],
+        verbs: &["patch"],
+    },
+    Grant {
+        scope: Scope::Cluster,
+        group: crate::crd::GROUP,
+        resources: &["resourceleasingpolicies/status"],
+        verbs: &["update"],
+    },
+    Grant {
+        scope: Scope::MountNamespace,
+        group: "",
+        resources: &MOUNT_NAMESPACE_RESOURCES,
+        verbs: &[
+            "get",
+            "list",
+            "watch",
+            "create",
+            "update",
+            "delete",
+            "deletecollection",
+        ],
+    },
+    Grant {
+        scope: Scope::Cluster,
+        group: "",
+        resources: &["persistentvolumes"],
+        verbs: &[
+            "get",
+            "list",
+            "watch",
+            "create",
+            "delete",
+            "deletecollection",
+        ],
+    },
+    Grant {
+        scope: Scope::Cluster,
+        group: "scheduling.k8s.io",
+        resources: &["priorityclasses"],
+        verbs: &["get"],
+    },
+];
+
 /// What the syncer needs in the worker cluster for a binding whose mount namespace is
-/// `mount_namespace`: watch nodes, pods, leasing policies and CSINodes everywhere; label
-/// nodes (the applied policy) and write policy status; write pods, ConfigMaps, Secrets and
-/// PVCs in the mount namespace; create PersistentVolumes.
+/// `mount_namespace`: [`SYNCER_GRANTS`], one [`Permission`] per verb and resource.
 pub fn required_permissions(mount_namespace: &str) -> Vec<Permission> {
     let mut all = Vec::new();
-    for (group, resource) in [
-        ("", "nodes"),
-        ("", "pods"),
-        (crate::crd::GROUP, "resourceleasingpolicies"),
-        ("storage.k8s.io", "csinodes"),
-    ] {
-        for verb in ["list", "watch"] {
-            all.push(Permission::new(group, resource, verb));
+    for grant in SYNCER_GRANTS {
+        for resource in grant.resources {
+            for verb in grant.verbs {
+                let permission = Permission::new(grant.group, resource, verb);
+                all.push(match grant.scope {
+                    Scope::Cluster => permission,
+                    Scope::MountNamespace => permission.in_namespace(mount_namespace),
+                });
+            }
         }
     }
-    all.push(Permission::new("", "nodes", "patch"));
-    all.push(Permission::new(
-        crate::crd::GROUP,
-        "resourceleasingpolicies/status",
-        "update",
-    ));
-    for resource in ["pods", "configmaps", "secrets", "persistentvolumeclaims"] {
-        for verb in ["create", "update", "delete"] {
-            all.push(Permission::new("", resource, verb).in_namespace(mount_namespace));
-        }
-    }
-    all.push(Permission::new("", "persistentvolumes", "create"));
     all
 }
 
@@ -187,6 +276,20 @@ mod tests {
             ("create", "pods", None, false),
             ("create", "persistentvolumes", None, true),
             ("update", "resourceleasingpolicies/status", None, true),
+            // The cleanup of a deleted binding.
+            ("deletecollection", "pods", Some("mnt"), true),
+            ("deletecollection", "configmaps", Some("mnt"), true),
+            ("deletecollection", "secrets", Some("mnt"), true),
+            (
+                "deletecollection",
+                "persistentvolumeclaims",
+                Some("mnt"),
+                true,
+            ),
+            ("deletecollection", "persistentvolumes", None, true),
+            ("list", "configmaps", Some("mnt"), true),
+            ("get", "priorityclasses", None, true),
+            ("deletecollection", "pods", None, false),
         ] {
             assert_eq!(has(verb, resource, ns), want, "{verb} {resource} {ns:?}");
         }

@@ -1,13 +1,20 @@
 //! The embedded runtime with the proxier: for each binding, the proxier is bound first on
 //! its own port, then the syncer runs with that address and port written into the virtual
 //! nodes; if either stops, the group stops (and is restarted by the runner).
+//!
+//! **Ports.** A binding's proxier keeps its port across group and manager restarts, so the
+//! virtual nodes keep their kubelet endpoint: it takes the port its virtual nodes already
+//! advertise (read from the computing cluster), else the port of [`EmbeddedProxierConfig::ports`]
+//! that the binding's name hashes to ([`port_candidates`]), trying the next ones of the range
+//! when that one is taken, and a port the system picks only when the range is full.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Mutex, PoisonError};
+use std::ops::RangeInclusive;
 
 use async_trait::async_trait;
-use kube::{Client, ResourceExt};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::embedded::{BindingRuntime, ComponentState, RuntimeReporter};
@@ -30,6 +37,66 @@ pub struct EmbeddedProxierConfig {
     pub token_review: bool,
     /// Where the proxiers count requests (none by default).
     pub metrics: Option<ProxierMetrics>,
+    /// The ports the proxiers take (see the module docs); `None` lets the system pick.
+    pub ports: Option<RangeInclusive<u16>>,
+}
+
+/// The default of [`EmbeddedProxierConfig::ports`] (`--embedded-proxier-ports`).
+pub const DEFAULT_EMBEDDED_PROXIER_PORTS: RangeInclusive<u16> = 10400..=10499;
+
+/// How many ports of the range are tried after the one a binding hashes to.
+const PORT_PROBES: usize = 16;
+
+/// FNV-1a of `text`: stable across builds and platforms (unlike `std`'s hasher).
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The ports to try for `binding`'s proxier, in order: the one its virtual nodes advertise
+/// (`advertised`), then up to 16 of `range` starting at the one the name hashes to, then 0
+/// (any free port).
+pub fn port_candidates(
+    binding: &str,
+    advertised: Option<u16>,
+    range: Option<&RangeInclusive<u16>>,
+) -> Vec<u16> {
+    let mut ports: Vec<u16> = advertised.filter(|p| *p != 0).into_iter().collect();
+    if let Some(range) = range.filter(|r| !r.is_empty()) {
+        let start = u64::from(*range.start());
+        let len = u64::from(*range.end()) - start + 1;
+        let first = fnv1a(binding) % len;
+        for i in 0..len.min(PORT_PROBES as u64) {
+            let port = u16::try_from(start + (first + i) % len).unwrap_or(0);
+            if !ports.contains(&port) {
+                ports.push(port);
+            }
+        }
+    }
+    ports.push(0);
+    ports
+}
+
+/// The kubelet port the virtual nodes of `binding` advertise, if any (and readable).
+async fn advertised_port(computing: &Client, binding: &str) -> Option<u16> {
+    let nodes: Api<Node> = Api::all(computing.clone());
+    let selector = format!("{}={binding}", crate::labels::CLUSTER_BINDING);
+    let list = nodes
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .ok()?;
+    list.items.iter().find_map(|node| {
+        let port = node
+            .status
+            .as_ref()?
+            .daemon_endpoints
+            .as_ref()?
+            .kubelet_endpoint
+            .as_ref()?
+            .port;
+        u16::try_from(port).ok().filter(|p| *p != 0)
+    })
 }
 
 impl EmbeddedProxierConfig {
@@ -41,19 +108,18 @@ impl EmbeddedProxierConfig {
             client_ca_pem: None,
             token_review: true,
             metrics: None,
+            ports: Some(DEFAULT_EMBEDDED_PROXIER_PORTS),
         }
     }
 }
 
 /// Runs the proxier and the syncer of a binding: the proxier is bound first so the syncer
-/// writes its address and port into the virtual nodes; if either stops, both stop. A
-/// restarted group gets its previous port back when it is still free, so the virtual nodes
-/// keep their kubelet endpoint.
+/// writes its address and port into the virtual nodes; if either stops, both stop. The port
+/// stays the same across restarts (see the module docs).
 pub struct SyncerProxierRuntime {
     computing: Client,
     base: SyncerConfig,
     proxier: EmbeddedProxierConfig,
-    ports: Mutex<HashMap<String, u16>>,
 }
 
 impl SyncerProxierRuntime {
@@ -67,7 +133,6 @@ impl SyncerProxierRuntime {
             computing,
             base,
             proxier,
-            ports: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -92,12 +157,8 @@ impl BindingRuntime for SyncerProxierRuntime {
         };
         let (cert, key) = self_signed_serving_cert(&[advertise.clone(), "localhost".to_owned()])
             .map_err(|e| fail(format!("cannot make the proxier's certificate: {e}")))?;
-        let previous_port = self
-            .ports
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&name)
-            .copied();
+        let advertised = advertised_port(&self.computing, &name).await;
+        let candidates = port_candidates(&name, advertised, self.proxier.ports.as_ref());
         let proxier = |port: u16| {
             let mut config = ProxierConfig::new(
                 name.clone(),
@@ -113,19 +174,24 @@ impl BindingRuntime for SyncerProxierRuntime {
             config.metrics = self.proxier.metrics.clone();
             Proxier::new(self.computing.clone(), config)
         };
-        let bound = match previous_port {
-            Some(port) => match proxier(port).bind().await {
-                Ok(bound) => Ok(bound),
-                Err(_) => proxier(0).bind().await,
-            },
-            None => proxier(0).bind().await,
+        let mut bound = None;
+        let mut last_error = None;
+        for port in candidates {
+            match proxier(port).bind().await {
+                Ok(b) => {
+                    bound = Some(b);
+                    break;
+                }
+                Err(e) => last_error = Some(e.to_string()),
+            }
         }
-        .map_err(|e| fail(format!("cannot start the proxier: {e}")))?;
+        let Some(bound) = bound else {
+            return Err(fail(format!(
+                "cannot start the proxier: {}",
+                last_error.unwrap_or_default()
+            )));
+        };
         let addr = bound.local_addr();
-        self.ports
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.clone(), addr.port());
         reporter.proxier(ComponentState::Running(format!(
             "the proxier serves the kubelet API on {advertise}:{}",
             addr.port()
@@ -156,6 +222,66 @@ impl BindingRuntime for SyncerProxierRuntime {
             Err(e) => Err(fail(format!("the proxier stopped: {e}"))),
             Ok(()) if !token.is_cancelled() => Err(fail("the proxier stopped".to_owned())),
             Ok(()) => Ok(()),
+        }
+    }
+
+    fn forget(&self, binding: &str) {
+        super::embedded::forget_metrics(&self.base, binding);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_candidates_table() {
+        let range = 10400..=10499;
+        let hashed = port_candidates("worker-1", None, Some(&range));
+        assert_eq!(hashed.len(), 17, "16 of the range, then any port");
+        assert!(range.contains(&hashed[0]));
+        assert_eq!(hashed.last(), Some(&0));
+        // The same name always gets the same port; another name (most likely) another.
+        assert_eq!(port_candidates("worker-1", None, Some(&range)), hashed);
+        assert_ne!(
+            port_candidates("worker-2", None, Some(&range))[0],
+            hashed[0]
+        );
+        for (binding, advertised, range, want_first, want_len) in [
+            // What the virtual nodes advertise comes first, and is not tried twice.
+            (
+                "worker-1",
+                Some(hashed[3]),
+                Some(10400..=10499),
+                hashed[3],
+                17,
+            ),
+            ("worker-1", Some(31000), Some(10400..=10499), 31000, 18),
+            ("worker-1", Some(0), None, 0, 1),
+            ("worker-1", Some(31000), None, 31000, 2),
+            ("worker-1", None, None, 0, 1),
+            // A range smaller than the probes is tried whole, wrapping around.
+            ("b", None, Some(20000..=20002), 0, 4),
+            // The top of the port space.
+            ("b", None, Some(65535..=65535), 65535, 2),
+        ] {
+            let got = port_candidates(binding, advertised, range.as_ref());
+            assert_eq!(
+                got.len(),
+                want_len,
+                "{binding} {advertised:?} {range:?}: {got:?}"
+            );
+            if want_first != 0 {
+                assert_eq!(got[0], want_first, "{got:?}");
+            }
+            if let Some(range) = &range {
+                let from_range: Vec<u16> =
+                    got.iter().copied().filter(|p| range.contains(p)).collect();
+                let mut unique = from_range.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                assert_eq!(unique.len(), from_range.len(), "no port twice: {got:?}");
+            }
         }
     }
 }

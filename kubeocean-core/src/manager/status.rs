@@ -22,6 +22,8 @@ pub mod reason {
     pub const CONNECTIVITY_FAILED: &str = "ConnectivityFailed";
     /// The worker kubeconfig lacks permissions the syncer needs.
     pub const PERMISSION_DENIED: &str = "PermissionDenied";
+    /// The binding's PriorityClass does not exist in the worker.
+    pub const PRIORITY_CLASS_MISSING: &str = "PriorityClassMissing";
     /// The proxier workload could not be created or failed.
     pub const PROXIER_FAILED: &str = "ProxierFailed";
     /// The syncer workload could not be created or failed.
@@ -42,10 +44,11 @@ pub mod reason {
     pub const DELETING: &str = "Deleting";
 }
 
-const MANAGER_REASONS: [&str; 12] = [
+const MANAGER_REASONS: [&str; 13] = [
     reason::VALIDATION_FAILED,
     reason::CONNECTIVITY_FAILED,
     reason::PERMISSION_DENIED,
+    reason::PRIORITY_CLASS_MISSING,
     reason::PROXIER_FAILED,
     reason::SYNCER_FAILED,
     reason::WORKER_REACHABLE,
@@ -69,6 +72,7 @@ pub fn is_failure_reason(reason: &str) -> bool {
         reason::VALIDATION_FAILED
             | reason::CONNECTIVITY_FAILED
             | reason::PERMISSION_DENIED
+            | reason::PRIORITY_CLASS_MISSING
             | reason::PROXIER_FAILED
             | reason::SYNCER_FAILED
     )
@@ -149,6 +153,8 @@ pub enum Outcome {
     Unreachable(String),
     /// The worker kubeconfig lacks permissions; what is missing.
     PermissionDenied(String),
+    /// The binding's PriorityClass (named) does not exist in the worker.
+    PriorityClassMissing(String),
     /// Connected; the workloads are in these states.
     Workloads {
         /// The syncer.
@@ -246,6 +252,15 @@ pub fn desired_status(outcome: &Outcome, generation: Option<i64>, now: Timestamp
                 )),
             )
         }
+        Outcome::PriorityClassMissing(class) => failed(
+            reason::PRIORITY_CLASS_MISSING,
+            format!(
+                "PriorityClass {class} does not exist in the worker cluster, so no physical pod \
+                 can be created; the kubeocean-worker chart creates {}",
+                crate::crd::DEFAULT_POD_PRIORITY_CLASS_NAME
+            ),
+            None,
+        ),
         Outcome::Workloads { syncer, proxier } => {
             let connected = condition(
                 ctype::CONNECTED,
@@ -323,15 +338,40 @@ pub fn desired_status(outcome: &Outcome, generation: Option<i64>, now: Timestamp
     }
 }
 
-/// The status of a binding being deleted: `Ready=False` with reason `Deleting` and what the
-/// deletion waits for.
-pub fn deleting_status(message: String, generation: Option<i64>, now: Timestamp) -> DesiredStatus {
+/// Why a deletion cannot go on by itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeletionBlocker {
+    /// Nothing: the syncer is draining.
+    None,
+    /// The worker kubeconfig lacks permissions the drain needs; what is missing.
+    PermissionDenied(String),
+}
+
+/// The status of a binding being deleted: phase `Deleting`, `Ready=False` with reason
+/// `Deleting` and what the deletion waits for — or reason `PermissionDenied` naming what the
+/// worker kubeconfig lacks when the syncer cannot finish the drain without it.
+pub fn deleting_status(
+    message: String,
+    blocker: &DeletionBlocker,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> DesiredStatus {
+    let (reason, message) = match blocker {
+        DeletionBlocker::None => (reason::DELETING, message),
+        DeletionBlocker::PermissionDenied(missing) => (
+            reason::PERMISSION_DENIED,
+            format!(
+                "{message}, but the worker kubeconfig lacks permissions the syncer needs for \
+                 that: {missing}"
+            ),
+        ),
+    };
     DesiredStatus {
-        phase: None,
+        phase: Some(ClusterBindingPhase::Deleting),
         conditions: vec![condition(
             ctype::READY,
             false,
-            reason::DELETING,
+            reason,
             message,
             generation,
             now,
@@ -459,6 +499,13 @@ mod tests {
                 "the worker kubeconfig lacks permissions: nodes: list",
             ),
             (
+                Outcome::PriorityClassMissing("low".into()),
+                ClusterBindingPhase::Failed,
+                reason::PRIORITY_CLASS_MISSING,
+                "PriorityClass low does not exist in the worker cluster, so no physical pod \
+                 can be created; the kubeocean-worker chart creates kubeocean-default",
+            ),
+            (
                 Outcome::Workloads {
                     syncer: ready.clone(),
                     proxier: ready.clone(),
@@ -566,6 +613,44 @@ mod tests {
             vec![c(ctype::CONNECTED, true, reason::WORKER_REACHABLE, "ok")],
         );
         assert!(again.is_empty());
+    }
+
+    #[test]
+    fn deleting_status_table() {
+        for (blocker, want_reason, fragments) in [
+            (
+                DeletionBlocker::None,
+                reason::DELETING,
+                vec!["waiting for the syncer to remove 1 object(s)"],
+            ),
+            (
+                DeletionBlocker::PermissionDenied("pods in namespace m: deletecollection".into()),
+                reason::PERMISSION_DENIED,
+                vec![
+                    "waiting for the syncer to remove 1 object(s)",
+                    "lacks permissions",
+                    "pods in namespace m: deletecollection",
+                ],
+            ),
+        ] {
+            let s = deleting_status(
+                "waiting for the syncer to remove 1 object(s)".into(),
+                &blocker,
+                Some(2),
+                now(),
+            );
+            assert_eq!(s.phase, Some(ClusterBindingPhase::Deleting), "{blocker:?}");
+            let ready = find(&s, ctype::READY);
+            assert_eq!(ready.status, "False");
+            assert_eq!(ready.reason, want_reason, "{blocker:?}");
+            for fragment in fragments {
+                assert!(
+                    ready.message.contains(fragment),
+                    "{fragment} in {}",
+                    ready.message
+                );
+            }
+        }
     }
 
     #[test]

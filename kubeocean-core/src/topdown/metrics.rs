@@ -113,6 +113,26 @@ impl TopDownMetrics {
             .inc();
     }
 
+    /// Removes the per-binding gauges, counter and histogram of `binding` (the error
+    /// counter, labelled by reason as well, stays). Pod phases beyond the five standard
+    /// ones are not known here and stay too.
+    pub fn forget_binding(&self, binding: &str) {
+        let labels = BindingLabel {
+            binding: binding.to_owned(),
+        };
+        self.pod_creates.remove(&labels);
+        self.mapping_latency.remove(&labels);
+        for side in [Side::Computing, Side::Worker] {
+            for phase in PHASES {
+                self.pods.remove(&PodLabels {
+                    binding: binding.to_owned(),
+                    cluster: side.to_string(),
+                    phase: phase.to_owned(),
+                });
+            }
+        }
+    }
+
     /// Sets the pod counts of one cluster by phase.
     pub fn set_pods(&self, binding: &str, side: Side, phases: &BTreeMap<String, i64>) {
         let names = PHASES
