@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kairship_core::controllers::role_binding_webhook::{WebhookState, tls_acceptor};
+use kairship_core::controllers::role_binding_webhook::{self, WebhookState, tls_acceptor};
 use kairship_core::controllers::{
     Context, ControllerConfig, GlobalRegistry, HttpRegistry, MANAGER_NAME, NoopRegistry,
-    ReadBackend, WebhookServing, run_leading,
+    ReadBackend, run_leading,
 };
 use kube_kit::admin::{AdminServer, AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
@@ -93,6 +93,16 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
     let log = kube_kit::telemetry::init(&args.common.log_options())?;
     // Bound first: a busy port stops the process now, not after it ran without probes.
     let admin_server = AdminServer::bind(args.common.metrics_addr, args.common.probe_addr).await?;
+    // Every replica holds the webhook's port from the start (one that does not lead answers
+    // 503), so a busy port stops the process here too, not when it first leads.
+    let webhook_listener = match args.webhook_addr {
+        None => None,
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (webhook): {e}"))?,
+        ),
+    };
     let shutdown = kube_kit::shutdown::signal_token()?;
     let options = args.common.client_options(kube_kit::client::user_agent(
         MANAGER_NAME,
@@ -136,9 +146,9 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
         failure_threshold: args.failure_threshold,
         ..ControllerConfig::default()
     };
-    let webhook = match args.webhook_addr {
+    let webhook = match webhook_listener {
         None => None,
-        Some(addr) => {
+        Some(listener) => {
             let secret_file = args
                 .webhook_secret_file
                 .as_ref()
@@ -153,11 +163,18 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
                 )?),
                 _ => None,
             };
-            Some(WebhookServing {
-                addr,
-                state: WebhookState::new(client.clone(), secret, args.webhook_replay_window),
-                tls,
-            })
+            let state = WebhookState::new(client.clone(), secret, args.webhook_replay_window);
+            state.set_leading(false);
+            let router = role_binding_webhook::router(state.clone());
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                if let Err(err) = role_binding_webhook::serve(listener, router, tls, stop.clone()).await {
+                    tracing::error!(error = %err, "role-binding webhook stopped");
+                    // Running on without the webhook would refuse every call unnoticed.
+                    stop.cancel();
+                }
+            });
+            Some(state)
         }
     };
     let ctx = Context::new(client, config, registry, &metrics);

@@ -157,6 +157,28 @@ async fn controller_manager_exits_at_start_when_the_probe_port_is_busy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_manager_exits_at_start_when_the_webhook_port_is_busy() {
+    let host = Host::start("cm-webhook").await;
+    let (_taken, busy) = busy_port();
+    let secret = host.dir.join("webhook-secret");
+    std::fs::write(&secret, "s3cret").unwrap();
+    let mut args = strings(&[
+        "controller-manager",
+        "--metrics-addr",
+        FREE,
+        "--probe-addr",
+        FREE,
+    ]);
+    args.push(format!("--webhook-addr={busy}"));
+    args.push(format!("--webhook-secret-file={}", secret.display()));
+    let kubeconfig = host.kubeconfig.clone();
+    let (status, stderr) = tokio::task::spawn_blocking(move || run_to_exit(&args, &kubeconfig))
+        .await
+        .unwrap();
+    assert_fails_naming(status, &stderr, busy, "webhook");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apiserver_exits_at_start_when_the_metrics_port_is_busy() {
     let host = Host::start("api-metrics").await;
     let (_taken, busy) = busy_port();

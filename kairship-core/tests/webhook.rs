@@ -239,3 +239,47 @@ async fn webhook_serves_https() {
     assert!(plain.is_err() || !plain.unwrap().status().is_success());
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_does_not_lead_answers_503_and_spends_no_signature() {
+    let host = host().await;
+    let hc = host.client();
+    Api::<Instance>::all(hc.clone())
+        .create(&PostParams::default(), &adopt_instance("prod"))
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}{PATH}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let state = WebhookState::new(hc.clone(), SECRET, Duration::from_secs(300));
+    state.set_leading(false);
+    tokio::spawn(serve(listener, router(state.clone()), None, stop.clone()));
+    let http = reqwest::Client::new();
+
+    let bind = r#"{"action":"bind","instance":"prod","role":"view","subject":{"kind":"User","name":"bob"}}"#;
+    let call = signed(bind, now());
+    let response = http
+        .post(&url)
+        .header(TIMESTAMP_HEADER, call.timestamp.to_string())
+        .header(SIGNATURE_HEADER, &call.signature)
+        .body(call.body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["code"], 503);
+    assert!(
+        body["message"].as_str().unwrap().contains("not the leader"),
+        "{body}"
+    );
+    assert!(bindings(&hc).await.is_empty(), "nothing written");
+
+    // Once this replica leads, the same signed call is carried out: it was not spent.
+    state.set_leading(true);
+    let (status, body) = post(&http, &url, &call).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(bindings(&hc).await.len(), 1);
+    stop.cancel();
+}

@@ -277,48 +277,26 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     ctx.workers.stop_all();
 }
 
-/// Where and how the role-binding webhook is served while leading.
-#[derive(Clone)]
-pub struct WebhookServing {
-    /// Listen address.
-    pub addr: std::net::SocketAddr,
-    /// Secret, window and host client.
-    pub state: role_binding_webhook::WebhookState,
-    /// HTTPS when set.
-    pub tls: Option<tokio_rustls::TlsAcceptor>,
-}
-
-impl std::fmt::Debug for WebhookServing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookServing")
-            .field("addr", &self.addr)
-            .field("tls", &self.tls.is_some())
-            .finish()
-    }
-}
-
-/// What a leader runs: every controller and, if configured, the webhook. Only the leader
-/// serves the webhook, so one replay cache sees every accepted call.
+/// What a leader runs: every controller, and the role-binding webhook (served by every replica
+/// for the whole process, see [`role_binding_webhook::serve`]) carries out calls only while
+/// this term lasts.
 pub async fn run_leading(
     ctx: Arc<Context>,
-    webhook: Option<WebhookServing>,
+    webhook: Option<role_binding_webhook::WebhookState>,
     shutdown: CancellationToken,
 ) {
-    let webhook = async {
-        let Some(w) = webhook else { return };
-        let listener = match tokio::net::TcpListener::bind(w.addr).await {
-            Ok(l) => l,
-            Err(err) => {
-                tracing::error!(addr = %w.addr, error = %err, "cannot listen for the role-binding webhook");
-                return;
+    // Dropped when the term ends, however it ends (even if this future is dropped).
+    struct Leading(Option<role_binding_webhook::WebhookState>);
+    impl Drop for Leading {
+        fn drop(&mut self) {
+            if let Some(state) = &self.0 {
+                state.set_leading(false);
             }
-        };
-        let router = role_binding_webhook::router(w.state);
-        if let Err(err) =
-            role_binding_webhook::serve(listener, router, w.tls, shutdown.clone()).await
-        {
-            tracing::error!(error = %err, "role-binding webhook stopped");
         }
-    };
-    futures::join!(run(ctx, shutdown.clone()), webhook);
+    }
+    if let Some(state) = &webhook {
+        state.set_leading(true);
+    }
+    let _leading = Leading(webhook);
+    run(ctx, shutdown).await;
 }

@@ -8,9 +8,11 @@
 //!
 //! Answers: 200 with `{"action", "binding", "changed"}`; 401 for a missing, stale, replayed or
 //! bad signature; 400 for a malformed body; 404 for an unknown instance; 500 when the host
-//! cluster fails.
+//! cluster fails; 503 (with `Retry-After`) from a replica that is not the leader, before the
+//! signature is checked, so the same signed call can go to the leader.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -68,25 +70,40 @@ pub struct WebhookState {
     secret: Arc<[u8]>,
     window: Duration,
     replay: Arc<Mutex<ReplayCache>>,
+    /// Only the leader carries out calls, so one replay cache sees every accepted call.
+    leading: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for WebhookState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookState")
             .field("window", &self.window)
+            .field("leading", &self.is_leading())
             .finish_non_exhaustive()
     }
 }
 
 impl WebhookState {
-    /// State for a webhook writing bindings with `host`, verifying with `secret`.
+    /// State for a webhook writing bindings with `host`, verifying with `secret`; it carries
+    /// out calls until [`WebhookState::set_leading`] says otherwise.
     pub fn new(host: Client, secret: &[u8], window: Duration) -> Self {
         Self {
             host,
             secret: Arc::from(secret),
             window,
             replay: Arc::new(Mutex::new(ReplayCache::new(REPLAY_CACHE_CAPACITY))),
+            leading: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Whether this replica carries out calls (it leads) or answers 503 (it does not).
+    pub fn set_leading(&self, leading: bool) {
+        self.leading.store(leading, Ordering::SeqCst);
+    }
+
+    /// Whether this replica carries out calls.
+    pub fn is_leading(&self) -> bool {
+        self.leading.load(Ordering::SeqCst)
     }
 }
 
@@ -109,7 +126,21 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
     )
 }
 
+/// Seconds a caller answered by a replica that does not lead waits before it tries again.
+const NOT_LEADING_RETRY_AFTER: &str = "1";
+
 async fn handle(State(state): State<WebhookState>, headers: HeaderMap, body: Bytes) -> Response {
+    if !state.is_leading() {
+        let mut response = error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this controller-manager replica is not the leader; retry (the leader serves the webhook)",
+        );
+        response.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static(NOT_LEADING_RETRY_AFTER),
+        );
+        return response;
+    }
     let header = |name: &str| {
         headers
             .get(name)
