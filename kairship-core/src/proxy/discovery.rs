@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use crate::router::RouterError;
+use crate::router::{InstanceConnection, InstanceIdentity, RouterError};
 
 /// A resource as discovery describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,12 +46,16 @@ pub fn resources_of(
 type GroupVersionKey = (String, String, String);
 
 struct Entry {
+    /// The instance (and credentials) that gave the answer.
+    identity: InstanceIdentity,
     fetched: Instant,
     resources: HashMap<String, DiscoveredResource>,
 }
 
 /// Discovery answers per instance and group version, refreshed after `ttl`, or sooner (at most
 /// every `retry`) when asked for a plural it does not know, e.g. a CRD created meanwhile.
+/// Answers belong to one identity of the instance: once the instance is re-created or its
+/// credentials change, everything learnt before is forgotten instead of used.
 pub struct DiscoveryCache {
     ttl: Duration,
     retry: Duration,
@@ -82,8 +86,17 @@ impl DiscoveryCache {
         }
     }
 
-    fn cached(&self, key: &GroupVersionKey, plural: &str) -> Option<Option<DiscoveredResource>> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+    fn cached(
+        &self,
+        key: &GroupVersionKey,
+        identity: &InstanceIdentity,
+        plural: &str,
+    ) -> Option<Option<DiscoveredResource>> {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.get(key).is_some_and(|e| &e.identity != identity) {
+            // Learnt from a former instance of that name, or with other credentials.
+            entries.retain(|(i, _, _), e| i != &key.0 || &e.identity == identity);
+        }
         let entry = entries.get(key)?;
         let age = entry.fetched.elapsed();
         match entry.resources.get(plural) {
@@ -94,19 +107,21 @@ impl DiscoveryCache {
     }
 
     /// The resource `plural` of `group`/`version` in `instance`, asking the instance through
-    /// `client` when not known; `None` when the instance does not serve it.
+    /// `connection` when not known for its identity; `None` when the instance does not serve
+    /// it.
     pub async fn resolve(
         &self,
-        client: &kube::Client,
+        connection: &InstanceConnection,
         instance: &str,
         group: &str,
         version: &str,
         plural: &str,
     ) -> Result<Option<DiscoveredResource>, RouterError> {
         let key = (instance.to_owned(), group.to_owned(), version.to_owned());
-        if let Some(answer) = self.cached(&key, plural) {
+        if let Some(answer) = self.cached(&key, &connection.identity, plural) {
             return Ok(answer);
         }
+        let client = &connection.client;
         let what = format!("{instance}: discovery of {group}/{version}");
         let list = if group.is_empty() {
             client.list_core_api_resources(version).await
@@ -129,6 +144,7 @@ impl DiscoveryCache {
             .insert(
                 key,
                 Entry {
+                    identity: connection.identity.clone(),
                     fetched: Instant::now(),
                     resources,
                 },
@@ -136,7 +152,7 @@ impl DiscoveryCache {
         Ok(found)
     }
 
-    /// Forgets everything known about `instance`.
+    /// Forgets everything known about `instance` (deleted, or its apiserver changed).
     pub fn forget_instance(&self, instance: &str) {
         self.entries
             .lock()
