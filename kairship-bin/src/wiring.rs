@@ -84,14 +84,18 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         ReadBackendFlag::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
         ReadBackendFlag::Clusterpedia => Arc::new(ClusterpediaBackend::new(options.host.clone())),
     };
-    let router = Arc::new(SplitRouter::with_config(
-        cache,
-        Arc::new(DirectBackend::new(clients.clone())),
-        Arc::new(InstanceWriter::new(clients.clone())),
-        RouterConfig {
-            read_your_writes_timeout: options.read_your_writes_timeout,
-        },
-    ));
+    let router = Arc::new(
+        SplitRouter::with_config(
+            cache,
+            Arc::new(DirectBackend::new(clients.clone())),
+            Arc::new(InstanceWriter::new(clients.clone())),
+            RouterConfig {
+                read_your_writes_timeout: options.read_your_writes_timeout,
+            },
+        )
+        // Clusterpedia does not know when an instance goes: the router checks for it.
+        .with_instance_check(clients.clone()),
+    );
     let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
     let service: Arc<dyn KairshipApi> = Arc::new(KairshipService::new(
         options.host,

@@ -28,9 +28,9 @@ use kairship_core::grpc::{convert as grpc_convert, pb};
 use kairship_core::instance::Instance;
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
-    DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter, ReadBackend,
-    ReadWriteRouter, ResourceTarget, RouterConfig, RouterError, SplitRouter, StaticInstanceClients,
-    WatchQuery,
+    DirectBackend, EmbeddedCacheBackend, EventStream, InstanceClients, InstanceWriter, ListQuery,
+    ObjectPage, Pagination, ReadBackend, ReadWriteRouter, ResourceTarget, RouterConfig,
+    RouterError, SplitRouter, StaticInstanceClients, WatchQuery,
 };
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
@@ -636,4 +636,115 @@ async fn static_clients_removal_and_replacement_drop_the_cache() {
             .wait_for_version(INSTANCE, &configmaps(), 1, BOUND)
             .await
     );
+}
+
+/// A read backend that knows nothing of instances and keeps answering (as Clusterpedia may for
+/// a while after an instance is deleted): one object, and a watch that never ends.
+struct Stale;
+
+fn stale_object() -> Arc<kube::core::DynamicObject> {
+    Arc::new(
+        kube::core::DynamicObject::new("stale", &configmaps())
+            .within(NS)
+            .data(json!({})),
+    )
+}
+
+#[async_trait]
+impl ReadBackend for Stale {
+    async fn get(
+        &self,
+        _: &ResourceTarget,
+        _: &str,
+    ) -> Result<Arc<kube::core::DynamicObject>, RouterError> {
+        Ok(stale_object())
+    }
+
+    async fn list(&self, _: &ResourceTarget, _: &ListQuery) -> Result<ObjectPage, RouterError> {
+        Ok(ObjectPage {
+            items: vec![stale_object()],
+            pagination: Pagination {
+                total: 1,
+                page: 1,
+                page_size: 1,
+                pages: 1,
+            },
+            resource_version: None,
+            rendered: None,
+        })
+    }
+
+    async fn watch(&self, _: &ResourceTarget, _: &WatchQuery) -> Result<EventStream, RouterError> {
+        let first = futures::stream::iter([Ok(WatchEvent::Added((*stale_object()).clone()))]);
+        Ok(first.chain(futures::stream::pending()).boxed())
+    }
+
+    async fn synced(&self, _: &str, _: &ApiResource) -> bool {
+        true
+    }
+
+    fn seen_version(&self, _: &str, _: &ApiResource) -> Option<u64> {
+        Some(u64::MAX)
+    }
+}
+
+/// With the instance check on, the router refuses reads and writes of a removed instance even
+/// when its read backend still answers, and ends that backend's open watches.
+#[tokio::test]
+async fn the_router_checks_the_instance_before_any_backend_answers() {
+    let karmada = KarmadaInstance::start("karmada-old").await;
+    ensure_namespace(&karmada.client(), NS).await;
+    let clients = Arc::new(StaticInstanceClients::new().with(INSTANCE, karmada.client()));
+    let dyn_clients: Arc<dyn InstanceClients> = clients.clone();
+    let router = SplitRouter::new(
+        Arc::new(Stale),
+        Arc::new(Stale),
+        Arc::new(InstanceWriter::new(dyn_clients.clone())),
+    )
+    .with_instance_check(dyn_clients);
+    let target = ResourceTarget::namespaced(INSTANCE, configmaps(), NS);
+    assert_eq!(
+        router
+            .list(&target, &ListQuery::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let mut events = router.watch(&target, &WatchQuery::default()).await.unwrap();
+    assert!(matches!(
+        events.next().await,
+        Some(Ok(WatchEvent::Added(_)))
+    ));
+
+    clients.remove(INSTANCE);
+    let unknown =
+        |r: Result<(), RouterError>| matches!(r, Err(RouterError::UnknownInstance { .. }));
+    assert!(unknown(
+        router
+            .list(&target, &ListQuery::default())
+            .await
+            .map(|_| ())
+    ));
+    assert!(unknown(router.get(&target, "stale").await.map(|_| ())));
+    assert!(unknown(
+        router
+            .watch(&target, &WatchQuery::default())
+            .await
+            .map(|_| ())
+    ));
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}});
+    assert!(unknown(
+        router
+            .create(&target, &body, &PostParams::default())
+            .await
+            .map(|_| ())
+    ));
+    match tokio::time::timeout(BOUND, events.next()).await.unwrap() {
+        Some(Ok(WatchEvent::Error(status))) => assert_eq!(status.code, 410),
+        other => panic!("expected a 410 error event, got {other:?}"),
+    }
+    assert!(events.next().await.is_none());
+    assert!(karmada_names(&karmada).await.is_empty());
 }

@@ -236,14 +236,7 @@ impl HostInstanceClients {
                     .map_err(|e| unavailable(instance, format!("instance {instance}: {e}")))?
             }
         };
-        // The Instance may have gone while the Secret was read.
-        if let Some(seen) = self.watched(instance)
-            && client_fate(&identity.uid, generation, seen.as_deref()) == ClientFate::Drop
-        {
-            self.forget(instance);
-            return Err(unknown(instance));
-        }
-        Ok(self.store(
+        let connection = self.store(
             instance,
             Cached {
                 identity,
@@ -251,7 +244,17 @@ impl HostInstanceClients {
                 client,
                 checked: Some(Instant::now()),
             },
-        ))
+        );
+        // The Instance may have gone while the Secret was read. Checked after storing: a
+        // deletion reported later finds the stored client and drops it.
+        if let Some(seen) = self.watched(instance)
+            && client_fate(&connection.identity.uid, generation, seen.as_deref())
+                == ClientFate::Drop
+        {
+            self.forget(instance);
+            return Err(unknown(instance));
+        }
+        Ok(connection)
     }
 
     /// Applies what the host watch reports about `instance` to its client.
