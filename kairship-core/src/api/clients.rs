@@ -351,7 +351,8 @@ impl HostInstanceClients {
     /// rotated credentials take over (and the old ones stop being used) without waiting for a
     /// request.
     async fn recheck_held(&self) {
-        let mut tick = tokio::time::interval(self.refresh);
+        // A zero period would make `interval` panic (and spin).
+        let mut tick = tokio::time::interval(self.refresh.max(Duration::from_millis(100)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
