@@ -2,7 +2,7 @@
 //! `kubeconfigSecretRef`, or the Secret the karmada-operator publishes), kept while the
 //! Instance and its kubeconfig stay the same.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -37,6 +37,13 @@ struct Watched {
     /// The initial list completed and the watch is not failing: `objects` can be trusted.
     trusted: bool,
     objects: HashMap<String, Arc<Instance>>,
+    /// UIDs of Instances seen deleted: a UID never comes back, so a client for one of them is
+    /// never kept, whatever a lagging read says. One short string per deleted Instance.
+    deleted: HashSet<String>,
+}
+
+fn uid_of(object: &Instance) -> &str {
+    object.metadata.uid.as_deref().unwrap_or_default()
 }
 
 /// What a change of an Instance seen on the host means for the client built for it.
@@ -73,8 +80,9 @@ pub fn client_fate(uid: &str, generation: Option<i64>, seen: Option<&Instance>) 
 /// changed spec makes its kubeconfig be read again. The kubeconfig Secret itself is read again
 /// every `refresh` (on use, and in the background for every client held), and a changed
 /// Secret (another resourceVersion) gives a new client. Each such change is announced through
-/// [`InstanceClients::changes`]. Without the watch, the Instance is read from the host every
-/// `refresh` instead.
+/// [`InstanceClients::changes`]. An Instance the watch has not seen (yet) is read from the host,
+/// so a new one is served at once; a UID the watch saw deleted is never served again. Without
+/// the watch, the Instance is read from the host every `refresh` instead.
 pub struct HostInstanceClients {
     host: Client,
     options: ClientOptions,
@@ -136,6 +144,10 @@ impl HostInstanceClients {
 
     fn announce(&self) {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    fn deleted(&self, uid: &str) -> bool {
+        self.lock_watched().deleted.contains(uid)
     }
 
     fn watched(&self, instance: &str) -> WatchedInstance {
@@ -247,10 +259,7 @@ impl HostInstanceClients {
         );
         // The Instance may have gone while the Secret was read. Checked after storing: a
         // deletion reported later finds the stored client and drops it.
-        if let Some(seen) = self.watched(instance)
-            && client_fate(&connection.identity.uid, generation, seen.as_deref())
-                == ClientFate::Drop
-        {
+        if self.deleted(&connection.identity.uid) {
             self.forget(instance);
             return Err(unknown(instance));
         }
@@ -316,7 +325,21 @@ impl HostInstanceClients {
                     let held: Vec<String> = self.lock_clients().keys().cloned().collect();
                     {
                         let mut watched = self.lock_watched();
-                        watched.objects = std::mem::take(&mut listing);
+                        let listed = std::mem::take(&mut listing);
+                        // Instances gone while the watch was down.
+                        let vanished: Vec<String> = watched
+                            .objects
+                            .values()
+                            .filter(|old| {
+                                let name = old.metadata.name.as_deref().unwrap_or_default();
+                                listed
+                                    .get(name)
+                                    .is_none_or(|new| uid_of(new) != uid_of(old))
+                            })
+                            .map(|old| uid_of(old).to_owned())
+                            .collect();
+                        watched.deleted.extend(vanished);
+                        watched.objects = listed;
                         watched.trusted = true;
                     }
                     for name in held {
@@ -340,7 +363,11 @@ impl HostInstanceClients {
                     let Some(name) = object.metadata.name.clone() else {
                         continue;
                     };
-                    self.lock_watched().objects.remove(&name);
+                    {
+                        let mut watched = self.lock_watched();
+                        watched.objects.remove(&name);
+                        watched.deleted.insert(uid_of(&object).to_owned());
+                    }
                     self.follow(&name, None);
                 }
             }
@@ -375,13 +402,16 @@ impl HostInstanceClients {
 impl InstanceClients for HostInstanceClients {
     async fn connect(&self, instance: &str) -> Result<InstanceConnection, RouterError> {
         let object = match self.watched(instance) {
-            Some(None) => {
-                self.forget(instance);
-                return Err(unknown(instance));
-            }
+            // Not (yet) seen by the watch: it may just have been created.
+            Some(None) => match self.read_instance(instance).await? {
+                Some(object) if !self.deleted(uid_of(&object)) => Arc::new(object),
+                _ => {
+                    self.forget(instance);
+                    return Err(unknown(instance));
+                }
+            },
             Some(Some(object)) => {
-                let uid = object.metadata.uid.as_deref().unwrap_or_default();
-                if let Some(connection) = self.fresh(instance, Some(uid)) {
+                if let Some(connection) = self.fresh(instance, Some(uid_of(&object))) {
                     return Ok(connection);
                 }
                 object
@@ -391,8 +421,8 @@ impl InstanceClients for HostInstanceClients {
                     return Ok(connection);
                 }
                 match self.read_instance(instance).await? {
-                    Some(object) => Arc::new(object),
-                    None => {
+                    Some(object) if !self.deleted(uid_of(&object)) => Arc::new(object),
+                    _ => {
                         self.forget(instance);
                         return Err(unknown(instance));
                     }
@@ -400,7 +430,7 @@ impl InstanceClients for HostInstanceClients {
             }
         };
         if let Some(cached_uid) = self.current(instance).map(|i| i.uid)
-            && object.metadata.uid.as_deref().unwrap_or_default() != cached_uid
+            && uid_of(&object) != cached_uid
         {
             // Re-created: nothing of the former Instance may serve the new one.
             self.forget(instance);
