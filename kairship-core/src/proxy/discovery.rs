@@ -2,6 +2,7 @@
 //! learnt from the instance's `/api/{v}` and `/apis/{g}/{v}` and kept for a while.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,8 @@ pub struct DiscoveryCache {
     ttl: Duration,
     retry: Duration,
     entries: Mutex<HashMap<GroupVersionKey, Entry>>,
+    /// The instance-change counter (see [`DiscoveryCache::forget_changed`]) last acted on.
+    pruned_at: AtomicU64,
 }
 
 impl std::fmt::Debug for DiscoveryCache {
@@ -83,6 +86,7 @@ impl DiscoveryCache {
             ttl,
             retry,
             entries: Mutex::new(HashMap::new()),
+            pruned_at: AtomicU64::new(0),
         }
     }
 
@@ -152,6 +156,23 @@ impl DiscoveryCache {
         Ok(found)
     }
 
+    /// When the instance-change counter `generation` moved since the last call, forgets the
+    /// answers of every instance whose identity is no longer `current` (deleted, re-created, or
+    /// other credentials), so that nothing of a gone instance is kept.
+    pub fn forget_changed(
+        &self,
+        generation: u64,
+        current: impl Fn(&str) -> Option<InstanceIdentity>,
+    ) {
+        if self.pruned_at.swap(generation, Ordering::AcqRel) == generation {
+            return;
+        }
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(instance, _, _), e| current(instance).as_ref() == Some(&e.identity));
+    }
+
     /// Forgets everything known about `instance` (deleted, or its apiserver changed).
     pub fn forget_instance(&self, instance: &str) {
         self.entries
@@ -165,6 +186,49 @@ impl DiscoveryCache {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn id(uid: &str) -> InstanceIdentity {
+        InstanceIdentity {
+            uid: uid.into(),
+            credentials: "ns/s@1".into(),
+        }
+    }
+
+    fn instances_known(cache: &DiscoveryCache) -> Vec<String> {
+        let mut names: Vec<String> = cache
+            .entries
+            .lock()
+            .unwrap()
+            .keys()
+            .map(|(i, _, _)| i.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn answers_of_changed_instances_are_forgotten_once_per_change() {
+        let cache = DiscoveryCache::default();
+        for (instance, uid) in [("a", "a1"), ("b", "b1")] {
+            cache.entries.lock().unwrap().insert(
+                (instance.into(), "apps".into(), "v1".into()),
+                Entry {
+                    identity: id(uid),
+                    fetched: Instant::now(),
+                    resources: HashMap::new(),
+                },
+            );
+        }
+        let current = |i: &str| (i == "a").then(|| id("a1"));
+        cache.forget_changed(1, current);
+        assert_eq!(instances_known(&cache), ["a"], "b is gone");
+        // The same change again: nothing to do, even with another answer.
+        cache.forget_changed(1, |_| None);
+        assert_eq!(instances_known(&cache), ["a"]);
+        // a re-created.
+        cache.forget_changed(2, |_| Some(id("a2")));
+        assert!(instances_known(&cache).is_empty());
+    }
 
     #[test]
     fn reads_resources_and_skips_subresources() {

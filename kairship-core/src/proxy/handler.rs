@@ -147,9 +147,14 @@ async fn authorize(
     }
 }
 
-/// The client of `instance`, checked now; a deleted instance also loses its discovery answers.
+/// The client of `instance`, checked now; discovery answers of instances that changed since the
+/// last request are dropped.
 async fn connect(state: &ProxyState, instance: &str) -> Result<InstanceConnection, RouterError> {
     let connected = state.clients.connect(instance).await;
+    let generation = *state.clients.changes().borrow();
+    state
+        .discovery
+        .forget_changed(generation, |i| state.clients.current(i));
     if let Err(RouterError::UnknownInstance { .. }) = &connected {
         state.discovery.forget_instance(instance);
     }
