@@ -114,8 +114,11 @@ impl Drop for Env {
 
 impl Env {
     async fn start() -> Env {
+        Self::start_on(common::host().await).await
+    }
+
+    async fn start_on(host: kube_sandbox::Cluster) -> Env {
         kube_kit::client::install_crypto_provider();
-        let host = common::host().await;
         let old = KarmadaInstance::start("karmada-old").await;
         let new = KarmadaInstance::start("karmada-new").await;
         ensure_namespace(&old.client(), NS).await;
@@ -747,4 +750,61 @@ async fn the_router_checks_the_instance_before_any_backend_answers() {
     }
     assert!(events.next().await.is_none());
     assert!(karmada_names(&karmada).await.is_empty());
+}
+
+/// How many times the host was asked for one Instance.
+fn instance_gets(host: &kube_sandbox::Cluster) -> u64 {
+    host.requests()
+        .snapshot()
+        .get(&RequestKind::new("get", "instances", ""))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// While the host watch of Instances fails, Instances are read from the host on use (so a
+/// deletion is still seen within the refresh period); once it recovers, they come from the
+/// watch again and a deletion is seen through it.
+#[tokio::test]
+async fn a_failing_host_watch_falls_back_to_reading_instances_and_recovers() {
+    let host = common::host().await;
+    let fault = host.faults().add(kube_sandbox::FaultRule {
+        resource: Some("instances".into()),
+        verbs: vec!["list".into(), "watch".into()],
+        action: kube_sandbox::FaultAction::Status(500),
+    });
+    let env = Env::start_on(host).await;
+    let _watch = env.serve_old().await;
+    // Served by reading the Instance from the host.
+    let before = instance_gets(&env.host);
+    tokio::time::sleep(REFRESH * 2).await;
+    assert!(env.rest_names().await.is_some());
+    assert!(
+        instance_gets(&env.host) > before,
+        "the Instance was not read"
+    );
+
+    env.host.faults().remove(fault);
+    // Recovered (after the watch's backoff): reads no longer ask the host for the Instance.
+    eventually(
+        "the host watch to recover",
+        Duration::from_secs(30),
+        || async {
+            let before = instance_gets(&env.host);
+            tokio::time::sleep(REFRESH * 2).await;
+            env.rest_names().await?;
+            (instance_gets(&env.host) == before).then_some(())
+        },
+    )
+    .await;
+
+    Api::<Instance>::all(env.host.client())
+        .delete(INSTANCE, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("REST reads to answer 404", BOUND, || async {
+        let (status, _) = env.call("GET", &env.rest_configmaps(), None).await;
+        (status == StatusCode::NOT_FOUND).then_some(())
+    })
+    .await;
+    assert_left_alone(&env, &env.old, "the deleted instance's Karmada").await;
 }
