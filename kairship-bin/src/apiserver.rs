@@ -247,6 +247,7 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
         read_your_writes_timeout: args.read_your_writes_timeout,
         host_timeout: args.host_timeout,
         instance_client_refresh: args.instance_client_refresh,
+        shutdown: shutdown.clone(),
         authenticator: wiring::authenticator(&host, static_tokens),
         authorizer,
         external_url: args.external_url.clone(),

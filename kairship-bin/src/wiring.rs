@@ -17,6 +17,7 @@ use kairship_core::router::{
     ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
 };
 use kube_kit::client::ClientOptions;
+use tokio_util::sync::CancellationToken;
 
 use crate::apiserver::ReadBackendFlag;
 
@@ -34,6 +35,8 @@ pub struct ApiOptions {
     pub host_timeout: Duration,
     /// How long an instance client is reused before its kubeconfig Secret is checked again.
     pub instance_client_refresh: Duration,
+    /// Stops the watch of the host's Instances.
+    pub shutdown: CancellationToken,
     /// Turns bearer tokens into callers.
     pub authenticator: Arc<dyn Authenticator>,
     /// Decides what callers may do.
@@ -68,24 +71,31 @@ pub fn authenticator(
 
 /// Builds the API from `options`: REST, gRPC, OpenAPI, Swagger UI and the native proxy.
 pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
-    let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
+    let host_clients = Arc::new(HostInstanceClients::new(
         options.host.clone(),
         options.client_options,
         options.host_timeout,
         options.instance_client_refresh,
     ));
+    // Deleted, re-created or re-credentialed instances stop being served as the watch sees it.
+    tokio::spawn(host_clients.clone().watch_instances(options.shutdown));
+    let clients: Arc<dyn InstanceClients> = host_clients;
     let cache: Arc<dyn ReadBackend> = match options.read_backend {
         ReadBackendFlag::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
         ReadBackendFlag::Clusterpedia => Arc::new(ClusterpediaBackend::new(options.host.clone())),
     };
-    let router = Arc::new(SplitRouter::with_config(
-        cache,
-        Arc::new(DirectBackend::new(clients.clone())),
-        Arc::new(InstanceWriter::new(clients.clone())),
-        RouterConfig {
-            read_your_writes_timeout: options.read_your_writes_timeout,
-        },
-    ));
+    let router = Arc::new(
+        SplitRouter::with_config(
+            cache,
+            Arc::new(DirectBackend::new(clients.clone())),
+            Arc::new(InstanceWriter::new(clients.clone())),
+            RouterConfig {
+                read_your_writes_timeout: options.read_your_writes_timeout,
+            },
+        )
+        // Clusterpedia does not know when an instance goes: the router checks for it.
+        .with_instance_check(clients.clone()),
+    );
     let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
     let service: Arc<dyn KairshipApi> = Arc::new(KairshipService::new(
         options.host,

@@ -334,6 +334,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         read_your_writes_timeout: Duration::from_secs(1),
         host_timeout: Duration::from_secs(10),
         instance_client_refresh: Duration::from_secs(30),
+        shutdown: shutdown.clone(),
         authenticator: authenticator.clone(),
         authorizer: Arc::new(SubjectAccessReviewAuthorizer::new(hc.clone())),
         external_url: Some(base.clone()),

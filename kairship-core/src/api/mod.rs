@@ -63,7 +63,7 @@ pub mod server;
 pub mod tls;
 pub mod workload;
 
-pub use clients::HostInstanceClients;
+pub use clients::{ClientFate, HostInstanceClients, client_fate};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
 pub use kairship::{KairshipService, ServiceConfig};
 pub use kinds::{

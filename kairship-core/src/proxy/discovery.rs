@@ -2,13 +2,14 @@
 //! learnt from the instance's `/api/{v}` and `/apis/{g}/{v}` and kept for a while.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use crate::router::RouterError;
+use crate::router::{InstanceConnection, InstanceIdentity, RouterError};
 
 /// A resource as discovery describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,16 +47,22 @@ pub fn resources_of(
 type GroupVersionKey = (String, String, String);
 
 struct Entry {
+    /// The instance (and credentials) that gave the answer.
+    identity: InstanceIdentity,
     fetched: Instant,
     resources: HashMap<String, DiscoveredResource>,
 }
 
 /// Discovery answers per instance and group version, refreshed after `ttl`, or sooner (at most
 /// every `retry`) when asked for a plural it does not know, e.g. a CRD created meanwhile.
+/// Answers belong to one identity of the instance: once the instance is re-created or its
+/// credentials change, everything learnt before is forgotten instead of used.
 pub struct DiscoveryCache {
     ttl: Duration,
     retry: Duration,
     entries: Mutex<HashMap<GroupVersionKey, Entry>>,
+    /// The instance-change counter (see [`DiscoveryCache::forget_changed`]) last acted on.
+    pruned_at: AtomicU64,
 }
 
 impl std::fmt::Debug for DiscoveryCache {
@@ -79,11 +86,21 @@ impl DiscoveryCache {
             ttl,
             retry,
             entries: Mutex::new(HashMap::new()),
+            pruned_at: AtomicU64::new(0),
         }
     }
 
-    fn cached(&self, key: &GroupVersionKey, plural: &str) -> Option<Option<DiscoveredResource>> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+    fn cached(
+        &self,
+        key: &GroupVersionKey,
+        identity: &InstanceIdentity,
+        plural: &str,
+    ) -> Option<Option<DiscoveredResource>> {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.get(key).is_some_and(|e| &e.identity != identity) {
+            // Learnt from a former instance of that name, or with other credentials.
+            entries.retain(|(i, _, _), e| i != &key.0 || &e.identity == identity);
+        }
         let entry = entries.get(key)?;
         let age = entry.fetched.elapsed();
         match entry.resources.get(plural) {
@@ -94,19 +111,21 @@ impl DiscoveryCache {
     }
 
     /// The resource `plural` of `group`/`version` in `instance`, asking the instance through
-    /// `client` when not known; `None` when the instance does not serve it.
+    /// `connection` when not known for its identity; `None` when the instance does not serve
+    /// it.
     pub async fn resolve(
         &self,
-        client: &kube::Client,
+        connection: &InstanceConnection,
         instance: &str,
         group: &str,
         version: &str,
         plural: &str,
     ) -> Result<Option<DiscoveredResource>, RouterError> {
         let key = (instance.to_owned(), group.to_owned(), version.to_owned());
-        if let Some(answer) = self.cached(&key, plural) {
+        if let Some(answer) = self.cached(&key, &connection.identity, plural) {
             return Ok(answer);
         }
+        let client = &connection.client;
         let what = format!("{instance}: discovery of {group}/{version}");
         let list = if group.is_empty() {
             client.list_core_api_resources(version).await
@@ -129,6 +148,7 @@ impl DiscoveryCache {
             .insert(
                 key,
                 Entry {
+                    identity: connection.identity.clone(),
                     fetched: Instant::now(),
                     resources,
                 },
@@ -136,7 +156,24 @@ impl DiscoveryCache {
         Ok(found)
     }
 
-    /// Forgets everything known about `instance`.
+    /// When the instance-change counter `generation` moved since the last call, forgets the
+    /// answers of every instance whose identity is no longer `current` (deleted, re-created, or
+    /// other credentials), so that nothing of a gone instance is kept.
+    pub fn forget_changed(
+        &self,
+        generation: u64,
+        current: impl Fn(&str) -> Option<InstanceIdentity>,
+    ) {
+        if self.pruned_at.swap(generation, Ordering::AcqRel) == generation {
+            return;
+        }
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(instance, _, _), e| current(instance).as_ref() == Some(&e.identity));
+    }
+
+    /// Forgets everything known about `instance` (deleted, or its apiserver changed).
     pub fn forget_instance(&self, instance: &str) {
         self.entries
             .lock()
@@ -149,6 +186,49 @@ impl DiscoveryCache {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn id(uid: &str) -> InstanceIdentity {
+        InstanceIdentity {
+            uid: uid.into(),
+            credentials: "ns/s@1".into(),
+        }
+    }
+
+    fn instances_known(cache: &DiscoveryCache) -> Vec<String> {
+        let mut names: Vec<String> = cache
+            .entries
+            .lock()
+            .unwrap()
+            .keys()
+            .map(|(i, _, _)| i.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn answers_of_changed_instances_are_forgotten_once_per_change() {
+        let cache = DiscoveryCache::default();
+        for (instance, uid) in [("a", "a1"), ("b", "b1")] {
+            cache.entries.lock().unwrap().insert(
+                (instance.into(), "apps".into(), "v1".into()),
+                Entry {
+                    identity: id(uid),
+                    fetched: Instant::now(),
+                    resources: HashMap::new(),
+                },
+            );
+        }
+        let current = |i: &str| (i == "a").then(|| id("a1"));
+        cache.forget_changed(1, current);
+        assert_eq!(instances_known(&cache), ["a"], "b is gone");
+        // The same change again: nothing to do, even with another answer.
+        cache.forget_changed(1, |_| None);
+        assert_eq!(instances_known(&cache), ["a"]);
+        // a re-created.
+        cache.forget_changed(2, |_| Some(id("a2")));
+        assert!(instances_known(&cache).is_empty());
+    }
 
     #[test]
     fn reads_resources_and_skips_subresources() {

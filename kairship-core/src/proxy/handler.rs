@@ -19,7 +19,10 @@ use super::status::{
     status_value,
 };
 use crate::access::{AccessError, Caller, InstanceResource, Verb};
-use crate::router::{EventStream, ListQuery, ResourceTarget, RouterError, render_list};
+use crate::router::{
+    EventStream, InstanceConnection, ListQuery, ResourceTarget, RouterError, identity_lost,
+    render_list,
+};
 
 /// Headers that describe one connection, not the message: never forwarded either way.
 const HOP_BY_HOP: [&str; 9] = [
@@ -144,6 +147,20 @@ async fn authorize(
     }
 }
 
+/// The client of `instance`, checked now; discovery answers of instances that changed since the
+/// last request are dropped.
+async fn connect(state: &ProxyState, instance: &str) -> Result<InstanceConnection, RouterError> {
+    let connected = state.clients.connect(instance).await;
+    let generation = *state.clients.changes().borrow();
+    state
+        .discovery
+        .forget_changed(generation, |i| state.clients.current(i));
+    if let Err(RouterError::UnknownInstance { .. }) = &connected {
+        state.discovery.forget_instance(instance);
+    }
+    connected
+}
+
 /// The router target of a resource path, from discovery; `None` when the instance does not
 /// serve the resource or the path's namespace does not fit its scope.
 async fn target_of(
@@ -151,11 +168,11 @@ async fn target_of(
     instance: &str,
     resource: &ResourcePath,
 ) -> Result<Option<ResourceTarget>, RouterError> {
-    let client = state.clients.client(instance).await?;
+    let connection = connect(state, instance).await?;
     let Some(found) = state
         .discovery
         .resolve(
-            &client,
+            &connection,
             instance,
             &resource.group,
             &resource.version,
@@ -263,7 +280,9 @@ fn watch_response(events: EventStream, timeout: Option<Duration>) -> Response {
 
 /// Sends the request to the instance apiserver as it came (method, path, query, headers but
 /// credentials, body) and returns its answer. A successful write on a resource is reported to
-/// the router so that later reads wait for the cache to see it.
+/// the router so that later reads wait for the cache to see it. The client is taken at each
+/// request, and a streamed answer (a watch, logs) ends once the instance is deleted or its
+/// credentials change.
 async fn forward(
     state: &ProxyState,
     instance: &str,
@@ -272,10 +291,11 @@ async fn forward(
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    let client = match state.clients.client(instance).await {
-        Ok(client) => client,
+    let connection = match connect(state, instance).await {
+        Ok(connection) => connection,
         Err(err) => return router_error_response(&err),
     };
+    let client = connection.client.clone();
     let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(body) => body,
         Err(err) => {
@@ -333,8 +353,12 @@ async fn forward(
             note_write(state, instance, resource, &bytes).await;
             *response.body_mut() = Body::from(bytes);
         }
-        // Everything else streams through (watches, logs).
-        _ => *response.body_mut() = Body::new(answer_body),
+        // Everything else streams through (watches, logs), for as long as the instance stays.
+        _ => {
+            let lost = identity_lost(&state.clients, instance, &connection.identity);
+            let stream = Body::new(answer_body).into_data_stream().take_until(lost);
+            *response.body_mut() = Body::from_stream(stream);
+        }
     }
     response
 }

@@ -16,10 +16,12 @@ use kube::core::{ApiResource, DynamicObject, Status, TypeMeta, WatchEvent};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{broadcast, watch};
-use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::backend::{EventStream, ReadBackend, WatchQuery};
-use super::clients::InstanceClients;
+use super::clients::{
+    InstanceClients, InstanceIdentity, identity_lost, instance_changed_event, still_current,
+};
 use super::decision::parse_version;
 use super::direct::dynamic_api;
 use super::error::RouterError;
@@ -38,6 +40,8 @@ enum CacheEvent {
     Deleted(Arc<DynamicObject>),
     /// The watcher listed again: watchers may have missed changes and must start over.
     Relisted,
+    /// The cache was dropped (its instance was deleted or changed): watchers end.
+    Gone,
 }
 
 /// A cached object and its JSON.
@@ -86,17 +90,23 @@ struct ResourceCache {
     healthy: AtomicBool,
     /// Newest resourceVersion applied to the store (0: none).
     seen: watch::Sender<u64>,
+    /// Cancelled when the cache is dropped: nothing it holds may be served any more.
+    gone: CancellationToken,
     events: broadcast::Sender<CacheEvent>,
     last_error: Mutex<Option<String>>,
 }
 
 impl ResourceCache {
     fn synced(&self) -> bool {
-        self.ready.load(Ordering::Acquire) && self.healthy.load(Ordering::Acquire)
+        !self.gone.is_cancelled()
+            && self.ready.load(Ordering::Acquire)
+            && self.healthy.load(Ordering::Acquire)
     }
 
     fn unavailable(&self, target: &ResourceTarget) -> RouterError {
-        let reason = if !self.ready.load(Ordering::Acquire) {
+        let reason = if self.gone.is_cancelled() {
+            "the instance was deleted or changed".to_owned()
+        } else if !self.ready.load(Ordering::Acquire) {
             "initial list not complete".to_owned()
         } else {
             let last = self
@@ -137,7 +147,23 @@ impl ResourceCache {
 
 struct Entry {
     cache: Arc<ResourceCache>,
-    task: AbortHandle,
+    /// The instance (and credentials) the cache was filled from.
+    identity: InstanceIdentity,
+    /// Stops the cache's watch.
+    stop: CancellationToken,
+}
+
+type CacheMap = HashMap<ResourceKey, Entry>;
+
+/// Removes (and stops) the entries of `instance` that were not built for `keep`.
+fn retire_instance(caches: &mut CacheMap, instance: &str, keep: Option<&InstanceIdentity>) {
+    caches.retain(|key, entry| {
+        let retire = key.instance == instance && keep != Some(&entry.identity);
+        if retire {
+            entry.stop.cancel();
+        }
+        !retire
+    });
 }
 
 /// A [`ReadBackend`] answering from watch caches kept per instance and resource.
@@ -148,10 +174,17 @@ struct Entry {
 /// router reads directly. Watches from the cache start with the current objects as `ADDED`
 /// events and follow live changes; resuming from a resourceVersion is not supported (no event
 /// history is kept).
+///
+/// Every cache belongs to one identity of its instance ([`InstanceIdentity`]: the Instance's
+/// UID and its credentials). Each read asks the [`InstanceClients`] for the current identity
+/// first, and a cache built for another one is dropped instead of answering; a deleted instance
+/// answers [`RouterError::UnknownInstance`]. Caches also stop on their own, with no read
+/// needed, as soon as the clients announce that their instance changed; their open watches end
+/// with `410 Expired`.
 pub struct EmbeddedCacheBackend {
     clients: Arc<dyn InstanceClients>,
     config: watcher::Config,
-    caches: Mutex<HashMap<ResourceKey, Entry>>,
+    caches: Arc<Mutex<CacheMap>>,
 }
 
 impl std::fmt::Debug for EmbeddedCacheBackend {
@@ -179,7 +212,7 @@ impl EmbeddedCacheBackend {
         EmbeddedCacheBackend {
             clients,
             config,
-            caches: Mutex::new(HashMap::new()),
+            caches: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -196,47 +229,70 @@ impl EmbeddedCacheBackend {
         keys
     }
 
-    /// Stops and drops every cache of `instance` (when it is deleted or its endpoint changes).
+    /// Stops and drops every cache of `instance` (when it is deleted or its endpoint changes);
+    /// their open watches end with `410 Expired`.
     pub fn forget_instance(&self, instance: &str) {
-        self.caches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|key, entry| {
-                let keep = key.instance != instance;
-                if !keep {
-                    entry.task.abort();
-                }
-                keep
-            });
+        retire_instance(
+            &mut self.caches.lock().unwrap_or_else(PoisonError::into_inner),
+            instance,
+            None,
+        );
     }
 
-    fn existing(&self, key: &ResourceKey) -> Option<Arc<ResourceCache>> {
+    /// The cache of `key` and its stop token, if it exists and still belongs to the
+    /// instance's current identity (checked without I/O).
+    fn existing(&self, key: &ResourceKey) -> Option<(Arc<ResourceCache>, CancellationToken)> {
+        let current = self.clients.current(&key.instance);
         self.caches
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(key)
-            .map(|e| e.cache.clone())
+            .filter(|e| still_current(&e.identity, current.as_ref()))
+            .map(|e| (e.cache.clone(), e.stop.clone()))
     }
 
-    /// The cache of the resource, started if needed.
+    /// The cache of the resource for the instance's current identity, started if needed;
+    /// caches of a former identity are dropped, and a deleted instance drops them all.
     async fn ensure(
         &self,
         instance: &str,
         resource: &ApiResource,
     ) -> Result<Arc<ResourceCache>, RouterError> {
+        let connection = match self.clients.connect(instance).await {
+            Ok(connection) => connection,
+            Err(err) => {
+                if matches!(err, RouterError::UnknownInstance { .. }) {
+                    self.forget_instance(instance);
+                }
+                return Err(err);
+            }
+        };
         let key = ResourceKey::new(instance, resource);
-        if let Some(cache) = self.existing(&key) {
-            return Ok(cache);
-        }
-        let client = self.clients.client(instance).await?;
         let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = caches
-            .entry(key.clone())
-            .or_insert_with(|| self.start(key, client, resource.clone()));
-        Ok(entry.cache.clone())
+        if let Some(entry) = caches.get(&key)
+            && entry.identity == connection.identity
+        {
+            return Ok(entry.cache.clone());
+        }
+        retire_instance(&mut caches, instance, Some(&connection.identity));
+        let entry = self.start(
+            key.clone(),
+            connection.client,
+            connection.identity,
+            resource,
+        );
+        let cache = entry.cache.clone();
+        caches.insert(key, entry);
+        Ok(cache)
     }
 
-    fn start(&self, key: ResourceKey, client: kube::Client, resource: ApiResource) -> Entry {
+    fn start(
+        &self,
+        key: ResourceKey,
+        client: kube::Client,
+        identity: InstanceIdentity,
+        resource: &ApiResource,
+    ) -> Entry {
         let (events, _) = broadcast::channel(WATCH_BUFFER);
         let cache = Arc::new(ResourceCache {
             objects: RwLock::new(BTreeMap::new()),
@@ -244,15 +300,40 @@ impl EmbeddedCacheBackend {
             ready: AtomicBool::new(false),
             healthy: AtomicBool::new(true),
             seen: watch::Sender::new(0),
+            gone: CancellationToken::new(),
             events,
             last_error: Mutex::new(None),
         });
-        let api = dynamic_api(client, &ResourceTarget::all(key.instance.clone(), resource));
+        let api = dynamic_api(
+            client,
+            &ResourceTarget::all(key.instance.clone(), resource.clone()),
+        );
         tracing::debug!(cache = %key, "starting cache watch");
-        let task = tokio::spawn(run_watch(key, cache.clone(), api, self.config.clone()));
+        let stop = CancellationToken::new();
+        let lost = identity_lost(&self.clients, &key.instance, &identity);
+        let watched = run_watch(key.clone(), cache.clone(), api, self.config.clone());
+        let (caches, task_cache, task_stop) = (self.caches.clone(), cache.clone(), stop.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = watched => {}
+                () = task_stop.cancelled() => {}
+                () = lost => {
+                    tracing::debug!(cache = %key, "instance deleted or changed; dropping its cache");
+                    let mut caches = caches.lock().unwrap_or_else(PoisonError::into_inner);
+                    if caches.get(&key).is_some_and(|e| Arc::ptr_eq(&e.cache, &task_cache)) {
+                        caches.remove(&key);
+                    }
+                }
+            }
+            // Dropping the watcher above closed its connection to the instance.
+            task_cache.healthy.store(false, Ordering::Release);
+            task_cache.gone.cancel();
+            let _ = task_cache.events.send(CacheEvent::Gone);
+        });
         Entry {
             cache,
-            task: task.abort_handle(),
+            identity,
+            stop,
         }
     }
 
@@ -271,13 +352,14 @@ impl EmbeddedCacheBackend {
 
 impl Drop for EmbeddedCacheBackend {
     fn drop(&mut self) {
+        // The watch tasks hold the map too; stopping them lets it go.
         for entry in self
             .caches
-            .get_mut()
+            .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
-            entry.task.abort();
+            entry.stop.cancel();
         }
     }
 }
@@ -376,7 +458,7 @@ async fn run_watch(
     cache.healthy.store(false, Ordering::Release);
 }
 
-fn expired(message: &str) -> WatchEvent<DynamicObject> {
+pub(crate) fn expired(message: &str) -> WatchEvent<DynamicObject> {
     WatchEvent::Error(Box::new(Status::failure(message, "Expired").with_code(410)))
 }
 
@@ -448,10 +530,11 @@ impl ReadBackend for EmbeddedCacheBackend {
             .filter(|o| filter.matches(namespace.as_deref(), o))
             .map(|o| Ok(WatchEvent::Added((*o).clone())))
             .collect();
+        let instance = target.instance.clone();
         let live = futures::stream::unfold(
-            Some((receiver, filter, namespace)),
+            Some((receiver, filter, namespace, instance)),
             move |state| async move {
-                let (mut receiver, filter, namespace) = state?;
+                let (mut receiver, filter, namespace, instance) = state?;
                 loop {
                     let (object, wrap): (Arc<DynamicObject>, fn(DynamicObject) -> _) =
                         match receiver.recv().await {
@@ -460,6 +543,9 @@ impl ReadBackend for EmbeddedCacheBackend {
                             Ok(CacheEvent::Deleted(o)) => (o, WatchEvent::Deleted),
                             Ok(CacheEvent::Relisted) => {
                                 return Some((Ok(expired("the cache listed again")), None));
+                            }
+                            Ok(CacheEvent::Gone) => {
+                                return Some((Ok(instance_changed_event(&instance)), None));
                             }
                             Err(broadcast::error::RecvError::Lagged(_)) => {
                                 return Some((Ok(expired("the watcher fell behind")), None));
@@ -472,7 +558,7 @@ impl ReadBackend for EmbeddedCacheBackend {
                         continue;
                     }
                     let event = wrap((*object).clone());
-                    return Some((Ok(event), Some((receiver, filter, namespace))));
+                    return Some((Ok(event), Some((receiver, filter, namespace, instance))));
                 }
             },
         );
@@ -487,7 +573,7 @@ impl ReadBackend for EmbeddedCacheBackend {
     }
 
     fn seen_version(&self, instance: &str, resource: &ApiResource) -> Option<u64> {
-        let cache = self.existing(&ResourceKey::new(instance, resource))?;
+        let (cache, _) = self.existing(&ResourceKey::new(instance, resource))?;
         let seen = *cache.seen.borrow();
         (seen > 0).then_some(seen)
     }
@@ -499,13 +585,17 @@ impl ReadBackend for EmbeddedCacheBackend {
         version: u64,
         timeout: Duration,
     ) -> bool {
-        let Some(cache) = self.existing(&ResourceKey::new(instance, resource)) else {
+        let Some((cache, stop)) = self.existing(&ResourceKey::new(instance, resource)) else {
             return false;
         };
         let mut receiver = cache.seen.subscribe();
-        matches!(
-            tokio::time::timeout(timeout, receiver.wait_for(|seen| *seen >= version)).await,
-            Ok(Ok(_))
-        )
+        // A cache dropped meanwhile will never see the version: give up at once.
+        tokio::select! {
+            seen = tokio::time::timeout(timeout, receiver.wait_for(|seen| *seen >= version)) => {
+                matches!(seen, Ok(Ok(_)))
+            }
+            () = stop.cancelled() => false,
+            () = cache.gone.cancelled() => false,
+        }
     }
 }

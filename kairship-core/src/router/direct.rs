@@ -10,7 +10,7 @@ use kube::api::{ListParams, WatchParams};
 use kube::core::{ApiResource, DynamicObject, TypeMeta};
 
 use super::backend::{EventStream, ReadBackend, WatchQuery};
-use super::clients::InstanceClients;
+use super::clients::{InstanceClients, end_when_lost};
 use super::error::RouterError;
 use super::query::{ListQuery, ObjectPage};
 use super::target::ResourceTarget;
@@ -29,7 +29,8 @@ pub fn typed(mut object: DynamicObject, resource: &ApiResource) -> DynamicObject
 
 /// A [`ReadBackend`] that asks the instance apiserver on every read. Label and field selectors
 /// are evaluated by the apiserver; fuzzy name, sorting and paging locally, exactly as the cache
-/// does.
+/// does. Every read takes its client from the [`InstanceClients`] at that moment, and a watch
+/// ends (`410 Expired`) once its instance is deleted or changes credentials.
 pub struct DirectBackend {
     clients: Arc<dyn InstanceClients>,
 }
@@ -107,7 +108,8 @@ impl ReadBackend for DirectBackend {
         target: &ResourceTarget,
         query: &WatchQuery,
     ) -> Result<EventStream, RouterError> {
-        let api = self.api(target).await?;
+        let connection = self.clients.connect(&target.instance).await?;
+        let api = dynamic_api(connection.client, target);
         let mut params = WatchParams::default();
         if let Some(labels) = query.label_selector.as_deref().filter(|s| !s.is_empty()) {
             params = params.labels(labels);
@@ -121,9 +123,16 @@ impl ReadBackend for DirectBackend {
             .watch(&params, version)
             .await
             .map_err(|e| RouterError::from_kube(described.clone(), e))?;
-        Ok(stream
+        let events = stream
             .map_err(move |e| RouterError::from_kube(described.clone(), e))
-            .boxed())
+            .boxed();
+        // An open watch must not outlive the instance (or credentials) it was opened for.
+        Ok(end_when_lost(
+            events,
+            &self.clients,
+            &target.instance,
+            &connection.identity,
+        ))
     }
 
     async fn synced(&self, _instance: &str, _resource: &ApiResource) -> bool {

@@ -30,7 +30,10 @@ mod target;
 
 pub use backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
 pub use cache::EmbeddedCacheBackend;
-pub use clients::{InstanceClients, StaticInstanceClients};
+pub use clients::{
+    InstanceClients, InstanceConnection, InstanceIdentity, StaticInstanceClients, end_when_lost,
+    identity_lost, still_current,
+};
 pub use clusterpedia::{
     CLUSTERPEDIA_RESOURCES_PATH, ClusterpediaBackend, ClusterpediaConfig, ClusterpediaListRequest,
     FUZZY_NAME_LABEL, clusterpedia_list_request, clusterpedia_pagination, clusterpedia_path,

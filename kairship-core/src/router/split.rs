@@ -11,6 +11,7 @@ use kube::core::DynamicObject;
 use tokio::time::Instant;
 
 use super::backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
+use super::clients::{InstanceClients, InstanceIdentity, end_when_lost};
 use super::decision::{CacheState, Freshness, Operation, Route, decide, freshness, parse_version};
 use super::error::RouterError;
 use super::metrics::RouterMetrics;
@@ -108,6 +109,9 @@ pub struct SplitRouter {
     write: Arc<dyn WriteBackend>,
     config: RouterConfig,
     metrics: Arc<RouterMetrics>,
+    /// When set, every read and write first checks that its instance exists, and watches end
+    /// when it changes (see [`SplitRouter::with_instance_check`]).
+    instances: Option<Arc<dyn InstanceClients>>,
     /// Newest resourceVersion written through the router per resource, until the read
     /// backend has seen it.
     pending: Mutex<HashMap<ResourceKey, PendingWrite>>,
@@ -117,6 +121,9 @@ pub struct SplitRouter {
 #[derive(Clone, Debug, Default)]
 struct PendingWrite {
     version: String,
+    /// The instance identity the write went to (when known): a write to a former instance of
+    /// the name is not waited for.
+    identity: Option<InstanceIdentity>,
     /// A read already waited the full bound for it: later reads go direct at once until the
     /// backend catches up, instead of each waiting again.
     gave_up: bool,
@@ -198,8 +205,40 @@ impl SplitRouter {
             write,
             config,
             metrics: Arc::new(RouterMetrics::new()),
+            instances: None,
             pending: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Checks with `clients` before every read and write that the instance exists (a deleted
+    /// one answers [`RouterError::UnknownInstance`], whatever the backends hold), ends watches
+    /// once the instance is deleted or its credentials change, and forgets read-your-writes
+    /// marks left by a former instance of the name. Needed with read backends that do not
+    /// reach the instance through `clients` themselves, such as Clusterpedia.
+    pub fn with_instance_check(mut self, clients: Arc<dyn InstanceClients>) -> Self {
+        self.instances = Some(clients);
+        self
+    }
+
+    /// The instance's identity when checks are on; `UnknownInstance` when it is gone.
+    async fn admit(
+        &self,
+        target: &ResourceTarget,
+    ) -> Result<Option<InstanceIdentity>, RouterError> {
+        let Some(clients) = &self.instances else {
+            return Ok(None);
+        };
+        let connection = clients.connect(&target.instance).await?;
+        let key = target.key();
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.get(&key).is_some_and(|p| {
+            p.identity
+                .as_ref()
+                .is_some_and(|i| i != &connection.identity)
+        }) {
+            pending.remove(&key);
+        }
+        Ok(Some(connection.identity))
     }
 
     /// The router's counters.
@@ -232,23 +271,34 @@ impl SplitRouter {
         }
     }
 
-    fn note_write(&self, target: &ResourceTarget, outcome: &WriteOutcome) {
+    fn note_write(
+        &self,
+        target: &ResourceTarget,
+        outcome: &WriteOutcome,
+        identity: Option<InstanceIdentity>,
+    ) {
         self.metrics.write();
         if let Some(written) = outcome.resource_version() {
-            self.note_version(target, written);
+            self.note_version(target, written, identity);
         }
     }
 
-    fn note_version(&self, target: &ResourceTarget, written: &str) {
+    fn note_version(
+        &self,
+        target: &ResourceTarget,
+        written: &str,
+        identity: Option<InstanceIdentity>,
+    ) {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = pending.entry(target.key()).or_default();
         let newer = match (parse_version(&entry.version), parse_version(written)) {
             (Some(old), Some(new)) => new > old,
             _ => true,
         };
-        if newer {
+        if newer || entry.identity != identity {
             *entry = PendingWrite {
                 version: written.to_owned(),
+                identity,
                 gave_up: false,
             };
         }
@@ -314,6 +364,22 @@ impl SplitRouter {
         call: ReadCall<'_>,
     ) -> Result<ReadAnswer, RouterError> {
         let op = call.operation();
+        let identity = self.admit(target).await?;
+        let answer = self.route_read(target, &call, op).await?;
+        Ok(match (answer, identity, &self.instances) {
+            (ReadAnswer::Stream(events), Some(identity), Some(clients)) => {
+                ReadAnswer::Stream(end_when_lost(events, clients, &target.instance, &identity))
+            }
+            (answer, _, _) => answer,
+        })
+    }
+
+    async fn route_read(
+        &self,
+        target: &ResourceTarget,
+        call: &ReadCall<'_>,
+        op: Operation,
+    ) -> Result<ReadAnswer, RouterError> {
         let mut failed = false;
         loop {
             match self.read_route(target, op, failed).await {
@@ -385,8 +451,9 @@ impl ReadWriteRouter for SplitRouter {
         body: &serde_json::Value,
         params: &PostParams,
     ) -> Result<WriteOutcome, RouterError> {
+        let identity = self.admit(target).await?;
         let outcome = self.write.create(target, body, params).await?;
-        self.note_write(target, &outcome);
+        self.note_write(target, &outcome, identity);
         Ok(outcome)
     }
 
@@ -397,8 +464,9 @@ impl ReadWriteRouter for SplitRouter {
         body: &serde_json::Value,
         params: &PostParams,
     ) -> Result<WriteOutcome, RouterError> {
+        let identity = self.admit(target).await?;
         let outcome = self.write.replace(target, name, body, params).await?;
-        self.note_write(target, &outcome);
+        self.note_write(target, &outcome, identity);
         Ok(outcome)
     }
 
@@ -409,8 +477,9 @@ impl ReadWriteRouter for SplitRouter {
         patch: &Patch<serde_json::Value>,
         params: &PatchParams,
     ) -> Result<WriteOutcome, RouterError> {
+        let identity = self.admit(target).await?;
         let outcome = self.write.patch(target, name, patch, params).await?;
-        self.note_write(target, &outcome);
+        self.note_write(target, &outcome, identity);
         Ok(outcome)
     }
 
@@ -420,13 +489,18 @@ impl ReadWriteRouter for SplitRouter {
         name: &str,
         params: &DeleteParams,
     ) -> Result<WriteOutcome, RouterError> {
+        let identity = self.admit(target).await?;
         let outcome = self.write.delete(target, name, params).await?;
-        self.note_write(target, &outcome);
+        self.note_write(target, &outcome, identity);
         Ok(outcome)
     }
 
     fn observe_write(&self, target: &ResourceTarget, resource_version: &str) {
         self.metrics.write();
-        self.note_version(target, resource_version);
+        let identity = self
+            .instances
+            .as_ref()
+            .and_then(|clients| clients.current(&target.instance));
+        self.note_version(target, resource_version, identity);
     }
 }
