@@ -168,7 +168,9 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
             let router = role_binding_webhook::router(state.clone());
             let stop = shutdown.clone();
             tokio::spawn(async move {
-                if let Err(err) = role_binding_webhook::serve(listener, router, tls, stop.clone()).await {
+                if let Err(err) =
+                    role_binding_webhook::serve(listener, router, tls, stop.clone()).await
+                {
                     tracing::error!(error = %err, "role-binding webhook stopped");
                     // Running on without the webhook would refuse every call unnoticed.
                     stop.cancel();
