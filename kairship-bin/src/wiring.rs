@@ -52,6 +52,7 @@ pub struct Api {
     /// REST, gRPC, OpenAPI, Swagger UI and the native proxy as one router.
     pub app: axum::Router,
     /// The service behind REST (the sandbox issues kubeconfigs with it).
+    #[cfg_attr(not(feature = "sandbox"), allow(dead_code))]
     pub service: Arc<dyn KairshipApi>,
     /// The read-write router (its metrics are registered by the caller).
     pub router: Arc<SplitRouter>,

@@ -2,6 +2,7 @@
 
 mod manager;
 mod proxier;
+#[cfg_attr(not(feature = "sandbox"), path = "sandbox_unavailable.rs")]
 mod sandbox;
 mod syncer;
 
