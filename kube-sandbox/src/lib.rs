@@ -44,6 +44,8 @@ pub mod state;
 pub mod store;
 pub mod subresources;
 pub mod table;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod watch;
 
 pub use auth::UserInfo;

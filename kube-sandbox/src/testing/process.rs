@@ -1,0 +1,116 @@
+//! Running a binary under test until it exits, with a guard against a hang.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `binary` with `args` until it exits, killing it after `guard` (and then panicking with
+/// the end of its stderr); its exit status and everything it wrote to stderr.
+pub fn run_to_exit(binary: &Path, args: &[String], guard: Duration) -> (ExitStatus, String) {
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+    let Some(mut stderr) = child.stderr.take() else {
+        panic!("{} has no stderr pipe", binary.display());
+    };
+    // Read on a thread so that a chatty process cannot block on a full pipe.
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => panic!("cannot wait for {}: {e}", binary.display()),
+        }
+        if started.elapsed() > guard {
+            let _ = child.kill();
+            let _ = child.wait();
+            let text = reader.join().unwrap_or_default();
+            panic!(
+                "{args:?} still ran after {guard:?}; stderr ends:\n{}",
+                tail(&text)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, reader.join().unwrap_or_default())
+}
+
+/// The last 2,000 bytes (at a character boundary) of a long output, for failure messages.
+pub fn tail(text: &str) -> &str {
+    let mut start = text.len().saturating_sub(2000);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// A loopback port held taken for as long as the returned listener lives.
+pub fn busy_port() -> (TcpListener, SocketAddr) {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("cannot take a port: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("no local address: {e}"));
+    (listener, addr)
+}
+
+/// Asserts that a process failed (non-zero exit) saying `cannot listen on <addr> (<what>)`
+/// and the operating system's words for the busy port exactly once.
+pub fn assert_fails_naming(status: ExitStatus, stderr: &str, addr: SocketAddr, what: &str) {
+    assert!(
+        !status.success(),
+        "exit status {status}; stderr:\n{}",
+        tail(stderr)
+    );
+    let needle = if what.is_empty() {
+        format!("cannot listen on {addr}: ")
+    } else {
+        format!("cannot listen on {addr} ({what})")
+    };
+    assert!(
+        stderr.contains(&needle),
+        "stderr does not say {needle:?}:\n{}",
+        tail(stderr)
+    );
+    // The OS's words for the busy port, once: not repeated by a printed error chain.
+    let cause = match TcpListener::bind(addr) {
+        Ok(_) => panic!("{addr} is not busy"),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(
+        stderr.matches(cause.as_str()).count(),
+        1,
+        "the cause once:\n{}",
+        tail(stderr)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_end_at_a_character_boundary() {
+        assert_eq!(tail("short"), "short");
+        let long = format!("{}é{}", "a".repeat(10), "b".repeat(1999));
+        let end = tail(&long);
+        assert!(end.ends_with('b') && end.len() <= 2000, "{}", end.len());
+    }
+
+    #[test]
+    fn a_busy_port_cannot_be_bound_again() {
+        let (_held, addr) = busy_port();
+        assert!(TcpListener::bind(addr).is_err());
+    }
+}
