@@ -12,7 +12,7 @@ use kairship_core::controllers::{
     Context, ControllerConfig, GlobalRegistry, HttpRegistry, MANAGER_NAME, NoopRegistry,
     ReadBackend, run_leading,
 };
-use kube_kit::admin::{AdminServer, AdminState, Metrics, Readiness};
+use kube_kit::admin::{AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
 
@@ -90,9 +90,13 @@ fn read_file(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
 
 /// Runs the controller-manager until SIGTERM/SIGINT.
 pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
-    let log = kube_kit::telemetry::init(&args.common.log_options())?;
-    // Bound first: a busy port stops the process now, not after it ran without probes.
-    let admin_server = AdminServer::bind(args.common.metrics_addr, args.common.probe_addr).await?;
+    let kube_kit::process::Started {
+        log,
+        admin: admin_server,
+        shutdown,
+        client_options: _,
+        client,
+    } = kube_kit::process::start(&args.common, MANAGER_NAME, env!("CARGO_PKG_VERSION")).await?;
     // Every replica holds the webhook's port from the start (one that does not lead answers
     // 503), so a busy port stops the process here too, not when it first leads.
     let webhook_listener = match args.webhook_addr {
@@ -103,12 +107,6 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (webhook): {e}"))?,
         ),
     };
-    let shutdown = kube_kit::shutdown::signal_token()?;
-    let options = args.common.client_options(kube_kit::client::user_agent(
-        MANAGER_NAME,
-        env!("CARGO_PKG_VERSION"),
-    ));
-    let client = args.common.client(&options).await?;
 
     let metrics = Metrics::new();
     let readiness = Readiness::new();

@@ -7,9 +7,11 @@ mod sandbox;
 mod wiring;
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use kube_kit::process::{self, exit_code};
 
 /// Kairship: the management plane of many Karmada instances.
 #[derive(Parser, Debug)]
@@ -34,38 +36,29 @@ enum Command {
     Sandbox(sandbox::SandboxArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Crds => {
-            let yaml = kairship_core::crds_yaml().context("rendering Kairship's CRDs")?;
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(yaml.as_bytes())
-                .context("writing CRDs to stdout")?;
-            stdout.flush().context("writing CRDs to stdout")?;
-        }
-        Command::ControllerManager(args) => {
-            tokio::runtime::Runtime::new()
-                .context("starting the async runtime")?
-                .block_on(controller_manager::run(*args))?;
-        }
-        Command::Apiserver(args) => {
-            tokio::runtime::Runtime::new()
-                .context("starting the async runtime")?
-                .block_on(apiserver::run(*args))?;
-        }
-        Command::Openapi => {
-            let spec = serde_json::to_string_pretty(&kairship_core::api::rest::openapi())
-                .context("rendering the OpenAPI document")?;
-            let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "{spec}").context("writing the OpenAPI document to stdout")?;
-        }
-        Command::Sandbox(args) => {
-            tokio::runtime::Runtime::new()
-                .context("starting the async runtime")?
-                .block_on(sandbox::run(args))?;
-        }
+        Command::Crds => exit_code(print_crds()),
+        Command::ControllerManager(args) => process::run(0, controller_manager::run(*args)),
+        Command::Apiserver(args) => process::run(0, apiserver::run(*args)),
+        Command::Openapi => exit_code(print_openapi()),
+        Command::Sandbox(args) => process::run(0, sandbox::run(args)),
     }
-    Ok(())
+}
+
+fn print_crds() -> anyhow::Result<()> {
+    let yaml = kairship_core::crds_yaml().context("rendering Kairship's CRDs")?;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(yaml.as_bytes())
+        .context("writing CRDs to stdout")?;
+    stdout.flush().context("writing CRDs to stdout")
+}
+
+fn print_openapi() -> anyhow::Result<()> {
+    let spec = serde_json::to_string_pretty(&kairship_core::api::rest::openapi())
+        .context("rendering the OpenAPI document")?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{spec}").context("writing the OpenAPI document to stdout")
 }

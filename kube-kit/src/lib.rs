@@ -12,6 +12,8 @@
 //! - [`quantity`]: exact Kubernetes resource quantities.
 //! - [`slim`]: objects read without `metadata.managedFields`.
 //! - [`runtime`]: the async runtime, sized by a flag.
+//! - [`process`]: the start-up every binary shares (logging, admin listeners, signals, client)
+//!   and its exit code.
 //! - [`fields`]: unknown fields of an object, from its kind's schema (`fieldValidation`).
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -22,6 +24,7 @@ pub mod client;
 pub mod controller;
 pub mod fields;
 pub mod leader;
+pub mod process;
 pub mod quantity;
 pub mod ratelimit;
 pub mod runtime;

@@ -70,19 +70,7 @@ fn main() -> ExitCode {
         Command::Proxier(args) => proxier::main(*args),
         Command::Manager(args) => manager::main(*args),
         Command::Sandbox(args) => sandbox::main(*args),
-        Command::Syncer(args) => {
-            let runtime = match kube_kit::runtime::build(args.runtime_threads) {
-                Ok(runtime) => runtime,
-                Err(err) => return fail(&err, 1),
-            };
-            match runtime.block_on(syncer::run(*args)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(err) => {
-                    eprintln!("error: {err:#}");
-                    ExitCode::from(1)
-                }
-            }
-        }
+        Command::Syncer(args) => kube_kit::process::run(args.runtime_threads, syncer::run(*args)),
         Command::Crds { out: None } => match crd::crds_yaml() {
             Ok(yaml) => write_stdout(&yaml),
             Err(err) => fail(&err, 1),

@@ -10,12 +10,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::Api;
 use kube::api::ListParams;
-use kube_kit::admin::{AdminServer, AdminState};
+use kube_kit::admin::AdminState;
 use kube_kit::args::parse_duration;
-use kube_kit::client::user_agent;
 use kube_kit::controller::ControllerMetrics;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
-use kube_kit::shutdown::signal_token;
 use kubeocean_core::bottomup::{SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::manager::{
@@ -239,23 +237,8 @@ pub fn main(args: ManagerArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(run(args, resolved)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    // One worker thread per CPU.
+    kube_kit::process::run(0, run(args, resolved))
 }
 
 fn templates(args: &ManagerArgs) -> Templates {
@@ -273,17 +256,13 @@ fn templates(args: &ManagerArgs) -> Templates {
 
 /// Runs until SIGTERM/SIGINT.
 async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
-    let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
-    // Bound first: a busy port stops the process now, not after it ran without probes.
-    let admin_server = AdminServer::bind(args.kube.metrics_addr, args.kube.probe_addr).await?;
-    let options = args
-        .kube
-        .client_options(user_agent(MANAGER_NAME, env!("CARGO_PKG_VERSION")));
-    let client = args
-        .kube
-        .client(&options)
-        .await
-        .context("computing cluster client")?;
+    let kube_kit::process::Started {
+        log,
+        admin: admin_server,
+        shutdown: token,
+        client_options: options,
+        client,
+    } = kube_kit::process::start(&args.kube, MANAGER_NAME, env!("CARGO_PKG_VERSION")).await?;
     // Without the CRD the controller could only retry; say what is missing instead.
     let bindings: Api<ClusterBinding> = Api::all(client.clone());
     match bindings
@@ -297,7 +276,6 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
         Err(err) => return Err(err).context("listing ClusterBindings"),
         Ok(_) => {}
     }
-    let token = signal_token().context("signal handlers")?;
 
     let admin_state = AdminState {
         log: Some(log),

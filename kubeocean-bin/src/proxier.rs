@@ -9,10 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kube_kit::admin::{AdminServer, AdminState};
+use kube_kit::admin::AdminState;
 use kube_kit::args::parse_duration;
-use kube_kit::client::user_agent;
-use kube_kit::shutdown::signal_token;
 use kubeocean_core::proxier::{Proxier, ProxierConfig, ProxierMetrics, tls};
 
 /// Flags of `kubeocean proxier`.
@@ -101,39 +99,20 @@ pub fn main(args: ProxierArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(run(args, files)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    // One worker thread per CPU.
+    kube_kit::process::run(0, run(args, files))
 }
 
 /// Serves until SIGTERM/SIGINT.
 async fn run(args: ProxierArgs, files: TlsFiles) -> anyhow::Result<()> {
-    let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
-    // Bound first: a busy port stops the process now, not after it ran without probes.
-    let admin_server = AdminServer::bind(args.kube.metrics_addr, args.kube.probe_addr).await?;
-    let options = args
-        .kube
-        .client_options(user_agent("kubeocean-proxier", env!("CARGO_PKG_VERSION")));
-    let client = args
-        .kube
-        .client(&options)
-        .await
-        .context("computing cluster client")?;
-    let token = signal_token().context("signal handlers")?;
+    let kube_kit::process::Started {
+        log,
+        admin: admin_server,
+        shutdown: token,
+        client_options: options,
+        client,
+    } = kube_kit::process::start(&args.kube, "kubeocean-proxier", env!("CARGO_PKG_VERSION"))
+        .await?;
 
     let admin_state = AdminState {
         log: Some(log),

@@ -89,23 +89,8 @@ pub fn main(args: SandboxArgs) -> ExitCode {
         eprintln!("error: {message}");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(1)
-        }
-    }
+    // One worker thread per CPU.
+    kube_kit::process::run(0, run(args))
 }
 
 /// Name of worker `i` (1-based): its cluster, ClusterBinding and kubeconfig file.

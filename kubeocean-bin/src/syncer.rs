@@ -3,11 +3,9 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kube_kit::admin::{AdminServer, AdminState};
+use kube_kit::admin::AdminState;
 use kube_kit::args::parse_duration;
-use kube_kit::client::user_agent;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
-use kube_kit::shutdown::signal_token;
 use kubeocean_core::bottomup::{ProxierEndpoint, Syncer, SyncerConfig, SyncerMetrics};
 
 /// Flags of `kubeocean syncer`.
@@ -59,18 +57,13 @@ pub struct SyncerArgs {
 
 /// Runs the syncer until SIGTERM/SIGINT.
 pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
-    let log = kube_kit::telemetry::init(&args.kube.log_options()).context("logging")?;
-    // Bound first: a busy port stops the process now, not after it ran without probes.
-    let admin_server = AdminServer::bind(args.kube.metrics_addr, args.kube.probe_addr).await?;
-    let options = args
-        .kube
-        .client_options(user_agent("kubeocean-syncer", env!("CARGO_PKG_VERSION")));
-    let client = args
-        .kube
-        .client(&options)
-        .await
-        .context("computing cluster client")?;
-    let token = signal_token().context("signal handlers")?;
+    let kube_kit::process::Started {
+        log,
+        admin: admin_server,
+        shutdown: token,
+        client_options: options,
+        client,
+    } = kube_kit::process::start(&args.kube, "kubeocean-syncer", env!("CARGO_PKG_VERSION")).await?;
 
     let admin_state = AdminState {
         log: Some(log),
