@@ -1,4 +1,4 @@
-//! `kubeocean syncer`: flags, then [`kubeocean_core::bottomup::Syncer::run`].
+//! `kubeocean syncer`: flags, then [`kubeocean_core::syncer::Syncer::run`].
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use kube_kit::args::parse_duration;
 use kube_kit::client::user_agent;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
 use kube_kit::shutdown::signal_token;
-use kubeocean_core::bottomup::{ProxierEndpoint, Syncer, SyncerConfig, SyncerMetrics};
+use kubeocean_core::syncer::{ProxierEndpoint, Syncer, SyncerConfig, SyncerMetrics};
 
 /// Flags of `kubeocean syncer`.
 #[derive(Debug, clap::Args)]
@@ -50,7 +50,7 @@ pub struct SyncerArgs {
     max_retry_interval: Duration,
 
     /// Threads of the async runtime: 1 runs everything on one thread, 0 one per CPU.
-    #[arg(long, env = "RUNTIME_THREADS", default_value_t = kubeocean_core::bottomup::SYNCER_RUNTIME_THREADS)]
+    #[arg(long, env = "RUNTIME_THREADS", default_value_t = kubeocean_core::syncer::SYNCER_RUNTIME_THREADS)]
     pub runtime_threads: usize,
 
     #[command(flatten)]

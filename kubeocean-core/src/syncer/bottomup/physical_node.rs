@@ -22,10 +22,12 @@ use super::vnode::{
     cordoned_for_removal, desired_virtual_node, new_virtual_node, updated_status,
     updated_virtual_node,
 };
-use super::{Context, SyncError, api_code, csinode, reclaim};
+use super::{csinode, reclaim};
 use crate::labels;
 use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
 use crate::naming::virtual_node_name;
+use crate::syncer::context::Context;
+use crate::syncer::error::{SyncError, api_code};
 
 /// Namespace of node Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";

@@ -1,28 +1,10 @@
 //! What can go wrong while mapping, on which object, in which cluster.
 
-use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
 use super::MapError;
-
-/// The cluster a request went to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    /// The computing cluster (virtual objects).
-    Computing,
-    /// The worker cluster (physical objects).
-    Worker,
-}
-
-impl fmt::Display for Side {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Side::Computing => "computing",
-            Side::Worker => "worker",
-        })
-    }
-}
+pub use crate::syncer::error::Side;
 
 /// Why a top-down reconcile failed.
 #[derive(Debug, thiserror::Error)]

@@ -23,7 +23,7 @@ use super::{
     MappingContext, Ownership, TOKEN_REFRESH_AT, TokenRequestSpec, dependencies, ownership,
     token_refresh_at, token_refresh_due, token_secret, token_secret_name,
 };
-use crate::bottomup::Context;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "token-refresh";

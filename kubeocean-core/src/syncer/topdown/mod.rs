@@ -24,7 +24,6 @@
 pub mod cleanup;
 pub mod config;
 pub mod error;
-pub mod metrics;
 pub mod patch;
 pub mod physical_pod;
 pub mod pod;
@@ -60,9 +59,9 @@ pub use token::{
 };
 pub use volume::{physical_pv, physical_pvc, pv_physical_name, pv_secret_refs, pvc_physical_name};
 
+pub use crate::syncer::metrics::TopDownMetrics;
 pub use cleanup::remaining_physical_objects;
 pub use error::{Side, TopDownError};
-pub use metrics::TopDownMetrics;
 pub use session::TopDown;
 pub use token::TOKEN_REFRESH_AT;
 

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request};
 use super::session::TopDown;
-use crate::bottomup::Context;
 use crate::labels;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "cleanup";

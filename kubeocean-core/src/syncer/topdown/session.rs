@@ -27,10 +27,12 @@ use super::{
     BindingSettings, VIRTUAL_NAME, VIRTUAL_NAMESPACE, cleanup, physical_pod,
     same_copied_annotations, token_refresh, virtual_copy, virtual_pod,
 };
-use crate::bottomup::{Change, Context, WorkQueue, spawn_reflector};
 use crate::crd::ClusterBinding;
 use crate::labels;
 use crate::naming::{physical_name, virtual_node_name};
+use crate::syncer::context::Context;
+use crate::syncer::queue::WorkQueue;
+use crate::syncer::reflector::{Change, spawn_reflector};
 
 /// `reportingController` of the Events the syncer publishes.
 pub const EVENT_REPORTER: &str = "kubeocean.io/syncer";

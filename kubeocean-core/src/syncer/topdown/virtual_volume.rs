@@ -15,9 +15,9 @@ use super::session::TopDown;
 use super::store::{CopyKey, object_key};
 use super::virtual_copy::{check_owner, ensure_copy, is_copy_of};
 use super::{MapError, MappingContext, physical_pv, physical_pvc, pv_secret_refs};
-use crate::bottomup::Context;
 use crate::labels;
 use crate::naming::physical_name;
+use crate::syncer::context::Context;
 
 /// Where a claim stands.
 #[derive(Clone, Debug, PartialEq, Eq)]

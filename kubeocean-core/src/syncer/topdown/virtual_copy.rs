@@ -24,8 +24,8 @@ use super::{
     config_map_update, ownership, physical_config_map, physical_secret, secret_update,
     virtual_volume,
 };
-use crate::bottomup::Context;
 use crate::naming::physical_name;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "virtual-copy";

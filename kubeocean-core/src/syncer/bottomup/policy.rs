@@ -13,13 +13,14 @@ use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::conditions::{condition, upsert_condition};
-use super::{Context, SyncError, api_code};
 use crate::crd::{
     ResourceLeasingPolicy, ResourceLeasingPolicyPhase, ResourceLeasingPolicyStatus,
     leasing_policy_condition,
 };
 use crate::leasing::{Schedule, validate_policy};
+use crate::syncer::conditions::{condition, upsert_condition};
+use crate::syncer::context::Context;
+use crate::syncer::error::{SyncError, api_code};
 
 /// Condition reasons written on policies.
 pub mod reason {
@@ -187,7 +188,7 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bottomup::conditions::find;
+    use crate::syncer::conditions::find;
     use serde_json::json;
 
     fn policy(spec: serde_json::Value) -> ResourceLeasingPolicy {

@@ -27,8 +27,8 @@ use super::{
     physical_pod_reference, physical_pod_update, should_map, token_refresh, token_secret_name,
     virtual_copy, virtual_volume,
 };
-use crate::bottomup::Context;
 use crate::labels;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "virtual-pod";

@@ -15,9 +15,9 @@ use super::{
     BindingSettings, MapError, MappingContext, ResourceMapper, SYSTEM_NAMESPACES, TopDownMapper,
     VIRTUAL_NODE_NAME, copied_annotations, namespaced_identity, physical_labels,
 };
-use crate::bottomup::metadata::{ExpectedMetadata, merge_map};
 use crate::labels;
 use crate::naming::{is_dns1123_label, physical_name, virtual_node_name};
+use crate::syncer::metadata::{ExpectedMetadata, merge_map};
 
 /// Value of [`labels::RUNNING_DAEMONSET`] that opts a DaemonSet pod in.
 pub const RUNNING_DAEMONSET_OPT_IN: &str = "true";

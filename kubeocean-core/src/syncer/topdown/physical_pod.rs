@@ -18,7 +18,7 @@ use super::session::TopDown;
 use super::store::{object_key, pod_finished};
 use super::virtual_pod::reference_patch;
 use super::{back_reference, physical_pod_reference, virtual_pod_status};
-use crate::bottomup::Context;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "physical-pod";
