@@ -10,7 +10,8 @@
 //!   and the physical node is Ready;
 //! - [`csinode`]: mirror physical CSINodes for their virtual nodes;
 //! - [`reclaim`]: with `forceReclaim`, delete the virtual pods that do not tolerate the
-//!   out-of-time-windows taint once the grace period has passed.
+//!   out-of-time-windows taint once the grace period has passed;
+//! - [`virtual_pods`]: delete a virtual node's pods as a kubelet would (used by both).
 //!
 //! The decisions themselves are pure functions ([`vnode`], [`crate::syncer::metadata`], the
 //! [`crate::leasing`] engine); reconcilers read the indexes, call them and write the
@@ -21,4 +22,5 @@ pub mod lease;
 pub mod physical_node;
 pub mod policy;
 pub mod reclaim;
+pub mod virtual_pods;
 pub mod vnode;

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 use kube::Api;
 use kube::api::ListParams;
 
-use super::physical_node::delete_virtual_pod;
+use super::virtual_pods::delete_virtual_pod;
 use crate::labels;
 use crate::leasing::NO_EXECUTE;
 use crate::syncer::context::Context;
