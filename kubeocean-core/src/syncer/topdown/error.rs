@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::MapError;
+use super::mapping::MapError;
 pub use crate::syncer::error::Side;
 
 /// Why a top-down reconcile failed.

@@ -22,11 +22,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Side, TopDownError, request};
-use super::store::{CopyKey, CopyKind, ObjectStore, PodStore, object_key, pod_finished};
-use super::{
-    BindingSettings, VIRTUAL_NAME, VIRTUAL_NAMESPACE, cleanup, physical_pod,
-    same_copied_annotations, token_refresh, virtual_copy, virtual_pod,
+use super::mapping::{
+    BindingSettings, VIRTUAL_NAME, VIRTUAL_NAMESPACE, is_managed, physical_pod_name,
+    pv_secret_refs, same_copied_annotations,
 };
+use super::store::{CopyKey, CopyKind, ObjectStore, PodStore, object_key, pod_finished};
+use super::{cleanup, physical_pod, token_refresh, virtual_copy, virtual_pod};
 use crate::crd::ClusterBinding;
 use crate::labels;
 use crate::naming::{physical_name, virtual_node_name};
@@ -120,14 +121,6 @@ pub struct TopDown {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Whether a physical object carries `kubeocean.io/managed-by=kubeocean`.
-pub fn is_managed(meta: &ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
 }
 
 /// The virtual object a physical ConfigMap, Secret or claim copy says it copies.
@@ -234,7 +227,7 @@ impl TopDown {
             return false;
         }
         stores.pvs.values().any(|pv| {
-            let refs = super::pv_secret_refs(pv);
+            let refs = pv_secret_refs(pv);
             let claim = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
             refs.iter()
                 .any(|(ns, name)| *ns == key.namespace && *name == key.name)
@@ -286,7 +279,7 @@ impl TopDown {
     }
 
     fn physical_name_of(pod: &Pod) -> Option<String> {
-        super::physical_pod_name(pod).ok()
+        physical_pod_name(pod).ok()
     }
 
     fn set_pod_metrics(&self, ctx: &Context, side: Side) {

@@ -16,14 +16,14 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request, request_opt};
-use super::session::{Stores, TopDown, is_managed};
+use super::mapping::{
+    CopyUpdate, MapError, MappingContext, Ownership, config_map_update, is_copy_of, ownership,
+    physical_config_map, physical_secret, secret_update,
+};
+use super::session::{Stores, TopDown};
 use super::store::{CopyKey, CopyKind, ObjectStore};
 use super::virtual_pod::describe_owner;
-use super::{
-    CopyUpdate, MapError, MappingContext, Ownership, VIRTUAL_NAME, VIRTUAL_NAMESPACE,
-    config_map_update, ownership, physical_config_map, physical_secret, secret_update,
-    virtual_volume,
-};
+use super::virtual_volume;
 use crate::naming::physical_name;
 use crate::syncer::context::Context;
 
@@ -91,16 +91,6 @@ impl Copied for Secret {
     fn physical_store_mut(stores: &mut Stores) -> &mut ObjectStore<Self> {
         &mut stores.physical_secrets
     }
-}
-
-/// Whether the physical object `physical` is a copy of the virtual `namespace/name` (an
-/// earlier object of that name included): labelled ours and pointing back at it.
-pub fn is_copy_of(physical: &ObjectMeta, namespace: &str, name: &str) -> bool {
-    let annotations = physical.annotations.as_ref();
-    let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
-    is_managed(physical)
-        && get(VIRTUAL_NAMESPACE) == Some(namespace)
-        && get(VIRTUAL_NAME) == Some(name)
 }
 
 /// Whether `existing` may be written for the virtual object `virtual_obj`: ours, or a copy
@@ -294,6 +284,7 @@ async fn sync<K: Copied>(ctx: &Context, td: &TopDown, copy: &CopyKey) -> Result<
 
 #[cfg(test)]
 mod tests {
+    use super::super::mapping::{VIRTUAL_NAME, VIRTUAL_NAMESPACE, VIRTUAL_UID};
     use super::*;
     use crate::labels;
     use std::collections::BTreeMap;
@@ -339,7 +330,7 @@ mod tests {
             &[
                 (VIRTUAL_NAMESPACE, "ns"),
                 (VIRTUAL_NAME, "cfg"),
-                (super::super::VIRTUAL_UID, "old"),
+                (VIRTUAL_UID, "old"),
             ],
         );
         assert!(check_owner("ConfigMap", "w/x", &earlier, &virtual_obj).is_ok());

@@ -19,14 +19,14 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request, request_opt};
+use super::mapping::{
+    Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, back_reference,
+    dependencies, lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
+    physical_pod_reference, physical_pod_update, should_map, token_secret_name,
+};
 use super::session::{TopDown, safety_recheck};
 use super::store::{object_key, split_key};
-use super::{
-    Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, dependencies,
-    lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
-    physical_pod_reference, physical_pod_update, should_map, token_refresh, token_secret_name,
-    virtual_copy, virtual_volume,
-};
+use super::{token_refresh, virtual_copy, virtual_volume};
 use crate::labels;
 use crate::syncer::context::Context;
 
@@ -37,7 +37,7 @@ pub const REASON_DEPENDENCY_MISSING: &str = "DependencyMissing";
 /// Event reason: a pod waits for a claim that is not Bound.
 pub const REASON_CLAIM_NOT_BOUND: &str = "VolumeClaimNotBound";
 /// Event reason: the physical pod vanished.
-pub const REASON_PHYSICAL_POD_LOST: &str = super::status::PHYSICAL_POD_LOST;
+pub const REASON_PHYSICAL_POD_LOST: &str = super::mapping::status::PHYSICAL_POD_LOST;
 
 /// What a virtual pod waits for before it can be mapped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -124,7 +124,7 @@ pub fn lost_before_record(
 ) -> Option<String> {
     let owner = owner?;
     let uid = owner.metadata.uid.as_ref()?;
-    let back = super::back_reference(&physical.metadata);
+    let back = back_reference(&physical.metadata);
     let same = back.uid.as_ref() == Some(uid)
         && back.namespace == owner.metadata.namespace
         && back.name == owner.metadata.name;
