@@ -30,8 +30,8 @@ pub struct SyncerConfig {
     pub connect_retry_interval: Duration,
     /// Wait before retrying a failed reconcile, or re-checking a virtual node being drained.
     pub retry_interval: Duration,
-    /// Longest wait between retries of a failing top-down reconcile (the wait doubles from
-    /// `retry_interval` on each failure).
+    /// Longest wait between retries of a failing reconcile, bottom-up or top-down (the wait
+    /// doubles from `retry_interval` on each failure in a row; see [`super::worker`]).
     pub max_retry_interval: Duration,
     /// How long a top-down request may take before it counts as failed (a hung API server
     /// must not hold a reconcile forever).

@@ -5,17 +5,23 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube_kit::controller::{MAX_EVENT_NOTE_BYTES, truncate_utf8};
 use tokio::time::Instant;
 
 use super::config::SyncerConfig;
 use super::index::{self, ComputingIndex, WorkerIndex};
 use super::queue::WorkQueue;
+use super::worker::FailureCounts;
 use crate::leasing::LeasingPolicyEngine;
 
 /// How long pod usage changes of a node are gathered before its virtual node is re-evaluated.
 const POD_USAGE_SETTLE: Duration = Duration::from_millis(100);
+
+/// `reportingController` of the Events the syncer records.
+pub const EVENT_REPORTER: &str = "kubeocean.io/syncer";
 
 /// Everything the reconcilers of one sync session share.
 pub struct Context {
@@ -33,8 +39,13 @@ pub struct Context {
     pub nodes: WorkQueue,
     /// Policy names whose status to reconcile.
     pub policies: WorkQueue,
+    /// Consecutive failures per physical node.
+    pub node_failures: FailureCounts,
+    /// Consecutive failures per policy.
+    pub policy_failures: FailureCounts,
     /// Whether the worker answered the last probe.
     pub worker_reachable: AtomicBool,
+    recorder: Recorder,
 }
 
 impl Context {
@@ -44,6 +55,13 @@ impl Context {
         config: SyncerConfig,
         engine: Arc<dyn LeasingPolicyEngine>,
     ) -> Context {
+        let recorder = Recorder::new(
+            computing.clone(),
+            Reporter {
+                controller: EVENT_REPORTER.to_owned(),
+                instance: Some(config.binding_name.clone()),
+            },
+        );
         Context {
             computing,
             worker,
@@ -53,7 +71,38 @@ impl Context {
             computing_index: RwLock::new(ComputingIndex::new()),
             nodes: WorkQueue::new(),
             policies: WorkQueue::new(),
+            node_failures: FailureCounts::default(),
+            policy_failures: FailureCounts::default(),
             worker_reachable: AtomicBool::new(true),
+            recorder,
+        }
+    }
+
+    /// Publishes an Event about `object` (in the computing cluster); failures are logged,
+    /// never returned, and a hung API server is given up on after the request timeout.
+    pub async fn publish(
+        &self,
+        object: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        note: &str,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(truncate_utf8(note, MAX_EVENT_NOTE_BYTES).to_owned()),
+            action: "Sync".to_owned(),
+            secondary: None,
+        };
+        let published = tokio::time::timeout(
+            self.config.request_timeout,
+            self.recorder.publish(&event, object),
+        )
+        .await;
+        match published {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!(error = %err, reason, "cannot publish an Event"),
+            Err(_) => tracing::warn!(reason, "publishing an Event timed out"),
         }
     }
 

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::worker::Failure;
+
 /// What failed while syncing, on which object.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
@@ -69,6 +71,12 @@ pub enum SyncError {
         /// The API error.
         source: kube::Error,
     },
+}
+
+impl Failure for SyncError {
+    fn reason(&self) -> &'static str {
+        SyncError::reason(self)
+    }
 }
 
 impl SyncError {

@@ -27,6 +27,7 @@ pub mod queue;
 pub mod reflector;
 pub mod session;
 pub mod topdown;
+pub mod worker;
 
 use std::sync::Arc;
 

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,29 +29,50 @@ use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
 use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::queue::WorkQueue;
+use crate::syncer::worker::{self, FailureCounts};
 
 /// Namespace of node Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
+/// Name of this reconciler in metrics and logs.
+pub const NAME: &str = "physical-node";
+
 /// Takes physical node names off the queue and reconciles them until `token` is cancelled.
 pub async fn run_worker(ctx: Arc<Context>, token: CancellationToken) {
-    while let Some(name) = ctx.nodes.next(&token).await {
-        let started = std::time::Instant::now();
-        let result = reconcile(&ctx, &name).await;
-        if let Some(metrics) = &ctx.config.metrics {
-            let failure = result.as_ref().err().map(SyncError::reason);
-            metrics.reconciled("physical-node", started.elapsed(), failure);
-        }
-        match result {
-            Ok(Some(at)) => ctx.nodes.add_at(&name, at),
-            Ok(None) => {}
-            Err(err) => {
-                tracing::warn!(node = %name, error = %err, "reconcile failed; retrying");
-                ctx.nodes
-                    .add_at(&name, Instant::now() + ctx.config.retry_interval);
-            }
-        }
-        ctx.nodes.done(&name);
+    worker::run(ctx, PhysicalNodes, token).await;
+}
+
+/// The PhysicalNode reconciler, for the worker loop.
+struct PhysicalNodes;
+
+impl worker::Reconciler for PhysicalNodes {
+    type Error = SyncError;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn queue<'a>(&'a self, ctx: &'a Context) -> &'a WorkQueue {
+        &ctx.nodes
+    }
+
+    fn failures<'a>(&'a self, ctx: &'a Context) -> &'a FailureCounts {
+        &ctx.node_failures
+    }
+
+    async fn reconcile(&self, ctx: &Context, key: &str) -> Result<Option<Instant>, SyncError> {
+        reconcile(ctx, key).await
+    }
+
+    /// The virtual node of the physical node, when there is one.
+    fn failure_target(&self, ctx: &Context, key: &str) -> Option<ObjectReference> {
+        let index = ctx.computing_index();
+        let vnode = match index.binding() {
+            Some(b) => index.vnode(&virtual_node_name(&b.spec.cluster_id, key)),
+            None => None,
+        };
+        vnode.map(|n| n.object_ref(&()))
     }
 }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::mapping::MapError;
 pub use crate::syncer::error::Side;
+use crate::syncer::worker::Failure;
 
 /// Why a top-down reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +72,12 @@ pub enum TopDownError {
         /// `namespace/name` of the virtual pod.
         pod: String,
     },
+}
+
+impl Failure for TopDownError {
+    fn reason(&self) -> &'static str {
+        TopDownError::reason(self)
+    }
 }
 
 impl TopDownError {

@@ -12,10 +12,9 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret,
 };
 use kube::api::{ObjectMeta, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
-use kube_kit::controller::{Backoff, MAX_EVENT_NOTE_BYTES, truncate_utf8};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -34,9 +33,9 @@ use crate::naming::{physical_name, virtual_node_name};
 use crate::syncer::context::Context;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::reflector::{Change, spawn_reflector};
+use crate::syncer::worker::{self, FailureCounts};
 
-/// `reportingController` of the Events the syncer publishes.
-pub const EVENT_REPORTER: &str = "kubeocean.io/syncer";
+pub use crate::syncer::context::EVENT_REPORTER;
 /// Key of the single item of the cleanup queue.
 const CLEANUP_KEY: &str = "binding";
 
@@ -111,8 +110,8 @@ pub struct TopDown {
     pub tokens: WorkQueue,
     /// The binding, when it is being deleted.
     pub cleanup: WorkQueue,
-    recorder: Recorder,
-    failures: Mutex<HashMap<(Reconciler, String), u32>>,
+    /// Consecutive failures per key, one table per [`Reconciler`].
+    failures: [FailureCounts; 5],
     first_seen: Mutex<HashMap<String, Instant>>,
     /// UIDs of virtual pods whose physical pod was deleted from elsewhere before the
     /// mapping was recorded on them ([`virtual_pod::lost_before_record`]).
@@ -158,13 +157,6 @@ impl TopDown {
             let full = virtual_node_name(&settings.cluster_id, "");
             full.chars().take(30).collect::<String>()
         };
-        let recorder = Recorder::new(
-            ctx.computing.clone(),
-            Reporter {
-                controller: EVENT_REPORTER.to_owned(),
-                instance: Some(settings.name.clone()),
-            },
-        );
         Some(Arc::new(TopDown {
             settings,
             vnode_prefix,
@@ -174,8 +166,7 @@ impl TopDown {
             copies: WorkQueue::new(),
             tokens: WorkQueue::new(),
             cleanup: WorkQueue::new(),
-            recorder,
-            failures: Mutex::new(HashMap::new()),
+            failures: Default::default(),
             first_seen: Mutex::new(HashMap::new()),
             lost_unrecorded: Mutex::new(HashSet::new()),
         }))
@@ -681,23 +672,7 @@ impl TopDown {
         reason: &str,
         note: &str,
     ) {
-        let event = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(truncate_utf8(note, MAX_EVENT_NOTE_BYTES).to_owned()),
-            action: "Sync".to_owned(),
-            secondary: None,
-        };
-        let published = tokio::time::timeout(
-            ctx.config.request_timeout,
-            self.recorder.publish(&event, object),
-        )
-        .await;
-        match published {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!(error = %err, reason, "cannot publish an Event"),
-            Err(_) => tracing::warn!(reason, "publishing an Event timed out"),
-        }
+        ctx.publish(object, type_, reason, note).await;
     }
 
     /// The object a reconcile failure is reported on.
@@ -742,19 +717,8 @@ impl TopDown {
         }
     }
 
-    /// Records a failure; returns how many in a row.
-    fn failed(&self, which: Reconciler, key: &str) -> u32 {
-        let mut failures = lock(&self.failures);
-        let count = failures.entry((which, key.to_owned())).or_insert(0);
-        *count = count.saturating_add(1);
-        *count
-    }
-
-    fn succeeded(&self, which: Reconciler, key: &str) {
-        let mut failures = lock(&self.failures);
-        if !failures.is_empty() {
-            failures.remove(&(which, key.to_owned()));
-        }
+    fn failure_counts(&self, which: Reconciler) -> &FailureCounts {
+        &self.failures[which as usize]
     }
 }
 
@@ -988,7 +952,11 @@ pub(crate) fn start(
         (Reconciler::Cleanup, 1),
     ] {
         for _ in 0..count {
-            tasks.spawn(run_worker(ctx.clone(), td.clone(), which, token.clone()));
+            let worker = Worker {
+                td: td.clone(),
+                which,
+            };
+            tasks.spawn(worker::run(ctx.clone(), worker, token.clone()));
         }
     }
 }
@@ -1020,67 +988,48 @@ async fn ensure_mount_namespace(ctx: &Context, td: &TopDown) {
     }
 }
 
-/// Takes keys off one reconciler's queue until `token` is cancelled; failures are retried
-/// with exponential backoff and reported as Warning Events.
-async fn run_worker(
-    ctx: Arc<Context>,
+/// One top-down reconciler of a session, for the worker loop ([`worker::run`]).
+struct Worker {
     td: Arc<TopDown>,
     which: Reconciler,
-    token: CancellationToken,
-) {
-    let backoff = Backoff {
-        base: ctx.config.retry_interval,
-        max: ctx.config.max_retry_interval.max(ctx.config.retry_interval),
-    };
-    let queue = td.queue(which);
-    while let Some(key) = queue.next(&token).await {
-        let started = std::time::Instant::now();
-        let result = match which {
-            Reconciler::VirtualPod => virtual_pod::reconcile(&ctx, &td, &key).await,
-            Reconciler::PhysicalPod => physical_pod::reconcile(&ctx, &td, &key).await,
-            Reconciler::Copy => virtual_copy::reconcile(&ctx, &td, &key).await,
-            Reconciler::Token => token_refresh::reconcile(&ctx, &td, &key).await,
-            Reconciler::Cleanup => cleanup::reconcile(&ctx, &td).await,
-        };
+}
+
+impl worker::Reconciler for Worker {
+    type Error = TopDownError;
+
+    fn name(&self) -> &'static str {
+        self.which.name()
+    }
+
+    fn queue<'a>(&'a self, _ctx: &'a Context) -> &'a WorkQueue {
+        self.td.queue(self.which)
+    }
+
+    fn failures<'a>(&'a self, _ctx: &'a Context) -> &'a FailureCounts {
+        self.td.failure_counts(self.which)
+    }
+
+    async fn reconcile(&self, ctx: &Context, key: &str) -> Result<Option<Instant>, TopDownError> {
+        let td = &self.td;
+        match self.which {
+            Reconciler::VirtualPod => virtual_pod::reconcile(ctx, td, key).await,
+            Reconciler::PhysicalPod => physical_pod::reconcile(ctx, td, key).await,
+            Reconciler::Copy => virtual_copy::reconcile(ctx, td, key).await,
+            Reconciler::Token => token_refresh::reconcile(ctx, td, key).await,
+            Reconciler::Cleanup => cleanup::reconcile(ctx, td).await,
+        }
+    }
+
+    fn failure_target(&self, ctx: &Context, key: &str) -> Option<ObjectReference> {
+        self.td.failure_target(ctx, self.which, key)
+    }
+
+    fn on_failure(&self, ctx: &Context, reason: &'static str) {
         if let Some(metrics) = &ctx.config.metrics {
-            let failure = result.as_ref().err().map(TopDownError::reason);
-            metrics.reconciled(which.name(), started.elapsed(), failure);
-            if let Some(reason) = failure {
-                metrics
-                    .topdown()
-                    .error(&td.settings.name, which.name(), reason);
-            }
+            metrics
+                .topdown()
+                .error(&self.td.settings.name, self.which.name(), reason);
         }
-        match result {
-            Ok(next) => {
-                td.succeeded(which, &key);
-                if let Some(at) = next {
-                    queue.add_at(&key, at);
-                }
-            }
-            Err(err) => {
-                let failures = td.failed(which, &key);
-                tracing::warn!(
-                    reconciler = which.name(),
-                    key = %key,
-                    failures,
-                    error = %err,
-                    "reconcile failed; retrying"
-                );
-                queue.add_at(&key, Instant::now() + backoff.delay(failures));
-                if let Some(target) = td.failure_target(&ctx, which, &key) {
-                    td.publish(
-                        &ctx,
-                        &target,
-                        EventType::Warning,
-                        err.reason(),
-                        &err.to_string(),
-                    )
-                    .await;
-                }
-            }
-        }
-        queue.done(&key);
     }
 }
 
