@@ -111,7 +111,7 @@ pub struct TopDown {
     /// The binding, when it is being deleted.
     pub cleanup: WorkQueue,
     /// Consecutive failures per key, one table per [`Reconciler`].
-    failures: [FailureCounts; 5],
+    failures: Failures,
     first_seen: Mutex<HashMap<String, Instant>>,
     /// UIDs of virtual pods whose physical pod was deleted from elsewhere before the
     /// mapping was recorded on them ([`virtual_pod::lost_before_record`]).
@@ -718,7 +718,14 @@ impl TopDown {
     }
 
     fn failure_counts(&self, which: Reconciler) -> &FailureCounts {
-        &self.failures[which as usize]
+        let f = &self.failures;
+        match which {
+            Reconciler::VirtualPod => &f.pods,
+            Reconciler::PhysicalPod => &f.physical_pods,
+            Reconciler::Copy => &f.copies,
+            Reconciler::Token => &f.tokens,
+            Reconciler::Cleanup => &f.cleanup,
+        }
     }
 }
 
@@ -986,6 +993,16 @@ async fn ensure_mount_namespace(ctx: &Context, td: &TopDown) {
         Err(err) if err.code() == Some(409) => {}
         Err(err) => tracing::warn!(error = %err, "cannot make sure the mount namespace exists"),
     }
+}
+
+/// Consecutive failures of each top-down reconciler.
+#[derive(Default)]
+struct Failures {
+    pods: FailureCounts,
+    physical_pods: FailureCounts,
+    copies: FailureCounts,
+    tokens: FailureCounts,
+    cleanup: FailureCounts,
 }
 
 /// One top-down reconciler of a session, for the worker loop ([`worker::run`]).
