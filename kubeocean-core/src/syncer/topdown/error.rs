@@ -3,7 +3,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::mapping::MapError;
+use super::mapping::{MapError, Ownership};
+use super::store::object_key;
 pub use crate::syncer::error::Side;
 use crate::syncer::worker::Failure;
 
@@ -151,6 +152,24 @@ pub(crate) async fn request_opt<T>(
         Ok(value) => Ok(Some(value)),
         Err(err) if err.code() == Some(404) => Ok(None),
         Err(err) => Err(err),
+    }
+}
+
+/// Who a physical object belongs to, in words.
+pub(crate) fn describe_owner(ownership: &Ownership) -> String {
+    match ownership {
+        Ownership::Ours => "this object".to_owned(),
+        Ownership::Unowned => {
+            "nobody Kubeocean knows (no kubeocean.io/managed-by label)".to_owned()
+        }
+        Ownership::Foreign(owner) => format!(
+            "{} (uid {})",
+            object_key(
+                owner.namespace.as_deref().unwrap_or_default(),
+                owner.name.as_deref().unwrap_or("<unnamed>")
+            ),
+            owner.uid.as_deref().unwrap_or("unknown")
+        ),
     }
 }
 

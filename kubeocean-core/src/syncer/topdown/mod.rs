@@ -4,9 +4,10 @@
 //!
 //! - [`mapping`]: the pure mappers (virtual object -> physical copy, physical status ->
 //!   virtual status, ownership of an existing copy). No I/O; unit-tested on their own.
-//! - The reconcilers that apply them, one per file: [`virtual_pod`], [`physical_pod`],
-//!   [`virtual_copy`], [`virtual_volume`], [`token_refresh`], [`cleanup`]. They read the
-//!   in-memory [`store`]s fed by the watches of both clusters, wired up per sync session in
+//! - The reconcilers that apply them, one per file: [`virtual_pod`],
+//!   [`physical_pod`](mod@physical_pod), [`virtual_copy`], [`virtual_volume`],
+//!   [`token_refresh`], [`cleanup`]. They read the in-memory [`store`]s fed by the watches
+//!   of both clusters, wired up per sync session in
 //!   [`session`], and fail with a [`TopDownError`] ([`error`]).
 //!
 //! Everything the reconcilers need to resume is stored in the two clusters (names are

@@ -14,10 +14,9 @@ use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request, request_opt};
 use super::mapping::patch::merge_patch;
-use super::mapping::{back_reference, physical_pod_reference, virtual_pod_status};
+use super::mapping::{back_reference, physical_pod_reference, reference_patch, virtual_pod_status};
 use super::session::TopDown;
 use super::store::{object_key, pod_finished};
-use super::virtual_pod::reference_patch;
 use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.

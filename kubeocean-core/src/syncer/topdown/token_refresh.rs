@@ -15,7 +15,7 @@ use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams, Preconditions};
 use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, request, request_opt};
+use super::error::{Side, TopDownError, describe_owner, request, request_opt};
 use super::mapping::{
     MappingContext, Ownership, TOKEN_REFRESH_AT, TokenRequestSpec, back_reference, dependencies,
     ownership, physical_pod_name, token_refresh_at, token_refresh_due, token_secret,
@@ -23,7 +23,6 @@ use super::mapping::{
 };
 use super::session::TopDown;
 use super::store::{object_key, pod_finished, split_key};
-use super::virtual_pod::describe_owner;
 use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.

@@ -1,5 +1,5 @@
 //! The VirtualCopy reconciler (ConfigMaps and Secrets): a copy is made in the mount
-//! namespace when a pod needs it (see [`ensure_copy`], called before the pod is created),
+//! namespace when a pod needs it (see `ensure_copy`, called before the pod is created),
 //! kept in step with its virtual object, and deleted once no pod that has not finished
 //! needs it, or its virtual object is gone. A worker object of the target name that is not
 //! ours is reported, never overwritten. Claims are handled by [`super::virtual_volume`].
@@ -15,14 +15,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, request, request_opt};
+use super::error::{Side, TopDownError, describe_owner, request, request_opt};
 use super::mapping::{
     CopyUpdate, MapError, MappingContext, Ownership, config_map_update, is_copy_of, ownership,
     physical_config_map, physical_secret, secret_update,
 };
 use super::session::{Stores, TopDown};
 use super::store::{CopyKey, CopyKind, ObjectStore};
-use super::virtual_pod::describe_owner;
 use super::virtual_volume;
 use crate::naming::physical_name;
 use crate::syncer::context::Context;

@@ -8,21 +8,18 @@
 //! Every step can be repeated: the physical name is deterministic, the mapping is recorded
 //! on both objects, and a 409 on create is resolved by ownership (adopt ours, report others).
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 use kube_kit::slim::Slim;
-use serde_json::json;
 use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, request, request_opt};
+use super::error::{Side, TopDownError, describe_owner, request, request_opt};
 use super::mapping::{
     Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, back_reference,
     dependencies, lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
-    physical_pod_reference, physical_pod_update, should_map, token_secret_name,
+    physical_pod_reference, physical_pod_update, reference_patch, should_map, token_secret_name,
 };
 use super::session::{TopDown, safety_recheck};
 use super::store::{object_key, split_key};
@@ -131,19 +128,6 @@ pub fn lost_before_record(
     let unrecorded = recorded_physical(owner, mount_namespace).is_none();
     let live = owner.metadata.deletion_timestamp.is_none() && !super::store::pod_finished(owner);
     (same && unrecorded && live).then(|| uid.clone())
-}
-
-/// The annotations of `reference` that the virtual pod lacks or has with another value, as
-/// a merge patch; `None` when it already has them all.
-pub fn reference_patch(
-    pod: &Pod,
-    reference: &BTreeMap<String, String>,
-) -> Option<serde_json::Value> {
-    let have = pod.metadata.annotations.as_ref();
-    let differs = reference
-        .iter()
-        .any(|(k, v)| have.and_then(|a| a.get(k)) != Some(v));
-    differs.then(|| json!({ "metadata": { "annotations": reference } }))
 }
 
 /// The physical node of the virtual node `pod` is bound to, when it is one of ours.
@@ -452,24 +436,6 @@ async fn follow(
     Ok(Some(updated))
 }
 
-/// Who a physical object belongs to, in words.
-pub(crate) fn describe_owner(ownership: &Ownership) -> String {
-    match ownership {
-        Ownership::Ours => "this object".to_owned(),
-        Ownership::Unowned => {
-            "nobody Kubeocean knows (no kubeocean.io/managed-by label)".to_owned()
-        }
-        Ownership::Foreign(owner) => format!(
-            "{} (uid {})",
-            object_key(
-                owner.namespace.as_deref().unwrap_or_default(),
-                owner.name.as_deref().unwrap_or("<unnamed>")
-            ),
-            owner.uid.as_deref().unwrap_or("unknown")
-        ),
-    }
-}
-
 fn object_key_of(pod: &Pod) -> String {
     object_key(
         pod.metadata.namespace.as_deref().unwrap_or_default(),
@@ -628,7 +594,8 @@ async fn finish_deletion(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
+    use serde_json::json;
+    use std::collections::{BTreeMap, BTreeSet};
 
     #[test]
     fn a_physical_pod_deleted_before_the_record_is_lost_only_for_its_live_owner() {

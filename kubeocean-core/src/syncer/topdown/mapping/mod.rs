@@ -35,7 +35,8 @@ pub use config::{
 };
 pub use pod::{
     Dependencies, Need, SkipReason, dependencies, physical_ephemeral_containers, physical_node_of,
-    physical_pod, physical_pod_name, physical_pod_reference, physical_pod_update, should_map,
+    physical_pod, physical_pod_name, physical_pod_reference, physical_pod_update, reference_patch,
+    should_map,
 };
 pub use status::{lost_pod_status, virtual_pod_status};
 pub use token::{

@@ -293,6 +293,19 @@ pub fn physical_pod(pod: &Pod, ctx: &MappingContext<'_>) -> Result<Pod, MapError
     })
 }
 
+/// The annotations of `reference` that the virtual pod lacks or has with another value, as
+/// a merge patch; `None` when it already has them all.
+pub fn reference_patch(
+    pod: &Pod,
+    reference: &BTreeMap<String, String>,
+) -> Option<serde_json::Value> {
+    let have = pod.metadata.annotations.as_ref();
+    let differs = reference
+        .iter()
+        .any(|(k, v)| have.and_then(|a| a.get(k)) != Some(v));
+    differs.then(|| serde_json::json!({ "metadata": { "annotations": reference } }))
+}
+
 /// The annotations that record, on a virtual pod, which physical pod runs it.
 pub fn physical_pod_reference(physical: &Pod) -> BTreeMap<String, String> {
     let meta = &physical.metadata;
