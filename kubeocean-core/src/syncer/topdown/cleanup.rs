@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request};
-use super::session::TopDown;
+use super::state::TopDown;
 use crate::labels;
 use crate::syncer::context::Context;
 

@@ -6,9 +6,11 @@
 //!   virtual status, ownership of an existing copy). No I/O; unit-tested on their own.
 //! - The reconcilers that apply them, one per file: [`virtual_pod`],
 //!   [`physical_pod`](mod@physical_pod), [`virtual_copy`], [`virtual_volume`],
-//!   [`token_refresh`], [`cleanup`]. They read the in-memory [`store`]s fed by the watches
-//!   of both clusters, wired up per sync session in
-//!   [`session`], and fail with a [`TopDownError`] ([`error`]).
+//!   [`token_refresh`], [`cleanup`]. They read the session's [`state`] (in-memory
+//!   [`store`]s fed by the watches of both clusters, and the work queues) and fail with a
+//!   [`TopDownError`] ([`error`]).
+//! - [`session`]: the only module that knows every reconciler: it starts the watches and
+//!   runs each reconciler in the syncer's worker loop.
 //!
 //! Everything the reconcilers need to resume is stored in the two clusters (names are
 //! deterministic, mappings are recorded in annotations on both sides).
@@ -18,6 +20,7 @@ pub mod error;
 pub mod mapping;
 pub mod physical_pod;
 pub mod session;
+pub mod state;
 pub mod store;
 pub mod token_refresh;
 pub mod virtual_copy;
@@ -40,4 +43,4 @@ pub use mapping::{
 pub use crate::syncer::metrics::TopDownMetrics;
 pub use cleanup::remaining_physical_objects;
 pub use error::{Side, TopDownError};
-pub use session::TopDown;
+pub use state::TopDown;

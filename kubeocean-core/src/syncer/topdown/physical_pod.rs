@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::error::{Side, TopDownError, request, request_opt};
 use super::mapping::patch::merge_patch;
 use super::mapping::{back_reference, physical_pod_reference, reference_patch, virtual_pod_status};
-use super::session::TopDown;
+use super::state::TopDown;
 use super::store::{object_key, pod_finished};
 use crate::syncer::context::Context;
 

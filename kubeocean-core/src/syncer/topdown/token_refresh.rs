@@ -21,7 +21,7 @@ use super::mapping::{
     ownership, physical_pod_name, token_refresh_at, token_refresh_due, token_secret,
     token_secret_name,
 };
-use super::session::TopDown;
+use super::state::TopDown;
 use super::store::{object_key, pod_finished, split_key};
 use crate::syncer::context::Context;
 

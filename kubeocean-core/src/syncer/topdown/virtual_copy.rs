@@ -20,7 +20,7 @@ use super::mapping::{
     CopyUpdate, MapError, MappingContext, Ownership, config_map_update, is_copy_of, ownership,
     physical_config_map, physical_secret, secret_update,
 };
-use super::session::{Stores, TopDown};
+use super::state::{Stores, TopDown};
 use super::store::{CopyKey, CopyKind, ObjectStore};
 use super::virtual_volume;
 use crate::naming::physical_name;

@@ -17,14 +17,13 @@ use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, describe_owner, request, request_opt};
 use super::mapping::{
-    Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, back_reference,
-    dependencies, lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
+    Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, dependencies,
+    lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
     physical_pod_reference, physical_pod_update, reference_patch, should_map, token_secret_name,
 };
-use super::session::{TopDown, safety_recheck};
+use super::state::{TopDown, recorded_physical, safety_recheck};
 use super::store::{object_key, split_key};
 use super::{token_refresh, virtual_copy, virtual_volume};
-use crate::labels;
 use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
@@ -94,40 +93,6 @@ pub fn waiting_note(waiting: &Waiting) -> String {
         "{}; the pod is mapped to the worker cluster once this is resolved",
         parts.join("; ")
     )
-}
-
-/// The physical pod recorded on a virtual pod (name and UID), when it is in `mount_namespace`.
-pub fn recorded_physical(pod: &Pod, mount_namespace: &str) -> Option<(String, String)> {
-    let annotations = pod.metadata.annotations.as_ref()?;
-    if annotations.get(labels::PHYSICAL_POD_NAMESPACE)? != mount_namespace {
-        return None;
-    }
-    Some((
-        annotations.get(labels::PHYSICAL_POD_NAME)?.clone(),
-        annotations.get(labels::PHYSICAL_POD_UID)?.clone(),
-    ))
-}
-
-/// The UID of the virtual pod whose physical pod `physical` was, when its deletion means
-/// that pod is lost although the mapping was not recorded on it yet: `owner` (the virtual
-/// pod under the physical pod's back-reference) is the same pod, is not being deleted, has
-/// not finished, and records no physical pod in `mount_namespace`. The syncer deletes a
-/// physical pod only for an owner that is gone, replaced or being deleted, so such a
-/// deletion came from elsewhere.
-pub fn lost_before_record(
-    physical: &Pod,
-    owner: Option<&Pod>,
-    mount_namespace: &str,
-) -> Option<String> {
-    let owner = owner?;
-    let uid = owner.metadata.uid.as_ref()?;
-    let back = back_reference(&physical.metadata);
-    let same = back.uid.as_ref() == Some(uid)
-        && back.namespace == owner.metadata.namespace
-        && back.name == owner.metadata.name;
-    let unrecorded = recorded_physical(owner, mount_namespace).is_none();
-    let live = owner.metadata.deletion_timestamp.is_none() && !super::store::pod_finished(owner);
-    (same && unrecorded && live).then(|| uid.clone())
 }
 
 /// The physical node of the virtual node `pod` is bound to, when it is one of ours.
@@ -593,7 +558,9 @@ async fn finish_deletion(
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::lost_before_record;
     use super::*;
+    use crate::labels;
     use serde_json::json;
     use std::collections::{BTreeMap, BTreeSet};
 

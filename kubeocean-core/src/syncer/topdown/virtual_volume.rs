@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use super::error::{Side, TopDownError, request, request_opt};
 use super::mapping::is_copy_of;
 use super::mapping::{MapError, MappingContext, physical_pv, physical_pvc, pv_secret_refs};
-use super::session::TopDown;
+use super::state::TopDown;
 use super::store::{CopyKey, object_key};
 use super::virtual_copy::{check_owner, ensure_copy};
 use crate::labels;
