@@ -13,8 +13,7 @@ use tokio::time::Instant;
 
 use super::config::SyncerConfig;
 use super::index::{self, ComputingIndex, WorkerIndex};
-use super::queue::WorkQueue;
-use super::worker::FailureCounts;
+use super::queue::{FailureCounts, WorkQueue};
 use crate::leasing::LeasingPolicyEngine;
 
 /// How long pod usage changes of a node are gathered before its virtual node is re-evaluated.

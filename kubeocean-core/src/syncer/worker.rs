@@ -3,10 +3,9 @@
 //! metrics, a Warning Event on the object concerned) and requeue it — at the instant the
 //! reconciler asked for, or, after a failure, with the one retry policy ([`backoff`]).
 
-use std::collections::HashMap;
 use std::fmt::Display;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::EventType;
@@ -16,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::SyncerConfig;
 use super::context::Context;
-use super::queue::WorkQueue;
+use super::queue::{FailureCounts, WorkQueue};
 
 /// An error a reconciler returns: its reason labels metrics and Events.
 pub trait Failure: Display {
@@ -51,28 +50,6 @@ pub trait Reconciler: Send + Sync {
 
     /// Called on each failure, before the Event (e.g. a reconciler's own error counter).
     fn on_failure(&self, _ctx: &Context, _reason: &'static str) {}
-}
-
-/// Consecutive failures per key, for the backoff.
-#[derive(Debug, Default)]
-pub struct FailureCounts(Mutex<HashMap<String, u32>>);
-
-impl FailureCounts {
-    /// Records a failure of `key`; returns how many in a row.
-    pub fn failed(&self, key: &str) -> u32 {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = map.entry(key.to_owned()).or_insert(0);
-        *count = count.saturating_add(1);
-        *count
-    }
-
-    /// Forgets the failures of `key` after a success.
-    pub fn succeeded(&self, key: &str) {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if !map.is_empty() {
-            map.remove(key);
-        }
-    }
 }
 
 /// The retry policy of every reconciler: `retry_interval` after the first failure of a key,
@@ -130,16 +107,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-
-    #[test]
-    fn failures_count_in_a_row_per_key() {
-        let counts = FailureCounts::default();
-        assert_eq!(counts.failed("a"), 1);
-        assert_eq!(counts.failed("a"), 2);
-        assert_eq!(counts.failed("b"), 1);
-        counts.succeeded("a");
-        assert_eq!(counts.failed("a"), 1);
-    }
 
     #[test]
     fn retries_back_off_from_the_retry_interval_to_the_maximum() {

@@ -29,8 +29,9 @@ use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
 use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
-use crate::syncer::worker::{self, FailureCounts};
+use crate::syncer::worker;
 
 /// Namespace of node Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";

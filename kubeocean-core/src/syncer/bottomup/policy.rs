@@ -22,8 +22,9 @@ use crate::leasing::{Schedule, validate_policy};
 use crate::syncer::conditions::{condition, upsert_condition};
 use crate::syncer::context::Context;
 use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
-use crate::syncer::worker::{self, FailureCounts};
+use crate::syncer::worker;
 
 /// Condition reasons written on policies.
 pub mod reason {

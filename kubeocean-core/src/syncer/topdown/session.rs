@@ -21,12 +21,13 @@ use tokio_util::sync::CancellationToken;
 use super::error::{Side, TopDownError, request};
 use super::state::{CLEANUP_KEY, copied_from, owner_pod_key};
 use super::store::{CopyKey, CopyKind};
-use super::{cleanup, physical_pod, token_refresh, virtual_copy, virtual_pod};
+use super::{cleanup, physical_pod, token_refresh, virtual_copy, virtual_pod, virtual_volume};
 use crate::labels;
 use crate::syncer::context::Context;
+use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::reflector::spawn_reflector;
-use crate::syncer::worker::{self, FailureCounts};
+use crate::syncer::worker;
 
 pub use super::state::{Stores, TopDown};
 pub use crate::syncer::context::EVENT_REPORTER;
@@ -325,6 +326,24 @@ async fn ensure_mount_namespace(ctx: &Context, td: &TopDown) {
     }
 }
 
+/// Reconciles one copy key ([`CopyKey`]): ConfigMaps and Secrets in [`virtual_copy`],
+/// claims in [`virtual_volume`].
+async fn reconcile_copy(
+    ctx: &Context,
+    td: &TopDown,
+    key: &str,
+) -> Result<Option<Instant>, TopDownError> {
+    let Ok(copy) = key.parse::<CopyKey>() else {
+        tracing::warn!(key, "malformed copy key dropped");
+        return Ok(None);
+    };
+    match copy.kind {
+        CopyKind::ConfigMap | CopyKind::Secret => virtual_copy::reconcile(ctx, td, &copy).await?,
+        CopyKind::PersistentVolumeClaim => virtual_volume::reconcile(ctx, td, &copy).await?,
+    }
+    Ok(None)
+}
+
 /// One top-down reconciler of a session, for the worker loop ([`worker::run`]).
 struct Worker {
     td: Arc<TopDown>,
@@ -403,7 +422,7 @@ impl worker::Reconciler for Worker {
         match self.which {
             Reconciler::VirtualPod => virtual_pod::reconcile(ctx, td, key).await,
             Reconciler::PhysicalPod => physical_pod::reconcile(ctx, td, key).await,
-            Reconciler::Copy => virtual_copy::reconcile(ctx, td, key).await,
+            Reconciler::Copy => reconcile_copy(ctx, td, key).await,
             Reconciler::Token => token_refresh::reconcile(ctx, td, key).await,
             Reconciler::Cleanup => cleanup::reconcile(ctx, td).await,
         }

@@ -24,9 +24,9 @@ use crate::crd::ClusterBinding;
 use crate::labels;
 use crate::naming::{physical_name, virtual_node_name};
 use crate::syncer::context::Context;
+use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::reflector::Change;
-use crate::syncer::worker::FailureCounts;
 
 /// Key of the single item of the cleanup queue.
 pub(crate) const CLEANUP_KEY: &str = "binding";

@@ -13,7 +13,6 @@ use kube::api::{DeleteParams, ObjectMeta, PostParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, describe_owner, request, request_opt};
 use super::mapping::{
@@ -22,7 +21,6 @@ use super::mapping::{
 };
 use super::state::{Stores, TopDown};
 use super::store::{CopyKey, CopyKind, ObjectStore};
-use super::virtual_volume;
 use crate::naming::physical_name;
 use crate::syncer::context::Context;
 
@@ -240,22 +238,17 @@ pub(crate) async fn delete_physical<K: Copied>(
     }
 }
 
-/// Reconciles one copy key ([`CopyKey`]).
+/// Reconciles the copy of one ConfigMap or Secret (claims: [`super::virtual_volume`]).
 pub(crate) async fn reconcile(
     ctx: &Context,
     td: &TopDown,
-    key: &str,
-) -> Result<Option<Instant>, TopDownError> {
-    let Ok(copy) = key.parse::<CopyKey>() else {
-        tracing::warn!(key, "malformed copy key dropped");
-        return Ok(None);
-    };
+    copy: &CopyKey,
+) -> Result<(), TopDownError> {
     match copy.kind {
-        CopyKind::ConfigMap => sync::<ConfigMap>(ctx, td, &copy).await?,
-        CopyKind::Secret => sync::<Secret>(ctx, td, &copy).await?,
-        CopyKind::PersistentVolumeClaim => virtual_volume::reconcile(ctx, td, &copy).await?,
+        CopyKind::ConfigMap => sync::<ConfigMap>(ctx, td, copy).await,
+        CopyKind::Secret => sync::<Secret>(ctx, td, copy).await,
+        CopyKind::PersistentVolumeClaim => Ok(()),
     }
-    Ok(None)
 }
 
 /// Copies or collects one ConfigMap or Secret.
