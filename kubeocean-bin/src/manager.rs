@@ -14,7 +14,6 @@ use kube_kit::admin::AdminState;
 use kube_kit::args::parse_duration;
 use kube_kit::controller::ControllerMetrics;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
-use kubeocean_core::bottomup::{SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::manager::{
     BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, MANAGER_NAME, Manager, ManagerConfig,
@@ -22,6 +21,7 @@ use kubeocean_core::manager::{
 };
 use kubeocean_core::naming::is_dns1123_label;
 use kubeocean_core::proxier::ProxierMetrics;
+use kubeocean_core::syncer::{SyncerConfig, SyncerMetrics};
 
 /// The image both workloads run by default: this version of the `kubeocean` binary.
 fn default_image() -> String {

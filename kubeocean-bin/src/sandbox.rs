@@ -22,7 +22,6 @@ use kube_kit::args::parse_duration;
 use kube_kit::controller::ControllerMetrics;
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
 use kube_sandbox::{Cluster, ServeOptions, Served, SimNode};
-use kubeocean_core::bottomup::SyncerConfig;
 use kubeocean_core::crd::{
     ClusterBinding, DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME,
     DEFAULT_POD_PRIORITY_VALUE, ResourceLeasingPolicy,
@@ -32,6 +31,7 @@ use kubeocean_core::manager::{
     EmbeddedProxierConfig, EmbeddedRunner, Manager, ManagerConfig, SyncerProxierRuntime, Templates,
 };
 use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
+use kubeocean_core::syncer::SyncerConfig;
 use serde_json::{Value, json};
 
 /// Namespace of the kubeconfig Secrets (and the manager's namespace).

@@ -1,4 +1,4 @@
-//! `kubeocean syncer`: flags, then [`kubeocean_core::bottomup::Syncer::run`].
+//! `kubeocean syncer`: flags, then [`kubeocean_core::syncer::Syncer::run`].
 
 use std::time::Duration;
 
@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use kube_kit::admin::AdminState;
 use kube_kit::args::parse_duration;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
-use kubeocean_core::bottomup::{ProxierEndpoint, Syncer, SyncerConfig, SyncerMetrics};
+use kubeocean_core::syncer::{ProxierEndpoint, Syncer, SyncerConfig, SyncerMetrics};
 
 /// Flags of `kubeocean syncer`.
 #[derive(Debug, clap::Args)]
@@ -43,12 +43,12 @@ pub struct SyncerArgs {
     #[arg(long, env = "REQUEST_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     request_timeout: Duration,
 
-    /// Longest wait between retries of a failing top-down reconcile.
+    /// Longest wait between retries of a failing reconcile (every reconciler backs off to it).
     #[arg(long, env = "MAX_RETRY_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     max_retry_interval: Duration,
 
     /// Threads of the async runtime: 1 runs everything on one thread, 0 one per CPU.
-    #[arg(long, env = "RUNTIME_THREADS", default_value_t = kubeocean_core::bottomup::SYNCER_RUNTIME_THREADS)]
+    #[arg(long, env = "RUNTIME_THREADS", default_value_t = kubeocean_core::syncer::SYNCER_RUNTIME_THREADS)]
     pub runtime_threads: usize,
 
     #[command(flatten)]

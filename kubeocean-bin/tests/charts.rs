@@ -508,12 +508,12 @@ async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
     use kube_kit::admin::Metrics;
     use kube_kit::controller::ControllerMetrics;
     use kube_sandbox::{Cluster, ServeOptions, SimNode};
-    use kubeocean_core::bottomup::SyncerConfig;
     use kubeocean_core::crd::{ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
     use kubeocean_core::manager::{
         EmbeddedRunner, Manager, ManagerConfig, SyncerRuntime, Templates,
     };
     use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
+    use kubeocean_core::syncer::SyncerConfig;
     use tokio_util::sync::CancellationToken;
 
     let Some(helm) =
@@ -700,7 +700,7 @@ async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
     })
     .await;
     assert_eq!(
-        kubeocean_core::topdown::remaining_physical_objects(&w, mount)
+        kubeocean_core::syncer::topdown::remaining_physical_objects(&w, mount)
             .await
             .unwrap(),
         0

@@ -42,10 +42,10 @@ use kube_kit::client::{ClientOptions, client_from_kubeconfig_yaml};
 use kube_kit::slim::Slim;
 use kube_sandbox::requests::difference;
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
-use kubeocean_core::bottomup::{Syncer, SyncerConfig};
 use kubeocean_core::crd::ResourceLeasingPolicy;
 use kubeocean_core::naming::physical_name;
 use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
+use kubeocean_core::syncer::{Syncer, SyncerConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

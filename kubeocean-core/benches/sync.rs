@@ -22,8 +22,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
-use kubeocean_core::bottomup::{Syncer, SyncerConfig};
 use kubeocean_core::crd::ResourceLeasingPolicy;
+use kubeocean_core::syncer::{Syncer, SyncerConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -4,15 +4,15 @@
 //! - [`crd`]: the `ClusterBinding` and `ResourceLeasingPolicy` custom resources.
 //! - [`naming`] and [`labels`]: the names, labels, annotations and taints of the wire contract.
 //! - [`leasing`]: what a physical node lends, when, and with which taints.
-//! - [`bottomup`]: the syncer's bottom-up half (virtual nodes, their Leases and CSINodes).
-//! - [`topdown`]: the syncer's top-down half (virtual pods, their ConfigMaps, Secrets,
-//!   claims and tokens -> physical objects in the worker, status back up).
+//! - [`syncer`]: one syncer per ClusterBinding; its bottom-up half
+//!   ([`syncer::bottomup`]: virtual nodes, their Leases and CSINodes) and top-down half
+//!   ([`syncer::topdown`]: virtual pods, their ConfigMaps, Secrets, claims and tokens ->
+//!   physical objects in the worker, status back up) share its session core.
 //! - [`explain`]: the `kubeocean leasing explain` dry-run.
 
 // Tests unwrap their fixtures; library code never does.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-pub mod bottomup;
 pub mod crd;
 pub mod explain;
 pub mod labels;
@@ -21,6 +21,6 @@ pub mod manager;
 pub mod naming;
 pub mod proxier;
 pub mod setup;
-pub mod topdown;
+pub mod syncer;
 
 pub use crd::crds;

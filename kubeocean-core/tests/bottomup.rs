@@ -21,8 +21,8 @@ use kube::{Api, Client, ResourceExt};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode,
 };
-use kubeocean_core::bottomup::{Clock, Syncer, SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::{self, ClusterBinding, ResourceLeasingPolicy};
+use kubeocean_core::syncer::{Clock, Syncer, SyncerConfig, SyncerMetrics};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

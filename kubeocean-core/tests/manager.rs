@@ -30,7 +30,6 @@ use kube_kit::controller::{Backoff, ControllerMetrics};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode, UserInfo,
 };
-use kubeocean_core::bottomup::{SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::{ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
 use kubeocean_core::manager::cluster_binding::reconcile;
 use kubeocean_core::manager::permissions::{SYNCER_GRANTS, Scope};
@@ -38,6 +37,7 @@ use kubeocean_core::manager::{
     BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, FINALIZER, Manager, ManagerConfig,
     RuntimeReporter, SyncerProxierRuntime, SyncerRuntime, Templates, workload_names,
 };
+use kubeocean_core::syncer::{SyncerConfig, SyncerMetrics};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -741,7 +741,7 @@ async fn deleting_a_binding_waits_for_the_drain_before_the_finalizer_goes() {
     })
     .await;
     assert_eq!(
-        kubeocean_core::topdown::remaining_physical_objects(w, MOUNT_NS)
+        kubeocean_core::syncer::topdown::remaining_physical_objects(w, MOUNT_NS)
             .await
             .unwrap(),
         0

@@ -20,13 +20,13 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kube_sandbox::{Cluster, ServeOptions, Served, SimNode};
-use kubeocean_core::bottomup::{Syncer, SyncerConfig, SyncerMetrics};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::naming::physical_name;
 use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
-use kubeocean_core::topdown::{
+use kubeocean_core::syncer::topdown::{
     self, TOKEN_REFRESH_AT, VIRTUAL_NAME, VIRTUAL_NAMESPACE, token_secret_name,
 };
+use kubeocean_core::syncer::{Syncer, SyncerConfig, SyncerMetrics};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

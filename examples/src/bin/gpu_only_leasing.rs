@@ -24,12 +24,12 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use kube_kit::quantity::{Format, Quantity};
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
-use kubeocean_core::bottomup::{Syncer, SyncerConfig};
 use kubeocean_core::crd::ResourceLeasingPolicy;
 use kubeocean_core::leasing::{
     DefaultLeasingEngine, LeasingDecision, LeasingInput, LeasingPolicyEngine, NotLentReason, PODS,
     taint,
 };
+use kubeocean_core::syncer::{Syncer, SyncerConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -1,6 +1,6 @@
 //! What the benches that run a syncer child process share.
 
-use kubeocean_core::bottomup::SYNCER_RUNTIME_THREADS;
+use kubeocean_core::syncer::SYNCER_RUNTIME_THREADS;
 use tokio::runtime::Runtime;
 
 /// The runtime of a bench process: a syncer child runs on the runtime `kubeocean syncer`

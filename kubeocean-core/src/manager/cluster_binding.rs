@@ -38,8 +38,8 @@ use super::status::{
 use super::templates::{self, WorkloadNames, recorded_hash, workload_names};
 use super::validate::validate_binding;
 use super::{Context, Error, FINALIZER, MANAGER_NAME};
-use crate::bottomup::connect_worker;
 use crate::crd::{ClusterBinding, ClusterBindingPhase, cluster_binding_condition as ctype};
+use crate::syncer::binding::connect_worker;
 
 /// Reconciles one ClusterBinding.
 pub async fn reconcile(binding: Arc<ClusterBinding>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -498,7 +498,7 @@ async fn worker_drain(
     };
     let count = tokio::time::timeout(
         config.worker_timeout,
-        crate::topdown::remaining_physical_objects(&worker, &mount_namespace),
+        crate::syncer::topdown::remaining_physical_objects(&worker, &mount_namespace),
     );
     let drain = match count.await {
         Ok(Ok(n)) => WorkerDrain::Remaining(n),

@@ -2,8 +2,8 @@
 //! has drained what it made — no virtual node of the binding left in the computing cluster,
 //! no Pod, ConfigMap, Secret or PVC labelled `kubeocean.io/managed-by=kubeocean` left in the
 //! binding's mount namespace in the worker (counted by
-//! [`crate::topdown::remaining_physical_objects`]). Only then does the manager remove the
-//! workloads and the finalizer.
+//! [`crate::syncer::topdown::remaining_physical_objects`]). Only then does the manager
+//! remove the workloads and the finalizer.
 //!
 //! The worker is reached through the binding's Secret, or, when the Secret went first, with
 //! the last client of this manager process that reached it. A worker that cannot be reached

@@ -24,8 +24,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::status::{WorkloadState, reason};
-use crate::bottomup::{Syncer, SyncerConfig};
 use crate::crd::ClusterBinding;
+use crate::syncer::{Syncer, SyncerConfig};
 
 /// How one component of a group is doing.
 #[derive(Clone, Debug, PartialEq, Eq)]

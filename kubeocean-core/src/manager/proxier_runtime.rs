@@ -18,9 +18,9 @@ use kube::{Api, Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::embedded::{BindingRuntime, ComponentState, RuntimeReporter};
-use crate::bottomup::{ProxierEndpoint, Syncer, SyncerConfig};
 use crate::crd::ClusterBinding;
 use crate::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
+use crate::syncer::{ProxierEndpoint, Syncer, SyncerConfig};
 
 /// Settings of the proxier in [`SyncerProxierRuntime`].
 #[derive(Clone, Debug)]

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use kube::{Api, Client};
 use kube_kit::client::{ClientOptions, describe_kube_error};
 
-use crate::bottomup::binding::{ConnectError, connect_worker};
 use crate::crd::ClusterBinding;
+use crate::syncer::binding::{ConnectError, connect_worker};
 
 /// Why the worker client is not available.
 #[derive(Debug, thiserror::Error)]

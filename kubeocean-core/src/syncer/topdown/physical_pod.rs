@@ -13,12 +13,11 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request, request_opt};
-use super::patch::merge_patch;
-use super::session::TopDown;
+use super::mapping::patch::merge_patch;
+use super::mapping::{back_reference, physical_pod_reference, reference_patch, virtual_pod_status};
+use super::state::TopDown;
 use super::store::{object_key, pod_finished};
-use super::virtual_pod::reference_patch;
-use super::{back_reference, physical_pod_reference, virtual_pod_status};
-use crate::bottomup::Context;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "physical-pod";

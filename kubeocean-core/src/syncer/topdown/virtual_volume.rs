@@ -11,13 +11,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::error::{Side, TopDownError, request, request_opt};
-use super::session::TopDown;
+use super::mapping::is_copy_of;
+use super::mapping::{MapError, MappingContext, physical_pv, physical_pvc, pv_secret_refs};
+use super::state::TopDown;
 use super::store::{CopyKey, object_key};
-use super::virtual_copy::{check_owner, ensure_copy, is_copy_of};
-use super::{MapError, MappingContext, physical_pv, physical_pvc, pv_secret_refs};
-use crate::bottomup::Context;
+use super::virtual_copy::{check_owner, ensure_copy};
 use crate::labels;
 use crate::naming::physical_name;
+use crate::syncer::context::Context;
 
 /// Where a claim stands.
 #[derive(Clone, Debug, PartialEq, Eq)]

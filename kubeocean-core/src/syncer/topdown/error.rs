@@ -1,28 +1,12 @@
 //! What can go wrong while mapping, on which object, in which cluster.
 
-use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use super::MapError;
-
-/// The cluster a request went to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    /// The computing cluster (virtual objects).
-    Computing,
-    /// The worker cluster (physical objects).
-    Worker,
-}
-
-impl fmt::Display for Side {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Side::Computing => "computing",
-            Side::Worker => "worker",
-        })
-    }
-}
+use super::mapping::{MapError, Ownership};
+use super::store::object_key;
+pub use crate::syncer::error::Side;
+use crate::syncer::worker::Failure;
 
 /// Why a top-down reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +73,12 @@ pub enum TopDownError {
         /// `namespace/name` of the virtual pod.
         pod: String,
     },
+}
+
+impl Failure for TopDownError {
+    fn reason(&self) -> &'static str {
+        TopDownError::reason(self)
+    }
 }
 
 impl TopDownError {
@@ -162,6 +152,24 @@ pub(crate) async fn request_opt<T>(
         Ok(value) => Ok(Some(value)),
         Err(err) if err.code() == Some(404) => Ok(None),
         Err(err) => Err(err),
+    }
+}
+
+/// Who a physical object belongs to, in words.
+pub(crate) fn describe_owner(ownership: &Ownership) -> String {
+    match ownership {
+        Ownership::Ours => "this object".to_owned(),
+        Ownership::Unowned => {
+            "nobody Kubeocean knows (no kubeocean.io/managed-by label)".to_owned()
+        }
+        Ownership::Foreign(owner) => format!(
+            "{} (uid {})",
+            object_key(
+                owner.namespace.as_deref().unwrap_or_default(),
+                owner.name.as_deref().unwrap_or("<unnamed>")
+            ),
+            owner.uid.as_deref().unwrap_or("unknown")
+        ),
     }
 }
 

@@ -1,69 +1,35 @@
-//! Wiring of the top-down half into a sync session: the in-memory stores and their watches,
-//! the work queues, and the workers that run the reconcilers.
-//!
-//! The worker-side pod watch is the bottom-up one (see [`TopDown::on_physical_pods`]); every
-//! other watch is started here. Reconcilers start once every store is complete.
+//! The state of the top-down half in one sync session: the in-memory stores of both
+//! clusters, the work queues of the reconcilers, and how a watch event turns into queued
+//! keys. Reconcilers read it; [`super::session`] feeds it and runs them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret,
+    ConfigMap, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret,
 };
-use kube::api::{ObjectMeta, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::watcher;
-use kube::{Api, Resource, ResourceExt};
-use kube_kit::controller::{Backoff, MAX_EVENT_NOTE_BYTES, truncate_utf8};
-use tokio::sync::oneshot;
-use tokio::task::JoinSet;
+use kube::api::ObjectMeta;
+use kube::runtime::events::EventType;
+use kube::{Resource, ResourceExt};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-use super::error::{Side, TopDownError, request};
-use super::store::{CopyKey, CopyKind, ObjectStore, PodStore, object_key, pod_finished};
-use super::{
-    BindingSettings, VIRTUAL_NAME, VIRTUAL_NAMESPACE, cleanup, physical_pod,
-    same_copied_annotations, token_refresh, virtual_copy, virtual_pod,
+use super::error::Side;
+use super::mapping::{
+    BindingSettings, VIRTUAL_NAME, VIRTUAL_NAMESPACE, back_reference, is_managed,
+    physical_pod_name, pv_secret_refs, same_copied_annotations,
 };
-use crate::bottomup::{Change, Context, WorkQueue, spawn_reflector};
+use super::store::{CopyKey, CopyKind, ObjectStore, PodStore, object_key, pod_finished};
 use crate::crd::ClusterBinding;
 use crate::labels;
 use crate::naming::{physical_name, virtual_node_name};
+use crate::syncer::context::Context;
+use crate::syncer::queue::FailureCounts;
+use crate::syncer::queue::WorkQueue;
+use crate::syncer::reflector::Change;
 
-/// `reportingController` of the Events the syncer publishes.
-pub const EVENT_REPORTER: &str = "kubeocean.io/syncer";
 /// Key of the single item of the cleanup queue.
-const CLEANUP_KEY: &str = "binding";
-
-/// The reconcilers of the top-down half.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Reconciler {
-    /// Virtual pod -> physical pod (create, follow, delete).
-    VirtualPod,
-    /// Physical pod -> virtual pod status; orphan collection.
-    PhysicalPod,
-    /// ConfigMap, Secret and claim copies: keep in step, collect when unused.
-    Copy,
-    /// Service-account token Secrets.
-    Token,
-    /// Removal of everything in the worker once the binding is deleted.
-    Cleanup,
-}
-
-impl Reconciler {
-    /// Name used in metrics and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reconciler::VirtualPod => virtual_pod::NAME,
-            Reconciler::PhysicalPod => physical_pod::NAME,
-            Reconciler::Copy => virtual_copy::NAME,
-            Reconciler::Token => token_refresh::NAME,
-            Reconciler::Cleanup => cleanup::NAME,
-        }
-    }
-}
+pub(crate) const CLEANUP_KEY: &str = "binding";
 
 /// Objects of both clusters, as the watches last saw them. Physical objects are keyed by
 /// `<mountNamespace>/<name>` (PersistentVolumes by name).
@@ -108,11 +74,11 @@ pub struct TopDown {
     pub tokens: WorkQueue,
     /// The binding, when it is being deleted.
     pub cleanup: WorkQueue,
-    recorder: Recorder,
-    failures: Mutex<HashMap<(Reconciler, String), u32>>,
+    /// Consecutive failures per key, one table per [`Reconciler`].
+    pub(super) failures: Failures,
     first_seen: Mutex<HashMap<String, Instant>>,
     /// UIDs of virtual pods whose physical pod was deleted from elsewhere before the
-    /// mapping was recorded on them ([`virtual_pod::lost_before_record`]).
+    /// mapping was recorded on them ([`lost_before_record`]).
     lost_unrecorded: Mutex<HashSet<String>>,
 }
 
@@ -120,16 +86,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether a physical object carries `kubeocean.io/managed-by=kubeocean`.
-pub fn is_managed(meta: &ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
-}
-
 /// The virtual object a physical ConfigMap, Secret or claim copy says it copies.
-fn copied_from(meta: &ObjectMeta) -> Option<(String, String)> {
+pub(super) fn copied_from(meta: &ObjectMeta) -> Option<(String, String)> {
     let annotations = meta.annotations.as_ref()?;
     Some((
         annotations.get(VIRTUAL_NAMESPACE)?.clone(),
@@ -138,7 +96,7 @@ fn copied_from(meta: &ObjectMeta) -> Option<(String, String)> {
 }
 
 /// The virtual pod a physical pod or token Secret belongs to, as a key.
-fn owner_pod_key(meta: &ObjectMeta) -> Option<String> {
+pub(super) fn owner_pod_key(meta: &ObjectMeta) -> Option<String> {
     let annotations = meta.annotations.as_ref()?;
     Some(object_key(
         annotations.get(labels::VIRTUAL_POD_NAMESPACE)?,
@@ -163,13 +121,6 @@ impl TopDown {
             let full = virtual_node_name(&settings.cluster_id, "");
             full.chars().take(30).collect::<String>()
         };
-        let recorder = Recorder::new(
-            ctx.computing.clone(),
-            Reporter {
-                controller: EVENT_REPORTER.to_owned(),
-                instance: Some(settings.name.clone()),
-            },
-        );
         Some(Arc::new(TopDown {
             settings,
             vnode_prefix,
@@ -179,8 +130,7 @@ impl TopDown {
             copies: WorkQueue::new(),
             tokens: WorkQueue::new(),
             cleanup: WorkQueue::new(),
-            recorder,
-            failures: Mutex::new(HashMap::new()),
+            failures: Default::default(),
             first_seen: Mutex::new(HashMap::new()),
             lost_unrecorded: Mutex::new(HashSet::new()),
         }))
@@ -232,7 +182,7 @@ impl TopDown {
             return false;
         }
         stores.pvs.values().any(|pv| {
-            let refs = super::pv_secret_refs(pv);
+            let refs = pv_secret_refs(pv);
             let claim = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
             refs.iter()
                 .any(|(ns, name)| *ns == key.namespace && *name == key.name)
@@ -284,7 +234,7 @@ impl TopDown {
     }
 
     fn physical_name_of(pod: &Pod) -> Option<String> {
-        super::physical_pod_name(pod).ok()
+        physical_pod_name(pod).ok()
     }
 
     fn set_pod_metrics(&self, ctx: &Context, side: Side) {
@@ -435,11 +385,9 @@ impl TopDown {
                     }
                     let owner =
                         owner_pod_key(&p.metadata).and_then(|k| stores.virtual_pods.get(&k));
-                    if let Some(uid) = virtual_pod::lost_before_record(
-                        p,
-                        owner.as_deref(),
-                        &self.settings.mount_namespace,
-                    ) {
+                    if let Some(uid) =
+                        lost_before_record(p, owner.as_deref(), &self.settings.mount_namespace)
+                    {
                         lock(&self.lost_unrecorded).insert(uid);
                     }
                     stores.physical_pods.delete(p);
@@ -491,7 +439,7 @@ impl TopDown {
     }
 
     /// Virtual ConfigMap, Secret or claim changes.
-    fn on_virtual_objects<K: Resource>(
+    pub(super) fn on_virtual_objects<K: Resource>(
         &self,
         kind: CopyKind,
         change: Change<K>,
@@ -535,7 +483,7 @@ impl TopDown {
     }
 
     /// Virtual volume changes: their claim is re-evaluated.
-    fn on_virtual_volumes(&self, change: Change<PersistentVolume>) {
+    pub(super) fn on_virtual_volumes(&self, change: Change<PersistentVolume>) {
         let claim_of = |pv: &PersistentVolume| {
             let claim = pv.spec.as_ref()?.claim_ref.as_ref()?;
             Some(CopyKey::new(
@@ -573,7 +521,7 @@ impl TopDown {
 
     /// Physical ConfigMap, Secret or claim changes: the copy (or the token Secret's pod)
     /// is re-evaluated.
-    fn on_physical_objects<K: Resource>(
+    pub(super) fn on_physical_objects<K: Resource>(
         &self,
         kind: CopyKind,
         change: Change<K>,
@@ -612,7 +560,7 @@ impl TopDown {
     }
 
     /// Physical volume changes: the claim of their virtual volume is re-evaluated.
-    fn on_physical_volumes(&self, change: Change<PersistentVolume>) {
+    pub(super) fn on_physical_volumes(&self, change: Change<PersistentVolume>) {
         let mut names: Vec<String> = Vec::new();
         {
             let mut stores = self.stores_mut();
@@ -686,411 +634,56 @@ impl TopDown {
         reason: &str,
         note: &str,
     ) {
-        let event = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(truncate_utf8(note, MAX_EVENT_NOTE_BYTES).to_owned()),
-            action: "Sync".to_owned(),
-            secondary: None,
-        };
-        let published = tokio::time::timeout(
-            ctx.config.request_timeout,
-            self.recorder.publish(&event, object),
-        )
-        .await;
-        match published {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!(error = %err, reason, "cannot publish an Event"),
-            Err(_) => tracing::warn!(reason, "publishing an Event timed out"),
-        }
-    }
-
-    /// The object a reconcile failure is reported on.
-    fn failure_target(
-        &self,
-        ctx: &Context,
-        which: Reconciler,
-        key: &str,
-    ) -> Option<ObjectReference> {
-        let stores = self.stores();
-        match which {
-            Reconciler::VirtualPod | Reconciler::Token => {
-                stores.virtual_pods.get(key).map(|p| p.object_ref(&()))
-            }
-            Reconciler::PhysicalPod => {
-                let physical = stores.physical_pods.get(&self.physical_key(key))?;
-                let owner = owner_pod_key(&physical.metadata)?;
-                stores.virtual_pods.get(&owner).map(|p| p.object_ref(&()))
-            }
-            Reconciler::Copy => {
-                let copy: CopyKey = key.parse().ok()?;
-                let key = copy.object_key();
-                match copy.kind {
-                    CopyKind::ConfigMap => stores.config_maps.get(&key).map(|o| o.object_ref(&())),
-                    CopyKind::Secret => stores.secrets.get(&key).map(|o| o.object_ref(&())),
-                    CopyKind::PersistentVolumeClaim => {
-                        stores.pvcs.get(&key).map(|o| o.object_ref(&()))
-                    }
-                }
-            }
-            Reconciler::Cleanup => ctx.computing_index().binding().map(|b| b.object_ref(&())),
-        }
-    }
-
-    fn queue(&self, which: Reconciler) -> &WorkQueue {
-        match which {
-            Reconciler::VirtualPod => &self.pods,
-            Reconciler::PhysicalPod => &self.physical_pods,
-            Reconciler::Copy => &self.copies,
-            Reconciler::Token => &self.tokens,
-            Reconciler::Cleanup => &self.cleanup,
-        }
-    }
-
-    /// Records a failure; returns how many in a row.
-    fn failed(&self, which: Reconciler, key: &str) -> u32 {
-        let mut failures = lock(&self.failures);
-        let count = failures.entry((which, key.to_owned())).or_insert(0);
-        *count = count.saturating_add(1);
-        *count
-    }
-
-    fn succeeded(&self, which: Reconciler, key: &str) {
-        let mut failures = lock(&self.failures);
-        if !failures.is_empty() {
-            failures.remove(&(which, key.to_owned()));
-        }
+        ctx.publish(object, type_, reason, note).await;
     }
 }
 
-/// Starts the watches the top-down half needs besides the worker pod watch.
-pub(crate) fn spawn_reflectors(
-    ctx: &Arc<Context>,
-    td: &Arc<TopDown>,
-    tasks: &mut JoinSet<()>,
-    synced: &mut Vec<oneshot::Receiver<()>>,
-    token: &CancellationToken,
-) {
-    let all = watcher::Config::default;
-    let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
-    let mount = td.settings.mount_namespace.clone();
-
-    {
-        let (c, t) = (ctx.clone(), td.clone());
-        spawn_reflector::<Pod, _>(
-            tasks,
-            synced,
-            Api::all(ctx.computing.clone()),
-            all(),
-            "virtual pods",
-            token,
-            move |change| t.on_virtual_pods(&c, change),
-        );
-    }
-    {
-        let t = td.clone();
-        spawn_reflector::<ConfigMap, _>(
-            tasks,
-            synced,
-            Api::all(ctx.computing.clone()),
-            all(),
-            "virtual ConfigMaps",
-            token,
-            move |change| {
-                t.on_virtual_objects(
-                    CopyKind::ConfigMap,
-                    change,
-                    |s| &mut s.config_maps,
-                    |old, _| old.is_none(),
-                )
-            },
-        );
-    }
-    {
-        let t = td.clone();
-        spawn_reflector::<Secret, _>(
-            tasks,
-            synced,
-            Api::all(ctx.computing.clone()),
-            all(),
-            "virtual Secrets",
-            token,
-            move |change| {
-                t.on_virtual_objects(
-                    CopyKind::Secret,
-                    change,
-                    |s| &mut s.secrets,
-                    |old, _| old.is_none(),
-                )
-            },
-        );
-    }
-    {
-        let t = td.clone();
-        spawn_reflector::<PersistentVolumeClaim, _>(
-            tasks,
-            synced,
-            Api::all(ctx.computing.clone()),
-            all(),
-            "virtual PersistentVolumeClaims",
-            token,
-            move |change| {
-                // A claim that turns Bound is news for the pods waiting for it.
-                t.on_virtual_objects(
-                    CopyKind::PersistentVolumeClaim,
-                    change,
-                    |s| &mut s.pvcs,
-                    |old, new| {
-                        let phase = |c: &PersistentVolumeClaim| {
-                            c.status.as_ref().and_then(|s| s.phase.clone())
-                        };
-                        old.is_none_or(|o| phase(o) != phase(new))
-                    },
-                )
-            },
-        );
-    }
-    {
-        let t = td.clone();
-        spawn_reflector::<PersistentVolume, _>(
-            tasks,
-            synced,
-            Api::all(ctx.computing.clone()),
-            all(),
-            "virtual PersistentVolumes",
-            token,
-            move |change| t.on_virtual_volumes(change),
-        );
-    }
-    {
-        let t = td.clone();
-        spawn_reflector::<ConfigMap, _>(
-            tasks,
-            synced,
-            Api::namespaced(ctx.worker.clone(), &mount),
-            all().labels(&managed),
-            "physical ConfigMaps",
-            token,
-            move |change| {
-                t.on_physical_objects(CopyKind::ConfigMap, change, |s| &mut s.physical_config_maps)
-            },
-        );
-    }
-    {
-        let t = td.clone();
-        spawn_reflector::<Secret, _>(
-            tasks,
-            synced,
-            Api::namespaced(ctx.worker.clone(), &mount),
-            all().labels(&managed),
-            "physical Secrets",
-            token,
-            move |change| {
-                t.on_physical_objects(CopyKind::Secret, change, |s| &mut s.physical_secrets)
-            },
-        );
-    }
-    {
-        let t = td.clone();
-        spawn_reflector::<PersistentVolumeClaim, _>(
-            tasks,
-            synced,
-            Api::namespaced(ctx.worker.clone(), &mount),
-            all().labels(&managed),
-            "physical PersistentVolumeClaims",
-            token,
-            move |change| {
-                t.on_physical_objects(CopyKind::PersistentVolumeClaim, change, |s| {
-                    &mut s.physical_pvcs
-                })
-            },
-        );
-    }
-    {
-        let t = td.clone();
-        let selector = format!("{managed},{}={}", labels::CLUSTER_BINDING, td.settings.name);
-        spawn_reflector::<PersistentVolume, _>(
-            tasks,
-            synced,
-            Api::all(ctx.worker.clone()),
-            all().labels(&selector),
-            "physical PersistentVolumes",
-            token,
-            move |change| t.on_physical_volumes(change),
-        );
-    }
-}
-
-/// Once every store is complete: makes sure the mount namespace exists, queues everything
-/// once (which also collects what a previous run left behind) and starts the workers.
-pub(crate) fn start(
-    ctx: &Arc<Context>,
-    td: &Arc<TopDown>,
-    tasks: &mut JoinSet<()>,
-    token: &CancellationToken,
-) {
-    {
-        let stores = td.stores();
-        let pods = stores.virtual_pods.keys();
-        td.pods.add_all(pods.iter().map(String::as_str));
-        let physical: Vec<String> = stores
-            .physical_pods
-            .values()
-            .map(|p| p.name_any())
-            .collect();
-        td.physical_pods
-            .add_all(physical.iter().map(String::as_str));
-        let mut copies: HashSet<String> = HashSet::new();
-        let mut tokens: Vec<String> = Vec::new();
-        for (kind, metas) in [
-            (
-                CopyKind::ConfigMap,
-                stores
-                    .physical_config_maps
-                    .values()
-                    .map(|o| o.metadata.clone())
-                    .collect::<Vec<_>>(),
-            ),
-            (
-                CopyKind::Secret,
-                stores
-                    .physical_secrets
-                    .values()
-                    .map(|o| o.metadata.clone())
-                    .collect(),
-            ),
-            (
-                CopyKind::PersistentVolumeClaim,
-                stores
-                    .physical_pvcs
-                    .values()
-                    .map(|o| o.metadata.clone())
-                    .collect(),
-            ),
-        ] {
-            for meta in metas {
-                if let Some(pod) = owner_pod_key(&meta) {
-                    tokens.push(pod);
-                } else if let Some((ns, name)) = copied_from(&meta) {
-                    copies.insert(CopyKey::new(kind, &ns, &name).to_string());
-                }
-            }
-        }
-        td.copies.add_all(copies.iter().map(String::as_str));
-        td.tokens.add_all(tokens.iter().map(String::as_str));
-        td.cleanup.add(CLEANUP_KEY);
-    }
-    {
-        let (c, t) = (ctx.clone(), td.clone());
-        tasks.spawn(async move { ensure_mount_namespace(&c, &t).await });
-    }
-    let workers = ctx.config.workers.max(1);
-    for (which, count) in [
-        (Reconciler::VirtualPod, workers),
-        (Reconciler::PhysicalPod, workers),
-        (Reconciler::Copy, workers.div_ceil(4)),
-        (Reconciler::Token, workers.div_ceil(4)),
-        (Reconciler::Cleanup, 1),
-    ] {
-        for _ in 0..count {
-            tasks.spawn(run_worker(ctx.clone(), td.clone(), which, token.clone()));
-        }
-    }
-}
-
-/// Creates the mount namespace when it is missing (the worker-side chart normally does).
-async fn ensure_mount_namespace(ctx: &Context, td: &TopDown) {
-    let name = td.settings.mount_namespace.clone();
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    let api: Api<Namespace> = Api::all(ctx.worker.clone());
-    let created = request(
-        ctx.config.request_timeout,
-        Side::Worker,
-        "create",
-        "Namespace",
-        &name,
-        api.create(&PostParams::default(), &namespace),
-    )
-    .await;
-    match created {
-        Ok(_) => tracing::info!(namespace = %name, "mount namespace created in the worker"),
-        Err(err) if err.code() == Some(409) => {}
-        Err(err) => tracing::warn!(error = %err, "cannot make sure the mount namespace exists"),
-    }
-}
-
-/// Takes keys off one reconciler's queue until `token` is cancelled; failures are retried
-/// with exponential backoff and reported as Warning Events.
-async fn run_worker(
-    ctx: Arc<Context>,
-    td: Arc<TopDown>,
-    which: Reconciler,
-    token: CancellationToken,
-) {
-    let backoff = Backoff {
-        base: ctx.config.retry_interval,
-        max: ctx.config.max_retry_interval.max(ctx.config.retry_interval),
-    };
-    let queue = td.queue(which);
-    while let Some(key) = queue.next(&token).await {
-        let started = std::time::Instant::now();
-        let result = match which {
-            Reconciler::VirtualPod => virtual_pod::reconcile(&ctx, &td, &key).await,
-            Reconciler::PhysicalPod => physical_pod::reconcile(&ctx, &td, &key).await,
-            Reconciler::Copy => virtual_copy::reconcile(&ctx, &td, &key).await,
-            Reconciler::Token => token_refresh::reconcile(&ctx, &td, &key).await,
-            Reconciler::Cleanup => cleanup::reconcile(&ctx, &td).await,
-        };
-        if let Some(metrics) = &ctx.config.metrics {
-            let failure = result.as_ref().err().map(TopDownError::reason);
-            metrics.reconciled(which.name(), started.elapsed(), failure);
-            if let Some(reason) = failure {
-                metrics
-                    .topdown()
-                    .error(&td.settings.name, which.name(), reason);
-            }
-        }
-        match result {
-            Ok(next) => {
-                td.succeeded(which, &key);
-                if let Some(at) = next {
-                    queue.add_at(&key, at);
-                }
-            }
-            Err(err) => {
-                let failures = td.failed(which, &key);
-                tracing::warn!(
-                    reconciler = which.name(),
-                    key = %key,
-                    failures,
-                    error = %err,
-                    "reconcile failed; retrying"
-                );
-                queue.add_at(&key, Instant::now() + backoff.delay(failures));
-                if let Some(target) = td.failure_target(&ctx, which, &key) {
-                    td.publish(
-                        &ctx,
-                        &target,
-                        EventType::Warning,
-                        err.reason(),
-                        &err.to_string(),
-                    )
-                    .await;
-                }
-            }
-        }
-        queue.done(&key);
-    }
+/// Consecutive failures of each top-down reconciler.
+#[derive(Default)]
+pub(super) struct Failures {
+    pub(super) pods: FailureCounts,
+    pub(super) physical_pods: FailureCounts,
+    pub(super) copies: FailureCounts,
+    pub(super) tokens: FailureCounts,
+    pub(super) cleanup: FailureCounts,
 }
 
 /// Retry delay used by reconcilers that wait for something another watch will report but
 /// want to look again in any case.
 pub(crate) fn safety_recheck(ctx: &Context) -> Instant {
     Instant::now() + (ctx.config.retry_interval * 10).min(Duration::from_secs(10))
+}
+
+/// The physical pod recorded on a virtual pod (name and UID), when it is in `mount_namespace`.
+pub fn recorded_physical(pod: &Pod, mount_namespace: &str) -> Option<(String, String)> {
+    let annotations = pod.metadata.annotations.as_ref()?;
+    if annotations.get(labels::PHYSICAL_POD_NAMESPACE)? != mount_namespace {
+        return None;
+    }
+    Some((
+        annotations.get(labels::PHYSICAL_POD_NAME)?.clone(),
+        annotations.get(labels::PHYSICAL_POD_UID)?.clone(),
+    ))
+}
+
+/// The UID of the virtual pod whose physical pod `physical` was, when its deletion means
+/// that pod is lost although the mapping was not recorded on it yet: `owner` (the virtual
+/// pod under the physical pod's back-reference) is the same pod, is not being deleted, has
+/// not finished, and records no physical pod in `mount_namespace`. The syncer deletes a
+/// physical pod only for an owner that is gone, replaced or being deleted, so such a
+/// deletion came from elsewhere.
+pub fn lost_before_record(
+    physical: &Pod,
+    owner: Option<&Pod>,
+    mount_namespace: &str,
+) -> Option<String> {
+    let owner = owner?;
+    let uid = owner.metadata.uid.as_ref()?;
+    let back = back_reference(&physical.metadata);
+    let same = back.uid.as_ref() == Some(uid)
+        && back.namespace == owner.metadata.namespace
+        && back.name == owner.metadata.name;
+    let unrecorded = recorded_physical(owner, mount_namespace).is_none();
+    let live = owner.metadata.deletion_timestamp.is_none() && !super::store::pod_finished(owner);
+    (same && unrecorded && live).then(|| uid.clone())
 }

@@ -1,5 +1,5 @@
 //! The VirtualCopy reconciler (ConfigMaps and Secrets): a copy is made in the mount
-//! namespace when a pod needs it (see [`ensure_copy`], called before the pod is created),
+//! namespace when a pod needs it (see `ensure_copy`, called before the pod is created),
 //! kept in step with its virtual object, and deleted once no pod that has not finished
 //! needs it, or its virtual object is gone. A worker object of the target name that is not
 //! ours is reported, never overwritten. Claims are handled by [`super::virtual_volume`].
@@ -13,19 +13,16 @@ use kube::api::{DeleteParams, ObjectMeta, PostParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, request, request_opt};
-use super::session::{Stores, TopDown, is_managed};
-use super::store::{CopyKey, CopyKind, ObjectStore};
-use super::virtual_pod::describe_owner;
-use super::{
-    CopyUpdate, MapError, MappingContext, Ownership, VIRTUAL_NAME, VIRTUAL_NAMESPACE,
-    config_map_update, ownership, physical_config_map, physical_secret, secret_update,
-    virtual_volume,
+use super::error::{Side, TopDownError, describe_owner, request, request_opt};
+use super::mapping::{
+    CopyUpdate, MapError, MappingContext, Ownership, config_map_update, is_copy_of, ownership,
+    physical_config_map, physical_secret, secret_update,
 };
-use crate::bottomup::Context;
+use super::state::{Stores, TopDown};
+use super::store::{CopyKey, CopyKind, ObjectStore};
 use crate::naming::physical_name;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "virtual-copy";
@@ -91,16 +88,6 @@ impl Copied for Secret {
     fn physical_store_mut(stores: &mut Stores) -> &mut ObjectStore<Self> {
         &mut stores.physical_secrets
     }
-}
-
-/// Whether the physical object `physical` is a copy of the virtual `namespace/name` (an
-/// earlier object of that name included): labelled ours and pointing back at it.
-pub fn is_copy_of(physical: &ObjectMeta, namespace: &str, name: &str) -> bool {
-    let annotations = physical.annotations.as_ref();
-    let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
-    is_managed(physical)
-        && get(VIRTUAL_NAMESPACE) == Some(namespace)
-        && get(VIRTUAL_NAME) == Some(name)
 }
 
 /// Whether `existing` may be written for the virtual object `virtual_obj`: ours, or a copy
@@ -251,22 +238,17 @@ pub(crate) async fn delete_physical<K: Copied>(
     }
 }
 
-/// Reconciles one copy key ([`CopyKey`]).
+/// Reconciles the copy of one ConfigMap or Secret (claims: [`super::virtual_volume`]).
 pub(crate) async fn reconcile(
     ctx: &Context,
     td: &TopDown,
-    key: &str,
-) -> Result<Option<Instant>, TopDownError> {
-    let Ok(copy) = key.parse::<CopyKey>() else {
-        tracing::warn!(key, "malformed copy key dropped");
-        return Ok(None);
-    };
+    copy: &CopyKey,
+) -> Result<(), TopDownError> {
     match copy.kind {
-        CopyKind::ConfigMap => sync::<ConfigMap>(ctx, td, &copy).await?,
-        CopyKind::Secret => sync::<Secret>(ctx, td, &copy).await?,
-        CopyKind::PersistentVolumeClaim => virtual_volume::reconcile(ctx, td, &copy).await?,
+        CopyKind::ConfigMap => sync::<ConfigMap>(ctx, td, copy).await,
+        CopyKind::Secret => sync::<Secret>(ctx, td, copy).await,
+        CopyKind::PersistentVolumeClaim => Ok(()),
     }
-    Ok(None)
 }
 
 /// Copies or collects one ConfigMap or Secret.
@@ -294,6 +276,7 @@ async fn sync<K: Copied>(ctx: &Context, td: &TopDown, copy: &CopyKey) -> Result<
 
 #[cfg(test)]
 mod tests {
+    use super::super::mapping::{VIRTUAL_NAME, VIRTUAL_NAMESPACE, VIRTUAL_UID};
     use super::*;
     use crate::labels;
     use std::collections::BTreeMap;
@@ -339,7 +322,7 @@ mod tests {
             &[
                 (VIRTUAL_NAMESPACE, "ns"),
                 (VIRTUAL_NAME, "cfg"),
-                (super::super::VIRTUAL_UID, "old"),
+                (VIRTUAL_UID, "old"),
             ],
         );
         assert!(check_owner("ConfigMap", "w/x", &earlier, &virtual_obj).is_ok());

@@ -9,6 +9,7 @@ use kube::{Api, Resource};
 use kube_kit::slim::Slim;
 use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// A change seen by a watch.
@@ -78,4 +79,24 @@ pub async fn reflect<K, F>(
             }
         }
     }
+}
+
+/// Starts one watch feeding `handle`; its first complete list is reported on a channel
+/// pushed to `synced`.
+pub(crate) fn spawn_reflector<K, F>(
+    tasks: &mut JoinSet<()>,
+    synced: &mut Vec<oneshot::Receiver<()>>,
+    api: Api<Slim<K>>,
+    config: watcher::Config,
+    what: &'static str,
+    token: &CancellationToken,
+    handle: F,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Clone + Default + Eq + std::hash::Hash,
+    F: FnMut(Change<K>) + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    synced.push(rx);
+    tasks.spawn(reflect(api, config, what, tx, token.clone(), handle));
 }

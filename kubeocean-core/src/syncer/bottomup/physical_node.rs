@@ -9,46 +9,71 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::virtual_pods::delete_virtual_pods;
 use super::vnode::{
     cordoned_for_removal, desired_virtual_node, new_virtual_node, updated_status,
     updated_virtual_node,
 };
-use super::{Context, SyncError, api_code, csinode, reclaim};
+use super::{csinode, reclaim};
 use crate::labels;
 use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
 use crate::naming::virtual_node_name;
+use crate::syncer::context::Context;
+use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::queue::FailureCounts;
+use crate::syncer::queue::WorkQueue;
+use crate::syncer::worker;
 
 /// Namespace of node Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
+/// Name of this reconciler in metrics and logs.
+pub const NAME: &str = "physical-node";
+
 /// Takes physical node names off the queue and reconciles them until `token` is cancelled.
 pub async fn run_worker(ctx: Arc<Context>, token: CancellationToken) {
-    while let Some(name) = ctx.nodes.next(&token).await {
-        let started = std::time::Instant::now();
-        let result = reconcile(&ctx, &name).await;
-        if let Some(metrics) = &ctx.config.metrics {
-            let failure = result.as_ref().err().map(SyncError::reason);
-            metrics.reconciled("physical-node", started.elapsed(), failure);
-        }
-        match result {
-            Ok(Some(at)) => ctx.nodes.add_at(&name, at),
-            Ok(None) => {}
-            Err(err) => {
-                tracing::warn!(node = %name, error = %err, "reconcile failed; retrying");
-                ctx.nodes
-                    .add_at(&name, Instant::now() + ctx.config.retry_interval);
-            }
-        }
-        ctx.nodes.done(&name);
+    worker::run(ctx, PhysicalNodes, token).await;
+}
+
+/// The PhysicalNode reconciler, for the worker loop.
+struct PhysicalNodes;
+
+impl worker::Reconciler for PhysicalNodes {
+    type Error = SyncError;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn queue<'a>(&'a self, ctx: &'a Context) -> &'a WorkQueue {
+        &ctx.nodes
+    }
+
+    fn failures<'a>(&'a self, ctx: &'a Context) -> &'a FailureCounts {
+        &ctx.node_failures
+    }
+
+    async fn reconcile(&self, ctx: &Context, key: &str) -> Result<Option<Instant>, SyncError> {
+        reconcile(ctx, key).await
+    }
+
+    /// The virtual node of the physical node, when there is one.
+    fn failure_target(&self, ctx: &Context, key: &str) -> Option<ObjectReference> {
+        let index = ctx.computing_index();
+        let vnode = match index.binding() {
+            Some(b) => index.vnode(&virtual_node_name(&b.spec.cluster_id, key)),
+            None => None,
+        };
+        vnode.map(|n| n.object_ref(&()))
     }
 }
 
@@ -297,65 +322,4 @@ async fn remove_virtual_node(ctx: &Context, vnode: &Node) -> Result<Option<Insta
     }
     tracing::info!(vnode = %name, "virtual node removed");
     Ok(None)
-}
-
-/// Deletes the virtual pods bound to `vnode`. Pods whose physical pod is gone (or that never
-/// had one) are deleted at once, as a kubelet does for pods it no longer runs; the others
-/// are deleted gracefully and their physical side finishes first. Returns whether none is
-/// left.
-async fn delete_virtual_pods(ctx: &Context, vnode: &str) -> Result<bool, SyncError> {
-    let api: Api<Pod> = Api::all(ctx.computing.clone());
-    let fail = |action, source| SyncError::VirtualPods {
-        action,
-        node: vnode.to_owned(),
-        source,
-    };
-    let pods = api
-        .list(&ListParams::default().fields(&format!("spec.nodeName={vnode}")))
-        .await
-        .map_err(|e| fail("list", e))?;
-    if pods.items.is_empty() {
-        return Ok(true);
-    }
-    for pod in &pods.items {
-        if pod.metadata.deletion_timestamp.is_some() && physical_pod_alive(ctx, pod) {
-            continue;
-        }
-        delete_virtual_pod(ctx, pod)
-            .await
-            .map_err(|e| fail("delete", e))?;
-    }
-    Ok(false)
-}
-
-/// Whether the physical pod of a virtual pod still exists in the worker.
-fn physical_pod_alive(ctx: &Context, pod: &Pod) -> bool {
-    let annotations = pod.annotations();
-    match (
-        annotations.get(labels::PHYSICAL_POD_NAMESPACE),
-        annotations.get(labels::PHYSICAL_POD_NAME),
-    ) {
-        (Some(ns), Some(name)) => ctx.worker_index().has_pod(ns, name),
-        _ => false,
-    }
-}
-
-/// Deletes a virtual pod: gracefully while its physical pod lives (that side finishes the
-/// deletion), at once otherwise, as a kubelet does for pods it does not run.
-pub(crate) async fn delete_virtual_pod(ctx: &Context, pod: &Pod) -> Result<(), kube::Error> {
-    let params = if physical_pod_alive(ctx, pod) {
-        DeleteParams::default()
-    } else {
-        DeleteParams {
-            grace_period_seconds: Some(0),
-            ..DeleteParams::default()
-        }
-    };
-    let api: Api<Pod> =
-        Api::namespaced(ctx.computing.clone(), &pod.namespace().unwrap_or_default());
-    match api.delete(&pod.name_any(), &params).await {
-        Ok(_) => Ok(()),
-        Err(err) if api_code(&err) == Some(404) => Ok(()),
-        Err(err) => Err(err),
-    }
 }

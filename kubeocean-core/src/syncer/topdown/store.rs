@@ -13,7 +13,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
 
-use super::pod::dependencies;
+use super::mapping::pod::dependencies;
 
 /// How many deleted UIDs are remembered to refuse stale [`ObjectStore::remember`] calls.
 const TOMBSTONES: usize = 16_384;

@@ -1,6 +1,6 @@
 //! Prometheus metrics of the top-down half: physical pods created, reconcile errors by
 //! reconciler and reason, how long a virtual pod waits for its physical pod, and virtual and
-//! physical pods by phase. Registered with [`crate::bottomup::SyncerMetrics`].
+//! physical pods by phase. Registered with [`super::SyncerMetrics`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use super::error::Side;
+use crate::syncer::error::Side;
 
 /// Labels of per-binding counters and histograms.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

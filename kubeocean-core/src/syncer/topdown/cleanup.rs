@@ -11,9 +11,9 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request};
-use super::session::TopDown;
-use crate::bottomup::Context;
+use super::state::TopDown;
 use crate::labels;
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "cleanup";

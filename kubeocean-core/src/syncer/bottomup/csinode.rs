@@ -10,8 +10,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 
-use super::{Context, SyncError, api_code};
 use crate::labels;
+use crate::syncer::context::Context;
+use crate::syncer::error::{SyncError, api_code};
 
 /// The mirror of `physical` for the virtual node `vnode`.
 pub fn mirrored_csinode(vnode: &Node, physical: &CSINode) -> CSINode {

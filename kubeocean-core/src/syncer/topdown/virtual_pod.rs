@@ -8,27 +8,23 @@
 //! Every step can be repeated: the physical name is deterministic, the mapping is recorded
 //! on both objects, and a 409 on create is resolved by ownership (adopt ours, report others).
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 use kube_kit::slim::Slim;
-use serde_json::json;
 use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, request, request_opt};
-use super::session::{TopDown, safety_recheck};
-use super::store::{object_key, split_key};
-use super::{
+use super::error::{Side, TopDownError, describe_owner, request, request_opt};
+use super::mapping::{
     Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, dependencies,
     lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
-    physical_pod_reference, physical_pod_update, should_map, token_refresh, token_secret_name,
-    virtual_copy, virtual_volume,
+    physical_pod_reference, physical_pod_update, reference_patch, should_map, token_secret_name,
 };
-use crate::bottomup::Context;
-use crate::labels;
+use super::state::{TopDown, recorded_physical, safety_recheck};
+use super::store::{object_key, split_key};
+use super::{token_refresh, virtual_copy, virtual_volume};
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "virtual-pod";
@@ -37,7 +33,7 @@ pub const REASON_DEPENDENCY_MISSING: &str = "DependencyMissing";
 /// Event reason: a pod waits for a claim that is not Bound.
 pub const REASON_CLAIM_NOT_BOUND: &str = "VolumeClaimNotBound";
 /// Event reason: the physical pod vanished.
-pub const REASON_PHYSICAL_POD_LOST: &str = super::status::PHYSICAL_POD_LOST;
+pub const REASON_PHYSICAL_POD_LOST: &str = super::mapping::status::PHYSICAL_POD_LOST;
 
 /// What a virtual pod waits for before it can be mapped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,53 +93,6 @@ pub fn waiting_note(waiting: &Waiting) -> String {
         "{}; the pod is mapped to the worker cluster once this is resolved",
         parts.join("; ")
     )
-}
-
-/// The physical pod recorded on a virtual pod (name and UID), when it is in `mount_namespace`.
-pub fn recorded_physical(pod: &Pod, mount_namespace: &str) -> Option<(String, String)> {
-    let annotations = pod.metadata.annotations.as_ref()?;
-    if annotations.get(labels::PHYSICAL_POD_NAMESPACE)? != mount_namespace {
-        return None;
-    }
-    Some((
-        annotations.get(labels::PHYSICAL_POD_NAME)?.clone(),
-        annotations.get(labels::PHYSICAL_POD_UID)?.clone(),
-    ))
-}
-
-/// The UID of the virtual pod whose physical pod `physical` was, when its deletion means
-/// that pod is lost although the mapping was not recorded on it yet: `owner` (the virtual
-/// pod under the physical pod's back-reference) is the same pod, is not being deleted, has
-/// not finished, and records no physical pod in `mount_namespace`. The syncer deletes a
-/// physical pod only for an owner that is gone, replaced or being deleted, so such a
-/// deletion came from elsewhere.
-pub fn lost_before_record(
-    physical: &Pod,
-    owner: Option<&Pod>,
-    mount_namespace: &str,
-) -> Option<String> {
-    let owner = owner?;
-    let uid = owner.metadata.uid.as_ref()?;
-    let back = super::back_reference(&physical.metadata);
-    let same = back.uid.as_ref() == Some(uid)
-        && back.namespace == owner.metadata.namespace
-        && back.name == owner.metadata.name;
-    let unrecorded = recorded_physical(owner, mount_namespace).is_none();
-    let live = owner.metadata.deletion_timestamp.is_none() && !super::store::pod_finished(owner);
-    (same && unrecorded && live).then(|| uid.clone())
-}
-
-/// The annotations of `reference` that the virtual pod lacks or has with another value, as
-/// a merge patch; `None` when it already has them all.
-pub fn reference_patch(
-    pod: &Pod,
-    reference: &BTreeMap<String, String>,
-) -> Option<serde_json::Value> {
-    let have = pod.metadata.annotations.as_ref();
-    let differs = reference
-        .iter()
-        .any(|(k, v)| have.and_then(|a| a.get(k)) != Some(v));
-    differs.then(|| json!({ "metadata": { "annotations": reference } }))
 }
 
 /// The physical node of the virtual node `pod` is bound to, when it is one of ours.
@@ -452,24 +401,6 @@ async fn follow(
     Ok(Some(updated))
 }
 
-/// Who a physical object belongs to, in words.
-pub(crate) fn describe_owner(ownership: &Ownership) -> String {
-    match ownership {
-        Ownership::Ours => "this object".to_owned(),
-        Ownership::Unowned => {
-            "nobody Kubeocean knows (no kubeocean.io/managed-by label)".to_owned()
-        }
-        Ownership::Foreign(owner) => format!(
-            "{} (uid {})",
-            object_key(
-                owner.namespace.as_deref().unwrap_or_default(),
-                owner.name.as_deref().unwrap_or("<unnamed>")
-            ),
-            owner.uid.as_deref().unwrap_or("unknown")
-        ),
-    }
-}
-
 fn object_key_of(pod: &Pod) -> String {
     object_key(
         pod.metadata.namespace.as_deref().unwrap_or_default(),
@@ -627,8 +558,11 @@ async fn finish_deletion(
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::lost_before_record;
     use super::*;
-    use std::collections::BTreeSet;
+    use crate::labels;
+    use serde_json::json;
+    use std::collections::{BTreeMap, BTreeSet};
 
     #[test]
     fn a_physical_pod_deleted_before_the_record_is_lost_only_for_its_live_owner() {

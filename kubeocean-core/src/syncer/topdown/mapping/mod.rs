@@ -1,9 +1,8 @@
-//! The syncer's top-down half, pure part: how a virtual object of the computing cluster
-//! becomes its physical copy in the worker cluster, and how a physical pod's status flows
-//! back up.
+//! The top-down mappers: how a virtual object of the computing cluster becomes its
+//! physical copy in the worker cluster, and how a physical pod's status flows back up.
 //!
-//! Everything here is a plain function of its inputs (no I/O, no clock): reconcilers read
-//! both clusters, call these mappers and write the difference.
+//! Everything here is a plain function of its inputs (no I/O, no clock, no session):
+//! reconcilers read both clusters, call these mappers and write the difference.
 //! - [`ResourceMapper`], implemented by [`TopDownMapper`] for Pod, ConfigMap, Secret,
 //!   PersistentVolumeClaim and PersistentVolume;
 //! - [`pod`]: which virtual pods are mapped ([`should_map`]), the physical pod, and what it
@@ -12,30 +11,15 @@
 //! - [`volume`]: PersistentVolumeClaim and PersistentVolume copies (bound claims only);
 //! - [`status`]: physical pod status -> virtual pod status, and `PhysicalPodLost`;
 //! - [`token`]: the worker Secret that carries a pod's service-account tokens;
+//! - [`patch`]: the JSON merge patch between two versions of an object;
 //! - [`ownership`]: whether an existing physical object belongs to a given virtual object,
 //!   so that a name collision is reported instead of overwritten.
-//!
-//! The reconcilers that apply these mappers run inside a sync session ([`session`]): one
-//! per file ([`virtual_pod`], [`physical_pod`], [`virtual_copy`], [`virtual_volume`],
-//! [`token_refresh`], [`cleanup`]), reading in-memory [`store`]s fed by the watches of
-//! both clusters. Everything they need to resume is stored in the two clusters (names are
-//! deterministic, mappings are recorded in annotations on both sides).
 
-pub mod cleanup;
 pub mod config;
-pub mod error;
-pub mod metrics;
 pub mod patch;
-pub mod physical_pod;
 pub mod pod;
-pub mod session;
 pub mod status;
-pub mod store;
 pub mod token;
-pub mod token_refresh;
-pub mod virtual_copy;
-pub mod virtual_pod;
-pub mod virtual_volume;
 pub mod volume;
 
 use std::collections::BTreeMap;
@@ -51,20 +35,15 @@ pub use config::{
 };
 pub use pod::{
     Dependencies, Need, SkipReason, dependencies, physical_ephemeral_containers, physical_node_of,
-    physical_pod, physical_pod_name, physical_pod_reference, physical_pod_update, should_map,
+    physical_pod, physical_pod_name, physical_pod_reference, physical_pod_update, reference_patch,
+    should_map,
 };
 pub use status::{lost_pod_status, virtual_pod_status};
 pub use token::{
-    TokenProjection, TokenRequestSpec, token_refresh_at, token_refresh_due, token_secret,
-    token_secret_name,
+    TOKEN_REFRESH_AT, TokenProjection, TokenRequestSpec, token_refresh_at, token_refresh_due,
+    token_secret, token_secret_name,
 };
 pub use volume::{physical_pv, physical_pvc, pv_physical_name, pv_secret_refs, pvc_physical_name};
-
-pub use cleanup::remaining_physical_objects;
-pub use error::{Side, TopDownError};
-pub use metrics::TopDownMetrics;
-pub use session::TopDown;
-pub use token::TOKEN_REFRESH_AT;
 
 /// Annotation on physical pods: name of the virtual node their virtual pod is bound to
 /// (read by the rewritten downward API `spec.nodeName` references).
@@ -303,6 +282,24 @@ pub fn ownership(physical: &ObjectMeta, virtual_obj: &ObjectMeta) -> Ownership {
     } else {
         Ownership::Foreign(recorded)
     }
+}
+
+/// Whether a physical object carries `kubeocean.io/managed-by=kubeocean`.
+pub fn is_managed(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(labels::MANAGED_BY))
+        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
+}
+
+/// Whether the physical object `physical` is a copy of the virtual `namespace/name` (an
+/// earlier object of that name included): labelled ours and pointing back at it.
+pub fn is_copy_of(physical: &ObjectMeta, namespace: &str, name: &str) -> bool {
+    let annotations = physical.annotations.as_ref();
+    let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
+    is_managed(physical)
+        && get(VIRTUAL_NAMESPACE) == Some(namespace)
+        && get(VIRTUAL_NAME) == Some(name)
 }
 
 /// Labels of a physical copy: the virtual labels plus `kubeocean.io/managed-by=kubeocean`.

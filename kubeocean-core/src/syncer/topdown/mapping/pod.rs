@@ -15,9 +15,9 @@ use super::{
     BindingSettings, MapError, MappingContext, ResourceMapper, SYSTEM_NAMESPACES, TopDownMapper,
     VIRTUAL_NODE_NAME, copied_annotations, namespaced_identity, physical_labels,
 };
-use crate::bottomup::metadata::{ExpectedMetadata, merge_map};
 use crate::labels;
 use crate::naming::{is_dns1123_label, physical_name, virtual_node_name};
+use crate::syncer::metadata::{ExpectedMetadata, merge_map};
 
 /// Value of [`labels::RUNNING_DAEMONSET`] that opts a DaemonSet pod in.
 pub const RUNNING_DAEMONSET_OPT_IN: &str = "true";
@@ -291,6 +291,19 @@ pub fn physical_pod(pod: &Pod, ctx: &MappingContext<'_>) -> Result<Pod, MapError
         spec: Some(spec),
         status: None,
     })
+}
+
+/// The annotations of `reference` that the virtual pod lacks or has with another value, as
+/// a merge patch; `None` when it already has them all.
+pub fn reference_patch(
+    pod: &Pod,
+    reference: &BTreeMap<String, String>,
+) -> Option<serde_json::Value> {
+    let have = pod.metadata.annotations.as_ref();
+    let differs = reference
+        .iter()
+        .any(|(k, v)| have.and_then(|a| a.get(k)) != Some(v));
+    differs.then(|| serde_json::json!({ "metadata": { "annotations": reference } }))
 }
 
 /// The annotations that record, on a virtual pod, which physical pod runs it.

@@ -15,10 +15,14 @@ use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use super::binding::{ConnectError, connection_conditions, probe, update_binding_conditions};
 use super::physical_node::NODE_LEASE_NAMESPACE;
 use super::vnode::is_ready;
-use super::{Context, SyncError, api_code, index};
+use crate::syncer::binding::{
+    ConnectError, connection_conditions, probe, update_binding_conditions,
+};
+use crate::syncer::context::Context;
+use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::index;
 
 /// Leases renewed at once.
 const CONCURRENT_RENEWALS: usize = 32;

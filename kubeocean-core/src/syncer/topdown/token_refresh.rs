@@ -15,15 +15,15 @@ use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams, Preconditions};
 use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, request, request_opt};
-use super::session::TopDown;
-use super::store::{object_key, pod_finished, split_key};
-use super::virtual_pod::describe_owner;
-use super::{
-    MappingContext, Ownership, TOKEN_REFRESH_AT, TokenRequestSpec, dependencies, ownership,
-    token_refresh_at, token_refresh_due, token_secret, token_secret_name,
+use super::error::{Side, TopDownError, describe_owner, request, request_opt};
+use super::mapping::{
+    MappingContext, Ownership, TOKEN_REFRESH_AT, TokenRequestSpec, back_reference, dependencies,
+    ownership, physical_pod_name, token_refresh_at, token_refresh_due, token_secret,
+    token_secret_name,
 };
-use crate::bottomup::Context;
+use super::state::TopDown;
+use super::store::{object_key, pod_finished, split_key};
+use crate::syncer::context::Context;
 
 /// Name of this reconciler in metrics and logs.
 pub const NAME: &str = "token-refresh";
@@ -208,7 +208,7 @@ pub(crate) async fn remove(ctx: &Context, td: &TopDown, pod: &Pod) -> Result<(),
     let Some(existing) = td.stores().physical_secrets.get(&physical_key) else {
         return Ok(());
     };
-    let back = super::back_reference(&existing.metadata);
+    let back = back_reference(&existing.metadata);
     if back.namespace != pod.metadata.namespace || back.name != pod.metadata.name {
         return Ok(());
     }
@@ -271,7 +271,7 @@ pub(crate) async fn reconcile(
     };
     // Only pods that are mapped keep a refreshed token; the VirtualPod reconciler writes
     // the first one before it creates the physical pod.
-    let physical = super::physical_pod_name(&pod)
+    let physical = physical_pod_name(&pod)
         .ok()
         .and_then(|name| td.physical_pod(&name));
     if physical.is_some() {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -13,13 +14,17 @@ use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::conditions::{condition, upsert_condition};
-use super::{Context, SyncError, api_code};
 use crate::crd::{
     ResourceLeasingPolicy, ResourceLeasingPolicyPhase, ResourceLeasingPolicyStatus,
     leasing_policy_condition,
 };
 use crate::leasing::{Schedule, validate_policy};
+use crate::syncer::conditions::{condition, upsert_condition};
+use crate::syncer::context::Context;
+use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::queue::FailureCounts;
+use crate::syncer::queue::WorkQueue;
+use crate::syncer::worker;
 
 /// Condition reasons written on policies.
 pub mod reason {
@@ -115,25 +120,40 @@ pub fn desired_status(
     (status, next)
 }
 
+/// Name of this reconciler in metrics and logs.
+pub const NAME: &str = "leasing-policy";
+
 /// Takes policy names off the queue and reconciles them until `token` is cancelled.
 pub async fn run_worker(ctx: Arc<Context>, token: CancellationToken) {
-    while let Some(name) = ctx.policies.next(&token).await {
-        let started = std::time::Instant::now();
-        let result = reconcile(&ctx, &name).await;
-        if let Some(metrics) = &ctx.config.metrics {
-            let failure = result.as_ref().err().map(SyncError::reason);
-            metrics.reconciled("leasing-policy", started.elapsed(), failure);
-        }
-        match result {
-            Ok(Some(at)) => ctx.policies.add_at(&name, at),
-            Ok(None) => {}
-            Err(err) => {
-                tracing::warn!(policy = %name, error = %err, "policy status failed; retrying");
-                ctx.policies
-                    .add_at(&name, Instant::now() + ctx.config.retry_interval);
-            }
-        }
-        ctx.policies.done(&name);
+    worker::run(ctx, Policies, token).await;
+}
+
+/// The policy status reconciler, for the worker loop.
+struct Policies;
+
+impl worker::Reconciler for Policies {
+    type Error = SyncError;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn queue<'a>(&'a self, ctx: &'a Context) -> &'a WorkQueue {
+        &ctx.policies
+    }
+
+    fn failures<'a>(&'a self, ctx: &'a Context) -> &'a FailureCounts {
+        &ctx.policy_failures
+    }
+
+    async fn reconcile(&self, ctx: &Context, key: &str) -> Result<Option<Instant>, SyncError> {
+        reconcile(ctx, key).await
+    }
+
+    /// None: policies live in the worker cluster, Events are recorded in the computing one
+    /// (a failed status write is in the logs and the `reason` metric).
+    fn failure_target(&self, _ctx: &Context, _key: &str) -> Option<ObjectReference> {
+        None
     }
 }
 
@@ -187,7 +207,7 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bottomup::conditions::find;
+    use crate::syncer::conditions::find;
     use serde_json::json;
 
     fn policy(spec: serde_json::Value) -> ResourceLeasingPolicy {

@@ -8,29 +8,11 @@ use k8s_openapi::api::core::v1::{
 };
 use kube::api::ObjectMeta;
 
-use super::metadata::{ExpectedMetadata, merge_map, merge_taints};
 use crate::crd::ClusterBinding;
 use crate::labels;
 use crate::leasing::{LeasingDecision, NO_SCHEDULE, taint};
-
-/// Where the kubelet API of virtual nodes is served (the proxier).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProxierEndpoint {
-    /// Address of the proxier written as the virtual nodes' `InternalIP`; `None` keeps the
-    /// physical node's addresses.
-    pub address: Option<String>,
-    /// Port written to `daemonEndpoints.kubeletEndpoint.Port`.
-    pub port: i32,
-}
-
-impl Default for ProxierEndpoint {
-    fn default() -> Self {
-        ProxierEndpoint {
-            address: None,
-            port: 10250,
-        }
-    }
-}
+use crate::syncer::config::ProxierEndpoint;
+use crate::syncer::metadata::{ExpectedMetadata, merge_map, merge_taints};
 
 /// What the syncer wants a virtual node to be.
 #[derive(Clone, Debug, PartialEq)]

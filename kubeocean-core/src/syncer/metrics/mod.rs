@@ -11,7 +11,9 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
-use crate::topdown::TopDownMetrics;
+pub mod topdown;
+
+pub use self::topdown::TopDownMetrics;
 
 /// Labels of the per-binding gauges.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -134,7 +136,7 @@ mod tests {
                 .pod_created(binding, Duration::from_millis(5));
             metrics.topdown().set_pods(
                 binding,
-                crate::topdown::Side::Worker,
+                crate::syncer::error::Side::Worker,
                 &std::collections::BTreeMap::from([("Running".to_owned(), 1)]),
             );
         }

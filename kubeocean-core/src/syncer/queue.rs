@@ -1,7 +1,8 @@
 //! A work queue of keys (node or policy names) as client-go has it: a key is queued at most
 //! once, is never handed to two workers at once (a key added while it is being worked on is
 //! handed out again afterwards), and can be scheduled for a later instant (only the earliest
-//! schedule of a key is kept).
+//! schedule of a key is kept). Beside it, the consecutive failures per key that the retry
+//! policy ([`super::worker::backoff`]) grows its delay with.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -154,10 +155,42 @@ impl WorkQueue {
     }
 }
 
+/// Consecutive failures per key, for the backoff.
+#[derive(Debug, Default)]
+pub struct FailureCounts(Mutex<HashMap<String, u32>>);
+
+impl FailureCounts {
+    /// Records a failure of `key`; returns how many in a row.
+    pub fn failed(&self, key: &str) -> u32 {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = map.entry(key.to_owned()).or_insert(0);
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets the failures of `key` after a success.
+    pub fn succeeded(&self, key: &str) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !map.is_empty() {
+            map.remove(key);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn failures_count_in_a_row_per_key() {
+        let counts = FailureCounts::default();
+        assert_eq!(counts.failed("a"), 1);
+        assert_eq!(counts.failed("a"), 2);
+        assert_eq!(counts.failed("b"), 1);
+        counts.succeeded("a");
+        assert_eq!(counts.failed("a"), 1);
+    }
 
     #[tokio::test]
     async fn keys_are_deduplicated_and_never_handed_out_twice_at_once() {

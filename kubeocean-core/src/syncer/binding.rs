@@ -12,8 +12,9 @@ use kube_kit::client::{
     kubeconfig_from_secret,
 };
 
+use super::clock::Clock;
 use super::conditions::{condition, upsert_condition};
-use super::{Clock, SyncError};
+use super::error::SyncError;
 use crate::crd::{ClusterBinding, KUBECONFIG_SECRET_KEY, cluster_binding_condition};
 
 /// Why the worker cluster could not be reached.

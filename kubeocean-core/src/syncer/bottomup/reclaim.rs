@@ -7,10 +7,11 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 use kube::Api;
 use kube::api::ListParams;
 
-use super::physical_node::delete_virtual_pod;
-use super::{Context, SyncError};
+use super::virtual_pods::delete_virtual_pod;
 use crate::labels;
 use crate::leasing::NO_EXECUTE;
+use crate::syncer::context::Context;
+use crate::syncer::error::SyncError;
 
 /// Whether `tolerations` tolerate `taint`, by Kubernetes' rules: an empty key with `Exists`
 /// tolerates everything; otherwise keys must match, `Exists` ignores the value, `Equal` (the

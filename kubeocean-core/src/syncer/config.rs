@@ -1,0 +1,94 @@
+//! Settings of a syncer.
+
+use std::time::Duration;
+
+use kube_kit::client::ClientOptions;
+
+use super::clock::Clock;
+use super::metrics::SyncerMetrics;
+
+/// Threads of the async runtime a syncer process runs on by default
+/// ([`kube_kit::runtime::build`]). One thread spends 0.24-0.31 ms of CPU per mapped pod in
+/// the mapping benchmark, where two threads spend 0.36-0.43 ms handing tasks between them;
+/// more threads pay off only when a binding's bursts need more than one core.
+pub const SYNCER_RUNTIME_THREADS: usize = 1;
+
+/// Settings of a [`Syncer`](super::Syncer).
+#[derive(Clone, Debug)]
+pub struct SyncerConfig {
+    /// Name of the ClusterBinding served.
+    pub binding_name: String,
+    /// Namespace of the binding's Secret when `secretRef.namespace` is empty.
+    pub secret_namespace: String,
+    /// Options of the worker client (user agent, QPS limit, timeouts).
+    pub client_options: ClientOptions,
+    /// How often virtual node Leases are renewed (Kubernetes: 10 s).
+    pub lease_renew_interval: Duration,
+    /// `leaseDurationSeconds` of virtual node Leases (Kubernetes: 40 s).
+    pub lease_duration: Duration,
+    /// Wait between attempts to reach the worker.
+    pub connect_retry_interval: Duration,
+    /// Wait before retrying a failed reconcile, or re-checking a virtual node being drained.
+    pub retry_interval: Duration,
+    /// Longest wait between retries of a failing reconcile, bottom-up or top-down (the wait
+    /// doubles from `retry_interval` on each failure in a row; see [`super::worker`]).
+    pub max_retry_interval: Duration,
+    /// How long a top-down request may take before it counts as failed (a hung API server
+    /// must not hold a reconcile forever).
+    pub request_timeout: Duration,
+    /// How long the worker may take to answer a connectivity probe.
+    pub probe_timeout: Duration,
+    /// Virtual nodes reconciled at once; also the number of workers of each top-down pod
+    /// queue (a quarter of it for copies and tokens).
+    pub workers: usize,
+    /// Where the virtual nodes' kubelet API is served.
+    pub proxier: ProxierEndpoint,
+    /// The clock time windows are evaluated with.
+    pub clock: Clock,
+    /// Where to record metrics (none by default).
+    pub metrics: Option<SyncerMetrics>,
+}
+
+impl SyncerConfig {
+    /// Defaults for the binding `binding_name`.
+    pub fn new(binding_name: impl Into<String>) -> SyncerConfig {
+        SyncerConfig {
+            binding_name: binding_name.into(),
+            secret_namespace: "kubeocean-system".to_owned(),
+            client_options: ClientOptions::new(kube_kit::client::user_agent(
+                "kubeocean-syncer",
+                env!("CARGO_PKG_VERSION"),
+            )),
+            lease_renew_interval: Duration::from_secs(10),
+            lease_duration: Duration::from_secs(40),
+            connect_retry_interval: Duration::from_secs(5),
+            retry_interval: Duration::from_secs(1),
+            max_retry_interval: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(30),
+            probe_timeout: Duration::from_secs(5),
+            workers: 16,
+            proxier: ProxierEndpoint::default(),
+            clock: Clock::system(),
+            metrics: None,
+        }
+    }
+}
+
+/// Where the kubelet API of virtual nodes is served (the proxier).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxierEndpoint {
+    /// Address of the proxier written as the virtual nodes' `InternalIP`; `None` keeps the
+    /// physical node's addresses.
+    pub address: Option<String>,
+    /// Port written to `daemonEndpoints.kubeletEndpoint.Port`.
+    pub port: i32,
+}
+
+impl Default for ProxierEndpoint {
+    fn default() -> Self {
+        ProxierEndpoint {
+            address: None,
+            port: 10250,
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! What can fail while syncing, on which object, in which cluster.
+
+use std::fmt;
+
+use super::worker::Failure;
+
+/// What failed while syncing, on which object.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// Writing or deleting a virtual node failed.
+    #[error("cannot {action} virtual node {name}: {source}")]
+    VirtualNode {
+        /// What was attempted.
+        action: &'static str,
+        /// Virtual node name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Labelling a physical node failed.
+    #[error("cannot label physical node {name}: {source}")]
+    PhysicalNode {
+        /// Physical node name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Listing or deleting the virtual pods of a node being drained failed.
+    #[error("cannot {action} the pods of virtual node {node}: {source}")]
+    VirtualPods {
+        /// What was attempted.
+        action: &'static str,
+        /// Virtual node name.
+        node: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Renewing or deleting a virtual node's Lease failed.
+    #[error("cannot {action} Lease kube-node-lease/{name}: {source}")]
+    Lease {
+        /// What was attempted.
+        action: &'static str,
+        /// Lease name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Mirroring a CSINode failed.
+    #[error("cannot {action} CSINode {name}: {source}")]
+    CsiNode {
+        /// What was attempted.
+        action: &'static str,
+        /// CSINode name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Writing a policy's status failed.
+    #[error("cannot write the status of ResourceLeasingPolicy {name}: {source}")]
+    PolicyStatus {
+        /// Policy name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Writing the binding's status failed.
+    #[error("cannot write the status of ClusterBinding {name}: {source}")]
+    BindingStatus {
+        /// Binding name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
+}
+
+impl Failure for SyncError {
+    fn reason(&self) -> &'static str {
+        SyncError::reason(self)
+    }
+}
+
+impl SyncError {
+    /// A short reason for metrics and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            SyncError::VirtualNode { .. } => "VirtualNodeWrite",
+            SyncError::PhysicalNode { .. } => "PhysicalNodeLabel",
+            SyncError::VirtualPods { .. } => "VirtualPodDelete",
+            SyncError::Lease { .. } => "LeaseWrite",
+            SyncError::CsiNode { .. } => "CSINodeWrite",
+            SyncError::PolicyStatus { .. } => "PolicyStatusWrite",
+            SyncError::BindingStatus { .. } => "BindingStatusWrite",
+        }
+    }
+}
+
+/// The HTTP status of an API error, if it is one.
+pub(crate) fn api_code(err: &kube::Error) -> Option<u16> {
+    match err {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+/// The cluster a request went to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The computing cluster (virtual objects).
+    Computing,
+    /// The worker cluster (physical objects).
+    Worker,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::Computing => "computing",
+            Side::Worker => "worker",
+        })
+    }
+}
