@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::actions::deployment_patch;
 use super::body::{Expected, check_name, expand_policy_text, prepare_write};
 use super::error::ApiError;
+use super::inside::{Checked, Inside, Of};
 use super::kinds::{
     ResourceKind, cluster_resource_bindings_resource, clusters_resource, resource_bindings_resource,
 };
@@ -26,9 +27,9 @@ use super::types::{
     CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest, DeleteInstanceRequest,
     DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
     GetInstanceRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest,
-    KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListOptions,
-    ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList, RemoveClusterRequest,
-    UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+    KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListResourcesRequest,
+    ListWorkloadsRequest, Object, ObjectList, RemoveClusterRequest, UpdateClusterRequest,
+    UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 use super::workload::{deployment_binding_name, parse_binding, workload};
 use crate::access::{Authorizer, Caller, InstanceResource, Verb};
@@ -112,111 +113,6 @@ fn items_or_none_served(
         Err(err) if err.is_not_found() => Ok(Vec::new()),
         Err(err) => Err(err.into()),
     }
-}
-
-/// A call on something inside an instance, as the API received it: every such call goes
-/// through [`KairshipService::inside`].
-struct Inside<'a> {
-    instance: &'a str,
-    of: Of<'a>,
-    /// The one object the call names, as `(field, name)` for the error message.
-    name: Option<(&'static str, &'a str)>,
-    /// The options of a list; a call without them concerns one object, so a namespaced kind
-    /// needs its namespace.
-    options: Option<&'a ListOptions>,
-    /// The body of a create or update, checked against the kind, namespace and `name`.
-    body: Option<Value>,
-    /// What the caller must be allowed on the instance's [`InstanceResource::Proxy`].
-    verb: Verb,
-    /// What is attempted, for the "may not" message.
-    what: String,
-}
-
-/// What inside an instance a call is about.
-#[derive(Clone, Copy)]
-enum Of<'a> {
-    /// The member clusters (`cluster.karmada.io` Clusters, cluster-scoped).
-    Clusters,
-    /// Objects of `kind`, in `namespace` when given.
-    Kind {
-        kind: ResourceKind,
-        namespace: Option<&'a str>,
-    },
-}
-
-impl<'a> Inside<'a> {
-    fn clusters(instance: &'a str, verb: Verb, what: impl Into<String>) -> Self {
-        Self::of(instance, Of::Clusters, verb, what.into())
-    }
-
-    fn kind(
-        instance: &'a str,
-        kind: ResourceKind,
-        namespace: Option<&'a str>,
-        verb: Verb,
-        what: impl Into<String>,
-    ) -> Self {
-        Self::of(instance, Of::Kind { kind, namespace }, verb, what.into())
-    }
-
-    fn of(instance: &'a str, of: Of<'a>, verb: Verb, what: String) -> Self {
-        Inside {
-            instance,
-            of,
-            name: None,
-            options: None,
-            body: None,
-            verb,
-            what,
-        }
-    }
-
-    /// The call names one object, `name`, reported as `field` when malformed.
-    fn named(mut self, field: &'static str, name: &'a str) -> Self {
-        self.name = Some((field, name));
-        self
-    }
-
-    /// The call lists, with `options`.
-    fn listing(mut self, options: &'a ListOptions) -> Self {
-        self.options = Some(options);
-        self
-    }
-
-    /// The call writes `body`.
-    fn with_body(mut self, body: Value) -> Self {
-        self.body = Some(body);
-        self
-    }
-
-    /// What the body must be: the kind's `apiVersion` and `kind`, its namespace, and the name
-    /// the call names (if any).
-    fn expected(&self) -> Expected<'a> {
-        let name = self.name.map(|(_, name)| name);
-        match self.of {
-            Of::Clusters => Expected {
-                api_version: "cluster.karmada.io/v1alpha1",
-                kind: "Cluster",
-                namespace: None,
-                name,
-            },
-            Of::Kind { kind, namespace } => Expected {
-                api_version: kind.api_version(),
-                kind: kind.kind(),
-                namespace,
-                name,
-            },
-        }
-    }
-}
-
-/// An [`Inside`] call once checked, authorized and prepared.
-struct Checked {
-    target: ResourceTarget,
-    /// The list query (the default one when the call does not list).
-    query: ListQuery,
-    /// The prepared body (`null` when the call writes none).
-    body: Value,
 }
 
 impl KairshipService {
