@@ -17,7 +17,7 @@ use kairship_core::auth::StaticTokenAuthenticator;
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, InstanceWriter, ListQuery, ReadBackend, ReadWriteRouter,
-    ResourceTarget, SplitRouter, StaticInstanceClients, render_list,
+    ResourceTarget, SplitRouter, StaticInstanceClients, WriteBackend, render_list,
 };
 use kube::Api;
 use kube::api::PostParams;

@@ -1,10 +1,12 @@
 //! Kairship as a library: the management plane of many isolated Karmada instances.
 //!
 //! This crate holds the `kairship.io/v1alpha1` `Instance` custom resource, typed models of
-//! the Karmada and Clusterpedia objects Kairship reads and writes, and the pure logic of the
-//! controller-manager (summaries, the instance state machine, per-instance RBAC, the signed
-//! role-binding webhook, object naming and lifecycle decisions), and the controllers that
-//! apply it ([`controllers`]), run by `kairship controller-manager`.
+//! the Karmada and Clusterpedia objects Kairship reads and writes, the API server's layers
+//! ([`api`] over [`router`], with [`proxy`], [`grpc`], [`auth`]), and the controllers run by
+//! `kairship controller-manager` ([`controllers`]). Each controller keeps its pure logic
+//! (summaries, the instance state machine, per-instance RBAC, the signed role-binding webhook,
+//! lifecycle decisions) in a module beside its runner; the crate-root paths [`rbac`],
+//! [`state`], [`summary`], [`lifecycle`], [`virtual_cluster`] and [`webhook`] re-export them.
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -14,21 +16,31 @@ pub mod auth;
 pub mod controllers;
 pub mod grpc;
 pub mod instance;
-pub mod lifecycle;
 pub mod models;
 pub mod naming;
 pub mod proxy;
-pub mod rbac;
 pub mod router;
-pub mod state;
-pub mod summary;
-pub mod virtual_cluster;
-pub mod webhook;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
 pub use instance::{Instance, InstanceSpec, InstanceState, InstanceStatus};
+
+// Each controller's pure logic lives beside its runner in `controllers/`; these keep the
+// paths it had at the crate root.
+pub use controllers::instance_registry::rbac;
+pub use controllers::resource_statistics::summary;
+pub use controllers::role_binding_webhook::request as webhook;
+pub use controllers::status_sync::state;
+pub use controllers::virtual_cluster_sync::pedia_cluster as virtual_cluster;
+
+/// The lifecycle decisions at their former crate-root path: now
+/// [`controllers::lifecycle::decision`] and, for where the kubeconfig is found,
+/// [`controllers::connection::kubeconfig`].
+pub mod lifecycle {
+    pub use crate::controllers::connection::kubeconfig::*;
+    pub use crate::controllers::lifecycle::decision::*;
+}
 
 /// Path, relative to the workspace root, of the generated CRD manifest.
 pub const CRDS_MANIFEST_PATH: &str = "deploy/crds/kairship/kairship-crds.yaml";

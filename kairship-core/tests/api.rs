@@ -2433,3 +2433,47 @@ async fn unknown_fields_at_any_depth_follow_field_validation() {
         "only the Warn create and the Ignore replace were written"
     );
 }
+
+/// Every call inside an instance checks what it names before asking whether the caller may,
+/// and checks its body only once the caller may.
+#[tokio::test]
+async fn calls_inside_an_instance_check_names_before_access_and_bodies_after() {
+    let env = Env::start().await;
+    let inst = format!("{P}/instances/{INSTANCE}");
+    let ns = format!("{inst}/namespaces/{NS}");
+    env.rights.take();
+    // Malformed names and scopes: invalid for anyone, and nobody was asked.
+    for (method, path, body) in [
+        ("GET", format!("{ns}/configmaps/Not_A_Name"), None),
+        ("DELETE", format!("{inst}/clusters/Not_A_Name"), None),
+        ("GET", format!("{inst}/deployments/obj"), None),
+        (
+            "PUT",
+            format!("{ns}/configmaps/Not_A_Name"),
+            Some(json!({"metadata": {"name": "Not_A_Name"}})),
+        ),
+    ] {
+        for token in [NOBODY, ADMIN] {
+            let (status, answer) = env.call(method, &path, Some(token), body.clone()).await;
+            assert_eq!(
+                error_of(status, &answer),
+                (400, 3),
+                "{token} {method} {path}"
+            );
+            assert!(
+                env.rights.take().is_empty(),
+                "{token} {method} {path}: access was checked"
+            );
+        }
+    }
+    // A body of another kind: forbidden to who may not create, invalid to who may.
+    let wrong = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}});
+    let path = format!("{ns}/configmaps");
+    let (status, answer) = env
+        .call("POST", &path, Some(NOBODY), Some(wrong.clone()))
+        .await;
+    assert_eq!(error_of(status, &answer), (403, 7), "{answer}");
+    let (status, answer) = env.call("POST", &path, Some(ADMIN), Some(wrong)).await;
+    assert_eq!(error_of(status, &answer), (400, 3), "{answer}");
+    assert_eq!(env.writes(), 0, "no refused call reached the instance");
+}

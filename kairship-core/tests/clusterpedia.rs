@@ -22,6 +22,7 @@ use kairship_core::router::{
     ClusterpediaBackend, ClusterpediaConfig, DirectBackend, FUZZY_NAME_LABEL, FallbackReason,
     InstanceWriter, ListQuery, ObjectPage, ReadBackend, ReadWriteRouter, ResourceTarget,
     RouterConfig, RouterError, SortBy, SortDir, SplitRouter, StaticInstanceClients, WatchQuery,
+    WriteBackend,
 };
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind, WatchEvent};

@@ -30,7 +30,7 @@ use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, EventStream, InstanceClients, InstanceWriter, ListQuery,
     ObjectPage, Pagination, ReadBackend, ReadWriteRouter, ResourceTarget, RouterConfig,
-    RouterError, SplitRouter, StaticInstanceClients, WatchQuery,
+    RouterError, SplitRouter, StaticInstanceClients, WatchQuery, WriteBackend,
 };
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};

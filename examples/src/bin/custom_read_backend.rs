@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, EventStream, FallbackReason, InstanceClients,
     InstanceWriter, ListQuery, ObjectPage, ReadBackend, ReadWriteRouter, ResourceTarget,
-    RouterError, SplitRouter, StaticInstanceClients, WatchQuery,
+    RouterError, SplitRouter, StaticInstanceClients, WatchQuery, WriteBackend,
 };
 use kube::Api;
 use kube::api::PostParams;

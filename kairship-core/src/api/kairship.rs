@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::actions::deployment_patch;
 use super::body::{Expected, check_name, expand_policy_text, prepare_write};
 use super::error::ApiError;
+use super::inside::{Checked, Inside, Of};
 use super::kinds::{
     ResourceKind, cluster_resource_bindings_resource, clusters_resource, resource_bindings_resource,
 };
@@ -161,6 +162,57 @@ impl KairshipService {
         )))
     }
 
+    /// The one path of every call inside an instance: the target, the object's name and the
+    /// list options are checked first (a malformed call is refused before anyone is asked),
+    /// then the caller is authorized on the instance's proxy, then the body is prepared (policy
+    /// text expanded, `apiVersion`, `kind`, namespace and name checked or filled in), and only
+    /// then `call` runs, usually one router call.
+    async fn inside<T, Fut>(
+        &self,
+        caller: &Caller,
+        req: Inside<'_>,
+        call: impl FnOnce(Checked) -> Fut,
+    ) -> Result<T, ApiError>
+    where
+        Fut: Future<Output = Result<T, ApiError>>,
+    {
+        let target = match req.of {
+            Of::Clusters => Self::cluster_target(req.instance)?,
+            Of::Kind { kind, namespace } => {
+                Self::resource_target(req.instance, kind, namespace, req.options.is_none())?
+            }
+        };
+        if let Some((field, name)) = req.name {
+            check_name(field, name)?;
+        }
+        let query = match req.options {
+            Some(options) => to_list_query(options)?,
+            None => ListQuery::default(),
+        };
+        self.authorize(
+            caller,
+            req.verb,
+            InstanceResource::Proxy,
+            Some(req.instance),
+            &req.what,
+        )
+        .await?;
+        let expected = req.expected();
+        let body = match (req.body, req.of) {
+            (None, _) => Value::Null,
+            (Some(body), Of::Kind { kind, .. }) if kind.is_policy() => {
+                prepare_write(expand_policy_text(body)?, &expected)?
+            }
+            (Some(body), _) => prepare_write(body, &expected)?,
+        };
+        call(Checked {
+            target,
+            query,
+            body,
+        })
+        .await
+    }
+
     fn instances(&self) -> Api<DynamicObject> {
         Api::all_with(self.host.clone(), &instance_resource())
     }
@@ -217,19 +269,6 @@ impl KairshipService {
                 ))
             }
             (_, None) => Ok(ResourceTarget::all(instance, kind.api_resource())),
-        }
-    }
-
-    fn expected<'a>(
-        kind: ResourceKind,
-        namespace: Option<&'a str>,
-        name: Option<&'a str>,
-    ) -> Expected<'a> {
-        Expected {
-            api_version: kind.api_version(),
-            kind: kind.kind(),
-            namespace,
-            name,
         }
     }
 
@@ -568,17 +607,12 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: ListClustersRequest,
     ) -> Result<ObjectList, ApiError> {
-        let target = Self::cluster_target(&req.instance)?;
-        let query = to_list_query(&req.options)?;
-        self.authorize(
-            caller,
-            Verb::Get,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            "list member clusters",
-        )
-        .await?;
-        object_list(self.router.list(&target, &query).await?)
+        let call = Inside::clusters(&req.instance, Verb::Get, "list member clusters")
+            .listing(&req.options);
+        self.inside(caller, call, |c| async move {
+            object_list(self.router.list(&c.target, &c.query).await?)
+        })
+        .await
     }
 
     async fn get_cluster(
@@ -586,18 +620,14 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: GetClusterRequest,
     ) -> Result<Object, ApiError> {
-        let target = Self::cluster_target(&req.instance)?;
-        check_name("cluster", &req.cluster)?;
-        self.authorize(
-            caller,
-            Verb::Get,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            "read member clusters",
-        )
-        .await?;
-        let cluster = self.router.get(&target, &req.cluster).await?;
-        to_object(cluster.as_ref(), "a cluster")
+        let cluster = req.cluster.as_str();
+        let call = Inside::clusters(&req.instance, Verb::Get, "read member clusters")
+            .named("cluster", cluster);
+        self.inside(caller, call, |c| async move {
+            let object = self.router.get(&c.target, cluster).await?;
+            to_object(object.as_ref(), "a cluster")
+        })
+        .await
     }
 
     async fn join_cluster(
@@ -605,29 +635,16 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: JoinClusterRequest,
     ) -> Result<Object, ApiError> {
-        let target = Self::cluster_target(&req.instance)?;
-        self.authorize(
-            caller,
-            Verb::Create,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            "join member clusters",
-        )
-        .await?;
-        let body = prepare_write(
-            req.body,
-            &Expected {
-                api_version: "cluster.karmada.io/v1alpha1",
-                kind: "Cluster",
-                namespace: None,
-                name: None,
-            },
-        )?;
-        let outcome = self
-            .router
-            .create(&target, &body, &PostParams::default())
-            .await?;
-        Ok(outcome.object)
+        let call = Inside::clusters(&req.instance, Verb::Create, "join member clusters")
+            .with_body(req.body);
+        self.inside(caller, call, |c| async move {
+            let outcome = self
+                .router
+                .create(&c.target, &c.body, &PostParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
     }
 
     async fn update_cluster(
@@ -635,30 +652,18 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: UpdateClusterRequest,
     ) -> Result<Object, ApiError> {
-        let target = Self::cluster_target(&req.instance)?;
-        check_name("cluster", &req.cluster)?;
-        self.authorize(
-            caller,
-            Verb::Update,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            "update member clusters",
-        )
-        .await?;
-        let body = prepare_write(
-            req.body,
-            &Expected {
-                api_version: "cluster.karmada.io/v1alpha1",
-                kind: "Cluster",
-                namespace: None,
-                name: Some(&req.cluster),
-            },
-        )?;
-        let outcome = self
-            .router
-            .replace(&target, &req.cluster, &body, &PostParams::default())
-            .await?;
-        Ok(outcome.object)
+        let cluster = req.cluster.as_str();
+        let call = Inside::clusters(&req.instance, Verb::Update, "update member clusters")
+            .named("cluster", cluster)
+            .with_body(req.body);
+        self.inside(caller, call, |c| async move {
+            let outcome = self
+                .router
+                .replace(&c.target, cluster, &c.body, &PostParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
     }
 
     async fn remove_cluster(
@@ -666,21 +671,17 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: RemoveClusterRequest,
     ) -> Result<Object, ApiError> {
-        let target = Self::cluster_target(&req.instance)?;
-        check_name("cluster", &req.cluster)?;
-        self.authorize(
-            caller,
-            Verb::Delete,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            "remove member clusters",
-        )
-        .await?;
-        let outcome = self
-            .router
-            .delete(&target, &req.cluster, &DeleteParams::default())
-            .await?;
-        Ok(outcome.object)
+        let cluster = req.cluster.as_str();
+        let call = Inside::clusters(&req.instance, Verb::Delete, "remove member clusters")
+            .named("cluster", cluster);
+        self.inside(caller, call, |c| async move {
+            let outcome = self
+                .router
+                .delete(&c.target, cluster, &DeleteParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
     }
 
     async fn list_resources(
@@ -688,18 +689,19 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: ListResourcesRequest,
     ) -> Result<ObjectList, ApiError> {
-        let target =
-            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), false)?;
-        let query = to_list_query(&req.options)?;
-        self.authorize(
-            caller,
+        let what = format!("list {}", req.kind);
+        let call = Inside::kind(
+            &req.instance,
+            req.kind,
+            req.namespace.as_deref(),
             Verb::Get,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            &format!("list {}", req.kind),
+            what,
         )
-        .await?;
-        object_list(self.router.list(&target, &query).await?)
+        .listing(&req.options);
+        self.inside(caller, call, |c| async move {
+            object_list(self.router.list(&c.target, &c.query).await?)
+        })
+        .await
     }
 
     async fn get_resource(
@@ -707,19 +709,21 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: GetResourceRequest,
     ) -> Result<Object, ApiError> {
-        let target =
-            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
-        check_name("name", &req.name)?;
-        self.authorize(
-            caller,
+        let name = req.name.as_str();
+        let what = format!("read {}", req.kind);
+        let call = Inside::kind(
+            &req.instance,
+            req.kind,
+            req.namespace.as_deref(),
             Verb::Get,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            &format!("read {}", req.kind),
+            what,
         )
-        .await?;
-        let object = self.router.get(&target, &req.name).await?;
-        to_object(object.as_ref(), "an object")
+        .named("name", name);
+        self.inside(caller, call, |c| async move {
+            let object = self.router.get(&c.target, name).await?;
+            to_object(object.as_ref(), "an object")
+        })
+        .await
     }
 
     async fn create_resource(
@@ -727,30 +731,23 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: CreateResourceRequest,
     ) -> Result<Object, ApiError> {
-        let target =
-            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
-        self.authorize(
-            caller,
+        let what = format!("create {}", req.kind);
+        let call = Inside::kind(
+            &req.instance,
+            req.kind,
+            req.namespace.as_deref(),
             Verb::Create,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            &format!("create {}", req.kind),
+            what,
         )
-        .await?;
-        let body = if req.kind.is_policy() {
-            expand_policy_text(req.body)?
-        } else {
-            req.body
-        };
-        let body = prepare_write(
-            body,
-            &Self::expected(req.kind, req.namespace.as_deref(), None),
-        )?;
-        let outcome = self
-            .router
-            .create(&target, &body, &PostParams::default())
-            .await?;
-        Ok(outcome.object)
+        .with_body(req.body);
+        self.inside(caller, call, |c| async move {
+            let outcome = self
+                .router
+                .create(&c.target, &c.body, &PostParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
     }
 
     async fn update_resource(
@@ -758,31 +755,25 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: UpdateResourceRequest,
     ) -> Result<Object, ApiError> {
-        let target =
-            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
-        check_name("name", &req.name)?;
-        self.authorize(
-            caller,
+        let name = req.name.as_str();
+        let what = format!("update {}", req.kind);
+        let call = Inside::kind(
+            &req.instance,
+            req.kind,
+            req.namespace.as_deref(),
             Verb::Update,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            &format!("update {}", req.kind),
+            what,
         )
-        .await?;
-        let body = if req.kind.is_policy() {
-            expand_policy_text(req.body)?
-        } else {
-            req.body
-        };
-        let body = prepare_write(
-            body,
-            &Self::expected(req.kind, req.namespace.as_deref(), Some(&req.name)),
-        )?;
-        let outcome = self
-            .router
-            .replace(&target, &req.name, &body, &PostParams::default())
-            .await?;
-        Ok(outcome.object)
+        .named("name", name)
+        .with_body(req.body);
+        self.inside(caller, call, |c| async move {
+            let outcome = self
+                .router
+                .replace(&c.target, name, &c.body, &PostParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
     }
 
     async fn delete_resource(
@@ -790,40 +781,44 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: DeleteResourceRequest,
     ) -> Result<Object, ApiError> {
-        let target =
-            Self::resource_target(&req.instance, req.kind, req.namespace.as_deref(), true)?;
-        check_name("name", &req.name)?;
-        self.authorize(
-            caller,
-            Verb::Delete,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            &format!("delete {}", req.kind),
-        )
-        .await?;
-        if matches!(
+        let (instance, kind, namespace, name) = (
+            req.instance.as_str(),
             req.kind,
-            ResourceKind::Propagationpolicies | ResourceKind::Clusterpropagationpolicies
-        ) {
-            let users = self
-                .policy_users(&req.instance, req.namespace.as_deref(), &req.name, req.kind)
-                .await?;
-            if !users.is_empty() {
-                let policy = match &req.namespace {
-                    Some(ns) => format!("{} {ns}/{}", req.kind.kind(), req.name),
-                    None => format!("{} {}", req.kind.kind(), req.name),
-                };
-                return Err(ApiError::failed_precondition(format!(
-                    "{policy} is still used by {}: delete or re-target those first",
-                    users.join(", ")
-                )));
+            req.namespace.as_deref(),
+            req.name.as_str(),
+        );
+        let call = Inside::kind(
+            instance,
+            kind,
+            namespace,
+            Verb::Delete,
+            format!("delete {kind}"),
+        )
+        .named("name", name);
+        self.inside(caller, call, |c| async move {
+            if matches!(
+                kind,
+                ResourceKind::Propagationpolicies | ResourceKind::Clusterpropagationpolicies
+            ) {
+                let users = self.policy_users(instance, namespace, name, kind).await?;
+                if !users.is_empty() {
+                    let policy = match namespace {
+                        Some(ns) => format!("{} {ns}/{name}", kind.kind()),
+                        None => format!("{} {name}", kind.kind()),
+                    };
+                    return Err(ApiError::failed_precondition(format!(
+                        "{policy} is still used by {}: delete or re-target those first",
+                        users.join(", ")
+                    )));
+                }
             }
-        }
-        let outcome = self
-            .router
-            .delete(&target, &req.name, &DeleteParams::default())
-            .await?;
-        Ok(outcome.object)
+            let outcome = self
+                .router
+                .delete(&c.target, name, &DeleteParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
     }
 
     async fn deployment_action(
@@ -831,42 +826,38 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: DeploymentActionRequest,
     ) -> Result<Object, ApiError> {
-        let target = Self::resource_target(
+        let (namespace, name, action) = (req.namespace.as_str(), req.name.as_str(), req.action);
+        let call = Inside::kind(
             &req.instance,
             ResourceKind::Deployments,
-            Some(&req.namespace),
-            true,
-        )?;
-        check_name("name", &req.name)?;
-        self.authorize(
-            caller,
+            Some(namespace),
             Verb::Patch,
-            InstanceResource::Proxy,
-            Some(&req.instance),
-            &format!("{} deployments", req.action.as_str()),
+            format!("{} deployments", action.as_str()),
         )
-        .await?;
-        if req.action == DeploymentAction::Restart {
-            // As kubectl: a paused Deployment would not roll out the restart.
-            let current = self.router.get(&target, &req.name).await?;
-            if current.data.pointer("/spec/paused") == Some(&Value::Bool(true)) {
-                return Err(ApiError::failed_precondition(format!(
-                    "deployment {}/{} is paused: resume it before restarting",
-                    req.namespace, req.name
-                )));
+        .named("name", name);
+        self.inside(caller, call, |c| async move {
+            if action == DeploymentAction::Restart {
+                // As kubectl: a paused Deployment would not roll out the restart.
+                let current = self.router.get(&c.target, name).await?;
+                if current.data.pointer("/spec/paused") == Some(&Value::Bool(true)) {
+                    return Err(ApiError::failed_precondition(format!(
+                        "deployment {namespace}/{name} is paused: resume it before restarting"
+                    )));
+                }
             }
-        }
-        let patch = deployment_patch(req.action, jiff::Timestamp::now());
-        let outcome = self
-            .router
-            .patch(
-                &target,
-                &req.name,
-                &Patch::Merge(patch),
-                &PatchParams::default(),
-            )
-            .await?;
-        Ok(outcome.object)
+            let patch = deployment_patch(action, jiff::Timestamp::now());
+            let outcome = self
+                .router
+                .patch(
+                    &c.target,
+                    name,
+                    &Patch::Merge(patch),
+                    &PatchParams::default(),
+                )
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
     }
 
     async fn list_workloads(
@@ -874,38 +865,35 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: ListWorkloadsRequest,
     ) -> Result<WorkloadList, ApiError> {
-        let target = Self::resource_target(
-            &req.instance,
+        let (instance, namespace) = (req.instance.as_str(), req.namespace.as_str());
+        let call = Inside::kind(
+            instance,
             ResourceKind::Deployments,
-            Some(&req.namespace),
-            true,
-        )?;
-        let query = to_list_query(&req.options)?;
-        self.authorize(
-            caller,
+            Some(namespace),
             Verb::Get,
-            InstanceResource::Proxy,
-            Some(&req.instance),
             "list workloads",
         )
-        .await?;
-        let page = self.router.list(&target, &query).await?;
-        let bindings = self.bindings_by_name(&req.instance, &req.namespace).await?;
-        let items = page
-            .items
-            .iter()
-            .map(|deployment| {
-                let name = deployment.metadata.name.as_deref().unwrap_or_default();
-                let binding = bindings
-                    .get(&deployment_binding_name(name))
-                    .and_then(|b| parse_binding(b));
-                workload(deployment, binding.as_ref())
+        .listing(&req.options);
+        self.inside(caller, call, |c| async move {
+            let page = self.router.list(&c.target, &c.query).await?;
+            let bindings = self.bindings_by_name(instance, namespace).await?;
+            let items = page
+                .items
+                .iter()
+                .map(|deployment| {
+                    let name = deployment.metadata.name.as_deref().unwrap_or_default();
+                    let binding = bindings
+                        .get(&deployment_binding_name(name))
+                        .and_then(|b| parse_binding(b));
+                    workload(deployment, binding.as_ref())
+                })
+                .collect();
+            Ok(WorkloadList {
+                items,
+                pagination: pagination(page.pagination),
             })
-            .collect();
-        Ok(WorkloadList {
-            items,
-            pagination: pagination(page.pagination),
         })
+        .await
     }
 
     async fn get_workload(
@@ -913,33 +901,34 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: GetWorkloadRequest,
     ) -> Result<Workload, ApiError> {
-        let target = Self::resource_target(
-            &req.instance,
+        let (instance, namespace, name) = (
+            req.instance.as_str(),
+            req.namespace.as_str(),
+            req.name.as_str(),
+        );
+        let call = Inside::kind(
+            instance,
             ResourceKind::Deployments,
-            Some(&req.namespace),
-            true,
-        )?;
-        check_name("name", &req.name)?;
-        self.authorize(
-            caller,
+            Some(namespace),
             Verb::Get,
-            InstanceResource::Proxy,
-            Some(&req.instance),
             "read workloads",
         )
-        .await?;
-        let deployment = self.router.get(&target, &req.name).await?;
-        let bindings =
-            ResourceTarget::namespaced(&req.instance, resource_bindings_resource(), &req.namespace);
-        let binding = match self
-            .router
-            .get(&bindings, &deployment_binding_name(&req.name))
-            .await
-        {
-            Ok(b) => parse_binding(&b),
-            Err(err) if err.is_not_found() => None,
-            Err(err) => return Err(err.into()),
-        };
-        Ok(workload(&deployment, binding.as_ref()))
+        .named("name", name);
+        self.inside(caller, call, |c| async move {
+            let deployment = self.router.get(&c.target, name).await?;
+            let bindings =
+                ResourceTarget::namespaced(instance, resource_bindings_resource(), namespace);
+            let binding = match self
+                .router
+                .get(&bindings, &deployment_binding_name(name))
+                .await
+            {
+                Ok(b) => parse_binding(&b),
+                Err(err) if err.is_not_found() => None,
+                Err(err) => return Err(err.into()),
+            };
+            Ok(workload(&deployment, binding.as_ref()))
+        })
+        .await
     }
 }

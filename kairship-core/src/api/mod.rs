@@ -46,6 +46,7 @@
 
 mod clients;
 mod error;
+mod inside;
 mod kinds;
 mod service;
 mod types;

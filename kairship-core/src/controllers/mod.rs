@@ -1,17 +1,25 @@
-//! The controller-manager: five controllers, one per file, sharing a [`Context`].
+//! The controller-manager: five controllers and a webhook, one folder each, the runner in its
+//! `mod.rs` and its pure logic (no I/O, unit-tested) beside it, sharing a [`Context`].
 //!
-//! - [`lifecycle`]: finalizer, Provision (the operator's `Karmada` object), safe delete.
-//! - [`virtual_cluster_sync`]: registration with the read backend (Clusterpedia or embedded).
-//! - [`resource_statistics`]: `status.summary` from the per-instance watch caches.
-//! - [`status_sync`]: probes, the operator's Ready condition, the state machine.
-//! - [`instance_registry`]: per-instance ClusterRoles and the [`GlobalRegistry`].
-//! - [`role_binding_webhook`]: the signed endpoint an external IAM calls.
+//! - [`lifecycle`]: finalizer, Provision (the operator's `Karmada` object), safe delete;
+//!   decisions in [`lifecycle::decision`].
+//! - [`virtual_cluster_sync`]: registration with the read backend (Clusterpedia or embedded);
+//!   the desired `PediaCluster` in [`virtual_cluster_sync::pedia_cluster`].
+//! - [`resource_statistics`]: `status.summary` from the per-instance watch caches
+//!   ([`resource_statistics::cache`]); the arithmetic in [`resource_statistics::summary`].
+//! - [`status_sync`]: probes, the operator's Ready condition, the state machine
+//!   ([`status_sync::state`]).
+//! - [`instance_registry`]: per-instance ClusterRoles ([`instance_registry::rbac`]) and the
+//!   [`GlobalRegistry`].
+//! - [`role_binding_webhook`]: the signed endpoint an external IAM calls; signature, replay
+//!   and body checks in [`role_binding_webhook::request`].
 //!
-//! Per-instance work (probes, caches, statistics) runs in one task set per instance
-//! ([`workers`]) with timeouts on every call to the instance, so a slow or dead instance
-//! never delays the others.
+//! Shared by the runners: [`connection`] (reaching an instance; which Secret key holds its
+//! kubeconfig in [`connection::kubeconfig`]), [`status`] (status and condition writes) and
+//! [`workers`]. Per-instance work (probes, caches, statistics) runs in one task set per
+//! instance ([`workers`]) with timeouts on every call to the instance, so a slow or dead
+//! instance never delays the others.
 
-pub mod cache;
 pub mod connection;
 pub mod instance_registry;
 pub mod lifecycle;
@@ -33,6 +41,8 @@ use kube_kit::admin::Metrics;
 use kube_kit::controller::{ControllerMetrics, ControllerRunner, ReconcileError};
 use prometheus_client::metrics::counter::Counter;
 use tokio_util::sync::CancellationToken;
+
+pub use resource_statistics::cache;
 
 pub use instance_registry::{GlobalRegistry, HttpRegistry, NoopRegistry, RegistryEntry};
 

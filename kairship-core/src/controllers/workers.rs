@@ -13,8 +13,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::cache::InstanceCache;
 use super::connection::Connection;
+use super::resource_statistics::cache::InstanceCache;
 use super::{Context, resource_statistics, status_sync};
 use crate::instance::Instance;
 

@@ -18,9 +18,10 @@ use super::metrics::RouterMetrics;
 use super::query::{ListQuery, ObjectPage};
 use super::target::{ResourceKey, ResourceTarget};
 
-/// Routes every request on a resource of an instance to the right backend.
+/// Routes every request on a resource of an instance to the right backend: the reads are
+/// declared here, the writes (create, replace, patch, delete) are those of [`WriteBackend`].
 #[async_trait]
-pub trait ReadWriteRouter: Send + Sync {
+pub trait ReadWriteRouter: WriteBackend {
     /// Reads one object.
     async fn get(
         &self,
@@ -41,40 +42,6 @@ pub trait ReadWriteRouter: Send + Sync {
         target: &ResourceTarget,
         query: &WatchQuery,
     ) -> Result<EventStream, RouterError>;
-
-    /// Creates an object.
-    async fn create(
-        &self,
-        target: &ResourceTarget,
-        body: &serde_json::Value,
-        params: &PostParams,
-    ) -> Result<WriteOutcome, RouterError>;
-
-    /// Replaces an object.
-    async fn replace(
-        &self,
-        target: &ResourceTarget,
-        name: &str,
-        body: &serde_json::Value,
-        params: &PostParams,
-    ) -> Result<WriteOutcome, RouterError>;
-
-    /// Patches an object.
-    async fn patch(
-        &self,
-        target: &ResourceTarget,
-        name: &str,
-        patch: &Patch<serde_json::Value>,
-        params: &PatchParams,
-    ) -> Result<WriteOutcome, RouterError>;
-
-    /// Deletes an object.
-    async fn delete(
-        &self,
-        target: &ResourceTarget,
-        name: &str,
-        params: &DeleteParams,
-    ) -> Result<WriteOutcome, RouterError>;
 
     /// Records a write made to the instance outside the router's write methods (a raw request
     /// the native proxy forwarded) that returned `resource_version`, so that reads of the
@@ -445,6 +412,20 @@ impl ReadWriteRouter for SplitRouter {
         }
     }
 
+    fn observe_write(&self, target: &ResourceTarget, resource_version: &str) {
+        self.metrics.write();
+        let identity = self
+            .instances
+            .as_ref()
+            .and_then(|clients| clients.current(&target.instance));
+        self.note_version(target, resource_version, identity);
+    }
+}
+
+/// Writes go to the write backend once the instance is admitted; their resourceVersion is
+/// remembered for read-your-writes.
+#[async_trait]
+impl WriteBackend for SplitRouter {
     async fn create(
         &self,
         target: &ResourceTarget,
@@ -493,14 +474,5 @@ impl ReadWriteRouter for SplitRouter {
         let outcome = self.write.delete(target, name, params).await?;
         self.note_write(target, &outcome, identity);
         Ok(outcome)
-    }
-
-    fn observe_write(&self, target: &ResourceTarget, resource_version: &str) {
-        self.metrics.write();
-        let identity = self
-            .instances
-            .as_ref()
-            .and_then(|clients| clients.current(&target.instance));
-        self.note_version(target, resource_version, identity);
     }
 }

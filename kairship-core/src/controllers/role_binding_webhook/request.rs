@@ -12,8 +12,10 @@ use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use ring::hmac;
 use serde::{Deserialize, Serialize};
 
+use crate::controllers::instance_registry::rbac::{
+    InstanceRole, SubjectKind, binding_name, cluster_role_binding,
+};
 use crate::naming::validate_instance_name;
-use crate::rbac::{InstanceRole, SubjectKind, binding_name, cluster_role_binding};
 
 /// Header carrying the Unix timestamp (seconds) the request was signed at.
 pub const TIMESTAMP_HEADER: &str = "X-Kairship-Timestamp";

@@ -11,6 +11,8 @@
 //! cluster fails; 503 (with `Retry-After`) from a replica that is not the leader, before the
 //! signature is checked, so the same signed call can go to the leader.
 
+pub mod request;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,9 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::MANAGER_NAME;
 use crate::instance::Instance;
-use crate::webhook::{
-    BindingAction, ReplayCache, RoleBindingRequest, SIGNATURE_HEADER, TIMESTAMP_HEADER,
-};
+use request::{BindingAction, ReplayCache, RoleBindingRequest, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 
 /// Path of the endpoint.
 pub const PATH: &str = "/v1/role-bindings";

@@ -3,6 +3,8 @@
 //! or an HTTP endpoint). Deleting the instance removes its roles, the bindings to them, and the
 //! registry entry ([`cleanup`], called by the lifecycle controller).
 
+pub mod rbac;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::status::{set_condition, update_status};
 use super::{Context, Error, MANAGER_NAME};
 use crate::instance::{Instance, InstanceMode, condition_type};
-use crate::rbac::{
+use rbac::{
     InstanceRole, cluster_role_name, instance_cluster_roles, instance_role_names,
     owned_by_instance_selector, refers_to_cluster_role,
 };
@@ -352,8 +354,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use super::rbac::instance_cluster_role;
     use super::*;
-    use crate::rbac::instance_cluster_role;
 
     #[test]
     fn role_comparison() {

@@ -6,6 +6,8 @@
 //!
 //! It also publishes the instance's [`Connection`], which the watch caches follow.
 
+pub mod state;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +24,7 @@ use crate::instance::{
 };
 use crate::models::operator::Karmada;
 use crate::naming::operator_karmada_name;
-use crate::state::{ProbeOutcome, count_failures, next_state};
+use state::{ProbeOutcome, count_failures, next_state};
 
 /// What the operator's `Karmada` object says, for Provision-mode instances.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -2,6 +2,8 @@
 //! (Adopt) or from the Secret the karmada-operator publishes in its `Karmada` status
 //! (Provision).
 
+pub mod kubeconfig;
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -9,11 +11,9 @@ use kube::{Api, Client};
 use kube_kit::client::{ClientOptions, client_from_kubeconfig_yaml, describe_kube_error};
 
 use crate::instance::{Instance, InstanceMode};
-use crate::lifecycle::{
-    ADOPT_KUBECONFIG_KEYS, KubeconfigKey, OPERATOR_KUBECONFIG_KEYS, kubeconfig_in,
-};
 use crate::models::operator::Karmada;
 use crate::naming::operator_karmada_name;
+use kubeconfig::{ADOPT_KUBECONFIG_KEYS, KubeconfigKey, OPERATOR_KUBECONFIG_KEYS, kubeconfig_in};
 
 /// Why an instance's credentials could not be obtained. Messages never carry credential
 /// material.

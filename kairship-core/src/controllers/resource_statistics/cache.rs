@@ -16,11 +16,11 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::summary::{ObjectCounts, deployment_counts};
 use crate::models::cluster::Cluster;
 use crate::models::policy::{
     ClusterOverridePolicy, ClusterPropagationPolicy, OverridePolicy, PropagationPolicy,
 };
-use crate::summary::{ObjectCounts, deployment_counts};
 
 /// A reflector's store and whether its initial list completed.
 pub struct Cached<K: Resource<DynamicType = ()> + 'static> {

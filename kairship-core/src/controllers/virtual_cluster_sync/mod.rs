@@ -3,6 +3,8 @@
 //! Clusterpedia's namespace; with the embedded cache there is nothing to create. Deleting the
 //! instance unregisters it ([`cleanup`], called by the lifecycle controller).
 
+pub mod pedia_cluster;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +24,7 @@ use crate::instance::{
 };
 use crate::models::pedia::PediaCluster;
 use crate::naming::{pedia_cluster_name, pedia_kubeconfig_secret_name};
-use crate::virtual_cluster::{default_sync_resources, pedia_cluster, pedia_cluster_up_to_date};
+use pedia_cluster::{default_sync_resources, pedia_cluster, pedia_cluster_up_to_date};
 
 /// Controller name (metrics, events).
 pub const NAME: &str = "virtual-cluster-sync";

@@ -2,16 +2,19 @@
 //! caches (never a list per pass) on every cached change, and written only when the value
 //! changed.
 
+pub mod cache;
+pub mod summary;
+
 use std::sync::Arc;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::Context;
-use super::cache::InstanceCache;
 use super::status::update_status;
 use crate::instance::InstanceSummary;
-use crate::summary::{aggregate, instance_summary, needs_update};
+use cache::InstanceCache;
+use summary::{aggregate, instance_summary, needs_update};
 
 /// The summary the caches currently give.
 pub fn compute(cache: &InstanceCache) -> InstanceSummary {

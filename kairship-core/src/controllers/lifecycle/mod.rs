@@ -2,6 +2,8 @@
 //! instances, and safe delete (refused while member clusters remain unless forced; the Karmada
 //! install released per `deletionPolicy`; registrations and roles removed).
 
+pub mod decision;
+
 use std::sync::Arc;
 
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
@@ -13,9 +15,9 @@ use super::connection::{connect, find_kubeconfig};
 use super::status::{remove_condition, set_condition, update_status};
 use super::{Context, Error, MANAGER_NAME, instance_registry, virtual_cluster_sync};
 use crate::instance::{FINALIZER, Instance, InstanceMode, InstancePhase, condition_type, reason};
-use crate::lifecycle::{DeletionDecision, deletion_decision, operator_karmada};
 use crate::models::cluster::Cluster;
 use crate::models::operator::Karmada;
+use decision::{DeletionDecision, deletion_decision, operator_karmada};
 
 /// Controller name (metrics, events).
 pub const NAME: &str = "instance-lifecycle";
