@@ -28,10 +28,7 @@ pub mod cel;
 pub mod discovery;
 pub mod error;
 pub mod faults;
-pub mod kubelet;
-pub mod kubelet_api;
 pub mod meta;
-pub mod node_proxy;
 pub mod patch;
 pub mod pki;
 pub mod requests;
@@ -40,6 +37,7 @@ pub mod schema;
 pub mod selectors;
 pub mod serve;
 pub mod server;
+pub mod sim;
 pub mod state;
 pub mod store;
 pub mod subresources;
@@ -49,10 +47,11 @@ pub mod watch;
 pub use auth::UserInfo;
 pub use error::ApiError;
 pub use faults::{FaultAction, FaultRule, Faults};
-pub use kubelet::SimNode;
 pub use pki::{CertificateError, ClusterPki, IssuedCertificate};
 pub use requests::{RequestCounts, RequestKind};
 pub use serve::{ServeError, ServeOptions, Served};
+pub use sim::SimNode;
+pub use sim::{kubelet, kubelet_api, node_proxy};
 pub use state::{ClusterOptions, ClusterState};
 
 use axum::Router;
@@ -76,7 +75,7 @@ impl Cluster {
     pub fn with_options(name: &str, options: ClusterOptions) -> Cluster {
         let state = ClusterState::new(name, options);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(kubelet::run(state.clone()));
+            handle.spawn(sim::run(state.clone()));
         }
         Cluster { state }
     }

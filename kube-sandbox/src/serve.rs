@@ -244,7 +244,7 @@ pub async fn serve(
         kubelet_listener,
         Some(kubelet_acceptor),
         pki.clone(),
-        crate::kubelet_api::router(state.clone()),
+        crate::sim::kubelet_api::router(state.clone()),
         stop.clone(),
     );
     state.set_kubelet_endpoint(Some(kubelet_addr));

@@ -397,10 +397,10 @@ async fn serve_resource(
         ("get" | "create", Some(name), Some(sub))
             if rt.group.is_empty()
                 && rt.plural == "pods"
-                && crate::node_proxy::KUBELET_SUBRESOURCES.contains(&sub)
+                && crate::sim::node_proxy::KUBELET_SUBRESOURCES.contains(&sub)
                 && (verb == "get" || sub != "log") =>
         {
-            crate::node_proxy::serve(state, req, &namespace, &name, sub).await
+            crate::sim::node_proxy::serve(state, req, &namespace, &name, sub).await
         }
         ("list", None, None) => list(
             &state,

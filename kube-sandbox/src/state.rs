@@ -4,9 +4,9 @@
 use crate::api::{DeleteOptions, WriteContext};
 use crate::auth::Auth;
 use crate::faults::Faults;
-use crate::kubelet::KubeletState;
 use crate::pki::{CertificateError, ClusterPki};
 use crate::resources::{self, GroupResource, ResourceType};
+use crate::sim::kubelet::KubeletState;
 use crate::store::{Store, WriteOp};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -76,7 +76,7 @@ pub struct ClusterState {
     pub shutdown: CancellationToken,
     pub(crate) self_ref: Weak<ClusterState>,
     /// Clients the API server uses to reach kubelet endpoints, by URL.
-    pub(crate) kubelet_clients: crate::node_proxy::KubeletClients,
+    pub(crate) kubelet_clients: crate::sim::node_proxy::KubeletClients,
     types: RwLock<HashMap<GroupResource, Arc<ResourceType>>>,
     pki: OnceLock<Arc<ClusterPki>>,
 }

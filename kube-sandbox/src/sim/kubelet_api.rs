@@ -502,7 +502,7 @@ async fn handle(State(state): State<Arc<ClusterState>>, req: Request) -> Respons
             let mut query: HashMap<String, String> =
                 query_pairs(req.uri().query()).into_iter().collect();
             query.insert("container".into(), container);
-            match crate::kubelet::serve_log(state, &namespace, &name, &query).await {
+            match crate::sim::kubelet::serve_log(state, &namespace, &name, &query).await {
                 Ok(response) => response,
                 Err(e) => text(
                     StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -533,7 +533,7 @@ fn serve_command(
     container: &str,
     exec: bool,
 ) -> Response {
-    if !crate::kubelet::container_names(pod)
+    if !crate::sim::kubelet::container_names(pod)
         .iter()
         .any(|c| c == container)
     {

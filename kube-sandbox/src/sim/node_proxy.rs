@@ -116,7 +116,7 @@ pub fn node_kubelet_url(node: &Value) -> Option<String> {
         .pointer("/status/daemonEndpoints/kubeletEndpoint/Port")
         .and_then(Value::as_u64)
         .filter(|p| *p > 0 && *p <= u64::from(u16::MAX))
-        .unwrap_or(u64::from(crate::kubelet::DEFAULT_KUBELET_PORT));
+        .unwrap_or(u64::from(crate::sim::kubelet::DEFAULT_KUBELET_PORT));
     let host = match address.parse::<IpAddr>() {
         Ok(IpAddr::V6(ip)) => format!("[{ip}]"),
         _ => address.to_string(),
@@ -142,7 +142,7 @@ pub fn kubelet_location(
     params: &[(String, String)],
 ) -> Result<(String, Vec<(String, String)>), ApiError> {
     let container = || {
-        crate::kubelet::resolve_container(
+        crate::sim::kubelet::resolve_container(
             pod,
             name,
             params
@@ -302,7 +302,7 @@ pub(crate) async fn serve(
             let mut options: HashMap<String, String> = query.into_iter().collect();
             let container = path.rsplit('/').next().unwrap_or_default().to_string();
             options.insert("container".into(), container);
-            return crate::kubelet::serve_log(state, namespace, name, &options).await;
+            return crate::sim::kubelet::serve_log(state, namespace, name, &options).await;
         }
     }
     let node_object = state
