@@ -50,7 +50,7 @@ pub use faults::{FaultAction, FaultRule, Faults};
 pub use pki::{CertificateError, ClusterPki, IssuedCertificate};
 pub use requests::{RequestCounts, RequestKind};
 pub use serve::{ServeError, ServeOptions, Served};
-pub use sim::SimNode;
+pub use sim::{KubeletState, SimNode, Simulator};
 pub use sim::{kubelet, kubelet_api, node_proxy};
 pub use state::{ClusterOptions, ClusterState};
 
@@ -62,6 +62,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Cluster {
     state: Arc<ClusterState>,
+    sim: Arc<Simulator>,
 }
 
 impl Cluster {
@@ -74,10 +75,11 @@ impl Cluster {
     /// A cluster with the given options.
     pub fn with_options(name: &str, options: ClusterOptions) -> Cluster {
         let state = ClusterState::new(name, options);
+        let sim = Arc::new(Simulator::new(state.clone()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(sim::run(state.clone()));
+            handle.spawn(sim::run(sim.clone()));
         }
-        Cluster { state }
+        Cluster { state, sim }
     }
 
     /// The cluster's name.
@@ -90,9 +92,19 @@ impl Cluster {
         &self.state
     }
 
+    /// The cluster's simulated nodes: their kubelet state and the clients that reach them.
+    pub fn simulator(&self) -> &Arc<Simulator> {
+        &self.sim
+    }
+
+    /// What the simulated kubelet keeps (container logs, nodes it runs).
+    pub fn kubelet(&self) -> &KubeletState {
+        &self.sim.kubelet
+    }
+
     /// The router serving the API; requests need a bearer token (see [`Cluster::admin_token`]).
     pub fn router(&self) -> Router {
-        server::router(self.state.clone())
+        server::router(self.sim.clone())
     }
 
     /// The admin user's bearer token (group `system:masters`).
@@ -121,7 +133,7 @@ impl Cluster {
 
     /// Serves the cluster over loopback HTTP(S).
     pub async fn serve(&self, options: ServeOptions) -> Result<Served, ServeError> {
-        serve::serve(&self.state, self.router(), &options).await
+        serve::serve(&self.sim, self.router(), &options).await
     }
 
     /// The cluster's certificate authority (created on first use): its CA certificate, the
@@ -148,17 +160,17 @@ impl Cluster {
 
     /// Adds a simulated node that this cluster's kubelet runs.
     pub fn add_node(&self, node: &SimNode) -> Result<(), ApiError> {
-        self.state.add_sim_node(node)
+        self.sim.add_node(node)
     }
 
     /// Stops a simulated node's kubelet (no more Lease renewals), as when a machine dies.
     pub fn stop_node(&self, name: &str) {
-        self.state.stop_sim_node(name);
+        self.sim.stop_node(name);
     }
 
     /// Restarts a stopped simulated node's kubelet.
     pub fn start_node(&self, name: &str) {
-        self.state.start_sim_node(name);
+        self.sim.start_node(name);
     }
 
     /// Ends watches, log streams, served connections and the simulation loops.

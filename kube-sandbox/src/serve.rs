@@ -1,7 +1,7 @@
 //! Serving a cluster over loopback HTTP or HTTPS, and the kubeconfig that reaches it.
 
 use crate::pki::{ClusterPki, IssuedCertificate, PeerCertificate};
-use crate::state::ClusterState;
+use crate::sim::Simulator;
 use axum::{Extension, Router};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -170,10 +170,11 @@ fn certificate_kubeconfig_yaml(
 /// kubelet API of the cluster's simulated nodes on a second (always HTTPS) port of the same
 /// address, which those nodes then advertise.
 pub async fn serve(
-    state: &Arc<ClusterState>,
+    sim: &Arc<Simulator>,
     router: Router,
     options: &ServeOptions,
 ) -> Result<Served, ServeError> {
+    let state = &sim.state;
     let bind = |addr: SocketAddr| async move {
         let listener = TcpListener::bind(addr)
             .await
@@ -244,18 +245,18 @@ pub async fn serve(
         kubelet_listener,
         Some(kubelet_acceptor),
         pki.clone(),
-        crate::sim::kubelet_api::router(state.clone()),
+        crate::sim::kubelet_api::router(sim.clone()),
         stop.clone(),
     );
-    state.set_kubelet_endpoint(Some(kubelet_addr));
-    let weak = Arc::downgrade(state);
+    sim.set_kubelet_endpoint(Some(kubelet_addr));
+    let weak = Arc::downgrade(sim);
     let cleared = stop.clone();
     tokio::spawn(async move {
         cleared.cancelled().await;
-        if let Some(state) = weak.upgrade()
-            && state.kubelet.endpoint() == Some(kubelet_addr)
+        if let Some(sim) = weak.upgrade()
+            && sim.kubelet.endpoint() == Some(kubelet_addr)
         {
-            state.set_kubelet_endpoint(None);
+            sim.set_kubelet_endpoint(None);
         }
     });
     Ok(Served {

@@ -9,6 +9,7 @@ use crate::faults::FaultAction;
 use crate::pki::PeerCertificate;
 use crate::resources::ResourceType;
 use crate::selectors::{self, FieldSelector, LabelSelector};
+use crate::sim::Simulator;
 use crate::state::ClusterState;
 use crate::store::Stored;
 use crate::watch::{self, WatchRequest, encode_object};
@@ -26,8 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The router serving one cluster's API.
-pub fn router(state: Arc<ClusterState>) -> Router {
-    Router::new().fallback(handle).with_state(state)
+pub fn router(sim: Arc<Simulator>) -> Router {
+    Router::new().fallback(handle).with_state(sim)
 }
 
 /// A parsed resource URL.
@@ -182,14 +183,15 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
     serde_urlencoded::from_str::<Vec<(String, String)>>(q).unwrap_or_default()
 }
 
-async fn handle(State(state): State<Arc<ClusterState>>, req: Request) -> Response {
-    match serve(state, req).await {
+async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
+    match serve(sim, req).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
     }
 }
 
-async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiError> {
+async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> {
+    let state = sim.state.clone();
     let path = req.uri().path().to_string();
     let query = parse_query(req.uri().query());
     let target = parse_path(&path).ok_or_else(ApiError::no_route)?;
@@ -268,7 +270,7 @@ async fn serve(state: Arc<ClusterState>, req: Request) -> Result<Response, ApiEr
         Target::Resources(g, v) => discovery::resource_list(&state.types_snapshot(), &g, &v)
             .map(|v| value_response(StatusCode::OK, &v))
             .ok_or_else(ApiError::no_route),
-        Target::Resource(p) => serve_resource(state, req, p, query, user, verb).await,
+        Target::Resource(p) => serve_resource(sim, req, p, query, user, verb).await,
     }
 }
 
@@ -304,13 +306,14 @@ fn write_context(req: &Request, query: &HashMap<String, String>) -> WriteContext
 
 #[allow(clippy::too_many_lines)]
 async fn serve_resource(
-    state: Arc<ClusterState>,
+    sim: Arc<Simulator>,
     req: Request,
     p: ResourcePath,
     query: HashMap<String, String>,
     user: UserInfo,
     verb: &'static str,
 ) -> Result<Response, ApiError> {
+    let state = sim.state.clone();
     let rt = state
         .lookup(&p.group, &p.version, &p.resource)
         .ok_or_else(ApiError::no_route)?;
@@ -400,7 +403,7 @@ async fn serve_resource(
                 && crate::sim::node_proxy::KUBELET_SUBRESOURCES.contains(&sub)
                 && (verb == "get" || sub != "log") =>
         {
-            crate::sim::node_proxy::serve(state, req, &namespace, &name, sub).await
+            crate::sim::node_proxy::serve(sim, req, &namespace, &name, sub).await
         }
         ("list", None, None) => list(
             &state,

@@ -6,7 +6,6 @@ use crate::auth::Auth;
 use crate::faults::Faults;
 use crate::pki::{CertificateError, ClusterPki};
 use crate::resources::{self, GroupResource, ResourceType};
-use crate::sim::kubelet::KubeletState;
 use crate::store::{Store, WriteOp};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -70,13 +69,9 @@ pub struct ClusterState {
     pub faults: Faults,
     /// Resource requests served, by verb, resource and subresource.
     pub requests: crate::requests::RequestCounts,
-    /// Simulated kubelet state (container logs, nodes it runs).
-    pub kubelet: KubeletState,
     /// Cancelled when the cluster shuts down; streams and loops end.
     pub shutdown: CancellationToken,
     pub(crate) self_ref: Weak<ClusterState>,
-    /// Clients the API server uses to reach kubelet endpoints, by URL.
-    pub(crate) kubelet_clients: crate::sim::node_proxy::KubeletClients,
     types: RwLock<HashMap<GroupResource, Arc<ResourceType>>>,
     pki: OnceLock<Arc<ClusterPki>>,
 }
@@ -95,10 +90,8 @@ impl ClusterState {
             auth: Auth::new(),
             faults: Faults::default(),
             requests: Default::default(),
-            kubelet: KubeletState::default(),
             shutdown: CancellationToken::new(),
             self_ref: weak.clone(),
-            kubelet_clients: Default::default(),
             types: RwLock::new(types),
             pki: OnceLock::new(),
         });

@@ -2,12 +2,12 @@
 //! endpoint, pods it "starts" (status, IPs, what containers print) and the container logs it
 //! serves.
 
+use super::Simulator;
 use super::at;
-use super::node_lifecycle::ready_conditions;
+use super::node_lifecycle::{ready_conditions, set_node_ready};
 use crate::api::WriteContext;
 use crate::error::ApiError;
 use crate::resources::GroupResource;
-use crate::state::ClusterState;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
@@ -153,9 +153,9 @@ impl KubeletState {
     }
 }
 
-impl ClusterState {
+impl Simulator {
     /// Creates a simulated node that this cluster's kubelet runs.
-    pub fn add_sim_node(&self, node: &SimNode) -> Result<(), ApiError> {
+    pub fn add_node(&self, node: &SimNode) -> Result<(), ApiError> {
         let index = {
             let mut nodes = KubeletState::lock(&self.kubelet.nodes);
             let index = nodes.len() + 1;
@@ -199,15 +199,19 @@ impl ClusterState {
                     "machineID": crate::meta::new_uid(), "systemUUID": crate::meta::new_uid(),
                     "bootID": crate::meta::new_uid(), "kernelVersion": "6.1.0-sandbox",
                     "osImage": "kube-sandbox", "containerRuntimeVersion": "sandbox://1.0",
-                    "kubeletVersion": self.options.git_version, "kubeProxyVersion": self.options.git_version,
+                    "kubeletVersion": self.state.options.git_version, "kubeProxyVersion": self.state.options.git_version,
                     "operatingSystem": "linux", "architecture": "amd64"
                 }
             }
         });
         let rt = self
+            .state
             .resource_type("", "nodes")
             .ok_or_else(|| ApiError::internal("nodes are not served"))?;
-        match self.create(&rt, "v1", "", body, &WriteContext::system("kubelet")) {
+        match self
+            .state
+            .create(&rt, "v1", "", body, &WriteContext::system("kubelet"))
+        {
             Ok(_) => {}
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),
@@ -221,7 +225,7 @@ impl ClusterState {
     pub fn set_kubelet_endpoint(&self, endpoint: Option<SocketAddr>) {
         *KubeletState::lock(&self.kubelet.endpoint) = endpoint;
         let Some(addr) = endpoint else { return };
-        let Some(rt) = self.resource_type("", "nodes") else {
+        let Some(rt) = self.state.resource_type("", "nodes") else {
             return;
         };
         let names: Vec<String> = KubeletState::lock(&self.kubelet.nodes)
@@ -230,30 +234,33 @@ impl ClusterState {
             .collect();
         let ctx = WriteContext::system("kubelet");
         for name in names {
-            let _ = self.update_with(&rt, "v1", "", &name, Some("status"), &ctx, None, |old| {
-                let mut new = old.clone();
-                new["status"]["addresses"] = json!([
-                    {"type": "InternalIP", "address": addr.ip().to_string()},
-                    {"type": "Hostname", "address": name},
-                ]);
-                new["status"]["daemonEndpoints"] =
-                    json!({"kubeletEndpoint": {"Port": addr.port()}});
-                Ok(new)
-            });
+            let _ =
+                self.state
+                    .update_with(&rt, "v1", "", &name, Some("status"), &ctx, None, |old| {
+                        let mut new = old.clone();
+                        new["status"]["addresses"] = json!([
+                            {"type": "InternalIP", "address": addr.ip().to_string()},
+                            {"type": "Hostname", "address": name},
+                        ]);
+                        new["status"]["daemonEndpoints"] =
+                            json!({"kubeletEndpoint": {"Port": addr.port()}});
+                        Ok(new)
+                    });
         }
     }
 
     /// Stops the kubelet of a simulated node: no more Lease renewals or pod updates, as when a
     /// machine dies.
-    pub fn stop_sim_node(&self, name: &str) {
+    pub fn stop_node(&self, name: &str) {
         KubeletState::lock(&self.kubelet.stopped).insert(name.to_string());
     }
 
     /// Restarts the kubelet of a stopped simulated node.
-    pub fn start_sim_node(&self, name: &str) {
+    pub fn start_node(&self, name: &str) {
         KubeletState::lock(&self.kubelet.stopped).remove(name);
         self.renew_node_lease(name);
-        self.set_node_ready(
+        set_node_ready(
+            &self.state,
             name,
             "True",
             "KubeletReady",
@@ -262,12 +269,12 @@ impl ClusterState {
     }
 
     pub(super) fn renew_node_lease(&self, node: &str) {
-        let Some(rt) = self.resource_type("coordination.k8s.io", "leases") else {
+        let Some(rt) = self.state.resource_type("coordination.k8s.io", "leases") else {
             return;
         };
         let now = crate::meta::now_micro();
         let ctx = WriteContext::system("kubelet");
-        let updated = self.update_with(
+        let updated = self.state.update_with(
             &rt,
             "v1",
             "kube-node-lease",
@@ -287,12 +294,13 @@ impl ClusterState {
                 "metadata": {"name": node, "namespace": "kube-node-lease"},
                 "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now}
             });
-            let _ = self.create(&rt, "v1", "kube-node-lease", body, &ctx);
+            let _ = self.state.create(&rt, "v1", "kube-node-lease", body, &ctx);
         }
     }
 }
 
-pub(super) fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
+pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) {
+    let state = &sim.state;
     let Some(rt) = state.resource_type("", "pods") else {
         return;
     };
@@ -304,7 +312,7 @@ pub(super) fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    if !state.kubelet.runs(&node) || at(&pod.value, &["metadata", "deletionTimestamp"]).is_some() {
+    if !sim.kubelet.runs(&node) || at(&pod.value, &["metadata", "deletionTimestamp"]).is_some() {
         return;
     }
     let host_ip = state
@@ -316,12 +324,12 @@ pub(super) fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
                 .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
                 .and_then(|x| x["address"].as_str().map(str::to_string))
         })
-        .unwrap_or_else(|| format!("10.0.0.{}", state.kubelet.node_index(&node)));
+        .unwrap_or_else(|| format!("10.0.0.{}", sim.kubelet.node_index(&node)));
     let pod_ip = if at(&pod.value, &["spec", "hostNetwork"]).and_then(Value::as_bool) == Some(true)
     {
         host_ip.clone()
     } else {
-        state.kubelet.allocate_ip()
+        sim.kubelet.allocate_ip()
     };
     let now = crate::meta::now_rfc3339();
     let containers: Vec<Value> = at(&pod.value, &["spec", "containers"])
@@ -344,14 +352,14 @@ pub(super) fn start_pod(state: &ClusterState, namespace: &str, name: &str) {
     for c in &containers {
         let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-        state.kubelet.append_log(
+        sim.kubelet.append_log(
             namespace,
             name,
             cname,
             &format!("container {cname} started from image {image} on node {node}"),
         );
         for line in printed_lines(c) {
-            state.kubelet.append_log(namespace, name, cname, &line);
+            sim.kubelet.append_log(namespace, name, cname, &line);
         }
     }
     let ctx = WriteContext::system("kubelet");
@@ -429,13 +437,14 @@ pub fn resolve_container(
 /// printed: `container`, `follow`, `tailLines`, `sinceSeconds`, `sinceTime`, `timestamps`,
 /// `limitBytes`, `previous`.
 pub async fn serve_log(
-    state: Arc<ClusterState>,
+    sim: Arc<Simulator>,
     namespace: &str,
     name: &str,
     query: &HashMap<String, String>,
 ) -> Result<Response, ApiError> {
     let pods_gr = GroupResource::new("", "pods");
-    let pod = state
+    let pod = sim
+        .state
         .store
         .get(&pods_gr, namespace, name)
         .ok_or_else(|| ApiError::not_found("", "pods", name))?;
@@ -450,7 +459,7 @@ pub async fn serve_log(
             "previous terminated container \"{container}\" in pod \"{name}\" not found"
         )));
     }
-    let Some(lines) = state.kubelet.log_lines(namespace, name, &container) else {
+    let Some(lines) = sim.kubelet.log_lines(namespace, name, &container) else {
         return Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
         )));
@@ -521,14 +530,14 @@ pub async fn serve_log(
         let mut seen = seen;
         loop {
             tokio::select! {
-                _ = state.shutdown.cancelled() => return,
+                _ = sim.state.shutdown.cancelled() => return,
                 _ = tx.closed() => return,
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
-            if state.store.get(&pods_gr, &ns, &pod_name).is_none() {
+            if sim.state.store.get(&pods_gr, &ns, &pod_name).is_none() {
                 return;
             }
-            let Some(lines) = state.kubelet.log_lines(&ns, &pod_name, &container) else {
+            let Some(lines) = sim.kubelet.log_lines(&ns, &pod_name, &container) else {
                 return;
             };
             if lines.len() > seen {

@@ -20,6 +20,7 @@
 //! Callers authenticate as kubelet does with `--client-ca-file` and webhook token auth (a client
 //! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access.
 
+use super::Simulator;
 use crate::auth::{self, Attributes, UserInfo};
 use crate::pki::PeerCertificate;
 use crate::resources::GroupResource;
@@ -58,8 +59,8 @@ const STDERR_CHANNEL: u8 = 2;
 const STATUS_CHANNEL: u8 = 3;
 
 /// The router of the simulated kubelet API.
-pub fn router(state: Arc<ClusterState>) -> Router {
-    Router::new().fallback(handle).with_state(state)
+pub fn router(sim: Arc<Simulator>) -> Router {
+    Router::new().fallback(handle).with_state(sim)
 }
 
 /// What a kubelet API path addresses.
@@ -434,7 +435,8 @@ fn authenticate(state: &ClusterState, req: &Request) -> Option<UserInfo> {
     state.auth.authenticate(token.trim())
 }
 
-async fn handle(State(state): State<Arc<ClusterState>>, req: Request) -> Response {
+async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
+    let state = sim.state.clone();
     let Some(path) = parse_kubelet_path(req.uri().path()) else {
         return text(StatusCode::NOT_FOUND, "404 page not found");
     };
@@ -451,7 +453,7 @@ async fn handle(State(state): State<Arc<ClusterState>>, req: Request) -> Respons
                 .filter(|p| {
                     p.pointer("/spec/nodeName")
                         .and_then(Value::as_str)
-                        .is_some_and(|n| state.kubelet.runs(n))
+                        .is_some_and(|n| sim.kubelet.runs(n))
                 });
             match found {
                 Some(pod) => Some(pod),
@@ -502,7 +504,7 @@ async fn handle(State(state): State<Arc<ClusterState>>, req: Request) -> Respons
             let mut query: HashMap<String, String> =
                 query_pairs(req.uri().query()).into_iter().collect();
             query.insert("container".into(), container);
-            match crate::sim::kubelet::serve_log(state, &namespace, &name, &query).await {
+            match super::kubelet::serve_log(sim, &namespace, &name, &query).await {
                 Ok(response) => response,
                 Err(e) => text(
                     StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -514,18 +516,18 @@ async fn handle(State(state): State<Arc<ClusterState>>, req: Request) -> Respons
             namespace,
             pod: name,
             container,
-        } => serve_command(state, req, &pod, &namespace, &name, &container, true),
+        } => serve_command(sim, req, &pod, &namespace, &name, &container, true),
         KubeletPath::Attach {
             namespace,
             pod: name,
             container,
-        } => serve_command(state, req, &pod, &namespace, &name, &container, false),
-        KubeletPath::PortForward { .. } => serve_port_forward(state, req),
+        } => serve_command(sim, req, &pod, &namespace, &name, &container, false),
+        KubeletPath::PortForward { .. } => serve_port_forward(sim.state.clone(), req),
     }
 }
 
 fn serve_command(
-    state: Arc<ClusterState>,
+    sim: Arc<Simulator>,
     mut req: Request,
     pod: &Value,
     namespace: &str,
@@ -533,7 +535,7 @@ fn serve_command(
     container: &str,
     exec: bool,
 ) -> Response {
-    if !crate::sim::kubelet::container_names(pod)
+    if !super::kubelet::container_names(pod)
         .iter()
         .any(|c| c == container)
     {
@@ -542,7 +544,7 @@ fn serve_command(
             format!("container not found (\"{container}\")"),
         );
     }
-    let Some(printed) = state.kubelet.printed(namespace, name, container) else {
+    let Some(printed) = sim.kubelet.printed(namespace, name, container) else {
         return text(
             StatusCode::BAD_REQUEST,
             format!(
@@ -585,7 +587,7 @@ fn serve_command(
         let drain = async { while let Some(Ok(_)) = ws.next().await {} };
         tokio::select! {
             _ = tokio::time::timeout(Duration::from_secs(5), drain) => {}
-            _ = state.shutdown.cancelled() => {}
+            _ = sim.state.shutdown.cancelled() => {}
         }
         finish(ws).await;
     });

@@ -27,13 +27,37 @@ use tokio::time::Instant;
 
 pub use kubelet::{KubeletState, SimNode};
 
+/// The simulated nodes of one cluster: what their kubelet keeps and the clients the API server
+/// reaches kubelet endpoints with. It refers to the cluster state; the cluster state knows
+/// nothing of it.
+pub struct Simulator {
+    /// The cluster the simulated nodes belong to.
+    pub state: Arc<ClusterState>,
+    /// Simulated kubelet state (container logs, nodes it runs).
+    pub kubelet: KubeletState,
+    /// Clients the API server uses to reach kubelet endpoints, by URL.
+    pub(crate) kubelet_clients: node_proxy::KubeletClients,
+}
+
+impl Simulator {
+    /// A simulator for the cluster, with no nodes yet.
+    pub fn new(state: Arc<ClusterState>) -> Simulator {
+        Simulator {
+            state,
+            kubelet: KubeletState::default(),
+            kubelet_clients: Default::default(),
+        }
+    }
+}
+
 enum Timer {
     StartPod(String, String),
     RemovePod(String, String),
 }
 
 /// Runs the scheduler, kubelet and node lifecycle of a cluster until it shuts down.
-pub async fn run(state: Arc<ClusterState>) {
+pub async fn run(sim: Arc<Simulator>) {
+    let state = &sim.state;
     let pods_gr = GroupResource::new("", "pods");
     let nodes_gr = GroupResource::new("", "nodes");
     // Only pod and node changes concern this loop; the rest of the cluster's writes (leases,
@@ -89,7 +113,7 @@ pub async fn run(state: Arc<ClusterState>) {
                     match event.kind {
                         EventType::Deleted => {
                             usage.observe(&key, None);
-                            state.kubelet.forget_pod(&key.0, &key.1);
+                            sim.kubelet.forget_pod(&key.0, &key.1);
                             scheduled_removal.remove(&key);
                             starting.remove(&key);
                         }
@@ -101,8 +125,7 @@ pub async fn run(state: Arc<ClusterState>) {
                             let node = at(pod, &["spec", "nodeName"])
                                 .and_then(Value::as_str)
                                 .unwrap_or("");
-                            if !node.is_empty() && state.options.kubelet && state.kubelet.runs(node)
-                            {
+                            if !node.is_empty() && state.options.kubelet && sim.kubelet.runs(node) {
                                 let phase = at(pod, &["status", "phase"])
                                     .and_then(Value::as_str)
                                     .unwrap_or("");
@@ -167,7 +190,7 @@ pub async fn run(state: Arc<ClusterState>) {
                     let listed = state.store.list(&nodes_gr, None, None, 0, &|_| true);
                     listed.items.into_iter().map(NodeView::new).collect()
                 });
-                waiting.extend(schedule(&state, batch, nodes, &mut usage));
+                waiting.extend(schedule(state, batch, nodes, &mut usage));
             }
         }
 
@@ -180,7 +203,7 @@ pub async fn run(state: Arc<ClusterState>) {
             timers.pop();
             match timer_actions.remove(&id) {
                 Some(Timer::StartPod(ns, name)) => {
-                    kubelet::start_pod(&state, &ns, &name);
+                    kubelet::start_pod(&sim, &ns, &name);
                     starting.remove(&(ns, name));
                 }
                 Some(Timer::RemovePod(ns, name)) => {
@@ -198,15 +221,15 @@ pub async fn run(state: Arc<ClusterState>) {
 
         if last_lease.elapsed() >= state.options.node_lease_renew {
             last_lease = Instant::now();
-            for node in state.kubelet.node_names() {
-                if state.kubelet.runs(&node) {
-                    state.renew_node_lease(&node);
+            for node in sim.kubelet.node_names() {
+                if sim.kubelet.runs(&node) {
+                    sim.renew_node_lease(&node);
                 }
             }
         }
         if last_lifecycle.elapsed() >= Duration::from_secs(1) {
             last_lifecycle = Instant::now();
-            node_lifecycle_pass(&state);
+            node_lifecycle_pass(state);
         }
 
         let next_timer = timers.peek().map(|Reverse((at, _))| *at);

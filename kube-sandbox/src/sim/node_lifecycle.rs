@@ -7,53 +7,58 @@ use crate::resources::GroupResource;
 use crate::state::ClusterState;
 use serde_json::{Value, json};
 
-impl ClusterState {
-    pub(super) fn set_node_ready(&self, node: &str, status: &str, reason: &str, message: &str) {
-        let Some(rt) = self.resource_type("", "nodes") else {
-            return;
-        };
-        let now = crate::meta::now_rfc3339();
-        let ctx = WriteContext::system("node-controller");
-        let _ = self.update_with(&rt, "v1", "", node, Some("status"), &ctx, None, |old| {
-            let mut new = old.clone();
-            if let Some(conds) = new
-                .pointer_mut("/status/conditions")
-                .and_then(Value::as_array_mut)
-            {
-                for c in conds.iter_mut() {
-                    if c["type"] == "Ready" {
-                        if c["status"] != status {
-                            c["lastTransitionTime"] = json!(now);
-                        }
-                        c["status"] = json!(status);
-                        c["reason"] = json!(reason);
-                        c["message"] = json!(message);
-                        c["lastHeartbeatTime"] = json!(now);
+/// Sets a node's Ready condition, and the unreachable taints that follow it.
+pub(super) fn set_node_ready(
+    state: &ClusterState,
+    node: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) {
+    let Some(rt) = state.resource_type("", "nodes") else {
+        return;
+    };
+    let now = crate::meta::now_rfc3339();
+    let ctx = WriteContext::system("node-controller");
+    let _ = state.update_with(&rt, "v1", "", node, Some("status"), &ctx, None, |old| {
+        let mut new = old.clone();
+        if let Some(conds) = new
+            .pointer_mut("/status/conditions")
+            .and_then(Value::as_array_mut)
+        {
+            for c in conds.iter_mut() {
+                if c["type"] == "Ready" {
+                    if c["status"] != status {
+                        c["lastTransitionTime"] = json!(now);
+                    }
+                    c["status"] = json!(status);
+                    c["reason"] = json!(reason);
+                    c["message"] = json!(message);
+                    c["lastHeartbeatTime"] = json!(now);
+                }
+            }
+        }
+        Ok(new)
+    });
+    // The unreachable taints follow the Ready condition, as node lifecycle keeps them.
+    let _ = state.update_with(&rt, "v1", "", node, None, &ctx, None, |old| {
+        let mut new = old.clone();
+        let spec = new
+            .as_object_mut()
+            .map(|m| m.entry("spec").or_insert_with(|| json!({})));
+        if let Some(Value::Object(spec)) = spec {
+            let taints = spec.entry("taints").or_insert_with(|| json!([]));
+            if let Value::Array(taints) = taints {
+                taints.retain(|t| t["key"] != "node.kubernetes.io/unreachable");
+                if status == "Unknown" {
+                    for effect in ["NoSchedule", "NoExecute"] {
+                        taints.push(json!({"key": "node.kubernetes.io/unreachable", "effect": effect, "timeAdded": now}));
                     }
                 }
             }
-            Ok(new)
-        });
-        // The unreachable taints follow the Ready condition, as node lifecycle keeps them.
-        let _ = self.update_with(&rt, "v1", "", node, None, &ctx, None, |old| {
-            let mut new = old.clone();
-            let spec = new
-                .as_object_mut()
-                .map(|m| m.entry("spec").or_insert_with(|| json!({})));
-            if let Some(Value::Object(spec)) = spec {
-                let taints = spec.entry("taints").or_insert_with(|| json!([]));
-                if let Value::Array(taints) = taints {
-                    taints.retain(|t| t["key"] != "node.kubernetes.io/unreachable");
-                    if status == "Unknown" {
-                        for effect in ["NoSchedule", "NoExecute"] {
-                            taints.push(json!({"key": "node.kubernetes.io/unreachable", "effect": effect, "timeAdded": now}));
-                        }
-                    }
-                }
-            }
-            Ok(new)
-        });
-    }
+        }
+        Ok(new)
+    });
 }
 
 pub(super) fn ready_conditions(now: &str, ready: &str) -> Value {
@@ -99,7 +104,8 @@ pub(super) fn node_lifecycle_pass(state: &ClusterState) {
         let age = now.duration_since(last).as_secs_f64();
         let status = ready.get("status").and_then(Value::as_str).unwrap_or("");
         if age > grace && status != "Unknown" {
-            state.set_node_ready(
+            set_node_ready(
+                state,
                 name,
                 "Unknown",
                 "NodeStatusUnknown",
@@ -110,7 +116,8 @@ pub(super) fn node_lifecycle_pass(state: &ClusterState) {
             && renewed.is_some_and(|r| heartbeat.is_none_or(|h| r > h))
             && ready.get("reason").and_then(Value::as_str) == Some("NodeStatusUnknown")
         {
-            state.set_node_ready(
+            set_node_ready(
+                state,
                 name,
                 "True",
                 "KubeletReady",

@@ -10,6 +10,7 @@
 //! While the cluster is not served the simulated kubelet has no address; logs of pods on the
 //! cluster's own simulated nodes are then answered in-process.
 
+use super::Simulator;
 use crate::error::ApiError;
 use crate::resources::GroupResource;
 use crate::state::ClusterState;
@@ -258,12 +259,13 @@ async fn error_from_response(response: http::Response<kube::client::Body>) -> Ap
 
 /// Serves a `pods/{log,exec,attach,portforward}` request through the pod's node's kubelet.
 pub(crate) async fn serve(
-    state: Arc<ClusterState>,
+    sim: Arc<Simulator>,
     mut req: Request,
     namespace: &str,
     name: &str,
     subresource: &str,
 ) -> Result<Response, ApiError> {
+    let state = &sim.state;
     let pod = state
         .store
         .get(&GroupResource::new("", "pods"), namespace, name)
@@ -286,14 +288,14 @@ pub(crate) async fn serve(
     if upgrade && !is_upgrade(req.headers()) {
         return Err(ApiError::bad_request("Upgrade request required"));
     }
-    if state.kubelet.is_sim_node(&node) {
-        if state.kubelet.is_stopped(&node) {
+    if sim.kubelet.is_sim_node(&node) {
+        if sim.kubelet.is_stopped(&node) {
             return Err(ApiError::with_code(
                 500,
                 format!("error dialing backend: the kubelet of node {node} is stopped"),
             ));
         }
-        if state.kubelet.endpoint().is_none() {
+        if sim.kubelet.endpoint().is_none() {
             if upgrade {
                 return Err(ApiError::bad_request(format!(
                     "pods/{subresource} needs the simulated kubelet, which listens only while the cluster is served (Cluster::serve)"
@@ -302,7 +304,7 @@ pub(crate) async fn serve(
             let mut options: HashMap<String, String> = query.into_iter().collect();
             let container = path.rsplit('/').next().unwrap_or_default().to_string();
             options.insert("container".into(), container);
-            return crate::sim::kubelet::serve_log(state, namespace, name, &options).await;
+            return super::kubelet::serve_log(sim.clone(), namespace, name, &options).await;
         }
     }
     let node_object = state
@@ -315,7 +317,7 @@ pub(crate) async fn serve(
             format!("no preferred addresses found for node {node}; known addresses: none"),
         )
     })?;
-    let client = state.kubelet_clients.get(&state, &url)?;
+    let client = sim.kubelet_clients.get(state, &url)?;
     let query = serde_urlencoded::to_string(&query)
         .map_err(|e| ApiError::internal(format!("kubelet query: {e}")))?;
     let target = if query.is_empty() {
