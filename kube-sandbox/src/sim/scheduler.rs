@@ -6,46 +6,22 @@ use super::at;
 use crate::api::WriteContext;
 use crate::resources::GroupResource;
 use crate::state::ClusterState;
+use kube_kit::quantity::{Format, Quantity};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Parses a Kubernetes quantity into a number of base units (cores, bytes, count).
-pub fn parse_quantity(q: &str) -> Option<f64> {
-    let q = q.trim();
-    let split = q
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(q.len());
-    let (num, suffix) = q.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let factor = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        s if s.starts_with('e') || s.starts_with('E') => 10f64.powi(s[1..].parse().ok()?),
-        _ => return None,
-    };
-    Some(n * factor)
+/// Parses a Kubernetes quantity exactly (apimachinery's `ParseQuantity`, as
+/// [`kube_kit::quantity`] implements it).
+pub fn parse_quantity(q: &str) -> Option<Quantity> {
+    Quantity::parse(q.trim()).ok()
 }
 
 /// The pod's effective requests: max(largest init container, sum of containers) plus overhead,
 /// and one `pods`.
-pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
-    let mut sum: HashMap<String, f64> = HashMap::new();
-    let requests = |c: &Value| -> HashMap<String, f64> {
+pub fn pod_requests(pod: &Value) -> Requests {
+    let mut sum = Requests::new();
+    let requests = |c: &Value| -> Requests {
         at(c, &["resources", "requests"])
             .and_then(Value::as_object)
             .map(|r| {
@@ -71,7 +47,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
     {
         for (k, v) in requests(c) {
             let e = sum.entry(k).or_default();
-            *e = e.max(v);
+            *e = (*e).max(v);
         }
     }
     if let Some(overhead) = at(pod, &["spec", "overhead"]).and_then(Value::as_object) {
@@ -81,7 +57,7 @@ pub fn pod_requests(pod: &Value) -> HashMap<String, f64> {
             }
         }
     }
-    *sum.entry("pods".into()).or_default() += 1.0;
+    *sum.entry("pods".into()).or_default() += one_pod();
     sum
 }
 
@@ -240,7 +216,12 @@ pub fn node_accepts(node: &Value, pod: &Value) -> bool {
 }
 
 /// Effective requests of a pod, as [`pod_requests`] computes them.
-pub type Requests = HashMap<String, f64>;
+pub type Requests = HashMap<String, Quantity>;
+
+/// What every pod takes of a node's `pods`.
+fn one_pod() -> Quantity {
+    Quantity::from_units(1, Format::DecimalSI)
+}
 
 /// The node a pod's requests count against: it is bound and has not finished.
 fn counted_node(pod: &Value) -> Option<&str> {
@@ -295,7 +276,7 @@ impl NodeUsage {
     fn add(&mut self, key: (String, String), node: String, requests: Requests) {
         let sum = self.nodes.entry(node.clone()).or_default();
         for (resource, quantity) in &requests {
-            *sum.entry(resource.clone()).or_default() += quantity;
+            *sum.entry(resource.clone()).or_default() += *quantity;
         }
         self.pods.insert(key, (node, requests));
     }
@@ -309,11 +290,14 @@ impl NodeUsage {
         };
         for (resource, quantity) in &requests {
             if let Some(total) = sum.get_mut(resource) {
-                *total -= quantity;
+                *total -= *quantity;
             }
         }
-        // Every pod counts one `pods`; none left means no rounding residue is kept either.
-        if sum.get("pods").is_none_or(|pods| *pods < 0.5) {
+        // Every pod counts one `pods`; none left means the node takes nothing.
+        if sum
+            .get("pods")
+            .is_none_or(|pods| *pods <= Quantity::default())
+        {
             self.nodes.remove(&node);
         }
     }
@@ -360,14 +344,17 @@ fn best_fit<'a>(
         let mut fits = true;
         let mut free_cpu_fraction = 1.0;
         for (res, want) in requests {
-            let have = allocatable.get(res).copied().unwrap_or(0.0);
-            let taken = used.and_then(|u| u.get(res)).copied().unwrap_or(0.0);
-            if *want > 0.0 && taken + want > have + 1e-9 {
+            let have = allocatable.get(res).copied().unwrap_or_default();
+            let taken = used.and_then(|u| u.get(res)).copied().unwrap_or_default();
+            let zero = Quantity::default();
+            if *want > zero && taken + *want > have {
                 fits = false;
                 break;
             }
-            if res == "cpu" && have > 0.0 {
-                free_cpu_fraction = (have - taken - want) / have;
+            if res == "cpu" && have > zero {
+                // Only compared between nodes; exact inputs make equal shares compare equal.
+                free_cpu_fraction =
+                    (have - taken - *want).nano_value() as f64 / have.nano_value() as f64;
             }
         }
         if fits && best.is_none_or(|(score, _)| free_cpu_fraction > score) {
@@ -437,6 +424,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A quantity written in a test.
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap()
+    }
+
     #[test]
     fn affinity_on_node_names_narrows_the_candidates() {
         let pod = |terms: Value| {
@@ -471,15 +463,17 @@ mod tests {
 
     #[test]
     fn quantities_parse() {
-        let cases = [
-            ("4", 4.0),
-            ("500m", 0.5),
-            ("1Gi", 1073741824.0),
-            ("2k", 2000.0),
-            ("1e3", 1000.0),
+        // (quantity, its value in nano-units)
+        let cases: [(&str, i128); 6] = [
+            ("4", 4_000_000_000),
+            ("500m", 500_000_000),
+            ("1Gi", 1_073_741_824_000_000_000),
+            ("2k", 2_000_000_000_000),
+            ("1e3", 1_000_000_000_000),
+            (" 100n ", 100),
         ];
-        for (q, want) in cases {
-            assert!((parse_quantity(q).unwrap() - want).abs() < 1e-9, "{q}");
+        for (text, want) in cases {
+            assert_eq!(parse_quantity(text).unwrap().nano_value(), want, "{text}");
         }
         assert!(parse_quantity("abc").is_none());
     }
@@ -492,8 +486,9 @@ mod tests {
                            {"resources": {"requests": {"cpu": "500m"}}}],
             "overhead": {"cpu": "100m"}}});
         let r = pod_requests(&pod);
-        assert!((r["cpu"] - 2.1).abs() < 1e-9);
-        assert_eq!(r["pods"], 1.0);
+        assert_eq!(r["cpu"], q("2100m"));
+        assert_eq!(r["memory"], q("1Gi"));
+        assert_eq!(r["pods"], q("1"));
     }
 
     #[test]
@@ -541,58 +536,58 @@ mod tests {
         let pending = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
         // (case, pod, its new state, expected cpu and pods on n1, on n2)
         #[allow(clippy::type_complexity)]
-        let steps: Vec<(&str, &str, Option<Value>, (f64, f64), (f64, f64))> = vec![
+        let steps: Vec<(&str, &str, Option<Value>, (&str, &str), (&str, &str))> = vec![
             (
                 "pending pods do not count",
                 "a",
                 Some(pending.clone()),
-                (0.0, 0.0),
-                (0.0, 0.0),
+                ("0", "0"),
+                ("0", "0"),
             ),
             (
                 "bound",
                 "a",
                 Some(bound_pod("n1", "1", "Pending")),
-                (1.0, 1.0),
-                (0.0, 0.0),
+                ("1", "1"),
+                ("0", "0"),
             ),
             (
                 "second pod",
                 "b",
                 Some(bound_pod("n1", "500m", "Running")),
-                (1.5, 2.0),
-                (0.0, 0.0),
+                ("1.5", "2"),
+                ("0", "0"),
             ),
             (
                 "status change",
                 "a",
                 Some(bound_pod("n1", "1", "Running")),
-                (1.5, 2.0),
-                (0.0, 0.0),
+                ("1.5", "2"),
+                ("0", "0"),
             ),
             (
                 "moved",
                 "b",
                 Some(bound_pod("n2", "500m", "Running")),
-                (1.0, 1.0),
-                (0.5, 1.0),
+                ("1", "1"),
+                ("0.5", "1"),
             ),
             (
                 "finished",
                 "a",
                 Some(bound_pod("n1", "1", "Succeeded")),
-                (0.0, 0.0),
-                (0.5, 1.0),
+                ("0", "0"),
+                ("0.5", "1"),
             ),
-            ("deleted", "b", None, (0.0, 0.0), (0.0, 0.0)),
-            ("unknown pod deleted", "c", None, (0.0, 0.0), (0.0, 0.0)),
+            ("deleted", "b", None, ("0", "0"), ("0", "0")),
+            ("unknown pod deleted", "c", None, ("0", "0"), ("0", "0")),
         ];
         let mut usage = NodeUsage::default();
         let on = |usage: &NodeUsage, node: &str| {
-            usage.used(node).map_or((0.0, 0.0), |u| {
+            usage.used(node).map_or((q("0"), q("0")), |u| {
                 (
-                    u.get("cpu").copied().unwrap_or(0.0),
-                    u.get("pods").copied().unwrap_or(0.0),
+                    u.get("cpu").copied().unwrap_or_default(),
+                    u.get("pods").copied().unwrap_or_default(),
                 )
             })
         };
@@ -600,10 +595,7 @@ mod tests {
             usage.observe(&key(name), pod.as_ref());
             let (got1, got2) = (on(&usage, "n1"), on(&usage, "n2"));
             for (got, want) in [(got1, n1), (got2, n2)] {
-                assert!(
-                    (got.0 - want.0).abs() < 1e-9 && got.1 == want.1,
-                    "{case}: {got:?} != {want:?}"
-                );
+                assert_eq!(got, (q(want.0), q(want.1)), "{case}");
             }
         }
         usage.bound(
@@ -614,20 +606,21 @@ mod tests {
         usage.observe(&key("d"), Some(&bound_pod("n2", "2", "Pending")));
         assert_eq!(
             on(&usage, "n2"),
-            (2.0, 1.0),
+            (q("2"), q("1")),
             "a bound pod read back counts once"
         );
     }
 
     #[test]
     fn best_fit_picks_the_most_free_cpu() {
-        let reqs =
-            |cpu: f64| -> Requests { [("cpu".to_string(), cpu), ("pods".to_string(), 1.0)].into() };
-        let alloc = |cpu: f64, pods: f64| -> Requests {
-            [("cpu".to_string(), cpu), ("pods".to_string(), pods)].into()
+        let reqs = |cpu: &str| -> Requests {
+            [("cpu".to_string(), q(cpu)), ("pods".to_string(), q("1"))].into()
         };
-        let (a4, a8, a8_full) = (alloc(4.0, 10.0), alloc(8.0, 10.0), alloc(8.0, 1.0));
-        let used_half = reqs(4.0);
+        let alloc = |cpu: &str, pods: &str| -> Requests {
+            [("cpu".to_string(), q(cpu)), ("pods".to_string(), q(pods))].into()
+        };
+        let (a4, a8, a8_full) = (alloc("4", "10"), alloc("8", "10"), alloc("8", "1"));
+        let used_half = reqs("4");
         // (case, request, candidates, expected)
         #[allow(clippy::type_complexity)]
         let cases: Vec<(
@@ -636,34 +629,34 @@ mod tests {
             Vec<(&str, &Requests, Option<&Requests>)>,
             Option<&str>,
         )> = vec![
-            ("no candidates", reqs(1.0), vec![], None),
+            ("no candidates", reqs("1"), vec![], None),
             (
                 "larger share free wins",
-                reqs(1.0),
+                reqs("1"),
                 vec![("a", &a4, None), ("b", &a8, None)],
                 Some("b"),
             ),
             (
                 "usage counts",
-                reqs(1.0),
+                reqs("1"),
                 vec![("a", &a4, None), ("b", &a8, Some(&used_half))],
                 Some("a"),
             ),
             (
                 "too big",
-                reqs(9.0),
+                reqs("9"),
                 vec![("a", &a4, None), ("b", &a8, None)],
                 None,
             ),
             (
                 "pods limit",
-                reqs(1.0),
+                reqs("1"),
                 vec![("a", &a8_full, Some(&used_half))],
                 None,
             ),
             (
                 "ties keep the first",
-                reqs(1.0),
+                reqs("1"),
                 vec![("a", &a8, None), ("b", &a8, None)],
                 Some("a"),
             ),
