@@ -3,8 +3,8 @@
 
 use crate::error::{ApiError, Cause};
 use crate::resources::{GroupResource, ResourceType};
-use crate::schema;
 use crate::state::ClusterState;
+use crate::validation::schema;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};

@@ -8,9 +8,9 @@ use crate::error::{ApiError, Cause};
 use crate::meta::{self, finalizers, meta_str};
 use crate::patch;
 use crate::resources::{self, GroupResource, ResourceType};
-use crate::schema;
 use crate::state::ClusterState;
 use crate::store::{EventType, Stored, WriteOp};
+use crate::validation::schema;
 use serde_json::{Value, json};
 use std::sync::Arc;
 

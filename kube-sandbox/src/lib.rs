@@ -24,7 +24,6 @@
 pub mod admission;
 pub mod api;
 pub mod auth;
-pub mod cel;
 pub mod discovery;
 pub mod error;
 pub mod faults;
@@ -33,8 +32,6 @@ pub mod patch;
 pub mod pki;
 pub mod requests;
 pub mod resources;
-pub mod schema;
-pub mod selectors;
 pub mod serve;
 pub mod server;
 pub mod sim;
@@ -42,6 +39,7 @@ pub mod state;
 pub mod store;
 pub mod subresources;
 pub mod table;
+pub mod validation;
 pub mod watch;
 
 pub use auth::UserInfo;
@@ -53,6 +51,7 @@ pub use serve::{ServeError, ServeOptions, Served};
 pub use sim::{KubeletState, SimNode, Simulator};
 pub use sim::{kubelet, kubelet_api, node_proxy};
 pub use state::{ClusterOptions, ClusterState};
+pub use validation::{cel, schema, selectors};
 
 use axum::Router;
 use http::{HeaderValue, header};

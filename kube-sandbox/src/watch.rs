@@ -3,9 +3,9 @@
 
 use crate::error::ApiError;
 use crate::resources::ResourceType;
-use crate::selectors::{FieldSelector, LabelSelector};
 use crate::state::ClusterState;
 use crate::store::{EventType, Stored};
+use crate::validation::selectors::{FieldSelector, LabelSelector};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -67,9 +67,9 @@ impl WatchRequest {
             }
         }
         self.labels.matches(stored.labels())
-            && self
-                .fields
-                .matches(|f| crate::selectors::field_value(&self.rt.plural, &stored.value, f))
+            && self.fields.matches(|f| {
+                crate::validation::selectors::field_value(&self.rt.plural, &stored.value, f)
+            })
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {

@@ -13,6 +13,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use super::gocompat::{go_quote, go_string_slice};
+
 /// A selector that could not be parsed or used; the message is the one kube-apiserver gives.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectorError {
@@ -789,33 +791,6 @@ fn validate_label_key(key: &str, field: &str) -> Option<String> {
         go_quote(key),
         errs.join("; ")
     ))
-}
-
-/// Go's `%q` for a string.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `%#v` for a `[]string`.
-fn go_string_slice(values: &[String]) -> String {
-    let inner: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
-    format!("[]string{{{}}}", inner.join(", "))
 }
 
 // ---------------------------------------------------------------------------

@@ -50,7 +50,7 @@
 //!   `x-kubernetes-list-type` set/map uniqueness checks; then, unless an earlier error is a
 //!   blocking one (Required, NotSupported, TooLong, TooMany, TypeInvalid — the apiserver then
 //!   adds its "some validation rules were not checked" error), the `x-kubernetes-validations`
-//!   CEL rules through [`crate::cel`]. Transition rules (mentioning `oldSelf`) run only on
+//!   CEL rules through [`crate::validation::cel`]. Transition rules (mentioning `oldSelf`) run only on
 //!   update where the old value exists (correlated through properties, map keys and list-type
 //!   map keys). On update, validation ratchets as in Kubernetes 1.30+: errors (and
 //!   non-transition rules) inside a value equal to its correlated old value are ignored. Root
@@ -64,7 +64,7 @@
 //! * `format: int32`/`int64`/`float`/`double` are not range-checked: the apiserver strips these
 //!   formats from CRD schemas too. `isbn*` and `creditcard` formats are accepted unchecked;
 //!   `email`, `uri`, `duration` and `hostname` are close approximations of Go's parsers.
-//! * CEL: only the subset listed in [`crate::cel`]; rules that do not parse, use anything else
+//! * CEL: only the subset listed in [`crate::validation::cel`]; rules that do not parse, use anything else
 //!   (timestamps, durations, quantities, optionals, `type()`...), set `optionalOldSelf`, or hit a
 //!   type mismatch at run time are skipped, never failed; so are rules nested deeper than the
 //!   parser allows or needing more than a million evaluation steps (the apiserver has a cost
@@ -85,7 +85,8 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::cel::{self, CelValue, EvalError, cached_regex, go_format_float, go_quote};
+use super::cel::{self, CelValue, EvalError};
+use super::gocompat::{cached_regex, go_format_float, go_quote};
 
 /// Field name the apiserver prints for an error without a path (a nil `field.Path`).
 pub const NIL_FIELD: &str = "<nil>";
