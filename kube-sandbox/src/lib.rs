@@ -21,40 +21,33 @@
 
 #![forbid(unsafe_code)]
 
-pub mod admission;
-pub mod api;
-pub mod auth;
-pub mod discovery;
-pub mod error;
-pub mod faults;
-pub mod meta;
+pub mod apiserver;
+pub mod http;
 pub mod patch;
-pub mod pki;
-pub mod requests;
-pub mod resources;
-pub mod serve;
-pub mod server;
 pub mod sim;
-pub mod state;
-pub mod store;
-pub mod subresources;
-pub mod table;
 pub mod validation;
-pub mod watch;
 
-pub use auth::UserInfo;
-pub use error::ApiError;
-pub use faults::{FaultAction, FaultRule, Faults};
-pub use pki::{CertificateError, ClusterPki, IssuedCertificate};
-pub use requests::{RequestCounts, RequestKind};
-pub use serve::{ServeError, ServeOptions, Served};
+pub use self::http::serve::{ServeError, ServeOptions, Served};
+pub use apiserver::auth::UserInfo;
+pub use apiserver::error::ApiError;
+pub use apiserver::faults::{FaultAction, FaultRule, Faults};
+pub use apiserver::pki::{CertificateError, ClusterPki, IssuedCertificate};
+pub use apiserver::requests::{RequestCounts, RequestKind};
+pub use apiserver::state::{ClusterOptions, ClusterState};
 pub use sim::{KubeletState, SimNode, Simulator};
+
+// The modules' paths from before the layer folders, so that imports such as
+// `kube_sandbox::api::WriteContext` or `kube_sandbox::serve::kubeconfig_yaml` keep working.
+pub use self::http::{serve, server};
+pub use apiserver::{
+    admission, api, auth, discovery, error, faults, meta, pki, requests, resources, state, store,
+    subresources, table, watch,
+};
 pub use sim::{kubelet, kubelet_api, node_proxy};
-pub use state::{ClusterOptions, ClusterState};
 pub use validation::{cel, schema, selectors};
 
+use ::http::{HeaderValue, header};
 use axum::Router;
-use http::{HeaderValue, header};
 use std::sync::Arc;
 
 /// One in-memory Kubernetes API server. Cheap to clone; clones share the cluster.
@@ -121,7 +114,7 @@ impl Cluster {
         let value = HeaderValue::from_str(&format!("Bearer {token}"))
             .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid"));
         let service = tower::ServiceBuilder::new()
-            .map_request(move |mut req: http::Request<kube::client::Body>| {
+            .map_request(move |mut req: ::http::Request<kube::client::Body>| {
                 req.headers_mut()
                     .insert(header::AUTHORIZATION, value.clone());
                 req

@@ -5,9 +5,9 @@
 use super::Simulator;
 use super::at;
 use super::node_lifecycle::{ready_conditions, set_node_ready};
-use crate::api::WriteContext;
-use crate::error::ApiError;
-use crate::resources::GroupResource;
+use crate::apiserver::api::WriteContext;
+use crate::apiserver::error::ApiError;
+use crate::apiserver::resources::GroupResource;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
@@ -180,7 +180,7 @@ impl Simulator {
             .iter()
             .map(|(k, v, e)| json!({"key": k, "value": v, "effect": e}))
             .collect();
-        let now = crate::meta::now_rfc3339();
+        let now = crate::apiserver::meta::now_rfc3339();
         let body = json!({
             "apiVersion": "v1",
             "kind": "Node",
@@ -196,8 +196,8 @@ impl Simulator {
                 ],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
                 "nodeInfo": {
-                    "machineID": crate::meta::new_uid(), "systemUUID": crate::meta::new_uid(),
-                    "bootID": crate::meta::new_uid(), "kernelVersion": "6.1.0-sandbox",
+                    "machineID": crate::apiserver::meta::new_uid(), "systemUUID": crate::apiserver::meta::new_uid(),
+                    "bootID": crate::apiserver::meta::new_uid(), "kernelVersion": "6.1.0-sandbox",
                     "osImage": "kube-sandbox", "containerRuntimeVersion": "sandbox://1.0",
                     "kubeletVersion": self.state.options.git_version, "kubeProxyVersion": self.state.options.git_version,
                     "operatingSystem": "linux", "architecture": "amd64"
@@ -272,7 +272,7 @@ impl Simulator {
         let Some(rt) = self.state.resource_type("coordination.k8s.io", "leases") else {
             return;
         };
-        let now = crate::meta::now_micro();
+        let now = crate::apiserver::meta::now_micro();
         let ctx = WriteContext::system("kubelet");
         let updated = self.state.update_with(
             &rt,
@@ -331,7 +331,7 @@ pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) {
     } else {
         sim.kubelet.allocate_ip()
     };
-    let now = crate::meta::now_rfc3339();
+    let now = crate::apiserver::meta::now_rfc3339();
     let containers: Vec<Value> = at(&pod.value, &["spec", "containers"])
         .and_then(Value::as_array)
         .cloned()

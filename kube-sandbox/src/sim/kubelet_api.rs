@@ -21,10 +21,10 @@
 //! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access.
 
 use super::Simulator;
-use crate::auth::{self, Attributes, UserInfo};
-use crate::pki::PeerCertificate;
-use crate::resources::GroupResource;
-use crate::state::ClusterState;
+use crate::apiserver::auth::{self, Attributes, UserInfo};
+use crate::apiserver::pki::PeerCertificate;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::state::ClusterState;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};

@@ -12,10 +12,10 @@ pub mod node_lifecycle;
 pub mod node_proxy;
 pub mod scheduler;
 
-use crate::api::DeleteOptions;
-use crate::resources::GroupResource;
-use crate::state::ClusterState;
-use crate::store::EventType;
+use crate::apiserver::api::DeleteOptions;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::state::ClusterState;
+use crate::apiserver::store::EventType;
 use node_lifecycle::node_lifecycle_pass;
 use scheduler::{NodeUsage, NodeView, is_pending, schedule};
 use serde_json::Value;

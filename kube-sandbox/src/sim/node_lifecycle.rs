@@ -2,9 +2,9 @@
 //! unreachable taints), and Ready again when its Lease is renewed.
 
 use super::at;
-use crate::api::WriteContext;
-use crate::resources::GroupResource;
-use crate::state::ClusterState;
+use crate::apiserver::api::WriteContext;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::state::ClusterState;
 use serde_json::{Value, json};
 
 /// Sets a node's Ready condition, and the unreachable taints that follow it.
@@ -18,7 +18,7 @@ pub(super) fn set_node_ready(
     let Some(rt) = state.resource_type("", "nodes") else {
         return;
     };
-    let now = crate::meta::now_rfc3339();
+    let now = crate::apiserver::meta::now_rfc3339();
     let ctx = WriteContext::system("node-controller");
     let _ = state.update_with(&rt, "v1", "", node, Some("status"), &ctx, None, |old| {
         let mut new = old.clone();

@@ -11,9 +11,9 @@
 //! cluster's own simulated nodes are then answered in-process.
 
 use super::Simulator;
-use crate::error::ApiError;
-use crate::resources::GroupResource;
-use crate::state::ClusterState;
+use crate::apiserver::error::ApiError;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::state::ClusterState;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;

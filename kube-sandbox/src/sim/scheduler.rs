@@ -3,9 +3,9 @@
 //! each node, and the binding of pending pods to the node that fits them best.
 
 use super::at;
-use crate::api::WriteContext;
-use crate::resources::GroupResource;
-use crate::state::ClusterState;
+use crate::apiserver::api::WriteContext;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::state::ClusterState;
 use kube_kit::quantity::{Format, Quantity};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -305,13 +305,13 @@ impl NodeUsage {
 
 /// A node as the scheduler reads it: re-read only when some node changed.
 pub(super) struct NodeView {
-    node: Arc<crate::store::Stored>,
+    node: Arc<crate::apiserver::store::Stored>,
     name: String,
     allocatable: Requests,
 }
 
 impl NodeView {
-    pub(super) fn new(node: Arc<crate::store::Stored>) -> NodeView {
+    pub(super) fn new(node: Arc<crate::apiserver::store::Stored>) -> NodeView {
         let name = at(&node.value, &["metadata", "name"])
             .and_then(Value::as_str)
             .unwrap_or("")
@@ -409,7 +409,8 @@ pub(super) fn schedule(
         match best_fit(&requests, candidates).map(str::to_string) {
             Some(node) => {
                 let ctx = WriteContext::system("default-scheduler");
-                if crate::subresources::bind_pod(state, &ns, &name, &node, &ctx).is_ok() {
+                if crate::apiserver::subresources::bind_pod(state, &ns, &name, &node, &ctx).is_ok()
+                {
                     usage.bound((ns, name), node, requests);
                 }
             }

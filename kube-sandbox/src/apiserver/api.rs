@@ -3,13 +3,13 @@
 //! garbage collection and namespace deletion. HTTP handling lives in `server`; the simulated
 //! kubelet and scheduler call these functions directly.
 
-use crate::admission;
-use crate::error::{ApiError, Cause};
-use crate::meta::{self, finalizers, meta_str};
+use crate::apiserver::admission;
+use crate::apiserver::error::{ApiError, Cause};
+use crate::apiserver::meta::{self, finalizers, meta_str};
+use crate::apiserver::resources::{self, GroupResource, ResourceType};
+use crate::apiserver::state::ClusterState;
+use crate::apiserver::store::{EventType, Stored, WriteOp};
 use crate::patch;
-use crate::resources::{self, GroupResource, ResourceType};
-use crate::state::ClusterState;
-use crate::store::{EventType, Stored, WriteOp};
 use crate::validation::schema;
 use serde_json::{Value, json};
 use std::sync::Arc;

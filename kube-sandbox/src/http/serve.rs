@@ -1,6 +1,6 @@
 //! Serving a cluster over loopback HTTP or HTTPS, and the kubeconfig that reaches it.
 
-use crate::pki::{ClusterPki, IssuedCertificate, PeerCertificate};
+use crate::apiserver::pki::{ClusterPki, IssuedCertificate, PeerCertificate};
 use crate::sim::Simulator;
 use axum::{Extension, Router};
 use base64::Engine;

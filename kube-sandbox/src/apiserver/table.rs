@@ -1,7 +1,7 @@
 //! `meta.k8s.io/v1` Table output (what `kubectl get` asks for): a CRD's printer columns, a few
 //! built-in kinds' columns, and NAME/AGE for everything else.
 
-use crate::resources::ResourceType;
+use crate::apiserver::resources::ResourceType;
 use serde_json::{Value, json};
 
 /// Whether the Accept header asks for a Table.

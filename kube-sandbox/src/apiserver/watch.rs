@@ -1,10 +1,10 @@
 //! WATCH: a stream of newline-delimited JSON events read from the store's history, with
 //! selector transitions, bookmarks, initial events, timeouts, and 410 for expired versions.
 
-use crate::error::ApiError;
-use crate::resources::ResourceType;
-use crate::state::ClusterState;
-use crate::store::{EventType, Stored};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::state::ClusterState;
+use crate::apiserver::store::{EventType, Stored};
 use crate::validation::selectors::{FieldSelector, LabelSelector};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{Value, json};

@@ -1,12 +1,12 @@
 //! The state of one sandbox cluster: its store, the resource types it serves, its identity
 //! settings, injected faults and the shutdown signal.
 
-use crate::api::{DeleteOptions, WriteContext};
-use crate::auth::Auth;
-use crate::faults::Faults;
-use crate::pki::{CertificateError, ClusterPki};
-use crate::resources::{self, GroupResource, ResourceType};
-use crate::store::{Store, WriteOp};
+use crate::apiserver::api::{DeleteOptions, WriteContext};
+use crate::apiserver::auth::Auth;
+use crate::apiserver::faults::Faults;
+use crate::apiserver::pki::{CertificateError, ClusterPki};
+use crate::apiserver::resources::{self, GroupResource, ResourceType};
+use crate::apiserver::store::{Store, WriteOp};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock, Weak};
@@ -68,7 +68,7 @@ pub struct ClusterState {
     /// Injected failures.
     pub faults: Faults,
     /// Resource requests served, by verb, resource and subresource.
-    pub requests: crate::requests::RequestCounts,
+    pub requests: crate::apiserver::requests::RequestCounts,
     /// Cancelled when the cluster shuts down; streams and loops end.
     pub shutdown: CancellationToken,
     pub(crate) self_ref: Weak<ClusterState>,
@@ -164,7 +164,7 @@ impl ClusterState {
         if established || crd.pointer("/metadata/deletionTimestamp").is_some() {
             return;
         }
-        let now = crate::meta::now_rfc3339();
+        let now = crate::apiserver::meta::now_rfc3339();
         let accepted = crd.pointer("/spec/names").cloned().unwrap_or_default();
         let crd_gr = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
         let _ = self.store.write(&crd_gr, "", &name, |current| {

@@ -1,18 +1,18 @@
 //! The HTTP surface: URL parsing, authentication and authorization, injected faults, and the
 //! verbs of every resource, answering as kube-apiserver answers.
 
-use crate::api::{DeleteOptions, PatchType, WriteContext};
-use crate::auth::{self, Attributes, UserInfo};
-use crate::discovery;
-use crate::error::ApiError;
-use crate::faults::FaultAction;
-use crate::pki::PeerCertificate;
-use crate::resources::ResourceType;
+use crate::apiserver::api::{DeleteOptions, PatchType, WriteContext};
+use crate::apiserver::auth::{self, Attributes, UserInfo};
+use crate::apiserver::discovery;
+use crate::apiserver::error::ApiError;
+use crate::apiserver::faults::FaultAction;
+use crate::apiserver::pki::PeerCertificate;
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::state::ClusterState;
+use crate::apiserver::store::Stored;
+use crate::apiserver::watch::{self, WatchRequest, encode_object};
 use crate::sim::Simulator;
-use crate::state::ClusterState;
-use crate::store::Stored;
 use crate::validation::selectors::{self, FieldSelector, LabelSelector};
-use crate::watch::{self, WatchRequest, encode_object};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -383,7 +383,7 @@ async fn serve_resource(
         .headers()
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
-        .is_some_and(crate::table::wants_table);
+        .is_some_and(crate::apiserver::table::wants_table);
     let sub = p.subresource.clone();
     match (verb, name, sub.as_deref()) {
         ("get", Some(name), None | Some("status")) => {
@@ -392,7 +392,7 @@ async fn serve_resource(
                 .get(&rt.group_resource(), &namespace, &name)
                 .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
             if as_table {
-                let table = crate::table::table(&rt, &[&obj.value], &obj.rv.to_string());
+                let table = crate::apiserver::table::table(&rt, &[&obj.value], &obj.rv.to_string());
                 return Ok(value_response(StatusCode::OK, &table));
             }
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
@@ -434,7 +434,7 @@ async fn serve_resource(
         ("create", Some(name), Some(sub)) => {
             let ctx = write_context(&req, &query);
             let body = read_body(&state, req).await?;
-            crate::subresources::create(&state, &rt, &namespace, &name, sub, &body, &ctx)
+            crate::apiserver::subresources::create(&state, &rt, &namespace, &name, sub, &body, &ctx)
         }
         ("update", Some(name), None | Some("status") | Some("finalize")) => {
             let ctx = write_context(&req, &query);
@@ -702,7 +702,7 @@ fn list(
     );
     if as_table {
         let objects: Vec<&Value> = page.items.iter().map(|i| &i.value).collect();
-        let mut table = crate::table::table(rt, &objects, &page.rv.to_string());
+        let mut table = crate::apiserver::table::table(rt, &objects, &page.rv.to_string());
         if let Some(next) = &page.next {
             table["metadata"]["continue"] = json!(encode_continue(page.rv, next));
         }
@@ -777,7 +777,7 @@ fn watch_response(
             "meta.k8s.io",
             "ListOptions",
             "",
-            vec![crate::error::Cause {
+            vec![crate::apiserver::error::Cause {
                 reason: "FieldValueForbidden".into(),
                 message: "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan".into(),
                 field: "resourceVersionMatch".into(),

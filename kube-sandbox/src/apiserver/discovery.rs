@@ -1,6 +1,6 @@
 //! Discovery documents shaped exactly as kube-apiserver serves them.
 
-use crate::resources::ResourceType;
+use crate::apiserver::resources::ResourceType;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -188,7 +188,7 @@ pub fn resource_list(types: &[ResourceType], group: &str, version: &str) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::builtin_types;
+    use crate::apiserver::resources::builtin_types;
 
     #[test]
     fn core_resource_list_has_pods_and_subresources() {

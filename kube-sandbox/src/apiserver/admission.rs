@@ -1,9 +1,9 @@
 //! Per-kind defaults and validation of built-in resources, as kube-apiserver's registry
 //! strategies and default admission plugins apply them (the parts controllers rely on).
 
-use crate::error::{ApiError, Cause};
-use crate::resources::{GroupResource, ResourceType};
-use crate::state::ClusterState;
+use crate::apiserver::error::{ApiError, Cause};
+use crate::apiserver::resources::{GroupResource, ResourceType};
+use crate::apiserver::state::ClusterState;
 use crate::validation::schema;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -59,7 +59,7 @@ pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Re
                     .get("clusterIP")
                     .is_none_or(|v| v.as_str().is_none_or(str::is_empty))
                 {
-                    let b = crate::meta::random_bytes::<2>();
+                    let b = crate::apiserver::meta::random_bytes::<2>();
                     let ip = format!("10.96.{}.{}", b[0], b[1].max(1));
                     spec.insert("clusterIP".into(), json!(ip));
                     spec.insert("clusterIPs".into(), json!([ip]));
@@ -282,7 +282,7 @@ pub fn qos_class(pod: &Value) -> &'static str {
 }
 
 fn check_crd(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    let parsed = crate::resources::type_from_crd(obj)
+    let parsed = crate::apiserver::resources::type_from_crd(obj)
         .map_err(|why| invalid(rt, obj, "spec", "FieldValueInvalid", why))?;
     let name = obj
         .pointer("/metadata/name")

@@ -1,9 +1,9 @@
 //! POST subresources: pods/binding, pods/eviction and serviceaccounts/token.
 
-use crate::api::{DeleteOptions, WriteContext};
-use crate::error::ApiError;
-use crate::resources::ResourceType;
-use crate::state::ClusterState;
+use crate::apiserver::api::{DeleteOptions, WriteContext};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::state::ClusterState;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
@@ -48,7 +48,7 @@ pub fn create(
                         "",
                         "Binding",
                         name,
-                        vec![crate::error::Cause {
+                        vec![crate::apiserver::error::Cause {
                             reason: "FieldValueRequired".into(),
                             message: "target.name: Required value".into(),
                             field: "target.name".into(),
@@ -73,10 +73,11 @@ pub fn create(
                 .store
                 .get(&rt.group_resource(), namespace, name)
                 .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
-            let audiences: Vec<String> =
-                Some(crate::meta::string_list(value.pointer("/spec/audiences")))
-                    .filter(|a| !a.is_empty())
-                    .unwrap_or_else(|| vec!["https://kubernetes.default.svc.cluster.local".into()]);
+            let audiences: Vec<String> = Some(crate::apiserver::meta::string_list(
+                value.pointer("/spec/audiences"),
+            ))
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| vec!["https://kubernetes.default.svc.cluster.local".into()]);
             let expiration = value
                 .pointer("/spec/expirationSeconds")
                 .and_then(Value::as_i64)
@@ -87,7 +88,7 @@ pub fn create(
                     let pod = state
                         .store
                         .get(
-                            &crate::resources::GroupResource::new("", "pods"),
+                            &crate::apiserver::resources::GroupResource::new("", "pods"),
                             namespace,
                             pod_name,
                         )
@@ -135,7 +136,7 @@ pub fn bind_pod(
         return Err(ApiError::internal("pods are not served"));
     };
     let node = node.to_string();
-    let now = crate::meta::now_rfc3339();
+    let now = crate::apiserver::meta::now_rfc3339();
     // One write, like kube-apiserver's binding: the node and the PodScheduled condition.
     state.update_with(
         &rt,

@@ -2,8 +2,8 @@
 //! tokens from TokenRequest), TokenReview, and authorization by the RBAC objects stored in the
 //! cluster (SubjectAccessReview and every request), with `system:masters` allowed everything.
 
-use crate::resources::GroupResource;
-use crate::store::Store;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::store::Store;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
@@ -76,13 +76,13 @@ impl Default for Auth {
 impl Auth {
     /// Fresh random admin token and signing key.
     pub fn new() -> Auth {
-        let token: String = crate::meta::random_bytes::<24>()
+        let token: String = crate::apiserver::meta::random_bytes::<24>()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
         Auth {
             admin_token: format!("sandbox-admin-{token}"),
-            signing_key: crate::meta::random_bytes::<32>(),
+            signing_key: crate::apiserver::meta::random_bytes::<32>(),
             static_tokens: RwLock::new(HashMap::new()),
         }
     }
@@ -143,7 +143,7 @@ impl Auth {
             "iat": now,
             "nbf": now,
             "exp": exp,
-            "jti": crate::meta::new_uid(),
+            "jti": crate::apiserver::meta::new_uid(),
             "kubernetes.io": k8s,
         });
         let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
@@ -187,7 +187,7 @@ impl Auth {
             ],
         );
         user.uid = uid.to_string();
-        let audiences = crate::meta::string_list(claims.get("aud"));
+        let audiences = crate::apiserver::meta::string_list(claims.get("aud"));
         Some(TokenClaims { user, audiences })
     }
 
@@ -197,7 +197,8 @@ impl Auth {
             .pointer("/spec/token")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let wanted: Vec<String> = crate::meta::string_list(review.pointer("/spec/audiences"));
+        let wanted: Vec<String> =
+            crate::apiserver::meta::string_list(review.pointer("/spec/audiences"));
         let sa_claims = self.verify_service_account_token(token);
         let user = self.authenticate(token);
         let audience_ok = match &sa_claims {

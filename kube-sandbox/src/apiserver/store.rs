@@ -4,8 +4,8 @@
 //! Every object is kept both as a JSON value (for selectors and mutations) and as its serialized
 //! bytes, so LIST and WATCH answer by concatenating bytes instead of serializing again.
 
-use crate::error::ApiError;
-use crate::resources::GroupResource;
+use crate::apiserver::error::ApiError;
+use crate::apiserver::resources::GroupResource;
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};

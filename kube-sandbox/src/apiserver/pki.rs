@@ -6,7 +6,7 @@
 //! method (user = CN, groups = O), checking them after the handshake so that a certificate
 //! signed by another CA gets 401 as it does from kube-apiserver, not a TLS failure.
 
-use crate::auth::UserInfo;
+use crate::apiserver::auth::UserInfo;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose,
