@@ -11,11 +11,10 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose,
 };
-use rustls::client::danger::HandshakeSignatureValid;
+use rustls::RootCertStore;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
-use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
+use rustls::server::danger::ClientCertVerifier;
 use std::fmt;
 use std::sync::Arc;
 
@@ -55,7 +54,7 @@ pub struct IssuedCertificate {
     pub cert_pem: String,
     /// The PKCS#8 private key (PEM).
     pub key_pem: String,
-    cert_der: CertificateDer<'static>,
+    pub(crate) cert_der: CertificateDer<'static>,
     key_der: Vec<u8>,
 }
 
@@ -71,7 +70,7 @@ impl IssuedCertificate {
         &self.cert_der
     }
 
-    fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
+    pub(crate) fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
         PrivateKeyDer::try_from(self.key_der.clone()).map_err(str::to_string)
     }
 }
@@ -99,10 +98,10 @@ pub enum PeerCertificate {
 /// One cluster's certificate authority and the certificates it signed for the cluster's own use.
 pub struct ClusterPki {
     ca_pem: String,
-    ca_der: CertificateDer<'static>,
+    pub(crate) ca_der: CertificateDer<'static>,
     issuer: rcgen::Issuer<'static, KeyPair>,
     kubelet_client: IssuedCertificate,
-    verifier: Arc<dyn ClientCertVerifier>,
+    pub(crate) verifier: Arc<dyn ClientCertVerifier>,
 }
 
 impl fmt::Debug for ClusterPki {
@@ -120,7 +119,8 @@ fn generate(what: &str) -> impl Fn(rcgen::Error) -> CertificateError + '_ {
     }
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+/// The crypto provider of the cluster's TLS: ring.
+pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
@@ -241,37 +241,6 @@ impl ClusterPki {
             },
         }
     }
-
-    /// A TLS acceptor serving `serving` (HTTP/2 and HTTP/1.1) that asks clients for a
-    /// certificate without requiring one; check what was presented with
-    /// [`ClusterPki::peer_certificate`] after the handshake.
-    pub fn tls_acceptor(
-        &self,
-        serving: &IssuedCertificate,
-        alpn_h2: bool,
-    ) -> Result<tokio_rustls::TlsAcceptor, CertificateError> {
-        let fail = |reason: String| CertificateError::Tls {
-            what: "a server".into(),
-            reason,
-        };
-        let key = serving.private_key().map_err(fail)?;
-        let chain = vec![serving.cert_der.clone(), self.ca_der.clone()];
-        let verifier = Arc::new(CheckedLater {
-            inner: self.verifier.clone(),
-        });
-        let mut config = rustls::ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| fail(e.to_string()))?
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(chain, key)
-            .map_err(|e| fail(e.to_string()))?;
-        config.alpn_protocols = if alpn_h2 {
-            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
-        } else {
-            vec![b"http/1.1".to_vec()]
-        };
-        Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-    }
 }
 
 fn issue(
@@ -309,58 +278,6 @@ fn issue(
         cert_der: cert.der().clone(),
         key_der: key.serialize_der(),
     })
-}
-
-/// Accepts any client certificate during the handshake (still checking that the client holds
-/// its key) so that the request can be answered 401 when it is not signed by the CA.
-#[derive(Debug)]
-struct CheckedLater {
-    inner: Arc<dyn ClientCertVerifier>,
-}
-
-impl ClientCertVerifier for CheckedLater {
-    fn offer_client_auth(&self) -> bool {
-        true
-    }
-
-    fn client_auth_mandatory(&self) -> bool {
-        false
-    }
-
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        self.inner.root_hint_subjects()
-    }
-
-    fn verify_client_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _now: UnixTime,
-    ) -> Result<ClientCertVerified, rustls::Error> {
-        Ok(ClientCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
 }
 
 /// The subject names of a certificate that authentication uses.
@@ -540,7 +457,6 @@ mod tests {
             pki.authenticate_certificate(&[serving.cert_der().clone()])
                 .is_err()
         );
-        assert!(pki.tls_acceptor(&serving, true).is_ok());
         assert!(!format!("{ours:?}").contains("PRIVATE KEY"));
     }
 }
