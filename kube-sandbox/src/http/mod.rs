@@ -1,6 +1,6 @@
-//! HTTP: the router that maps kube-apiserver's URLs onto the API server (and `pods/{log,exec,
-//! attach,portforward}` onto the simulator's node proxy), and serving it, with the simulated
-//! kubelet API, over loopback HTTP(S) with TLS from the cluster CA.
+//! HTTP: the router that maps kube-apiserver's URLs onto the API server (and a pod's `log`,
+//! `exec`, `attach` and `portforward` onto the simulator's node proxy), and serving it, with
+//! the simulated kubelet API, over loopback HTTP(S) with TLS from the cluster CA.
 
 pub mod serve;
 pub mod server;
