@@ -21,50 +21,42 @@
 
 #![forbid(unsafe_code)]
 
-pub mod admission;
-pub mod api;
-pub mod auth;
-pub mod cel;
-pub mod discovery;
-pub mod error;
-pub mod faults;
-pub mod kubelet;
-pub mod kubelet_api;
-pub mod meta;
-pub mod node_proxy;
+pub mod apiserver;
+pub mod http;
 pub mod patch;
-pub mod pki;
-pub mod requests;
-pub mod resources;
-pub mod schema;
-pub mod selectors;
-pub mod serve;
-pub mod server;
-pub mod state;
-pub mod store;
-pub mod subresources;
-pub mod table;
+pub mod sim;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod watch;
+pub mod validation;
 
-pub use auth::UserInfo;
-pub use error::ApiError;
-pub use faults::{FaultAction, FaultRule, Faults};
-pub use kubelet::SimNode;
-pub use pki::{CertificateError, ClusterPki, IssuedCertificate};
-pub use requests::{RequestCounts, RequestKind};
-pub use serve::{ServeError, ServeOptions, Served};
-pub use state::{ClusterOptions, ClusterState};
+pub use self::http::serve::{ServeError, ServeOptions, Served};
+pub use apiserver::auth::UserInfo;
+pub use apiserver::error::ApiError;
+pub use apiserver::faults::{FaultAction, FaultRule, Faults};
+pub use apiserver::pki::{CertificateError, ClusterPki, IssuedCertificate};
+pub use apiserver::requests::{RequestCounts, RequestKind};
+pub use apiserver::state::{ClusterOptions, ClusterState};
+pub use sim::{KubeletState, SimNode, Simulator};
 
+// The modules' paths from before the layer folders, so that imports such as
+// `kube_sandbox::api::WriteContext` or `kube_sandbox::serve::kubeconfig_yaml` keep working.
+pub use self::http::{serve, server};
+pub use apiserver::{
+    admission, api, auth, discovery, error, faults, meta, pki, requests, resources, state, store,
+    subresources, table, watch,
+};
+pub use sim::{kubelet, kubelet_api, node_proxy};
+pub use validation::{cel, schema, selectors};
+
+use ::http::{HeaderValue, header};
 use axum::Router;
-use http::{HeaderValue, header};
 use std::sync::Arc;
 
 /// One in-memory Kubernetes API server. Cheap to clone; clones share the cluster.
 #[derive(Clone)]
 pub struct Cluster {
     state: Arc<ClusterState>,
+    sim: Arc<Simulator>,
 }
 
 impl Cluster {
@@ -77,10 +69,11 @@ impl Cluster {
     /// A cluster with the given options.
     pub fn with_options(name: &str, options: ClusterOptions) -> Cluster {
         let state = ClusterState::new(name, options);
+        let sim = Arc::new(Simulator::new(state.clone()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(kubelet::run(state.clone()));
+            handle.spawn(sim::run(sim.clone()));
         }
-        Cluster { state }
+        Cluster { state, sim }
     }
 
     /// The cluster's name.
@@ -93,9 +86,19 @@ impl Cluster {
         &self.state
     }
 
+    /// The cluster's simulated nodes: their kubelet state and the clients that reach them.
+    pub fn simulator(&self) -> &Arc<Simulator> {
+        &self.sim
+    }
+
+    /// What the simulated kubelet keeps (container logs, nodes it runs).
+    pub fn kubelet(&self) -> &KubeletState {
+        &self.sim.kubelet
+    }
+
     /// The router serving the API; requests need a bearer token (see [`Cluster::admin_token`]).
     pub fn router(&self) -> Router {
-        server::router(self.state.clone())
+        server::router(self.sim.clone())
     }
 
     /// The admin user's bearer token (group `system:masters`).
@@ -113,7 +116,7 @@ impl Cluster {
         let value = HeaderValue::from_str(&format!("Bearer {token}"))
             .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid"));
         let service = tower::ServiceBuilder::new()
-            .map_request(move |mut req: http::Request<kube::client::Body>| {
+            .map_request(move |mut req: ::http::Request<kube::client::Body>| {
                 req.headers_mut()
                     .insert(header::AUTHORIZATION, value.clone());
                 req
@@ -124,7 +127,7 @@ impl Cluster {
 
     /// Serves the cluster over loopback HTTP(S).
     pub async fn serve(&self, options: ServeOptions) -> Result<Served, ServeError> {
-        serve::serve(&self.state, self.router(), &options).await
+        serve::serve(&self.sim, self.router(), &options).await
     }
 
     /// The cluster's certificate authority (created on first use): its CA certificate, the
@@ -151,17 +154,17 @@ impl Cluster {
 
     /// Adds a simulated node that this cluster's kubelet runs.
     pub fn add_node(&self, node: &SimNode) -> Result<(), ApiError> {
-        self.state.add_sim_node(node)
+        self.sim.add_node(node)
     }
 
     /// Stops a simulated node's kubelet (no more Lease renewals), as when a machine dies.
     pub fn stop_node(&self, name: &str) {
-        self.state.stop_sim_node(name);
+        self.sim.stop_node(name);
     }
 
     /// Restarts a stopped simulated node's kubelet.
     pub fn start_node(&self, name: &str) {
-        self.state.start_sim_node(name);
+        self.sim.start_node(name);
     }
 
     /// Ends watches, log streams, served connections and the simulation loops.

@@ -74,12 +74,12 @@ async fn run(args: Args) -> Result<(), String> {
         node_memory,
         name,
     } = args.command;
-    if kube_sandbox::kubelet::parse_quantity(&node_cpu).is_none() {
+    if kube_sandbox::sim::scheduler::parse_quantity(&node_cpu).is_none() {
         return Err(format!(
             "--node-cpu {node_cpu:?} is not a Kubernetes quantity"
         ));
     }
-    if kube_sandbox::kubelet::parse_quantity(&node_memory).is_none() {
+    if kube_sandbox::sim::scheduler::parse_quantity(&node_memory).is_none() {
         return Err(format!(
             "--node-memory {node_memory:?} is not a Kubernetes quantity"
         ));

@@ -158,8 +158,7 @@ async fn sim_nodes_advertise_the_kubelet_listener_and_logs_flow_through_it() {
     let mut lines = stream.lines();
     assert_eq!(lines.try_next().await.unwrap().as_deref(), Some("second"));
     cluster
-        .state()
-        .kubelet
+        .kubelet()
         .append_log("default", "app-1", "app", "third");
     let next = tokio::time::timeout(Duration::from_secs(5), lines.try_next())
         .await

@@ -430,8 +430,7 @@ async fn followed_logs_stream_new_lines() {
         }
         if seen.contains("world\n") && !appended {
             env.workers[0]
-                .state()
-                .kubelet
+                .kubelet()
                 .append_log(MOUNT_NS, PHYSICAL_POD, "app", "later");
             appended = true;
         }

@@ -1,0 +1,469 @@
+//! Identity and access: bearer tokens (the admin token, static tokens, signed service-account
+//! tokens from TokenRequest), TokenReview, and authorization by the RBAC objects stored in the
+//! cluster (SubjectAccessReview and every request), with `system:masters` allowed everything.
+
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::store::Store;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+/// An authenticated user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserInfo {
+    /// `admin`, `system:serviceaccount:ns:name`, ...
+    pub username: String,
+    /// A stable id.
+    pub uid: String,
+    /// Groups, always including `system:authenticated`.
+    pub groups: Vec<String>,
+}
+
+impl UserInfo {
+    /// A user with the given name and groups (plus `system:authenticated`).
+    pub fn new(username: &str, groups: &[&str]) -> Self {
+        let mut all: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        if !all.iter().any(|g| g == "system:authenticated") {
+            all.push("system:authenticated".into());
+        }
+        UserInfo {
+            username: username.to_string(),
+            uid: format!("uid-{username}"),
+            groups: all,
+        }
+    }
+
+    /// Whether the user is a cluster superuser.
+    pub fn is_master(&self) -> bool {
+        self.groups.iter().any(|g| g == "system:masters")
+    }
+}
+
+/// What a request wants to do, as SubjectAccessReview describes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attributes {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
+    pub verb: String,
+    /// API group, empty for core.
+    pub group: String,
+    /// Plural resource.
+    pub resource: String,
+    /// Subresource, empty if none.
+    pub subresource: String,
+    /// Namespace, empty for cluster-scoped requests.
+    pub namespace: String,
+    /// Object name, empty for collections.
+    pub name: String,
+    /// For non-resource requests: the path.
+    pub path: Option<String>,
+}
+
+/// Tokens and signing key of one cluster.
+pub struct Auth {
+    admin_token: String,
+    signing_key: [u8; 32],
+    static_tokens: RwLock<HashMap<String, UserInfo>>,
+}
+
+impl Default for Auth {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Auth {
+    /// Fresh random admin token and signing key.
+    pub fn new() -> Auth {
+        let token: String = crate::apiserver::meta::random_bytes::<24>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Auth {
+            admin_token: format!("sandbox-admin-{token}"),
+            signing_key: crate::apiserver::meta::random_bytes::<32>(),
+            static_tokens: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The token of the built-in `admin` user (group `system:masters`).
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// Adds a static bearer token for a user.
+    pub fn add_token(&self, token: &str, user: UserInfo) {
+        self.static_tokens
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.to_string(), user);
+    }
+
+    /// Who a bearer token belongs to, if anyone.
+    pub fn authenticate(&self, token: &str) -> Option<UserInfo> {
+        if token == self.admin_token {
+            return Some(UserInfo::new("admin", &["system:masters"]));
+        }
+        if let Some(user) = self
+            .static_tokens
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(token)
+        {
+            return Some(user.clone());
+        }
+        self.verify_service_account_token(token)
+            .map(|claims| claims.user)
+    }
+
+    /// Issues a signed service-account token (TokenRequest).
+    pub fn issue_token(
+        &self,
+        namespace: &str,
+        service_account: &str,
+        sa_uid: &str,
+        audiences: &[String],
+        expiration_seconds: i64,
+        bound_pod: Option<(&str, &str)>,
+    ) -> (String, String) {
+        let now = jiff::Timestamp::now().as_second();
+        let exp = now + expiration_seconds.max(600);
+        let mut k8s = json!({
+            "namespace": namespace,
+            "serviceaccount": {"name": service_account, "uid": sa_uid},
+        });
+        if let Some((pod, uid)) = bound_pod {
+            k8s["pod"] = json!({"name": pod, "uid": uid});
+        }
+        let claims = json!({
+            "iss": "https://kubernetes.default.svc.cluster.local",
+            "sub": format!("system:serviceaccount:{namespace}:{service_account}"),
+            "aud": audiences,
+            "iat": now,
+            "nbf": now,
+            "exp": exp,
+            "jti": crate::apiserver::meta::new_uid(),
+            "kubernetes.io": k8s,
+        });
+        let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+        let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+        let signing_input = format!("{header}.{payload}");
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &self.signing_key);
+        let sig = URL_SAFE_NO_PAD.encode(ring::hmac::sign(&key, signing_input.as_bytes()).as_ref());
+        let expiry = jiff::Timestamp::from_second(exp)
+            .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default();
+        (format!("{signing_input}.{sig}"), expiry)
+    }
+
+    fn verify_service_account_token(&self, token: &str) -> Option<TokenClaims> {
+        let mut parts = token.split('.');
+        let (header, payload, sig) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() {
+            return None;
+        }
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &self.signing_key);
+        let sig = URL_SAFE_NO_PAD.decode(sig).ok()?;
+        ring::hmac::verify(&key, format!("{header}.{payload}").as_bytes(), &sig).ok()?;
+        let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+        let exp = claims.get("exp")?.as_i64()?;
+        if exp < jiff::Timestamp::now().as_second() {
+            return None;
+        }
+        let ns = claims.pointer("/kubernetes.io/namespace")?.as_str()?;
+        let sa = claims
+            .pointer("/kubernetes.io/serviceaccount/name")?
+            .as_str()?;
+        let uid = claims
+            .pointer("/kubernetes.io/serviceaccount/uid")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut user = UserInfo::new(
+            &format!("system:serviceaccount:{ns}:{sa}"),
+            &[
+                "system:serviceaccounts",
+                &format!("system:serviceaccounts:{ns}"),
+            ],
+        );
+        user.uid = uid.to_string();
+        let audiences = crate::apiserver::meta::string_list(claims.get("aud"));
+        Some(TokenClaims { user, audiences })
+    }
+
+    /// Answers a TokenReview body.
+    pub fn token_review(&self, review: &Value) -> Value {
+        let token = review
+            .pointer("/spec/token")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let wanted: Vec<String> =
+            crate::apiserver::meta::string_list(review.pointer("/spec/audiences"));
+        let sa_claims = self.verify_service_account_token(token);
+        let user = self.authenticate(token);
+        let audience_ok = match &sa_claims {
+            Some(claims) if !wanted.is_empty() => {
+                wanted.iter().any(|a| claims.audiences.contains(a))
+            }
+            _ => true,
+        };
+        let mut out = json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "metadata": {"creationTimestamp": null},
+            "spec": review.get("spec").cloned().unwrap_or_default(),
+        });
+        out["status"] = match user {
+            Some(user) if audience_ok => json!({
+                "authenticated": true,
+                "user": {"username": user.username, "uid": user.uid, "groups": user.groups},
+                "audiences": wanted,
+            }),
+            Some(_) => json!({"authenticated": false, "error": "token audiences do not match"}),
+            None => json!({"authenticated": false, "error": "invalid bearer token"}),
+        };
+        out
+    }
+}
+
+struct TokenClaims {
+    user: UserInfo,
+    audiences: Vec<String>,
+}
+
+/// Whether `user` may do what `attrs` describe, with the reason, judged by `system:masters`
+/// membership and the RBAC objects in `store`.
+pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, String) {
+    if user.is_master() {
+        return (true, String::new());
+    }
+    if let Some(path) = &attrs.path
+        && is_public_path(path)
+    {
+        return (true, "discovery is open to authenticated users".into());
+    }
+    let crb = GroupResource::new("rbac.authorization.k8s.io", "clusterrolebindings");
+    let rb = GroupResource::new("rbac.authorization.k8s.io", "rolebindings");
+    let bindings = store
+        .list(&crb, None, None, 0, &|_| true)
+        .items
+        .into_iter()
+        .map(|b| (b, None))
+        .chain(if attrs.namespace.is_empty() {
+            Vec::new()
+        } else {
+            store
+                .list(&rb, Some(&attrs.namespace), None, 0, &|_| true)
+                .items
+                .into_iter()
+                .map(|b| (b, Some(attrs.namespace.clone())))
+                .collect()
+        });
+    for (binding, namespace) in bindings {
+        if !binding_names_user(&binding.value, user, namespace.as_deref()) {
+            continue;
+        }
+        let Some(role_ref) = binding.value.get("roleRef") else {
+            continue;
+        };
+        let role_name = role_ref.get("name").and_then(Value::as_str).unwrap_or("");
+        let role = match role_ref.get("kind").and_then(Value::as_str) {
+            Some("ClusterRole") => store.get(
+                &GroupResource::new("rbac.authorization.k8s.io", "clusterroles"),
+                "",
+                role_name,
+            ),
+            Some("Role") => namespace.as_deref().and_then(|ns| {
+                store.get(
+                    &GroupResource::new("rbac.authorization.k8s.io", "roles"),
+                    ns,
+                    role_name,
+                )
+            }),
+            _ => None,
+        };
+        let Some(role) = role else { continue };
+        let rules = role
+            .value
+            .get("rules")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if rules.iter().any(|rule| rule_allows(rule, attrs)) {
+            let binding_name = binding
+                .value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return (
+                true,
+                format!("RBAC: allowed by binding {binding_name:?} of role {role_name:?}"),
+            );
+        }
+    }
+    (false, String::new())
+}
+
+fn is_public_path(path: &str) -> bool {
+    path == "/api"
+        || path == "/apis"
+        || path.starts_with("/api/")
+        || path.starts_with("/apis/")
+        || path == "/version"
+        || path.starts_with("/healthz")
+        || path.starts_with("/readyz")
+        || path.starts_with("/livez")
+        || path.starts_with("/openapi")
+}
+
+fn binding_names_user(binding: &Value, user: &UserInfo, namespace: Option<&str>) -> bool {
+    let subjects = binding.get("subjects").and_then(Value::as_array);
+    subjects.into_iter().flatten().any(|s| {
+        let name = s.get("name").and_then(Value::as_str).unwrap_or("");
+        match s.get("kind").and_then(Value::as_str) {
+            Some("User") => name == user.username,
+            Some("Group") => user.groups.iter().any(|g| g == name),
+            Some("ServiceAccount") => {
+                let ns = s
+                    .get("namespace")
+                    .and_then(Value::as_str)
+                    .or(namespace)
+                    .unwrap_or("");
+                user.username == format!("system:serviceaccount:{ns}:{name}")
+            }
+            _ => false,
+        }
+    })
+}
+
+fn strings(v: Option<&Value>) -> Vec<&str> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Whether one RBAC PolicyRule allows the request.
+pub fn rule_allows(rule: &Value, attrs: &Attributes) -> bool {
+    let verbs = strings(rule.get("verbs"));
+    if !verbs.iter().any(|v| *v == "*" || *v == attrs.verb) {
+        return false;
+    }
+    if let Some(path) = &attrs.path {
+        return strings(rule.get("nonResourceURLs")).iter().any(|u| {
+            *u == "*"
+                || *u == path
+                || (u.ends_with('*') && path.starts_with(u.trim_end_matches('*')))
+        });
+    }
+    let groups = strings(rule.get("apiGroups"));
+    if !groups.iter().any(|g| *g == "*" || *g == attrs.group) {
+        return false;
+    }
+    let full = if attrs.subresource.is_empty() {
+        attrs.resource.clone()
+    } else {
+        format!("{}/{}", attrs.resource, attrs.subresource)
+    };
+    let resources = strings(rule.get("resources"));
+    let resource_ok = resources.iter().any(|r| {
+        *r == "*"
+            || *r == full
+            || (attrs.subresource.is_empty() && *r == attrs.resource)
+            || (r.starts_with("*/") && !attrs.subresource.is_empty() && r[2..] == attrs.subresource)
+            || (r.ends_with("/*")
+                && !attrs.subresource.is_empty()
+                && r[..r.len() - 2] == attrs.resource)
+    });
+    if !resource_ok {
+        return false;
+    }
+    let names = strings(rule.get("resourceNames"));
+    names.is_empty() || (!attrs.name.is_empty() && names.contains(&attrs.name.as_str()))
+}
+
+/// Reads the attributes of a SubjectAccessReview-like spec.
+pub fn review_attributes(spec: &Value) -> Attributes {
+    let s = |p: &str| {
+        spec.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if spec.get("nonResourceAttributes").is_some() {
+        return Attributes {
+            verb: s("/nonResourceAttributes/verb"),
+            path: Some(s("/nonResourceAttributes/path")),
+            ..Default::default()
+        };
+    }
+    Attributes {
+        verb: s("/resourceAttributes/verb"),
+        group: s("/resourceAttributes/group"),
+        resource: s("/resourceAttributes/resource"),
+        subresource: s("/resourceAttributes/subresource"),
+        namespace: s("/resourceAttributes/namespace"),
+        name: s("/resourceAttributes/name"),
+        path: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(verb: &str, group: &str, resource: &str, sub: &str, name: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rules_match_like_rbac() {
+        let rule = json!({"apiGroups": ["kairship.io"], "resources": ["instances", "instances/proxy"],
+            "resourceNames": ["a"], "verbs": ["get", "list"]});
+        let cases = [
+            (attrs("get", "kairship.io", "instances", "", "a"), true),
+            (attrs("get", "kairship.io", "instances", "proxy", "a"), true),
+            (attrs("get", "kairship.io", "instances", "", "b"), false),
+            (attrs("list", "kairship.io", "instances", "", ""), false),
+            (attrs("create", "kairship.io", "instances", "", "a"), false),
+            (attrs("get", "", "instances", "", "a"), false),
+        ];
+        for (a, want) in cases {
+            assert_eq!(rule_allows(&rule, &a), want, "{a:?}");
+        }
+        let star = json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]});
+        assert!(rule_allows(
+            &star,
+            &attrs("delete", "apps", "deployments", "", "x")
+        ));
+        let sub = json!({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]});
+        assert!(rule_allows(&sub, &attrs("get", "", "pods", "log", "p")));
+        assert!(!rule_allows(&sub, &attrs("get", "", "pods", "", "p")));
+    }
+
+    #[test]
+    fn service_account_tokens_verify_and_expire_checks() {
+        let auth = Auth::new();
+        let (token, _) = auth.issue_token("ns", "sa", "u1", &["api".into()], 3600, None);
+        let user = auth.authenticate(&token).unwrap();
+        assert_eq!(user.username, "system:serviceaccount:ns:sa");
+        assert!(
+            user.groups
+                .contains(&"system:serviceaccounts:ns".to_string())
+        );
+        let mut tampered = token.clone();
+        tampered.push('x');
+        assert!(auth.authenticate(&tampered).is_none());
+        let other = Auth::new();
+        assert!(other.authenticate(&token).is_none());
+        let review = auth.token_review(&json!({"spec": {"token": token, "audiences": ["other"]}}));
+        assert_eq!(review["status"]["authenticated"], false);
+        assert!(auth.authenticate(auth.admin_token()).unwrap().is_master());
+    }
+}

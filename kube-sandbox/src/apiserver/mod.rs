@@ -1,0 +1,21 @@
+//! The API server: the cluster state and store, the resource types it serves, request handling
+//! (CRUD, list and watch, subresources, admission, garbage collection), identity (tokens,
+//! RBAC, the cluster CA and client certificates), errors as `kind: Status`, injected faults
+//! and request counts. It depends on `validation/` and `patch/`, never on the simulator or
+//! the HTTP layer.
+
+pub mod admission;
+pub mod api;
+pub mod auth;
+pub mod discovery;
+pub mod error;
+pub mod faults;
+pub mod meta;
+pub mod pki;
+pub mod requests;
+pub mod resources;
+pub mod state;
+pub mod store;
+pub mod subresources;
+pub mod table;
+pub mod watch;

@@ -1,0 +1,462 @@
+//! The cluster's certificate authority, as kube-apiserver's `--client-ca-file` and
+//! `--kubelet-client-certificate` use it: it signs the serving certificates of the API server
+//! and the simulated kubelet, the client certificate the API server presents to kubelets
+//! (CN `kube-apiserver-kubelet-client`, O `system:masters`), and any client certificate a test
+//! asks for. Served endpoints accept client certificates signed by it as an authentication
+//! method (user = CN, groups = O), checking them after the handshake so that a certificate
+//! signed by another CA gets 401 as it does from kube-apiserver, not a TLS failure.
+
+use crate::apiserver::auth::UserInfo;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::RootCertStore;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::ClientCertVerifier;
+use std::fmt;
+use std::sync::Arc;
+
+/// The common name of the client certificate the API server presents to kubelets.
+pub const KUBELET_CLIENT_COMMON_NAME: &str = "kube-apiserver-kubelet-client";
+/// The organization (group) of the client certificate the API server presents to kubelets.
+pub const KUBELET_CLIENT_ORGANIZATION: &str = "system:masters";
+
+/// Why a certificate could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum CertificateError {
+    /// Generating a key or signing a certificate failed.
+    #[error("cannot generate {what}: {source}")]
+    Generate {
+        /// Which certificate or key.
+        what: String,
+        /// The cause.
+        source: rcgen::Error,
+    },
+    /// A TLS configuration could not be built from the certificates.
+    #[error("cannot build the TLS configuration for {what}: {reason}")]
+    Tls {
+        /// Which endpoint.
+        what: String,
+        /// The cause.
+        reason: String,
+    },
+    /// A presented certificate chain is not signed by the cluster CA or cannot be read.
+    #[error("client certificate rejected: {0}")]
+    Rejected(String),
+}
+
+/// A certificate and its private key, both PEM, signed by a cluster CA.
+#[derive(Clone)]
+pub struct IssuedCertificate {
+    /// The certificate (PEM).
+    pub cert_pem: String,
+    /// The PKCS#8 private key (PEM).
+    pub key_pem: String,
+    pub(crate) cert_der: CertificateDer<'static>,
+    key_der: Vec<u8>,
+}
+
+impl IssuedCertificate {
+    /// The certificate followed by its key, the form of `reqwest::Identity::from_pem` and of a
+    /// kubeconfig's client data.
+    pub fn identity_pem(&self) -> String {
+        format!("{}{}", self.cert_pem, self.key_pem)
+    }
+
+    /// The certificate (DER).
+    pub fn cert_der(&self) -> &CertificateDer<'static> {
+        &self.cert_der
+    }
+
+    pub(crate) fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
+        PrivateKeyDer::try_from(self.key_der.clone()).map_err(str::to_string)
+    }
+}
+
+impl fmt::Debug for IssuedCertificate {
+    // The private key stays out of logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IssuedCertificate")
+            .field("cert_pem", &self.cert_pem)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the client certificate of a TLS connection says about its peer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerCertificate {
+    /// No client certificate was presented (or the connection is not TLS).
+    Absent,
+    /// A certificate signed by the cluster CA: the user it names.
+    Verified(UserInfo),
+    /// A certificate that does not verify against the cluster CA, and why.
+    Rejected(String),
+}
+
+/// One cluster's certificate authority and the certificates it signed for the cluster's own use.
+pub struct ClusterPki {
+    ca_pem: String,
+    pub(crate) ca_der: CertificateDer<'static>,
+    issuer: rcgen::Issuer<'static, KeyPair>,
+    kubelet_client: IssuedCertificate,
+    pub(crate) verifier: Arc<dyn ClientCertVerifier>,
+}
+
+impl fmt::Debug for ClusterPki {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterPki")
+            .field("ca_pem", &self.ca_pem)
+            .finish_non_exhaustive()
+    }
+}
+
+fn generate(what: &str) -> impl Fn(rcgen::Error) -> CertificateError + '_ {
+    move |source| CertificateError::Generate {
+        what: what.to_string(),
+        source,
+    }
+}
+
+/// The crypto provider of the cluster's TLS: ring.
+pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl ClusterPki {
+    /// A fresh CA (ECDSA P-256) for the named cluster, and the API server's kubelet-client
+    /// certificate signed by it.
+    pub fn new(cluster: &str) -> Result<ClusterPki, CertificateError> {
+        let ca_key = KeyPair::generate().map_err(generate("the CA key"))?;
+        let mut params =
+            CertificateParams::new(Vec::<String>::new()).map_err(generate("the CA"))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("kube-sandbox-ca-{cluster}"));
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_cert = params.self_signed(&ca_key).map_err(generate("the CA"))?;
+        let ca_der = ca_cert.der().clone();
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(ca_der.clone())
+            .map_err(|e| CertificateError::Tls {
+                what: "client certificate verification".into(),
+                reason: e.to_string(),
+            })?;
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| CertificateError::Tls {
+                what: "client certificate verification".into(),
+                reason: e.to_string(),
+            })?;
+        let issuer = rcgen::Issuer::new(params, ca_key);
+        let kubelet_client = issue(
+            &issuer,
+            KUBELET_CLIENT_COMMON_NAME,
+            Some(KUBELET_CLIENT_ORGANIZATION),
+            &[],
+        )?;
+        Ok(ClusterPki {
+            ca_pem: ca_cert.pem(),
+            ca_der,
+            issuer,
+            kubelet_client,
+            verifier,
+        })
+    }
+
+    /// The CA certificate (PEM): what clients trust for the served API, and what a kubelet-like
+    /// server (`--client-ca-file`) trusts to authenticate the API server.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The CA certificate (DER).
+    pub fn ca_der(&self) -> &CertificateDer<'static> {
+        &self.ca_der
+    }
+
+    /// The client certificate the API server presents when it calls a node's kubelet endpoint
+    /// (CN `kube-apiserver-kubelet-client`, O `system:masters`).
+    pub fn kubelet_client_certificate(&self) -> &IssuedCertificate {
+        &self.kubelet_client
+    }
+
+    /// A client certificate signed by this CA: the served API server authenticates it as user
+    /// `common_name` in group `organization` (rcgen writes one O per subject).
+    pub fn issue_client_certificate(
+        &self,
+        common_name: &str,
+        organization: Option<&str>,
+    ) -> Result<IssuedCertificate, CertificateError> {
+        issue(&self.issuer, common_name, organization, &[])
+    }
+
+    /// A serving certificate signed by this CA for `hosts` (DNS names or IP addresses).
+    pub fn issue_serving_certificate(
+        &self,
+        common_name: &str,
+        hosts: &[&str],
+    ) -> Result<IssuedCertificate, CertificateError> {
+        issue(&self.issuer, common_name, None, hosts)
+    }
+
+    /// The user a client certificate chain (leaf first) names, if this CA signed it.
+    pub fn authenticate_certificate(
+        &self,
+        chain: &[CertificateDer<'_>],
+    ) -> Result<UserInfo, CertificateError> {
+        let Some((leaf, intermediates)) = chain.split_first() else {
+            return Err(CertificateError::Rejected("no certificate".into()));
+        };
+        self.verifier
+            .verify_client_cert(leaf, intermediates, UnixTime::now())
+            .map_err(|e| CertificateError::Rejected(e.to_string()))?;
+        let subject = certificate_subject(leaf.as_ref()).ok_or_else(|| {
+            CertificateError::Rejected("the certificate subject cannot be read".into())
+        })?;
+        let common_name = subject
+            .common_name
+            .filter(|cn| !cn.is_empty())
+            .ok_or_else(|| {
+                CertificateError::Rejected("the certificate has no common name".into())
+            })?;
+        let groups: Vec<&str> = subject.organizations.iter().map(String::as_str).collect();
+        Ok(UserInfo::new(&common_name, &groups))
+    }
+
+    /// What the client certificates of a finished handshake say about the peer.
+    pub fn peer_certificate(&self, chain: Option<&[CertificateDer<'_>]>) -> PeerCertificate {
+        match chain {
+            None | Some([]) => PeerCertificate::Absent,
+            Some(chain) => match self.authenticate_certificate(chain) {
+                Ok(user) => PeerCertificate::Verified(user),
+                Err(e) => PeerCertificate::Rejected(e.to_string()),
+            },
+        }
+    }
+}
+
+fn issue(
+    issuer: &rcgen::Issuer<'static, KeyPair>,
+    common_name: &str,
+    organization: Option<&str>,
+    hosts: &[&str],
+) -> Result<IssuedCertificate, CertificateError> {
+    let what = format!("the certificate for {common_name:?}");
+    let key = KeyPair::generate().map_err(generate(&what))?;
+    let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+    let mut params = CertificateParams::new(names).map_err(generate(&what))?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    if let Some(org) = organization {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
+    }
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = if hosts.is_empty() {
+        vec![ExtendedKeyUsagePurpose::ClientAuth]
+    } else {
+        vec![ExtendedKeyUsagePurpose::ServerAuth]
+    };
+    params.use_authority_key_identifier_extension = true;
+    let cert = params.signed_by(&key, issuer).map_err(generate(&what))?;
+    Ok(IssuedCertificate {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+        cert_der: cert.der().clone(),
+        key_der: key.serialize_der(),
+    })
+}
+
+/// The subject names of a certificate that authentication uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CertificateSubject {
+    /// The CN, if any.
+    pub common_name: Option<String>,
+    /// Every O, in order.
+    pub organizations: Vec<String>,
+}
+
+/// One DER element: its tag, its content, and what follows it.
+fn der_element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = input.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let count = usize::from(first & 0x7f);
+        // Definite lengths of 1..=4 bytes cover every certificate.
+        if count == 0 || count > 4 || rest.len() < count {
+            return None;
+        }
+        let (bytes, rest) = rest.split_at(count);
+        let len = bytes
+            .iter()
+            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+        (len, rest)
+    };
+    if rest.len() < len {
+        return None;
+    }
+    let (content, rest) = rest.split_at(len);
+    Some((tag, content, rest))
+}
+
+const TAG_SEQUENCE: u8 = 0x30;
+const TAG_SET: u8 = 0x31;
+const TAG_OID: u8 = 0x06;
+const TAG_VERSION: u8 = 0xa0;
+const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
+const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0a];
+
+/// The CN and O values of a DER certificate's subject; `None` if it is not a certificate.
+pub fn certificate_subject(der: &[u8]) -> Option<CertificateSubject> {
+    let (tag, certificate, _) = der_element(der)?;
+    if tag != TAG_SEQUENCE {
+        return None;
+    }
+    let (tag, tbs, _) = der_element(certificate)?;
+    if tag != TAG_SEQUENCE {
+        return None;
+    }
+    let mut rest = tbs;
+    let (tag, _, after) = der_element(rest)?;
+    if tag == TAG_VERSION {
+        rest = after;
+    }
+    // serialNumber, signature, issuer, validity, then subject.
+    for _ in 0..4 {
+        let (_, _, after) = der_element(rest)?;
+        rest = after;
+    }
+    let (tag, mut names, _) = der_element(rest)?;
+    if tag != TAG_SEQUENCE {
+        return None;
+    }
+    let mut subject = CertificateSubject::default();
+    while !names.is_empty() {
+        let (tag, mut set, after) = der_element(names)?;
+        names = after;
+        if tag != TAG_SET {
+            return None;
+        }
+        while !set.is_empty() {
+            let (tag, pair, after) = der_element(set)?;
+            set = after;
+            if tag != TAG_SEQUENCE {
+                return None;
+            }
+            let (tag, oid, value) = der_element(pair)?;
+            if tag != TAG_OID {
+                return None;
+            }
+            let (_, text, _) = der_element(value)?;
+            let text = String::from_utf8_lossy(text).into_owned();
+            if oid == OID_COMMON_NAME {
+                subject.common_name = Some(text);
+            } else if oid == OID_ORGANIZATION {
+                subject.organizations.push(text);
+            }
+        }
+    }
+    Some(subject)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    /// Input, and the tag, content length and rest length read from it.
+    type ElementCase<'a> = (&'a [u8], Option<(u8, usize, usize)>);
+
+    #[test]
+    fn der_elements_read_short_and_long_lengths() {
+        let long: Vec<u8> = [vec![0x04, 0x81, 0x80], vec![7u8; 0x80], vec![0x05, 0x00]].concat();
+        let cases: [ElementCase; 6] = [
+            (&[0x02, 0x01, 0x05], Some((0x02, 1, 0))),
+            (&[0x30, 0x00, 0x01], Some((0x30, 0, 1))),
+            (&long, Some((0x04, 0x80, 2))),
+            (&[0x02, 0x05, 0x01], None),
+            (&[0x02, 0x85, 1, 1, 1, 1, 1], None),
+            (&[0x02], None),
+        ];
+        for (input, want) in cases {
+            let got = der_element(input).map(|(t, c, r)| (t, c.len(), r.len()));
+            assert_eq!(got, want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn subjects_of_issued_certificates() {
+        let pki = ClusterPki::new("t").unwrap();
+        let cases = [
+            ("alice", Some("team-a")),
+            ("kube-apiserver-kubelet-client", Some("system:masters")),
+            ("bob", None),
+        ];
+        for (cn, org) in cases {
+            let cert = pki.issue_client_certificate(cn, org).unwrap();
+            let subject = certificate_subject(cert.cert_der().as_ref()).unwrap();
+            assert_eq!(subject.common_name.as_deref(), Some(cn));
+            assert_eq!(
+                subject.organizations,
+                org.map(|o| vec![o.to_string()]).unwrap_or_default()
+            );
+        }
+        assert_eq!(certificate_subject(b"not a certificate"), None);
+        assert_eq!(certificate_subject(&[]), None);
+    }
+
+    #[test]
+    fn only_certificates_of_this_ca_authenticate() {
+        let pki = ClusterPki::new("a").unwrap();
+        let other = ClusterPki::new("b").unwrap();
+        let ours = pki.issue_client_certificate("carol", Some("devs")).unwrap();
+        let theirs = other
+            .issue_client_certificate("carol", Some("devs"))
+            .unwrap();
+        let user = pki
+            .authenticate_certificate(&[ours.cert_der().clone()])
+            .unwrap();
+        assert_eq!(user.username, "carol");
+        assert!(user.groups.contains(&"devs".to_string()));
+        assert!(
+            pki.authenticate_certificate(&[theirs.cert_der().clone()])
+                .is_err()
+        );
+        let kubelet =
+            pki.peer_certificate(Some(&[pki.kubelet_client_certificate().cert_der().clone()]));
+        match kubelet {
+            PeerCertificate::Verified(u) => {
+                assert_eq!(u.username, KUBELET_CLIENT_COMMON_NAME);
+                assert!(u.is_master());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(pki.peer_certificate(None), PeerCertificate::Absent);
+        assert!(matches!(
+            pki.peer_certificate(Some(&[theirs.cert_der().clone()])),
+            PeerCertificate::Rejected(_)
+        ));
+        // A serving certificate is not a client certificate.
+        let serving = pki
+            .issue_serving_certificate("server", &["127.0.0.1"])
+            .unwrap();
+        assert!(
+            pki.authenticate_certificate(&[serving.cert_der().clone()])
+                .is_err()
+        );
+        assert!(!format!("{ours:?}").contains("PRIVATE KEY"));
+    }
+}

@@ -1,0 +1,209 @@
+//! The state of one sandbox cluster: its store, the resource types it serves, its identity
+//! settings, injected faults and the shutdown signal.
+
+use crate::apiserver::api::{DeleteOptions, WriteContext};
+use crate::apiserver::auth::Auth;
+use crate::apiserver::faults::Faults;
+use crate::apiserver::pki::{CertificateError, ClusterPki};
+use crate::apiserver::resources::{self, GroupResource, ResourceType};
+use crate::apiserver::store::{Store, WriteOp};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of a sandbox cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// How many change events watches can resume from.
+    pub history_limit: usize,
+    /// Largest request body accepted, in bytes (kube-apiserver: 3 MiB).
+    pub max_body_bytes: usize,
+    /// How often a watch with `allowWatchBookmarks` gets a bookmark.
+    pub bookmark_interval: Duration,
+    /// The Kubernetes version `/version` reports.
+    pub git_version: String,
+    /// Whether the simulated scheduler binds pending pods.
+    pub scheduler: bool,
+    /// Whether the simulated kubelet runs pods on simulated nodes.
+    pub kubelet: bool,
+    /// How long a simulated container takes to start.
+    pub pod_start_delay: Duration,
+    /// Longest grace period the simulated kubelet waits before removing a deleted pod.
+    pub max_termination_delay: Duration,
+    /// How often simulated nodes renew their Lease.
+    pub node_lease_renew: Duration,
+    /// After how long without Lease renewal a node turns Ready=Unknown.
+    pub node_monitor_grace: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            history_limit: 50_000,
+            max_body_bytes: 3 * 1024 * 1024,
+            bookmark_interval: Duration::from_secs(5),
+            git_version: "v1.33.0".into(),
+            scheduler: true,
+            kubelet: true,
+            pod_start_delay: Duration::from_millis(200),
+            max_termination_delay: Duration::from_millis(200),
+            node_lease_renew: Duration::from_secs(10),
+            node_monitor_grace: Duration::from_secs(40),
+        }
+    }
+}
+
+/// The shared state behind a [`crate::Cluster`].
+pub struct ClusterState {
+    /// Name of the cluster (used in kubeconfigs and messages).
+    pub name: String,
+    /// The objects.
+    pub store: Store,
+    /// Settings.
+    pub options: ClusterOptions,
+    /// Identity: tokens, users, authorization.
+    pub auth: Auth,
+    /// Injected failures.
+    pub faults: Faults,
+    /// Resource requests served, by verb, resource and subresource.
+    pub requests: crate::apiserver::requests::RequestCounts,
+    /// Cancelled when the cluster shuts down; streams and loops end.
+    pub shutdown: CancellationToken,
+    pub(crate) self_ref: Weak<ClusterState>,
+    types: RwLock<HashMap<GroupResource, Arc<ResourceType>>>,
+    pki: OnceLock<Arc<ClusterPki>>,
+}
+
+impl ClusterState {
+    /// A new cluster with the built-in types and the default namespaces.
+    pub fn new(name: &str, options: ClusterOptions) -> Arc<ClusterState> {
+        let types = resources::builtin_types()
+            .into_iter()
+            .map(|t| (t.group_resource(), Arc::new(t)))
+            .collect();
+        let state = Arc::new_cyclic(|weak| ClusterState {
+            name: name.to_string(),
+            store: Store::new(options.history_limit),
+            options,
+            auth: Auth::new(),
+            faults: Faults::default(),
+            requests: Default::default(),
+            shutdown: CancellationToken::new(),
+            self_ref: weak.clone(),
+            types: RwLock::new(types),
+            pki: OnceLock::new(),
+        });
+        let ns_type = state.resource_type("", "namespaces");
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            if let Some(rt) = &ns_type {
+                let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
+                    "spec": {"finalizers": ["kubernetes"]}});
+                let _ = state.create(rt, "v1", "", body, &WriteContext::system("sandbox"));
+            }
+        }
+        state
+    }
+
+    /// The cluster's certificate authority, created on first use.
+    pub fn pki(&self) -> Result<Arc<ClusterPki>, CertificateError> {
+        if let Some(pki) = self.pki.get() {
+            return Ok(pki.clone());
+        }
+        // Two first callers may both generate; the first stored one wins for both.
+        let fresh = Arc::new(ClusterPki::new(&self.name)?);
+        Ok(self.pki.get_or_init(|| fresh).clone())
+    }
+
+    /// The served type with this group and plural name.
+    pub fn resource_type(&self, group: &str, plural: &str) -> Option<ResourceType> {
+        let types = self.types.read().unwrap_or_else(|p| p.into_inner());
+        types
+            .get(&GroupResource::new(group, plural))
+            .map(|t| (**t).clone())
+    }
+
+    /// The served type for a URL's group, version and resource (plural, singular or short name
+    /// are not accepted in URLs; only the plural).
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
+        self.resource_type(group, plural)
+            .filter(|t| t.versions.iter().any(|v| v == version))
+    }
+
+    /// Every served type.
+    pub fn types_snapshot(&self) -> Vec<ResourceType> {
+        let types = self.types.read().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<ResourceType> = types.values().map(|t| (**t).clone()).collect();
+        all.sort_by(|a, b| (&a.group, &a.plural).cmp(&(&b.group, &b.plural)));
+        all
+    }
+
+    /// Serves the resource a CRD describes and marks the CRD Established.
+    pub(crate) fn register_crd(&self, crd: &Value) {
+        let Ok(rt) = resources::type_from_crd(crd) else {
+            return;
+        };
+        let gr = rt.group_resource();
+        {
+            let mut types = self.types.write().unwrap_or_else(|p| p.into_inner());
+            types.insert(gr, Arc::new(rt.clone()));
+        }
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let established = crd
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            });
+        if established || crd.pointer("/metadata/deletionTimestamp").is_some() {
+            return;
+        }
+        let now = crate::apiserver::meta::now_rfc3339();
+        let accepted = crd.pointer("/spec/names").cloned().unwrap_or_default();
+        let crd_gr = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+        let _ = self.store.write(&crd_gr, "", &name, |current| {
+            let Some(current) = current else {
+                return Ok(WriteOp::Noop);
+            };
+            let mut new = current.value.clone();
+            new["status"] = json!({
+                "acceptedNames": accepted,
+                "storedVersions": [rt.storage_version()],
+                "conditions": [
+                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                     "message": "no conflicts found", "lastTransitionTime": now},
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                     "message": "the initial names have been accepted", "lastTransitionTime": now}
+                ]
+            });
+            Ok(WriteOp::Put(new))
+        });
+    }
+
+    /// Stops serving a deleted CRD's resource and removes its objects.
+    pub(crate) fn unregister_crd(&self, crd: &Value) {
+        let Ok(rt) = resources::type_from_crd(crd) else {
+            return;
+        };
+        let gr = rt.group_resource();
+        for (ns, name) in self.store.keys(&gr) {
+            let _ = self.delete(&rt, &ns, &name, &DeleteOptions::default());
+            // Finalizers on custom resources would block forever once the type is gone.
+            let _ = self.store.write(&gr, &ns, &name, |c| {
+                Ok(if c.is_some() {
+                    WriteOp::Remove
+                } else {
+                    WriteOp::Noop
+                })
+            });
+        }
+        let mut types = self.types.write().unwrap_or_else(|p| p.into_inner());
+        types.remove(&gr);
+    }
+}

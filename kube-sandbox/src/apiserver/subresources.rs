@@ -1,0 +1,181 @@
+//! POST subresources: pods/binding, pods/eviction and serviceaccounts/token.
+
+use crate::apiserver::api::{DeleteOptions, WriteContext};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::state::ClusterState;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+fn created(value: &Value) -> Response {
+    let mut response = (StatusCode::CREATED, value.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn success() -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+}
+
+/// Serves `POST .../{name}/{subresource}`.
+pub fn create(
+    state: &Arc<ClusterState>,
+    rt: &ResourceType,
+    namespace: &str,
+    name: &str,
+    subresource: &str,
+    body: &[u8],
+    ctx: &WriteContext,
+) -> Result<Response, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized or malformed JSON: {e}"
+        ))
+    })?;
+    match (rt.plural.as_str(), subresource) {
+        ("pods", "binding") => {
+            let node = value
+                .pointer("/target/name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "",
+                        "Binding",
+                        name,
+                        vec![crate::apiserver::error::Cause {
+                            reason: "FieldValueRequired".into(),
+                            message: "target.name: Required value".into(),
+                            field: "target.name".into(),
+                        }],
+                    )
+                })?
+                .to_string();
+            bind_pod(state, namespace, name, &node, ctx)?;
+            Ok(created(&success()))
+        }
+        ("pods", "eviction") => {
+            let opts = value
+                .get("deleteOptions")
+                .map(|o| DeleteOptions::from_body(o.to_string().as_bytes()))
+                .transpose()?
+                .unwrap_or_default();
+            state.delete(rt, namespace, name, &opts)?;
+            Ok(created(&success()))
+        }
+        ("serviceaccounts", "token") => {
+            let sa = state
+                .store
+                .get(&rt.group_resource(), namespace, name)
+                .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
+            let audiences: Vec<String> = Some(crate::apiserver::meta::string_list(
+                value.pointer("/spec/audiences"),
+            ))
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| vec!["https://kubernetes.default.svc.cluster.local".into()]);
+            let expiration = value
+                .pointer("/spec/expirationSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(3600);
+            let bound_pod = match value.pointer("/spec/boundObjectRef") {
+                Some(r) if r.get("kind").and_then(Value::as_str) == Some("Pod") => {
+                    let pod_name = r.get("name").and_then(Value::as_str).unwrap_or("");
+                    let pod = state
+                        .store
+                        .get(
+                            &crate::apiserver::resources::GroupResource::new("", "pods"),
+                            namespace,
+                            pod_name,
+                        )
+                        .ok_or_else(|| ApiError::not_found("", "pods", pod_name))?;
+                    Some((pod_name.to_string(), pod.uid().to_string()))
+                }
+                _ => None,
+            };
+            let (token, expiry) = state.auth.issue_token(
+                namespace,
+                name,
+                sa.uid(),
+                &audiences,
+                expiration,
+                bound_pod.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
+            );
+            let mut out = json!({
+                "kind": "TokenRequest",
+                "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": null},
+                "spec": value.get("spec").cloned().unwrap_or_default(),
+                "status": {"token": token, "expirationTimestamp": expiry},
+            });
+            out["spec"]["audiences"] = json!(audiences);
+            out["spec"]["expirationSeconds"] = json!(expiration.max(600));
+            Ok(created(&out))
+        }
+        _ => Err(ApiError::method_not_supported(
+            &format!("create {subresource}"),
+            &rt.group,
+            &rt.plural,
+        )),
+    }
+}
+
+/// Binds a pending pod to a node, as `pods/binding` and the scheduler do.
+pub fn bind_pod(
+    state: &ClusterState,
+    namespace: &str,
+    name: &str,
+    node: &str,
+    ctx: &WriteContext,
+) -> Result<(), ApiError> {
+    let Some(rt) = state.resource_type("", "pods") else {
+        return Err(ApiError::internal("pods are not served"));
+    };
+    let node = node.to_string();
+    let now = crate::apiserver::meta::now_rfc3339();
+    // One write, like kube-apiserver's binding: the node and the PodScheduled condition.
+    state.update_with(
+        &rt,
+        "v1",
+        namespace,
+        name,
+        Some("binding"),
+        ctx,
+        None,
+        |old| {
+            if let Some(current) = old.pointer("/spec/nodeName").and_then(Value::as_str)
+                && !current.is_empty()
+            {
+                return Err(ApiError::conflict(
+                    "",
+                    "pods",
+                    name,
+                    &format!("pod {name} is already assigned to node \"{current}\""),
+                ));
+            }
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Err(ApiError::conflict("", "pods", name, "pod is being deleted"));
+            }
+            let mut new = old.clone();
+            new["spec"]["nodeName"] = json!(node);
+            if !new.get("status").is_some_and(Value::is_object) {
+                new["status"] = json!({});
+            }
+            let conditions = new["status"]
+                .as_object_mut()
+                .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+            if let Some(Value::Array(conditions)) = conditions {
+                conditions
+                    .retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+                conditions.push(json!({"type": "PodScheduled", "status": "True",
+                "lastProbeTime": null, "lastTransitionTime": now}));
+            }
+            Ok(new)
+        },
+    )?;
+    Ok(())
+}

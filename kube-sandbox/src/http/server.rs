@@ -1,0 +1,922 @@
+//! The HTTP surface: URL parsing, authentication and authorization, injected faults, and the
+//! verbs of every resource, answering as kube-apiserver answers.
+
+use crate::apiserver::api::{DeleteOptions, PatchType, WriteContext};
+use crate::apiserver::auth::{self, Attributes, UserInfo};
+use crate::apiserver::discovery;
+use crate::apiserver::error::ApiError;
+use crate::apiserver::faults::FaultAction;
+use crate::apiserver::pki::PeerCertificate;
+use crate::apiserver::resources::ResourceType;
+use crate::apiserver::state::ClusterState;
+use crate::apiserver::store::Stored;
+use crate::apiserver::watch::{self, WatchRequest, encode_object};
+use crate::sim::Simulator;
+use crate::validation::selectors::{self, FieldSelector, LabelSelector};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, Method, StatusCode, header};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The router serving one cluster's API.
+pub fn router(sim: Arc<Simulator>) -> Router {
+    Router::new().fallback(handle).with_state(sim)
+}
+
+/// A parsed resource URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourcePath {
+    /// API group, empty for core.
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Namespace from the URL.
+    pub namespace: Option<String>,
+    /// Plural resource.
+    pub resource: String,
+    /// Object name.
+    pub name: Option<String>,
+    /// Subresource.
+    pub subresource: Option<String>,
+    /// The legacy `/watch/` prefix was used.
+    pub watch_prefix: bool,
+}
+
+/// What a URL addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `/version`
+    Version,
+    /// `/healthz`, `/readyz`, `/livez`
+    Health,
+    /// `/api`
+    CoreVersions,
+    /// `/apis`
+    Groups,
+    /// `/apis/{group}`
+    Group(String),
+    /// `/api/v1`, `/apis/{group}/{version}`
+    Resources(String, String),
+    /// Anything under a group version.
+    Resource(ResourcePath),
+}
+
+/// Parses a request path into what it addresses.
+pub fn parse_path(path: &str) -> Option<Target> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["version"] => return Some(Target::Version),
+        ["healthz" | "readyz" | "livez", ..] => return Some(Target::Health),
+        ["api"] => return Some(Target::CoreVersions),
+        ["apis"] => return Some(Target::Groups),
+        ["apis", g] => return Some(Target::Group(g.to_string())),
+        ["api", v] => return Some(Target::Resources(String::new(), v.to_string())),
+        ["apis", g, v] => return Some(Target::Resources(g.to_string(), v.to_string())),
+        _ => {}
+    }
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    let (watch_prefix, rest) = match rest {
+        ["watch", rest @ ..] => (true, rest),
+        _ => (false, rest),
+    };
+    if rest.iter().any(|s| s.is_empty()) {
+        return None;
+    }
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, resource, tail @ ..] if !matches!(*resource, "status" | "finalize") => {
+            (Some(ns.to_string()), {
+                let mut v = vec![*resource];
+                v.extend_from_slice(tail);
+                v
+            })
+        }
+        other => (None, other.to_vec()),
+    };
+    let (resource, name, subresource) = match rest.as_slice() {
+        [r] => (*r, None, None),
+        [r, n] => (*r, Some(n.to_string()), None),
+        [r, n, s] => (*r, Some(n.to_string()), Some(s.to_string())),
+        // The proxy subresource carries a path of its own.
+        [r, n, "proxy", ..] => (*r, Some(n.to_string()), Some("proxy".to_string())),
+        _ => return None,
+    };
+    Some(Target::Resource(ResourcePath {
+        group: group.to_string(),
+        version: version.to_string(),
+        namespace,
+        resource: resource.to_string(),
+        name,
+        subresource,
+        watch_prefix,
+    }))
+}
+
+fn json_response(code: StatusCode, body: Bytes) -> Response {
+    let mut response = (code, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn value_response(code: StatusCode, value: &Value) -> Response {
+    json_response(code, Bytes::from(value.to_string()))
+}
+
+fn object_response(
+    code: StatusCode,
+    stored: &Stored,
+    rt: &ResourceType,
+    version: &str,
+) -> Response {
+    json_response(code, encode_object(stored, rt, version))
+}
+
+fn bearer(req: &Request) -> Option<String> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?;
+    Some(token.trim().to_string())
+}
+
+fn verb_of(method: &Method, path: &ResourcePath, query: &HashMap<String, String>) -> &'static str {
+    let watch = path.watch_prefix || query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    match (method.as_str(), path.name.is_some()) {
+        ("GET", false) if watch => "watch",
+        ("GET", true) if watch => "watch",
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", false) => "deletecollection",
+        ("DELETE", true) => "delete",
+        _ => "unknown",
+    }
+}
+
+fn parse_query(query: Option<&str>) -> HashMap<String, String> {
+    query
+        .map(|q| {
+            form_urlencoded_pairs(q)
+                .into_iter()
+                .collect::<HashMap<String, String>>()
+        })
+        .unwrap_or_default()
+}
+
+fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(q).unwrap_or_default()
+}
+
+async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
+    match serve(sim, req).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> {
+    let state = sim.state.clone();
+    let path = req.uri().path().to_string();
+    let query = parse_query(req.uri().query());
+    let target = parse_path(&path).ok_or_else(ApiError::no_route)?;
+
+    // A client certificate signed by the cluster CA authenticates first, as x509 does in
+    // kube-apiserver's authenticator chain; then bearer tokens.
+    let certificate_user = match req.extensions().get::<PeerCertificate>() {
+        Some(PeerCertificate::Verified(user)) => Some(user.clone()),
+        _ => None,
+    };
+    let user = match (certificate_user, bearer(&req)) {
+        (Some(user), _) => user,
+        (None, Some(token)) => state
+            .auth
+            .authenticate(&token)
+            .ok_or_else(ApiError::unauthorized)?,
+        (None, None) => return Err(ApiError::unauthorized()),
+    };
+
+    let (resource, verb) = match &target {
+        Target::Resource(p) => {
+            let verb = verb_of(req.method(), p, &query);
+            state
+                .requests
+                .record(verb, &p.resource, p.subresource.as_deref());
+            (Some(p.resource.clone()), verb)
+        }
+        _ => (None, "get"),
+    };
+    if let Some(action) = state.faults.find(resource.as_deref(), verb) {
+        match action {
+            FaultAction::Status(code) => {
+                let mut err = ApiError::internal("injected fault");
+                err.code = code;
+                err.reason = match code {
+                    429 => "TooManyRequests",
+                    503 => "ServiceUnavailable",
+                    504 => "Timeout",
+                    _ => "InternalError",
+                };
+                return Err(err);
+            }
+            FaultAction::Delay(d) => tokio::time::sleep(d).await,
+            FaultAction::Hang => {
+                state.shutdown.cancelled().await;
+                return Err(ApiError::unavailable("the server is shutting down"));
+            }
+        }
+    }
+
+    match target {
+        Target::Version => Ok(value_response(
+            StatusCode::OK,
+            &discovery::version(&state.options.git_version),
+        )),
+        Target::Health => Ok((StatusCode::OK, "ok").into_response()),
+        Target::CoreVersions => {
+            let host = req
+                .headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("127.0.0.1")
+                .to_string();
+            Ok(value_response(
+                StatusCode::OK,
+                &discovery::core_versions(&host),
+            ))
+        }
+        Target::Groups => Ok(value_response(
+            StatusCode::OK,
+            &discovery::group_list(&state.types_snapshot()),
+        )),
+        Target::Group(g) => discovery::group(&state.types_snapshot(), &g)
+            .map(|v| value_response(StatusCode::OK, &v))
+            .ok_or_else(ApiError::no_route),
+        Target::Resources(g, v) => discovery::resource_list(&state.types_snapshot(), &g, &v)
+            .map(|v| value_response(StatusCode::OK, &v))
+            .ok_or_else(ApiError::no_route),
+        Target::Resource(p) => serve_resource(sim, req, p, query, user, verb).await,
+    }
+}
+
+async fn read_body(state: &ClusterState, req: Request) -> Result<Bytes, ApiError> {
+    let limit = state.options.max_body_bytes;
+    axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::too_large(limit))
+}
+
+fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized or malformed JSON: {e}"
+        ))
+    })
+}
+
+fn write_context(req: &Request, query: &HashMap<String, String>) -> WriteContext {
+    let manager = query.get("fieldManager").cloned().unwrap_or_else(|| {
+        // kube-apiserver derives the manager from the user agent's first segment.
+        req.headers()
+            .get(header::USER_AGENT)
+            .and_then(|u| u.to_str().ok())
+            .map(|u| u.split('/').next().unwrap_or(u).to_string())
+            .unwrap_or_else(|| "unknown".into())
+    });
+    WriteContext {
+        field_manager: manager,
+        dry_run: query.get("dryRun").is_some_and(|d| d == "All"),
+    }
+}
+
+#[allow(clippy::too_many_lines)]
+async fn serve_resource(
+    sim: Arc<Simulator>,
+    req: Request,
+    p: ResourcePath,
+    query: HashMap<String, String>,
+    user: UserInfo,
+    verb: &'static str,
+) -> Result<Response, ApiError> {
+    let state = sim.state.clone();
+    let rt = state
+        .lookup(&p.group, &p.version, &p.resource)
+        .ok_or_else(ApiError::no_route)?;
+    if !rt.namespaced && p.namespace.is_some() {
+        return Err(ApiError::no_route());
+    }
+    if let Some(sub) = &p.subresource
+        && !rt.subresources.contains(&sub.as_str())
+    {
+        return Err(ApiError::no_route());
+    }
+    let namespace = p.namespace.clone().unwrap_or_default();
+    let attrs = Attributes {
+        verb: verb.to_string(),
+        group: rt.group.clone(),
+        resource: rt.plural.clone(),
+        subresource: p.subresource.clone().unwrap_or_default(),
+        namespace: namespace.clone(),
+        name: p.name.clone().unwrap_or_default(),
+        path: None,
+    };
+    let (mut allowed, _) = auth::authorize(&state.store, &user, &attrs);
+    let mut verb = verb;
+    // A WebSocket exec/attach/portforward arrives as GET but also needs `create`, as with
+    // kube-apiserver's AuthorizePodWebsocketUpgradeCreatePermission (on since 1.30).
+    if allowed
+        && verb == "get"
+        && rt.group.is_empty()
+        && rt.plural == "pods"
+        && matches!(
+            p.subresource.as_deref(),
+            Some("exec" | "attach" | "portforward")
+        )
+    {
+        let create = Attributes {
+            verb: "create".into(),
+            ..attrs.clone()
+        };
+        allowed = auth::authorize(&state.store, &user, &create).0;
+        if !allowed {
+            verb = "create";
+        }
+    }
+    if !allowed {
+        let scope = if namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace \"{namespace}\"")
+        };
+        let sub = p
+            .subresource
+            .as_ref()
+            .map(|s| format!("/{s}"))
+            .unwrap_or_default();
+        return Err(ApiError::forbidden(format!(
+            "{}{sub} \"{}\" is forbidden: User \"{}\" cannot {verb} resource \"{}{sub}\" in API group \"{}\" {scope}",
+            rt.qualified_plural(),
+            attrs.name,
+            user.username,
+            rt.plural,
+            rt.group
+        )));
+    }
+    let version = p.version.clone();
+    let name = p.name.clone();
+    let as_table = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(crate::apiserver::table::wants_table);
+    let sub = p.subresource.clone();
+    match (verb, name, sub.as_deref()) {
+        ("get", Some(name), None | Some("status")) => {
+            let obj = state
+                .store
+                .get(&rt.group_resource(), &namespace, &name)
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
+            if as_table {
+                let table = crate::apiserver::table::table(&rt, &[&obj.value], &obj.rv.to_string());
+                return Ok(value_response(StatusCode::OK, &table));
+            }
+            Ok(object_response(StatusCode::OK, &obj, &rt, &version))
+        }
+        ("get" | "create", Some(name), Some(sub))
+            if rt.group.is_empty()
+                && rt.plural == "pods"
+                && crate::sim::node_proxy::KUBELET_SUBRESOURCES.contains(&sub)
+                && (verb == "get" || sub != "log") =>
+        {
+            crate::sim::node_proxy::serve(sim, req, &namespace, &name, sub).await
+        }
+        ("list", None, None) => list(
+            &state,
+            &rt,
+            &version,
+            p.namespace.as_deref(),
+            &query,
+            as_table,
+        ),
+        ("watch", _, None) => {
+            let mut query = query;
+            if let Some(name) = &p.name {
+                let existing = query.get("fieldSelector").cloned().unwrap_or_default();
+                let joined = if existing.is_empty() {
+                    format!("metadata.name={name}")
+                } else {
+                    format!("{existing},metadata.name={name}")
+                };
+                query.insert("fieldSelector".into(), joined);
+            }
+            watch_response(state, rt, version, p.namespace, &query)
+        }
+        ("create", None, None) => {
+            let ctx = write_context(&req, &query);
+            let body = read_body(&state, req).await?;
+            create(&state, &rt, &version, &namespace, &body, &ctx, &user)
+        }
+        ("create", Some(name), Some(sub)) => {
+            let ctx = write_context(&req, &query);
+            let body = read_body(&state, req).await?;
+            crate::apiserver::subresources::create(&state, &rt, &namespace, &name, sub, &body, &ctx)
+        }
+        ("update", Some(name), None | Some("status") | Some("finalize")) => {
+            let ctx = write_context(&req, &query);
+            let body = read_body(&state, req).await?;
+            let value = parse_json(&body)?;
+            let sub = match sub.as_deref() {
+                Some("finalize") => None,
+                other => other,
+            };
+            let obj = state.update(&rt, &version, &namespace, &name, value, sub, &ctx)?;
+            Ok(object_response(StatusCode::OK, &obj, &rt, &version))
+        }
+        ("patch", Some(name), None | Some("status")) => {
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|c| c.to_str().ok())
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let patch_type = match content_type.as_str() {
+                "application/json-patch+json" => PatchType::Json,
+                "application/merge-patch+json" => PatchType::Merge,
+                "application/strategic-merge-patch+json" => PatchType::StrategicMerge,
+                "application/apply-patch+yaml" | "application/apply-patch+json" => {
+                    PatchType::Apply {
+                        force: query.get("force").is_some_and(|f| f == "true"),
+                    }
+                }
+                other => return Err(ApiError::unsupported_media_type(other)),
+            };
+            let ctx = write_context(&req, &query);
+            if matches!(patch_type, PatchType::Apply { .. }) && !query.contains_key("fieldManager")
+            {
+                return Err(ApiError::bad_request(
+                    "PATCH, application/apply-patch+yaml requests require fieldManager to be set",
+                ));
+            }
+            let body = read_body(&state, req).await?;
+            let created_before = state
+                .store
+                .get(&rt.group_resource(), &namespace, &name)
+                .is_some();
+            let obj = state.patch(
+                &rt,
+                &version,
+                &namespace,
+                &name,
+                patch_type,
+                &body,
+                sub.as_deref(),
+                &ctx,
+            )?;
+            let code = if created_before {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            Ok(object_response(code, &obj, &rt, &version))
+        }
+        ("delete", Some(name), None) => {
+            let body = read_body(&state, req).await?;
+            let mut opts = DeleteOptions::from_body(&body)?;
+            apply_delete_query(&mut opts, &query)?;
+            let deleted = state.delete(&rt, &namespace, &name, &opts)?;
+            let code = if deleted.removed {
+                StatusCode::OK
+            } else {
+                StatusCode::ACCEPTED
+            };
+            Ok(object_response(code, &deleted.object, &rt, &version))
+        }
+        ("deletecollection", None, None) => {
+            let body = read_body(&state, req).await?;
+            let mut opts = DeleteOptions::from_body(&body)?;
+            apply_delete_query(&mut opts, &query)?;
+            let (labels, fields) = selectors_from(&rt, &query)?;
+            let page = state.store.list(
+                &rt.group_resource(),
+                p.namespace.as_deref(),
+                None,
+                0,
+                &|s| {
+                    labels.matches(s.labels())
+                        && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
+                },
+            );
+            for item in &page.items {
+                let meta = &item.value["metadata"];
+                let ns = meta["namespace"].as_str().unwrap_or("");
+                let name = meta["name"].as_str().unwrap_or("");
+                match state.delete(&rt, ns, name, &opts) {
+                    Ok(_) => {}
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let list =
+                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
+            Ok(value_response(StatusCode::OK, &list))
+        }
+        (verb, _, sub) => Err(ApiError::method_not_supported(
+            &format!("{verb}{}", sub.map(|s| format!(" {s}")).unwrap_or_default()),
+            &rt.group,
+            &rt.plural,
+        )),
+    }
+}
+
+fn apply_delete_query(
+    opts: &mut DeleteOptions,
+    query: &HashMap<String, String>,
+) -> Result<(), ApiError> {
+    if let Some(g) = query.get("gracePeriodSeconds") {
+        opts.grace_period_seconds = Some(
+            g.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}")))?,
+        );
+    }
+    if let Some(p) = query.get("propagationPolicy") {
+        opts.propagation_policy = Some(p.clone());
+    }
+    if query.get("orphanDependents").is_some_and(|o| o == "true")
+        && opts.propagation_policy.is_none()
+    {
+        opts.propagation_policy = Some("Orphan".into());
+    }
+    if query.get("dryRun").is_some_and(|d| d == "All") {
+        opts.dry_run = true;
+    }
+    Ok(())
+}
+
+fn create(
+    state: &Arc<ClusterState>,
+    rt: &ResourceType,
+    version: &str,
+    namespace: &str,
+    body: &[u8],
+    ctx: &WriteContext,
+    user: &UserInfo,
+) -> Result<Response, ApiError> {
+    let value = parse_json(body)?;
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("authentication.k8s.io", "tokenreviews") => Ok(value_response(
+            StatusCode::CREATED,
+            &state.auth.token_review(&value),
+        )),
+        (
+            "authorization.k8s.io",
+            "subjectaccessreviews" | "selfsubjectaccessreviews" | "localsubjectaccessreviews",
+        ) => {
+            let spec = value.get("spec").cloned().unwrap_or_default();
+            let mut attrs = auth::review_attributes(&spec);
+            if rt.plural == "localsubjectaccessreviews" {
+                attrs.namespace = namespace.to_string();
+            }
+            let subject = if rt.plural == "selfsubjectaccessreviews" {
+                user.clone()
+            } else {
+                let username = spec.get("user").and_then(Value::as_str).unwrap_or("");
+                let groups: Vec<&str> = spec
+                    .get("groups")
+                    .and_then(Value::as_array)
+                    .map(|g| g.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                UserInfo {
+                    username: username.to_string(),
+                    uid: spec
+                        .get("uid")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    groups: groups.iter().map(|g| g.to_string()).collect(),
+                }
+            };
+            let (allowed, reason) = auth::authorize(&state.store, &subject, &attrs);
+            let mut out = value.clone();
+            out["apiVersion"] = json!("authorization.k8s.io/v1");
+            out["kind"] = json!(rt.kind);
+            out["status"] = json!({"allowed": allowed, "reason": reason});
+            Ok(value_response(StatusCode::CREATED, &out))
+        }
+        _ => {
+            let obj = state.create(rt, version, namespace, value, ctx)?;
+            Ok(object_response(StatusCode::CREATED, &obj, rt, version))
+        }
+    }
+}
+
+fn selectors_from(
+    rt: &ResourceType,
+    query: &HashMap<String, String>,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let labels = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let fields = FieldSelector::parse(query.get("fieldSelector").map(String::as_str).unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    selectors::validate_fields(&rt.plural, &fields)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok((labels, fields))
+}
+
+fn parse_rv(value: Option<&String>) -> Result<Option<u64>, ApiError> {
+    match value.map(String::as_str) {
+        None | Some("") | Some("0") => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}"))),
+    }
+}
+
+fn list(
+    state: &Arc<ClusterState>,
+    rt: &ResourceType,
+    version: &str,
+    namespace: Option<&str>,
+    query: &HashMap<String, String>,
+    as_table: bool,
+) -> Result<Response, ApiError> {
+    let (labels, fields) = selectors_from(rt, query)?;
+    let limit: usize = match query.get("limit") {
+        None => 0,
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
+            .max(0) as usize,
+    };
+    let rv = parse_rv(query.get("resourceVersion"))?;
+    let current = state.store.current_rv();
+    if let Some(rv) = rv {
+        match query.get("resourceVersionMatch").map(String::as_str) {
+            Some("Exact") if rv != current => {
+                return Err(ApiError::gone(format!(
+                    "too old resource version: {rv} ({current})"
+                )));
+            }
+            _ if rv > current => {
+                let mut err = ApiError::timeout(format!(
+                    "Too large resource version: {rv}, current: {current}"
+                ));
+                err.retry_after = Some(1);
+                return Err(err);
+            }
+            _ => {}
+        }
+    }
+    let after = match query.get("continue").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(token) => Some(decode_continue(state, token)?),
+    };
+    let page = state.store.list(
+        &rt.group_resource(),
+        namespace,
+        after.as_ref(),
+        limit,
+        &|s| {
+            labels.matches(s.labels())
+                && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
+        },
+    );
+    if as_table {
+        let objects: Vec<&Value> = page.items.iter().map(|i| &i.value).collect();
+        let mut table = crate::apiserver::table::table(rt, &objects, &page.rv.to_string());
+        if let Some(next) = &page.next {
+            table["metadata"]["continue"] = json!(encode_continue(page.rv, next));
+        }
+        return Ok(value_response(StatusCode::OK, &table));
+    }
+    let mut buf =
+        BytesMut::with_capacity(page.items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 256);
+    let mut meta = json!({"resourceVersion": page.rv.to_string()});
+    if let Some(next) = &page.next {
+        meta["continue"] = json!(encode_continue(page.rv, next));
+        meta["remainingItemCount"] = json!(page.remaining);
+    }
+    buf.put_slice(
+        format!(
+            "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+            rt.list_kind,
+            rt.api_version(version),
+            meta
+        )
+        .as_bytes(),
+    );
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            buf.put_u8(b',');
+        }
+        buf.put_slice(&encode_object(item, rt, version));
+    }
+    buf.put_slice(b"]}");
+    Ok(json_response(StatusCode::OK, buf.freeze()))
+}
+
+fn encode_continue(rv: u64, key: &(String, String)) -> String {
+    let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "ns": key.0, "name": key.1});
+    URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+fn decode_continue(state: &ClusterState, token: &str) -> Result<(String, String), ApiError> {
+    let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
+    let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    if rv < state.store.oldest_watchable() {
+        return Err(ApiError::gone(
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        ));
+    }
+    Ok((
+        v.get("ns")
+            .and_then(Value::as_str)
+            .ok_or_else(bad)?
+            .to_string(),
+        v.get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(bad)?
+            .to_string(),
+    ))
+}
+
+fn watch_response(
+    state: Arc<ClusterState>,
+    rt: ResourceType,
+    version: String,
+    namespace: Option<String>,
+    query: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    let (labels, fields) = selectors_from(&rt, query)?;
+    let rv = parse_rv(query.get("resourceVersion"))?;
+    let send_initial = query.get("sendInitialEvents").is_some_and(|s| s == "true");
+    if send_initial && query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan")
+    {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            vec![crate::apiserver::error::Cause {
+                reason: "FieldValueForbidden".into(),
+                message: "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan".into(),
+                field: "resourceVersionMatch".into(),
+            }],
+        ));
+    }
+    let timeout = match query.get("timeoutSeconds") {
+        None => None,
+        Some(t) => Some(Duration::from_secs(t.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("invalid timeoutSeconds {t:?}"))
+        })?)),
+    };
+    let request = WatchRequest {
+        rt,
+        version,
+        namespace,
+        labels,
+        fields,
+        resource_version: rv,
+        initial_events: send_initial || rv.is_none(),
+        initial_events_bookmark: send_initial,
+        bookmarks: query
+            .get("allowWatchBookmarks")
+            .is_some_and(|b| b == "true"),
+        timeout,
+    };
+    let rx = watch::start(state, request);
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response.headers_mut().insert(
+        header::TRANSFER_ENCODING,
+        HeaderValue::from_static("chunked"),
+    );
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rp(
+        group: &str,
+        ns: Option<&str>,
+        resource: &str,
+        name: Option<&str>,
+        sub: Option<&str>,
+    ) -> Target {
+        Target::Resource(ResourcePath {
+            group: group.into(),
+            version: "v1".into(),
+            namespace: ns.map(Into::into),
+            resource: resource.into(),
+            name: name.map(Into::into),
+            subresource: sub.map(Into::into),
+            watch_prefix: false,
+        })
+    }
+
+    #[test]
+    fn paths_parse_like_the_apiserver() {
+        let cases = [
+            ("/version", Some(Target::Version)),
+            ("/api", Some(Target::CoreVersions)),
+            ("/apis", Some(Target::Groups)),
+            ("/apis/apps", Some(Target::Group("apps".into()))),
+            (
+                "/api/v1",
+                Some(Target::Resources(String::new(), "v1".into())),
+            ),
+            ("/api/v1/pods", Some(rp("", None, "pods", None, None))),
+            (
+                "/api/v1/namespaces",
+                Some(rp("", None, "namespaces", None, None)),
+            ),
+            (
+                "/api/v1/namespaces/default",
+                Some(rp("", None, "namespaces", Some("default"), None)),
+            ),
+            (
+                "/api/v1/namespaces/default/status",
+                Some(rp("", None, "namespaces", Some("default"), Some("status"))),
+            ),
+            (
+                "/api/v1/namespaces/ns/pods",
+                Some(rp("", Some("ns"), "pods", None, None)),
+            ),
+            (
+                "/api/v1/namespaces/ns/pods/p",
+                Some(rp("", Some("ns"), "pods", Some("p"), None)),
+            ),
+            (
+                "/api/v1/namespaces/ns/pods/p/log",
+                Some(rp("", Some("ns"), "pods", Some("p"), Some("log"))),
+            ),
+            (
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+                Some(rp(
+                    "coordination.k8s.io",
+                    Some("kube-node-lease"),
+                    "leases",
+                    Some("n1"),
+                    None,
+                )),
+            ),
+            (
+                "/api/v1/nodes/n1/status",
+                Some(rp("", None, "nodes", Some("n1"), Some("status"))),
+            ),
+            ("/api/v1/namespaces/ns/pods/p/x/y", None),
+            ("/nope", None),
+            ("/api/v1/namespaces//pods", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(parse_path(path), want, "{path}");
+        }
+        match parse_path("/api/v1/watch/namespaces/ns/pods") {
+            Some(Target::Resource(p)) => {
+                assert!(p.watch_prefix && p.namespace.as_deref() == Some("ns"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let state = ClusterState::new("t", Default::default());
+        let token = encode_continue(state.store.current_rv(), &("ns".into(), "p".into()));
+        assert_eq!(
+            decode_continue(&state, &token).unwrap(),
+            ("ns".into(), "p".into())
+        );
+        assert_eq!(decode_continue(&state, "!!").unwrap_err().code, 400);
+    }
+}

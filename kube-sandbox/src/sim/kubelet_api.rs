@@ -1,0 +1,917 @@
+//! The kubelet API of the simulated nodes, served over HTTPS while the cluster is served (one
+//! listener for every simulated node, which they advertise as InternalIP and kubelet port):
+//!
+//! - `GET /healthz`
+//! - `GET /containerLogs/{ns}/{pod}/{container}` with `follow`, `tailLines`, `sinceSeconds`,
+//!   `sinceTime`, `timestamps`, `limitBytes`, `previous` (the simulated container log)
+//! - `/exec/{ns}/{pod}[/{uid}]/{container}?command=..` and `/attach/{ns}/{pod}[/{uid}]/{container}`
+//!   over WebSocket (`v5.channel.k8s.io`, `v4.channel.k8s.io`, `v3`/`v2`/`channel.k8s.io`):
+//!   stdout on channel 1, stderr on 2, the exit `Status` on 3 (v4 and v5; older protocols get
+//!   the error text on failure only). Streams are chosen with `input`/`output`/`error`/`tty`
+//!   (`=1`, what kube-apiserver sends) or `stdin`/`stdout`/`stderr` (`=true`).
+//!   Exec runs a fixed command set: `echo ARGS...`, `hostname`, `env`; any other command exits
+//!   127 with a message on stderr. Attach prints what the container printed so far, then ends.
+//! - `/portForward/{ns}/{pod}[/{uid}]?port=P` (or `ports=P,Q`) over WebSocket
+//!   (`v4.channel.k8s.io`, `channel.k8s.io`, `portforward.k8s.io`): per port a data channel
+//!   `2i` and an error channel `2i+1`, each opened with the little-endian port; every simulated
+//!   port is an echo service.
+//!
+//! SPDY upgrades are refused (400): only WebSocket streaming is simulated.
+//! Callers authenticate as kubelet does with `--client-ca-file` and webhook token auth (a client
+//! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access.
+
+use super::Simulator;
+use crate::apiserver::auth::{self, Attributes, UserInfo};
+use crate::apiserver::pki::PeerCertificate;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::state::ClusterState;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use futures::{SinkExt, StreamExt};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+
+/// Subprotocols of exec and attach, in the order kubelet prefers them.
+pub const EXEC_PROTOCOLS: &[&str] = &[
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+    "v3.channel.k8s.io",
+    "v2.channel.k8s.io",
+    "channel.k8s.io",
+];
+
+/// Subprotocols of port forwarding.
+pub const PORT_FORWARD_PROTOCOLS: &[&str] =
+    &["v4.channel.k8s.io", "channel.k8s.io", "portforward.k8s.io"];
+
+const STDOUT_CHANNEL: u8 = 1;
+const STDERR_CHANNEL: u8 = 2;
+const STATUS_CHANNEL: u8 = 3;
+
+/// The router of the simulated kubelet API.
+pub fn router(sim: Arc<Simulator>) -> Router {
+    Router::new().fallback(handle).with_state(sim)
+}
+
+/// What a kubelet API path addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KubeletPath {
+    /// `/healthz`
+    Healthz,
+    /// `/containerLogs/{ns}/{pod}/{container}`
+    ContainerLogs {
+        /// Namespace.
+        namespace: String,
+        /// Pod.
+        pod: String,
+        /// Container.
+        container: String,
+    },
+    /// `/exec/{ns}/{pod}[/{uid}]/{container}`
+    Exec {
+        /// Namespace.
+        namespace: String,
+        /// Pod.
+        pod: String,
+        /// Container.
+        container: String,
+    },
+    /// `/attach/{ns}/{pod}[/{uid}]/{container}`
+    Attach {
+        /// Namespace.
+        namespace: String,
+        /// Pod.
+        pod: String,
+        /// Container.
+        container: String,
+    },
+    /// `/portForward/{ns}/{pod}[/{uid}]`
+    PortForward {
+        /// Namespace.
+        namespace: String,
+        /// Pod.
+        pod: String,
+    },
+}
+
+impl KubeletPath {
+    fn pod(&self) -> Option<(&str, &str)> {
+        match self {
+            KubeletPath::Healthz => None,
+            KubeletPath::ContainerLogs { namespace, pod, .. }
+            | KubeletPath::Exec { namespace, pod, .. }
+            | KubeletPath::Attach { namespace, pod, .. }
+            | KubeletPath::PortForward { namespace, pod } => Some((namespace, pod)),
+        }
+    }
+}
+
+/// Parses a kubelet API path.
+pub fn parse_kubelet_path(path: &str) -> Option<KubeletPath> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if segs.iter().any(|s| s.is_empty()) {
+        return None;
+    }
+    let s = |v: &str| v.to_string();
+    Some(match segs.as_slice() {
+        ["healthz"] => KubeletPath::Healthz,
+        ["containerLogs", ns, pod, c] => KubeletPath::ContainerLogs {
+            namespace: s(ns),
+            pod: s(pod),
+            container: s(c),
+        },
+        ["exec", ns, pod, c] | ["exec", ns, pod, _, c] => KubeletPath::Exec {
+            namespace: s(ns),
+            pod: s(pod),
+            container: s(c),
+        },
+        ["attach", ns, pod, c] | ["attach", ns, pod, _, c] => KubeletPath::Attach {
+            namespace: s(ns),
+            pod: s(pod),
+            container: s(c),
+        },
+        ["portForward", ns, pod] | ["portForward", ns, pod, _] => KubeletPath::PortForward {
+            namespace: s(ns),
+            pod: s(pod),
+        },
+        _ => return None,
+    })
+}
+
+/// Which streams an exec or attach request wants, and the command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Standard input.
+    pub stdin: bool,
+    /// Standard output.
+    pub stdout: bool,
+    /// Standard error.
+    pub stderr: bool,
+    /// A terminal (stderr goes to stdout).
+    pub tty: bool,
+    /// The command (exec).
+    pub command: Vec<String>,
+}
+
+impl StreamOptions {
+    /// Reads the query of an exec or attach request, in kube-apiserver's form (`input=1`) or
+    /// the API's (`stdin=true`).
+    pub fn parse(params: &[(String, String)], exec: bool) -> Result<StreamOptions, String> {
+        let flag = |names: &[&str]| {
+            params
+                .iter()
+                .any(|(k, v)| names.contains(&k.as_str()) && (v == "1" || v == "true"))
+        };
+        let options = StreamOptions {
+            stdin: flag(&["input", "stdin"]),
+            stdout: flag(&["output", "stdout"]),
+            stderr: flag(&["error", "stderr"]),
+            tty: flag(&["tty"]),
+            command: params
+                .iter()
+                .filter(|(k, _)| k == "command")
+                .map(|(_, v)| v.clone())
+                .collect(),
+        };
+        if !(options.stdin || options.stdout || options.stderr) {
+            return Err("you must specify at least 1 of stdin, stdout, stderr".into());
+        }
+        if exec && options.command.is_empty() {
+            return Err("you must specify at least 1 command".into());
+        }
+        Ok(options)
+    }
+}
+
+/// The ports of a port-forward request (`port=P` as kube-apiserver sends it, or `ports=P,Q`).
+pub fn parse_ports(params: &[(String, String)]) -> Result<Vec<u16>, String> {
+    let mut ports = Vec::new();
+    for (_, value) in params.iter().filter(|(k, _)| k == "port" || k == "ports") {
+        for part in value.split(',') {
+            let port: u16 = part
+                .trim()
+                .parse()
+                .map_err(|_| format!("unable to parse {part:?} as a port: not a number"))?;
+            if port == 0 {
+                return Err(format!("port {part:?} must be > 0"));
+            }
+            ports.push(port);
+        }
+    }
+    if ports.is_empty() {
+        return Err("query parameter \"port\" is required".into());
+    }
+    // Two channels per port, numbered by one byte.
+    if ports.len() > 127 {
+        return Err("at most 127 ports can be forwarded at once".into());
+    }
+    Ok(ports)
+}
+
+/// The subprotocol to answer: the first one the client offers that is supported; `None` when
+/// the client offers none (plain binary channels, as kubelet treats it).
+pub fn select_protocol(
+    offered: &[&str],
+    supported: &[&'static str],
+) -> Result<Option<&'static str>, String> {
+    if offered.is_empty() {
+        return Ok(None);
+    }
+    offered
+        .iter()
+        .find_map(|o| supported.iter().find(|s| *s == o).copied())
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "requested protocol(s) are not supported: [{}]; supports [{}]",
+                offered.join(" "),
+                supported.join(" ")
+            )
+        })
+}
+
+/// Checks a WebSocket upgrade request and builds the 101 answer with the chosen subprotocol.
+pub fn websocket_handshake(
+    headers: &HeaderMap,
+    supported: &[&'static str],
+) -> Result<(Response, Option<&'static str>), String> {
+    let upgrade = headers
+        .get(header::UPGRADE)
+        .and_then(|u| u.to_str().ok())
+        .unwrap_or("");
+    if upgrade.to_ascii_lowercase().contains("spdy") {
+        return Err(
+            "SPDY streaming is not implemented by the simulated kubelet; use WebSocket (v5.channel.k8s.io or v4.channel.k8s.io)"
+                .into(),
+        );
+    }
+    if !upgrade.eq_ignore_ascii_case("websocket") {
+        return Err("Upgrade request required".into());
+    }
+    let key = headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .ok_or("missing Sec-WebSocket-Key header")?;
+    let offered: Vec<&str> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    let protocol = select_protocol(&offered, supported)?;
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = response.headers_mut();
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(&accept) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    if let Some(p) = protocol {
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(p));
+    }
+    Ok((response, protocol))
+}
+
+/// What a simulated command printed and how it exited.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// Exit code.
+    pub exit_code: i32,
+}
+
+/// Runs one of the simulated commands in a container of `pod` (its spec, named `pod_name`):
+/// `echo`, `hostname` (the pod's hostname) and `env` (HOSTNAME and the container's literal env
+/// values); anything else exits 127.
+pub fn run_command(
+    pod: &Value,
+    pod_name: &str,
+    container: &str,
+    command: &[String],
+) -> CommandOutput {
+    let Some((program, args)) = command.split_first() else {
+        return CommandOutput {
+            exit_code: 127,
+            stderr: "no command given\n".into(),
+            ..Default::default()
+        };
+    };
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let hostname = pod
+        .pointer("/spec/hostname")
+        .and_then(Value::as_str)
+        .filter(|h| !h.is_empty())
+        .unwrap_or(pod_name);
+    let ok = |stdout: String| CommandOutput {
+        stdout,
+        ..Default::default()
+    };
+    match base {
+        "echo" => match args.split_first() {
+            Some((n, rest)) if n == "-n" => ok(rest.join(" ")),
+            _ => ok(format!("{}\n", args.join(" "))),
+        },
+        "hostname" => ok(format!("{hostname}\n")),
+        "env" => {
+            let env = pod
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|c| c["name"] == container))
+                .and_then(|c| c.get("env"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let mut out = format!("HOSTNAME={hostname}\n");
+            for var in env.iter().filter(|v| v.get("valueFrom").is_none()) {
+                let Some(name) = var.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let value = var.get("value").and_then(Value::as_str).unwrap_or("");
+                out.push_str(&format!("{name}={value}\n"));
+            }
+            ok(out)
+        }
+        _ => CommandOutput {
+            stdout: String::new(),
+            stderr: format!("exec: \"{program}\": executable file not found in $PATH\n"),
+            exit_code: 127,
+        },
+    }
+}
+
+/// The `Status` an exec ends with on channel 3 (v4 and later).
+pub fn exit_status(command: &[String], exit_code: i32) -> Value {
+    if exit_code == 0 {
+        return json!({"metadata": {}, "status": "Success"});
+    }
+    json!({
+        "metadata": {},
+        "status": "Failure",
+        "message": format!(
+            "command terminated with non-zero exit code: error executing command [{}], exit code {exit_code}",
+            command.join(" ")
+        ),
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": exit_code.to_string()}]}
+    })
+}
+
+/// The frames (channel byte first) an exec or attach sends, then the connection closes.
+pub fn output_frames(
+    options: &StreamOptions,
+    output: &CommandOutput,
+    protocol: Option<&str>,
+) -> Vec<Vec<u8>> {
+    let frame = |ch: u8, data: &[u8]| {
+        let mut f = Vec::with_capacity(data.len() + 1);
+        f.push(ch);
+        f.extend_from_slice(data);
+        f
+    };
+    let mut frames = Vec::new();
+    if options.stdout && !output.stdout.is_empty() {
+        frames.push(frame(STDOUT_CHANNEL, output.stdout.as_bytes()));
+    }
+    if !output.stderr.is_empty() {
+        // A terminal has no separate stderr.
+        if options.tty && options.stdout {
+            frames.push(frame(STDOUT_CHANNEL, output.stderr.as_bytes()));
+        } else if options.stderr {
+            frames.push(frame(STDERR_CHANNEL, output.stderr.as_bytes()));
+        }
+    }
+    let status = exit_status(&options.command, output.exit_code);
+    match protocol {
+        Some("v4.channel.k8s.io" | "v5.channel.k8s.io") => {
+            frames.push(frame(STATUS_CHANNEL, status.to_string().as_bytes()));
+        }
+        _ if output.exit_code != 0 => {
+            let message = status["message"].as_str().unwrap_or("").as_bytes().to_vec();
+            frames.push(frame(STATUS_CHANNEL, &message));
+        }
+        _ => {}
+    }
+    frames
+}
+
+fn text(code: StatusCode, message: impl Into<String>) -> Response {
+    let mut response = (code, message.into()).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    response
+}
+
+fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
+    query
+        .and_then(|q| serde_urlencoded::from_str::<Vec<(String, String)>>(q).ok())
+        .unwrap_or_default()
+}
+
+fn authenticate(state: &ClusterState, req: &Request) -> Option<UserInfo> {
+    if let Some(PeerCertificate::Verified(user)) = req.extensions().get::<PeerCertificate>() {
+        return Some(user.clone());
+    }
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?;
+    state.auth.authenticate(token.trim())
+}
+
+async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
+    let state = sim.state.clone();
+    let Some(path) = parse_kubelet_path(req.uri().path()) else {
+        return text(StatusCode::NOT_FOUND, "404 page not found");
+    };
+    let Some(user) = authenticate(&state, &req) else {
+        return text(StatusCode::UNAUTHORIZED, "Unauthorized");
+    };
+    let pod = match path.pod() {
+        None => None,
+        Some((ns, name)) => {
+            let found = state
+                .store
+                .get(&GroupResource::new("", "pods"), ns, name)
+                .map(|p| p.value.clone())
+                .filter(|p| {
+                    p.pointer("/spec/nodeName")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| sim.kubelet.runs(n))
+                });
+            match found {
+                Some(pod) => Some(pod),
+                None => {
+                    return text(
+                        StatusCode::NOT_FOUND,
+                        format!("pod \"{ns}/{name}\" is not running on this node"),
+                    );
+                }
+            }
+        }
+    };
+    let node = pod
+        .as_ref()
+        .and_then(|p| p.pointer("/spec/nodeName"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let verb = if req.method() == Method::GET || req.method() == Method::HEAD {
+        "get"
+    } else {
+        "create"
+    };
+    let attrs = Attributes {
+        verb: verb.into(),
+        resource: "nodes".into(),
+        subresource: "proxy".into(),
+        name: node,
+        ..Default::default()
+    };
+    if !auth::authorize(&state.store, &user, &attrs).0 {
+        return text(
+            StatusCode::FORBIDDEN,
+            format!(
+                "Forbidden (user={}, verb={verb}, resource=nodes, subresource(s)=[proxy])",
+                user.username
+            ),
+        );
+    }
+    let pod = pod.unwrap_or_default();
+    match path {
+        KubeletPath::Healthz => text(StatusCode::OK, "ok"),
+        KubeletPath::ContainerLogs {
+            namespace,
+            pod: name,
+            container,
+        } => {
+            let mut query: HashMap<String, String> =
+                query_pairs(req.uri().query()).into_iter().collect();
+            query.insert("container".into(), container);
+            match super::kubelet::serve_log(sim, &namespace, &name, &query).await {
+                Ok(response) => response,
+                Err(e) => text(
+                    StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    e.message,
+                ),
+            }
+        }
+        KubeletPath::Exec {
+            namespace,
+            pod: name,
+            container,
+        } => serve_command(sim, req, &pod, &namespace, &name, &container, true),
+        KubeletPath::Attach {
+            namespace,
+            pod: name,
+            container,
+        } => serve_command(sim, req, &pod, &namespace, &name, &container, false),
+        KubeletPath::PortForward { .. } => serve_port_forward(sim.state.clone(), req),
+    }
+}
+
+fn serve_command(
+    sim: Arc<Simulator>,
+    mut req: Request,
+    pod: &Value,
+    namespace: &str,
+    name: &str,
+    container: &str,
+    exec: bool,
+) -> Response {
+    if !super::kubelet::container_names(pod)
+        .iter()
+        .any(|c| c == container)
+    {
+        return text(
+            StatusCode::NOT_FOUND,
+            format!("container not found (\"{container}\")"),
+        );
+    }
+    let Some(printed) = sim.kubelet.printed(namespace, name, container) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"
+            ),
+        );
+    };
+    let options = match StreamOptions::parse(&query_pairs(req.uri().query()), exec) {
+        Ok(o) => o,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e),
+    };
+    let (response, protocol) = match websocket_handshake(req.headers(), EXEC_PROTOCOLS) {
+        Ok(r) => r,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e),
+    };
+    let output = if exec {
+        run_command(pod, name, container, &options.command)
+    } else {
+        // Attach shows what the container printed so far, then detaches.
+        CommandOutput {
+            stdout: printed.iter().map(|l| format!("{l}\n")).collect(),
+            ..Default::default()
+        }
+    };
+    let frames = output_frames(&options, &output, protocol);
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let mut ws =
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        for frame in frames {
+            if ws.send(Message::binary(frame)).await.is_err() {
+                return;
+            }
+        }
+        let _ = ws.close(Some(normal_close())).await;
+        // Read until the client answers the close frame, so nothing sent is lost.
+        let drain = async { while let Some(Ok(_)) = ws.next().await {} };
+        tokio::select! {
+            _ = tokio::time::timeout(Duration::from_secs(5), drain) => {}
+            _ = sim.state.shutdown.cancelled() => {}
+        }
+        finish(ws).await;
+    });
+    response
+}
+
+fn serve_port_forward(state: Arc<ClusterState>, mut req: Request) -> Response {
+    // The handshake first: SPDY clients (which name ports in stream headers) learn that
+    // SPDY is not implemented rather than that the query lacks ports.
+    let (response, _) = match websocket_handshake(req.headers(), PORT_FORWARD_PROTOCOLS) {
+        Ok(r) => r,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e),
+    };
+    let ports = match parse_ports(&query_pairs(req.uri().query())) {
+        Ok(p) => p,
+        Err(e) => return text(StatusCode::BAD_REQUEST, e),
+    };
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let mut ws =
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        for (i, port) in ports.iter().enumerate() {
+            let [lo, hi] = port.to_le_bytes();
+            // Both channels of a port open with its number; i < 127 by parse_ports.
+            let data = (2 * i) as u8;
+            for ch in [data, data + 1] {
+                if ws.send(Message::binary(vec![ch, lo, hi])).await.is_err() {
+                    return;
+                }
+            }
+        }
+        loop {
+            let message = tokio::select! {
+                _ = state.shutdown.cancelled() => break,
+                m = ws.next() => m,
+            };
+            match message {
+                Some(Ok(Message::Binary(bytes))) => {
+                    let Some((&ch, data)) = bytes.split_first() else {
+                        continue;
+                    };
+                    // Every simulated port echoes what it receives on its data channel.
+                    if ch % 2 == 0 && usize::from(ch / 2) < ports.len() && !data.is_empty() {
+                        let mut echo = Vec::with_capacity(bytes.len());
+                        echo.extend_from_slice(&bytes);
+                        if ws.send(Message::binary(echo)).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(_)) => {}
+            }
+        }
+        let _ = ws.close(Some(normal_close())).await;
+        finish(ws).await;
+    });
+    response
+}
+
+/// A close frame with status 1000: Go WebSocket clients (kubectl) treat a close without a
+/// status as an error.
+fn normal_close() -> CloseFrame {
+    CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }
+}
+
+/// Ends the connection under a closed WebSocket cleanly (TLS close_notify included), as a
+/// Go kubelet does, so that peers and proxies see an orderly end rather than a truncation.
+async fn finish(mut ws: WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>) {
+    let _ = ws.flush().await;
+    let _ = tokio::io::AsyncWriteExt::shutdown(ws.get_mut()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    /// Offered protocols and the choice (`Err` when none is supported).
+    type ProtocolCase<'a> = (&'a [&'a str], Result<Option<&'a str>, ()>);
+
+    fn pairs(q: &str) -> Vec<(String, String)> {
+        query_pairs(Some(q))
+    }
+
+    fn cmd(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn kubelet_paths_parse() {
+        let logs = |c: &str| KubeletPath::ContainerLogs {
+            namespace: "ns".into(),
+            pod: "p".into(),
+            container: c.into(),
+        };
+        let exec = KubeletPath::Exec {
+            namespace: "ns".into(),
+            pod: "p".into(),
+            container: "c".into(),
+        };
+        let pf = KubeletPath::PortForward {
+            namespace: "ns".into(),
+            pod: "p".into(),
+        };
+        let cases = [
+            ("/healthz", Some(KubeletPath::Healthz)),
+            ("/containerLogs/ns/p/c", Some(logs("c"))),
+            ("/exec/ns/p/c", Some(exec.clone())),
+            ("/exec/ns/p/uid-1/c", Some(exec)),
+            (
+                "/attach/ns/p/c",
+                Some(KubeletPath::Attach {
+                    namespace: "ns".into(),
+                    pod: "p".into(),
+                    container: "c".into(),
+                }),
+            ),
+            ("/portForward/ns/p", Some(pf.clone())),
+            ("/portForward/ns/p/uid-1", Some(pf)),
+            ("/containerLogs/ns/p", None),
+            ("/containerLogs/ns//c", None),
+            ("/pods", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(parse_kubelet_path(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn stream_options_accept_both_query_forms() {
+        let cases = [
+            (
+                "command=echo&command=hi&output=1&error=1",
+                true,
+                Ok((false, true, true, false, 2)),
+            ),
+            (
+                "command=ls&stdin=true&stdout=true&tty=true",
+                true,
+                Ok((true, true, false, true, 1)),
+            ),
+            ("stdout=true", false, Ok((false, true, false, false, 0))),
+            (
+                "stdout=true",
+                true,
+                Err("you must specify at least 1 command"),
+            ),
+            (
+                "command=ls&stdout=false",
+                true,
+                Err("you must specify at least 1 of stdin, stdout, stderr"),
+            ),
+        ];
+        for (query, exec, want) in cases {
+            let got = StreamOptions::parse(&pairs(query), exec)
+                .map(|o| (o.stdin, o.stdout, o.stderr, o.tty, o.command.len()));
+            assert_eq!(got, want.map_err(str::to_string), "{query}");
+        }
+    }
+
+    #[test]
+    fn ports_parse() {
+        let cases: [(&str, Result<Vec<u16>, &str>); 6] = [
+            ("port=80", Ok(vec![80])),
+            ("port=80&port=443", Ok(vec![80, 443])),
+            ("ports=80,8080", Ok(vec![80, 8080])),
+            ("", Err("query parameter \"port\" is required")),
+            ("port=0", Err("port \"0\" must be > 0")),
+            (
+                "port=http",
+                Err("unable to parse \"http\" as a port: not a number"),
+            ),
+        ];
+        for (query, want) in cases {
+            assert_eq!(
+                parse_ports(&pairs(query)),
+                want.map_err(str::to_string),
+                "{query}"
+            );
+        }
+    }
+
+    #[test]
+    fn protocols_are_chosen_in_the_clients_order() {
+        let cases: [ProtocolCase; 4] = [
+            (
+                &["v5.channel.k8s.io", "v4.channel.k8s.io"],
+                Ok(Some("v5.channel.k8s.io")),
+            ),
+            (&["v4.channel.k8s.io"], Ok(Some("v4.channel.k8s.io"))),
+            (&[], Ok(None)),
+            (&["SPDY/3.1+portforward.k8s.io"], Err(())),
+        ];
+        for (offered, want) in cases {
+            assert_eq!(
+                select_protocol(offered, EXEC_PROTOCOLS).map_err(|_| ()),
+                want,
+                "{offered:?}"
+            );
+        }
+        // Port forwarding has no v5: kube-rs offers v5 then v4 and gets v4.
+        assert_eq!(
+            select_protocol(
+                &["v5.channel.k8s.io", "v4.channel.k8s.io"],
+                PORT_FORWARD_PROTOCOLS
+            ),
+            Ok(Some("v4.channel.k8s.io"))
+        );
+    }
+
+    #[test]
+    fn handshakes_answer_websocket_and_refuse_spdy() {
+        let mut ws = HeaderMap::new();
+        ws.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        ws.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        ws.insert(
+            header::SEC_WEBSOCKET_KEY,
+            HeaderValue::from_static("dGhlIHNhbXBsZSBub25jZQ=="),
+        );
+        ws.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("v5.channel.k8s.io, v4.channel.k8s.io"),
+        );
+        let (response, protocol) = websocket_handshake(&ws, EXEC_PROTOCOLS).unwrap();
+        assert_eq!(protocol, Some("v5.channel.k8s.io"));
+        assert_eq!(response.status(), StatusCode::SWITCHING_PROTOCOLS);
+        // RFC 6455's example key and answer.
+        assert_eq!(
+            response.headers()[header::SEC_WEBSOCKET_ACCEPT],
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+        let mut spdy = HeaderMap::new();
+        spdy.insert(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+        assert!(
+            websocket_handshake(&spdy, EXEC_PROTOCOLS)
+                .unwrap_err()
+                .contains("SPDY")
+        );
+        assert_eq!(
+            websocket_handshake(&HeaderMap::new(), EXEC_PROTOCOLS).unwrap_err(),
+            "Upgrade request required"
+        );
+    }
+
+    #[test]
+    fn simulated_commands() {
+        let pod = json!({"spec": {"containers": [{"name": "app", "env": [
+            {"name": "MODE", "value": "fast"},
+            {"name": "EMPTY"},
+            {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+        ]}]}});
+        let named = json!({"spec": {"hostname": "web-0", "containers": [{"name": "app"}]}});
+        let cases = [
+            (&pod, cmd(&["echo", "hello"]), "hello\n", "", 0),
+            (&pod, cmd(&["/bin/echo", "a", "b"]), "a b\n", "", 0),
+            (&pod, cmd(&["echo", "-n", "x"]), "x", "", 0),
+            (&pod, cmd(&["hostname"]), "p1\n", "", 0),
+            (&named, cmd(&["hostname"]), "web-0\n", "", 0),
+            (
+                &pod,
+                cmd(&["env"]),
+                "HOSTNAME=p1\nMODE=fast\nEMPTY=\n",
+                "",
+                0,
+            ),
+            (
+                &pod,
+                cmd(&["nope", "x"]),
+                "",
+                "exec: \"nope\": executable file not found in $PATH\n",
+                127,
+            ),
+        ];
+        for (spec, command, stdout, stderr, code) in cases {
+            let out = run_command(spec, "p1", "app", &command);
+            assert_eq!(
+                (out.stdout.as_str(), out.stderr.as_str(), out.exit_code),
+                (stdout, stderr, code),
+                "{command:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn frames_carry_channels_and_status() {
+        let opts = |tty: bool| StreamOptions {
+            stdout: true,
+            stderr: true,
+            tty,
+            command: cmd(&["nope"]),
+            ..Default::default()
+        };
+        let failed = CommandOutput {
+            stdout: "o".into(),
+            stderr: "e".into(),
+            exit_code: 127,
+        };
+        let v4 = output_frames(&opts(false), &failed, Some("v4.channel.k8s.io"));
+        assert_eq!(v4[0], b"\x01o");
+        assert_eq!(v4[1], b"\x02e");
+        let status: Value = serde_json::from_slice(&v4[2][1..]).unwrap();
+        assert_eq!(v4[2][0], STATUS_CHANNEL);
+        assert_eq!(status["status"], "Failure");
+        assert_eq!(status["details"]["causes"][0]["reason"], "ExitCode");
+        assert_eq!(status["details"]["causes"][0]["message"], "127");
+        let tty = output_frames(&opts(true), &failed, Some("v5.channel.k8s.io"));
+        assert_eq!(tty[1], b"\x01e");
+        let v1 = output_frames(&opts(false), &failed, Some("channel.k8s.io"));
+        assert!(String::from_utf8_lossy(&v1[2][1..]).contains("exit code 127"));
+        let ok = CommandOutput {
+            stdout: "hi\n".into(),
+            ..Default::default()
+        };
+        let v1_ok = output_frames(&opts(false), &ok, None);
+        assert_eq!(v1_ok, vec![b"\x01hi\n".to_vec()]);
+        let v5_ok = output_frames(&opts(false), &ok, Some("v5.channel.k8s.io"));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&v5_ok[1][1..]).unwrap(),
+            json!({"metadata": {}, "status": "Success"})
+        );
+    }
+}

@@ -1,0 +1,264 @@
+//! The simulated node side of a sandbox cluster: a scheduler that binds pending pods to nodes
+//! that fit them, a kubelet that "runs" pods on simulated nodes (status, IPs, logs, graceful
+//! termination, node Leases), the node lifecycle rule that turns a node Ready=Unknown when
+//! its Lease stops being renewed, the kubelet API those nodes serve and the API server's proxy
+//! to it.
+//!
+//! The loop follows the store's change history like a watch, so each change is looked at once.
+
+pub mod kubelet;
+pub mod kubelet_api;
+pub mod node_lifecycle;
+pub mod node_proxy;
+pub mod scheduler;
+
+use crate::apiserver::api::DeleteOptions;
+use crate::apiserver::resources::GroupResource;
+use crate::apiserver::state::ClusterState;
+use crate::apiserver::store::EventType;
+use node_lifecycle::node_lifecycle_pass;
+use scheduler::{NodeUsage, NodeView, is_pending, schedule};
+use serde_json::Value;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+pub use kubelet::{KubeletState, SimNode};
+
+/// The simulated nodes of one cluster: what their kubelet keeps and the clients the API server
+/// reaches kubelet endpoints with. It refers to the cluster state; the cluster state knows
+/// nothing of it.
+pub struct Simulator {
+    /// The cluster the simulated nodes belong to.
+    pub state: Arc<ClusterState>,
+    /// Simulated kubelet state (container logs, nodes it runs).
+    pub kubelet: KubeletState,
+    /// Clients the API server uses to reach kubelet endpoints, by URL.
+    pub(crate) kubelet_clients: node_proxy::KubeletClients,
+}
+
+impl Simulator {
+    /// A simulator for the cluster, with no nodes yet.
+    pub fn new(state: Arc<ClusterState>) -> Simulator {
+        Simulator {
+            state,
+            kubelet: KubeletState::default(),
+            kubelet_clients: Default::default(),
+        }
+    }
+}
+
+enum Timer {
+    StartPod(String, String),
+    RemovePod(String, String),
+}
+
+/// Runs the scheduler, kubelet and node lifecycle of a cluster until it shuts down.
+pub async fn run(sim: Arc<Simulator>) {
+    let state = &sim.state;
+    let pods_gr = GroupResource::new("", "pods");
+    let nodes_gr = GroupResource::new("", "nodes");
+    // Only pod and node changes concern this loop; the rest of the cluster's writes (leases,
+    // events, ...) need not wake it.
+    let mut pod_changes = state.store.subscribe_resource(&pods_gr);
+    let mut node_changes = state.store.subscribe_resource(&nodes_gr);
+    let mut cursor = 0u64;
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut waiting: Vec<(String, String)> = Vec::new();
+    let mut retry_all = false;
+    let mut timers: BinaryHeap<Reverse<(Instant, u64)>> = BinaryHeap::new();
+    let mut timer_actions: HashMap<u64, Timer> = HashMap::new();
+    let mut seq = 0u64;
+    let mut scheduled_removal: HashSet<(String, String)> = HashSet::new();
+    let mut starting: HashSet<(String, String)> = HashSet::new();
+    let mut last_lease = Instant::now();
+    let mut last_lifecycle = Instant::now();
+    let mut last_retry = Instant::now();
+    let mut usage = NodeUsage::default();
+    let mut nodes: Option<Vec<NodeView>> = None;
+    loop {
+        // Follow pod and node changes since the cursor.
+        let oldest = state.store.oldest_watchable();
+        if cursor < oldest {
+            // Fell behind the history: start over from the current state.
+            cursor = state.store.current_rv();
+            let pods = state.store.list(&pods_gr, None, None, 0, &|_| true).items;
+            usage = NodeUsage::default();
+            for pod in &pods {
+                usage.observe(&key_of(&pod.value), Some(&pod.value));
+            }
+            pending = pods
+                .iter()
+                .filter(|p| is_pending(&p.value))
+                .map(|p| key_of(&p.value))
+                .collect();
+            nodes = None;
+            retry_all = true;
+        }
+        let mut nodes_changed = false;
+        // Read up to a version taken first, so that changes written while this pass reads
+        // are picked up by the next pass instead of being skipped.
+        let upto = state.store.current_rv();
+        for gr in [&pods_gr, &nodes_gr] {
+            if let Ok((events, _)) = state.store.events_after(cursor, gr, usize::MAX) {
+                for event in events.into_iter().filter(|e| e.rv <= upto) {
+                    if *gr == nodes_gr {
+                        nodes_changed = true;
+                        continue;
+                    }
+                    let pod = &event.object.value;
+                    let key = key_of(pod);
+                    match event.kind {
+                        EventType::Deleted => {
+                            usage.observe(&key, None);
+                            sim.kubelet.forget_pod(&key.0, &key.1);
+                            scheduled_removal.remove(&key);
+                            starting.remove(&key);
+                        }
+                        _ => {
+                            usage.observe(&key, Some(pod));
+                            if is_pending(pod) && state.options.scheduler {
+                                pending.push(key.clone());
+                            }
+                            let node = at(pod, &["spec", "nodeName"])
+                                .and_then(Value::as_str)
+                                .unwrap_or("");
+                            if !node.is_empty() && state.options.kubelet && sim.kubelet.runs(node) {
+                                let phase = at(pod, &["status", "phase"])
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("");
+                                let deleting =
+                                    at(pod, &["metadata", "deletionTimestamp"]).is_some();
+                                let started = at(pod, &["status", "startTime"]).is_some();
+                                if deleting {
+                                    if scheduled_removal.insert(key.clone()) {
+                                        let grace =
+                                            at(pod, &["metadata", "deletionGracePeriodSeconds"])
+                                                .and_then(Value::as_u64)
+                                                .unwrap_or(0);
+                                        let delay = Duration::from_secs(grace)
+                                            .min(state.options.max_termination_delay);
+                                        seq += 1;
+                                        timers.push(Reverse((Instant::now() + delay, seq)));
+                                        timer_actions.insert(
+                                            seq,
+                                            Timer::RemovePod(key.0.clone(), key.1.clone()),
+                                        );
+                                    }
+                                } else if phase == "Pending"
+                                    && !started
+                                    && starting.insert(key.clone())
+                                {
+                                    seq += 1;
+                                    timers.push(Reverse((
+                                        Instant::now() + state.options.pod_start_delay,
+                                        seq,
+                                    )));
+                                    timer_actions
+                                        .insert(seq, Timer::StartPod(key.0.clone(), key.1.clone()));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cursor = upto.max(cursor);
+        if nodes_changed {
+            nodes = None;
+        }
+        if nodes_changed || last_retry.elapsed() >= Duration::from_secs(1) {
+            retry_all = true;
+        }
+
+        if state.options.scheduler {
+            // New pods get one try at once; those that found no node are retried when nodes
+            // change, or every second.
+            let mut batch = std::mem::take(&mut pending);
+            if retry_all {
+                batch.append(&mut waiting);
+                batch.sort();
+                batch.dedup();
+                last_retry = Instant::now();
+                retry_all = false;
+            }
+            if !batch.is_empty() {
+                let nodes = nodes.get_or_insert_with(|| {
+                    let nodes_gr = GroupResource::new("", "nodes");
+                    let listed = state.store.list(&nodes_gr, None, None, 0, &|_| true);
+                    listed.items.into_iter().map(NodeView::new).collect()
+                });
+                waiting.extend(schedule(state, batch, nodes, &mut usage));
+            }
+        }
+
+        // Due timers.
+        let now = Instant::now();
+        while let Some(Reverse((at, id))) = timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            timers.pop();
+            match timer_actions.remove(&id) {
+                Some(Timer::StartPod(ns, name)) => {
+                    kubelet::start_pod(&sim, &ns, &name);
+                    starting.remove(&(ns, name));
+                }
+                Some(Timer::RemovePod(ns, name)) => {
+                    if let Some(rt) = state.resource_type("", "pods") {
+                        let opts = DeleteOptions {
+                            grace_period_seconds: Some(0),
+                            ..Default::default()
+                        };
+                        let _ = state.delete(&rt, &ns, &name, &opts);
+                    }
+                }
+                None => {}
+            }
+        }
+
+        if last_lease.elapsed() >= state.options.node_lease_renew {
+            last_lease = Instant::now();
+            for node in sim.kubelet.node_names() {
+                if sim.kubelet.runs(&node) {
+                    sim.renew_node_lease(&node);
+                }
+            }
+        }
+        if last_lifecycle.elapsed() >= Duration::from_secs(1) {
+            last_lifecycle = Instant::now();
+            node_lifecycle_pass(state);
+        }
+
+        let next_timer = timers.peek().map(|Reverse((at, _))| *at);
+        let tick = Instant::now() + Duration::from_millis(500);
+        let wake = next_timer.map(|t| t.min(tick)).unwrap_or(tick);
+        tokio::select! {
+            _ = state.shutdown.cancelled() => return,
+            _ = pod_changes.changed() => {}
+            _ = node_changes.changed() => {}
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+    }
+}
+
+fn key_of(obj: &Value) -> (String, String) {
+    (
+        at(obj, &["metadata", "namespace"])
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        at(obj, &["metadata", "name"])
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+    )
+}
+
+/// The value at `path`, without the allocations of `Value::pointer` (which unescapes
+/// every segment): the scheduler reads pods and nodes this way for every pending pod.
+fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
+}
