@@ -554,12 +554,11 @@ pub async fn delete_namespaced(call: KindCall) -> Answer<Object> {
     call.delete().await
 }
 
+/// Runs `action` on the Deployment the path `(instance, namespace, name)` names.
 async fn deployment_action(
     s: &RestState,
     auth: &Authenticated,
-    instance: String,
-    namespace: String,
-    name: String,
+    (instance, namespace, name): (String, String, String),
     action: DeploymentAction,
 ) -> Answer<Object> {
     let req = DeploymentActionRequest {
@@ -581,9 +580,9 @@ async fn deployment_action(
 pub async fn pause_deployment(
     s: &RestState,
     auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
+    path: (String, String, String),
 ) -> Answer<Object> {
-    deployment_action(s, auth, instance, namespace, name, DeploymentAction::Pause).await
+    deployment_action(s, auth, path, DeploymentAction::Pause).await
 }
 
 /// Resume a paused Deployment (`spec.paused = false`).
@@ -596,9 +595,9 @@ pub async fn pause_deployment(
 pub async fn resume_deployment(
     s: &RestState,
     auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
+    path: (String, String, String),
 ) -> Answer<Object> {
-    deployment_action(s, auth, instance, namespace, name, DeploymentAction::Resume).await
+    deployment_action(s, auth, path, DeploymentAction::Resume).await
 }
 
 /// Restart a Deployment's pods (the `kubectl.kubernetes.io/restartedAt` template annotation,
@@ -612,17 +611,9 @@ pub async fn resume_deployment(
 pub async fn restart_deployment(
     s: &RestState,
     auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
+    path: (String, String, String),
 ) -> Answer<Object> {
-    deployment_action(
-        s,
-        auth,
-        instance,
-        namespace,
-        name,
-        DeploymentAction::Restart,
-    )
-    .await
+    deployment_action(s, auth, path, DeploymentAction::Restart).await
 }
 
 /// `POST …/namespaces/{namespace}/{kind}/{name}:verb`: the router cannot match a parameter
