@@ -56,6 +56,18 @@ impl<'a> Inside<'a> {
         Self::of(instance, Of::Kind { kind, namespace }, verb, what.into())
     }
 
+    /// A call on objects of `kind`, attempting `action` on them (`"read"` becomes
+    /// `"read configmaps"` in the "may not" message).
+    pub(super) fn resource(
+        instance: &'a str,
+        kind: ResourceKind,
+        namespace: Option<&'a str>,
+        verb: Verb,
+        action: &str,
+    ) -> Self {
+        Self::kind(instance, kind, namespace, verb, format!("{action} {kind}"))
+    }
+
     fn of(instance: &'a str, of: Of<'a>, verb: Verb, what: String) -> Self {
         Inside {
             instance,

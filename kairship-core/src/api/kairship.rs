@@ -213,6 +213,59 @@ impl KairshipService {
         .await
     }
 
+    /// Lists what `req` names, as [`inside`](Self::inside) checks it.
+    async fn list_inside(&self, caller: &Caller, req: Inside<'_>) -> Result<ObjectList, ApiError> {
+        self.inside(caller, req, |c| async move {
+            object_list(self.router.list(&c.target, &c.query).await?)
+        })
+        .await
+    }
+
+    /// Reads the object `name` of what `req` names; `what` is the object in the error when the
+    /// answer is not one.
+    async fn get_inside(
+        &self,
+        caller: &Caller,
+        req: Inside<'_>,
+        name: &str,
+        what: &str,
+    ) -> Result<Object, ApiError> {
+        self.inside(caller, req, |c| async move {
+            let object = self.router.get(&c.target, name).await?;
+            to_object(object.as_ref(), what)
+        })
+        .await
+    }
+
+    /// Creates the body of `req`.
+    async fn create_inside(&self, caller: &Caller, req: Inside<'_>) -> Result<Object, ApiError> {
+        self.inside(caller, req, |c| async move {
+            let outcome = self
+                .router
+                .create(&c.target, &c.body, &PostParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
+    }
+
+    /// Replaces the object `name` with the body of `req`.
+    async fn replace_inside(
+        &self,
+        caller: &Caller,
+        req: Inside<'_>,
+        name: &str,
+    ) -> Result<Object, ApiError> {
+        self.inside(caller, req, |c| async move {
+            let outcome = self
+                .router
+                .replace(&c.target, name, &c.body, &PostParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
+    }
+
     fn instances(&self) -> Api<DynamicObject> {
         Api::all_with(self.host.clone(), &instance_resource())
     }
@@ -609,10 +662,7 @@ impl KairshipApi for KairshipService {
     ) -> Result<ObjectList, ApiError> {
         let call = Inside::clusters(&req.instance, Verb::Get, "list member clusters")
             .listing(&req.options);
-        self.inside(caller, call, |c| async move {
-            object_list(self.router.list(&c.target, &c.query).await?)
-        })
-        .await
+        self.list_inside(caller, call).await
     }
 
     async fn get_cluster(
@@ -623,11 +673,7 @@ impl KairshipApi for KairshipService {
         let cluster = req.cluster.as_str();
         let call = Inside::clusters(&req.instance, Verb::Get, "read member clusters")
             .named("cluster", cluster);
-        self.inside(caller, call, |c| async move {
-            let object = self.router.get(&c.target, cluster).await?;
-            to_object(object.as_ref(), "a cluster")
-        })
-        .await
+        self.get_inside(caller, call, cluster, "a cluster").await
     }
 
     async fn join_cluster(
@@ -637,14 +683,7 @@ impl KairshipApi for KairshipService {
     ) -> Result<Object, ApiError> {
         let call = Inside::clusters(&req.instance, Verb::Create, "join member clusters")
             .with_body(req.body);
-        self.inside(caller, call, |c| async move {
-            let outcome = self
-                .router
-                .create(&c.target, &c.body, &PostParams::default())
-                .await?;
-            Ok(outcome.object)
-        })
-        .await
+        self.create_inside(caller, call).await
     }
 
     async fn update_cluster(
@@ -656,14 +695,7 @@ impl KairshipApi for KairshipService {
         let call = Inside::clusters(&req.instance, Verb::Update, "update member clusters")
             .named("cluster", cluster)
             .with_body(req.body);
-        self.inside(caller, call, |c| async move {
-            let outcome = self
-                .router
-                .replace(&c.target, cluster, &c.body, &PostParams::default())
-                .await?;
-            Ok(outcome.object)
-        })
-        .await
+        self.replace_inside(caller, call, cluster).await
     }
 
     async fn remove_cluster(
@@ -689,19 +721,15 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: ListResourcesRequest,
     ) -> Result<ObjectList, ApiError> {
-        let what = format!("list {}", req.kind);
-        let call = Inside::kind(
+        let call = Inside::resource(
             &req.instance,
             req.kind,
             req.namespace.as_deref(),
             Verb::Get,
-            what,
+            "list",
         )
         .listing(&req.options);
-        self.inside(caller, call, |c| async move {
-            object_list(self.router.list(&c.target, &c.query).await?)
-        })
-        .await
+        self.list_inside(caller, call).await
     }
 
     async fn get_resource(
@@ -710,20 +738,15 @@ impl KairshipApi for KairshipService {
         req: GetResourceRequest,
     ) -> Result<Object, ApiError> {
         let name = req.name.as_str();
-        let what = format!("read {}", req.kind);
-        let call = Inside::kind(
+        let call = Inside::resource(
             &req.instance,
             req.kind,
             req.namespace.as_deref(),
             Verb::Get,
-            what,
+            "read",
         )
         .named("name", name);
-        self.inside(caller, call, |c| async move {
-            let object = self.router.get(&c.target, name).await?;
-            to_object(object.as_ref(), "an object")
-        })
-        .await
+        self.get_inside(caller, call, name, "an object").await
     }
 
     async fn create_resource(
@@ -731,23 +754,15 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: CreateResourceRequest,
     ) -> Result<Object, ApiError> {
-        let what = format!("create {}", req.kind);
-        let call = Inside::kind(
+        let call = Inside::resource(
             &req.instance,
             req.kind,
             req.namespace.as_deref(),
             Verb::Create,
-            what,
+            "create",
         )
         .with_body(req.body);
-        self.inside(caller, call, |c| async move {
-            let outcome = self
-                .router
-                .create(&c.target, &c.body, &PostParams::default())
-                .await?;
-            Ok(outcome.object)
-        })
-        .await
+        self.create_inside(caller, call).await
     }
 
     async fn update_resource(
@@ -756,24 +771,16 @@ impl KairshipApi for KairshipService {
         req: UpdateResourceRequest,
     ) -> Result<Object, ApiError> {
         let name = req.name.as_str();
-        let what = format!("update {}", req.kind);
-        let call = Inside::kind(
+        let call = Inside::resource(
             &req.instance,
             req.kind,
             req.namespace.as_deref(),
             Verb::Update,
-            what,
+            "update",
         )
         .named("name", name)
         .with_body(req.body);
-        self.inside(caller, call, |c| async move {
-            let outcome = self
-                .router
-                .replace(&c.target, name, &c.body, &PostParams::default())
-                .await?;
-            Ok(outcome.object)
-        })
-        .await
+        self.replace_inside(caller, call, name).await
     }
 
     async fn delete_resource(
@@ -787,14 +794,8 @@ impl KairshipApi for KairshipService {
             req.namespace.as_deref(),
             req.name.as_str(),
         );
-        let call = Inside::kind(
-            instance,
-            kind,
-            namespace,
-            Verb::Delete,
-            format!("delete {kind}"),
-        )
-        .named("name", name);
+        let call =
+            Inside::resource(instance, kind, namespace, Verb::Delete, "delete").named("name", name);
         self.inside(caller, call, |c| async move {
             if matches!(
                 kind,

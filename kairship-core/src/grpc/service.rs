@@ -69,6 +69,18 @@ impl GrpcApi {
             }
         }
     }
+
+    /// The caller of `request` and its message converted with `convert`, in that order: an
+    /// unauthenticated call is refused before its message is looked at.
+    async fn accept<T, R>(
+        &self,
+        request: Request<T>,
+        convert: impl FnOnce(T) -> Result<R, ApiError>,
+    ) -> Result<(Caller, R), Status> {
+        let (caller, _) = self.authenticate(&request).await?;
+        let req = convert(request.into_inner()).map_err(|e| convert::status(&e))?;
+        Ok((caller, req))
+    }
 }
 
 #[tonic::async_trait]
@@ -77,8 +89,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListInstancesRequest>,
     ) -> Answer<pb::ObjectList> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::list_instances(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::list_instances).await?;
         answer(
             self.api
                 .list_instances(&caller, req)
@@ -91,8 +102,9 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::GetInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::get_instance(request.into_inner());
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert::get_instance(m)))
+            .await?;
         object(self.api.get_instance(&caller, req).await)
     }
 
@@ -100,9 +112,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::CreateInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req =
-            convert::create_instance(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::create_instance).await?;
         object(self.api.create_instance(&caller, req).await)
     }
 
@@ -110,9 +120,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::UpdateInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req =
-            convert::update_instance(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::update_instance).await?;
         object(self.api.update_instance(&caller, req).await)
     }
 
@@ -120,8 +128,9 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::DeleteInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::delete_instance(request.into_inner());
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert::delete_instance(m)))
+            .await?;
         object(self.api.delete_instance(&caller, req).await)
     }
 
@@ -147,8 +156,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListClustersRequest>,
     ) -> Answer<pb::ObjectList> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::list_clusters(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::list_clusters).await?;
         answer(
             self.api
                 .list_clusters(&caller, req)
@@ -161,8 +169,9 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::GetClusterRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::get_cluster(request.into_inner());
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert::get_cluster(m)))
+            .await?;
         object(self.api.get_cluster(&caller, req).await)
     }
 
@@ -170,8 +179,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::JoinClusterRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::join_cluster(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::join_cluster).await?;
         object(self.api.join_cluster(&caller, req).await)
     }
 
@@ -179,8 +187,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::UpdateClusterRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::update_cluster(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::update_cluster).await?;
         object(self.api.update_cluster(&caller, req).await)
     }
 
@@ -188,8 +195,9 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::RemoveClusterRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::remove_cluster(request.into_inner());
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert::remove_cluster(m)))
+            .await?;
         object(self.api.remove_cluster(&caller, req).await)
     }
 
@@ -197,8 +205,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListResourcesRequest>,
     ) -> Answer<pb::ObjectList> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::list_resources(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::list_resources).await?;
         answer(
             self.api
                 .list_resources(&caller, req)
@@ -211,8 +218,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::GetResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::get_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::get_resource).await?;
         object(self.api.get_resource(&caller, req).await)
     }
 
@@ -220,9 +226,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::CreateResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req =
-            convert::create_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::create_resource).await?;
         object(self.api.create_resource(&caller, req).await)
     }
 
@@ -230,9 +234,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::UpdateResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req =
-            convert::update_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::update_resource).await?;
         object(self.api.update_resource(&caller, req).await)
     }
 
@@ -240,9 +242,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::DeleteResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req =
-            convert::delete_resource(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::delete_resource).await?;
         object(self.api.delete_resource(&caller, req).await)
     }
 
@@ -250,9 +250,9 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::DeploymentActionRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::deployment_action_request(request.into_inner())
-            .map_err(|e| convert::status(&e))?;
+        let (caller, req) = self
+            .accept(request, convert::deployment_action_request)
+            .await?;
         object(self.api.deployment_action(&caller, req).await)
     }
 
@@ -260,8 +260,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListWorkloadsRequest>,
     ) -> Answer<pb::WorkloadList> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::list_workloads(request.into_inner()).map_err(|e| convert::status(&e))?;
+        let (caller, req) = self.accept(request, convert::list_workloads).await?;
         answer(
             self.api
                 .list_workloads(&caller, req)
@@ -271,8 +270,9 @@ impl KairshipService for GrpcApi {
     }
 
     async fn get_workload(&self, request: Request<pb::GetWorkloadRequest>) -> Answer<pb::Workload> {
-        let (caller, _) = self.authenticate(&request).await?;
-        let req = convert::get_workload(request.into_inner());
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert::get_workload(m)))
+            .await?;
         answer(
             self.api
                 .get_workload(&caller, req)

@@ -37,13 +37,8 @@ const HOP_BY_HOP: [&str; 9] = [
     "content-length",
 ];
 
-/// The bearer token of a request, if it has one.
-pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
+/// The proxy reads the bearer token as the REST API does.
+pub use crate::api::rest::auth::bearer_token;
 
 /// The Kubernetes path after `/instances/{instance}/proxy` in `full_path`, `/` when empty;
 /// `None` when the marker is missing.
@@ -388,25 +383,6 @@ async fn note_write(state: &ProxyState, instance: &str, resource: &ResourcePath,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
-
-    #[test]
-    fn bearer_tokens_table() {
-        for (value, want) in [
-            (Some("Bearer abc"), Some("abc")),
-            (Some("bearer  abc "), Some("abc")),
-            (Some("Basic abc"), None),
-            (Some("Bearer "), None),
-            (Some("Bearer"), None),
-            (None, None),
-        ] {
-            let mut headers = HeaderMap::new();
-            if let Some(v) = value {
-                headers.insert(header::AUTHORIZATION, HeaderValue::from_static(v));
-            }
-            assert_eq!(bearer_token(&headers), want, "{value:?}");
-        }
-    }
 
     #[test]
     fn kube_paths_follow_the_proxy_marker() {

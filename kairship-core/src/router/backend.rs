@@ -1,5 +1,6 @@
 //! The backend traits: where reads are answered and where writes go.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -78,19 +79,34 @@ pub trait ReadBackend: Send + Sync {
         version: u64,
         timeout: Duration,
     ) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if self
-                .seen_version(instance, resource)
-                .is_some_and(|seen| seen >= version)
-            {
-                return true;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
+        let seen = || async { self.seen_version(instance, resource) };
+        poll_for_version(version, timeout, Duration::from_millis(1), seen).await
+    }
+}
+
+/// Asks `seen` for the newest applied resourceVersion until it reaches `version` or `timeout`
+/// has passed, sleeping `interval` between asks (never past the deadline); returns whether it
+/// did.
+pub(super) async fn poll_for_version<F, Fut>(
+    version: u64,
+    timeout: Duration,
+    interval: Duration,
+    mut seen: F,
+) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<u64>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if seen().await.is_some_and(|seen| seen >= version) {
+            return true;
         }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        tokio::time::sleep(interval.min(deadline - now)).await;
     }
 }
 

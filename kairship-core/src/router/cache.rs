@@ -22,7 +22,7 @@ use super::backend::{EventStream, ReadBackend, WatchQuery};
 use super::clients::{
     InstanceClients, InstanceIdentity, identity_lost, instance_changed_event, still_current,
 };
-use super::decision::parse_version;
+use super::decision::version_of;
 use super::direct::dynamic_api;
 use super::error::RouterError;
 use super::query::{CompiledQuery, ListQuery, ObjectPage};
@@ -362,15 +362,6 @@ impl Drop for EmbeddedCacheBackend {
             entry.stop.cancel();
         }
     }
-}
-
-fn version_of(object: &DynamicObject) -> u64 {
-    object
-        .metadata
-        .resource_version
-        .as_deref()
-        .and_then(parse_version)
-        .unwrap_or(0)
 }
 
 /// Feeds the cache from a watcher: renders each object once, classifies changes for cache

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use kube::Api;
 use kube::core::{ApiResource, DynamicObject, ObjectList};
 
-use super::backend::{EventStream, ReadBackend, WatchQuery};
-use super::decision::parse_version;
+use super::backend::{EventStream, ReadBackend, WatchQuery, poll_for_version};
+use super::decision::version_of;
 use super::direct::typed;
 use super::error::RouterError;
 use super::query::{CompiledQuery, ListQuery, ObjectPage, Pagination, SortBy, SortDir};
@@ -194,15 +194,6 @@ pub fn clusterpedia_pagination(
         page_size,
         pages,
     }
-}
-
-fn version_of(object: &DynamicObject) -> u64 {
-    object
-        .metadata
-        .resource_version
-        .as_deref()
-        .and_then(parse_version)
-        .unwrap_or(0)
 }
 
 /// A [`ReadBackend`] reading an instance's resources from Clusterpedia on the host cluster.
@@ -434,21 +425,8 @@ impl ReadBackend for ClusterpediaBackend {
         version: u64,
         timeout: Duration,
     ) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if self
-                .probe(instance, resource)
-                .await
-                .is_some_and(|seen| seen >= version)
-            {
-                return true;
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            tokio::time::sleep(self.config.probe_interval.min(deadline - now)).await;
-        }
+        let seen = || self.probe(instance, resource);
+        poll_for_version(version, timeout, self.config.probe_interval, seen).await
     }
 }
 

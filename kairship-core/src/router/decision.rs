@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use kube::core::DynamicObject;
+
 /// What a request does to a resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -159,6 +161,16 @@ pub fn decide(op: Operation, state: CacheState) -> Route {
 /// Parses a resourceVersion as the number etcd-backed apiservers use; `None` when it is not one.
 pub fn parse_version(rv: &str) -> Option<u64> {
     rv.parse().ok()
+}
+
+/// The resourceVersion of `object` as a number; 0 when it has none or not a numeric one.
+pub(super) fn version_of(object: &DynamicObject) -> u64 {
+    object
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(parse_version)
+        .unwrap_or(0)
 }
 
 /// The freshness of a cache that has seen up to `seen` given a pending write at `written`.

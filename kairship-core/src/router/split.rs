@@ -2,6 +2,7 @@
 //! instance, direct reads while the cache cannot answer, and read-your-writes.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -238,6 +239,19 @@ impl SplitRouter {
         }
     }
 
+    /// Runs `write` once the instance is admitted and remembers the version it wrote; `write`
+    /// does nothing until awaited, so a refused instance is never written to.
+    async fn guarded(
+        &self,
+        target: &ResourceTarget,
+        write: impl Future<Output = Result<WriteOutcome, RouterError>>,
+    ) -> Result<WriteOutcome, RouterError> {
+        let identity = self.admit(target).await?;
+        let outcome = write.await?;
+        self.note_write(target, &outcome, identity);
+        Ok(outcome)
+    }
+
     fn note_write(
         &self,
         target: &ResourceTarget,
@@ -432,10 +446,8 @@ impl WriteBackend for SplitRouter {
         body: &serde_json::Value,
         params: &PostParams,
     ) -> Result<WriteOutcome, RouterError> {
-        let identity = self.admit(target).await?;
-        let outcome = self.write.create(target, body, params).await?;
-        self.note_write(target, &outcome, identity);
-        Ok(outcome)
+        self.guarded(target, self.write.create(target, body, params))
+            .await
     }
 
     async fn replace(
@@ -445,10 +457,8 @@ impl WriteBackend for SplitRouter {
         body: &serde_json::Value,
         params: &PostParams,
     ) -> Result<WriteOutcome, RouterError> {
-        let identity = self.admit(target).await?;
-        let outcome = self.write.replace(target, name, body, params).await?;
-        self.note_write(target, &outcome, identity);
-        Ok(outcome)
+        self.guarded(target, self.write.replace(target, name, body, params))
+            .await
     }
 
     async fn patch(
@@ -458,10 +468,8 @@ impl WriteBackend for SplitRouter {
         patch: &Patch<serde_json::Value>,
         params: &PatchParams,
     ) -> Result<WriteOutcome, RouterError> {
-        let identity = self.admit(target).await?;
-        let outcome = self.write.patch(target, name, patch, params).await?;
-        self.note_write(target, &outcome, identity);
-        Ok(outcome)
+        self.guarded(target, self.write.patch(target, name, patch, params))
+            .await
     }
 
     async fn delete(
@@ -470,9 +478,7 @@ impl WriteBackend for SplitRouter {
         name: &str,
         params: &DeleteParams,
     ) -> Result<WriteOutcome, RouterError> {
-        let identity = self.admit(target).await?;
-        let outcome = self.write.delete(target, name, params).await?;
-        self.note_write(target, &outcome, identity);
-        Ok(outcome)
+        self.guarded(target, self.write.delete(target, name, params))
+            .await
     }
 }

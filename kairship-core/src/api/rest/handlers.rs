@@ -6,7 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use http::HeaderMap;
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
@@ -164,6 +165,143 @@ pub fn request_base_url(headers: &HeaderMap, uri: &http::Uri, tls: bool) -> Opti
 /// Whether the server speaks TLS (set by the server as a request extension).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServedOverTls(pub bool);
+
+/// One call on objects of one kind: the caller, and where the path puts them
+/// (`…/instances/{instance}[/namespaces/{namespace}]/{kind}[/{name}]`).
+///
+/// The kind is parsed when the call is made, after every other extractor has accepted the
+/// request, so a bad body or query is reported before an unknown kind.
+#[derive(Debug)]
+pub struct KindCall {
+    state: RestState,
+    auth: Authenticated,
+    path: KindPath,
+}
+
+/// The path parameters of a [`KindCall`], by name; `namespace` is absent on instance-wide and
+/// cluster-scoped paths, `name` on collection paths.
+#[derive(Debug, serde::Deserialize)]
+struct KindPath {
+    instance: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    kind: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl FromRequestParts<RestState> for KindCall {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &RestState,
+    ) -> Result<Self, Self::Rejection> {
+        let auth = Authenticated::from_request_parts(parts, state).await?;
+        let ApiPath(path) = ApiPath::<KindPath>::from_request_parts(parts, state).await?;
+        Ok(KindCall {
+            state: state.clone(),
+            auth,
+            path,
+        })
+    }
+}
+
+impl KindCall {
+    /// The instance, the parsed kind and the namespace.
+    fn at(&self) -> Result<(String, ResourceKind, Option<String>), ApiError> {
+        let kind = parse_kind(&self.path.kind)?;
+        Ok((
+            self.path.instance.clone(),
+            kind,
+            self.path.namespace.clone(),
+        ))
+    }
+
+    /// The object name; every route with a `{name}` segment hands one.
+    fn name(&self) -> Result<String, ApiError> {
+        self.path
+            .name
+            .clone()
+            .ok_or_else(|| ApiError::invalid("the path names no object"))
+    }
+
+    async fn list(self, options: ListOptions) -> Answer<ObjectList> {
+        let (instance, kind, namespace) = self.at()?;
+        let req = ListResourcesRequest {
+            instance,
+            kind,
+            namespace,
+            options,
+        };
+        self.state
+            .api
+            .list_resources(&self.auth.caller, req)
+            .await
+            .map(Json)
+    }
+
+    async fn create(self, write: WriteOptions, body: Object) -> Written {
+        let (instance, kind, namespace) = self.at()?;
+        let req = CreateResourceRequest {
+            instance,
+            kind,
+            namespace,
+            body,
+        };
+        written(
+            write,
+            self.state.api.create_resource(&self.auth.caller, req),
+        )
+        .await
+    }
+
+    async fn get(self) -> Answer<Object> {
+        let (instance, kind, namespace) = self.at()?;
+        let req = GetResourceRequest {
+            instance,
+            kind,
+            namespace,
+            name: self.name()?,
+        };
+        self.state
+            .api
+            .get_resource(&self.auth.caller, req)
+            .await
+            .map(Json)
+    }
+
+    async fn update(self, write: WriteOptions, body: Object) -> Written {
+        let (instance, kind, namespace) = self.at()?;
+        let req = UpdateResourceRequest {
+            instance,
+            kind,
+            namespace,
+            name: self.name()?,
+            body,
+        };
+        written(
+            write,
+            self.state.api.update_resource(&self.auth.caller, req),
+        )
+        .await
+    }
+
+    async fn delete(self) -> Answer<Object> {
+        let (instance, kind, namespace) = self.at()?;
+        let req = DeleteResourceRequest {
+            instance,
+            kind,
+            namespace,
+            name: self.name()?,
+        };
+        self.state
+            .api
+            .delete_resource(&self.auth.caller, req)
+            .await
+            .map(Json)
+    }
+}
 
 // ---- instances --------------------------------------------------------------------------
 
@@ -353,18 +491,10 @@ pub async fn remove_cluster(
         ("kind" = ResourceKind, Path, description = "A namespaced kind"), ListOptions),
     responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
 pub async fn list_namespaced(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, namespace, kind)): ApiPath<(String, String, String)>,
+    call: KindCall,
     ApiQuery(options): ApiQuery<ListOptions>,
 ) -> Answer<ObjectList> {
-    let req = ListResourcesRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: Some(namespace),
-        options,
-    };
-    s.api.list_resources(&auth.caller, req).await.map(Json)
+    call.list(options).await
 }
 
 /// Create an object in a namespace (policies may be sent as `{"data": "<YAML or JSON>"}`).
@@ -376,19 +506,11 @@ pub async fn list_namespaced(
     request_body(content = KubeObject, description = "The object, or for policies {\"data\": \"<YAML or JSON>\"}"),
     responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
 pub async fn create_namespaced(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, namespace, kind)): ApiPath<(String, String, String)>,
+    call: KindCall,
     ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
 ) -> Written {
-    let req = CreateResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: Some(namespace),
-        body,
-    };
-    written(write, s.api.create_resource(&auth.caller, req)).await
+    call.create(write, body).await
 }
 
 /// Read an object in a namespace.
@@ -399,18 +521,8 @@ pub async fn create_namespaced(
         ("kind" = ResourceKind, Path, description = "A namespaced kind"),
         ("name" = String, Path, description = "Object name")),
     responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
-pub async fn get_namespaced(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, namespace, kind, name)): ApiPath<(String, String, String, String)>,
-) -> Answer<Object> {
-    let req = GetResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: Some(namespace),
-        name,
-    };
-    s.api.get_resource(&auth.caller, req).await.map(Json)
+pub async fn get_namespaced(call: KindCall) -> Answer<Object> {
+    call.get().await
 }
 
 /// Replace an object in a namespace.
@@ -423,20 +535,11 @@ pub async fn get_namespaced(
     request_body(content = KubeObject, description = "The new object (include metadata.resourceVersion to guard against concurrent changes)"),
     responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
 pub async fn update_namespaced(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, namespace, kind, name)): ApiPath<(String, String, String, String)>,
+    call: KindCall,
     ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
 ) -> Written {
-    let req = UpdateResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: Some(namespace),
-        name,
-        body,
-    };
-    written(write, s.api.update_resource(&auth.caller, req)).await
+    call.update(write, body).await
 }
 
 /// Delete an object in a namespace (a PropagationPolicy still in use is kept).
@@ -447,26 +550,15 @@ pub async fn update_namespaced(
         ("kind" = ResourceKind, Path, description = "A namespaced kind"),
         ("name" = String, Path, description = "Object name")),
     responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
-pub async fn delete_namespaced(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, namespace, kind, name)): ApiPath<(String, String, String, String)>,
-) -> Answer<Object> {
-    let req = DeleteResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: Some(namespace),
-        name,
-    };
-    s.api.delete_resource(&auth.caller, req).await.map(Json)
+pub async fn delete_namespaced(call: KindCall) -> Answer<Object> {
+    call.delete().await
 }
 
+/// Runs `action` on the Deployment the path `(instance, namespace, name)` names.
 async fn deployment_action(
     s: &RestState,
     auth: &Authenticated,
-    instance: String,
-    namespace: String,
-    name: String,
+    (instance, namespace, name): (String, String, String),
     action: DeploymentAction,
 ) -> Answer<Object> {
     let req = DeploymentActionRequest {
@@ -488,9 +580,9 @@ async fn deployment_action(
 pub async fn pause_deployment(
     s: &RestState,
     auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
+    path: (String, String, String),
 ) -> Answer<Object> {
-    deployment_action(s, auth, instance, namespace, name, DeploymentAction::Pause).await
+    deployment_action(s, auth, path, DeploymentAction::Pause).await
 }
 
 /// Resume a paused Deployment (`spec.paused = false`).
@@ -503,9 +595,9 @@ pub async fn pause_deployment(
 pub async fn resume_deployment(
     s: &RestState,
     auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
+    path: (String, String, String),
 ) -> Answer<Object> {
-    deployment_action(s, auth, instance, namespace, name, DeploymentAction::Resume).await
+    deployment_action(s, auth, path, DeploymentAction::Resume).await
 }
 
 /// Restart a Deployment's pods (the `kubectl.kubernetes.io/restartedAt` template annotation,
@@ -519,17 +611,9 @@ pub async fn resume_deployment(
 pub async fn restart_deployment(
     s: &RestState,
     auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
+    path: (String, String, String),
 ) -> Answer<Object> {
-    deployment_action(
-        s,
-        auth,
-        instance,
-        namespace,
-        name,
-        DeploymentAction::Restart,
-    )
-    .await
+    deployment_action(s, auth, path, DeploymentAction::Restart).await
 }
 
 /// `POST …/namespaces/{namespace}/{kind}/{name}:verb`: the router cannot match a parameter
@@ -607,18 +691,10 @@ pub async fn get_workload(
         ("kind" = ResourceKind, Path, description = "Any kind"), ListOptions),
     responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
 pub async fn list_in_instance(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, kind)): ApiPath<(String, String)>,
+    call: KindCall,
     ApiQuery(options): ApiQuery<ListOptions>,
 ) -> Answer<ObjectList> {
-    let req = ListResourcesRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: None,
-        options,
-    };
-    s.api.list_resources(&auth.caller, req).await.map(Json)
+    call.list(options).await
 }
 
 /// Create a cluster-scoped object (ClusterPropagationPolicy, ClusterOverridePolicy).
@@ -629,19 +705,11 @@ pub async fn list_in_instance(
     request_body(content = KubeObject, description = "The object, or {\"data\": \"<YAML or JSON>\"}"),
     responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
 pub async fn create_cluster_scoped(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, kind)): ApiPath<(String, String)>,
+    call: KindCall,
     ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
 ) -> Written {
-    let req = CreateResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: None,
-        body,
-    };
-    written(write, s.api.create_resource(&auth.caller, req)).await
+    call.create(write, body).await
 }
 
 /// Read a cluster-scoped object.
@@ -651,18 +719,8 @@ pub async fn create_cluster_scoped(
         ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
         ("name" = String, Path, description = "Object name")),
     responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
-pub async fn get_cluster_scoped(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, kind, name)): ApiPath<(String, String, String)>,
-) -> Answer<Object> {
-    let req = GetResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: None,
-        name,
-    };
-    s.api.get_resource(&auth.caller, req).await.map(Json)
+pub async fn get_cluster_scoped(call: KindCall) -> Answer<Object> {
+    call.get().await
 }
 
 /// Replace a cluster-scoped object.
@@ -674,20 +732,11 @@ pub async fn get_cluster_scoped(
     request_body(content = KubeObject, description = "The new object"),
     responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
 pub async fn update_cluster_scoped(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, kind, name)): ApiPath<(String, String, String)>,
+    call: KindCall,
     ApiQuery(write): ApiQuery<WriteOptions>,
     ApiJson(body): ApiJson<Object>,
 ) -> Written {
-    let req = UpdateResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: None,
-        name,
-        body,
-    };
-    written(write, s.api.update_resource(&auth.caller, req)).await
+    call.update(write, body).await
 }
 
 /// Delete a cluster-scoped object (a ClusterPropagationPolicy still in use is kept).
@@ -697,18 +746,8 @@ pub async fn update_cluster_scoped(
         ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
         ("name" = String, Path, description = "Object name")),
     responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
-pub async fn delete_cluster_scoped(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath((instance, kind, name)): ApiPath<(String, String, String)>,
-) -> Answer<Object> {
-    let req = DeleteResourceRequest {
-        instance,
-        kind: parse_kind(&kind)?,
-        namespace: None,
-        name,
-    };
-    s.api.delete_resource(&auth.caller, req).await.map(Json)
+pub async fn delete_cluster_scoped(call: KindCall) -> Answer<Object> {
+    call.delete().await
 }
 
 #[cfg(test)]
