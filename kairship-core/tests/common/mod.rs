@@ -4,7 +4,6 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,23 +64,8 @@ pub async fn install(client: &Client, crds: Vec<CustomResourceDefinition>) {
 }
 
 /// Polls `check` every 50 ms until it returns `Some`, for at most `limit`.
-pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+#[allow(unused_imports)]
+pub use kube_sandbox::testing::eventually_some as eventually;
 
 pub async fn ensure_namespace(client: &Client, name: &str) {
     let api: Api<Namespace> = Api::all(client.clone());
