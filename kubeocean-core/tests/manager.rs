@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -27,6 +25,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kube_kit::admin::Metrics;
 use kube_kit::controller::{Backoff, ControllerMetrics};
+use kube_sandbox::testing::{Sandboxes, create_namespace};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode, UserInfo,
 };
@@ -52,27 +51,18 @@ struct Worker {
 }
 
 struct Env {
-    computing: Cluster,
+    /// Stops the manager and shuts the clusters down first on drop.
+    _sandboxes: Sandboxes,
     c: Client,
     workers: Vec<Worker>,
     token: CancellationToken,
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.token.cancel();
-        for w in &self.workers {
-            w.served.stop();
-            w.cluster.shutdown();
-        }
-        self.computing.shutdown();
-    }
-}
-
 /// A computing cluster with the CRDs and the manager namespace, and `workers` worker clusters
 /// (CRDs, one simulated node `n1`, a policy lending everything to binding `b<i>`).
 async fn env(workers: usize) -> Env {
-    let computing = Cluster::with_options(
+    let mut sandboxes = Sandboxes::new();
+    let computing = sandboxes.cluster_with_options(
         "computing",
         ClusterOptions {
             node_monitor_grace: Duration::from_secs(2),
@@ -81,16 +71,10 @@ async fn env(workers: usize) -> Env {
     );
     let c = computing.client();
     kubeocean_core::setup::install_crds(&c).await.unwrap();
-    Api::<Namespace>::all(c.clone())
-        .create(
-            &PostParams::default(),
-            &from_json(json!({"metadata": {"name": NS}})),
-        )
-        .await
-        .unwrap();
+    create_namespace(&c, NS).await;
     let mut list = Vec::new();
     for i in 1..=workers {
-        let cluster = Cluster::with_options(
+        let cluster = sandboxes.cluster_with_options(
             &format!("worker-{i}"),
             ClusterOptions {
                 node_lease_renew: Duration::from_millis(200),
@@ -100,13 +84,7 @@ async fn env(workers: usize) -> Env {
         let served = cluster.serve(ServeOptions::default()).await.unwrap();
         let client = cluster.client();
         kubeocean_core::setup::install_crds(&client).await.unwrap();
-        Api::<Namespace>::all(client.clone())
-            .create(
-                &PostParams::default(),
-                &from_json(json!({"metadata": {"name": MOUNT_NS}})),
-            )
-            .await
-            .unwrap();
+        create_namespace(&client, MOUNT_NS).await;
         // Physical pods get the binding's priority class (the worker chart installs it).
         let priority: PriorityClass = from_json(json!({
             "metadata": {"name": "kubeocean-default"}, "value": 0,
@@ -131,10 +109,10 @@ async fn env(workers: usize) -> Env {
         });
     }
     Env {
-        computing,
+        token: sandboxes.token().clone(),
+        _sandboxes: sandboxes,
         c,
         workers: list,
-        token: CancellationToken::new(),
     }
 }
 
