@@ -132,6 +132,15 @@ impl Env {
         Client::try_from(config).unwrap()
     }
 
+    /// Asserts that the proxier counted `count` requests to `endpoint` answered with `code`.
+    fn assert_requests(&self, endpoint: &str, code: &str, count: u32) {
+        let text = self.metrics.encode().unwrap();
+        let series = format!(
+            "kubeocean_proxier_requests_total{{binding=\"{BINDING}\",endpoint=\"{endpoint}\",code=\"{code}\"}} {count}"
+        );
+        assert!(text.contains(&series), "{text}");
+    }
+
     /// The client kube-apiserver would be: a certificate signed by the cluster CA.
     async fn apiserver(&self) -> Client {
         let (cert, key) = self
@@ -387,13 +396,7 @@ async fn logs_of_a_virtual_pod_come_from_the_physical_pod() {
         .unwrap();
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
 
-    let text = env.metrics.encode().unwrap();
-    assert!(
-        text.contains(
-            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"containerLogs\",code=\"200\"} 3"
-        ),
-        "{text}"
-    );
+    env.assert_requests("containerLogs", "200", 3);
 }
 
 #[tokio::test]
@@ -588,13 +591,7 @@ async fn exec_runs_in_the_physical_pod() {
     let status: Value = serde_json::from_slice(channels.get(&3).unwrap()).unwrap();
     assert_eq!(status["status"], "Success", "{status}");
 
-    let text = env.metrics.encode().unwrap();
-    assert!(
-        text.contains(
-            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"exec\",code=\"101\"} 1"
-        ),
-        "{text}"
-    );
+    env.assert_requests("exec", "101", 1);
 }
 
 #[tokio::test]
@@ -822,13 +819,7 @@ async fn upgraded_streams_are_spliced_to_the_worker() {
     );
     let status: Value = serde_json::from_slice(channels.get(&3).unwrap()).unwrap();
     assert_eq!(status["status"], "Success");
-    let text = env.metrics.encode().unwrap();
-    assert!(
-        text.contains(
-            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"exec\",code=\"101\"} 1"
-        ),
-        "{text}"
-    );
+    env.assert_requests("exec", "101", 1);
     worker_stop.cancel();
 }
 
