@@ -635,6 +635,18 @@ async fn create_held_copy(w: &Client, name: &str) {
         .unwrap();
 }
 
+/// Drops the finalizers of [`create_held_copy`]'s `name`: it goes.
+async fn release_held_copy(w: &Client, name: &str) {
+    Api::<ConfigMap>::namespaced(w.clone(), MOUNT_NS)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+}
+
 async fn physical_pods(w: &Client) -> Vec<Pod> {
     Api::<Pod>::namespaced(w.clone(), MOUNT_NS)
         .list(&ListParams::default().labels("kubeocean.io/managed-by=kubeocean"))
@@ -706,14 +718,7 @@ async fn deleting_a_binding_waits_for_the_drain_before_the_finalizer_goes() {
         "the syncer keeps running while draining"
     );
 
-    Api::<ConfigMap>::namespaced(w.clone(), MOUNT_NS)
-        .patch(
-            "copy-1",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
+    release_held_copy(w, "copy-1").await;
     eventually("the binding gone", || async {
         get_binding(c, "b1").await.is_none()
     })
@@ -1171,14 +1176,7 @@ async fn a_deleted_binding_is_deleting_then_stays_stopped_without_metric_series(
     // What a cache that has not seen the finalizer go yet still holds.
     let stale = get_binding(c, "b1").await.unwrap();
     assert!(stale.finalizers().iter().any(|f| f == FINALIZER));
-    Api::<ConfigMap>::namespaced(env.workers[0].client.clone(), MOUNT_NS)
-        .patch(
-            "held",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
+    release_held_copy(&env.workers[0].client, "held").await;
     eventually("the binding gone", || async {
         get_binding(c, "b1").await.is_none()
     })
