@@ -159,6 +159,23 @@ where
     i64::try_from(api.list(&ListParams::default()).await.unwrap().items.len()).unwrap()
 }
 
+/// A Karmada instance `name` with one ready member `m1`, its kubeconfig in the host Secret
+/// `<name>-kubeconfig`.
+async fn karmada_with_one_member(hc: &Client, name: &str) -> KarmadaInstance {
+    let karmada = KarmadaInstance::start(name).await;
+    karmada
+        .add_member(&Member::new("m1", true, (1, 1), "1", "1Gi", "110"))
+        .await;
+    put_kubeconfig_secret(
+        hc,
+        &format!("{name}-kubeconfig"),
+        "kubeconfig",
+        &karmada.served.kubeconfig_yaml,
+    )
+    .await;
+    karmada
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn adopted_instance_runs_and_sums_its_members() {
     let host = host().await;
@@ -295,17 +312,7 @@ async fn adopted_instance_runs_and_sums_its_members() {
 async fn unreachable_instance_becomes_unavailable_and_recovers() {
     let host = host().await;
     let hc = host.client();
-    let karmada = KarmadaInstance::start("edge").await;
-    karmada
-        .add_member(&Member::new("m1", true, (1, 1), "1", "1Gi", "110"))
-        .await;
-    put_kubeconfig_secret(
-        &hc,
-        "edge-kubeconfig",
-        "kubeconfig",
-        &karmada.served.kubeconfig_yaml,
-    )
-    .await;
+    let karmada = karmada_with_one_member(&hc, "edge").await;
     let (_ctx, stop) = start_manager(&hc, fast_config());
     Api::<Instance>::all(hc.clone())
         .create(&PostParams::default(), &adopt_instance("edge"))
@@ -469,17 +476,7 @@ async fn delete_is_refused_with_members_and_cleans_up_without() {
     let host = host().await;
     let hc = host.client();
     ensure_namespace(&hc, "clusterpedia-system").await;
-    let karmada = KarmadaInstance::start("shared").await;
-    karmada
-        .add_member(&Member::new("m1", true, (1, 1), "1", "1Gi", "110"))
-        .await;
-    put_kubeconfig_secret(
-        &hc,
-        "shared-kubeconfig",
-        "kubeconfig",
-        &karmada.served.kubeconfig_yaml,
-    )
-    .await;
+    let karmada = karmada_with_one_member(&hc, "shared").await;
     let mut config = fast_config();
     config.read_backend = ReadBackend::Clusterpedia {
         namespace: "clusterpedia-system".into(),
@@ -584,17 +581,7 @@ async fn delete_is_refused_with_members_and_cleans_up_without() {
 async fn force_annotation_deletes_despite_members() {
     let host = host().await;
     let hc = host.client();
-    let karmada = KarmadaInstance::start("forced").await;
-    karmada
-        .add_member(&Member::new("m1", true, (1, 1), "1", "1Gi", "110"))
-        .await;
-    put_kubeconfig_secret(
-        &hc,
-        "forced-kubeconfig",
-        "kubeconfig",
-        &karmada.served.kubeconfig_yaml,
-    )
-    .await;
+    let karmada = karmada_with_one_member(&hc, "forced").await;
     let (_ctx, stop) = start_manager(&hc, fast_config());
     let instances: Api<Instance> = Api::all(hc.clone());
     let mut instance = adopt_instance("forced");

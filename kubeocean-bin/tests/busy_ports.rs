@@ -3,15 +3,11 @@
 //! instead of running on without metrics, probes or its kubelet API.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
+use std::path::Path;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Api;
-use kube::api::PostParams;
-use kube_sandbox::testing::process::{self, assert_fails_naming, busy_port};
-use kube_sandbox::{Cluster, ServeOptions, Served};
+use kube_sandbox::testing::install_crds;
+use kube_sandbox::testing::process::{ServedWithKubeconfig, assert_fails_naming, busy_port};
 use kubeocean_core::crd;
 use kubeocean_core::proxier::self_signed_serving_cert;
 
@@ -20,106 +16,63 @@ const GUARD: Duration = Duration::from_secs(60);
 
 const FREE: &str = "127.0.0.1:0";
 
-/// A sandbox computing cluster with the CRDs, served over loopback with its kubeconfig (and
-/// the proxier's serving certificate) written to files.
-struct Computing {
-    _cluster: Cluster,
-    served: Served,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
+/// A sandbox computing cluster with the CRDs, served over loopback with its kubeconfig written
+/// to a file, in a directory named after `name`.
+async fn computing(name: &str) -> ServedWithKubeconfig {
+    let computing =
+        ServedWithKubeconfig::start("computing", &format!("kubeocean-busy-{name}")).await;
+    install_crds(&computing.cluster.client(), crd::crds()).await;
+    computing
 }
 
-impl Computing {
-    async fn start(name: &str) -> Computing {
-        let cluster = Cluster::new("computing");
-        let dir =
-            std::env::temp_dir().join(format!("kubeocean-busy-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let kubeconfig = dir.join("computing.kubeconfig");
-        let served = cluster
-            .serve(ServeOptions {
-                kubeconfig_path: Some(kubeconfig.clone()),
-                ..ServeOptions::default()
-            })
-            .await
-            .unwrap();
-        let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
-        for crd in crd::crds() {
-            crds.create(&PostParams::default(), &crd).await.unwrap();
-        }
-        Computing {
-            _cluster: cluster,
-            served,
-            dir,
-            kubeconfig,
-        }
-    }
-
-    /// `--tls-cert-file` and `--tls-private-key-file` flags with a fresh self-signed pair.
-    fn tls_flags(&self) -> Vec<String> {
-        let (cert, key) = self_signed_serving_cert(&[]).unwrap();
-        let (cert_path, key_path) = (self.dir.join("tls.crt"), self.dir.join("tls.key"));
-        std::fs::write(&cert_path, cert).unwrap();
-        std::fs::write(&key_path, key).unwrap();
-        vec![
-            format!("--tls-cert-file={}", cert_path.display()),
-            format!("--tls-private-key-file={}", key_path.display()),
-        ]
-    }
+/// `--tls-cert-file` and `--tls-private-key-file` flags with a fresh self-signed pair written
+/// next to the kubeconfig.
+fn tls_flags(computing: &ServedWithKubeconfig) -> [String; 2] {
+    let (cert, key) = self_signed_serving_cert(&[]).unwrap();
+    let (cert_path, key_path) = (computing.dir.join("tls.crt"), computing.dir.join("tls.key"));
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    [
+        format!("--tls-cert-file={}", cert_path.display()),
+        format!("--tls-private-key-file={}", key_path.display()),
+    ]
 }
 
-impl Drop for Computing {
-    fn drop(&mut self) {
-        self.served.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Runs `kubeocean` with `args` against `kubeconfig` until it exits; its status and stderr.
-fn run_to_exit(args: &[String], kubeconfig: &Path) -> (ExitStatus, String) {
-    let mut args = args.to_vec();
-    args.push(format!("--kubeconfig={}", kubeconfig.display()));
-    args.push("--log-level=warn".to_owned());
-    process::run_to_exit(Path::new(env!("CARGO_BIN_EXE_kubeocean")), &args, GUARD)
-}
-
-/// Runs `args` against `computing` off the async runtime that serves the sandbox.
-async fn run(computing: &Computing, args: Vec<String>) -> (ExitStatus, String) {
-    let kubeconfig = computing.kubeconfig.clone();
-    tokio::task::spawn_blocking(move || run_to_exit(&args, &kubeconfig))
-        .await
-        .unwrap()
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| (*a).to_owned()).collect()
+/// Runs `kubeocean` with `args` and `<busy_flag>=<a taken port>` against `computing`, and
+/// asserts that it failed naming the port and `what`.
+async fn exits_naming(
+    computing: &ServedWithKubeconfig,
+    args: &[&str],
+    busy_flag: &str,
+    what: &str,
+) {
+    let (_taken, busy) = busy_port();
+    let busy_arg = format!("{busy_flag}={busy}");
+    let args = [args, &[busy_arg.as_str()]].concat();
+    let binary = Path::new(env!("CARGO_BIN_EXE_kubeocean"));
+    let (status, stderr) = computing.run_to_exit(binary, &args, GUARD).await;
+    assert_fails_naming(status, &stderr, busy, what);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manager_exits_at_start_when_the_metrics_port_is_busy() {
-    let computing = Computing::start("manager").await;
-    let (_taken, busy) = busy_port();
-    let mut args = strings(&["manager", "--probe-addr", FREE]);
-    args.push(format!("--metrics-addr={busy}"));
-    let (status, stderr) = run(&computing, args).await;
-    assert_fails_naming(status, &stderr, busy, "metrics");
+    let computing = computing("manager").await;
+    let args = ["manager", "--probe-addr", FREE];
+    exits_naming(&computing, &args, "--metrics-addr", "metrics").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn syncer_exits_at_start_when_the_probe_port_is_busy() {
-    let computing = Computing::start("syncer").await;
-    let (_taken, busy) = busy_port();
-    let mut args = strings(&["syncer", "--cluster-binding=b1", "--metrics-addr", FREE]);
-    args.push(format!("--probe-addr={busy}"));
-    let (status, stderr) = run(&computing, args).await;
-    assert_fails_naming(status, &stderr, busy, "probes");
+    let computing = computing("syncer").await;
+    let args = ["syncer", "--cluster-binding=b1", "--metrics-addr", FREE];
+    exits_naming(&computing, &args, "--probe-addr", "probes").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxier_exits_at_start_when_its_listen_port_is_busy() {
-    let computing = Computing::start("proxier").await;
-    let (_taken, busy) = busy_port();
-    let mut args = strings(&[
+    let computing = computing("proxier").await;
+    let [cert, key] = tls_flags(&computing);
+    let args = [
         "proxier",
         "--cluster-binding=b1",
         "--token-review",
@@ -127,10 +80,9 @@ async fn proxier_exits_at_start_when_its_listen_port_is_busy() {
         FREE,
         "--probe-addr",
         FREE,
-    ]);
-    args.extend(computing.tls_flags());
-    args.push(format!("--listen={busy}"));
-    let (status, stderr) = run(&computing, args).await;
+        &cert,
+        &key,
+    ];
     // The proxier names no listener: its one port is what it serves.
-    assert_fails_naming(status, &stderr, busy, "");
+    exits_naming(&computing, &args, "--listen", "").await;
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Node, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
 use kube::api::PostParams;
-use kube::{Api, Client};
+use kube_sandbox::testing::install_crds;
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
 use kubeocean_core::crd::{self, ClusterBinding, ResourceLeasingPolicy};
 use serde_json::json;
@@ -23,13 +23,6 @@ impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-async fn install_crds(client: &Client) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crd::crds() {
-        api.create(&PostParams::default(), &crd).await.unwrap();
     }
 }
 
@@ -49,8 +42,8 @@ async fn syncer_process_creates_virtual_nodes() {
         .unwrap();
     let served_worker = worker.serve(ServeOptions::default()).await.unwrap();
     let (c, w) = (computing.client(), worker.client());
-    install_crds(&c).await;
-    install_crds(&w).await;
+    install_crds(&c, crd::crds()).await;
+    install_crds(&w, crd::crds()).await;
     worker.add_node(&SimNode::new("n1", "4", "8Gi")).unwrap();
     let secret = Secret {
         metadata: kube::api::ObjectMeta {

@@ -14,10 +14,11 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
+use kube_sandbox::testing::{Sandboxes, create_namespace};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode,
 };
@@ -33,7 +34,8 @@ const SECRET: &str = "worker-1-kubeconfig";
 const LEASE_RENEW: Duration = Duration::from_millis(200);
 
 struct Env {
-    computing: Cluster,
+    /// Stops the syncers and shuts the clusters down first on drop.
+    _sandboxes: Sandboxes,
     worker: Cluster,
     served: Served,
     c: Client,
@@ -41,27 +43,19 @@ struct Env {
     token: CancellationToken,
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.token.cancel();
-        self.served.stop();
-        self.computing.shutdown();
-        self.worker.shutdown();
-    }
-}
-
 /// Two clusters with the CRDs, a binding named [`BINDING`] and its Secret (unless
 /// `secret_data` is `None`: no Secret), nodes added by the caller.
 async fn env(secret_data: Option<&str>) -> Env {
     // Virtual nodes whose Lease is not renewed for 2 s turn NotReady.
-    let computing = Cluster::with_options(
+    let mut sandboxes = Sandboxes::new();
+    let computing = sandboxes.cluster_with_options(
         "computing",
         ClusterOptions {
             node_monitor_grace: Duration::from_secs(2),
             ..ClusterOptions::default()
         },
     );
-    let worker = Cluster::with_options(
+    let worker = sandboxes.cluster_with_options(
         "worker",
         ClusterOptions {
             node_lease_renew: Duration::from_millis(200),
@@ -74,13 +68,7 @@ async fn env(secret_data: Option<&str>) -> Env {
     let w = worker.client();
     kubeocean_core::setup::install_crds(&c).await.unwrap();
     kubeocean_core::setup::install_crds(&w).await.unwrap();
-    Api::<Namespace>::all(c.clone())
-        .create(
-            &PostParams::default(),
-            &from_json(json!({ "metadata": { "name": SECRET_NS } })),
-        )
-        .await
-        .unwrap();
+    create_namespace(&c, SECRET_NS).await;
     if let Some(key) = secret_data {
         put_secret(&c, key, &served.kubeconfig_yaml).await;
     }
@@ -95,12 +83,12 @@ async fn env(secret_data: Option<&str>) -> Env {
         .await
         .unwrap();
     Env {
-        computing,
+        token: sandboxes.token().clone(),
+        _sandboxes: sandboxes,
         worker,
         served,
         c,
         w,
-        token: CancellationToken::new(),
     }
 }
 

@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -27,6 +25,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kube_kit::admin::Metrics;
 use kube_kit::controller::{Backoff, ControllerMetrics};
+use kube_sandbox::testing::{Sandboxes, create_namespace};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode, UserInfo,
 };
@@ -52,27 +51,18 @@ struct Worker {
 }
 
 struct Env {
-    computing: Cluster,
+    /// Stops the manager and shuts the clusters down first on drop.
+    _sandboxes: Sandboxes,
     c: Client,
     workers: Vec<Worker>,
     token: CancellationToken,
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.token.cancel();
-        for w in &self.workers {
-            w.served.stop();
-            w.cluster.shutdown();
-        }
-        self.computing.shutdown();
-    }
-}
-
 /// A computing cluster with the CRDs and the manager namespace, and `workers` worker clusters
 /// (CRDs, one simulated node `n1`, a policy lending everything to binding `b<i>`).
 async fn env(workers: usize) -> Env {
-    let computing = Cluster::with_options(
+    let mut sandboxes = Sandboxes::new();
+    let computing = sandboxes.cluster_with_options(
         "computing",
         ClusterOptions {
             node_monitor_grace: Duration::from_secs(2),
@@ -81,16 +71,10 @@ async fn env(workers: usize) -> Env {
     );
     let c = computing.client();
     kubeocean_core::setup::install_crds(&c).await.unwrap();
-    Api::<Namespace>::all(c.clone())
-        .create(
-            &PostParams::default(),
-            &from_json(json!({"metadata": {"name": NS}})),
-        )
-        .await
-        .unwrap();
+    create_namespace(&c, NS).await;
     let mut list = Vec::new();
     for i in 1..=workers {
-        let cluster = Cluster::with_options(
+        let cluster = sandboxes.cluster_with_options(
             &format!("worker-{i}"),
             ClusterOptions {
                 node_lease_renew: Duration::from_millis(200),
@@ -100,13 +84,7 @@ async fn env(workers: usize) -> Env {
         let served = cluster.serve(ServeOptions::default()).await.unwrap();
         let client = cluster.client();
         kubeocean_core::setup::install_crds(&client).await.unwrap();
-        Api::<Namespace>::all(client.clone())
-            .create(
-                &PostParams::default(),
-                &from_json(json!({"metadata": {"name": MOUNT_NS}})),
-            )
-            .await
-            .unwrap();
+        create_namespace(&client, MOUNT_NS).await;
         // Physical pods get the binding's priority class (the worker chart installs it).
         let priority: PriorityClass = from_json(json!({
             "metadata": {"name": "kubeocean-default"}, "value": 0,
@@ -131,10 +109,10 @@ async fn env(workers: usize) -> Env {
         });
     }
     Env {
-        computing,
+        token: sandboxes.token().clone(),
+        _sandboxes: sandboxes,
         c,
         workers: list,
-        token: CancellationToken::new(),
     }
 }
 
@@ -657,6 +635,18 @@ async fn create_held_copy(w: &Client, name: &str) {
         .unwrap();
 }
 
+/// Drops the finalizers of [`create_held_copy`]'s `name`: it goes.
+async fn release_held_copy(w: &Client, name: &str) {
+    Api::<ConfigMap>::namespaced(w.clone(), MOUNT_NS)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+}
+
 async fn physical_pods(w: &Client) -> Vec<Pod> {
     Api::<Pod>::namespaced(w.clone(), MOUNT_NS)
         .list(&ListParams::default().labels("kubeocean.io/managed-by=kubeocean"))
@@ -728,14 +718,7 @@ async fn deleting_a_binding_waits_for_the_drain_before_the_finalizer_goes() {
         "the syncer keeps running while draining"
     );
 
-    Api::<ConfigMap>::namespaced(w.clone(), MOUNT_NS)
-        .patch(
-            "copy-1",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
+    release_held_copy(w, "copy-1").await;
     eventually("the binding gone", || async {
         get_binding(c, "b1").await.is_none()
     })
@@ -1193,14 +1176,7 @@ async fn a_deleted_binding_is_deleting_then_stays_stopped_without_metric_series(
     // What a cache that has not seen the finalizer go yet still holds.
     let stale = get_binding(c, "b1").await.unwrap();
     assert!(stale.finalizers().iter().any(|f| f == FINALIZER));
-    Api::<ConfigMap>::namespaced(env.workers[0].client.clone(), MOUNT_NS)
-        .patch(
-            "held",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
+    release_held_copy(&env.workers[0].client, "held").await;
     eventually("the binding gone", || async {
         get_binding(c, "b1").await.is_none()
     })

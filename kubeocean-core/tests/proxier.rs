@@ -26,6 +26,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
 use kube::api::{LogParams, PostParams};
 use kube::{Api, Client};
 use kube_kit::admin::Metrics;
+use kube_sandbox::testing::Sandboxes;
 use kube_sandbox::{Cluster, ServeOptions, Served, SimNode, UserInfo};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::labels;
@@ -88,6 +89,8 @@ enum Identity {
 
 /// The computing cluster, the proxier of [`BINDING`] and what tests need to reach it.
 struct Env {
+    /// Stops the proxier and shuts the clusters down first on drop.
+    _sandboxes: Sandboxes,
     computing: Cluster,
     workers: Vec<Cluster>,
     _served: Vec<Served>,
@@ -96,17 +99,6 @@ struct Env {
     serving_cert: String,
     ca: TestCa,
     metrics: Metrics,
-    token: CancellationToken,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.token.cancel();
-        self.computing.shutdown();
-        for worker in &self.workers {
-            worker.shutdown();
-        }
-    }
 }
 
 impl Env {
@@ -138,6 +130,15 @@ impl Env {
         config.default_retry = false;
         kube_kit::client::install_crypto_provider();
         Client::try_from(config).unwrap()
+    }
+
+    /// Asserts that the proxier counted `count` requests to `endpoint` answered with `code`.
+    fn assert_requests(&self, endpoint: &str, code: &str, count: u32) {
+        let text = self.metrics.encode().unwrap();
+        let series = format!(
+            "kubeocean_proxier_requests_total{{binding=\"{BINDING}\",endpoint=\"{endpoint}\",code=\"{code}\"}} {count}"
+        );
+        assert!(text.contains(&series), "{text}");
     }
 
     /// The client kube-apiserver would be: a certificate signed by the cluster CA.
@@ -258,10 +259,12 @@ async fn add_virtual_pod(c: &Client, name: &str, node: &str, physical: Option<&s
 }
 
 /// Starts the proxier of [`BINDING`] on the computing cluster.
+/// The proxier runs until `token` is cancelled.
 async fn start_proxier(
     computing: &Cluster,
     ca: &TestCa,
-) -> (SocketAddr, String, Metrics, CancellationToken) {
+    token: &CancellationToken,
+) -> (SocketAddr, String, Metrics) {
     let (serving_cert, serving_key) = self_signed_serving_cert(&[]).unwrap();
     let metrics = Metrics::new();
     let mut config = ProxierConfig::new(
@@ -281,25 +284,26 @@ async fn start_proxier(
         .await
         .unwrap();
     let addr = bound.local_addr();
-    let token = CancellationToken::new();
     tokio::spawn(bound.run(token.clone()));
-    (addr, serving_cert, metrics, token)
+    (addr, serving_cert, metrics)
 }
 
-/// The computing cluster with CRDs and the Secret namespace.
-async fn computing_cluster() -> (Cluster, Client) {
-    let computing = Cluster::new("computing");
+/// The computing cluster with CRDs and the Secret namespace, in the test's sandboxes.
+async fn computing_cluster() -> (Sandboxes, Cluster, Client) {
+    let mut sandboxes = Sandboxes::new();
+    let computing = sandboxes.cluster("computing");
     let c = computing.client();
     kubeocean_core::setup::install_crds(&c).await.unwrap();
     let _: Namespace = create(&c, json!({"metadata": {"name": SECRET_NS}})).await;
-    (computing, c)
+    (sandboxes, computing, c)
 }
 
 /// A worker sandbox served over HTTPS running [`PHYSICAL_POD`] on [`PHYSICAL_NODE`], the
 /// binding [`BINDING`] to it, its virtual node, the virtual pod `web` mapped to the physical
 /// pod, and the proxier.
 async fn env() -> Env {
-    let worker = Cluster::new("worker");
+    let (mut sandboxes, computing, c) = computing_cluster().await;
+    let worker = sandboxes.cluster("worker");
     let served = worker
         .serve(ServeOptions {
             tls: true,
@@ -335,13 +339,13 @@ async fn env() -> Env {
     })
     .await;
 
-    let (computing, c) = computing_cluster().await;
     add_binding(&c, BINDING, &served.kubeconfig_yaml).await;
     add_virtual_node(&c, VIRTUAL_NODE, BINDING, PHYSICAL_NODE).await;
     add_virtual_pod(&c, "web", VIRTUAL_NODE, Some(PHYSICAL_POD)).await;
     let ca = TestCa::new("computing-ca");
-    let (proxier, serving_cert, metrics, token) = start_proxier(&computing, &ca).await;
+    let (proxier, serving_cert, metrics) = start_proxier(&computing, &ca, sandboxes.token()).await;
     Env {
+        _sandboxes: sandboxes,
         computing,
         workers: vec![worker],
         _served: vec![served],
@@ -350,7 +354,6 @@ async fn env() -> Env {
         serving_cert,
         ca,
         metrics,
-        token,
     }
 }
 
@@ -393,13 +396,7 @@ async fn logs_of_a_virtual_pod_come_from_the_physical_pod() {
         .unwrap();
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
 
-    let text = env.metrics.encode().unwrap();
-    assert!(
-        text.contains(
-            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"containerLogs\",code=\"200\"} 3"
-        ),
-        "{text}"
-    );
+    env.assert_requests("containerLogs", "200", 3);
 }
 
 #[tokio::test]
@@ -594,13 +591,7 @@ async fn exec_runs_in_the_physical_pod() {
     let status: Value = serde_json::from_slice(channels.get(&3).unwrap()).unwrap();
     assert_eq!(status["status"], "Success", "{status}");
 
-    let text = env.metrics.encode().unwrap();
-    assert!(
-        text.contains(
-            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"exec\",code=\"101\"} 1"
-        ),
-        "{text}"
-    );
+    env.assert_requests("exec", "101", 1);
 }
 
 #[tokio::test]
@@ -758,7 +749,7 @@ async fn fake_worker() -> (SocketAddr, CancellationToken) {
 /// The proxier of [`BINDING`] whose worker is [`fake_worker`]: virtual nodes `vnode-fw1`
 /// and `vnode-fw2`, virtual pod `api` on `vnode-fw1` mapped to `api-xyz`.
 async fn fake_env() -> (Env, CancellationToken) {
-    let (computing, c) = computing_cluster().await;
+    let (sandboxes, computing, c) = computing_cluster().await;
     let (worker_addr, worker_stop) = fake_worker().await;
     let kubeconfig = kube_sandbox::serve::kubeconfig_yaml(
         "fake",
@@ -771,8 +762,9 @@ async fn fake_env() -> (Env, CancellationToken) {
     add_virtual_node(&c, "vnode-fw2", BINDING, "fw2").await;
     add_virtual_pod(&c, "api", "vnode-fw1", Some("api-xyz")).await;
     let ca = TestCa::new("computing-ca");
-    let (proxier, serving_cert, metrics, token) = start_proxier(&computing, &ca).await;
+    let (proxier, serving_cert, metrics) = start_proxier(&computing, &ca, sandboxes.token()).await;
     let env = Env {
+        _sandboxes: sandboxes,
         computing,
         workers: vec![],
         _served: vec![],
@@ -781,7 +773,6 @@ async fn fake_env() -> (Env, CancellationToken) {
         serving_cert,
         ca,
         metrics,
-        token,
     };
     (env, worker_stop)
 }
@@ -828,13 +819,7 @@ async fn upgraded_streams_are_spliced_to_the_worker() {
     );
     let status: Value = serde_json::from_slice(channels.get(&3).unwrap()).unwrap();
     assert_eq!(status["status"], "Success");
-    let text = env.metrics.encode().unwrap();
-    assert!(
-        text.contains(
-            "kubeocean_proxier_requests_total{binding=\"b1\",endpoint=\"exec\",code=\"101\"} 1"
-        ),
-        "{text}"
-    );
+    env.assert_requests("exec", "101", 1);
     worker_stop.cancel();
 }
 
@@ -888,15 +873,16 @@ async fn stats_show_only_virtual_pods_under_virtual_names() {
 
 #[tokio::test]
 async fn an_unreachable_worker_gives_empty_stats_and_unavailable_logs() {
-    let (computing, c) = computing_cluster().await;
+    let (sandboxes, computing, c) = computing_cluster().await;
     // Nothing listens there.
     let kubeconfig = kube_sandbox::serve::kubeconfig_yaml("gone", "http://127.0.0.1:9", None, "t");
     add_binding(&c, BINDING, &kubeconfig).await;
     add_virtual_node(&c, VIRTUAL_NODE, BINDING, PHYSICAL_NODE).await;
     add_virtual_pod(&c, "web", VIRTUAL_NODE, Some(PHYSICAL_POD)).await;
     let ca = TestCa::new("computing-ca");
-    let (proxier, serving_cert, metrics, token) = start_proxier(&computing, &ca).await;
+    let (proxier, serving_cert, metrics) = start_proxier(&computing, &ca, sandboxes.token()).await;
     let env = Env {
+        _sandboxes: sandboxes,
         computing,
         workers: vec![],
         _served: vec![],
@@ -905,7 +891,6 @@ async fn an_unreachable_worker_gives_empty_stats_and_unavailable_logs() {
         serving_cert,
         ca,
         metrics,
-        token,
     };
     let client = env.apiserver().await;
     let (status, body) = get(&client, "/stats/summary").await.unwrap();

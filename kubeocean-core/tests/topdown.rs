@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{eventually, from_json};
+use common::{ServedPair, eventually, from_json};
 
 use std::time::Duration;
 
@@ -16,19 +16,17 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Secret, ServiceAccount,
 };
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use kube_sandbox::{Cluster, ServeOptions, Served, SimNode};
+use kube_sandbox::testing::Sandboxes;
+use kube_sandbox::{Cluster, Served, SimNode};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::naming::physical_name;
-use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
 use kubeocean_core::syncer::topdown::{
     self, TOKEN_REFRESH_AT, VIRTUAL_NAME, VIRTUAL_NAMESPACE, token_secret_name,
 };
 use kubeocean_core::syncer::{Syncer, SyncerConfig, SyncerMetrics};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const BINDING: &str = "worker-1";
 const CLUSTER_ID: &str = "w1";
@@ -36,69 +34,36 @@ const MOUNT: &str = "kubeocean-worker";
 const NS: &str = "default";
 
 struct Env {
-    computing: Cluster,
+    /// Shuts the clusters down (and stops the syncer) first on drop.
+    _sandboxes: Sandboxes,
     worker: Cluster,
-    served: Vec<Served>,
+    _served: Vec<Served>,
     /// Computing cluster client (over HTTP).
     c: Client,
     /// Worker cluster client (over HTTP).
     w: Client,
-    token: CancellationToken,
     metrics: kube_kit::admin::Metrics,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.token.cancel();
-        for served in &self.served {
-            served.stop();
-        }
-        self.computing.shutdown();
-        self.worker.shutdown();
-    }
 }
 
 /// Two clusters, a binding, two lent nodes (n1, n2) with their virtual nodes, the
 /// priority class physical pods use, and a running syncer.
 async fn env() -> Env {
-    let computing = Cluster::new("computing");
-    let worker = Cluster::new("worker");
-    let served_computing = computing.serve(ServeOptions::default()).await.unwrap();
-    let served_worker = worker.serve(ServeOptions::default()).await.unwrap();
-    let c = common::http_client(&served_computing, "topdown-test", "computing").await;
-    let w = common::http_client(&served_worker, "topdown-test", "worker").await;
-    install_crds(&c).await.unwrap();
-    install_crds(&w).await.unwrap();
+    let pair = common::served_pair("topdown-test").await;
     for node in ["n1", "n2"] {
-        worker.add_node(&SimNode::new(node, "64", "256Gi")).unwrap();
+        pair.worker
+            .add_node(&SimNode::new(node, "64", "256Gi"))
+            .unwrap();
     }
-    Api::<PriorityClass>::all(w.clone())
-        .create(
-            &PostParams::default(),
-            &from_json(json!({ "metadata": { "name": "kubeocean-default" }, "value": 100 })),
-        )
-        .await
-        .unwrap();
-    let policy: kubeocean_core::crd::ResourceLeasingPolicy = from_json(json!({
-        "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ResourceLeasingPolicy",
-        "metadata": { "name": "all" }, "spec": { "cluster": BINDING },
-    }));
-    Api::<kubeocean_core::crd::ResourceLeasingPolicy>::all(w.clone())
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    register_worker(
-        &c,
-        &WorkerRegistration {
-            binding: BINDING,
-            cluster_id: CLUSTER_ID,
-            secret_namespace: "kubeocean-system",
-            mount_namespace: MOUNT,
-            kubeconfig: &served_worker.kubeconfig_yaml,
-        },
-    )
-    .await
-    .unwrap();
+    pair.bind_worker(BINDING, CLUSTER_ID, MOUNT).await;
+    let ServedPair {
+        sandboxes,
+        computing: _,
+        worker,
+        served_computing,
+        served_worker,
+        c,
+        w,
+    } = pair;
     Api::<ServiceAccount>::namespaced(c.clone(), NS)
         .create(
             &PostParams::default(),
@@ -119,16 +84,14 @@ async fn env() -> Env {
     config.probe_timeout = Duration::from_secs(1);
     config.workers = 4;
     config.metrics = Some(SyncerMetrics::register(&metrics));
-    let token = CancellationToken::new();
-    tokio::spawn(Syncer::new(c.clone(), config).run(token.clone()));
+    tokio::spawn(Syncer::new(c.clone(), config).run(sandboxes.token().clone()));
 
     let env = Env {
-        computing,
+        _sandboxes: sandboxes,
         worker,
-        served: vec![served_computing, served_worker],
+        _served: vec![served_computing, served_worker],
         c,
         w,
-        token,
         metrics,
     };
     for vnode in ["vnode-w1-n1", "vnode-w1-n2"] {

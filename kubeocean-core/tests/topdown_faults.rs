@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::from_json;
+use common::{ServedPair, from_json};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -15,13 +15,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use kube_sandbox::{Cluster, FaultAction, FaultRule, ServeOptions, Served, SimNode};
-use kubeocean_core::crd::ResourceLeasingPolicy;
+use kube_sandbox::testing::Sandboxes;
+use kube_sandbox::{Cluster, FaultAction, FaultRule, Served, SimNode};
 use kubeocean_core::naming::physical_name;
-use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
 use kubeocean_core::syncer::{Syncer, SyncerConfig, SyncerMetrics};
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -48,68 +46,35 @@ where
 }
 
 struct Env {
-    computing: Cluster,
+    /// Shuts the clusters down first on drop.
+    _sandboxes: Sandboxes,
     worker: Cluster,
-    served: Vec<Served>,
+    _served: Vec<Served>,
     c: Client,
     w: Client,
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        for served in &self.served {
-            served.stop();
-        }
-        self.computing.shutdown();
-        self.worker.shutdown();
-    }
-}
-
 async fn env() -> Env {
-    let computing = Cluster::new("computing");
-    let worker = Cluster::new("worker");
-    let served_computing = computing.serve(ServeOptions::default()).await.unwrap();
-    let served_worker = worker.serve(ServeOptions::default()).await.unwrap();
-    let c = common::http_client(&served_computing, "topdown-faults", "computing").await;
-    let w = common::http_client(&served_worker, "topdown-faults", "worker").await;
-    install_crds(&c).await.unwrap();
-    install_crds(&w).await.unwrap();
+    let pair = common::served_pair("topdown-faults").await;
     for node in ["n1", "n2"] {
-        worker
+        pair.worker
             .add_node(&SimNode::new(node, "512", "2Ti").capacity("pods", "1000"))
             .unwrap();
     }
-    Api::<PriorityClass>::all(w.clone())
-        .create(
-            &PostParams::default(),
-            &from_json(json!({ "metadata": { "name": "kubeocean-default" }, "value": 100 })),
-        )
-        .await
-        .unwrap();
-    let policy: ResourceLeasingPolicy = from_json(json!({
-        "apiVersion": "cloud.tencent.com/v1beta1", "kind": "ResourceLeasingPolicy",
-        "metadata": { "name": "all" }, "spec": { "cluster": BINDING },
-    }));
-    Api::<ResourceLeasingPolicy>::all(w.clone())
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
-    register_worker(
-        &c,
-        &WorkerRegistration {
-            binding: BINDING,
-            cluster_id: "w1",
-            secret_namespace: "kubeocean-system",
-            mount_namespace: MOUNT,
-            kubeconfig: &served_worker.kubeconfig_yaml,
-        },
-    )
-    .await
-    .unwrap();
-    Env {
-        computing,
+    pair.bind_worker(BINDING, "w1", MOUNT).await;
+    let ServedPair {
+        sandboxes,
+        computing: _,
         worker,
-        served: vec![served_computing, served_worker],
+        served_computing,
+        served_worker,
+        c,
+        w,
+    } = pair;
+    Env {
+        _sandboxes: sandboxes,
+        worker,
+        _served: vec![served_computing, served_worker],
         c,
         w,
     }

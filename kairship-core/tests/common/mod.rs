@@ -4,13 +4,12 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kairship_core::controllers::{Context, ControllerConfig, NoopRegistry, ReadBackend};
@@ -57,45 +56,13 @@ fn load_crd(relative: &str) -> CustomResourceDefinition {
     serde_saphyr::from_str(&text).unwrap()
 }
 
-pub async fn install(client: &Client, crds: Vec<CustomResourceDefinition>) {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crds {
-        api.create(&PostParams::default(), &crd).await.unwrap();
-    }
-}
+#[allow(unused_imports)]
+pub use kube_sandbox::testing::ensure_namespace;
+use kube_sandbox::testing::install_crds;
 
 /// Polls `check` every 50 ms until it returns `Some`, for at most `limit`.
-pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-pub async fn ensure_namespace(client: &Client, name: &str) {
-    let api: Api<Namespace> = Api::all(client.clone());
-    if api.get_opt(name).await.unwrap().is_none() {
-        let ns = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        api.create(&PostParams::default(), &ns).await.unwrap();
-    }
-}
+#[allow(unused_imports)]
+pub use kube_sandbox::testing::eventually_some as eventually;
 
 /// The host cluster with every CRD the controllers use.
 pub async fn host() -> kube_sandbox::Cluster {
@@ -106,7 +73,7 @@ pub async fn host() -> kube_sandbox::Cluster {
     crds.push(load_crd(
         "clusterpedia/cluster.clusterpedia.io_pediaclusters.yaml",
     ));
-    install(&client, crds).await;
+    install_crds(&client, crds).await;
     ensure_namespace(&client, KAIRSHIP_NS).await;
     host
 }
@@ -129,7 +96,7 @@ impl KarmadaInstance {
         ] {
             crds.push(load_crd(file));
         }
-        install(&cluster.client(), crds).await;
+        install_crds(&cluster.client(), crds).await;
         let served = cluster.serve(ServeOptions::default()).await.unwrap();
         Self { cluster, served }
     }

@@ -1,10 +1,13 @@
-//! Running a binary under test until it exits, with a guard against a hang.
+//! Running a binary under test until it exits, with a guard against a hang, against a
+//! sandbox cluster whose kubeconfig it reads from a file.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::{Cluster, ServeOptions, Served};
 
 /// Runs `binary` with `args` until it exits, killing it after `guard` (and then panicking with
 /// the end of its stderr); its exit status and everything it wrote to stderr.
@@ -94,6 +97,64 @@ pub fn assert_fails_naming(status: ExitStatus, stderr: &str, addr: SocketAddr, w
         "the cause once:\n{}",
         tail(stderr)
     );
+}
+
+/// A sandbox cluster served over loopback with its kubeconfig written to
+/// `<dir>/<cluster>.kubeconfig`, in a temporary directory of its own that is removed on drop.
+pub struct ServedWithKubeconfig {
+    pub cluster: Cluster,
+    pub served: Served,
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+}
+
+impl ServedWithKubeconfig {
+    /// A fresh cluster named `cluster`, its files in the directory `<dir_name>-<process id>`.
+    pub async fn start(cluster: &str, dir_name: &str) -> ServedWithKubeconfig {
+        let dir = std::env::temp_dir().join(format!("{dir_name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        let kubeconfig = dir.join(format!("{cluster}.kubeconfig"));
+        let cluster = Cluster::new(cluster);
+        let served = cluster
+            .serve(ServeOptions {
+                kubeconfig_path: Some(kubeconfig.clone()),
+                ..ServeOptions::default()
+            })
+            .await
+            .unwrap_or_else(|e| panic!("cannot serve the sandbox: {e}"));
+        ServedWithKubeconfig {
+            cluster,
+            served,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// Runs `binary` with `args`, `--kubeconfig` naming this cluster's and `--log-level=warn`
+    /// until it exits (see [`run_to_exit`]), on a blocking thread so that the async runtime
+    /// keeps serving the sandbox.
+    pub async fn run_to_exit(
+        &self,
+        binary: &Path,
+        args: &[&str],
+        guard: Duration,
+    ) -> (ExitStatus, String) {
+        let binary = binary.to_owned();
+        let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        args.push(format!("--kubeconfig={}", self.kubeconfig.display()));
+        args.push("--log-level=warn".to_owned());
+        tokio::task::spawn_blocking(move || run_to_exit(&binary, &args, guard))
+            .await
+            .unwrap_or_else(|e| panic!("the process runner failed: {e}"))
+    }
+}
+
+impl Drop for ServedWithKubeconfig {
+    fn drop(&mut self) {
+        self.served.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 #[cfg(test)]

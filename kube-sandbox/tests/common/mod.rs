@@ -66,17 +66,17 @@ pub async fn raw(
     (status, value)
 }
 
-/// Waits (bounded) until `check` holds, polling every 20 ms.
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
+/// Waits (bounded, 10 s) until `check` holds, polling every 20 ms.
+pub async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    for _ in 0..500 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
+    kube_sandbox::testing::eventually_every(
+        what,
+        std::time::Duration::from_secs(10),
+        std::time::Duration::from_millis(20),
+        check,
+    )
+    .await;
 }
