@@ -15,6 +15,7 @@
 //! - [`process`]: the start-up every binary shares (logging, admin listeners, signals, client)
 //!   and its exit code.
 //! - [`fields`]: unknown fields of an object, from its kind's schema (`fieldValidation`).
+//! - [`finalizer`]: adding and removing a finalizer with a guarded JSON patch.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -23,6 +24,7 @@ pub mod args;
 pub mod client;
 pub mod controller;
 pub mod fields;
+pub mod finalizer;
 pub mod leader;
 pub mod process;
 pub mod quantity;

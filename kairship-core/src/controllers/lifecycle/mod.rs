@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
-use serde_json::json;
+use kube_kit::finalizer;
 
 use super::connection::{connect, find_kubeconfig};
 use super::status::{remove_condition, set_condition, update_status};
@@ -25,35 +25,6 @@ pub const NAME: &str = "instance-lifecycle";
 /// How often a healthy instance is looked at again without any change.
 const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// The JSON patch that sets the finalizers from `current` to `wanted`, failing if they changed
-/// meanwhile.
-pub fn finalizers_patch(current: Option<&[String]>, wanted: &[String]) -> serde_json::Value {
-    match current {
-        None => json!([{"op": "add", "path": "/metadata/finalizers", "value": wanted}]),
-        Some(current) => json!([
-            {"op": "test", "path": "/metadata/finalizers", "value": current},
-            {"op": "replace", "path": "/metadata/finalizers", "value": wanted},
-        ]),
-    }
-}
-
-async fn set_finalizers(
-    api: &Api<Instance>,
-    instance: &Instance,
-    wanted: Vec<String>,
-) -> Result<(), Error> {
-    let name = instance.name_any();
-    let patch = finalizers_patch(instance.metadata.finalizers.as_deref(), &wanted);
-    let patch: json_patch::Patch = match serde_json::from_value(patch) {
-        Ok(p) => p,
-        Err(_) => return Ok(()),
-    };
-    api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-        .map_err(Error::kube("update finalizers of Instance", &name))?;
-    Ok(())
-}
-
 /// Reconciles one Instance.
 pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Action, Error> {
     let api = ctx.instances();
@@ -64,9 +35,12 @@ pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Act
         return delete(&instance, &ctx).await;
     }
     if !instance.has_finalizer() {
-        let mut wanted = instance.finalizers().to_vec();
-        wanted.push(FINALIZER.to_owned());
-        set_finalizers(&api, &instance, wanted).await?;
+        finalizer::add(&api, &instance, FINALIZER)
+            .await
+            .map_err(Error::kube(
+                "update finalizers of Instance",
+                &instance.name_any(),
+            ))?;
     }
     if instance.spec.mode == InstanceMode::Provision {
         ensure_operator_karmada(&ctx, &instance).await?;
@@ -184,30 +158,10 @@ async fn delete(instance: &Instance, ctx: &Context) -> Result<Action, Error> {
                 }
             }
             ctx.workers.stop(&name);
-            let wanted: Vec<String> = instance
-                .finalizers()
-                .iter()
-                .filter(|f| f.as_str() != FINALIZER)
-                .cloned()
-                .collect();
-            set_finalizers(&api, instance, wanted).await?;
+            finalizer::remove(&api, instance, FINALIZER)
+                .await
+                .map_err(Error::kube("update finalizers of Instance", &name))?;
             Ok(Action::await_change())
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finalizer_patches() {
-        let add = finalizers_patch(None, &[FINALIZER.to_owned()]);
-        assert_eq!(add[0]["op"], "add");
-        let current = vec!["other".to_owned(), FINALIZER.to_owned()];
-        let remove = finalizers_patch(Some(&current), &["other".to_owned()]);
-        assert_eq!(remove[0]["op"], "test");
-        assert_eq!(remove[0]["value"], json!(current));
-        assert_eq!(remove[1]["value"], json!(["other"]));
     }
 }

@@ -14,6 +14,7 @@ use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
+use kube_kit::finalizer;
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -303,22 +304,12 @@ async fn remove_virtual_node(ctx: &Context, vnode: &Node) -> Result<Option<Insta
             Err(err) => return Err(fail("delete", err)),
         }
     }
-    let others: Vec<String> = vnode
-        .finalizers()
-        .iter()
-        .filter(|f| *f != labels::FINALIZER_VNODE)
-        .cloned()
-        .collect();
-    if others.len() != vnode.finalizers().len() {
-        let patch = json!({ "metadata": { "finalizers": others } });
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {}
-            Err(err) if api_code(&err) == Some(404) => {}
-            Err(err) => return Err(fail("release the finalizer of", err)),
-        }
+    // Guarded: a finalizer another writer added meanwhile fails the patch (retried) instead
+    // of being dropped.
+    match finalizer::remove(&api, vnode, labels::FINALIZER_VNODE).await {
+        Ok(_) => {}
+        Err(err) if api_code(&err) == Some(404) => {}
+        Err(err) => return Err(fail("release the finalizer of", err)),
     }
     tracing::info!(vnode = %name, "virtual node removed");
     Ok(None)
