@@ -297,7 +297,7 @@ pub async fn cleanup(ctx: &Context, instance: &str) -> Result<(), Error> {
             let name = binding.name_any();
             let namespace = binding.namespace().unwrap_or_default();
             let api: Api<RoleBinding> = Api::namespaced(ctx.host.clone(), &namespace);
-            let object = format!("{namespace}/{name}");
+            let object = kube_kit::controller::object_key(&binding);
             delete_if_present(&api, &name, "delete RoleBinding", &object).await?;
         }
     }
