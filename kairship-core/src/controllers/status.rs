@@ -5,6 +5,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::Api;
 use kube::api::PostParams;
+use kube_kit::client::is_not_found;
 
 use super::Error;
 use crate::instance::{Instance, InstanceStatus};
@@ -87,7 +88,7 @@ pub async fn update_status(
         {
             Ok(_) => return Ok(true),
             Err(kube::Error::Api(status)) if status.code == 409 => continue,
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(false),
+            Err(err) if is_not_found(&err) => return Ok(false),
             Err(source) => {
                 return Err(Error::Kube {
                     action: "write status of Instance",

@@ -24,6 +24,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource, ResourceExt};
 use kube_kit::client::describe_kube_error;
+use kube_kit::client::is_not_found;
 use kube_kit::controller::truncate_utf8;
 use kube_kit::finalizer;
 use serde::Serialize;
@@ -556,7 +557,7 @@ where
 {
     match api.delete(name, &DeleteParams::background()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(Error::Workload {
             action: "delete",
             kind,
@@ -579,7 +580,7 @@ async fn hold_finalizer(ctx: &Context, binding: &ClusterBinding, hold: bool) -> 
     match sent {
         Ok(_) => Ok(()),
         // Gone already: nothing to hold.
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(Error::Finalizer {
             binding: binding.name_any(),
             source,

@@ -13,6 +13,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
+use kube_kit::client::is_not_found;
 use serde::{Deserialize, Serialize};
 
 use super::status::{set_condition, update_status};
@@ -343,7 +344,7 @@ where
 {
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(Error::Kube {
             action,
             object: object.to_owned(),

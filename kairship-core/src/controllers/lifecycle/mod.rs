@@ -9,6 +9,7 @@ use std::sync::Arc;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
+use kube_kit::client::is_not_found;
 use kube_kit::finalizer;
 
 use super::connection::{connect, find_kubeconfig};
@@ -94,7 +95,7 @@ async fn member_count(ctx: &Context, instance: &Instance) -> Option<usize> {
     match tokio::time::timeout(timeout, clusters.list_metadata(&params)).await {
         Ok(Ok(list)) => Some(list.items.len()),
         // No Cluster API at all: the instance cannot have members.
-        Ok(Err(kube::Error::Api(status))) if status.code == 404 => Some(0),
+        Ok(Err(err)) if is_not_found(&err) => Some(0),
         _ => None,
     }
 }
@@ -147,7 +148,7 @@ async fn delete(instance: &Instance, ctx: &Context) -> Result<Action, Error> {
                     .await
                 {
                     Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(err) if is_not_found(&err) => {}
                     Err(source) => {
                         return Err(Error::Kube {
                             action: "delete Karmada",
