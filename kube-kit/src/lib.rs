@@ -7,6 +7,7 @@
 //! - [`client`]: `kube::Client`s from kubeconfig files, in-cluster config or Secrets, limited
 //!   by [`ratelimit`].
 //! - [`shutdown`]: SIGTERM/SIGINT to a cancellation token, with a bounded grace period.
+//! - [`conditions`]: status conditions whose `lastTransitionTime` moves only with the status.
 //! - [`controller`]: a kube-runtime `Controller` runner with metrics, backoff and Events.
 //! - [`args`]: the shared, env-backed command-line flags.
 //! - [`quantity`]: exact Kubernetes resource quantities.
@@ -22,6 +23,7 @@
 pub mod admin;
 pub mod args;
 pub mod client;
+pub mod conditions;
 pub mod controller;
 pub mod fields;
 pub mod finalizer;

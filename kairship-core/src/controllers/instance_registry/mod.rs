@@ -16,7 +16,9 @@ use kube::{Api, Resource, ResourceExt};
 use kube_kit::client::is_not_found;
 use serde::{Deserialize, Serialize};
 
-use super::status::{set_condition, update_status};
+use kube_kit::conditions::set_condition;
+
+use super::status::update_status;
 use super::{Context, Error, MANAGER_NAME};
 use crate::instance::{Instance, InstanceMode, condition_type};
 use rbac::{

@@ -13,7 +13,9 @@ use kube_kit::client::is_not_found;
 use kube_kit::finalizer;
 
 use super::connection::{connect, find_kubeconfig};
-use super::status::{remove_condition, set_condition, update_status};
+use kube_kit::conditions::{remove_condition, set_condition};
+
+use super::status::update_status;
 use super::{Context, Error, MANAGER_NAME, instance_registry, virtual_cluster_sync};
 use crate::instance::{FINALIZER, Instance, InstanceMode, InstancePhase, condition_type, reason};
 use crate::models::cluster::Cluster;

@@ -17,7 +17,9 @@ use kube::{Api, Resource, ResourceExt};
 use kube_kit::client::is_not_found;
 
 use super::connection::{Lookup, lookup_kubeconfig};
-use super::status::{set_condition, update_status};
+use kube_kit::conditions::set_condition;
+
+use super::status::update_status;
 use super::{Context, Error, MANAGER_NAME, ReadBackend};
 use crate::instance::{
     DEFAULT_KUBECONFIG_KEY, INSTANCE_LABEL, Instance, MANAGED_BY_LABEL, MANAGED_BY_VALUE,

@@ -20,12 +20,12 @@ use crate::crd::{
     leasing_policy_condition,
 };
 use crate::leasing::{Schedule, validate_policy};
-use crate::syncer::conditions::{condition, upsert_condition};
 use crate::syncer::context::Context;
 use crate::syncer::error::SyncError;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::worker;
+use kube_kit::conditions::{condition, upsert_condition};
 
 /// Condition reasons written on policies.
 pub mod reason {
@@ -208,7 +208,7 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::syncer::conditions::find;
+    use kube_kit::conditions::find;
     use serde_json::json;
 
     fn policy(spec: serde_json::Value) -> ResourceLeasingPolicy {
