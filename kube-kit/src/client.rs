@@ -159,6 +159,21 @@ pub fn describe_kubeconfig_error(err: &KubeconfigError) -> String {
     }
 }
 
+/// Whether `err` is the API server's 404 Not Found.
+pub fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 404)
+}
+
+/// A request's result with 404 Not Found as `Ok(None)`: for reads of objects that may be gone
+/// and deletes of objects that may be gone already.
+pub fn ignore_not_found<T>(result: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(err) if is_not_found(&err) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
 /// Describes a client-building error without anything that could be a credential.
 pub fn describe_kube_error(err: &kube::Error) -> String {
     use kube::client::AuthError;
@@ -361,6 +376,32 @@ pub async fn client_from_secret(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn not_found() {
+        let api = |code: u16| {
+            kube::Error::Api(
+                kube::core::Status::failure("failed", "Reason")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        for (result, want) in [
+            (Ok(1), Ok(Some(1))),
+            (Err(api(404)), Ok(None)),
+            (Err(api(409)), Err(409)),
+            (Err(api(500)), Err(500)),
+        ] {
+            let got = ignore_not_found(result).map_err(|e| match e {
+                kube::Error::Api(s) => s.code,
+                _ => 0,
+            });
+            assert_eq!(got, want);
+        }
+        assert!(is_not_found(&api(404)));
+        assert!(!is_not_found(&api(410)));
+        assert!(!is_not_found(&kube::Error::LinesCodecMaxLineLengthExceeded));
+    }
     use k8s_openapi::ByteString;
     use std::collections::BTreeMap;
 

@@ -165,11 +165,11 @@ pub fn truncate_utf8(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// `namespace/name` (or `name` for cluster-scoped objects).
+/// `namespace/name` (or `name` for cluster-scoped objects, whose namespace is unset or empty).
 pub fn object_key<K: Resource>(obj: &K) -> String {
     let meta = obj.meta();
     let name = meta.name.as_deref().unwrap_or("");
-    match meta.namespace.as_deref() {
+    match meta.namespace.as_deref().filter(|ns| !ns.is_empty()) {
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_owned(),
     }
@@ -354,6 +354,28 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn object_keys() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::ObjectMeta;
+        for (namespace, name, want) in [
+            (Some("ns"), Some("a"), "ns/a"),
+            (None, Some("node-1"), "node-1"),
+            (Some(""), Some("pv-1"), "pv-1"),
+            (Some("ns"), None, "ns/"),
+        ] {
+            let obj = ConfigMap {
+                metadata: ObjectMeta {
+                    namespace: namespace.map(str::to_owned),
+                    name: name.map(str::to_owned),
+                    ..ObjectMeta::default()
+                },
+                ..ConfigMap::default()
+            };
+            assert_eq!(object_key(&obj), want, "{namespace:?} {name:?}");
+        }
+    }
 
     #[test]
     fn backoff_table() {

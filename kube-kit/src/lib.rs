@@ -7,6 +7,7 @@
 //! - [`client`]: `kube::Client`s from kubeconfig files, in-cluster config or Secrets, limited
 //!   by [`ratelimit`].
 //! - [`shutdown`]: SIGTERM/SIGINT to a cancellation token, with a bounded grace period.
+//! - [`conditions`]: status conditions whose `lastTransitionTime` moves only with the status.
 //! - [`controller`]: a kube-runtime `Controller` runner with metrics, backoff and Events.
 //! - [`args`]: the shared, env-backed command-line flags.
 //! - [`quantity`]: exact Kubernetes resource quantities.
@@ -15,14 +16,17 @@
 //! - [`process`]: the start-up every binary shares (logging, admin listeners, signals, client)
 //!   and its exit code.
 //! - [`fields`]: unknown fields of an object, from its kind's schema (`fieldValidation`).
+//! - [`finalizer`]: adding and removing a finalizer with a guarded JSON patch.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod admin;
 pub mod args;
 pub mod client;
+pub mod conditions;
 pub mod controller;
 pub mod fields;
+pub mod finalizer;
 pub mod leader;
 pub mod process;
 pub mod quantity;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::core::{ApiResource, GroupVersionKind};
+use kube_kit::client::is_not_found;
 
 use crate::router::{InstanceConnection, InstanceIdentity, RouterError};
 
@@ -137,7 +138,7 @@ impl DiscoveryCache {
         let list = match list {
             Ok(list) => list,
             // The group version does not exist on the instance.
-            Err(kube::Error::Api(status)) if status.code == 404 => APIResourceList::default(),
+            Err(err) if is_not_found(&err) => APIResourceList::default(),
             Err(e) => return Err(RouterError::from_kube(what, e)),
         };
         let resources = resources_of(group, version, &list);

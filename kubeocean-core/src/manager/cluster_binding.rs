@@ -24,10 +24,11 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource, ResourceExt};
 use kube_kit::client::describe_kube_error;
+use kube_kit::client::is_not_found;
 use kube_kit::controller::truncate_utf8;
+use kube_kit::finalizer;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
 use super::drain::{self, DeletionStep, WorkerDrain};
 use super::permissions::{describe_missing, missing_permissions, required_permissions};
@@ -52,9 +53,7 @@ pub async fn reconcile(binding: Arc<ClusterBinding>, ctx: Arc<Context>) -> Resul
         return delete(&binding, &ctx).await;
     }
     if !has_finalizer {
-        let mut wanted = binding.finalizers().to_vec();
-        wanted.push(FINALIZER.to_owned());
-        set_finalizers(&ctx, &binding, wanted).await?;
+        hold_finalizer(&ctx, &binding, true).await?;
     }
     let outcome = evaluate(&binding, &ctx).await;
     let desired = desired_status(&outcome, binding.metadata.generation, Timestamp::now());
@@ -429,13 +428,7 @@ async fn delete(binding: &ClusterBinding, ctx: &Context) -> Result<Action, Error
         Some(embedded) => embedded.stop(&name).await,
         None => remove_workloads(ctx, &name).await?,
     }
-    let wanted: Vec<String> = binding
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    set_finalizers(ctx, binding, wanted).await?;
+    hold_finalizer(ctx, binding, false).await?;
     ctx.forget_worker(&name);
     tracing::info!(binding = %name, "drained; finalizer removed");
     Ok(Action::await_change())
@@ -564,7 +557,7 @@ where
 {
     match api.delete(name, &DeleteParams::background()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(Error::Workload {
             action: "delete",
             kind,
@@ -574,33 +567,22 @@ where
     }
 }
 
-/// Sets the finalizers from what `binding` holds to `wanted`; a JSON patch that fails if they
-/// changed meanwhile (the next reconcile sees the fresh object).
-async fn set_finalizers(
-    ctx: &Context,
-    binding: &ClusterBinding,
-    wanted: Vec<String>,
-) -> Result<(), Error> {
-    let name = binding.name_any();
-    let patch = match binding.metadata.finalizers.as_deref() {
-        None => json!([{"op": "add", "path": "/metadata/finalizers", "value": wanted}]),
-        Some(current) => json!([
-            {"op": "test", "path": "/metadata/finalizers", "value": current},
-            {"op": "replace", "path": "/metadata/finalizers", "value": wanted},
-        ]),
-    };
-    // Built from plain strings above, so it always deserialises.
-    let patch: json_patch::Patch = serde_json::from_value(patch).unwrap_or_default();
+/// Adds (`hold`) or removes the manager's finalizer on `binding` (as read); a guarded JSON
+/// patch that fails if the finalizers changed meanwhile (the next reconcile sees the fresh
+/// object).
+async fn hold_finalizer(ctx: &Context, binding: &ClusterBinding, hold: bool) -> Result<(), Error> {
     let api: Api<ClusterBinding> = Api::all(ctx.computing.clone());
-    match api
-        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-    {
+    let sent = if hold {
+        finalizer::add(&api, binding, FINALIZER).await
+    } else {
+        finalizer::remove(&api, binding, FINALIZER).await
+    };
+    match sent {
         Ok(_) => Ok(()),
         // Gone already: nothing to hold.
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(Error::Finalizer {
-            binding: name,
+            binding: binding.name_any(),
             source,
         }),
     }

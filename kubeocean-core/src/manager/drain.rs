@@ -14,6 +14,7 @@
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
+use kube_kit::client::is_not_found;
 use serde_json::json;
 
 use crate::crd::ClusterBinding;
@@ -102,13 +103,13 @@ pub async fn force_remove_virtual_nodes(
                 .await
             {
                 Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => continue,
+                Err(err) if is_not_found(&err) => continue,
                 Err(e) => return Err(e),
             }
         }
         match nodes.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(e) => return Err(e),
         }
     }

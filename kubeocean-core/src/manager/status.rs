@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use super::templates::recorded_hash;
 use crate::crd::{ClusterBindingPhase, cluster_binding_condition as ctype};
-use crate::syncer::conditions::{condition, upsert_condition};
+use kube_kit::conditions::{condition, upsert_condition};
 
 /// Condition reasons the manager writes.
 pub mod reason {

@@ -13,9 +13,9 @@ use kube_kit::client::{
 };
 
 use super::clock::Clock;
-use super::conditions::{condition, upsert_condition};
 use super::error::SyncError;
 use crate::crd::{ClusterBinding, KUBECONFIG_SECRET_KEY, cluster_binding_condition};
+use kube_kit::conditions::{condition, upsert_condition};
 
 /// Why the worker cluster could not be reached.
 #[derive(Debug, thiserror::Error)]

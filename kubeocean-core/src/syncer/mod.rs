@@ -10,13 +10,12 @@
 //!   apply). Neither imports the other, nor this module's session wiring.
 //! - The shared core: [`context`] (clients, settings, indexes and queues of one session),
 //!   [`config`], [`clock`], [`queue`], [`reflector`], [`index`], [`metrics`], [`error`],
-//!   and the helpers both halves and the manager use: [`binding`], [`conditions`],
-//!   [`metadata`].
+//!   and the helpers both halves and the manager use: [`binding`], [`metadata`] (status
+//!   conditions come from `kube_kit::conditions`).
 
 pub mod binding;
 pub mod bottomup;
 pub mod clock;
-pub mod conditions;
 pub mod config;
 pub mod context;
 pub mod error;

@@ -13,9 +13,12 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
+use kube_kit::client::is_not_found;
 use serde::{Deserialize, Serialize};
 
-use super::status::{set_condition, update_status};
+use kube_kit::conditions::set_condition;
+
+use super::status::update_status;
 use super::{Context, Error, MANAGER_NAME};
 use crate::instance::{Instance, InstanceMode, condition_type};
 use rbac::{
@@ -297,7 +300,7 @@ pub async fn cleanup(ctx: &Context, instance: &str) -> Result<(), Error> {
             let name = binding.name_any();
             let namespace = binding.namespace().unwrap_or_default();
             let api: Api<RoleBinding> = Api::namespaced(ctx.host.clone(), &namespace);
-            let object = format!("{namespace}/{name}");
+            let object = kube_kit::controller::object_key(&binding);
             delete_if_present(&api, &name, "delete RoleBinding", &object).await?;
         }
     }
@@ -343,7 +346,7 @@ where
 {
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(Error::Kube {
             action,
             object: object.to_owned(),

@@ -9,10 +9,13 @@ use std::sync::Arc;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
-use serde_json::json;
+use kube_kit::client::is_not_found;
+use kube_kit::finalizer;
 
 use super::connection::{connect, find_kubeconfig};
-use super::status::{remove_condition, set_condition, update_status};
+use kube_kit::conditions::{remove_condition, set_condition};
+
+use super::status::update_status;
 use super::{Context, Error, MANAGER_NAME, instance_registry, virtual_cluster_sync};
 use crate::instance::{FINALIZER, Instance, InstanceMode, InstancePhase, condition_type, reason};
 use crate::models::cluster::Cluster;
@@ -25,35 +28,6 @@ pub const NAME: &str = "instance-lifecycle";
 /// How often a healthy instance is looked at again without any change.
 const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// The JSON patch that sets the finalizers from `current` to `wanted`, failing if they changed
-/// meanwhile.
-pub fn finalizers_patch(current: Option<&[String]>, wanted: &[String]) -> serde_json::Value {
-    match current {
-        None => json!([{"op": "add", "path": "/metadata/finalizers", "value": wanted}]),
-        Some(current) => json!([
-            {"op": "test", "path": "/metadata/finalizers", "value": current},
-            {"op": "replace", "path": "/metadata/finalizers", "value": wanted},
-        ]),
-    }
-}
-
-async fn set_finalizers(
-    api: &Api<Instance>,
-    instance: &Instance,
-    wanted: Vec<String>,
-) -> Result<(), Error> {
-    let name = instance.name_any();
-    let patch = finalizers_patch(instance.metadata.finalizers.as_deref(), &wanted);
-    let patch: json_patch::Patch = match serde_json::from_value(patch) {
-        Ok(p) => p,
-        Err(_) => return Ok(()),
-    };
-    api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-        .map_err(Error::kube("update finalizers of Instance", &name))?;
-    Ok(())
-}
-
 /// Reconciles one Instance.
 pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Action, Error> {
     let api = ctx.instances();
@@ -64,9 +38,12 @@ pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Act
         return delete(&instance, &ctx).await;
     }
     if !instance.has_finalizer() {
-        let mut wanted = instance.finalizers().to_vec();
-        wanted.push(FINALIZER.to_owned());
-        set_finalizers(&api, &instance, wanted).await?;
+        finalizer::add(&api, &instance, FINALIZER)
+            .await
+            .map_err(Error::kube(
+                "update finalizers of Instance",
+                &instance.name_any(),
+            ))?;
     }
     if instance.spec.mode == InstanceMode::Provision {
         ensure_operator_karmada(&ctx, &instance).await?;
@@ -120,7 +97,7 @@ async fn member_count(ctx: &Context, instance: &Instance) -> Option<usize> {
     match tokio::time::timeout(timeout, clusters.list_metadata(&params)).await {
         Ok(Ok(list)) => Some(list.items.len()),
         // No Cluster API at all: the instance cannot have members.
-        Ok(Err(kube::Error::Api(status))) if status.code == 404 => Some(0),
+        Ok(Err(err)) if is_not_found(&err) => Some(0),
         _ => None,
     }
 }
@@ -173,7 +150,7 @@ async fn delete(instance: &Instance, ctx: &Context) -> Result<Action, Error> {
                     .await
                 {
                     Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(err) if is_not_found(&err) => {}
                     Err(source) => {
                         return Err(Error::Kube {
                             action: "delete Karmada",
@@ -184,30 +161,10 @@ async fn delete(instance: &Instance, ctx: &Context) -> Result<Action, Error> {
                 }
             }
             ctx.workers.stop(&name);
-            let wanted: Vec<String> = instance
-                .finalizers()
-                .iter()
-                .filter(|f| f.as_str() != FINALIZER)
-                .cloned()
-                .collect();
-            set_finalizers(&api, instance, wanted).await?;
+            finalizer::remove(&api, instance, FINALIZER)
+                .await
+                .map_err(Error::kube("update finalizers of Instance", &name))?;
             Ok(Action::await_change())
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finalizer_patches() {
-        let add = finalizers_patch(None, &[FINALIZER.to_owned()]);
-        assert_eq!(add[0]["op"], "add");
-        let current = vec!["other".to_owned(), FINALIZER.to_owned()];
-        let remove = finalizers_patch(Some(&current), &["other".to_owned()]);
-        assert_eq!(remove[0]["op"], "test");
-        assert_eq!(remove[0]["value"], json!(current));
-        assert_eq!(remove[1]["value"], json!(["other"]));
     }
 }

@@ -30,6 +30,7 @@ use hyper_util::service::TowerToHyperService;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client, Resource};
+use kube_kit::client::is_not_found;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
@@ -228,7 +229,7 @@ async fn apply(host: &Client, request: &RoleBindingRequest) -> Result<bool, Resp
         }
         BindingAction::Unbind => match bindings.delete(&name, &DeleteParams::default()).await {
             Ok(_) => Ok(true),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(err) if is_not_found(&err) => Ok(false),
             Err(e) => Err(internal("deleting", e)),
         },
     }

@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Context;
 use super::connection::{Connection, Lookup, connect, lookup_kubeconfig};
-use super::status::{remove_condition, set_condition, update_status};
+use kube_kit::conditions::{remove_condition, set_condition};
+
+use super::status::update_status;
 use crate::instance::{
     Instance, InstanceMode, InstancePhase, InstanceState, InstanceStatus, condition_type, reason,
 };

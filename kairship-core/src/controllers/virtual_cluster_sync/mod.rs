@@ -14,9 +14,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
+use kube_kit::client::is_not_found;
 
 use super::connection::{Lookup, lookup_kubeconfig};
-use super::status::{set_condition, update_status};
+use kube_kit::conditions::set_condition;
+
+use super::status::update_status;
 use super::{Context, Error, MANAGER_NAME, ReadBackend};
 use crate::instance::{
     DEFAULT_KUBECONFIG_KEY, INSTANCE_LABEL, Instance, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
@@ -180,7 +183,7 @@ where
 {
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(Error::Kube {
             action,
             object: name.to_owned(),

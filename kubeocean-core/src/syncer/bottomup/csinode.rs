@@ -9,6 +9,7 @@ use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
+use kube_kit::client::is_not_found;
 
 use crate::labels;
 use crate::syncer::context::Context;
@@ -71,7 +72,7 @@ pub async fn sync(
         (None, None) => Ok(()),
         (None, Some(_)) => match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => Ok(()),
-            Err(err) if api_code(&err) == Some(404) => Ok(()),
+            Err(err) if is_not_found(&err) => Ok(()),
             Err(err) => Err(fail("delete", err)),
         },
         (Some(physical), None) => {

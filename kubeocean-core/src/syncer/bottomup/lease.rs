@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
+use kube_kit::client::is_not_found;
 use tokio_util::sync::CancellationToken;
 
 use super::physical_node::NODE_LEASE_NAMESPACE;
@@ -151,13 +152,11 @@ async fn renew(ctx: &Context, vnode: &Node, duration_seconds: i32) -> Result<(),
         .await
     {
         Ok(_) => Ok(()),
-        Err(err) if api_code(&err) == Some(404) => {
-            match api.create(&PostParams::default(), &lease).await {
-                Ok(_) => Ok(()),
-                Err(err) if api_code(&err) == Some(409) => Ok(()),
-                Err(err) => Err(fail("create", err)),
-            }
-        }
+        Err(err) if is_not_found(&err) => match api.create(&PostParams::default(), &lease).await {
+            Ok(_) => Ok(()),
+            Err(err) if api_code(&err) == Some(409) => Ok(()),
+            Err(err) => Err(fail("create", err)),
+        },
         Err(err) => Err(fail("renew", err)),
     }
 }

@@ -14,6 +14,8 @@ use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
+use kube_kit::client::is_not_found;
+use kube_kit::finalizer;
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +30,7 @@ use crate::labels;
 use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
-use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::error::SyncError;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::worker;
@@ -242,7 +244,7 @@ async fn label_policy_applied(
     {
         Ok(_) => Ok(()),
         // The node went away; its deletion event re-evaluates it.
-        Err(err) if api_code(&err) == Some(404) => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(SyncError::PhysicalNode { name, source }),
     }
 }
@@ -274,7 +276,7 @@ async fn remove_virtual_node(ctx: &Context, vnode: &Node) -> Result<Option<Insta
     let leases: Api<Lease> = Api::namespaced(ctx.computing.clone(), NODE_LEASE_NAMESPACE);
     match leases.delete(&name, &DeleteParams::default()).await {
         Ok(_) => {}
-        Err(err) if api_code(&err) == Some(404) => {}
+        Err(err) if is_not_found(&err) => {}
         Err(source) => {
             return Err(SyncError::Lease {
                 action: "delete",
@@ -286,7 +288,7 @@ async fn remove_virtual_node(ctx: &Context, vnode: &Node) -> Result<Option<Insta
     let csinodes: Api<CSINode> = Api::all(ctx.computing.clone());
     match csinodes.delete(&name, &DeleteParams::default()).await {
         Ok(_) => {}
-        Err(err) if api_code(&err) == Some(404) => {}
+        Err(err) if is_not_found(&err) => {}
         Err(source) => {
             return Err(SyncError::CsiNode {
                 action: "delete",
@@ -299,26 +301,16 @@ async fn remove_virtual_node(ctx: &Context, vnode: &Node) -> Result<Option<Insta
     if vnode.metadata.deletion_timestamp.is_none() {
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(err) if api_code(&err) == Some(404) => return Ok(None),
+            Err(err) if is_not_found(&err) => return Ok(None),
             Err(err) => return Err(fail("delete", err)),
         }
     }
-    let others: Vec<String> = vnode
-        .finalizers()
-        .iter()
-        .filter(|f| *f != labels::FINALIZER_VNODE)
-        .cloned()
-        .collect();
-    if others.len() != vnode.finalizers().len() {
-        let patch = json!({ "metadata": { "finalizers": others } });
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {}
-            Err(err) if api_code(&err) == Some(404) => {}
-            Err(err) => return Err(fail("release the finalizer of", err)),
-        }
+    // Guarded: a finalizer another writer added meanwhile fails the patch (retried) instead
+    // of being dropped.
+    match finalizer::remove(&api, vnode, labels::FINALIZER_VNODE).await {
+        Ok(_) => {}
+        Err(err) if is_not_found(&err) => {}
+        Err(err) => return Err(fail("release the finalizer of", err)),
     }
     tracing::info!(vnode = %name, "virtual node removed");
     Ok(None)

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
+use kube_kit::client::is_not_found;
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -19,12 +20,12 @@ use crate::crd::{
     leasing_policy_condition,
 };
 use crate::leasing::{Schedule, validate_policy};
-use crate::syncer::conditions::{condition, upsert_condition};
 use crate::syncer::context::Context;
-use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::error::SyncError;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::worker;
+use kube_kit::conditions::{condition, upsert_condition};
 
 /// Condition reasons written on policies.
 pub mod reason {
@@ -192,7 +193,7 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
             Ok(_) => {
                 tracing::info!(policy = %name, phase = ?status.phase, "policy status written");
             }
-            Err(err) if api_code(&err) == Some(404) => return Ok(None),
+            Err(err) if is_not_found(&err) => return Ok(None),
             Err(source) => {
                 return Err(SyncError::PolicyStatus {
                     name: name.to_owned(),
@@ -207,7 +208,7 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::syncer::conditions::find;
+    use kube_kit::conditions::find;
     use serde_json::json;
 
     fn policy(spec: serde_json::Value) -> ResourceLeasingPolicy {

@@ -6,10 +6,11 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
+use kube_kit::client::is_not_found;
 
 use crate::labels;
 use crate::syncer::context::Context;
-use crate::syncer::error::{SyncError, api_code};
+use crate::syncer::error::SyncError;
 
 /// Deletes the virtual pods bound to `vnode`. Pods whose physical pod is gone (or that never
 /// had one) are deleted at once, as a kubelet does for pods it no longer runs; the others
@@ -67,7 +68,7 @@ pub(crate) async fn delete_virtual_pod(ctx: &Context, pod: &Pod) -> Result<(), k
         Api::namespaced(ctx.computing.clone(), &pod.namespace().unwrap_or_default());
     match api.delete(&pod.name_any(), &params).await {
         Ok(_) => Ok(()),
-        Err(err) if api_code(&err) == Some(404) => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         Err(err) => Err(err),
     }
 }

@@ -247,10 +247,7 @@ pub(crate) async fn write_status(
     status: &PodStatus,
     reference: Option<&serde_json::Value>,
 ) -> Result<(), TopDownError> {
-    let key = object_key(
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default(),
-    );
+    let key = kube_kit::controller::object_key(pod);
     let Some(patch) = status_patch(pod.status.as_ref(), status, reference) else {
         return Ok(());
     };

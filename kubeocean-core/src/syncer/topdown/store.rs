@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
+use kube_kit::controller::object_key as key_of;
 
 use super::mapping::pod::dependencies;
 
@@ -30,14 +31,6 @@ pub fn object_key(namespace: &str, name: &str) -> String {
 /// Splits a key made by [`object_key`] into namespace (empty when cluster-scoped) and name.
 pub fn split_key(key: &str) -> (&str, &str) {
     key.split_once('/').unwrap_or(("", key))
-}
-
-fn key_of<K: Resource>(obj: &K) -> String {
-    let meta = obj.meta();
-    object_key(
-        meta.namespace.as_deref().unwrap_or_default(),
-        meta.name.as_deref().unwrap_or_default(),
-    )
 }
 
 /// Whether `candidate` (its `resourceVersion`) is older than `stored`. Versions are compared

@@ -54,10 +54,7 @@ pub(crate) async fn ensure(
     pod: &Pod,
     spec: &TokenRequestSpec,
 ) -> Result<(), TopDownError> {
-    let key = object_key(
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default(),
-    );
+    let key = kube_kit::controller::object_key(pod);
     let map_err = |source| TopDownError::Map {
         kind: "Pod",
         name: key.clone(),

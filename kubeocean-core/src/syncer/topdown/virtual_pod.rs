@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
+use kube_kit::controller::object_key as key_of;
 use kube_kit::slim::Slim;
 use tokio::time::Instant;
 
@@ -380,7 +381,7 @@ async fn follow(
                 kind: "Pod",
                 physical: td.physical_key(&name),
                 owner: describe_owner(&other),
-                wanted: format!("Pod {}", object_key_of(pod)),
+                wanted: format!("Pod {}", key_of(pod)),
             });
         }
     }
@@ -399,13 +400,6 @@ async fn follow(
     .await?;
     td.remember_physical_pod(updated.clone());
     Ok(Some(updated))
-}
-
-fn object_key_of(pod: &Pod) -> String {
-    object_key(
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default(),
-    )
 }
 
 /// Whether the physical pod `name` with `uid` exists, asking the worker when the store does
@@ -444,7 +438,7 @@ async fn mark_lost(ctx: &Context, td: &TopDown, pod: &Pod) -> Result<(), TopDown
     super::physical_pod::write_status(ctx, td, pod, &status, None).await?;
     let note =
         "the physical pod of this pod no longer exists in the worker cluster; the pod is Failed";
-    tracing::warn!(pod = %object_key_of(pod), "{note}");
+    tracing::warn!(pod = %key_of(pod), "{note}");
     td.publish(
         ctx,
         &pod.object_ref(&()),
@@ -527,7 +521,7 @@ async fn finish_deletion(
     }
     token_refresh::remove(ctx, td, pod).await?;
 
-    let key = object_key_of(pod);
+    let key = key_of(pod);
     let (namespace, name) = split_key(&key);
     let api: Api<Pod> = Api::namespaced(ctx.computing.clone(), namespace);
     let params = DeleteParams {

@@ -46,10 +46,7 @@ pub(crate) async fn ensure_claim(
     claim: &PersistentVolumeClaim,
 ) -> Result<ClaimState, TopDownError> {
     let mapping = MappingContext::new(&td.settings);
-    let claim_key = object_key(
-        claim.metadata.namespace.as_deref().unwrap_or_default(),
-        &claim.name_any(),
-    );
+    let claim_key = kube_kit::controller::object_key(claim);
     let desired_claim = match physical_pvc(claim, &mapping) {
         Ok(desired) => desired,
         Err(MapError::NotBound { .. }) => return Ok(ClaimState::NotBound),
