@@ -15,6 +15,7 @@
 //! - [`runtime`]: the async runtime, sized by a flag.
 //! - [`process`]: the start-up every binary shares (logging, admin listeners, signals, client)
 //!   and its exit code.
+//! - [`x509`]: the user and groups of a client certificate's subject.
 //! - [`fields`]: unknown fields of an object, from its kind's schema (`fieldValidation`).
 //! - [`finalizer`]: adding and removing a finalizer with a guarded JSON patch.
 
@@ -35,6 +36,7 @@ pub mod runtime;
 pub mod shutdown;
 pub mod slim;
 pub mod telemetry;
+pub mod x509;
 
 pub use args::Args;
 pub use leader::{LeaderElector, LeaderState, LeaseElector};
