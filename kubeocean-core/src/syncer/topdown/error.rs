@@ -155,6 +155,41 @@ pub(crate) async fn request_opt<T>(
     }
 }
 
+/// What creating a physical object found.
+pub(crate) enum Created<T> {
+    /// This call created it.
+    New(T),
+    /// An object of that name was there already (409): the object read back, and the 409 for
+    /// callers that give up on it this time.
+    Existing(T, TopDownError),
+}
+
+/// Creates a physical object with `create`; on a 409 reads the object of that name with `get`
+/// instead, so the caller can decide by its ownership. The 409 is the error when the object is
+/// gone again by then (the next attempt creates it).
+pub(crate) async fn create_or_read<T, C, G>(
+    timeout: Duration,
+    kind: &'static str,
+    physical_key: &str,
+    create: C,
+    get: impl FnOnce() -> G,
+) -> Result<Created<T>, TopDownError>
+where
+    C: Future<Output = Result<T, kube::Error>>,
+    G: Future<Output = Result<T, kube::Error>>,
+{
+    match request(timeout, Side::Worker, "create", kind, physical_key, create).await {
+        Ok(created) => Ok(Created::New(created)),
+        Err(conflict) if conflict.code() == Some(409) => {
+            match request_opt(timeout, Side::Worker, "get", kind, physical_key, get()).await? {
+                Some(found) => Ok(Created::Existing(found, conflict)),
+                None => Err(conflict),
+            }
+        }
+        Err(err) => Err(err),
+    }
+}
+
 /// Who a physical object belongs to, in words.
 pub(crate) fn describe_owner(ownership: &Ownership) -> String {
     match ownership {

@@ -15,7 +15,7 @@ use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams, Preconditions};
 use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, describe_owner, request, request_opt};
+use super::error::{Created, Side, TopDownError, create_or_read, describe_owner, request};
 use super::mapping::{
     MappingContext, Ownership, TOKEN_REFRESH_AT, TokenRequestSpec, back_reference, dependencies,
     ownership, physical_pod_name, token_refresh_at, token_refresh_due, token_secret,
@@ -158,34 +158,21 @@ pub(crate) async fn ensure(
             .await?
         }
         None => {
-            let created = request(
+            let created = create_or_read(
                 ctx.config.request_timeout,
-                Side::Worker,
-                "create",
                 "Secret",
                 &physical_key,
                 api.create(&PostParams::default(), &desired),
+                || api.get(&name),
             )
-            .await;
+            .await?;
             match created {
-                Ok(created) => created,
-                Err(err) if err.code() == Some(409) => {
+                Created::New(created) => created,
+                Created::Existing(found, conflict) => {
                     // Written by an earlier attempt: the next pass checks and replaces it.
-                    if let Some(found) = request_opt(
-                        ctx.config.request_timeout,
-                        Side::Worker,
-                        "get",
-                        "Secret",
-                        &physical_key,
-                        api.get(&name),
-                    )
-                    .await?
-                    {
-                        td.stores_mut().physical_secrets.remember(found);
-                    }
-                    return Err(err);
+                    td.stores_mut().physical_secrets.remember(found);
+                    return Err(conflict);
                 }
-                Err(err) => return Err(err),
             }
         }
     };

@@ -14,7 +14,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::error::{Side, TopDownError, describe_owner, request, request_opt};
+use super::error::{Created, Side, TopDownError, create_or_read, describe_owner, request};
 use super::mapping::{
     CopyUpdate, MapError, MappingContext, Ownership, config_map_update, is_copy_of, ownership,
     physical_config_map, physical_secret, secret_update,
@@ -137,39 +137,23 @@ pub(crate) async fn ensure_copy<K: Copied>(
         Some(existing) => existing,
         None => {
             let api: Api<K> = Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
-            let created = request(
+            let created = create_or_read(
                 ctx.config.request_timeout,
-                Side::Worker,
-                "create",
                 kind,
                 &physical_key,
                 api.create(&PostParams::default(), &desired),
+                || api.get(&name),
             )
-            .await;
+            .await?;
             match created {
-                Ok(created) => {
+                Created::New(created) => {
                     K::physical_store_mut(&mut td.stores_mut()).remember(created);
                     return Ok(());
                 }
-                Err(err) if err.code() == Some(409) => {
-                    let found = request_opt(
-                        ctx.config.request_timeout,
-                        Side::Worker,
-                        "get",
-                        kind,
-                        &physical_key,
-                        api.get(&name),
-                    )
-                    .await?;
-                    match found {
-                        Some(found) => {
-                            K::physical_store_mut(&mut td.stores_mut()).remember(found.clone());
-                            Arc::new(found)
-                        }
-                        None => return Err(err),
-                    }
+                Created::Existing(found, _) => {
+                    K::physical_store_mut(&mut td.stores_mut()).remember(found.clone());
+                    Arc::new(found)
                 }
-                Err(err) => return Err(err),
             }
         }
     };

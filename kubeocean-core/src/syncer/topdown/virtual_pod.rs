@@ -16,7 +16,9 @@ use kube_kit::controller::object_key as key_of;
 use kube_kit::slim::Slim;
 use tokio::time::Instant;
 
-use super::error::{Side, TopDownError, describe_owner, request, request_opt};
+use super::error::{
+    Created, Side, TopDownError, create_or_read, describe_owner, request, request_opt,
+};
 use super::mapping::{
     Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, dependencies,
     lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
@@ -313,18 +315,17 @@ async fn create(
     let desired = Slim(desired);
     let api: Api<Slim<Pod>> = Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
     let timeout = ctx.config.request_timeout;
-    let created = request(
+    let created = create_or_read(
         timeout,
-        Side::Worker,
-        "create",
         "Pod",
         &physical_key,
         api.create(&PostParams::default(), &desired),
+        || api.get(&name),
     )
-    .await
-    .map(Slim::into_inner);
+    .await?;
     match created {
-        Ok(created) => {
+        Created::New(created) => {
+            let created = created.into_inner();
             tracing::debug!(pod = %key, physical = %name, "physical pod created");
             if let Some(metrics) = &ctx.config.metrics {
                 let latency = td
@@ -336,27 +337,11 @@ async fn create(
             td.remember_physical_pod(created.clone());
             Ok(Some(created))
         }
-        Err(err) if err.code() == Some(409) => {
-            let existing = request_opt(
-                timeout,
-                Side::Worker,
-                "get",
-                "Pod",
-                &physical_key,
-                api.get(&name),
-            )
-            .await?
-            .map(Slim::into_inner);
-            match existing {
-                Some(existing) => {
-                    td.remember_physical_pod(existing.clone());
-                    follow(ctx, td, pod, &desired, &existing).await
-                }
-                // Deleted meanwhile: the next attempt creates it.
-                None => Err(err),
-            }
+        Created::Existing(existing, _) => {
+            let existing = existing.into_inner();
+            td.remember_physical_pod(existing.clone());
+            follow(ctx, td, pod, &desired.0, &existing).await
         }
-        Err(err) => Err(err),
     }
 }
 

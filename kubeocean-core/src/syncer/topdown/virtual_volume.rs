@@ -10,7 +10,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::error::{Side, TopDownError, request, request_opt};
+use super::error::{Created, Side, TopDownError, create_or_read, request};
 use super::mapping::is_copy_of;
 use super::mapping::{MapError, MappingContext, physical_pv, physical_pvc, pv_secret_refs};
 use super::state::TopDown;
@@ -135,36 +135,20 @@ where
         return Ok(None);
     }
     let name = desired.name_any();
-    let created = request(
+    let created = create_or_read(
         ctx.config.request_timeout,
-        Side::Worker,
-        "create",
         kind,
         &physical_key,
         api.create(&PostParams::default(), desired),
+        || api.get(&name),
     )
-    .await;
+    .await?;
     match created {
-        Ok(created) => Ok(Some(created)),
-        Err(err) if err.code() == Some(409) => {
-            let found = request_opt(
-                ctx.config.request_timeout,
-                Side::Worker,
-                "get",
-                kind,
-                &physical_key,
-                api.get(&name),
-            )
-            .await?;
-            match found {
-                Some(found) => {
-                    check_owner(kind, &physical_key, found.meta(), virtual_meta)?;
-                    Ok(Some(found))
-                }
-                None => Err(err),
-            }
+        Created::New(created) => Ok(Some(created)),
+        Created::Existing(found, _) => {
+            check_owner(kind, &physical_key, found.meta(), virtual_meta)?;
+            Ok(Some(found))
         }
-        Err(err) => Err(err),
     }
 }
 
