@@ -9,7 +9,7 @@ use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
-use kube_kit::client::is_not_found;
+use kube_kit::client::ignore_not_found;
 
 use crate::labels;
 use crate::syncer::context::Context;
@@ -70,11 +70,9 @@ pub async fn sync(
     };
     match (physical, current) {
         (None, None) => Ok(()),
-        (None, Some(_)) => match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
-            Err(err) if is_not_found(&err) => Ok(()),
-            Err(err) => Err(fail("delete", err)),
-        },
+        (None, Some(_)) => ignore_not_found(api.delete(&name, &DeleteParams::default()).await)
+            .map(drop)
+            .map_err(|err| fail("delete", err)),
         (Some(physical), None) => {
             match api
                 .create(&PostParams::default(), &mirrored_csinode(vnode, physical))

@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
-use kube_kit::client::is_not_found;
+use kube_kit::client::ignore_not_found;
 
 use crate::labels;
 use crate::syncer::context::Context;
@@ -66,9 +66,5 @@ pub(crate) async fn delete_virtual_pod(ctx: &Context, pod: &Pod) -> Result<(), k
     };
     let api: Api<Pod> =
         Api::namespaced(ctx.computing.clone(), &pod.namespace().unwrap_or_default());
-    match api.delete(&pod.name_any(), &params).await {
-        Ok(_) => Ok(()),
-        Err(err) if is_not_found(&err) => Ok(()),
-        Err(err) => Err(err),
-    }
+    ignore_not_found(api.delete(&pod.name_any(), &params).await).map(drop)
 }
