@@ -1,9 +1,12 @@
 //! Test support shared by the workspace's test suites (feature `testing`): bounded waits,
 //! sandbox clusters that shut down with the test, namespace and CRD setup, running a binary
-//! until it exits, and the checks the Helm chart tests make of rendered manifests.
+//! until it exits, the checks the Helm chart tests make of rendered manifests, and the real
+//! kubectl driven through a scripted session.
 //! Helpers here panic on failure, as test helpers do.
 
 pub mod charts;
+pub mod kubectl;
+pub mod kubectl_session;
 pub mod process;
 pub mod sandboxes;
 pub mod wait;
