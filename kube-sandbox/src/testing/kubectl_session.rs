@@ -335,8 +335,20 @@ spec:
 /// `kubectl get` of each common kind prints the columns a real kube-apiserver's Table has,
 /// with human ages.
 pub fn tables(k: &Kubectl, namespace: &str) {
+    tables_of(k, namespace, |_| true);
+}
+
+/// [`tables`] of the kinds that have objects without workload controllers (a Karmada API
+/// server runs none): not pods, ReplicaSets, EndpointSlices or Events.
+pub fn tables_without_pods(k: &Kubectl, namespace: &str) {
+    tables_of(k, namespace, |kind| {
+        !matches!(kind, "pods" | "replicasets" | "endpointslices" | "events")
+    });
+}
+
+fn tables_of(k: &Kubectl, namespace: &str, include: impl Fn(&str) -> bool) {
     k.ok_with_input(&["-n", namespace, "apply", "-f", "-"], MORE_OBJECTS);
-    for (kind, reference, fixed) in KINDS {
+    for (kind, reference, fixed) in KINDS.iter().filter(|(kind, _, _)| include(kind)) {
         let expected: Vec<String> = match reference {
             Some(file) => table_header(&reference_json(file), false),
             None => fixed.iter().map(|s| (*s).to_owned()).collect(),
