@@ -147,6 +147,11 @@ impl Cluster {
         &self.state.requests
     }
 
+    /// The writes served so far, with the user each acted as (and who impersonated it).
+    pub fn audit_events(&self) -> Vec<apiserver::audit::AuditEvent> {
+        self.state.audit.events()
+    }
+
     /// Tokens and users.
     pub fn auth(&self) -> &auth::Auth {
         &self.state.auth

@@ -6,10 +6,12 @@
 
 pub mod admission;
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod discovery;
 pub mod error;
 pub mod faults;
+pub mod impersonation;
 pub mod meta;
 pub mod pki;
 pub mod requests;

@@ -69,6 +69,8 @@ pub struct ClusterState {
     pub faults: Faults,
     /// Resource requests served, by verb, resource and subresource.
     pub requests: crate::apiserver::requests::RequestCounts,
+    /// The writes served, with who made them.
+    pub audit: crate::apiserver::audit::AuditLog,
     /// Cancelled when the cluster shuts down; streams and loops end.
     pub shutdown: CancellationToken,
     pub(crate) self_ref: Weak<ClusterState>,
@@ -90,6 +92,7 @@ impl ClusterState {
             auth: Auth::new(),
             faults: Faults::default(),
             requests: Default::default(),
+            audit: Default::default(),
             shutdown: CancellationToken::new(),
             self_ref: weak.clone(),
             types: RwLock::new(types),

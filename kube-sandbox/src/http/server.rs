@@ -2,10 +2,12 @@
 //! verbs of every resource, answering as kube-apiserver answers.
 
 use crate::apiserver::api::{DeleteOptions, PatchType, WriteContext};
+use crate::apiserver::audit::{AuditEvent, AuditLog};
 use crate::apiserver::auth::{self, Attributes, UserInfo};
 use crate::apiserver::discovery;
 use crate::apiserver::error::ApiError;
 use crate::apiserver::faults::FaultAction;
+use crate::apiserver::impersonation;
 use crate::apiserver::pki::PeerCertificate;
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::state::ClusterState;
@@ -210,6 +212,7 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
             .ok_or_else(ApiError::unauthorized)?,
         (None, None) => return Err(ApiError::unauthorized()),
     };
+    let (user, impersonated_by) = impersonation::acting_user(&state.store, user, req.headers())?;
 
     let (resource, verb) = match &target {
         Target::Resource(p) => {
@@ -270,7 +273,35 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
         Target::Resources(g, v) => discovery::resource_list(&state.types_snapshot(), &g, &v)
             .map(|v| value_response(StatusCode::OK, &v))
             .ok_or_else(ApiError::no_route),
-        Target::Resource(p) => serve_resource(sim, req, p, query, user, verb).await,
+        Target::Resource(p) => {
+            let audit = AuditLog::records(verb).then(|| AuditEvent {
+                user: user.username.clone(),
+                groups: user.groups.clone(),
+                impersonated_by,
+                verb: verb.to_owned(),
+                group: p.group.clone(),
+                resource: p.resource.clone(),
+                subresource: p.subresource.clone().unwrap_or_default(),
+                namespace: p.namespace.clone().unwrap_or_default(),
+                name: p.name.clone().unwrap_or_default(),
+                code: 0,
+                user_agent: req
+                    .headers()
+                    .get(header::USER_AGENT)
+                    .and_then(|u| u.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned(),
+            });
+            let served = serve_resource(sim, req, p, query, user, verb).await;
+            if let Some(mut event) = audit {
+                event.code = match &served {
+                    Ok(response) => response.status().as_u16(),
+                    Err(err) => err.code,
+                };
+                state.audit.record(event);
+            }
+            served
+        }
     }
 }
 

@@ -1,0 +1,106 @@
+//! An audit trail of the writes a cluster served: who (the acting user, and who impersonated
+//! it), what (verb, resource, namespace, name) and the response code, as kube-apiserver's
+//! audit log records them at the `Metadata` level. Reads are not recorded, so the trail costs
+//! nothing on the read path. The newest [`AUDIT_LIMIT`] events are kept.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+/// How many events a cluster keeps.
+pub const AUDIT_LIMIT: usize = 10_000;
+
+/// One served write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditEvent {
+    /// The user the request acted as.
+    pub user: String,
+    /// Its groups.
+    pub groups: Vec<String>,
+    /// The authenticated requester, when it impersonated `user`.
+    pub impersonated_by: Option<String>,
+    /// `create`, `update`, `patch`, `delete` or `deletecollection`.
+    pub verb: String,
+    /// API group, empty for core.
+    pub group: String,
+    /// Plural resource.
+    pub resource: String,
+    /// Subresource, empty if none.
+    pub subresource: String,
+    /// Namespace, empty for cluster-scoped requests.
+    pub namespace: String,
+    /// Object name from the path (empty for creates and collections).
+    pub name: String,
+    /// The response's status code.
+    pub code: u16,
+    /// The client's `User-Agent`.
+    pub user_agent: String,
+}
+
+/// The audit trail of one cluster.
+#[derive(Default)]
+pub struct AuditLog {
+    events: Mutex<VecDeque<AuditEvent>>,
+}
+
+impl AuditLog {
+    /// Whether requests with `verb` are recorded.
+    pub fn records(verb: &str) -> bool {
+        matches!(
+            verb,
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+
+    /// Records one event, dropping the oldest beyond [`AUDIT_LIMIT`].
+    pub fn record(&self, event: AuditEvent) {
+        let mut events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        if events.len() >= AUDIT_LIMIT {
+            events.pop_front();
+        }
+        events.push_back(event);
+    }
+
+    /// The events kept, oldest first.
+    pub fn events(&self) -> Vec<AuditEvent> {
+        let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        events.iter().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_writes_are_recorded_and_the_oldest_go_first() {
+        for (verb, recorded) in [
+            ("create", true),
+            ("patch", true),
+            ("deletecollection", true),
+            ("get", false),
+            ("list", false),
+            ("watch", false),
+        ] {
+            assert_eq!(AuditLog::records(verb), recorded, "{verb}");
+        }
+        let log = AuditLog::default();
+        for i in 0..AUDIT_LIMIT + 2 {
+            log.record(AuditEvent {
+                user: format!("u{i}"),
+                groups: vec![],
+                impersonated_by: None,
+                verb: "create".into(),
+                group: String::new(),
+                resource: "configmaps".into(),
+                subresource: String::new(),
+                namespace: "default".into(),
+                name: String::new(),
+                code: 201,
+                user_agent: String::new(),
+            });
+        }
+        let events = log.events();
+        assert_eq!(events.len(), AUDIT_LIMIT);
+        assert_eq!(events[0].user, "u2");
+    }
+}
