@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kairship_core::access::Authorizer;
+use kairship_core::access::{Authorizer, WriteIdentity};
 use kairship_core::api::server::serve;
 use kairship_core::api::tls;
 use kairship_core::auth::{
@@ -111,6 +111,13 @@ pub struct ApiserverArgs {
     /// instance directly.
     #[arg(long, env = "KAIRSHIP_READ_YOUR_WRITES_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
     read_your_writes_timeout: Duration,
+
+    /// Whose identity writes inside an instance carry: `impersonate` sends them with the
+    /// instance's credentials and `Impersonate-User`/`Impersonate-Group` of the caller (the
+    /// instance's RBAC decides and its audit log names the caller); `instance` sends them as
+    /// the instance's credentials alone, for instances whose RBAC is not set up for it.
+    #[arg(long, env = "KAIRSHIP_WRITE_IDENTITY", default_value = "impersonate")]
+    write_identity: WriteIdentity,
 
     /// Base URL clients reach this server at, written into issued kubeconfigs.
     #[arg(long, env = "KAIRSHIP_EXTERNAL_URL")]
@@ -252,6 +259,7 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
         authorizer,
         external_url: args.external_url.clone(),
         ca_pem: tls.as_ref().and_then(|(_, ca)| ca.clone()),
+        write_identity: args.write_identity,
     })
     .await?;
     let metrics = Metrics::new();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use std::time::Duration;
 
-use kairship_core::access::{Authenticator, Authorizer};
+use kairship_core::access::{Authenticator, Authorizer, WriteIdentity};
 use kairship_core::api::server::{AppParts, app};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
@@ -45,6 +45,8 @@ pub struct ApiOptions {
     pub external_url: Option<String>,
     /// CA (PEM) embedded in issued kubeconfigs, for a generated certificate.
     pub ca_pem: Option<String>,
+    /// Whose identity writes inside an instance carry.
+    pub write_identity: WriteIdentity,
 }
 
 /// The wired API: the app to serve, and the parts callers still need.
@@ -89,7 +91,7 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         SplitRouter::with_config(
             cache,
             Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients.clone())),
+            Arc::new(InstanceWriter::new(clients.clone()).with_identity(options.write_identity)),
             RouterConfig {
                 read_your_writes_timeout: options.read_your_writes_timeout,
             },
@@ -108,12 +110,15 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
             host_timeout: options.host_timeout,
         },
     ));
-    let proxy = proxy_routes(ProxyState::new(
-        router_dyn,
-        clients,
-        options.authenticator.clone(),
-        options.authorizer,
-    ));
+    let proxy = proxy_routes(
+        ProxyState::new(
+            router_dyn,
+            clients,
+            options.authenticator.clone(),
+            options.authorizer,
+        )
+        .with_write_identity(options.write_identity),
+    );
     let grpc = kairship_core::grpc::routes(service.clone(), options.authenticator.clone())
         .await
         .context("cannot build the gRPC services")?;

@@ -169,6 +169,75 @@ impl Authorizer for AllowAll {
     }
 }
 
+/// Whose identity a write inside an instance carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WriteIdentity {
+    /// The instance's own credentials with `Impersonate-User`/`Impersonate-Group`/`Impersonate-Uid`
+    /// of the caller: the instance's RBAC decides and its audit log names the caller. The
+    /// instance credentials then need only the `impersonate` verb.
+    Impersonate,
+    /// The instance's own credentials alone (Kairship's authorization is the only check).
+    #[default]
+    Instance,
+}
+
+impl WriteIdentity {
+    /// The flag spelling (`impersonate`, `instance`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteIdentity::Impersonate => "impersonate",
+            WriteIdentity::Instance => "instance",
+        }
+    }
+}
+
+impl std::str::FromStr for WriteIdentity {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "impersonate" => Ok(WriteIdentity::Impersonate),
+            "instance" => Ok(WriteIdentity::Instance),
+            other => Err(format!(
+                "unknown write identity {other:?} (expected impersonate or instance)"
+            )),
+        }
+    }
+}
+
+/// Whether `name` is a header that asks the instance to impersonate someone: never taken from
+/// a caller, only set by Kairship.
+pub fn is_impersonation_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "impersonate-user"
+        || name == "impersonate-group"
+        || name == "impersonate-uid"
+        || name.starts_with("impersonate-extra-")
+}
+
+/// The headers that make the instance act as `caller`. `system:authenticated` is left out: the
+/// instance adds it itself.
+pub fn impersonation_headers(caller: &Caller) -> Vec<(http::HeaderName, http::HeaderValue)> {
+    let mut headers = Vec::new();
+    let mut push = |name: &'static str, value: &str| {
+        if let Ok(value) = http::HeaderValue::from_str(value) {
+            headers.push((http::HeaderName::from_static(name), value));
+        }
+    };
+    push("impersonate-user", &caller.user);
+    for group in caller
+        .groups
+        .iter()
+        .filter(|g| g.as_str() != "system:authenticated")
+    {
+        push("impersonate-group", group);
+    }
+    if let Some(uid) = &caller.uid {
+        push("impersonate-uid", uid);
+    }
+    headers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +270,40 @@ mod tests {
             assert_eq!(resource.subresource(), sub);
             assert_eq!(resource.to_string(), spelled);
         }
+    }
+
+    #[test]
+    fn impersonation_headers_name_the_caller() {
+        let mut caller = Caller::new("jane", vec!["team-a".into(), "system:authenticated".into()]);
+        caller.uid = Some("u-7".into());
+        let headers: Vec<(String, String)> = impersonation_headers(&caller)
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(
+            headers,
+            vec![
+                ("impersonate-user".to_owned(), "jane".to_owned()),
+                ("impersonate-group".to_owned(), "team-a".to_owned()),
+                ("impersonate-uid".to_owned(), "u-7".to_owned()),
+            ]
+        );
+        for (name, is) in [
+            ("Impersonate-User", true),
+            ("impersonate-group", true),
+            ("Impersonate-Extra-scopes", true),
+            ("impersonate-uid", true),
+            ("authorization", false),
+            ("x-impersonate-user", false),
+        ] {
+            assert_eq!(is_impersonation_header(name), is, "{name}");
+        }
+        for (text, want) in [
+            ("impersonate", Ok(WriteIdentity::Impersonate)),
+            ("instance", Ok(WriteIdentity::Instance)),
+        ] {
+            assert_eq!(text.parse::<WriteIdentity>(), want);
+        }
+        assert!("kairship".parse::<WriteIdentity>().is_err());
     }
 }

@@ -365,6 +365,7 @@ async fn reads_through_clusterpedia_answer_like_the_instance() {
             instance: INSTANCE.into(),
             resource: deployments(),
             namespace: namespace.map(str::to_owned),
+            acting_as: None,
         };
         for query in &queries {
             let via_pedia = s.pedia.list(&target, query).await.unwrap();

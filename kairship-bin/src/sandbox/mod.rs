@@ -18,6 +18,7 @@ use anyhow::Context as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kairship_core::access::WriteIdentity;
 use kairship_core::api::{BearerToken, CreateKubeconfigRequest, tls};
 use kairship_core::auth::SubjectAccessReviewAuthorizer;
 use kairship_core::controllers::{Context, ControllerConfig, NoopRegistry};
@@ -298,6 +299,10 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         write_private(&user.token_path(&dir), user.token().as_bytes())?;
     }
     users::bind(&hc, &users).await?;
+    // Writes reach the instances as the user who makes them: each instance grants its users.
+    for (cluster, _) in &running {
+        users::grant_inside(&cluster.client(), cluster.name(), &users).await?;
+    }
 
     let config = ControllerConfig {
         probe_interval: Duration::from_secs(2),
@@ -339,6 +344,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         authorizer: Arc::new(SubjectAccessReviewAuthorizer::new(hc.clone())),
         external_url: Some(base.clone()),
         ca_pem: tls.as_ref().map(|(_, ca)| ca.clone()),
+        write_identity: WriteIdentity::Impersonate,
     })
     .await?;
     users::wait_for_roles(&hc, &users).await?;

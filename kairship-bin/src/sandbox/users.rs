@@ -152,3 +152,49 @@ pub async fn wait_for_roles(host: &Client, users: &[User]) -> anyhow::Result<()>
     }
     Ok(())
 }
+
+/// What `role` may do inside an instance: the rules the instance's own RBAC gives a user of
+/// that role, so that writes made as the user (impersonated) are decided there too.
+fn inside_rules(role: InstanceRole) -> serde_json::Value {
+    let verbs = match role {
+        InstanceRole::View => serde_json::json!(["get", "list", "watch"]),
+        _ => serde_json::json!(["*"]),
+    };
+    serde_json::json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": verbs}])
+}
+
+/// Grants every user of `instance` its role inside the instance, as a platform team does for
+/// Kairship's impersonated writes (docs/kairship/access.md).
+pub async fn grant_inside(
+    instance_client: &Client,
+    instance: &str,
+    users: &[User],
+) -> anyhow::Result<()> {
+    let roles: Api<ClusterRole> = Api::all(instance_client.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(instance_client.clone());
+    for user in users
+        .iter()
+        .filter(|u| u.instances.iter().any(|i| i == instance))
+    {
+        let role_name = format!("kairship-sandbox:{}", user.role.as_str());
+        let role: ClusterRole = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": role_name},
+            "rules": inside_rules(user.role),
+        }))?;
+        match roles.create(&PostParams::default(), &role).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e).with_context(|| format!("creating {role_name} in {instance}")),
+        }
+        let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("kairship-sandbox:{}", user.user)},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.user}],
+        }))?;
+        bindings
+            .create(&PostParams::default(), &binding)
+            .await
+            .with_context(|| format!("binding {} inside {instance}", user.user))?;
+    }
+    Ok(())
+}

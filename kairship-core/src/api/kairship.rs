@@ -182,6 +182,8 @@ impl KairshipService {
                 Self::resource_target(req.instance, kind, namespace, req.options.is_none())?
             }
         };
+        // Writes made for the caller can carry its identity (WriteIdentity::Impersonate).
+        let target = target.acting_as(caller.clone());
         if let Some((field, name)) = req.name {
             check_name(field, name)?;
         }

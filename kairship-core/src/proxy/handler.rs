@@ -18,7 +18,10 @@ use super::status::{
     access_error_response, json_response, router_error_response, status_json, status_response,
     status_value,
 };
-use crate::access::{AccessError, Caller, InstanceResource, Verb};
+use crate::access::{
+    AccessError, Caller, InstanceResource, Verb, WriteIdentity, impersonation_headers,
+    is_impersonation_header,
+};
 use crate::router::{
     EventStream, InstanceConnection, ListQuery, ResourceTarget, RouterError, identity_lost,
     render_list,
@@ -54,10 +57,14 @@ pub fn kube_path_of<'a>(full_path: &'a str, instance: &str) -> Option<&'a str> {
 }
 
 /// Whether a request header is forwarded to the instance: everything but hop-by-hop headers,
-/// the caller's credentials (the instance client presents its own) and `Host`.
+/// the caller's credentials (the instance client presents its own), `Host`, and impersonation
+/// headers (a caller must never choose who the instance's credentials act as).
 fn forwarded_request_header(name: &HeaderName) -> bool {
     let name = name.as_str();
-    name != "authorization" && name != "host" && !HOP_BY_HOP.contains(&name)
+    name != "authorization"
+        && name != "host"
+        && !HOP_BY_HOP.contains(&name)
+        && !is_impersonation_header(name)
 }
 
 pub(super) async fn handle(
@@ -102,13 +109,23 @@ pub(super) async fn handle(
     };
     match (handling, resource) {
         (Handling::Forward, _) | (_, None) => {
-            forward(&state, &instance, &raw_path, resource, request).await
+            forward(&state, &instance, &raw_path, resource, &caller, request).await
         }
         (handling, Some(resource)) => {
             match read(&state, &instance, resource, &read_params, handling).await {
                 Ok(Some(response)) => response,
                 // The instance does not serve the resource as the path says: let it answer.
-                Ok(None) => forward(&state, &instance, &raw_path, Some(resource), request).await,
+                Ok(None) => {
+                    forward(
+                        &state,
+                        &instance,
+                        &raw_path,
+                        Some(resource),
+                        &caller,
+                        request,
+                    )
+                    .await
+                }
                 Err(err) => router_error_response(&err),
             }
         }
@@ -283,6 +300,7 @@ async fn forward(
     instance: &str,
     kube_path: &str,
     resource: Option<&ResourcePath>,
+    caller: &Caller,
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
@@ -306,6 +324,13 @@ async fn forward(
         .uri(path_and_query);
     for (name, value) in parts.headers.iter() {
         if forwarded_request_header(name) {
+            builder = builder.header(name, value);
+        }
+    }
+    // Writes act as the caller when the instance is asked to impersonate.
+    let writes = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if writes && state.write_identity == WriteIdentity::Impersonate {
+        for (name, value) in impersonation_headers(caller) {
             builder = builder.header(name, value);
         }
     }

@@ -38,7 +38,7 @@ pub use path::{KubePath, ResourcePath, parse_kube_path};
 pub use request::{Handling, ReadParams, accepts_plain_json, plan, verb_of};
 pub use status::{reason_of, status_json};
 
-use crate::access::{Authenticator, Authorizer};
+use crate::access::{Authenticator, Authorizer, WriteIdentity};
 use crate::router::{InstanceClients, ReadWriteRouter};
 
 /// Where the proxy is mounted, before `/{instance}/proxy`.
@@ -57,6 +57,7 @@ pub struct ProxyState {
     authorizer: Arc<dyn Authorizer>,
     discovery: Arc<DiscoveryCache>,
     max_body_bytes: usize,
+    write_identity: WriteIdentity,
 }
 
 impl std::fmt::Debug for ProxyState {
@@ -83,12 +84,19 @@ impl ProxyState {
             authorizer,
             discovery: Arc::new(DiscoveryCache::default()),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            write_identity: WriteIdentity::default(),
         }
     }
 
     /// Uses `discovery` (e.g. shorter lifetimes) instead of the default.
     pub fn with_discovery(mut self, discovery: DiscoveryCache) -> Self {
         self.discovery = Arc::new(discovery);
+        self
+    }
+
+    /// Forwarded writes carry `identity` (the caller, impersonated, or the instance's own).
+    pub fn with_write_identity(mut self, identity: WriteIdentity) -> Self {
+        self.write_identity = identity;
         self
     }
 

@@ -10,11 +10,13 @@ use super::backend::{WriteBackend, WriteOutcome};
 use super::clients::InstanceClients;
 use super::error::RouterError;
 use super::target::ResourceTarget;
+use crate::access::{WriteIdentity, impersonation_headers};
 
 /// A [`WriteBackend`] that sends each write to the instance apiserver unchanged and returns
 /// its answer; apiserver errors (`409`, `422`, ...) come back as [`RouterError::Api`].
 pub struct InstanceWriter {
     clients: Arc<dyn InstanceClients>,
+    identity: WriteIdentity,
 }
 
 impl std::fmt::Debug for InstanceWriter {
@@ -26,7 +28,17 @@ impl std::fmt::Debug for InstanceWriter {
 impl InstanceWriter {
     /// Writes through `clients`.
     pub fn new(clients: Arc<dyn InstanceClients>) -> Self {
-        InstanceWriter { clients }
+        InstanceWriter {
+            clients,
+            identity: WriteIdentity::default(),
+        }
+    }
+
+    /// Writes carry `identity`: with [`WriteIdentity::Impersonate`], a target made for a caller
+    /// reaches the instance impersonating that caller.
+    pub fn with_identity(mut self, identity: WriteIdentity) -> Self {
+        self.identity = identity;
+        self
     }
 
     async fn send(
@@ -39,6 +51,10 @@ impl InstanceWriter {
             parameter: "request",
             reason: format!("{what}: {e}"),
         })?;
+        let mut request = request;
+        if let (WriteIdentity::Impersonate, Some(caller)) = (self.identity, &target.acting_as) {
+            request.headers_mut().extend(impersonation_headers(caller));
+        }
         let client = self.clients.client(&target.instance).await?;
         let text = client
             .request_text(request)

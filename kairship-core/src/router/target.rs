@@ -2,6 +2,8 @@
 
 use kube::core::ApiResource;
 
+use crate::access::Caller;
+
 /// One resource (dynamic, described by its [`ApiResource`]) of one Karmada instance, optionally
 /// narrowed to a namespace. `namespace: None` means all namespaces (or a cluster-scoped resource).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -12,6 +14,9 @@ pub struct ResourceTarget {
     pub resource: ApiResource,
     /// The namespace, if the request is namespaced.
     pub namespace: Option<String>,
+    /// Who the request is made for: a writer that impersonates (see
+    /// [`WriteIdentity`](crate::access::WriteIdentity)) acts as this caller.
+    pub acting_as: Option<Caller>,
 }
 
 impl ResourceTarget {
@@ -21,6 +26,7 @@ impl ResourceTarget {
             instance: instance.into(),
             resource,
             namespace: None,
+            acting_as: None,
         }
     }
 
@@ -34,7 +40,14 @@ impl ResourceTarget {
             instance: instance.into(),
             resource,
             namespace: Some(namespace.into()),
+            acting_as: None,
         }
+    }
+
+    /// The same target, made for `caller`.
+    pub fn acting_as(mut self, caller: Caller) -> Self {
+        self.acting_as = Some(caller);
+        self
     }
 
     /// The key that identifies the resource of the instance regardless of namespace: caches and
