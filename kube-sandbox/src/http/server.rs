@@ -392,7 +392,13 @@ async fn serve_resource(
                 .get(&rt.group_resource(), &namespace, &name)
                 .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
             if as_table {
-                let table = crate::apiserver::table::table(&rt, &[&obj.value], &obj.rv.to_string());
+                let table = crate::apiserver::table::table(
+                    &rt,
+                    &[&obj.value],
+                    &version,
+                    json!({"resourceVersion": obj.rv.to_string()}),
+                    table_include(&query)?,
+                );
                 return Ok(value_response(StatusCode::OK, &table));
             }
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
@@ -702,10 +708,13 @@ fn list(
     );
     if as_table {
         let objects: Vec<&Value> = page.items.iter().map(|i| &i.value).collect();
-        let mut table = crate::apiserver::table::table(rt, &objects, &page.rv.to_string());
+        let mut meta = json!({"resourceVersion": page.rv.to_string()});
         if let Some(next) = &page.next {
-            table["metadata"]["continue"] = json!(encode_continue(page.rv, next));
+            meta["continue"] = json!(encode_continue(page.rv, next));
+            meta["remainingItemCount"] = json!(page.remaining);
         }
+        let table =
+            crate::apiserver::table::table(rt, &objects, version, meta, table_include(query)?);
         return Ok(value_response(StatusCode::OK, &table));
     }
     let mut buf =
@@ -732,6 +741,16 @@ fn list(
     }
     buf.put_slice(b"]}");
     Ok(json_response(StatusCode::OK, buf.freeze()))
+}
+
+/// `includeObject` of a Table request; an unknown value is a 400.
+fn table_include(
+    query: &HashMap<String, String>,
+) -> Result<crate::apiserver::table::IncludeObject, ApiError> {
+    crate::apiserver::table::IncludeObject::from_query(
+        query.get("includeObject").map(String::as_str),
+    )
+    .map_err(ApiError::bad_request)
 }
 
 fn encode_continue(rv: u64, key: &(String, String)) -> String {
