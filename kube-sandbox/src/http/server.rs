@@ -242,6 +242,26 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
         }
     }
 
+    if matches!(target, Target::CoreVersions | Target::Groups)
+        && let Some(form) = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .and_then(discovery::Aggregated::negotiate)
+    {
+        let body = discovery::aggregated(
+            &state.types_snapshot(),
+            target == Target::CoreVersions,
+            form,
+        );
+        let mut response = value_response(StatusCode::OK, &body);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(form.content_type()),
+        );
+        return Ok(response);
+    }
+
     match target {
         Target::Version => Ok(value_response(
             StatusCode::OK,
