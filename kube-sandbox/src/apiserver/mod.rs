@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod error;
 pub mod faults;
 pub mod meta;
+pub mod openapi;
 pub mod pki;
 pub mod requests;
 pub mod resources;

@@ -67,6 +67,8 @@ pub enum Target {
     Resources(String, String),
     /// Anything under a group version.
     Resource(ResourcePath),
+    /// `/openapi/v2`, `/openapi/v3`, `/openapi/v3/{group version}`: the path after `/openapi/`.
+    OpenApi(String),
 }
 
 /// Parses a request path into what it addresses.
@@ -76,6 +78,7 @@ pub fn parse_path(path: &str) -> Option<Target> {
         ["version"] => return Some(Target::Version),
         ["healthz" | "readyz" | "livez", ..] => return Some(Target::Health),
         ["api"] => return Some(Target::CoreVersions),
+        ["openapi", rest @ ..] => return Some(Target::OpenApi(rest.join("/"))),
         ["apis"] => return Some(Target::Groups),
         ["apis", g] => return Some(Target::Group(g.to_string())),
         ["api", v] => return Some(Target::Resources(String::new(), v.to_string())),
@@ -290,6 +293,35 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
         Target::Resources(g, v) => discovery::resource_list(&state.types_snapshot(), &g, &v)
             .map(|v| value_response(StatusCode::OK, &v))
             .ok_or_else(ApiError::no_route),
+        Target::OpenApi(rest) => {
+            let headers = req.headers();
+            let header_text = |name: header::HeaderName| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            let accept = header_text(header::ACCEPT);
+            let if_none_match = header_text(header::IF_NONE_MATCH);
+            drop(req);
+            let hash = query.get("hash").cloned();
+            let types = state.types_snapshot();
+            // Building the documents the first time takes a while: off the async threads.
+            let response = tokio::task::spawn_blocking(move || {
+                crate::apiserver::openapi::serve(
+                    types,
+                    &crate::apiserver::openapi::OpenApiRequest {
+                        path: &rest,
+                        hash: hash.as_deref(),
+                        accept: accept.as_deref(),
+                        if_none_match: if_none_match.as_deref(),
+                    },
+                )
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("building the OpenAPI documents: {e}")))?;
+            Ok(response.map(Body::from))
+        }
         Target::Resource(p) => serve_resource(sim, req, p, query, user, verb).await,
     }
 }
