@@ -126,10 +126,10 @@ fn compare_aggregated(ours: &Value, recorded: &Value) -> usize {
                     if key == "subresources" {
                         for sub in value.as_array().unwrap() {
                             let s = sub["subresource"].as_str().unwrap();
-                            if let Some(w) = find(&want["subresources"], "/subresource", s) {
-                                if sub != w {
-                                    diffs.push(format!("{name}/{v} {plural}/{s}: {sub} vs {w}"));
-                                }
+                            if let Some(w) = find(&want["subresources"], "/subresource", s)
+                                && sub != w
+                            {
+                                diffs.push(format!("{name}/{v} {plural}/{s}: {sub} vs {w}"));
                             }
                         }
                     } else {

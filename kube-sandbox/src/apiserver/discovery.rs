@@ -207,10 +207,8 @@ impl Aggregated {
             if !matches!(media, "application/json" | "application/*" | "*/*") {
                 continue;
             }
-            if param("as") != Some("APIGroupDiscoveryList") {
-                if param("as").is_none() {
-                    return None;
-                }
+            // Plain JSON before any aggregated form means legacy discovery.
+            if param("as")? != "APIGroupDiscoveryList" {
                 continue;
             }
             if param("g") != Some("apidiscovery.k8s.io") {

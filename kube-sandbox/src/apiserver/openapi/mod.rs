@@ -192,9 +192,7 @@ pub fn v3_documents(types: &[ResourceType]) -> BTreeMap<String, Value> {
         let key = builtin::gv_key(&group, &version);
         let customs: Vec<&ResourceType> = types
             .iter()
-            .filter(|t| {
-                t.custom.is_some() && t.group == group && t.versions.iter().any(|v| *v == version)
-            })
+            .filter(|t| t.custom.is_some() && t.group == group && t.versions.contains(&version))
             .collect();
         let mut doc = match recorded.get(&key) {
             Some(doc) => builtin::filtered(doc, types),
