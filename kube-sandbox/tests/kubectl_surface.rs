@@ -864,3 +864,45 @@ async fn tables_have_the_recorded_columns_for_every_kind() {
             >= 1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_with_as_table_stream_one_row_tables() {
+    let cluster = Cluster::new("table-watch");
+    let served = cluster.serve(ServeOptions::default()).await.unwrap();
+    let client = served.client().await.unwrap();
+    post(
+        &client,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"metadata": {"name": "cm1"}, "data": {"a": "1", "b": "2"}}),
+    )
+    .await;
+    // Without a resourceVersion the watch starts with the current objects; the timeout ends it.
+    let reply = request(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+        TABLE,
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let text = match &reply.body {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let events: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let added = events
+        .iter()
+        .find(|e| e["type"] == "ADDED" && e["object"]["rows"][0]["cells"][0] == "cm1")
+        .expect("an ADDED event for cm1");
+    assert_eq!(added["object"]["kind"], "Table");
+    assert_eq!(added["object"]["rows"][0]["cells"][1], 2);
+    assert_eq!(
+        added["object"]["columnDefinitions"],
+        reference("tables/api_v1_namespaces_refcap_configmaps.json")["columnDefinitions"]
+    );
+}

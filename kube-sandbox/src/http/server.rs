@@ -482,7 +482,12 @@ async fn serve_resource(
                 };
                 query.insert("fieldSelector".into(), joined);
             }
-            watch_response(state, rt, version, p.namespace, &query)
+            let table = if as_table {
+                Some(table_include(&query)?)
+            } else {
+                None
+            };
+            watch_response(state, rt, version, p.namespace, &query, table)
         }
         ("create", None, None) => {
             let ctx = write_context(&req, &query);
@@ -838,8 +843,10 @@ fn watch_response(
     version: String,
     namespace: Option<String>,
     query: &HashMap<String, String>,
+    table: Option<crate::apiserver::table::IncludeObject>,
 ) -> Result<Response, ApiError> {
     let (labels, fields) = selectors_from(&rt, query)?;
+    let table_target = table.map(|include| (rt.clone(), version.clone(), include));
     let rv = parse_rv(query.get("resourceVersion"))?;
     let send_initial = query.get("sendInitialEvents").is_some_and(|s| s == "true");
     if send_initial && query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan")
@@ -880,6 +887,13 @@ fn watch_response(
         rx.recv()
             .await
             .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    // `as=Table`: each event's object becomes a one-row Table.
+    let stream = futures::StreamExt::map(stream, move |chunk| match (&table_target, chunk) {
+        (Some((rt, version, include)), Ok(chunk)) => Ok(Bytes::from(
+            crate::apiserver::table::watch_chunk_as_table(&chunk, rt, version, *include),
+        )),
+        (_, chunk) => chunk,
     });
     let mut response = Response::new(Body::from_stream(stream));
     response.headers_mut().insert(

@@ -231,5 +231,41 @@ pub fn table(
     })
 }
 
+/// Rewrites a chunk of watch events (`{"type":..,"object":..}` lines) for a watch with
+/// `as=Table`: the object of each ADDED, MODIFIED and DELETED event becomes a one-row Table;
+/// bookmarks and errors pass unchanged.
+pub fn watch_chunk_as_table(
+    chunk: &[u8],
+    rt: &ResourceType,
+    version: &str,
+    include: IncludeObject,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(chunk.len() * 2);
+    for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let mut event: Value = match serde_json::from_slice(line) {
+            Ok(event) => event,
+            Err(_) => {
+                out.extend_from_slice(line);
+                out.push(b'\n');
+                continue;
+            }
+        };
+        if matches!(
+            event["type"].as_str(),
+            Some("ADDED" | "MODIFIED" | "DELETED")
+        ) {
+            let object = event["object"].take();
+            let metadata = json!({"resourceVersion": object
+                .pointer("/metadata/resourceVersion")
+                .cloned()
+                .unwrap_or(Value::Null)});
+            event["object"] = table(rt, &[&object], version, metadata, include);
+        }
+        out.extend_from_slice(event.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

@@ -534,3 +534,27 @@ fn selectors_print_as_labels_does() {
         );
     }
 }
+
+#[test]
+fn watch_events_become_tables() {
+    let rt = builtin("", "configmaps");
+    let chunk = concat!(
+        r#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5"},"data":{"k":"v"}}}"#,
+        "\n",
+        r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"6"}}}"#,
+        "\n"
+    );
+    let out = watch_chunk_as_table(chunk.as_bytes(), &rt, "v1", IncludeObject::Metadata);
+    let lines: Vec<Value> = out
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[0]["object"]["kind"], "Table");
+    assert_eq!(lines[0]["object"]["metadata"]["resourceVersion"], "5");
+    assert_eq!(lines[0]["object"]["rows"][0]["cells"][0], "a");
+    assert_eq!(lines[0]["object"]["rows"][0]["cells"][1], 1);
+    assert_eq!(lines[1]["object"]["kind"], "ConfigMap");
+}
