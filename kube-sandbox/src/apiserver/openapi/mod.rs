@@ -51,10 +51,37 @@ pub struct Documents {
 
 impl Documents {
     fn build(types: Vec<ResourceType>) -> Documents {
-        let v3: BTreeMap<String, Rendered> = v3_documents(&types)
-            .iter()
-            .map(|(key, doc)| (key.clone(), Rendered::of(doc)))
-            .collect();
+        // Group versions are rendered once per content and shared: the built-in ones do not
+        // change when a CRD comes or goes.
+        static RENDERED: Mutex<Vec<((String, u64), Rendered)>> = Mutex::new(Vec::new());
+        const KEPT: usize = 128;
+        let mut v3 = BTreeMap::new();
+        for (group, version) in served_group_versions(&types) {
+            let key = builtin::gv_key(&group, &version);
+            let in_group: Vec<ResourceType> =
+                types.iter().filter(|t| t.group == group).cloned().collect();
+            let id = (key.clone(), fingerprint(&in_group));
+            let cached = {
+                let cache = RENDERED.lock().unwrap_or_else(|p| p.into_inner());
+                cache.iter().find(|(k, _)| *k == id).map(|(_, r)| r.clone())
+            };
+            let rendered = match cached {
+                Some(r) => r,
+                None => {
+                    let Some(doc) = v3_document(&group, &version, &types) else {
+                        continue;
+                    };
+                    let r = Rendered::of(&doc);
+                    let mut cache = RENDERED.lock().unwrap_or_else(|p| p.into_inner());
+                    if cache.len() >= KEPT {
+                        cache.remove(0);
+                    }
+                    cache.push((id, r.clone()));
+                    r
+                }
+            };
+            v3.insert(key, rendered);
+        }
         let paths: Map<String, Value> = v3
             .iter()
             .map(|(key, doc)| {
@@ -122,7 +149,7 @@ fn fingerprint(types: &[ResourceType]) -> u64 {
 /// The documents for these types, shared by every cluster serving the same ones.
 pub fn documents(types: Vec<ResourceType>) -> Arc<Documents> {
     static CACHE: Mutex<Vec<(u64, Arc<Documents>)>> = Mutex::new(Vec::new());
-    const KEPT: usize = 16;
+    const KEPT: usize = 8;
     let key = fingerprint(&types);
     let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, docs)) = cache.iter().find(|(k, _)| *k == key) {
@@ -176,46 +203,53 @@ fn insert_all(doc: &mut Value, pointer: &str, entries: Vec<(String, Value)>) {
     }
 }
 
-/// Every served group version's v3 document, by index key.
-pub fn v3_documents(types: &[ResourceType]) -> BTreeMap<String, Value> {
+/// One served group version's v3 document: the recorded one cut down to the served paths,
+/// plus its CRDs; `None` for a group version with neither.
+pub fn v3_document(group: &str, version: &str, types: &[ResourceType]) -> Option<Value> {
     let recorded = builtin::v3_documents();
-    let Some(template) = recorded.get("apis/apps/v1") else {
-        return BTreeMap::new();
+    let template = recorded.get("apis/apps/v1")?;
+    let key = builtin::gv_key(group, version);
+    let customs: Vec<&ResourceType> = types
+        .iter()
+        .filter(|t| {
+            t.custom.is_some() && t.group == group && t.versions.iter().any(|v| v == version)
+        })
+        .collect();
+    let mut doc = match recorded.get(&key) {
+        Some(doc) => builtin::filtered(doc, types),
+        None if !customs.is_empty() => json!({
+            "openapi": "3.0.0",
+            "info": template["info"],
+            "paths": {},
+            "components": {"schemas": {}, "securitySchemes": template.pointer("/components/securitySchemes")},
+        }),
+        None => return None,
     };
-    let template_schemas = template
+    for rt in customs {
+        insert_all(&mut doc, "/paths", crd::paths(rt, version, template));
+        insert_all(
+            &mut doc,
+            "/components/schemas",
+            crd::definitions(rt, version, Form::V3),
+        );
+    }
+    if let Some(schemas) = template
         .pointer("/components/schemas")
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let mut out = BTreeMap::new();
-    for (group, version) in served_group_versions(types) {
-        let key = builtin::gv_key(&group, &version);
-        let customs: Vec<&ResourceType> = types
-            .iter()
-            .filter(|t| t.custom.is_some() && t.group == group && t.versions.contains(&version))
-            .collect();
-        let mut doc = match recorded.get(&key) {
-            Some(doc) => builtin::filtered(doc, types),
-            None if !customs.is_empty() => json!({
-                "openapi": "3.0.0",
-                "info": template["info"],
-                "paths": {},
-                "components": {"schemas": {}, "securitySchemes": template.pointer("/components/securitySchemes")},
-            }),
-            None => continue,
-        };
-        for rt in customs {
-            insert_all(&mut doc, "/paths", crd::paths(rt, &version, template));
-            insert_all(
-                &mut doc,
-                "/components/schemas",
-                crd::definitions(rt, &version, Form::V3),
-            );
-        }
-        complete_references(&mut doc, "/components/schemas", &template_schemas);
-        out.insert(key, doc);
+    {
+        complete_references(&mut doc, "/components/schemas", schemas);
     }
-    out
+    Some(doc)
+}
+
+/// Every served group version's v3 document, by index key.
+pub fn v3_documents(types: &[ResourceType]) -> BTreeMap<String, Value> {
+    served_group_versions(types)
+        .into_iter()
+        .filter_map(|(group, version)| {
+            v3_document(&group, &version, types).map(|doc| (builtin::gv_key(&group, &version), doc))
+        })
+        .collect()
 }
 
 /// The v2 document: the recorded one's served paths, plus every CRD version.
