@@ -170,6 +170,19 @@ async fn aggregated_discovery_matches_the_recording_and_follows_crds() {
         core.headers["content-type"],
         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
     );
+    let etag = core.headers["etag"].to_str().unwrap().to_string();
+    let unchanged = client
+        .send(
+            http::Request::get("/api")
+                .header("accept", AGGREGATED)
+                .header("if-none-match", &etag)
+                .body(Vec::new())
+                .unwrap()
+                .map(kube::client::Body::from),
+        )
+        .await
+        .unwrap();
+    assert_eq!(unchanged.status(), 304);
     let compared = compare_aggregated(&core.body, &reference("discovery/api_aggregated_v2.json"));
     assert!(compared >= 13, "core resources compared: {compared}");
 

@@ -257,11 +257,27 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
             target == Target::CoreVersions,
             form,
         );
-        let mut response = value_response(StatusCode::OK, &body);
+        let rendered = crate::apiserver::openapi::Rendered::of(&body);
+        let etag = format!("\"{}\"", rendered.etag);
+        let unchanged = req
+            .headers()
+            .get(header::IF_NONE_MATCH)
+            .is_some_and(|v| v.as_bytes() == etag.as_bytes());
+        let mut response = if unchanged {
+            (StatusCode::NOT_MODIFIED, Bytes::new()).into_response()
+        } else {
+            json_response(StatusCode::OK, rendered.body)
+        };
         response.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(form.content_type()),
         );
+        if let Ok(value) = HeaderValue::from_str(&etag) {
+            response.headers_mut().insert(header::ETAG, value);
+        }
+        response
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("Accept"));
         return Ok(response);
     }
 

@@ -28,15 +28,20 @@ pub struct Rendered {
     pub etag: String,
 }
 
+/// Upper-case hex SHA-512 of a body: the ETag kube-openapi and aggregated discovery use.
+pub fn etag_of(body: &[u8]) -> String {
+    digest::digest(&digest::SHA512, body)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect()
+}
+
 impl Rendered {
-    fn of(value: &Value) -> Rendered {
+    /// Serializes a document and computes its ETag.
+    pub fn of(value: &Value) -> Rendered {
         let body = Bytes::from(value.to_string());
-        let hash = digest::digest(&digest::SHA512, &body);
-        let etag = hash
-            .as_ref()
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect::<String>();
+        let etag = etag_of(&body);
         Rendered { body, etag }
     }
 }
