@@ -212,6 +212,19 @@ async fn aggregated_discovery_matches_the_recording_and_follows_crds() {
         "clusterbindings",
     );
     assert_eq!(ours_cb, want_cb, "a CRD's entry as kube-apiserver lists it");
+    // kube-rs reads the same documents.
+    let aggregated = kube::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
+    assert!(aggregated.has_group("cloud.tencent.com"));
+    let (_, caps) = aggregated
+        .get("apps")
+        .unwrap()
+        .recommended_kind("Deployment")
+        .unwrap();
+    assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
+    assert!(aggregated.get("").is_some(), "the core group");
 
     let v2beta1 = request(
         &client,
