@@ -185,6 +185,236 @@ pub fn resource_list(types: &[ResourceType], group: &str, version: &str) -> Opti
     }))
 }
 
+/// Which aggregated discovery document a client asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregated {
+    /// `apidiscovery.k8s.io/v2`.
+    V2,
+    /// `apidiscovery.k8s.io/v2beta1`.
+    V2Beta1,
+}
+
+impl Aggregated {
+    /// The negotiated form for an Accept header: the first media range that is aggregated
+    /// discovery as JSON, unless plain JSON (legacy discovery) comes first. Protobuf ranges are
+    /// skipped, as the sandbox answers JSON only.
+    pub fn negotiate(accept: &str) -> Option<Aggregated> {
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("");
+            let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
+            let param = |k: &str| params.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
+            if !matches!(media, "application/json" | "application/*" | "*/*") {
+                continue;
+            }
+            // Plain JSON before any aggregated form means legacy discovery.
+            if param("as")? != "APIGroupDiscoveryList" {
+                continue;
+            }
+            if param("g") != Some("apidiscovery.k8s.io") {
+                continue;
+            }
+            match param("v") {
+                Some("v2") => return Some(Aggregated::V2),
+                Some("v2beta1") => return Some(Aggregated::V2Beta1),
+                _ => continue,
+            }
+        }
+        None
+    }
+
+    /// The `Content-Type` kube-apiserver answers with.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Aggregated::V2 => {
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+            }
+            Aggregated::V2Beta1 => {
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+            }
+        }
+    }
+
+    fn api_version(self) -> &'static str {
+        match self {
+            Aggregated::V2 => "apidiscovery.k8s.io/v2",
+            Aggregated::V2Beta1 => "apidiscovery.k8s.io/v2beta1",
+        }
+    }
+}
+
+/// The order kube-apiserver lists its built-in groups in (by group priority); other groups
+/// (CRDs) follow in alphabetical order.
+const GROUP_ORDER: &[&str] = &[
+    "apiregistration.k8s.io",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+    "resource.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+];
+
+/// Sort key of a group in discovery: built-in priority, then name.
+fn group_rank(group: &str) -> (usize, String) {
+    let rank = GROUP_ORDER
+        .iter()
+        .position(|g| *g == group)
+        .unwrap_or(GROUP_ORDER.len());
+    (rank, group.to_string())
+}
+
+/// Kubernetes' version priority (`v2` > `v1` > `v1beta2` > `v1beta1` > `v1alpha1` > other),
+/// as a key that sorts the preferred version first.
+pub fn version_rank(version: &str) -> (u8, i64, i64, String) {
+    let parsed = version.strip_prefix('v').and_then(|rest| {
+        let digits_end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let major: i64 = rest[..digits_end].parse().ok()?;
+        let tail = &rest[digits_end..];
+        if tail.is_empty() {
+            return Some((0u8, -major, 0));
+        }
+        let (stage, minor) = if let Some(m) = tail.strip_prefix("beta") {
+            (1u8, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (2u8, m)
+        } else {
+            return None;
+        };
+        Some((stage, -major, -minor.parse::<i64>().ok()?))
+    });
+    match parsed {
+        Some((stage, major, minor)) => (stage, major, minor, String::new()),
+        None => (3, 0, 0, version.to_string()),
+    }
+}
+
+/// Verbs in the order kube-apiserver lists them: sorted for built-in kinds, the handler's
+/// order for custom resources.
+fn aggregated_verbs(t: &ResourceType) -> Vec<&'static str> {
+    if t.custom.is_some() {
+        let order = [
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch",
+        ];
+        return order.into_iter().filter(|v| t.verbs.contains(v)).collect();
+    }
+    let mut verbs = t.verbs.clone();
+    verbs.sort_unstable();
+    verbs
+}
+
+fn aggregated_resource(t: &ResourceType, version: &str) -> Value {
+    // Built-in kinds leave the response kind's group and version empty (same as the
+    // resource's); custom resources spell them out.
+    let (kind_group, kind_version) = if t.custom.is_some() {
+        (t.group.as_str(), version)
+    } else {
+        ("", "")
+    };
+    let mut r = json!({
+        "resource": t.plural,
+        "responseKind": {"group": kind_group, "version": kind_version, "kind": t.kind},
+        "scope": if t.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": t.singular,
+        "verbs": aggregated_verbs(t),
+    });
+    if !t.short_names.is_empty() {
+        r["shortNames"] = json!(t.short_names);
+    }
+    if !t.categories.is_empty() {
+        r["categories"] = json!(t.categories);
+    }
+    let mut subs: Vec<&str> = t.subresources.clone();
+    subs.sort_unstable();
+    if !subs.is_empty() {
+        let list: Vec<Value> = subs
+            .iter()
+            .map(|sub| {
+                let (kind, sub_group, sub_version, mut verbs) = subresource_info(t, sub);
+                verbs.sort_unstable();
+                let (g, v) = match (sub_group, sub_version) {
+                    (Some(g), Some(v)) => (g, v),
+                    _ => (kind_group, kind_version),
+                };
+                json!({
+                    "subresource": sub,
+                    "responseKind": {"group": g, "version": v, "kind": kind},
+                    "verbs": verbs,
+                })
+            })
+            .collect();
+        r["subresources"] = json!(list);
+    }
+    r
+}
+
+/// `/api` (`core`) or `/apis` as an `APIGroupDiscoveryList`: every served group, its
+/// versions by priority, and each version's resources (sorted) with their subresources.
+pub fn aggregated(types: &[ResourceType], core: bool, form: Aggregated) -> Value {
+    type VersionKey = ((u8, i64, i64, String), String);
+    let mut by_group: BTreeMap<(usize, String), BTreeMap<VersionKey, Vec<&ResourceType>>> =
+        BTreeMap::new();
+    for t in types.iter().filter(|t| t.group.is_empty() == core) {
+        let versions = by_group.entry(group_rank(&t.group)).or_default();
+        for v in &t.versions {
+            versions
+                .entry((version_rank(v), v.clone()))
+                .or_default()
+                .push(t);
+        }
+    }
+    let items: Vec<Value> = by_group
+        .into_iter()
+        .map(|((_, group), versions)| {
+            let versions: Vec<Value> = versions
+                .into_iter()
+                .map(|((_, version), mut list)| {
+                    list.sort_by(|a, b| a.plural.cmp(&b.plural));
+                    let resources: Vec<Value> = list
+                        .iter()
+                        .map(|t| aggregated_resource(t, &version))
+                        .collect();
+                    json!({"version": version, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            let metadata = if core {
+                json!({})
+            } else {
+                json!({"name": group})
+            };
+            json!({"metadata": metadata, "versions": versions})
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": form.api_version(),
+        "metadata": {},
+        "items": items,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +461,85 @@ mod tests {
         assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
         assert!(group(&types, "nope").is_none());
         assert_eq!(version("v1.33.0")["minor"], "33");
+    }
+
+    #[test]
+    fn aggregated_discovery_is_negotiated_from_accept() {
+        let cases = [
+            (
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+                Some(Aggregated::V2),
+            ),
+            (
+                "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json",
+                Some(Aggregated::V2Beta1),
+            ),
+            ("application/json, */*", None),
+            (
+                "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+                None,
+            ),
+            (
+                "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList",
+                None,
+            ),
+            ("", None),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(Aggregated::negotiate(accept), want, "{accept}");
+        }
+    }
+
+    #[test]
+    fn versions_sort_by_kubernetes_priority() {
+        let mut versions = vec![
+            "v1alpha1",
+            "foo",
+            "v1beta1",
+            "v2",
+            "v1",
+            "v1beta2",
+            "v10alpha3",
+        ];
+        versions.sort_by_key(|v| version_rank(v));
+        assert_eq!(
+            versions,
+            vec![
+                "v2",
+                "v1",
+                "v1beta2",
+                "v1beta1",
+                "v10alpha3",
+                "v1alpha1",
+                "foo"
+            ]
+        );
+    }
+
+    #[test]
+    fn aggregated_lists_groups_in_priority_order() {
+        let types = builtin_types();
+        let apis = aggregated(&types, false, Aggregated::V2);
+        let names: Vec<&str> = apis["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names[0], "apps");
+        assert_eq!(names[1], "events.k8s.io");
+        let core = aggregated(&types, true, Aggregated::V2Beta1);
+        assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+        assert_eq!(core["items"][0]["metadata"], json!({}));
+        let resources = core["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap();
+        let plurals: Vec<&str> = resources
+            .iter()
+            .map(|r| r["resource"].as_str().unwrap())
+            .collect();
+        let mut sorted = plurals.clone();
+        sorted.sort_unstable();
+        assert_eq!(plurals, sorted);
     }
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod faults;
 pub mod impersonation;
 pub mod meta;
+pub mod openapi;
 pub mod pki;
 pub mod requests;
 pub mod resources;

@@ -164,13 +164,21 @@ const fn with_generation(mut builtin: Builtin) -> Builtin {
     builtin
 }
 
+/// Namespaces cannot be deleted as a collection (kube-apiserver lists no `deletecollection`).
+const fn without_deletecollection(mut builtin: Builtin) -> Builtin {
+    builtin.verbs = &[
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
+    builtin
+}
+
 const fn create_only(mut builtin: Builtin) -> Builtin {
     builtin.verbs = &["create"];
     builtin
 }
 
 const BUILTINS: &[Builtin] = &[
-    b(
+    without_deletecollection(b(
         "",
         "v1",
         "namespaces",
@@ -178,7 +186,7 @@ const BUILTINS: &[Builtin] = &[
         false,
         &["ns"],
         &["status", "finalize"],
-    ),
+    )),
     b(
         "",
         "v1",
@@ -446,6 +454,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             categories: match builtin.plural {
                 "pods" | "services" | "deployments" | "replicasets" | "statefulsets"
                 | "daemonsets" | "jobs" | "cronjobs" => vec!["all".to_string()],
+                "customresourcedefinitions" => vec!["api-extensions".to_string()],
                 _ => Vec::new(),
             },
             verbs: builtin.verbs.to_vec(),

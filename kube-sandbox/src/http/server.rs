@@ -69,6 +69,8 @@ pub enum Target {
     Resources(String, String),
     /// Anything under a group version.
     Resource(ResourcePath),
+    /// `/openapi/v2`, `/openapi/v3`, `/openapi/v3/{group version}`: the path after `/openapi/`.
+    OpenApi(String),
 }
 
 /// Parses a request path into what it addresses.
@@ -78,6 +80,7 @@ pub fn parse_path(path: &str) -> Option<Target> {
         ["version"] => return Some(Target::Version),
         ["healthz" | "readyz" | "livez", ..] => return Some(Target::Health),
         ["api"] => return Some(Target::CoreVersions),
+        ["openapi", rest @ ..] => return Some(Target::OpenApi(rest.join("/"))),
         ["apis"] => return Some(Target::Groups),
         ["apis", g] => return Some(Target::Group(g.to_string())),
         ["api", v] => return Some(Target::Resources(String::new(), v.to_string())),
@@ -245,6 +248,42 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
         }
     }
 
+    if matches!(target, Target::CoreVersions | Target::Groups)
+        && let Some(form) = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .and_then(discovery::Aggregated::negotiate)
+    {
+        let body = discovery::aggregated(
+            &state.types_snapshot(),
+            target == Target::CoreVersions,
+            form,
+        );
+        let rendered = crate::apiserver::openapi::Rendered::of(&body);
+        let etag = format!("\"{}\"", rendered.etag);
+        let unchanged = req
+            .headers()
+            .get(header::IF_NONE_MATCH)
+            .is_some_and(|v| v.as_bytes() == etag.as_bytes());
+        let mut response = if unchanged {
+            (StatusCode::NOT_MODIFIED, Bytes::new()).into_response()
+        } else {
+            json_response(StatusCode::OK, rendered.body)
+        };
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(form.content_type()),
+        );
+        if let Ok(value) = HeaderValue::from_str(&etag) {
+            response.headers_mut().insert(header::ETAG, value);
+        }
+        response
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("Accept"));
+        return Ok(response);
+    }
+
     match target {
         Target::Version => Ok(value_response(
             StatusCode::OK,
@@ -273,6 +312,35 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
         Target::Resources(g, v) => discovery::resource_list(&state.types_snapshot(), &g, &v)
             .map(|v| value_response(StatusCode::OK, &v))
             .ok_or_else(ApiError::no_route),
+        Target::OpenApi(rest) => {
+            let headers = req.headers();
+            let header_text = |name: header::HeaderName| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            let accept = header_text(header::ACCEPT);
+            let if_none_match = header_text(header::IF_NONE_MATCH);
+            drop(req);
+            let hash = query.get("hash").cloned();
+            let types = state.types_snapshot();
+            // Building the documents the first time takes a while: off the async threads.
+            let response = tokio::task::spawn_blocking(move || {
+                crate::apiserver::openapi::serve(
+                    types,
+                    &crate::apiserver::openapi::OpenApiRequest {
+                        path: &rest,
+                        hash: hash.as_deref(),
+                        accept: accept.as_deref(),
+                        if_none_match: if_none_match.as_deref(),
+                    },
+                )
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("building the OpenAPI documents: {e}")))?;
+            Ok(response.map(Body::from))
+        }
         Target::Resource(p) => {
             let audit = AuditLog::records(verb).then(|| AuditEvent {
                 user: user.username.clone(),
@@ -423,7 +491,13 @@ async fn serve_resource(
                 .get(&rt.group_resource(), &namespace, &name)
                 .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
             if as_table {
-                let table = crate::apiserver::table::table(&rt, &[&obj.value], &obj.rv.to_string());
+                let table = crate::apiserver::table::table(
+                    &rt,
+                    &[&obj.value],
+                    &version,
+                    json!({"resourceVersion": obj.rv.to_string()}),
+                    table_include(&query)?,
+                );
                 return Ok(value_response(StatusCode::OK, &table));
             }
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
@@ -455,7 +529,12 @@ async fn serve_resource(
                 };
                 query.insert("fieldSelector".into(), joined);
             }
-            watch_response(state, rt, version, p.namespace, &query)
+            let table = if as_table {
+                Some(table_include(&query)?)
+            } else {
+                None
+            };
+            watch_response(state, rt, version, p.namespace, &query, table)
         }
         ("create", None, None) => {
             let ctx = write_context(&req, &query);
@@ -733,10 +812,13 @@ fn list(
     );
     if as_table {
         let objects: Vec<&Value> = page.items.iter().map(|i| &i.value).collect();
-        let mut table = crate::apiserver::table::table(rt, &objects, &page.rv.to_string());
+        let mut meta = json!({"resourceVersion": page.rv.to_string()});
         if let Some(next) = &page.next {
-            table["metadata"]["continue"] = json!(encode_continue(page.rv, next));
+            meta["continue"] = json!(encode_continue(page.rv, next));
+            meta["remainingItemCount"] = json!(page.remaining);
         }
+        let table =
+            crate::apiserver::table::table(rt, &objects, version, meta, table_include(query)?);
         return Ok(value_response(StatusCode::OK, &table));
     }
     let mut buf =
@@ -763,6 +845,16 @@ fn list(
     }
     buf.put_slice(b"]}");
     Ok(json_response(StatusCode::OK, buf.freeze()))
+}
+
+/// `includeObject` of a Table request; an unknown value is a 400.
+fn table_include(
+    query: &HashMap<String, String>,
+) -> Result<crate::apiserver::table::IncludeObject, ApiError> {
+    crate::apiserver::table::IncludeObject::from_query(
+        query.get("includeObject").map(String::as_str),
+    )
+    .map_err(ApiError::bad_request)
 }
 
 fn encode_continue(rv: u64, key: &(String, String)) -> String {
@@ -798,8 +890,10 @@ fn watch_response(
     version: String,
     namespace: Option<String>,
     query: &HashMap<String, String>,
+    table: Option<crate::apiserver::table::IncludeObject>,
 ) -> Result<Response, ApiError> {
     let (labels, fields) = selectors_from(&rt, query)?;
+    let table_target = table.map(|include| (rt.clone(), version.clone(), include));
     let rv = parse_rv(query.get("resourceVersion"))?;
     let send_initial = query.get("sendInitialEvents").is_some_and(|s| s == "true");
     if send_initial && query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan")
@@ -840,6 +934,13 @@ fn watch_response(
         rx.recv()
             .await
             .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    // `as=Table`: each event's object becomes a one-row Table.
+    let stream = futures::StreamExt::map(stream, move |chunk| match (&table_target, chunk) {
+        (Some((rt, version, include)), Ok(chunk)) => Ok(Bytes::from(
+            crate::apiserver::table::watch_chunk_as_table(&chunk, rt, version, *include),
+        )),
+        (_, chunk) => chunk,
     });
     let mut response = Response::new(Body::from_stream(stream));
     response.headers_mut().insert(
