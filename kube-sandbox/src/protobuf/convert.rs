@@ -176,9 +176,16 @@ fn field_json(
         }
         single => {
             let json = single_json(field, single, path)?;
-            // Go writes its non-pointer strings even when empty, where its JSON leaves them
-            // out; `storageClassName: ""` is the one empty string with a meaning of its own.
-            Ok(json.filter(|j| j.as_str() != Some("") || field.json_name() == "storageClassName"))
+            // Go writes its non-pointer fields even when empty, where its JSON leaves them
+            // out. Empty strings go (`storageClassName: ""` is the one with a meaning of its
+            // own); zero numbers stay, as pointers (`replicas: 0`) cannot be told apart, but
+            // for a Service port's `targetPort`, whose zero means "unset".
+            let unset = match (&json, field.json_name()) {
+                (Some(Json::String(s)), name) => s.is_empty() && name != "storageClassName",
+                (Some(Json::Number(n)), "targetPort") => n.as_i64() == Some(0),
+                _ => false,
+            };
+            Ok(if unset { None } else { json })
         }
     }
 }
@@ -248,11 +255,11 @@ fn special_json(
                         .unwrap_or_default(),
                 )))
             } else {
-                // The zero value (Go writes it for an unset non-pointer field) is left out.
-                Ok(field_by_number(msg, 2)
-                    .and_then(|v| v.as_i32())
-                    .filter(|n| *n != 0)
-                    .map(Json::from))
+                Ok(Some(Json::from(
+                    field_by_number(msg, 2)
+                        .and_then(|v| v.as_i32())
+                        .unwrap_or(0),
+                )))
             }
         }
         Special::RawJson => {

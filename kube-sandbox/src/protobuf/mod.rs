@@ -216,6 +216,28 @@ pub fn watch_frame(event: &Json) -> Result<Option<Bytes>, ProtobufError> {
     Ok(Some(out.freeze()))
 }
 
+/// Reads one frame of a protobuf watch stream (without its length prefix) back into the JSON
+/// event `{"type": ..., "object": ...}`, as a client would.
+pub fn decode_watch_event(frame: &[u8]) -> Result<Json, ProtobufError> {
+    let desc = pool()
+        .get_message_by_name(WATCH_EVENT)
+        .ok_or_else(|| bad("no WatchEvent descriptor"))?;
+    let event = DynamicMessage::decode(desc, frame)
+        .map_err(|e| bad(format!("malformed watch event: {e}")))?;
+    let kind = event
+        .get_field_by_name("type")
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let raw = match event.get_field_by_name("object").as_deref() {
+        Some(Value::Message(m)) => match m.get_field_by_name("raw").as_deref() {
+            Some(Value::Bytes(b)) => b.clone(),
+            _ => Bytes::new(),
+        },
+        _ => Bytes::new(),
+    };
+    Ok(serde_json::json!({"type": kind, "object": decode_object(&raw)?}))
+}
+
 /// What a client's `Accept` header lets the server answer with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
