@@ -179,10 +179,11 @@ fn field_json(
             // Go writes its non-pointer fields even when empty, where its JSON leaves them
             // out. Empty strings go (`storageClassName: ""` is the one with a meaning of its
             // own); zero numbers stay, as pointers (`replicas: 0`) cannot be told apart, but
-            // for a Service port's `targetPort`, whose zero means "unset".
+            // for a Service port's `targetPort` and `metadata.generation`, whose zero means
+            // "unset".
             let unset = match (&json, field.json_name()) {
                 (Some(Json::String(s)), name) => s.is_empty() && name != "storageClassName",
-                (Some(Json::Number(n)), "targetPort") => n.as_i64() == Some(0),
+                (Some(Json::Number(n)), "targetPort" | "generation") => n.as_i64() == Some(0),
                 _ => false,
             };
             Ok(if unset { None } else { json })
@@ -742,6 +743,7 @@ mod tests {
         let mut m = DynamicMessage::new(meta_desc.clone());
         m.set_field_by_name("name", Value::String("c".into()));
         m.set_field_by_name("namespace", Value::String(String::new()));
+        m.set_field_by_name("generation", Value::I64(0));
         let time = match meta_desc
             .get_field_by_name("creationTimestamp")
             .unwrap()
