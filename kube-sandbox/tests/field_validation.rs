@@ -353,3 +353,52 @@ async fn protobuf_bodies_lose_unknown_field_numbers_in_every_mode() {
         assert_eq!(again["data"], json!({"a": "b"}));
     }
 }
+
+/// A JSON object naming a field twice: the last one is kept, with a warning by default and a
+/// 400 under `Strict`.
+#[tokio::test]
+async fn duplicate_json_fields_warn_or_fail() {
+    let cluster = Cluster::new("fields-duplicates");
+    let served = cluster.serve(ServeOptions::default()).await.unwrap();
+    let client = served.client().await.unwrap();
+    let body = |name: &str| {
+        format!(
+            r#"{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "{name}", "name": "{name}"}}, "data": {{"a": "first"}}, "data": {{"a": "last"}}}}"#
+        )
+        .into_bytes()
+    };
+    let path = "/api/v1/namespaces/default/configmaps";
+    let warned = send(&client, "POST", path, "application/json", body("d1")).await;
+    assert_eq!(warned.status, 201, "{}", warned.body);
+    assert_eq!(
+        warned.warnings,
+        [
+            "299 - \"duplicate field \\\"metadata.name\\\"\"",
+            "299 - \"duplicate field \\\"data\\\"\""
+        ]
+    );
+    assert_eq!(warned.body["data"]["a"], "last");
+    let strict = send(
+        &client,
+        "POST",
+        &format!("{path}?fieldValidation=Strict"),
+        "application/json",
+        body("d2"),
+    )
+    .await;
+    assert_eq!(strict.status, 400);
+    assert_eq!(
+        strict.body["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.name\", duplicate field \"data\""
+    );
+    let ignored = send(
+        &client,
+        "POST",
+        &format!("{path}?fieldValidation=Ignore"),
+        "application/json",
+        body("d3"),
+    )
+    .await;
+    assert_eq!(ignored.status, 201);
+    assert!(ignored.warnings.is_empty());
+}

@@ -48,51 +48,169 @@ pub enum Write {
     Apply,
 }
 
-/// The texts of `Warning` headers for unknown fields (`unknown field "spec.x"`): one per
+/// What a body had that its kind does not: paths as kube-apiserver writes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Fields the schema does not know (dropped from the body).
+    pub unknown: Vec<String>,
+    /// Fields a JSON object named twice (the last one is kept).
+    pub duplicates: Vec<String>,
+}
+
+impl Findings {
+    fn texts(&self) -> Vec<String> {
+        let unknown = self
+            .unknown
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""));
+        let duplicates = self
+            .duplicates
+            .iter()
+            .map(|p| format!("duplicate field \"{p}\""));
+        unknown.chain(duplicates).collect()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.unknown.is_empty() && self.duplicates.is_empty()
+    }
+}
+
+/// The texts of `Warning` headers (`unknown field "spec.x"`, `duplicate field "a"`): one per
 /// field under `Warn`, none otherwise.
-pub fn warnings(mode: FieldValidation, paths: &[String]) -> Vec<String> {
+pub fn warnings(mode: FieldValidation, findings: &Findings) -> Vec<String> {
     if mode != FieldValidation::Warn {
         return Vec::new();
     }
-    unknown_field_texts(paths)
+    findings.texts()
 }
 
-fn unknown_field_texts(paths: &[String]) -> Vec<String> {
-    paths
-        .iter()
-        .map(|p| format!("unknown field \"{p}\""))
-        .collect()
+/// The fields a JSON body names twice in one object (`spec.replicas`), in document order;
+/// none under `Ignore`, where they do not matter, or for a body that is not JSON.
+pub fn duplicate_fields(mode: FieldValidation, body: &[u8]) -> Vec<String> {
+    if mode == FieldValidation::Ignore {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let scan = DuplicateScan {
+        path: String::new(),
+        found: &mut found,
+    };
+    match serde::de::DeserializeSeed::deserialize(scan, &mut de) {
+        Ok(()) => found,
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Walks JSON without building it, noting keys seen twice in one object.
+struct DuplicateScan<'a> {
+    path: String,
+    found: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for DuplicateScan<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DuplicateScan<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        loop {
+            let item = DuplicateScan {
+                path: format!("{}[{i}]", self.path),
+                found: &mut *self.found,
+            };
+            if seq.next_element_seed(item)?.is_none() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if !seen.insert(key) {
+                self.found.push(path.clone());
+            }
+            map.next_value_seed(DuplicateScan {
+                path,
+                found: &mut *self.found,
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// Finds the unknown fields of `body` (an object, or a patch of one) and drops them; returns
-/// their paths ([`warnings`] makes the headers), or the error `Strict` gives.
+/// them with the `duplicates` [`duplicate_fields`] found ([`warnings`] makes the headers),
+/// or the error `Strict` gives.
 pub fn enforce(
     rt: &ResourceType,
     version: &str,
     body: &mut Value,
     mode: FieldValidation,
     write: Write,
-) -> Result<Vec<String>, ApiError> {
-    if !body.is_object() {
-        return Ok(Vec::new());
-    }
-    let mut found = if rt.custom.is_some() {
-        custom_unknown(rt, version, body, write)
-    } else {
-        let Some(desc) = protobuf::message_for(&rt.api_version(version), &rt.kind) else {
-            return Ok(Vec::new());
-        };
-        let schema = protobuf::schema::for_kind(&desc);
-        unknown(&schema, body, write)
+    duplicates: Vec<String>,
+) -> Result<Findings, ApiError> {
+    let mut findings = Findings {
+        unknown: Vec::new(),
+        duplicates,
     };
-    if found.is_empty() {
-        return Ok(found);
+    if body.is_object() {
+        findings.unknown = if rt.custom.is_some() {
+            custom_unknown(rt, version, body, write)
+        } else if let Some(desc) = protobuf::message_for(&rt.api_version(version), &rt.kind) {
+            let schema = protobuf::schema::for_kind(&desc);
+            unknown(&schema, body, write)
+        } else {
+            Vec::new()
+        };
+        findings.unknown.sort();
     }
-    found.sort();
-    match mode {
-        FieldValidation::Strict => Err(strict_error(rt, version, body, &found, write)),
-        FieldValidation::Warn | FieldValidation::Ignore => Ok(found),
+    if mode == FieldValidation::Strict && !findings.is_empty() {
+        return Err(strict_error(rt, version, body, &findings, write));
     }
+    Ok(findings)
 }
 
 /// Unknown fields under `schema`, dropped from `body`. Patches keep their `$` directives.
@@ -147,10 +265,10 @@ fn strict_error(
     rt: &ResourceType,
     version: &str,
     body: &Value,
-    found: &[String],
+    findings: &Findings,
     write: Write,
 ) -> ApiError {
-    if write == Write::Apply {
+    if write == Write::Apply && !findings.unknown.is_empty() {
         let meta = |k: &str| {
             body.pointer(&format!("/metadata/{k}"))
                 .and_then(Value::as_str)
@@ -161,7 +279,8 @@ fn strict_error(
             ns if ns.is_empty() => meta("name"),
             ns => format!("{ns}/{}", meta("name")),
         };
-        let fields: Vec<String> = found
+        let fields: Vec<String> = findings
+            .unknown
             .iter()
             .map(|p| format!(".{p}: field not declared in schema"))
             .collect();
@@ -172,7 +291,7 @@ fn strict_error(
             fields.join(", ")
         ));
     }
-    let fields: Vec<String> = unknown_field_texts(found);
+    let fields = findings.texts();
     ApiError::bad_request(format!(
         "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
         fields.join(", "),
@@ -241,6 +360,28 @@ mod tests {
             remove_path(&mut value, path);
             assert_eq!(value, want, "{path}");
         }
+    }
+
+    #[test]
+    fn duplicate_json_fields_are_found_with_their_paths() {
+        let cases: [(&str, Vec<&str>); 5] = [
+            (r#"{"a": 1, "b": 2}"#, vec![]),
+            (r#"{"a": 1, "a": 2}"#, vec!["a"]),
+            (
+                r#"{"spec": {"containers": [{"name": "x", "image": "i", "name": "y"}], "replicas": 1, "replicas": 2}}"#,
+                vec!["spec.containers[0].name", "spec.replicas"],
+            ),
+            (r#"{"a": {"b": 1}, "c": {"b": 2}}"#, vec![]),
+            ("not json", vec![]),
+        ];
+        for (body, want) in cases {
+            assert_eq!(
+                duplicate_fields(FieldValidation::Strict, body.as_bytes()),
+                want,
+                "{body}"
+            );
+        }
+        assert!(duplicate_fields(FieldValidation::Ignore, br#"{"a": 1, "a": 2}"#).is_empty());
     }
 
     #[test]

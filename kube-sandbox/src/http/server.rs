@@ -434,8 +434,15 @@ async fn serve_resource(
             let mode = FieldValidation::from_query(&query)?;
             let body = read_body(&state, req).await?;
             let mut value = negotiate::decode_body(&media, &body, &rt)?;
-            let unknown =
-                field_validation::enforce(&rt, &version, &mut value, mode, Write::Object)?;
+            let duplicates = json_duplicates(&media, &body, mode);
+            let unknown = field_validation::enforce(
+                &rt,
+                &version,
+                &mut value,
+                mode,
+                Write::Object,
+                duplicates,
+            )?;
             let response = create(&state, &rt, &version, &namespace, value, &ctx, &user)?;
             Ok(negotiate::with_warnings(
                 response,
@@ -455,8 +462,15 @@ async fn serve_resource(
             let mode = FieldValidation::from_query(&query)?;
             let body = read_body(&state, req).await?;
             let mut value = negotiate::decode_body(&media, &body, &rt)?;
-            let unknown =
-                field_validation::enforce(&rt, &version, &mut value, mode, Write::Object)?;
+            let duplicates = json_duplicates(&media, &body, mode);
+            let unknown = field_validation::enforce(
+                &rt,
+                &version,
+                &mut value,
+                mode,
+                Write::Object,
+                duplicates,
+            )?;
             let sub = match sub.as_deref() {
                 Some("finalize") => None,
                 other => other,
@@ -596,6 +610,15 @@ fn apply_delete_query(
     Ok(())
 }
 
+/// Duplicate fields of a JSON create or update body (YAML and protobuf bodies have none to
+/// report: their decoders keep the last or reject).
+fn json_duplicates(media: &str, body: &[u8], mode: FieldValidation) -> Vec<String> {
+    match media {
+        "" | "application/json" | "*/*" => field_validation::duplicate_fields(mode, body),
+        _ => Vec::new(),
+    }
+}
+
 /// Checks the fields of a merge, strategic merge or apply patch body as `fieldValidation`
 /// says, returning the body without unknown fields and their paths. JSON patches (a list of
 /// operations) pass unchanged.
@@ -605,21 +628,27 @@ fn validate_patch(
     patch_type: PatchType,
     body: Bytes,
     mode: FieldValidation,
-) -> Result<(Bytes, Vec<String>), ApiError> {
+) -> Result<(Bytes, field_validation::Findings), ApiError> {
+    let duplicates = match patch_type {
+        PatchType::Merge | PatchType::StrategicMerge => {
+            field_validation::duplicate_fields(mode, &body)
+        }
+        _ => Vec::new(),
+    };
     let (mut value, write): (Value, _) = match patch_type {
-        PatchType::Json => return Ok((body, Vec::new())),
+        PatchType::Json => return Ok((body, Default::default())),
         // Malformed bodies are left for the patch itself to report.
         PatchType::Apply { .. } => match serde_saphyr::from_slice(&body) {
             Ok(v) => (v, Write::Apply),
-            Err(_) => return Ok((body, Vec::new())),
+            Err(_) => return Ok((body, Default::default())),
         },
         PatchType::Merge | PatchType::StrategicMerge => match serde_json::from_slice(&body) {
             Ok(v) => (v, Write::Patch),
-            Err(_) => return Ok((body, Vec::new())),
+            Err(_) => return Ok((body, Default::default())),
         },
     };
-    let unknown = field_validation::enforce(rt, version, &mut value, mode, write)?;
-    if unknown.is_empty() {
+    let unknown = field_validation::enforce(rt, version, &mut value, mode, write, duplicates)?;
+    if unknown.unknown.is_empty() {
         return Ok((body, unknown));
     }
     Ok((Bytes::from(value.to_string()), unknown))
