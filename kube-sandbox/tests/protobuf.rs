@@ -316,6 +316,27 @@ async fn answers_are_protobuf_when_only_protobuf_is_accepted() {
     assert_eq!(status["code"], 404);
     assert_eq!(status["details"]["name"], "nope");
 
+    // DeleteOptions in protobuf, as client-go's typed clients send them.
+    let options = pb(
+        &json!({"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background", "dryRun": ["All"]}),
+    );
+    let dry_run = send(
+        &client,
+        "DELETE",
+        &format!("{path}/hand"),
+        MEDIA_TYPE,
+        MEDIA_TYPE,
+        options,
+    )
+    .await;
+    assert!(dry_run.status < 300, "{}", dry_run.status);
+    assert_eq!(dry_run.protobuf()["metadata"]["name"], "hand");
+    let still_there = send(&client, "GET", &format!("{path}/hand"), "", "", vec![]).await;
+    assert_eq!(
+        still_there.status, 200,
+        "dryRun in the protobuf DeleteOptions was honoured"
+    );
+
     // A watch: length-prefixed WatchEvent frames.
     let watch = send(
         &client,

@@ -79,6 +79,16 @@ pub fn decode_subresource_body(content_type: &str, body: Bytes) -> Result<Bytes,
     }
 }
 
+/// A DELETE body (DeleteOptions) as JSON bytes: client-go's typed clients send it in
+/// protobuf; an empty body or any other type passes as it is (read as JSON).
+pub fn delete_options_body(content_type: &str, body: Bytes) -> Result<Bytes, ApiError> {
+    if content_type == protobuf::MEDIA_TYPE && !body.is_empty() {
+        let value = protobuf::decode_object(&body).map_err(|e| ApiError::bad_request(e.0))?;
+        return Ok(Bytes::from(value.to_string()));
+    }
+    Ok(body)
+}
+
 /// Parses a JSON body as kube-apiserver words the failure.
 pub fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(body).map_err(|e| {

@@ -538,7 +538,9 @@ async fn serve_resource(
             ))
         }
         ("delete", Some(name), None) => {
+            let media = negotiate::content_type(req.headers());
             let body = read_body(&state, req).await?;
+            let body = negotiate::delete_options_body(&media, body)?;
             let mut opts = DeleteOptions::from_body(&body)?;
             apply_delete_query(&mut opts, &query)?;
             let deleted = state.delete(&rt, &namespace, &name, &opts)?;
@@ -550,7 +552,9 @@ async fn serve_resource(
             Ok(object_response(code, &deleted.object, &rt, &version))
         }
         ("deletecollection", None, None) => {
+            let media = negotiate::content_type(req.headers());
             let body = read_body(&state, req).await?;
+            let body = negotiate::delete_options_body(&media, body)?;
             let mut opts = DeleteOptions::from_body(&body)?;
             apply_delete_query(&mut opts, &query)?;
             let (labels, fields) = selectors_from(&rt, &query)?;
