@@ -239,6 +239,104 @@ async fn protobuf_creates_store_what_json_creates_store() {
     assert_eq!(event["firstTimestamp"], "2026-01-02T03:04:05Z");
 }
 
+/// Sets every unset scalar field of every message present to its zero value, as Go's
+/// protobuf encoder writes a non-pointer field whether it was set or not.
+fn zero_filled(msg: &mut prost_reflect::DynamicMessage) {
+    use prost_reflect::{Kind, ReflectMessage, Value};
+    for field in msg.descriptor().fields() {
+        if field.is_map() {
+            continue;
+        }
+        if msg.has_field(&field) {
+            match msg.get_field_mut(&field) {
+                Value::Message(inner) => zero_filled(inner),
+                Value::List(items) => {
+                    for item in items {
+                        if let Value::Message(inner) = item {
+                            zero_filled(inner);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if field.is_list() {
+            continue;
+        }
+        let zero = match field.kind() {
+            Kind::String => Value::String(String::new()),
+            Kind::Int32 => Value::I32(0),
+            Kind::Int64 => Value::I64(0),
+            Kind::Bool => Value::Bool(false),
+            _ => continue,
+        };
+        msg.set_field(&field, zero);
+    }
+}
+
+fn has_empty_string(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.iter().any(has_empty_string),
+        Value::Object(map) => map.values().any(has_empty_string),
+        _ => false,
+    }
+}
+
+#[tokio::test]
+async fn bodies_with_every_go_zero_value_create_the_same_objects() {
+    use prost::Message as _;
+    let (_cluster, _served, client) = served().await;
+    for (path, value) in objects("zeros") {
+        let kind = value["kind"].as_str().unwrap();
+        let api_version = value["apiVersion"].as_str().unwrap();
+        let desc = protobuf::message_for(api_version, kind).unwrap();
+        let mut msg = protobuf::convert::json_to_message(&desc, &value).unwrap();
+        zero_filled(&mut msg);
+        let body = protobuf::envelope(api_version, kind, &msg.encode_to_vec()).unwrap();
+        let created = send(
+            &client,
+            "POST",
+            path,
+            MEDIA_TYPE,
+            KUBECTL_ACCEPT,
+            body.to_vec(),
+        )
+        .await;
+        assert_eq!(created.status, 201, "{kind}: {:?}", created.body);
+        let stored = send(&client, "GET", &format!("{path}/zeros"), "", "", vec![])
+            .await
+            .json();
+        // `data: {"empty": ""}` is a value the object really has.
+        let mut without_data = stored.clone();
+        without_data.as_object_mut().unwrap().remove("data");
+        assert!(!has_empty_string(&without_data), "{kind}: {stored}");
+        assert_eq!(
+            stored["metadata"]["labels"], value["metadata"]["labels"],
+            "{kind}"
+        );
+        assert_eq!(
+            stored["spec"]["replicas"], value["spec"]["replicas"],
+            "{kind}"
+        );
+        if kind == "Service" {
+            assert_eq!(stored["spec"]["ports"][0]["targetPort"], 8080);
+            assert!(
+                stored["spec"]["ports"][0].get("nodePort").is_none(),
+                "{stored}"
+            );
+        }
+        if kind == "Deployment" {
+            assert_eq!(stored["metadata"]["generation"], 1, "{stored}");
+            assert_eq!(
+                stored["spec"]["template"]["spec"]["containers"][0]["image"],
+                "nginx:1.27"
+            );
+        }
+    }
+}
+
 /// Bytes written field by field from the upstream field numbers, not by the server's own
 /// encoder: ConfigMap{metadata(1){name(1)}, data(2){key(1), value(2)}}.
 fn hand_encoded_configmap(name: &str) -> Vec<u8> {

@@ -179,11 +179,13 @@ fn field_json(
             // Go writes its non-pointer fields even when empty, where its JSON leaves them
             // out. Empty strings go (`storageClassName: ""` is the one with a meaning of its
             // own); zero numbers stay, as pointers (`replicas: 0`) cannot be told apart, but
-            // for a Service port's `targetPort` and `metadata.generation`, whose zero means
-            // "unset".
+            // for the ports and `metadata.generation`, whose zero means "unset".
             let unset = match (&json, field.json_name()) {
                 (Some(Json::String(s)), name) => s.is_empty() && name != "storageClassName",
-                (Some(Json::Number(n)), "targetPort" | "generation") => n.as_i64() == Some(0),
+                (
+                    Some(Json::Number(n)),
+                    "targetPort" | "nodePort" | "healthCheckNodePort" | "hostPort" | "generation",
+                ) => n.as_i64() == Some(0),
                 _ => false,
             };
             Ok(if unset { None } else { json })
