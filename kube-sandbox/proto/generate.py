@@ -7,7 +7,8 @@ ships no .proto files); the JSON names of messages and fields, which the upstrea
 kube-apiserver's OpenAPI v2 document. Fields of messages the OpenAPI document lacks (older
 API versions, internal types) get the lowerCamelCase of the Rust name.
 
-Usage (from the repository root, after `cargo fetch` has the crate):
+Usage (from the repository root; `cargo info k8s-pb@0.9.0` downloads the crate's source into
+the cargo registry):
     python3 kube-sandbox/proto/generate.py ~/.cargo/registry/src/*/k8s-pb-0.9.0 \
         ../shared/reference/kube-apiserver-v1.36/openapi/v2.json.gz kube-sandbox/proto
 """

@@ -414,6 +414,11 @@ async fn answers_are_protobuf_when_only_protobuf_is_accepted() {
     assert_eq!(status["code"], 404);
     assert_eq!(status["details"]["name"], "nope");
 
+    // Documents that are no API object stay JSON, as kube-apiserver serves `/version`.
+    let version = send(&client, "GET", "/version", "", MEDIA_TYPE, vec![]).await;
+    assert_eq!(version.status, 200);
+    assert!(version.json()["gitVersion"].is_string());
+
     // DeleteOptions in protobuf, as client-go's typed clients send them.
     let options = pb(
         &json!({"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background", "dryRun": ["All"]}),

@@ -159,10 +159,12 @@ pub async fn into_protobuf(response: Response) -> Response {
         return Response::from_parts(parts, Body::from_stream(frames));
     }
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        return ApiError::internal("the answer could not be read").into_protobuf_response();
+        return protobuf_status(ApiError::internal("the answer could not be read"));
     };
-    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-        return Response::from_parts(parts, Body::from(bytes));
+    // Documents that are no API object (`/version`) stay JSON, as kube-apiserver serves them.
+    let value = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(value) if value.get("kind").is_some() => value,
+        _ => return Response::from_parts(parts, Body::from(bytes)),
     };
     match protobuf::encode_object(&value) {
         Ok(Some(encoded)) => {
@@ -173,31 +175,25 @@ pub async fn into_protobuf(response: Response) -> Response {
             parts.headers.remove(header::CONTENT_LENGTH);
             Response::from_parts(parts, Body::from(encoded))
         }
-        Ok(None) => ApiError::not_acceptable(&[JSON, YAML]).into_protobuf_response(),
-        Err(e) => ApiError::internal(e.0).into_protobuf_response(),
+        Ok(None) => protobuf_status(ApiError::not_acceptable(&[JSON, YAML])),
+        Err(e) => protobuf_status(ApiError::internal(e.0)),
     }
 }
 
-trait ProtobufStatus {
-    fn into_protobuf_response(self) -> Response;
-}
-
-impl ProtobufStatus for ApiError {
-    /// The `Status` in protobuf (it always has a protobuf form).
-    fn into_protobuf_response(self) -> Response {
-        let status = self.to_status();
-        let mut response = self.into_response();
-        if let Ok(Some(encoded)) = protobuf::encode_object(&status) {
-            let code = response.status();
-            let headers = std::mem::take(response.headers_mut());
-            response = (code, encoded).into_response();
-            *response.headers_mut() = headers;
-            response.headers_mut().remove(header::CONTENT_LENGTH);
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(protobuf::MEDIA_TYPE),
-            );
-        }
-        response
+/// An error's `Status` in protobuf (it always has a protobuf form).
+fn protobuf_status(err: ApiError) -> Response {
+    let status = err.to_status();
+    let mut response = err.into_response();
+    if let Ok(Some(encoded)) = protobuf::encode_object(&status) {
+        let code = response.status();
+        let headers = std::mem::take(response.headers_mut());
+        response = (code, encoded).into_response();
+        *response.headers_mut() = headers;
+        response.headers_mut().remove(header::CONTENT_LENGTH);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(protobuf::MEDIA_TYPE),
+        );
     }
+    response
 }

@@ -153,7 +153,7 @@ fn field_json(
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let item_path = format!("{path}[{i}]");
-                out.push(single_json(field, item, &item_path)?.unwrap_or(Json::Null));
+                out.push(single_json(item, &item_path)?.unwrap_or(Json::Null));
             }
             Ok((!out.is_empty()).then_some(Json::Array(out)))
         }
@@ -175,7 +175,7 @@ fn field_json(
             Ok((!out.is_empty()).then_some(Json::Object(out)))
         }
         single => {
-            let json = single_json(field, single, path)?;
+            let json = single_json(single, path)?;
             // Go writes its non-pointer fields even when empty, where its JSON leaves them
             // out. Empty strings go (`storageClassName: ""` is the one with a meaning of its
             // own); zero numbers stay, as pointers (`replicas: 0`) cannot be told apart, but
@@ -193,11 +193,7 @@ fn field_json(
     }
 }
 
-fn single_json(
-    _field: &FieldDescriptor,
-    value: &Value,
-    path: &str,
-) -> Result<Option<Json>, ConvertError> {
+fn single_json(value: &Value, path: &str) -> Result<Option<Json>, ConvertError> {
     match value {
         Value::Message(m) => message_json(m, path),
         Value::Bytes(b) => Ok(Some(Json::String(STANDARD.encode(b)))),

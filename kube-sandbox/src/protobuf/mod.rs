@@ -123,9 +123,8 @@ pub fn decode_object(body: &[u8]) -> Result<Json, ProtobufError> {
         return Err(bad("Object 'Kind' is missing in the protobuf envelope"));
     }
     let desc = message_for(&api_version, &kind).ok_or_else(|| {
-        let version = api_version.rsplit('/').next().unwrap_or(&api_version);
         bad(format!(
-            "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\" (version {version})"
+            "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\""
         ))
     })?;
     let raw = match envelope.get_field_by_name("raw").as_deref() {
