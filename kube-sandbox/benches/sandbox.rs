@@ -2,6 +2,9 @@
 //!
 //! `cargo bench -p kube-sandbox` prints `BENCH <name>=<value>` lines:
 //! - pod_creates_per_sec: pods created by 32 concurrent clients over HTTP (target >= 3,000);
+//! - configmap_creates_per_sec_json / configmap_creates_per_sec_protobuf: ConfigMaps created
+//!   by 32 concurrent clients over HTTP with JSON bodies, then with Kubernetes protobuf bodies
+//!   (as kubectl sends them; the answers are JSON in both);
 //! - list_10k_pods_p50_ms / list_10k_pods_p99_ms: a full LIST of 10,000 pods, body read
 //!   (target p99 <= 100 ms);
 //! - watch_100x1000_lost_events: events missed by 100 watchers over 1,000 writes (target 0),
@@ -43,6 +46,58 @@ async fn pod_creates(client: &kube::Client) -> f64 {
                 pods.create(&PostParams::default(), &pod(&format!("create-{i}")))
                     .await
                     .expect("create");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("worker");
+    }
+    TOTAL as f64 / start.elapsed().as_secs_f64()
+}
+
+fn configmap(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app": "bench", "tier": "web"}},
+        "data": {"mode": "bench", "config.yaml": "replicas: 3\nimage: registry.example/app:1.0\n"}})
+}
+
+async fn configmap_creates(client: &kube::Client, protobuf: bool) -> f64 {
+    const TOTAL: usize = 6_000;
+    const WORKERS: usize = 32;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..WORKERS {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..TOTAL).step_by(WORKERS) {
+                let (content_type, body) = if protobuf {
+                    let value = configmap(&format!("cm-protobuf-{i}"));
+                    let body = kube_sandbox::protobuf::encode_object(&value)
+                        .expect("encode")
+                        .expect("a built-in kind");
+                    (kube_sandbox::protobuf::MEDIA_TYPE, body.to_vec())
+                } else {
+                    let value = configmap(&format!("cm-json-{i}"));
+                    (
+                        "application/json",
+                        serde_json::to_vec(&value).expect("json"),
+                    )
+                };
+                let req = http::Request::builder()
+                    .method("POST")
+                    .uri("/api/v1/namespaces/default/configmaps")
+                    .header("content-type", content_type)
+                    .header(
+                        "accept",
+                        "application/vnd.kubernetes.protobuf, application/json",
+                    )
+                    .body(kube::client::Body::from(body))
+                    .expect("request");
+                let resp = client.send(req).await.expect("create");
+                assert_eq!(resp.status(), 201);
+                http_body_util::BodyExt::collect(resp.into_body())
+                    .await
+                    .expect("body");
             }
         }));
     }
@@ -149,6 +204,10 @@ async fn main() {
 
     let rate = pod_creates(&client).await;
     println!("BENCH pod_creates_per_sec={rate:.0}");
+    let json_rate = configmap_creates(&client, false).await;
+    println!("BENCH configmap_creates_per_sec_json={json_rate:.0}");
+    let protobuf_rate = configmap_creates(&client, true).await;
+    println!("BENCH configmap_creates_per_sec_protobuf={protobuf_rate:.0}");
     let (p50, p99) = list_latency(&cluster, &client).await;
     println!("BENCH list_10k_pods_p50_ms={p50:.1}");
     println!("BENCH list_10k_pods_p99_ms={p99:.1}");

@@ -24,6 +24,7 @@
 pub mod apiserver;
 pub mod http;
 pub mod patch;
+pub mod protobuf;
 pub mod sim;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -151,6 +151,30 @@ impl ApiError {
         )
     }
 
+    /// 415 UnsupportedMediaType for a create or update body, listing what the resource reads.
+    pub fn unsupported_body(accepted: &[&str]) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
+    /// 406 NotAcceptable: no media type the client accepts can carry the answer.
+    pub fn not_acceptable(accepted: &[&str]) -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
     /// 422 Invalid with field causes: `Kind.group "name" is invalid: field: detail, ...`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let qualified_kind = if group.is_empty() {
@@ -203,6 +227,7 @@ impl ApiError {
             403 => "Forbidden",
             404 => "NotFound",
             405 => "MethodNotAllowed",
+            406 => "NotAcceptable",
             409 => "Conflict",
             410 => "Expired",
             413 => "RequestEntityTooLarge",

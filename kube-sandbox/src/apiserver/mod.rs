@@ -1,7 +1,7 @@
 //! The API server: the cluster state and store, the resource types it serves, request handling
 //! (CRUD, list and watch, subresources, admission, garbage collection), identity (tokens,
 //! RBAC, the cluster CA and client certificates), errors as `kind: Status`, injected faults
-//! and request counts. It depends on `validation/` and `patch/`, never on the simulator or
+//! and request counts. It depends on `validation/`, `patch/` and `protobuf/` (schemas of built-in kinds), never on the simulator or
 //! the HTTP layer.
 
 pub mod admission;
@@ -12,6 +12,7 @@ pub mod discovery;
 pub mod error;
 pub mod faults;
 pub mod impersonation;
+pub mod field_validation;
 pub mod meta;
 pub mod openapi;
 pub mod pki;

@@ -8,11 +8,13 @@ use crate::apiserver::discovery;
 use crate::apiserver::error::ApiError;
 use crate::apiserver::faults::FaultAction;
 use crate::apiserver::impersonation;
+use crate::apiserver::field_validation::{self, FieldValidation, Write};
 use crate::apiserver::pki::PeerCertificate;
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::Stored;
 use crate::apiserver::watch::{self, WatchRequest, encode_object};
+use crate::http::negotiate;
 use crate::sim::Simulator;
 use crate::validation::selectors::{self, FieldSelector, LabelSelector};
 use axum::Router;
@@ -189,9 +191,14 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
 }
 
 async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
-    match serve(sim, req).await {
+    let answer = negotiate::answer(req.headers());
+    let response = match serve(sim, req).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
+    };
+    match answer {
+        crate::protobuf::Answer::Json => response,
+        crate::protobuf::Answer::Protobuf => negotiate::into_protobuf(response).await,
     }
 }
 
@@ -380,14 +387,6 @@ async fn read_body(state: &ClusterState, req: Request) -> Result<Bytes, ApiError
         .map_err(|_| ApiError::too_large(limit))
 }
 
-fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!(
-            "the object provided is unrecognized or malformed JSON: {e}"
-        ))
-    })
-}
-
 fn write_context(req: &Request, query: &HashMap<String, String>) -> WriteContext {
     let manager = query.get("fieldManager").cloned().unwrap_or_else(|| {
         // kube-apiserver derives the manager from the user agent's first segment.
@@ -423,6 +422,9 @@ async fn serve_resource(
         && !rt.subresources.contains(&sub.as_str())
     {
         return Err(ApiError::no_route());
+    }
+    if matches!(p.subresource.as_deref(), None | Some("status")) {
+        negotiate::check_acceptable(req.headers(), &rt)?;
     }
     let namespace = p.namespace.clone().unwrap_or_default();
     let attrs = Attributes {
@@ -538,24 +540,56 @@ async fn serve_resource(
         }
         ("create", None, None) => {
             let ctx = write_context(&req, &query);
+            let media = negotiate::content_type(req.headers());
+            let mode = FieldValidation::from_query(&query)?;
             let body = read_body(&state, req).await?;
-            create(&state, &rt, &version, &namespace, &body, &ctx, &user)
+            let mut value = negotiate::decode_body(&media, &body, &rt)?;
+            let duplicates = json_duplicates(&media, &body, mode);
+            let unknown = field_validation::enforce(
+                &rt,
+                &version,
+                &mut value,
+                mode,
+                Write::Object,
+                duplicates,
+            )?;
+            let response = create(&state, &rt, &version, &namespace, value, &ctx, &user)?;
+            Ok(negotiate::with_warnings(
+                response,
+                &field_validation::warnings(mode, &unknown),
+            ))
         }
         ("create", Some(name), Some(sub)) => {
             let ctx = write_context(&req, &query);
+            let media = negotiate::content_type(req.headers());
             let body = read_body(&state, req).await?;
+            let body = negotiate::decode_subresource_body(&media, body)?;
             crate::apiserver::subresources::create(&state, &rt, &namespace, &name, sub, &body, &ctx)
         }
         ("update", Some(name), None | Some("status") | Some("finalize")) => {
             let ctx = write_context(&req, &query);
+            let media = negotiate::content_type(req.headers());
+            let mode = FieldValidation::from_query(&query)?;
             let body = read_body(&state, req).await?;
-            let value = parse_json(&body)?;
+            let mut value = negotiate::decode_body(&media, &body, &rt)?;
+            let duplicates = json_duplicates(&media, &body, mode);
+            let unknown = field_validation::enforce(
+                &rt,
+                &version,
+                &mut value,
+                mode,
+                Write::Object,
+                duplicates,
+            )?;
             let sub = match sub.as_deref() {
                 Some("finalize") => None,
                 other => other,
             };
             let obj = state.update(&rt, &version, &namespace, &name, value, sub, &ctx)?;
-            Ok(object_response(StatusCode::OK, &obj, &rt, &version))
+            Ok(negotiate::with_warnings(
+                object_response(StatusCode::OK, &obj, &rt, &version),
+                &field_validation::warnings(mode, &unknown),
+            ))
         }
         ("patch", Some(name), None | Some("status")) => {
             let content_type = req
@@ -586,7 +620,9 @@ async fn serve_resource(
                     "PATCH, application/apply-patch+yaml requests require fieldManager to be set",
                 ));
             }
+            let mode = FieldValidation::from_query(&query)?;
             let body = read_body(&state, req).await?;
+            let (body, unknown) = validate_patch(&rt, &version, patch_type, body, mode)?;
             let created_before = state
                 .store
                 .get(&rt.group_resource(), &namespace, &name)
@@ -606,10 +642,15 @@ async fn serve_resource(
             } else {
                 StatusCode::CREATED
             };
-            Ok(object_response(code, &obj, &rt, &version))
+            Ok(negotiate::with_warnings(
+                object_response(code, &obj, &rt, &version),
+                &field_validation::warnings(mode, &unknown),
+            ))
         }
         ("delete", Some(name), None) => {
+            let media = negotiate::content_type(req.headers());
             let body = read_body(&state, req).await?;
+            let body = negotiate::delete_options_body(&media, body)?;
             let mut opts = DeleteOptions::from_body(&body)?;
             apply_delete_query(&mut opts, &query)?;
             let deleted = state.delete(&rt, &namespace, &name, &opts)?;
@@ -621,7 +662,9 @@ async fn serve_resource(
             Ok(object_response(code, &deleted.object, &rt, &version))
         }
         ("deletecollection", None, None) => {
+            let media = negotiate::content_type(req.headers());
             let body = read_body(&state, req).await?;
+            let body = negotiate::delete_options_body(&media, body)?;
             let mut opts = DeleteOptions::from_body(&body)?;
             apply_delete_query(&mut opts, &query)?;
             let (labels, fields) = selectors_from(&rt, &query)?;
@@ -681,16 +724,59 @@ fn apply_delete_query(
     Ok(())
 }
 
+/// Duplicate fields of a JSON create or update body (YAML and protobuf bodies have none to
+/// report: their decoders keep the last or reject).
+fn json_duplicates(media: &str, body: &[u8], mode: FieldValidation) -> Vec<String> {
+    match media {
+        "" | "application/json" | "*/*" => field_validation::duplicate_fields(mode, body),
+        _ => Vec::new(),
+    }
+}
+
+/// Checks the fields of a merge, strategic merge or apply patch body as `fieldValidation`
+/// says, returning the body without unknown fields and their paths. JSON patches (a list of
+/// operations) pass unchanged.
+fn validate_patch(
+    rt: &ResourceType,
+    version: &str,
+    patch_type: PatchType,
+    body: Bytes,
+    mode: FieldValidation,
+) -> Result<(Bytes, field_validation::Findings), ApiError> {
+    let duplicates = match patch_type {
+        PatchType::Merge | PatchType::StrategicMerge => {
+            field_validation::duplicate_fields(mode, &body)
+        }
+        _ => Vec::new(),
+    };
+    let (mut value, write): (Value, _) = match patch_type {
+        PatchType::Json => return Ok((body, Default::default())),
+        // Malformed bodies are left for the patch itself to report.
+        PatchType::Apply { .. } => match serde_saphyr::from_slice(&body) {
+            Ok(v) => (v, Write::Apply),
+            Err(_) => return Ok((body, Default::default())),
+        },
+        PatchType::Merge | PatchType::StrategicMerge => match serde_json::from_slice(&body) {
+            Ok(v) => (v, Write::Patch),
+            Err(_) => return Ok((body, Default::default())),
+        },
+    };
+    let unknown = field_validation::enforce(rt, version, &mut value, mode, write, duplicates)?;
+    if unknown.unknown.is_empty() {
+        return Ok((body, unknown));
+    }
+    Ok((Bytes::from(value.to_string()), unknown))
+}
+
 fn create(
     state: &Arc<ClusterState>,
     rt: &ResourceType,
     version: &str,
     namespace: &str,
-    body: &[u8],
+    value: Value,
     ctx: &WriteContext,
     user: &UserInfo,
 ) -> Result<Response, ApiError> {
-    let value = parse_json(body)?;
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("authentication.k8s.io", "tokenreviews") => Ok(value_response(
             StatusCode::CREATED,
