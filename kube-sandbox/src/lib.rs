@@ -72,6 +72,9 @@ impl Cluster {
         let sim = Arc::new(Simulator::new(state.clone()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(sim::run(sim.clone()));
+            if state.options.workload_controllers {
+                handle.spawn(sim::controllers::run(sim.clone()));
+            }
         }
         Cluster { state, sim }
     }
@@ -160,6 +163,12 @@ impl Cluster {
     /// Stops a simulated node's kubelet (no more Lease renewals), as when a machine dies.
     pub fn stop_node(&self, name: &str) {
         self.sim.stop_node(name);
+    }
+
+    /// Moves the workload controllers' clock forward: CronJobs see their next schedules come,
+    /// as if that much time had passed.
+    pub fn advance_clock(&self, by: std::time::Duration) {
+        self.sim.advance_clock(by);
     }
 
     /// Restarts a stopped simulated node's kubelet.
