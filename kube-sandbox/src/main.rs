@@ -85,8 +85,8 @@ async fn run(args: Args) -> Result<(), String> {
         workload_controllers,
         job_pod_run_seconds,
     } = args.command;
-    let job_pod_run_time = std::time::Duration::try_from_secs_f64(job_pod_run_seconds)
-        .map_err(|_| {
+    let job_pod_run_time =
+        std::time::Duration::try_from_secs_f64(job_pod_run_seconds).map_err(|_| {
             format!("--job-pod-run-seconds {job_pod_run_seconds} is not a number of seconds")
         })?;
     if kube_sandbox::sim::scheduler::parse_quantity(&node_cpu).is_none() {

@@ -12,7 +12,9 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Endpoints, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::core::Resource;
 use kube_sandbox::{Cluster, ClusterOptions, Served, SimNode};
 use serde_json::{Value, json};
@@ -155,8 +157,14 @@ async fn deployment_runs_scales_and_is_collected() {
             .find(|c| c.type_ == t)
             .and_then(|c| c.reason.clone())
     };
-    assert_eq!(reason("Available").as_deref(), Some("MinimumReplicasAvailable"));
-    assert_eq!(reason("Progressing").as_deref(), Some("NewReplicaSetAvailable"));
+    assert_eq!(
+        reason("Available").as_deref(),
+        Some("MinimumReplicasAvailable")
+    );
+    assert_eq!(
+        reason("Progressing").as_deref(),
+        Some("NewReplicaSetAvailable")
+    );
     assert_eq!(
         d.metadata.annotations.unwrap()["deployment.kubernetes.io/revision"],
         "1"
@@ -173,8 +181,17 @@ async fn deployment_runs_scales_and_is_collected() {
     assert_eq!(running.len(), 3);
     for pod in &running {
         assert!(is_ready(pod), "{:?}", pod.metadata.name);
-        assert!(pod.metadata.name.as_ref().unwrap().starts_with(&format!("{rs_name}-")));
-        assert_eq!(pod.metadata.labels.as_ref().unwrap()["pod-template-hash"], hash);
+        assert!(
+            pod.metadata
+                .name
+                .as_ref()
+                .unwrap()
+                .starts_with(&format!("{rs_name}-"))
+        );
+        assert_eq!(
+            pod.metadata.labels.as_ref().unwrap()["pod-template-hash"],
+            hash
+        );
         let owner = &pod.metadata.owner_references.as_ref().unwrap()[0];
         assert_eq!(owner.kind, "ReplicaSet");
         assert_eq!(owner.block_owner_deletion, Some(true));
@@ -206,13 +223,24 @@ async fn deployment_runs_scales_and_is_collected() {
     }
 
     // Deleting the Deployment removes its ReplicaSets and their pods.
-    deployments.delete("web", &DeleteParams::default()).await.unwrap();
+    deployments
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
     let (s, p) = (sets.clone(), pods.clone());
     eventually("replica sets and pods collected", || {
         let (s, p) = (s.clone(), p.clone());
         async move {
-            s.list(&ListParams::default()).await.unwrap().items.is_empty()
-                && p.list(&ListParams::default()).await.unwrap().items.is_empty()
+            s.list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+                && p.list(&ListParams::default())
+                    .await
+                    .unwrap()
+                    .items
+                    .is_empty()
         }
     })
     .await;
@@ -223,7 +251,8 @@ async fn rolling_update_with_no_unavailability_keeps_every_replica_available() {
     let (_cluster, _served, client) = cluster().await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
-    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+    let strategy =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
     let created = deployments
         .create(&PostParams::default(), &deployment("web", 3, strategy))
         .await
@@ -267,7 +296,10 @@ async fn rolling_update_with_no_unavailability_keeps_every_replica_available() {
     .await
     .expect("the rollout ends");
     assert!(lowest >= 3, "available replicas fell to {lowest}");
-    assert!(highest_total <= 4, "more than replicas + maxSurge pods: {highest_total}");
+    assert!(
+        highest_total <= 4,
+        "more than replicas + maxSurge pods: {highest_total}"
+    );
     assert_eq!(
         watched.metadata.annotations.unwrap()["deployment.kubernetes.io/revision"],
         "2"
@@ -276,7 +308,9 @@ async fn rolling_update_with_no_unavailability_keeps_every_replica_available() {
     assert_eq!(rs.len(), 2);
     let old = rs
         .iter()
-        .find(|r| r.metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"] == "1")
+        .find(|r| {
+            r.metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"] == "1"
+        })
         .unwrap();
     assert_eq!(old.spec.as_ref().unwrap().replicas, Some(0));
 }
@@ -373,10 +407,24 @@ async fn paused_deployments_do_not_roll_and_restart_makes_a_new_replica_set() {
     assert_eq!(rs.len(), 3);
     let newest = rs
         .iter()
-        .find(|r| r.metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"] == "3")
+        .find(|r| {
+            r.metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"] == "3"
+        })
         .unwrap();
     assert_eq!(newest.spec.as_ref().unwrap().replicas, Some(2));
-    let annotations = newest.spec.as_ref().unwrap().template.as_ref().unwrap().metadata.as_ref().unwrap().annotations.clone().unwrap();
+    let annotations = newest
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .as_ref()
+        .unwrap()
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .clone()
+        .unwrap();
     assert!(annotations.contains_key("kubectl.kubernetes.io/restartedAt"));
 }
 
@@ -386,16 +434,26 @@ async fn recreate_removes_old_pods_before_new_ones_start() {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     deployments
-        .create(&PostParams::default(), &deployment("db", 2, json!({"type": "Recreate"})))
+        .create(
+            &PostParams::default(),
+            &deployment("db", 2, json!({"type": "Recreate"})),
+        )
         .await
         .unwrap();
     let before = wait_rolled_out(&deployments, "db").await;
     let listed = pods.list(&ListParams::default()).await.unwrap();
     let rv = listed.metadata.resource_version.unwrap();
-    let mut old: std::collections::HashSet<String> =
-        listed.items.into_iter().filter_map(|p| p.metadata.name).collect();
+    let mut old: std::collections::HashSet<String> = listed
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
     assert_eq!(old.len(), 2);
-    let mut stream = pods.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let mut stream = pods
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
     deployments
         .patch(
             "db",
@@ -412,7 +470,10 @@ async fn recreate_removes_old_pods_before_new_ones_start() {
         while let Some(event) = stream.try_next().await.unwrap() {
             match event {
                 WatchEvent::Added(p) if !old.contains(p.metadata.name.as_deref().unwrap()) => {
-                    assert!(old.is_empty(), "a new pod was created while {old:?} remained");
+                    assert!(
+                        old.is_empty(),
+                        "a new pod was created while {old:?} remained"
+                    );
                     new_seen += 1;
                     if new_seen == 2 {
                         return;
@@ -437,8 +498,18 @@ async fn statefulset_pods_come_in_order_and_go_from_the_top() {
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
-    let rv = pods.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-    let mut stream = pods.watch(&WatchParams::default().labels("app=db"), &rv).await.unwrap().boxed();
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = pods
+        .watch(&WatchParams::default().labels("app=db"), &rv)
+        .await
+        .unwrap()
+        .boxed();
     let set: StatefulSet = from(json!({
         "metadata": {"name": "db"},
         "spec": {
@@ -464,7 +535,12 @@ async fn statefulset_pods_come_in_order_and_go_from_the_top() {
             if !created.contains(&name) {
                 let ordinal: usize = name.trim_start_matches("db-").parse().unwrap();
                 assert_eq!(ordinal, created.len(), "{name} out of order");
-                assert_eq!(ready.len(), ordinal, "{name} created before db-{} was ready", ordinal.saturating_sub(1));
+                assert_eq!(
+                    ready.len(),
+                    ordinal,
+                    "{name} created before db-{} was ready",
+                    ordinal.saturating_sub(1)
+                );
                 created.push(name.clone());
             }
             if is_ready(&p) && !ready.contains(&name) {
@@ -494,13 +570,20 @@ async fn statefulset_pods_come_in_order_and_go_from_the_top() {
     let pod = pods.get("db-1").await.unwrap();
     assert_eq!(pod.spec.as_ref().unwrap().hostname.as_deref(), Some("db-1"));
     assert_eq!(pod.spec.as_ref().unwrap().subdomain.as_deref(), Some("db"));
-    assert_eq!(pod.metadata.labels.as_ref().unwrap()["statefulset.kubernetes.io/pod-name"], "db-1");
+    assert_eq!(
+        pod.metadata.labels.as_ref().unwrap()["statefulset.kubernetes.io/pod-name"],
+        "db-1"
+    );
     assert!(claims.get("data-db-1").await.is_ok());
 
     // Scaling down removes the highest ordinals first.
-    sets.patch("db", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 1}})))
-        .await
-        .unwrap();
+    sets.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .unwrap();
     let p = pods.clone();
     eventually("only db-0 left", || {
         let p = p.clone();
@@ -538,23 +621,35 @@ async fn daemonset_runs_on_tainted_nodes_only_when_tolerated() {
             }
         }))
     };
-    sets.create(&PostParams::default(), &daemon("plain-only", json!([]))).await.unwrap();
+    sets.create(&PostParams::default(), &daemon("plain-only", json!([])))
+        .await
+        .unwrap();
     sets.create(
         &PostParams::default(),
-        &daemon("everywhere", json!([{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}])),
+        &daemon(
+            "everywhere",
+            json!([{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]),
+        ),
     )
     .await
     .unwrap();
-    for (name, nodes) in [("plain-only", vec!["plain"]), ("everywhere", vec!["gpu", "plain"])] {
+    for (name, nodes) in [
+        ("plain-only", vec!["plain"]),
+        ("everywhere", vec!["gpu", "plain"]),
+    ] {
         let (s, p) = (sets.clone(), pods.clone());
         let want = nodes.len() as i32;
-        let status = kube_sandbox::testing::eventually_some("daemonset status", Duration::from_secs(20), || {
-            let s = s.clone();
-            async move {
-                let st = s.get(name).await.unwrap().status?;
-                (st.number_ready == want && st.number_available == Some(want)).then_some(st)
-            }
-        })
+        let status = kube_sandbox::testing::eventually_some(
+            "daemonset status",
+            Duration::from_secs(20),
+            || {
+                let s = s.clone();
+                async move {
+                    let st = s.get(name).await.unwrap().status?;
+                    (st.number_ready == want && st.number_available == Some(want)).then_some(st)
+                }
+            },
+        )
         .await;
         assert_eq!(status.desired_number_scheduled, want);
         assert_eq!(status.current_number_scheduled, want);
@@ -582,8 +677,18 @@ async fn job_runs_its_completions_with_bounded_parallelism() {
             "template": {"spec": {"restartPolicy": "Never",
                 "containers": [{"name": "work", "image": "busybox", "command": ["sh", "-c", "echo done"]}]}}}
     }));
-    let rv = jobs.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-    let mut stream = jobs.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let rv = jobs
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = jobs
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
     jobs.create(&PostParams::default(), &job).await.unwrap();
     let mut most_active = 0;
     let done = tokio::time::timeout(Duration::from_secs(30), async {
@@ -593,7 +698,12 @@ async fn job_runs_its_completions_with_bounded_parallelism() {
             };
             let status = j.status.clone().unwrap_or_default();
             most_active = most_active.max(status.active.unwrap_or(0));
-            if status.conditions.iter().flatten().any(|c| c.type_ == "Complete" && c.status == "True") {
+            if status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+            {
                 return j;
             }
         }
@@ -611,12 +721,20 @@ async fn job_runs_its_completions_with_bounded_parallelism() {
     let types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
     assert_eq!(types, ["SuccessCriteriaMet", "Complete"]);
     assert_eq!(conditions[1].reason.as_deref(), Some("CompletionsReached"));
-    let finished = pods.list(&ListParams::default().labels("batch.kubernetes.io/job-name=batch")).await.unwrap();
+    let finished = pods
+        .list(&ListParams::default().labels("batch.kubernetes.io/job-name=batch"))
+        .await
+        .unwrap();
     assert_eq!(finished.items.len(), 3);
     for pod in finished.items {
         let status = pod.status.unwrap();
         assert_eq!(status.phase.as_deref(), Some("Succeeded"));
-        let terminated = status.container_statuses.unwrap()[0].state.clone().unwrap().terminated.unwrap();
+        let terminated = status.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .terminated
+            .unwrap();
         assert_eq!(terminated.exit_code, 0);
         assert_eq!(terminated.reason.as_deref(), Some("Completed"));
     }
@@ -635,29 +753,43 @@ async fn failing_job_stops_at_its_backoff_limit() {
     }));
     jobs.create(&PostParams::default(), &job).await.unwrap();
     let j = jobs.clone();
-    let status = kube_sandbox::testing::eventually_some("job failed", Duration::from_secs(20), || {
-        let j = j.clone();
-        async move {
-            let status = j.get("broken").await.unwrap().status?;
-            status
-                .conditions
-                .iter()
-                .flatten()
-                .any(|c| c.type_ == "Failed" && c.status == "True")
-                .then_some(status)
-        }
-    })
-    .await;
+    let status =
+        kube_sandbox::testing::eventually_some("job failed", Duration::from_secs(20), || {
+            let j = j.clone();
+            async move {
+                let status = j.get("broken").await.unwrap().status?;
+                status
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .any(|c| c.type_ == "Failed" && c.status == "True")
+                    .then_some(status)
+            }
+        })
+        .await;
     assert_eq!(status.failed, Some(2));
     assert_eq!(status.succeeded, None);
-    let failed = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Failed").unwrap();
+    let failed = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap();
     assert_eq!(failed.reason.as_deref(), Some("BackoffLimitExceeded"));
-    let listed = pods.list(&ListParams::default().labels("job-name=broken")).await.unwrap();
+    let listed = pods
+        .list(&ListParams::default().labels("job-name=broken"))
+        .await
+        .unwrap();
     assert_eq!(listed.items.len(), 2);
     for pod in listed.items {
         let status = pod.status.unwrap();
         assert_eq!(status.phase.as_deref(), Some("Failed"));
-        let terminated = status.container_statuses.unwrap()[0].state.clone().unwrap().terminated.unwrap();
+        let terminated = status.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .terminated
+            .unwrap();
         assert_eq!(terminated.exit_code, 3);
     }
 }
@@ -674,22 +806,45 @@ async fn cronjob_creates_a_job_at_its_scheduled_minute() {
                 "restartPolicy": "OnFailure",
                 "containers": [{"name": "tick", "image": "busybox", "command": ["date"]}]}}}}}
     }));
-    let created = cronjobs.create(&PostParams::default(), &cronjob).await.unwrap();
+    let created = cronjobs
+        .create(&PostParams::default(), &cronjob)
+        .await
+        .unwrap();
     // Ten minutes later at least one five-minute mark has passed.
     cluster.advance_clock(Duration::from_secs(600));
     let j = jobs.clone();
-    let job = kube_sandbox::testing::eventually_some("a job from the cronjob", Duration::from_secs(20), || {
-        let j = j.clone();
-        async move { j.list(&ListParams::default()).await.unwrap().items.into_iter().next() }
-    })
+    let job = kube_sandbox::testing::eventually_some(
+        "a job from the cronjob",
+        Duration::from_secs(20),
+        || {
+            let j = j.clone();
+            async move {
+                j.list(&ListParams::default())
+                    .await
+                    .unwrap()
+                    .items
+                    .into_iter()
+                    .next()
+            }
+        },
+    )
     .await;
     let name = job.metadata.name.clone().unwrap();
     let minutes: i64 = name.strip_prefix("tick-").unwrap().parse().unwrap();
     assert_eq!(minutes % 5, 0, "{name} is not at a five-minute mark");
     let owner = &job.metadata.owner_references.as_ref().unwrap()[0];
-    assert_eq!((owner.kind.as_str(), owner.uid.as_str()), ("CronJob", created.metadata.uid.as_deref().unwrap()));
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("CronJob", created.metadata.uid.as_deref().unwrap())
+    );
     assert_eq!(job.metadata.labels.as_ref().unwrap()["app"], "tick");
-    assert!(job.metadata.annotations.as_ref().unwrap().contains_key("batch.kubernetes.io/cronjob-scheduled-timestamp"));
+    assert!(
+        job.metadata
+            .annotations
+            .as_ref()
+            .unwrap()
+            .contains_key("batch.kubernetes.io/cronjob-scheduled-timestamp")
+    );
     let c = cronjobs.clone();
     eventually("cronjob status", || {
         let c = c.clone();
@@ -719,52 +874,68 @@ async fn services_get_endpoint_slices_that_follow_their_pods() {
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
     let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    deployments.create(&PostParams::default(), &deployment("web", 2, json!({}))).await.unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment("web", 2, json!({})))
+        .await
+        .unwrap();
     let service: Service = from(json!({
         "metadata": {"name": "web"},
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}
     }));
-    let svc = services.create(&PostParams::default(), &service).await.unwrap();
+    let svc = services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
     for replicas in [2usize, 3] {
         if replicas == 3 {
             deployments
-                .patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}})))
+                .patch(
+                    "web",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"replicas": 3}})),
+                )
                 .await
                 .unwrap();
         }
         let (s, p) = (slices.clone(), pods.clone());
-        let slice = kube_sandbox::testing::eventually_some("slice with every ready pod", Duration::from_secs(20), || {
-            let (s, p) = (s.clone(), p.clone());
-            async move {
-                let mut ips: Vec<String> = p
-                    .list(&ListParams::default().labels("app=web"))
-                    .await
-                    .unwrap()
-                    .items
-                    .into_iter()
-                    .filter(is_ready)
-                    .filter_map(|p| p.status.and_then(|s| s.pod_ip))
-                    .collect();
-                ips.sort();
-                if ips.len() != replicas {
-                    return None;
+        let slice = kube_sandbox::testing::eventually_some(
+            "slice with every ready pod",
+            Duration::from_secs(20),
+            || {
+                let (s, p) = (s.clone(), p.clone());
+                async move {
+                    let mut ips: Vec<String> = p
+                        .list(&ListParams::default().labels("app=web"))
+                        .await
+                        .unwrap()
+                        .items
+                        .into_iter()
+                        .filter(is_ready)
+                        .filter_map(|p| p.status.and_then(|s| s.pod_ip))
+                        .collect();
+                    ips.sort();
+                    if ips.len() != replicas {
+                        return None;
+                    }
+                    let listed = s
+                        .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
+                        .await
+                        .unwrap()
+                        .items;
+                    let [slice] = listed.as_slice() else {
+                        return None;
+                    };
+                    let mut addresses: Vec<String> = slice
+                        .endpoints
+                        .iter()
+                        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
+                        .flat_map(|e| e.addresses.clone())
+                        .collect();
+                    addresses.sort();
+                    (addresses == ips).then(|| slice.clone())
                 }
-                let listed = s
-                    .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
-                    .await
-                    .unwrap()
-                    .items;
-                let [slice] = listed.as_slice() else { return None };
-                let mut addresses: Vec<String> = slice
-                    .endpoints
-                    .iter()
-                    .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
-                    .flat_map(|e| e.addresses.clone())
-                    .collect();
-                addresses.sort();
-                (addresses == ips).then(|| slice.clone())
-            }
-        })
+            },
+        )
         .await;
         let name = slice.metadata.name.clone().unwrap();
         assert_eq!(name.len(), "web-".len() + 5, "{name}");
@@ -774,10 +945,16 @@ async fn services_get_endpoint_slices_that_follow_their_pods() {
         );
         assert_eq!(slice.address_type, "IPv4");
         let port = &slice.ports.as_ref().unwrap()[0];
-        assert_eq!((port.name.as_deref(), port.port), (Some("http"), Some(8080)));
+        assert_eq!(
+            (port.name.as_deref(), port.port),
+            (Some("http"), Some(8080))
+        );
         let endpoint = &slice.endpoints[0];
         assert!(endpoint.node_name.is_some());
-        assert_eq!(endpoint.target_ref.as_ref().unwrap().kind.as_deref(), Some("Pod"));
+        assert_eq!(
+            endpoint.target_ref.as_ref().unwrap().kind.as_deref(),
+            Some("Pod")
+        );
         let owner = &slice.metadata.owner_references.as_ref().unwrap()[0];
         assert_eq!(Some(&owner.uid), svc.meta().uid.as_ref());
         // The legacy Endpoints object lists the same addresses.
@@ -785,9 +962,16 @@ async fn services_get_endpoint_slices_that_follow_their_pods() {
         eventually("endpoints object", || {
             let e = e.clone();
             async move {
-                e.get("web").await.ok().and_then(|e| e.subsets).is_some_and(|s| {
-                    s.iter().map(|s| s.addresses.as_ref().map_or(0, Vec::len)).sum::<usize>() == replicas
-                })
+                e.get("web")
+                    .await
+                    .ok()
+                    .and_then(|e| e.subsets)
+                    .is_some_and(|s| {
+                        s.iter()
+                            .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
+                            .sum::<usize>()
+                            == replicas
+                    })
             }
         })
         .await;

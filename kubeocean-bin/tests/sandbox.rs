@@ -237,7 +237,12 @@ async fn sandbox_spreads_a_deployment_over_both_workers() {
         .unwrap();
     // Rolled out as `kubectl rollout status` decides it: every replica updated and available.
     within(60, "the rollout", || async {
-        let status = deployments.get("web").await.unwrap().status.unwrap_or_default();
+        let status = deployments
+            .get("web")
+            .await
+            .unwrap()
+            .status
+            .unwrap_or_default();
         status.updated_replicas == Some(6) && status.available_replicas == Some(6)
     })
     .await;

@@ -377,40 +377,53 @@ pub(super) fn finish_pod(sim: &Simulator, namespace: &str, name: &str) {
         })
         .collect();
     for (cname, code) in &codes {
-        sim.kubelet
-            .append_log(namespace, name, cname, &format!("container {cname} exited with code {code}"));
+        sim.kubelet.append_log(
+            namespace,
+            name,
+            cname,
+            &format!("container {cname} exited with code {code}"),
+        );
     }
     let succeeded = codes.values().all(|c| *c == 0);
     let ctx = WriteContext::system("kubelet");
-    let _ = state.update_with(&rt, "v1", namespace, name, Some("status"), &ctx, None, |old| {
-        let mut new = old.clone();
-        new["status"]["phase"] = json!(if succeeded { "Succeeded" } else { "Failed" });
-        if let Some(conditions) = new["status"]["conditions"].as_array_mut() {
-            for c in conditions.iter_mut() {
-                if c["type"] == "Ready" || c["type"] == "ContainersReady" {
-                    c["status"] = json!("False");
-                    c["reason"] = json!("PodCompleted");
-                    c["lastTransitionTime"] = json!(now);
+    let _ = state.update_with(
+        &rt,
+        "v1",
+        namespace,
+        name,
+        Some("status"),
+        &ctx,
+        None,
+        |old| {
+            let mut new = old.clone();
+            new["status"]["phase"] = json!(if succeeded { "Succeeded" } else { "Failed" });
+            if let Some(conditions) = new["status"]["conditions"].as_array_mut() {
+                for c in conditions.iter_mut() {
+                    if c["type"] == "Ready" || c["type"] == "ContainersReady" {
+                        c["status"] = json!("False");
+                        c["reason"] = json!("PodCompleted");
+                        c["lastTransitionTime"] = json!(now);
+                    }
                 }
             }
-        }
-        if let Some(statuses) = new["status"]["containerStatuses"].as_array_mut() {
-            for s in statuses.iter_mut() {
-                let cname = s["name"].as_str().unwrap_or("").to_string();
-                let code = codes.get(&cname).copied().unwrap_or(0);
-                let started = s["state"]["running"]["startedAt"].clone();
-                s["ready"] = json!(false);
-                s["started"] = json!(false);
-                s["state"] = json!({"terminated": {
-                    "exitCode": code,
-                    "reason": if code == 0 { "Completed" } else { "Error" },
-                    "startedAt": started, "finishedAt": now,
-                    "containerID": s["containerID"].clone(),
-                }});
+            if let Some(statuses) = new["status"]["containerStatuses"].as_array_mut() {
+                for s in statuses.iter_mut() {
+                    let cname = s["name"].as_str().unwrap_or("").to_string();
+                    let code = codes.get(&cname).copied().unwrap_or(0);
+                    let started = s["state"]["running"]["startedAt"].clone();
+                    s["ready"] = json!(false);
+                    s["started"] = json!(false);
+                    s["state"] = json!({"terminated": {
+                        "exitCode": code,
+                        "reason": if code == 0 { "Completed" } else { "Error" },
+                        "startedAt": started, "finishedAt": now,
+                        "containerID": s["containerID"].clone(),
+                    }});
+                }
             }
-        }
-        Ok(new)
-    });
+            Ok(new)
+        },
+    );
 }
 
 /// Starts a pod's containers; answers how long they run when they end by themselves.
@@ -681,12 +694,24 @@ mod tests {
     fn pods_end_by_restart_policy_annotation_and_owner() {
         let job = Duration::from_secs(7);
         let cases = [
-            (json!({"spec": {"restartPolicy": "Always"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "1"}}}), None),
+            (
+                json!({"spec": {"restartPolicy": "Always"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "1"}}}),
+                None,
+            ),
             (json!({"spec": {}}), None),
             (json!({"spec": {"restartPolicy": "Never"}}), None),
-            (json!({"spec": {"restartPolicy": "Never"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "0.5"}}}), Some(Duration::from_millis(500))),
-            (json!({"spec": {"restartPolicy": "OnFailure"}, "metadata": {"ownerReferences": [{"kind": "Job"}]}}), Some(job)),
-            (json!({"spec": {"restartPolicy": "Never"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "x"}, "ownerReferences": [{"kind": "Job"}]}}), Some(job)),
+            (
+                json!({"spec": {"restartPolicy": "Never"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "0.5"}}}),
+                Some(Duration::from_millis(500)),
+            ),
+            (
+                json!({"spec": {"restartPolicy": "OnFailure"}, "metadata": {"ownerReferences": [{"kind": "Job"}]}}),
+                Some(job),
+            ),
+            (
+                json!({"spec": {"restartPolicy": "Never"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "x"}, "ownerReferences": [{"kind": "Job"}]}}),
+                Some(job),
+            ),
         ];
         for (pod, expected) in cases {
             assert_eq!(run_time(&pod, job), expected, "{pod}");
@@ -697,7 +722,10 @@ mod tests {
     fn exit_codes_come_from_exit_commands() {
         let cases = [
             (json!({"command": ["sh", "-c", "exit 3"]}), 3),
-            (json!({"command": ["sh", "-c"], "args": ["echo hi; exit 1"]}), 1),
+            (
+                json!({"command": ["sh", "-c"], "args": ["echo hi; exit 1"]}),
+                1,
+            ),
             (json!({"command": ["sh", "-c", "exit 2; exit 0"]}), 0),
             (json!({"command": ["true"]}), 0),
             (json!({"args": ["sh", "-c", "'exit 4'"]}), 4),

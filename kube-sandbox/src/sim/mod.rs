@@ -73,10 +73,11 @@ impl Simulator {
     }
 }
 
+/// What the kubelet does to a pod when a timer fires.
 enum Timer {
-    StartPod(String, String),
-    FinishPod(String, String),
-    RemovePod(String, String),
+    Start(String, String),
+    Finish(String, String),
+    Remove(String, String),
 }
 
 /// Runs the scheduler, kubelet and node lifecycle of a cluster until it shuts down.
@@ -168,7 +169,7 @@ pub async fn run(sim: Arc<Simulator>) {
                                         timers.push(Reverse((Instant::now() + delay, seq)));
                                         timer_actions.insert(
                                             seq,
-                                            Timer::RemovePod(key.0.clone(), key.1.clone()),
+                                            Timer::Remove(key.0.clone(), key.1.clone()),
                                         );
                                     }
                                 } else if phase == "Pending"
@@ -181,7 +182,7 @@ pub async fn run(sim: Arc<Simulator>) {
                                         seq,
                                     )));
                                     timer_actions
-                                        .insert(seq, Timer::StartPod(key.0.clone(), key.1.clone()));
+                                        .insert(seq, Timer::Start(key.0.clone(), key.1.clone()));
                                 }
                             }
                         }
@@ -226,18 +227,18 @@ pub async fn run(sim: Arc<Simulator>) {
             }
             timers.pop();
             match timer_actions.remove(&id) {
-                Some(Timer::StartPod(ns, name)) => {
+                Some(Timer::Start(ns, name)) => {
                     if let Some(run_time) = kubelet::start_pod(&sim, &ns, &name) {
                         seq += 1;
                         timers.push(Reverse((Instant::now() + run_time, seq)));
-                        timer_actions.insert(seq, Timer::FinishPod(ns.clone(), name.clone()));
+                        timer_actions.insert(seq, Timer::Finish(ns.clone(), name.clone()));
                     }
                     starting.remove(&(ns, name));
                 }
-                Some(Timer::FinishPod(ns, name)) => {
+                Some(Timer::Finish(ns, name)) => {
                     kubelet::finish_pod(&sim, &ns, &name);
                 }
-                Some(Timer::RemovePod(ns, name)) => {
+                Some(Timer::Remove(ns, name)) => {
                     if let Some(rt) = state.resource_type("", "pods") {
                         let opts = DeleteOptions {
                             grace_period_seconds: Some(0),

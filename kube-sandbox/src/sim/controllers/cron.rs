@@ -25,7 +25,13 @@ const MONTHS: &[&str] = &[
 const WEEKDAYS: &[&str] = &["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
 /// Parses one field; answers its bits and whether it is a bare star.
-fn field(text: &str, min: u32, max: u32, names: &[&str], name_base: u32) -> Result<(u64, bool), String> {
+fn field(
+    text: &str,
+    min: u32,
+    max: u32,
+    names: &[&str],
+    name_base: u32,
+) -> Result<(u64, bool), String> {
     let value = |s: &str| -> Result<u32, String> {
         let lower = s.to_ascii_lowercase();
         if let Some(i) = names.iter().position(|n| *n == lower) {
@@ -122,7 +128,11 @@ impl Schedule {
     fn day_matches(&self, date: Date) -> bool {
         let dom = self.days & (1 << date.day()) != 0;
         let dow = self.weekdays & (1 << date.weekday().to_sunday_zero_offset()) != 0;
-        if self.any_day_star { dom && dow } else { dom || dow }
+        if self.any_day_star {
+            dom && dow
+        } else {
+            dom || dow
+        }
     }
 
     /// The first scheduled time strictly after `after`, in the schedule's time zone.
@@ -149,11 +159,16 @@ impl Schedule {
                 continue;
             }
             if !self.day_matches(dt.date()) {
-                dt = dt.date().tomorrow().ok()?.to_datetime(jiff::civil::Time::midnight());
+                dt = dt
+                    .date()
+                    .tomorrow()
+                    .ok()?
+                    .to_datetime(jiff::civil::Time::midnight());
                 continue;
             }
             if self.hours & (1 << dt.hour()) == 0 {
-                let hour = DateTime::new(dt.year(), dt.month(), dt.day(), dt.hour(), 0, 0, 0).ok()?;
+                let hour =
+                    DateTime::new(dt.year(), dt.month(), dt.day(), dt.hour(), 0, 0, 0).ok()?;
                 dt = hour.checked_add(jiff::SignedDuration::from_hours(1)).ok()?;
                 continue;
             }
@@ -208,22 +223,50 @@ mod tests {
         let cases = [
             ("* * * * *", "2024-05-01T10:00:30Z", "2024-05-01T10:01:00Z"),
             ("* * * * *", "2024-05-01T10:00:00Z", "2024-05-01T10:01:00Z"),
-            ("*/15 * * * *", "2024-05-01T10:07:00Z", "2024-05-01T10:15:00Z"),
-            ("*/15 * * * *", "2024-05-01T10:45:00Z", "2024-05-01T11:00:00Z"),
+            (
+                "*/15 * * * *",
+                "2024-05-01T10:07:00Z",
+                "2024-05-01T10:15:00Z",
+            ),
+            (
+                "*/15 * * * *",
+                "2024-05-01T10:45:00Z",
+                "2024-05-01T11:00:00Z",
+            ),
             ("5 4 * * *", "2024-05-01T10:00:00Z", "2024-05-02T04:05:00Z"),
-            ("0 9-17/4 * * *", "2024-05-01T10:00:00Z", "2024-05-01T13:00:00Z"),
-            ("0 0 1,15 * *", "2024-05-02T00:00:00Z", "2024-05-15T00:00:00Z"),
-            ("0 0 * * mon", "2024-05-01T00:00:00Z", "2024-05-06T00:00:00Z"),
+            (
+                "0 9-17/4 * * *",
+                "2024-05-01T10:00:00Z",
+                "2024-05-01T13:00:00Z",
+            ),
+            (
+                "0 0 1,15 * *",
+                "2024-05-02T00:00:00Z",
+                "2024-05-15T00:00:00Z",
+            ),
+            (
+                "0 0 * * mon",
+                "2024-05-01T00:00:00Z",
+                "2024-05-06T00:00:00Z",
+            ),
             ("0 0 * * 7", "2024-05-01T00:00:00Z", "2024-05-05T00:00:00Z"),
             ("0 0 13 * 5", "2024-05-01T00:00:00Z", "2024-05-03T00:00:00Z"),
-            ("0 0 * FEB *", "2024-05-01T00:00:00Z", "2025-02-01T00:00:00Z"),
+            (
+                "0 0 * FEB *",
+                "2024-05-01T00:00:00Z",
+                "2025-02-01T00:00:00Z",
+            ),
             ("0 0 29 2 *", "2024-03-01T00:00:00Z", "2028-02-29T00:00:00Z"),
             ("@hourly", "2024-05-01T10:59:59Z", "2024-05-01T11:00:00Z"),
             ("@daily", "2024-05-01T10:00:00Z", "2024-05-02T00:00:00Z"),
             ("@weekly", "2024-05-01T10:00:00Z", "2024-05-05T00:00:00Z"),
             ("@monthly", "2024-05-01T10:00:00Z", "2024-06-01T00:00:00Z"),
             ("@yearly", "2024-05-01T10:00:00Z", "2025-01-01T00:00:00Z"),
-            ("30/10 * * * *", "2024-05-01T10:55:00Z", "2024-05-01T11:30:00Z"),
+            (
+                "30/10 * * * *",
+                "2024-05-01T10:55:00Z",
+                "2024-05-01T11:30:00Z",
+            ),
         ];
         for (spec, after, expected) in cases {
             let schedule = parse(spec).expect(spec);

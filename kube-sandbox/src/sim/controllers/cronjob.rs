@@ -118,10 +118,7 @@ fn sync(pass: &Pass, w: &Writer, cj: &Value, all_jobs: &[Value]) {
                 }
                 match create_job(w, cj, scheduled, tz) {
                     Ok(job) => {
-                        status.insert(
-                            "lastScheduleTime".into(),
-                            json!(rfc3339(scheduled)),
-                        );
+                        status.insert("lastScheduleTime".into(), json!(rfc3339(scheduled)));
                         let mut refs: Vec<Value> = active.iter().map(|j| job_ref(j)).collect();
                         refs.push(job_ref(&job));
                         set_active(&mut status, refs);
@@ -157,7 +154,9 @@ fn create_job(
     tz: &jiff::tz::TimeZone,
 ) -> Result<Value, crate::apiserver::error::ApiError> {
     let name = job_name(name_of(cj), scheduled);
-    let template = at(cj, &["spec", "jobTemplate"]).cloned().unwrap_or(json!({}));
+    let template = at(cj, &["spec", "jobTemplate"])
+        .cloned()
+        .unwrap_or(json!({}));
     let mut annotations = template
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
@@ -165,7 +164,12 @@ fn create_job(
         .unwrap_or_default();
     annotations.insert(
         SCHEDULED_TIMESTAMP.into(),
-        json!(scheduled.to_zoned(tz.clone()).strftime("%Y-%m-%dT%H:%M:%S%:z").to_string()),
+        json!(
+            scheduled
+                .to_zoned(tz.clone())
+                .strftime("%Y-%m-%dT%H:%M:%S%:z")
+                .to_string()
+        ),
     );
     let body = json!({
         "apiVersion": "batch/v1", "kind": "Job",

@@ -84,7 +84,9 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
     let namespace = namespace_of(set);
     let template = at(set, &["spec", "template"]).cloned().unwrap_or(json!({}));
     let hash = template_hash(&template, None);
-    let generation = int_at(set, &["metadata", "generation"]).unwrap_or(1).to_string();
+    let generation = int_at(set, &["metadata", "generation"])
+        .unwrap_or(1)
+        .to_string();
     let probe = daemon_pod(&template, set);
     let wanted: Vec<&str> = nodes
         .iter()
@@ -98,7 +100,8 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
             by_node.entry(node).or_default().push(pod);
         }
     }
-    let is_current = |p: &Value| str_at(p, &["metadata", "labels", "controller-revision-hash"]) == hash;
+    let is_current =
+        |p: &Value| str_at(p, &["metadata", "labels", "controller-revision-hash"]) == hash;
     let prefix = format!("{}-", name_of(set));
     for node in &wanted {
         let pods: Vec<&Value> = by_node
@@ -159,7 +162,11 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
         .count() as i64;
     let available = wanted
         .iter()
-        .filter(|n| live_on(n).iter().any(|p| is_available(p, min_ready, pass.now)))
+        .filter(|n| {
+            live_on(n)
+                .iter()
+                .any(|p| is_available(p, min_ready, pass.now))
+        })
         .count() as i64;
     let updated = wanted
         .iter()
@@ -175,7 +182,10 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
     let rolling = str_at(set, &["spec", "updateStrategy", "type"]) != "OnDelete";
     if rolling {
         let max_unavailable = scaled_value(
-            at(set, &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"]),
+            at(
+                set,
+                &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
+            ),
             "1",
             desired,
             true,
@@ -220,21 +230,39 @@ mod tests {
     fn daemon_pods_tolerate_node_conditions_but_not_other_taints() {
         let set = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "uid": "u"}});
         let template = json!({"spec": {"containers": [{"name": "c"}]}});
-        let node = |taints: Value| json!({
-            "metadata": {"name": "n1"},
-            "spec": {"taints": taints},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]}
-        });
+        let node = |taints: Value| {
+            json!({
+                "metadata": {"name": "n1"},
+                "spec": {"taints": taints},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+            })
+        };
         let pod = daemon_pod(&template, &set);
         let cases = [
             (json!([]), true),
-            (json!([{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]), true),
-            (json!([{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]), true),
-            (json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]), false),
-            (json!([{"key": "dedicated", "value": "gpu", "effect": "PreferNoSchedule"}]), true),
+            (
+                json!([{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]),
+                true,
+            ),
+            (
+                json!([{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]),
+                true,
+            ),
+            (
+                json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+                false,
+            ),
+            (
+                json!([{"key": "dedicated", "value": "gpu", "effect": "PreferNoSchedule"}]),
+                true,
+            ),
         ];
         for (taints, expected) in cases {
-            assert_eq!(node_accepts(&node(taints.clone()), &pod), expected, "{taints}");
+            assert_eq!(
+                node_accepts(&node(taints.clone()), &pod),
+                expected,
+                "{taints}"
+            );
         }
         let tolerant = json!({"spec": {"containers": [{"name": "c"}], "tolerations": [{"key": "dedicated", "operator": "Exists"}]}});
         let tainted = node(json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]));

@@ -128,11 +128,8 @@ fn sync(pass: &Pass, w: &Writer, d: &Value, all_rs: &[Value]) -> Result<(), ApiE
         }
         let old_pods_running = {
             let pods = pass.pods_in(namespace);
-            r.old().any(|rs| {
-                owned_by(&pods, uid_of(rs))
-                    .iter()
-                    .any(|p| !is_terminal(p))
-            })
+            r.old()
+                .any(|rs| owned_by(&pods, uid_of(rs)).iter().any(|p| !is_terminal(p)))
         };
         if !scaled && !old_pods_running {
             match r.new {
@@ -433,7 +430,10 @@ impl Rollout<'_> {
         let sum = |f: fn(&Value) -> i64| -> i64 { self.sets.iter().map(f).sum() };
         let available = sum(available);
         let unavailable = (sum(replicas) - available).max(0);
-        let updated = self.new.map(|n| actual_replicas(&self.sets[n])).unwrap_or(0);
+        let updated = self
+            .new
+            .map(|n| actual_replicas(&self.sets[n]))
+            .unwrap_or(0);
         let now = rfc3339(pass.now);
         let mut conditions = conditions_of(d);
         let max_unavailable = if self.recreate {
@@ -467,7 +467,11 @@ impl Rollout<'_> {
             .iter()
             .any(|c| c["type"] == "Progressing" && c["reason"] == "DeploymentPaused");
         let progressing = if paused {
-            Some(("Unknown", "DeploymentPaused", "Deployment is paused".to_string()))
+            Some((
+                "Unknown",
+                "DeploymentPaused",
+                "Deployment is paused".to_string(),
+            ))
         } else if was_paused {
             Some((
                 "Unknown",
@@ -475,7 +479,11 @@ impl Rollout<'_> {
                 "Deployment is resumed".to_string(),
             ))
         } else if let Some((reason, name)) = created {
-            Some(("True", reason, format!("Created new replica set \"{name}\"")))
+            Some((
+                "True",
+                reason,
+                format!("Created new replica set \"{name}\""),
+            ))
         } else if let Some(name) = new_name {
             if self.complete() {
                 Some((

@@ -54,7 +54,9 @@ pub fn sync_all(pass: &Pass) {
                     .collect();
                 let not_ready: Vec<Value> = endpoints
                     .iter()
-                    .filter(|e| e["conditions"]["ready"] != true && e["conditions"]["terminating"] != true)
+                    .filter(|e| {
+                        e["conditions"]["ready"] != true && e["conditions"]["terminating"] != true
+                    })
                     .map(address)
                     .collect();
                 if ready.is_empty() && not_ready.is_empty() {
@@ -63,10 +65,10 @@ pub fn sync_all(pass: &Pass) {
                 let ports: Vec<Value> = ports
                     .into_iter()
                     .map(|mut p| {
-                        if p["name"] == "" {
-                            if let Some(map) = p.as_object_mut() {
-                                map.remove("name");
-                            }
+                        if p["name"] == ""
+                            && let Some(map) = p.as_object_mut()
+                        {
+                            map.remove("name");
                         }
                         p
                     })
@@ -86,10 +88,11 @@ pub fn sync_all(pass: &Pass) {
             .cloned()
             .unwrap_or_default();
         labels.insert(SKIP_MIRROR.into(), json!("true"));
-        let existing = pass
-            .state
-            .store
-            .get(&GroupResource::new("", "endpoints"), namespace, name_of(service));
+        let existing = pass.state.store.get(
+            &GroupResource::new("", "endpoints"),
+            namespace,
+            name_of(service),
+        );
         match existing {
             Some(current) => {
                 let _ = writer.update("", "endpoints", &current.value, None, |e| {
@@ -119,7 +122,10 @@ pub fn sync_all(pass: &Pass) {
     }
     // Endpoints this controller made whose Service is gone.
     for endpoints in pass.list("", "endpoints") {
-        let key = (namespace_of(&endpoints).to_string(), name_of(&endpoints).to_string());
+        let key = (
+            namespace_of(&endpoints).to_string(),
+            name_of(&endpoints).to_string(),
+        );
         if str_at(&endpoints, &["metadata", "labels", SKIP_MIRROR]) == "true"
             && !served.contains(&key)
             && !services

@@ -100,8 +100,10 @@ pub fn endpoint_groups(
     let mut selected: Vec<&Value> = pods
         .iter()
         .filter(|p| {
-            labels_match(selector, at(p, &["metadata", "labels"]).and_then(Value::as_object))
-                && !is_terminal(p)
+            labels_match(
+                selector,
+                at(p, &["metadata", "labels"]).and_then(Value::as_object),
+            ) && !is_terminal(p)
                 && !str_at(p, &["status", "podIP"]).is_empty()
         })
         .collect();
@@ -144,7 +146,11 @@ pub fn endpoint_groups(
             }
         }
         let key = Value::Array(ports.clone()).to_string();
-        groups.entry(key).or_insert_with(|| (ports, Vec::new())).1.push(endpoint);
+        groups
+            .entry(key)
+            .or_insert_with(|| (ports, Vec::new()))
+            .1
+            .push(endpoint);
     }
     groups
 }
@@ -240,9 +246,12 @@ fn reconcile(
                 if !ports_value.is_null() {
                     body["ports"] = ports_value;
                 }
-                if let Err(e) =
-                    w.create("discovery.k8s.io", "endpointslices", namespace_of(service), body)
-                {
+                if let Err(e) = w.create(
+                    "discovery.k8s.io",
+                    "endpointslices",
+                    namespace_of(service),
+                    body,
+                ) {
                     tracing::debug!(service = service_name, "cannot create a slice: {e}");
                 }
             }
@@ -267,7 +276,10 @@ mod tests {
             (json!({"port": 80}), Some(80)),
             (json!({"port": 80, "targetPort": 9090}), Some(9090)),
             (json!({"port": 80, "targetPort": "http"}), Some(8080)),
-            (json!({"port": 53, "targetPort": "dns", "protocol": "UDP"}), Some(53)),
+            (
+                json!({"port": 53, "targetPort": "dns", "protocol": "UDP"}),
+                Some(53),
+            ),
             (json!({"port": 53, "targetPort": "dns"}), None),
             (json!({"port": 80, "targetPort": "missing"}), None),
         ];
@@ -279,11 +291,13 @@ mod tests {
     #[test]
     fn endpoints_carry_conditions_and_group_by_ports() {
         let service = json!({"spec": {"selector": {"app": "a"}, "ports": [{"port": 80, "targetPort": "http"}]}});
-        let ready = |name: &str, ip: &str, port: i64| json!({
-            "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": {"app": "a"}},
-            "spec": {"nodeName": "n1", "containers": [{"ports": [{"name": "http", "containerPort": port}]}]},
-            "status": {"phase": "Running", "podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]}
-        });
+        let ready = |name: &str, ip: &str, port: i64| {
+            json!({
+                "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": {"app": "a"}},
+                "spec": {"nodeName": "n1", "containers": [{"ports": [{"name": "http", "containerPort": port}]}]},
+                "status": {"phase": "Running", "podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]}
+            })
+        };
         let mut terminating = ready("c", "10.0.0.3", 8080);
         terminating["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
         let pods = vec![
@@ -297,12 +311,21 @@ mod tests {
         let selector = selector_of(&service).expect("selector");
         let groups = endpoint_groups(&service, selector, &pods, &zones);
         assert_eq!(groups.len(), 2);
-        let (ports, endpoints) = groups.values().find(|(p, _)| p[0]["port"] == 8080).expect("8080");
+        let (ports, endpoints) = groups
+            .values()
+            .find(|(p, _)| p[0]["port"] == 8080)
+            .expect("8080");
         assert_eq!(ports[0]["protocol"], "TCP");
         assert_eq!(endpoints.len(), 2);
         assert_eq!(endpoints[0]["addresses"], json!(["10.0.0.1"]));
-        assert_eq!(endpoints[0]["conditions"], json!({"ready": true, "serving": true, "terminating": false}));
+        assert_eq!(
+            endpoints[0]["conditions"],
+            json!({"ready": true, "serving": true, "terminating": false})
+        );
         assert_eq!(endpoints[0]["zone"], "z1");
-        assert_eq!(endpoints[1]["conditions"], json!({"ready": false, "serving": true, "terminating": true}));
+        assert_eq!(
+            endpoints[1]["conditions"],
+            json!({"ready": false, "serving": true, "terminating": true})
+        );
     }
 }

@@ -270,6 +270,9 @@ mod tests {
             past_deadline: true,
             ..counts(Some(1), 1, 0, 0)
         };
-        assert!(matches!(decide(late), Decision::Fail("DeadlineExceeded", _)));
+        assert!(matches!(
+            decide(late),
+            Decision::Fail("DeadlineExceeded", _)
+        ));
     }
 }

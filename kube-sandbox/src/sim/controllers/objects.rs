@@ -243,7 +243,8 @@ impl Writer<'_> {
             .resource_type(group, plural)
             .ok_or_else(|| ApiError::internal(format!("{plural} are not served")))?;
         let version = rt.storage_version().to_string();
-        self.state.create(&rt, &version, namespace, body, &self.ctx())
+        self.state
+            .create(&rt, &version, namespace, body, &self.ctx())
     }
 
     /// Changes an object (or its status with `subresource = Some("status")`): `change` is
@@ -274,7 +275,12 @@ impl Writer<'_> {
                 move |current| {
                     // Another object of the same name is not the one this pass decided on.
                     if uid_of(current) != uid {
-                        return Err(ApiError::conflict(group, plural, name_of(current), "the object was replaced"));
+                        return Err(ApiError::conflict(
+                            group,
+                            plural,
+                            name_of(current),
+                            "the object was replaced",
+                        ));
                     }
                     let mut new = current.clone();
                     change(&mut new);
@@ -392,10 +398,22 @@ mod tests {
         let cases = [
             (json!({"matchLabels": {"app": "web"}}), true),
             (json!({"matchLabels": {"app": "db"}}), false),
-            (json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "x"]}]}), true),
-            (json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["front"]}]}), false),
-            (json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}), true),
-            (json!({"matchExpressions": [{"key": "zone", "operator": "Exists"}]}), false),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "x"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["front"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "zone", "operator": "Exists"}]}),
+                false,
+            ),
             (json!({}), true),
         ];
         for (selector, expected) in cases {

@@ -194,7 +194,11 @@ mod tests {
             (json!({"maxSurge": 0, "maxUnavailable": 0}), 3, (0, 1)),
             (json!({}), 4, (1, 1)),
             (json!({}), 1, (1, 0)),
-            (json!({"maxSurge": "50%", "maxUnavailable": "50%"}), 3, (2, 1)),
+            (
+                json!({"maxSurge": "50%", "maxUnavailable": "50%"}),
+                3,
+                (2, 1),
+            ),
         ];
         for (rolling, desired, expected) in cases {
             assert_eq!(fenceposts(Some(&rolling), desired), expected, "{rolling}");

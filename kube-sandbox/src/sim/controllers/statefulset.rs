@@ -6,8 +6,8 @@
 
 use super::Pass;
 use super::objects::{
-    PodName, Writer, at, controller_ref, int_at, is_available, is_deleting, is_ready,
-    is_terminal, name_of, namespace_of, owned_by, pod_from_template, str_at, uid_of,
+    PodName, Writer, at, controller_ref, int_at, is_available, is_deleting, is_ready, is_terminal,
+    name_of, namespace_of, owned_by, pod_from_template, str_at, uid_of,
 };
 use super::rollout::template_hash;
 use crate::apiserver::resources::GroupResource;
@@ -178,8 +178,14 @@ fn create_pod(w: &Writer, set: &Value, template: &Value, ordinal: i64, revision:
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let delete_with_set =
-        str_at(set, &["spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted"]) == "Delete";
+    let delete_with_set = str_at(
+        set,
+        &[
+            "spec",
+            "persistentVolumeClaimRetentionPolicy",
+            "whenDeleted",
+        ],
+    ) == "Delete";
     for claim in &claims {
         let claim_name = name_of(claim);
         let pvc_name = format!("{claim_name}-{set_name}-{ordinal}");
@@ -204,7 +210,9 @@ fn create_pod(w: &Writer, set: &Value, template: &Value, ordinal: i64, revision:
                 .cloned()
                 .filter(Value::is_object)
                 .unwrap_or(json!({}));
-            if let Some(selector) = at(set, &["spec", "selector", "matchLabels"]).and_then(Value::as_object) {
+            if let Some(selector) =
+                at(set, &["spec", "selector", "matchLabels"]).and_then(Value::as_object)
+            {
                 for (k, v) in selector {
                     labels[k] = v.clone();
                 }
