@@ -19,3 +19,4 @@ pub mod store;
 pub mod subresources;
 pub mod table;
 pub mod watch;
+pub mod workload_defaults;
