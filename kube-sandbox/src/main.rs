@@ -54,6 +54,20 @@ enum Command {
     },
 }
 
+/// The Deployment the printed `kubectl apply` creates (unindented, so that the heredoc can be
+/// pasted as is).
+const DEMO_DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx, ports: [{name: http, containerPort: 80}]}]
+";
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
@@ -140,13 +154,14 @@ async fn run(args: Args) -> Result<(), String> {
     println!("  kubectl logs hello");
     println!("  kubectl exec hello -- echo hi    # simulated commands: echo, hostname, env");
     if workload_controllers {
-        println!("  kubectl create deployment web --image=nginx --replicas=3 --port=80");
+        println!("  kubectl apply --validate=false -f - <<'EOF'");
+        print!("{DEMO_DEPLOYMENT}");
+        println!("EOF");
         println!("  kubectl rollout status deployment/web");
-        println!("  kubectl expose deployment web --port=80");
+        println!("  kubectl scale deployment web --replicas=4");
+        println!("  kubectl expose deployment web --port=80 --target-port=http");
         println!("  kubectl get endpointslices -l kubernetes.io/service-name=web");
-        println!(
-            "  kubectl create job once --image=busybox -- sh -c 'echo done'   # completes after {job_pod_run_seconds}s"
-        );
+        println!("  kubectl rollout restart deployment/web");
     }
     println!("Ctrl-C stops the server.");
     tokio::signal::ctrl_c()

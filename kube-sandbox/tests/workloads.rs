@@ -201,18 +201,28 @@ async fn deployment_runs_scales_and_is_collected() {
     assert_eq!(rs_status.fully_labeled_replicas, Some(3));
     assert_eq!(rs_status.available_replicas, Some(3));
 
-    // Scale up, then down.
+    // Scale up through the scale subresource (as `kubectl scale` does), down through the spec.
     for replicas in [5, 1] {
-        deployments
-            .patch(
-                "web",
-                &PatchParams::default(),
-                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
-            )
-            .await
-            .unwrap();
+        let patch = Patch::Merge(json!({"spec": {"replicas": replicas}}));
+        if replicas == 5 {
+            let scale = deployments
+                .patch_scale("web", &PatchParams::default(), &patch)
+                .await
+                .unwrap();
+            assert_eq!(scale.spec.unwrap().replicas, Some(5));
+        } else {
+            deployments
+                .patch("web", &PatchParams::default(), &patch)
+                .await
+                .unwrap();
+        }
         let d = wait_rolled_out(&deployments, "web").await;
         assert_eq!(d.status.unwrap().ready_replicas, Some(replicas));
+        let scale = deployments.get_scale("web").await.unwrap();
+        assert_eq!(
+            scale.status.as_ref().unwrap().selector.as_deref(),
+            Some("app=web")
+        );
         let p = pods.clone();
         let rs_uid = rs_uid.clone();
         eventually("pods follow the scale", || {

@@ -14,6 +14,7 @@ pub mod meta;
 pub mod pki;
 pub mod requests;
 pub mod resources;
+pub mod scale;
 pub mod state;
 pub mod store;
 pub mod subresources;
