@@ -54,6 +54,15 @@ fn daemon_pod(template: &Value, set: &Value) -> Value {
     pod
 }
 
+/// Whether a node should run the DaemonSet's pod (upstream `NodeShouldRunDaemonPod`): its
+/// taints, selector and affinity against the pod, whatever the node's readiness (a node that
+/// turns NotReady keeps its daemon pods; its taints are among the tolerated ones).
+fn should_run(node: &Value, pod: &Value) -> bool {
+    let mut ready = node.clone();
+    ready["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+    node_accepts(&ready, pod)
+}
+
 /// The node a daemon pod is for: its `nodeName`, or the one its node affinity names.
 fn node_of(pod: &Value) -> Option<String> {
     let bound = str_at(pod, &["spec", "nodeName"]);
@@ -90,7 +99,7 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
     let probe = daemon_pod(&template, set);
     let wanted: Vec<&str> = nodes
         .iter()
-        .filter(|n| !is_deleting(n) && node_accepts(n, &probe))
+        .filter(|n| !is_deleting(n) && should_run(n, &probe))
         .map(name_of)
         .collect();
     let all_pods = pass.pods_in(namespace);
@@ -266,6 +275,6 @@ mod tests {
         }
         let tolerant = json!({"spec": {"containers": [{"name": "c"}], "tolerations": [{"key": "dedicated", "operator": "Exists"}]}});
         let tainted = node(json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]));
-        assert!(node_accepts(&tainted, &daemon_pod(&tolerant, &set)));
+        assert!(should_run(&tainted, &daemon_pod(&tolerant, &set)));
     }
 }
