@@ -6,7 +6,10 @@
 //! It answers as kube-apiserver does: discovery, CRUD, list+watch with resourceVersions,
 //! `kind: Status` errors, CRDs with schema validation, status subresources, patches (merge,
 //! JSON, strategic, server-side apply), finalizers, garbage collection, namespaces, RBAC, tokens.
-//! A simulated scheduler and kubelet run pods on [`SimNode`]s. See `docs/sandbox.md`.
+//! A simulated scheduler and kubelet run pods on [`SimNode`]s; with
+//! [`ClusterOptions::workload_controllers`] the workload controllers of kube-controller-manager
+//! run too (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, EndpointSlices).
+//! See `docs/sandbox.md`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,6 +5,7 @@
 //! to it.
 //!
 //! The loop follows the store's change history like a watch, so each change is looked at once.
+//! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
 
 pub mod controllers;
 pub mod kubelet;
