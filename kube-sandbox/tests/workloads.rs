@@ -586,6 +586,47 @@ async fn statefulset_pods_come_in_order_and_go_from_the_top() {
     );
     assert!(claims.get("data-db-1").await.is_ok());
 
+    // A new template rolls from the highest ordinal down, to the new revision.
+    let before = sets.get("db").await.unwrap().status.unwrap();
+    sets.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "db", "image": "postgres:17"}
+        ]}}}})),
+    )
+    .await
+    .unwrap();
+    let s = sets.clone();
+    let old_revision = before.update_revision.clone();
+    let status = kube_sandbox::testing::eventually_some(
+        "rolled to the new revision",
+        Duration::from_secs(20),
+        || {
+            let (s, old_revision) = (s.clone(), old_revision.clone());
+            async move {
+                let st = s.get("db").await.unwrap().status?;
+                (st.update_revision != old_revision
+                    && st.current_revision == st.update_revision
+                    && st.updated_replicas == Some(3)
+                    && st.ready_replicas == Some(3))
+                .then_some(st)
+            }
+        },
+    )
+    .await;
+    for i in 0..3 {
+        let pod = pods.get(&format!("db-{i}")).await.unwrap();
+        assert_eq!(
+            pod.metadata.labels.as_ref().unwrap()["controller-revision-hash"],
+            status.update_revision.clone().unwrap()
+        );
+        assert_eq!(
+            pod.spec.unwrap().containers[0].image.as_deref(),
+            Some("postgres:17")
+        );
+    }
+
     // Scaling down removes the highest ordinals first.
     sets.patch(
         "db",
@@ -811,7 +852,7 @@ async fn cronjob_creates_a_job_at_its_scheduled_minute() {
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let cronjob: CronJob = from(json!({
         "metadata": {"name": "tick"},
-        "spec": {"schedule": "*/5 * * * *", "concurrencyPolicy": "Forbid",
+        "spec": {"schedule": "*/5 * * * *", "concurrencyPolicy": "Forbid", "successfulJobsHistoryLimit": 1,
             "jobTemplate": {"metadata": {"labels": {"app": "tick"}}, "spec": {"template": {"spec": {
                 "restartPolicy": "OnFailure",
                 "containers": [{"name": "tick", "image": "busybox", "command": ["date"]}]}}}}}
@@ -861,6 +902,47 @@ async fn cronjob_creates_a_job_at_its_scheduled_minute() {
         async move {
             let status = c.get("tick").await.unwrap().status.unwrap_or_default();
             status.last_schedule_time.is_some()
+        }
+    })
+    .await;
+    // Each later five-minute mark makes one more Job; finished ones beyond
+    // successfulJobsHistoryLimit (1) go.
+    let mut names = vec![name.clone()];
+    for _ in 0..2 {
+        let j = jobs.clone();
+        let seen = names.clone();
+        cluster.advance_clock(Duration::from_secs(300));
+        let next =
+            kube_sandbox::testing::eventually_some("the next job", Duration::from_secs(20), || {
+                let (j, seen) = (j.clone(), seen.clone());
+                async move {
+                    j.list(&ListParams::default())
+                        .await
+                        .unwrap()
+                        .items
+                        .into_iter()
+                        .filter_map(|job| job.metadata.name)
+                        .find(|n| !seen.contains(n))
+                }
+            })
+            .await;
+        names.push(next);
+    }
+    let newest = names.last().unwrap().clone();
+    let j = jobs.clone();
+    eventually("only the newest finished job is kept", || {
+        let (j, newest) = (j.clone(), newest.clone());
+        async move {
+            let left: Vec<String> = j
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter(|job| job.metadata.deletion_timestamp.is_none())
+                .filter_map(|job| job.metadata.name)
+                .collect();
+            left == [newest]
         }
     })
     .await;
