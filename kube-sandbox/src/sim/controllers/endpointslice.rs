@@ -139,6 +139,15 @@ pub fn endpoint_groups(
                 "name": name_of(pod), "uid": uid_of(pod),
             },
         });
+        // A pod named into the Service's DNS (`hostname` with `subdomain` = the Service, as
+        // StatefulSet pods are) gets its hostname on the endpoint.
+        let hostname = str_at(pod, &["spec", "hostname"]);
+        if !hostname.is_empty()
+            && str_at(pod, &["spec", "subdomain"]) == name_of(service)
+            && !name_of(service).is_empty()
+        {
+            endpoint["hostname"] = json!(hostname);
+        }
         if !node.is_empty() {
             endpoint["nodeName"] = json!(node);
             if let Some(zone) = zones.get(node) {
@@ -265,6 +274,25 @@ fn reconcile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pods_in_the_service_domain_get_their_hostname() {
+        let service = json!({"metadata": {"name": "db"}, "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]}});
+        let pod = |name: &str, subdomain: &str| {
+            json!({
+                "metadata": {"name": name, "labels": {"app": "db"}},
+                "spec": {"hostname": name, "subdomain": subdomain},
+                "status": {"phase": "Running", "podIP": "10.0.0.1"}
+            })
+        };
+        let pods = vec![pod("db-0", "db"), pod("other-0", "elsewhere")];
+        let selector = selector_of(&service).expect("selector");
+        let groups = endpoint_groups(&service, selector, &pods, &HashMap::new());
+        let endpoints = &groups.values().next().expect("one group").1;
+        assert_eq!(endpoints[0]["hostname"], "db-0");
+        assert!(endpoints[1].get("hostname").is_none());
+        assert_eq!(endpoints[0]["conditions"]["ready"], false);
+    }
 
     #[test]
     fn target_ports_resolve_by_number_and_name() {
