@@ -10,7 +10,7 @@ use common::eventually;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Endpoints, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Event, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
@@ -196,6 +196,35 @@ async fn deployment_runs_scales_and_is_collected() {
         assert_eq!(owner.kind, "ReplicaSet");
         assert_eq!(owner.block_owner_deletion, Some(true));
     }
+    // The events `kubectl describe` shows.
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let messages = |object: &str| {
+        let events = events.clone();
+        let selector = format!("involvedObject.name={object}");
+        async move {
+            events
+                .list(&ListParams::default().fields(&selector))
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert!(messages("web").await.contains(&(
+        "ScalingReplicaSet".to_string(),
+        format!("Scaled up replica set {rs_name} from 0 to 3")
+    )));
+    let created = messages(&rs_name).await;
+    assert_eq!(
+        created
+            .iter()
+            .filter(|(reason, _)| reason == "SuccessfulCreate")
+            .count(),
+        3,
+        "{created:?}"
+    );
     let rs_status = sets.get(&rs_name).await.unwrap().status.unwrap();
     assert_eq!(rs_status.replicas, 3);
     assert_eq!(rs_status.fully_labeled_replicas, Some(3));

@@ -118,6 +118,12 @@ fn sync(pass: &Pass, w: &Writer, cj: &Value, all_jobs: &[Value]) {
                 }
                 match create_job(w, cj, scheduled, tz) {
                     Ok(job) => {
+                        w.event(
+                            cj,
+                            "Normal",
+                            "SuccessfulCreate",
+                            &format!("Created job {}", name_of(&job)),
+                        );
                         status.insert("lastScheduleTime".into(), json!(rfc3339(scheduled)));
                         let mut refs: Vec<Value> = active.iter().map(|j| job_ref(j)).collect();
                         refs.push(job_ref(&job));
@@ -221,7 +227,14 @@ fn cleanup_history(w: &Writer, cj: &Value, jobs: &[&Value]) {
             )
         });
         for job in done.iter().take(done.len() - limit) {
-            let _ = w.delete("batch", "jobs", job);
+            if w.delete("batch", "jobs", job).is_ok() {
+                w.event(
+                    cj,
+                    "Normal",
+                    "SuccessfulDelete",
+                    &format!("Deleted job {}", name_of(job)),
+                );
+            }
         }
     }
 }

@@ -75,6 +75,18 @@ fn node_of(pod: &Value) -> Option<String> {
         .flatten()
 }
 
+/// Deletes one of the set's pods, with upstream's event.
+fn delete_pod(w: &Writer, set: &Value, pod: &Value) {
+    if w.delete("", "pods", pod).is_ok() {
+        w.event(
+            set,
+            "Normal",
+            "SuccessfulDelete",
+            &format!("Deleted pod: {}", name_of(pod)),
+        );
+    }
+}
+
 /// Syncs every DaemonSet.
 pub fn sync_all(pass: &Pass) {
     let writer = Writer {
@@ -118,7 +130,7 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
             .map(|p| p.iter().copied().filter(|p| !is_deleting(p)).collect())
             .unwrap_or_default();
         for failed in pods.iter().filter(|p| is_terminal(p)) {
-            let _ = w.delete("", "pods", failed);
+            delete_pod(w, set, failed);
         }
         let running: Vec<&Value> = pods.into_iter().filter(|p| !is_terminal(p)).collect();
         if running.is_empty() {
@@ -133,20 +145,28 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
                     {"key": "metadata.name", "operator": "In", "values": [node]}
                 ]}]
             });
-            if let Err(e) = w.create("", "pods", namespace, pod) {
-                tracing::debug!(daemonset = name_of(set), node, "cannot create a pod: {e}");
+            match w.create("", "pods", namespace, pod) {
+                Ok(created) => w.event(
+                    set,
+                    "Normal",
+                    "SuccessfulCreate",
+                    &format!("Created pod: {}", name_of(&created.value)),
+                ),
+                Err(e) => {
+                    tracing::debug!(daemonset = name_of(set), node, "cannot create a pod: {e}")
+                }
             }
         } else {
             // Only one pod per node: the oldest stays.
             for extra in running.iter().skip(1) {
-                let _ = w.delete("", "pods", extra);
+                delete_pod(w, set, extra);
             }
         }
     }
     for (node, pods) in &by_node {
         if !wanted.contains(&node.as_str()) {
             for pod in pods.iter().filter(|p| !is_deleting(p)) {
-                let _ = w.delete("", "pods", pod);
+                delete_pod(w, set, pod);
             }
         }
     }
@@ -207,7 +227,7 @@ fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
             }
             for pod in live_on(node) {
                 if !is_current(pod) && is_available(pod, min_ready, pass.now) {
-                    let _ = w.delete("", "pods", pod);
+                    delete_pod(w, set, pod);
                     budget -= 1;
                 }
             }

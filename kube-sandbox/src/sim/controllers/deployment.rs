@@ -197,6 +197,19 @@ impl Rollout<'_> {
     }
 
     fn set_replicas(&mut self, w: &Writer, i: usize, count: i64) -> Result<(), ApiError> {
+        let before = replicas(&self.sets[i]);
+        if before != count {
+            let direction = if count > before { "up" } else { "down" };
+            w.event(
+                self.d,
+                "Normal",
+                "ScalingReplicaSet",
+                &format!(
+                    "Scaled {direction} replica set {} from {before} to {count}",
+                    name_of(&self.sets[i])
+                ),
+            );
+        }
         let desired = self.desired.to_string();
         let max = (self.desired + self.max_surge).to_string();
         w.update("apps", "replicasets", &self.sets[i], None, |rs| {
@@ -373,6 +386,14 @@ impl Rollout<'_> {
         });
         match w.create("apps", "replicasets", namespace_of(d), body) {
             Ok(created) => {
+                if count > 0 {
+                    w.event(
+                        d,
+                        "Normal",
+                        "ScalingReplicaSet",
+                        &format!("Scaled up replica set {name} from 0 to {count}"),
+                    );
+                }
                 self.sets.push(created.value.clone());
                 self.new = Some(self.sets.len() - 1);
                 Ok(name)

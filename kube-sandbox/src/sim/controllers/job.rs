@@ -159,6 +159,7 @@ fn sync(pass: &Pass, w: &Writer, job: &Value) {
                         &now,
                     ));
                     status.insert("completionTime".into(), json!(now));
+                    w.event(job, "Normal", "Completed", "Job completed");
                 }
             }
             Decision::Fail(reason, message) => {
@@ -170,6 +171,7 @@ fn sync(pass: &Pass, w: &Writer, job: &Value) {
                 }
                 if active.is_empty() && terminating == 0 {
                     conditions.push(condition("Failed", reason, message, &now));
+                    w.event(job, "Warning", reason, message);
                 }
             }
         }
@@ -223,9 +225,17 @@ fn create_pods(w: &Writer, job: &Value, count: i64) {
                 ("job-name", name),
             ],
         );
-        if let Err(e) = w.create("", "pods", namespace_of(job), pod) {
-            tracing::debug!(job = name, "cannot create a pod: {e}");
-            return;
+        match w.create("", "pods", namespace_of(job), pod) {
+            Ok(created) => w.event(
+                job,
+                "Normal",
+                "SuccessfulCreate",
+                &format!("Created pod: {}", name_of(&created.value)),
+            ),
+            Err(e) => {
+                tracing::debug!(job = name, "cannot create a pod: {e}");
+                return;
+            }
         }
     }
 }

@@ -301,6 +301,34 @@ impl Writer<'_> {
         self.update(group, plural, obj, Some("status"), |o| o["status"] = status)
     }
 
+    /// Records a core/v1 Event about `obj`, as the controller's event recorder does
+    /// (`kubectl describe` lists them); a failure to record is not an error of the sync.
+    pub fn event(&self, obj: &Value, kind: &str, reason: &str, message: &str) {
+        let now = crate::apiserver::meta::now_rfc3339();
+        let nanos = jiff::Timestamp::now().as_nanosecond();
+        let name = format!("{}.{:x}", name_of(obj), nanos.max(0));
+        let body = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name},
+            "involvedObject": {
+                "apiVersion": str_at(obj, &["apiVersion"]), "kind": str_at(obj, &["kind"]),
+                "name": name_of(obj), "namespace": namespace_of(obj), "uid": uid_of(obj),
+                "resourceVersion": str_at(obj, &["metadata", "resourceVersion"]),
+            },
+            "reason": reason, "message": message, "type": kind,
+            "source": {"component": self.manager},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "reportingComponent": self.manager, "reportingInstance": "",
+        });
+        let namespace = match namespace_of(obj) {
+            "" => "default",
+            ns => ns,
+        };
+        if let Err(e) = self.create("", "events", namespace, body) {
+            tracing::debug!(reason, "cannot record an event: {e}");
+        }
+    }
+
     /// Deletes an object (background propagation, default grace period).
     pub fn delete(&self, group: &str, plural: &str, obj: &Value) -> Result<(), ApiError> {
         let rt = self

@@ -37,16 +37,37 @@ pub fn sync_all(pass: &Pass) {
             let prefix = format!("{}-", name_of(&rs));
             for _ in 0..(desired - owned.len()).min(BURST) {
                 let pod = pod_from_template(&template, &rs, PodName::Generate(&prefix), &[]);
-                if let Err(e) = writer.create("", "pods", namespace_of(&rs), pod) {
-                    tracing::debug!(rs = name_of(&rs), "cannot create a pod: {e}");
-                    break;
+                match writer.create("", "pods", namespace_of(&rs), pod) {
+                    Ok(created) => writer.event(
+                        &rs,
+                        "Normal",
+                        "SuccessfulCreate",
+                        &format!("Created pod: {}", name_of(&created.value)),
+                    ),
+                    Err(e) => {
+                        tracing::debug!(rs = name_of(&rs), "cannot create a pod: {e}");
+                        writer.event(
+                            &rs,
+                            "Warning",
+                            "FailedCreate",
+                            &format!("Error creating: {}", e.message),
+                        );
+                        break;
+                    }
                 }
             }
         } else if owned.len() > desired {
             let mut victims = owned.clone();
             victims.sort_by_key(|p| deletion_rank(p));
             for pod in victims.iter().take((owned.len() - desired).min(BURST)) {
-                let _ = writer.delete("", "pods", pod);
+                if writer.delete("", "pods", pod).is_ok() {
+                    writer.event(
+                        &rs,
+                        "Normal",
+                        "SuccessfulDelete",
+                        &format!("Deleted pod: {}", name_of(pod)),
+                    );
+                }
             }
         }
         let min_ready = int_at(&rs, &["spec", "minReadySeconds"]).unwrap_or(0);

@@ -74,7 +74,7 @@ fn sync(pass: &Pass, w: &Writer, set: &Value) {
                 }
             }
             Some(pod) if is_terminal(pod) && !is_deleting(pod) => {
-                let _ = w.delete("", "pods", pod);
+                delete_pod(w, set, pod);
                 if !parallel {
                     waiting = true;
                     break;
@@ -98,7 +98,7 @@ fn sync(pass: &Pass, w: &Writer, set: &Value) {
                 }
                 continue;
             }
-            let _ = w.delete("", "pods", pod);
+            delete_pod(w, set, pod);
             if !parallel {
                 waiting = true;
                 break;
@@ -120,7 +120,7 @@ fn sync(pass: &Pass, w: &Writer, set: &Value) {
             .filter_map(|i| pods.get(&i))
             .find(|p| revision_of(p) != update_revision)
         {
-            let _ = w.delete("", "pods", pod);
+            delete_pod(w, set, pod);
         }
     }
 
@@ -226,13 +226,43 @@ fn create_pod(w: &Writer, set: &Value, template: &Value, ordinal: i64, revision:
                 "metadata": metadata,
                 "spec": claim.get("spec").cloned().unwrap_or(json!({})),
             });
-            if let Err(e) = w.create("", "persistentvolumeclaims", namespace, body) {
-                tracing::debug!(claim = pvc_name, "cannot create the claim: {e}");
+            match w.create("", "persistentvolumeclaims", namespace, body) {
+                Ok(_) => w.event(
+                    set,
+                    "Normal",
+                    "SuccessfulCreate",
+                    &format!(
+                        "create Claim {pvc_name} Pod {pod_name} in StatefulSet {set_name} success"
+                    ),
+                ),
+                Err(e) => tracing::debug!(claim = pvc_name, "cannot create the claim: {e}"),
             }
         }
     }
-    if let Err(e) = w.create("", "pods", namespace, pod) {
-        tracing::debug!(pod = pod_name, "cannot create the pod: {e}");
+    match w.create("", "pods", namespace, pod) {
+        Ok(_) => w.event(
+            set,
+            "Normal",
+            "SuccessfulCreate",
+            &format!("create Pod {pod_name} in StatefulSet {set_name} successful"),
+        ),
+        Err(e) => tracing::debug!(pod = pod_name, "cannot create the pod: {e}"),
+    }
+}
+
+/// Deletes one of the set's pods, with upstream's event.
+fn delete_pod(w: &Writer, set: &Value, pod: &Value) {
+    if w.delete("", "pods", pod).is_ok() {
+        w.event(
+            set,
+            "Normal",
+            "SuccessfulDelete",
+            &format!(
+                "delete Pod {} in StatefulSet {} successful",
+                name_of(pod),
+                name_of(set)
+            ),
+        );
     }
 }
 
