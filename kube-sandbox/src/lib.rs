@@ -6,7 +6,10 @@
 //! It answers as kube-apiserver does: discovery, CRUD, list+watch with resourceVersions,
 //! `kind: Status` errors, CRDs with schema validation, status subresources, patches (merge,
 //! JSON, strategic, server-side apply), finalizers, garbage collection, namespaces, RBAC, tokens.
-//! A simulated scheduler and kubelet run pods on [`SimNode`]s. See `docs/sandbox.md`.
+//! A simulated scheduler and kubelet run pods on [`SimNode`]s; with
+//! [`ClusterOptions::workload_controllers`] the workload controllers of kube-controller-manager
+//! run too (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, EndpointSlices).
+//! See `docs/sandbox.md`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -73,6 +76,9 @@ impl Cluster {
         let sim = Arc::new(Simulator::new(state.clone()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(sim::run(sim.clone()));
+            if state.options.workload_controllers {
+                handle.spawn(sim::controllers::run(sim.clone()));
+            }
         }
         Cluster { state, sim }
     }
@@ -166,6 +172,12 @@ impl Cluster {
     /// Stops a simulated node's kubelet (no more Lease renewals), as when a machine dies.
     pub fn stop_node(&self, name: &str) {
         self.sim.stop_node(name);
+    }
+
+    /// Moves the workload controllers' clock forward: CronJobs see their next schedules come,
+    /// as if that much time had passed.
+    pub fn advance_clock(&self, by: std::time::Duration) {
+        self.sim.advance_clock(by);
     }
 
     /// Restarts a stopped simulated node's kubelet.

@@ -1,7 +1,7 @@
 //! `kube-sandbox serve`: one in-memory Kubernetes API server on loopback, with simulated nodes.
 
 use clap::{Parser, Subcommand};
-use kube_sandbox::{Cluster, ServeOptions, SimNode};
+use kube_sandbox::{Cluster, ClusterOptions, ServeOptions, SimNode};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,8 +42,31 @@ enum Command {
         /// Name of the cluster (in the kubeconfig).
         #[arg(long, default_value = "sandbox")]
         name: String,
+        /// Run the workload controllers (Deployments, ReplicaSets, StatefulSets, DaemonSets,
+        /// Jobs, CronJobs, EndpointSlices and Endpoints): `--workload-controllers=false` turns
+        /// them off.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        workload_controllers: bool,
+        /// How long the containers of Job pods run before they exit, in seconds (a pod's
+        /// `sandbox.kube/run-seconds` annotation overrides it).
+        #[arg(long, default_value_t = 1.0)]
+        job_pod_run_seconds: f64,
     },
 }
+
+/// The Deployment the printed `kubectl apply` creates (unindented, so that the heredoc can be
+/// pasted as is).
+const DEMO_DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx, ports: [{name: http, containerPort: 80}]}]
+";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -73,7 +96,13 @@ async fn run(args: Args) -> Result<(), String> {
         node_cpu,
         node_memory,
         name,
+        workload_controllers,
+        job_pod_run_seconds,
     } = args.command;
+    let job_pod_run_time =
+        std::time::Duration::try_from_secs_f64(job_pod_run_seconds).map_err(|_| {
+            format!("--job-pod-run-seconds {job_pod_run_seconds} is not a number of seconds")
+        })?;
     if kube_sandbox::sim::scheduler::parse_quantity(&node_cpu).is_none() {
         return Err(format!(
             "--node-cpu {node_cpu:?} is not a Kubernetes quantity"
@@ -84,7 +113,14 @@ async fn run(args: Args) -> Result<(), String> {
             "--node-memory {node_memory:?} is not a Kubernetes quantity"
         ));
     }
-    let cluster = Cluster::new(&name);
+    let cluster = Cluster::with_options(
+        &name,
+        ClusterOptions {
+            workload_controllers,
+            job_pod_run_time,
+            ..Default::default()
+        },
+    );
     for i in 1..=nodes {
         let node = SimNode::new(&format!("node-{i}"), &node_cpu, &node_memory).label(
             "topology.kubernetes.io/zone",
@@ -117,6 +153,16 @@ async fn run(args: Args) -> Result<(), String> {
     println!("  kubectl get pods -w        # Pending -> Running");
     println!("  kubectl logs hello");
     println!("  kubectl exec hello -- echo hi    # simulated commands: echo, hostname, env");
+    if workload_controllers {
+        println!("  kubectl apply --validate=false -f - <<'EOF'");
+        print!("{DEMO_DEPLOYMENT}");
+        println!("EOF");
+        println!("  kubectl rollout status deployment/web");
+        println!("  kubectl scale deployment web --replicas=4");
+        println!("  kubectl expose deployment web --port=80 --target-port=http");
+        println!("  kubectl get endpointslices -l kubernetes.io/service-name=web");
+        println!("  kubectl rollout restart deployment/web");
+    }
     println!("Ctrl-C stops the server.");
     tokio::signal::ctrl_c()
         .await

@@ -239,3 +239,73 @@ async fn a_binding_is_one_write_with_the_node_and_the_scheduled_condition() {
         .unwrap();
     assert!(client.request_text(again).await.is_err());
 }
+
+#[tokio::test]
+async fn annotated_pods_end_with_the_exit_code_of_their_command() {
+    let cluster = Cluster::with_options("sim", fast());
+    cluster.add_node(&SimNode::new("n1", "4", "8Gi")).unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+    let ending = |name: &str, policy: &str, script: &str| {
+        serde_json::from_value::<Pod>(json!({
+            "metadata": {"name": name, "annotations": {"sandbox.kube/run-seconds": "0.1"}},
+            "spec": {"restartPolicy": policy, "containers": [
+                {"name": "main", "image": "busybox", "command": ["sh", "-c", script]}]}
+        }))
+        .unwrap()
+    };
+    // restartPolicy Always: the annotation does not end it. It runs before the others start,
+    // so its 0.1 s are over when theirs are.
+    pods.create(
+        &PostParams::default(),
+        &ending("server", "Always", "exit 1"),
+    )
+    .await
+    .unwrap();
+    let p = pods.clone();
+    eventually("server running", || {
+        let p = p.clone();
+        async move { phase_of(&p, "server").await.1.as_deref() == Some("Running") }
+    })
+    .await;
+    for pod in [
+        ending("ok", "Never", "echo done"),
+        ending("broken", "OnFailure", "echo failing; exit 2"),
+    ] {
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let p = pods.clone();
+    eventually("both ending pods finished", || {
+        let p = p.clone();
+        async move {
+            phase_of(&p, "ok").await.1.as_deref() == Some("Succeeded")
+                && phase_of(&p, "broken").await.1.as_deref() == Some("Failed")
+        }
+    })
+    .await;
+    for (name, code, reason) in [("ok", 0, "Completed"), ("broken", 2, "Error")] {
+        let status = pods.get(name).await.unwrap().status.unwrap();
+        let container = &status.container_statuses.unwrap()[0];
+        let terminated = container.state.clone().unwrap().terminated.unwrap();
+        assert_eq!(
+            (terminated.exit_code, terminated.reason.as_deref()),
+            (code, Some(reason)),
+            "{name}"
+        );
+        assert!(!container.ready);
+        let ready = status
+            .conditions
+            .unwrap()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_deref()),
+            ("False", Some("PodCompleted"))
+        );
+    }
+    // Its run time has passed too, and it still runs.
+    assert_eq!(
+        phase_of(&pods, "server").await.1.as_deref(),
+        Some("Running")
+    );
+}

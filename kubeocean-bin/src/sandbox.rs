@@ -21,7 +21,7 @@ use kube_kit::admin::Metrics;
 use kube_kit::args::parse_duration;
 use kube_kit::controller::ControllerMetrics;
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
-use kube_sandbox::{Cluster, ServeOptions, Served, SimNode};
+use kube_sandbox::{Cluster, ClusterOptions, ServeOptions, Served, SimNode};
 use kubeocean_core::crd::{
     ClusterBinding, DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME,
     DEFAULT_POD_PRIORITY_VALUE, ResourceLeasingPolicy,
@@ -129,6 +129,18 @@ fn policy_spec(i: usize, binding: &str, now: Timestamp) -> Value {
     })
 }
 
+/// A sandbox cluster with the workload controllers on, as a real cluster's
+/// kube-controller-manager runs them: Deployments in the computing cluster get pods.
+fn sandbox_cluster(name: &str) -> Cluster {
+    Cluster::with_options(
+        name,
+        ClusterOptions {
+            workload_controllers: true,
+            ..ClusterOptions::default()
+        },
+    )
+}
+
 /// What to try, for the kubeconfigs in `dir`.
 fn commands(dir: &Path, workers: usize) -> String {
     let computing = dir.join("computing.kubeconfig");
@@ -160,10 +172,39 @@ fn commands(dir: &Path, workers: usize) -> String {
     let _ = writeln!(text, "  kubectl logs demo          # through the proxier");
     let _ = writeln!(
         text,
+        "  # a Deployment whose replicas spread over the virtual nodes of every worker:"
+    );
+    let _ = writeln!(text, "  kubectl apply --validate=false -f - <<'EOF'");
+    let _ = write!(text, "{}", demo_deployment_yaml());
+    let _ = writeln!(text, "EOF");
+    let _ = writeln!(text, "  kubectl rollout status deployment/web");
+    let _ = writeln!(text, "  kubectl get pods -l app=web -o wide");
+    let _ = writeln!(
+        text,
         "  kubectl --kubeconfig {} get pods -n {MOUNT_NAMESPACE}   # the physical pod",
         worker.display()
     );
     text
+}
+
+/// The demo Deployment: six replicas tolerating the virtual-node taint (the heredoc body the
+/// printed `kubectl apply` reads, unindented so that it can be pasted as is).
+fn demo_deployment_yaml() -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 6
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      tolerations: [{{key: {}, operator: Exists}}]
+      containers: [{{name: web, image: nginx}}]
+",
+        labels::TAINT_VNODE
+    )
 }
 
 /// One virtual node in the report.
@@ -337,7 +378,7 @@ async fn start_worker(
     computing: &Client,
 ) -> anyhow::Result<(Cluster, Served)> {
     let name = worker_name(i);
-    let cluster = Cluster::new(&name);
+    let cluster = sandbox_cluster(&name);
     let w = cluster.client();
     install_crds(&w)
         .await
@@ -422,7 +463,7 @@ async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))?;
 
-    let computing = Cluster::new("computing");
+    let computing = sandbox_cluster("computing");
     let c = computing.client();
     install_crds(&c)
         .await
@@ -621,6 +662,16 @@ mod tests {
     }
 
     #[test]
+    fn the_demo_deployment_tolerates_virtual_nodes() {
+        let deployment: k8s_openapi::api::apps::v1::Deployment =
+            serde_saphyr::from_str(&demo_deployment_yaml()).unwrap();
+        let spec = deployment.spec.unwrap();
+        assert_eq!(spec.replicas, Some(6));
+        let tolerations = spec.template.spec.unwrap().tolerations.unwrap();
+        assert_eq!(tolerations[0].key.as_deref(), Some(labels::TAINT_VNODE));
+    }
+
+    #[test]
     fn commands_name_the_kubeconfigs_and_the_taint() {
         let text = commands(Path::new("/tmp/sb"), 2);
         for fragment in [
@@ -628,6 +679,7 @@ mod tests {
             "/tmp/sb/worker-2.kubeconfig",
             "kubeocean.io/vnode",
             "kubectl logs demo",
+            "kubectl rollout status deployment/web",
         ] {
             assert!(text.contains(fragment), "{fragment} in\n{text}");
         }

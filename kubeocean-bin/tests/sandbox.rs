@@ -1,7 +1,7 @@
 //! `kubeocean sandbox` as a child process: its computing cluster (reached through the
 //! kubeconfig it writes) shows the workers' nodes as virtual nodes sized by the policies, a
-//! pod tolerating the virtual-node taint runs in a worker, and its logs come back through
-//! the embedded proxier.
+//! pod tolerating the virtual-node taint runs in a worker, its logs come back through the
+//! embedded proxier, and a Deployment's replicas run on the virtual nodes of both workers.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{ListParams, LogParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -209,4 +210,56 @@ async fn sandbox_serves_pod_logs_through_the_proxier() {
             .is_ok_and(|text| !text.trim().is_empty())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandbox_spreads_a_deployment_over_both_workers() {
+    let (_sandbox, c) = started("deploy").await;
+    let nodes: Api<Node> = Api::all(c.clone());
+    let virtual_nodes = ListParams::default().labels("type=virtual-kubelet");
+    within(30, "six virtual nodes", || async {
+        nodes.list(&virtual_nodes).await.unwrap().items.len() == 6
+    })
+    .await;
+    // The Deployment the sandbox prints.
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"tolerations": [{"key": "kubeocean.io/vnode", "operator": "Exists"}],
+                    "containers": [{"name": "web", "image": "nginx"}]}}}
+    }))
+    .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(c.clone(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    // Rolled out as `kubectl rollout status` decides it: every replica updated and available.
+    within(60, "the rollout", || async {
+        let status = deployments
+            .get("web")
+            .await
+            .unwrap()
+            .status
+            .unwrap_or_default();
+        status.updated_replicas == Some(6) && status.available_replicas == Some(6)
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    let running = pods
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(running.len(), 6);
+    let mut bindings: Vec<String> = Vec::new();
+    for pod in &running {
+        let node = pod.spec.as_ref().unwrap().node_name.clone().unwrap();
+        let labels = nodes.get(&node).await.unwrap().metadata.labels.unwrap();
+        bindings.push(labels["kubeocean.io/cluster-binding"].clone());
+    }
+    bindings.sort();
+    bindings.dedup();
+    assert_eq!(bindings, ["worker-1", "worker-2"]);
 }

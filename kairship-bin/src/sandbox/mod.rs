@@ -101,6 +101,9 @@ async fn karmada_instance(
     members: &[(&str, bool, i32, &str, &str)],
     options: &ServeOptions,
 ) -> anyhow::Result<(kube_sandbox::Cluster, Served)> {
+    // A Karmada control plane runs no Deployment controller (its workloads run in the
+    // members, which the sandbox represents by their Cluster objects and the bindings'
+    // aggregated status), so the instance clusters keep the workload controllers off.
     let cluster = kube_sandbox::Cluster::new(name);
     let client = cluster.client();
     create_crds(
@@ -207,7 +210,14 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         kubeconfig_path: Some(dir.join(format!("{name}.kubeconfig"))),
         ..ServeOptions::default()
     };
-    let host = kube_sandbox::Cluster::new("host");
+    // The host cluster runs the workload controllers, as a real one's controller-manager does.
+    let host = kube_sandbox::Cluster::with_options(
+        "host",
+        kube_sandbox::ClusterOptions {
+            workload_controllers: true,
+            ..kube_sandbox::ClusterOptions::default()
+        },
+    );
     let hc = host.client();
     create_crds(&hc, kairship_core::crds()).await?;
     let ns = Namespace {

@@ -4,6 +4,7 @@
 use crate::apiserver::error::{ApiError, Cause};
 use crate::apiserver::resources::{GroupResource, ResourceType};
 use crate::apiserver::state::ClusterState;
+use crate::apiserver::workload_defaults;
 use crate::validation::schema;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -69,6 +70,10 @@ pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Re
             Ok(())
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => check_crd(rt, obj),
+        (group, plural) if workload_defaults::applies_to(group, plural) => {
+            workload_defaults::apply(group, plural, obj, true);
+            Ok(())
+        }
         ("scheduling.k8s.io", "priorityclasses") => {
             if obj.get("value").and_then(Value::as_i64).is_none() {
                 return Err(invalid(
@@ -116,6 +121,10 @@ pub fn on_update(
                     "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)".into(),
                 ));
             }
+            Ok(())
+        }
+        (group, plural) if !status_write && workload_defaults::applies_to(group, plural) => {
+            workload_defaults::apply(group, plural, new, false);
             Ok(())
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") if !status_write => {

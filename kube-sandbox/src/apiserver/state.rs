@@ -36,6 +36,13 @@ pub struct ClusterOptions {
     pub node_lease_renew: Duration,
     /// After how long without Lease renewal a node turns Ready=Unknown.
     pub node_monitor_grace: Duration,
+    /// Whether the workload controllers run (Deployments, ReplicaSets, StatefulSets,
+    /// DaemonSets, Jobs, CronJobs, EndpointSlices and Endpoints of Services). Off by default,
+    /// so that tests see only what they create; `kube-sandbox serve` turns them on.
+    pub workload_controllers: bool,
+    /// How long the containers of a Job's pods run before they exit, unless the pod's
+    /// `sandbox.kube/run-seconds` annotation says otherwise.
+    pub job_pod_run_time: Duration,
 }
 
 impl Default for ClusterOptions {
@@ -51,6 +58,8 @@ impl Default for ClusterOptions {
             max_termination_delay: Duration::from_millis(200),
             node_lease_renew: Duration::from_secs(10),
             node_monitor_grace: Duration::from_secs(40),
+            workload_controllers: false,
+            job_pod_run_time: Duration::from_secs(1),
         }
     }
 }

@@ -512,6 +512,35 @@ async fn serve_resource(
         {
             crate::sim::node_proxy::serve(sim, req, &namespace, &name, sub).await
         }
+        ("get" | "update" | "patch", Some(name), Some("scale"))
+            if crate::apiserver::scale::serves(&rt) =>
+        {
+            use crate::apiserver::scale;
+            let ctx = write_context(&req, &query);
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|c| c.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let body = read_body(&state, req).await?;
+            let out = match verb {
+                "get" => scale::get(&state, &rt, &namespace, &name)?,
+                "update" => {
+                    scale::update(&state, &rt, &namespace, &name, &negotiate::parse_json(&body)?, &ctx)?
+                }
+                _ => scale::patch(
+                    &state,
+                    &rt,
+                    &namespace,
+                    &name,
+                    scale::patch_type(&content_type)?,
+                    &body,
+                    &ctx,
+                )?,
+            };
+            Ok(value_response(StatusCode::OK, &out))
+        }
         ("list", None, None) => list(
             &state,
             &rt,

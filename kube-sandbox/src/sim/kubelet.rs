@@ -299,21 +299,145 @@ impl Simulator {
     }
 }
 
-pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) {
+/// The pod annotation that makes a pod's containers exit after that many seconds (decimals
+/// allowed), for pods whose `restartPolicy` is `Never` or `OnFailure`.
+pub const RUN_SECONDS_ANNOTATION: &str = "sandbox.kube/run-seconds";
+
+/// How long a pod's containers run before they exit, `None` when they run until deleted:
+/// pods with `restartPolicy: Always` never end; others end after their
+/// [`RUN_SECONDS_ANNOTATION`], or, when a Job owns them, after `job_pod_run_time`.
+pub fn run_time(pod: &Value, job_pod_run_time: Duration) -> Option<Duration> {
+    let policy = at(pod, &["spec", "restartPolicy"])
+        .and_then(Value::as_str)
+        .unwrap_or("Always");
+    if policy == "Always" {
+        return None;
+    }
+    let annotated = at(pod, &["metadata", "annotations", RUN_SECONDS_ANNOTATION])
+        .and_then(Value::as_str)
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0);
+    if let Some(seconds) = annotated {
+        return Some(Duration::from_secs_f64(seconds));
+    }
+    let owned_by_job = at(pod, &["metadata", "ownerReferences"])
+        .and_then(Value::as_array)
+        .is_some_and(|refs| refs.iter().any(|r| r["kind"] == "Job"));
+    owned_by_job.then_some(job_pod_run_time)
+}
+
+/// The exit code of a container that ends: `N` of the last `exit N` in its command and args
+/// (`sh -c 'echo hi; exit 3'` -> 3), else 0.
+pub fn exit_code(container: &Value) -> i64 {
+    let words: Vec<&str> = ["command", "args"]
+        .iter()
+        .filter_map(|k| container.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .flat_map(|s| s.split(|c: char| c.is_whitespace() || c == ';' || c == '\'' || c == '"'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "exit")
+        .filter_map(|w| w[1].parse::<i64>().ok())
+        .next_back()
+        .unwrap_or(0)
+}
+
+/// Ends a running pod's containers: each with its [`exit_code`], the pod Succeeded when all
+/// exit 0, Failed otherwise (containers are not restarted in place, even with `OnFailure`).
+pub(super) fn finish_pod(sim: &Simulator, namespace: &str, name: &str) {
     let state = &sim.state;
     let Some(rt) = state.resource_type("", "pods") else {
         return;
     };
-    let pods_gr = rt.group_resource();
-    let Some(pod) = state.store.get(&pods_gr, namespace, name) else {
+    let Some(pod) = state.store.get(&rt.group_resource(), namespace, name) else {
         return;
     };
+    let node = at(&pod.value, &["spec", "nodeName"])
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !sim.kubelet.runs(node)
+        || at(&pod.value, &["metadata", "deletionTimestamp"]).is_some()
+        || at(&pod.value, &["status", "phase"]).and_then(Value::as_str) != Some("Running")
+    {
+        return;
+    }
+    let containers: Vec<Value> = at(&pod.value, &["spec", "containers"])
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let now = crate::apiserver::meta::now_rfc3339();
+    let codes: HashMap<String, i64> = containers
+        .iter()
+        .map(|c| {
+            let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
+            (cname.to_string(), exit_code(c))
+        })
+        .collect();
+    for (cname, code) in &codes {
+        sim.kubelet.append_log(
+            namespace,
+            name,
+            cname,
+            &format!("container {cname} exited with code {code}"),
+        );
+    }
+    let succeeded = codes.values().all(|c| *c == 0);
+    let ctx = WriteContext::system("kubelet");
+    let _ = state.update_with(
+        &rt,
+        "v1",
+        namespace,
+        name,
+        Some("status"),
+        &ctx,
+        None,
+        |old| {
+            let mut new = old.clone();
+            new["status"]["phase"] = json!(if succeeded { "Succeeded" } else { "Failed" });
+            if let Some(conditions) = new["status"]["conditions"].as_array_mut() {
+                for c in conditions.iter_mut() {
+                    if c["type"] == "Ready" || c["type"] == "ContainersReady" {
+                        c["status"] = json!("False");
+                        c["reason"] = json!("PodCompleted");
+                        c["lastTransitionTime"] = json!(now);
+                    }
+                }
+            }
+            if let Some(statuses) = new["status"]["containerStatuses"].as_array_mut() {
+                for s in statuses.iter_mut() {
+                    let cname = s["name"].as_str().unwrap_or("").to_string();
+                    let code = codes.get(&cname).copied().unwrap_or(0);
+                    let started = s["state"]["running"]["startedAt"].clone();
+                    s["ready"] = json!(false);
+                    s["started"] = json!(false);
+                    s["state"] = json!({"terminated": {
+                        "exitCode": code,
+                        "reason": if code == 0 { "Completed" } else { "Error" },
+                        "startedAt": started, "finishedAt": now,
+                        "containerID": s["containerID"].clone(),
+                    }});
+                }
+            }
+            Ok(new)
+        },
+    );
+}
+
+/// Starts a pod's containers; answers how long they run when they end by themselves.
+pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) -> Option<Duration> {
+    let state = &sim.state;
+    let rt = state.resource_type("", "pods")?;
+    let pods_gr = rt.group_resource();
+    let pod = state.store.get(&pods_gr, namespace, name)?;
     let node = at(&pod.value, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
     if !sim.kubelet.runs(&node) || at(&pod.value, &["metadata", "deletionTimestamp"]).is_some() {
-        return;
+        return None;
     }
     let host_ip = state
         .store
@@ -378,6 +502,7 @@ pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) {
         });
         Ok(new)
     });
+    run_time(&pod.value, state.options.job_pod_run_time)
 }
 
 /// What a simulated container prints: the words after `echo` in its command and args.
@@ -564,6 +689,52 @@ pub async fn serve_log(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pods_end_by_restart_policy_annotation_and_owner() {
+        let job = Duration::from_secs(7);
+        let cases = [
+            (
+                json!({"spec": {"restartPolicy": "Always"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "1"}}}),
+                None,
+            ),
+            (json!({"spec": {}}), None),
+            (json!({"spec": {"restartPolicy": "Never"}}), None),
+            (
+                json!({"spec": {"restartPolicy": "Never"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "0.5"}}}),
+                Some(Duration::from_millis(500)),
+            ),
+            (
+                json!({"spec": {"restartPolicy": "OnFailure"}, "metadata": {"ownerReferences": [{"kind": "Job"}]}}),
+                Some(job),
+            ),
+            (
+                json!({"spec": {"restartPolicy": "Never"}, "metadata": {"annotations": {RUN_SECONDS_ANNOTATION: "x"}, "ownerReferences": [{"kind": "Job"}]}}),
+                Some(job),
+            ),
+        ];
+        for (pod, expected) in cases {
+            assert_eq!(run_time(&pod, job), expected, "{pod}");
+        }
+    }
+
+    #[test]
+    fn exit_codes_come_from_exit_commands() {
+        let cases = [
+            (json!({"command": ["sh", "-c", "exit 3"]}), 3),
+            (
+                json!({"command": ["sh", "-c"], "args": ["echo hi; exit 1"]}),
+                1,
+            ),
+            (json!({"command": ["sh", "-c", "exit 2; exit 0"]}), 0),
+            (json!({"command": ["true"]}), 0),
+            (json!({"args": ["sh", "-c", "'exit 4'"]}), 4),
+            (json!({}), 0),
+        ];
+        for (container, expected) in cases {
+            assert_eq!(exit_code(&container), expected, "{container}");
+        }
+    }
 
     #[test]
     fn echo_commands_print() {

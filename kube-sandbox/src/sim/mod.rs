@@ -5,7 +5,9 @@
 //! to it.
 //!
 //! The loop follows the store's change history like a watch, so each change is looked at once.
+//! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
 
+pub mod controllers;
 pub mod kubelet;
 pub mod kubelet_api;
 pub mod node_lifecycle;
@@ -37,6 +39,8 @@ pub struct Simulator {
     pub kubelet: KubeletState,
     /// Clients the API server uses to reach kubelet endpoints, by URL.
     pub(crate) kubelet_clients: node_proxy::KubeletClients,
+    /// How far the controllers' clock runs ahead of the wall clock, in milliseconds.
+    clock_offset_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Simulator {
@@ -46,13 +50,35 @@ impl Simulator {
             state,
             kubelet: KubeletState::default(),
             kubelet_clients: Default::default(),
+            clock_offset_ms: Default::default(),
         }
+    }
+
+    /// Moves the workload controllers' clock forward (CronJob schedules, `minReadySeconds`,
+    /// Job durations), so that tests need not wait for a schedule to come.
+    pub fn advance_clock(&self, by: Duration) {
+        let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.clock_offset_ms
+            .fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The workload controllers' "now": the wall clock plus what [`Simulator::advance_clock`]
+    /// added.
+    pub fn controller_now(&self) -> jiff::Timestamp {
+        let offset = self
+            .clock_offset_ms
+            .load(std::sync::atomic::Ordering::SeqCst);
+        jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_millis(offset))
+            .unwrap_or_else(|_| jiff::Timestamp::now())
     }
 }
 
+/// What the kubelet does to a pod when a timer fires.
 enum Timer {
-    StartPod(String, String),
-    RemovePod(String, String),
+    Start(String, String),
+    Finish(String, String),
+    Remove(String, String),
 }
 
 /// Runs the scheduler, kubelet and node lifecycle of a cluster until it shuts down.
@@ -144,7 +170,7 @@ pub async fn run(sim: Arc<Simulator>) {
                                         timers.push(Reverse((Instant::now() + delay, seq)));
                                         timer_actions.insert(
                                             seq,
-                                            Timer::RemovePod(key.0.clone(), key.1.clone()),
+                                            Timer::Remove(key.0.clone(), key.1.clone()),
                                         );
                                     }
                                 } else if phase == "Pending"
@@ -157,7 +183,7 @@ pub async fn run(sim: Arc<Simulator>) {
                                         seq,
                                     )));
                                     timer_actions
-                                        .insert(seq, Timer::StartPod(key.0.clone(), key.1.clone()));
+                                        .insert(seq, Timer::Start(key.0.clone(), key.1.clone()));
                                 }
                             }
                         }
@@ -202,11 +228,18 @@ pub async fn run(sim: Arc<Simulator>) {
             }
             timers.pop();
             match timer_actions.remove(&id) {
-                Some(Timer::StartPod(ns, name)) => {
-                    kubelet::start_pod(&sim, &ns, &name);
+                Some(Timer::Start(ns, name)) => {
+                    if let Some(run_time) = kubelet::start_pod(&sim, &ns, &name) {
+                        seq += 1;
+                        timers.push(Reverse((Instant::now() + run_time, seq)));
+                        timer_actions.insert(seq, Timer::Finish(ns.clone(), name.clone()));
+                    }
                     starting.remove(&(ns, name));
                 }
-                Some(Timer::RemovePod(ns, name)) => {
+                Some(Timer::Finish(ns, name)) => {
+                    kubelet::finish_pod(&sim, &ns, &name);
+                }
+                Some(Timer::Remove(ns, name)) => {
                     if let Some(rt) = state.resource_type("", "pods") {
                         let opts = DeleteOptions {
                             grace_period_seconds: Some(0),

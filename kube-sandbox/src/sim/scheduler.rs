@@ -334,15 +334,18 @@ impl NodeView {
 }
 
 /// The node with the largest share of CPU left after placing a pod requesting `requests`,
-/// among `candidates` (name, allocatable, used) where it fits; ties keep the first.
+/// among `candidates` (name, allocatable, used) where it fits; on equal CPU shares the one
+/// with the larger share of its `pods` left, so that pods without requests spread over nodes
+/// as kube-scheduler's scoring spreads them; full ties keep the first.
 fn best_fit<'a>(
     requests: &Requests,
     candidates: impl IntoIterator<Item = (&'a str, &'a Requests, Option<&'a Requests>)>,
 ) -> Option<&'a str> {
-    let mut best: Option<(f64, &str)> = None;
+    let mut best: Option<((f64, f64), &str)> = None;
     for (name, allocatable, used) in candidates {
         let mut fits = true;
         let mut free_cpu_fraction = 1.0;
+        let mut free_pods_fraction = 1.0;
         for (res, want) in requests {
             let have = allocatable.get(res).copied().unwrap_or_default();
             let taken = used.and_then(|u| u.get(res)).copied().unwrap_or_default();
@@ -356,9 +359,14 @@ fn best_fit<'a>(
                 free_cpu_fraction =
                     (have - taken - *want).nano_value() as f64 / have.nano_value() as f64;
             }
+            if res == "pods" && have > zero {
+                free_pods_fraction =
+                    (have - taken - *want).nano_value() as f64 / have.nano_value() as f64;
+            }
         }
-        if fits && best.is_none_or(|(score, _)| free_cpu_fraction > score) {
-            best = Some((free_cpu_fraction, name));
+        let score = (free_cpu_fraction, free_pods_fraction);
+        if fits && best.is_none_or(|(best_score, _)| score > best_score) {
+            best = Some((score, name));
         }
     }
     best.map(|(_, name)| name)
@@ -622,6 +630,8 @@ mod tests {
         };
         let (a4, a8, a8_full) = (alloc("4", "10"), alloc("8", "10"), alloc("8", "1"));
         let used_half = reqs("4");
+        let no_cpu: Requests = [("pods".to_string(), q("1"))].into();
+        let one_pod = no_cpu.clone();
         // (case, request, candidates, expected)
         #[allow(clippy::type_complexity)]
         let cases: Vec<(
@@ -660,6 +670,12 @@ mod tests {
                 reqs("1"),
                 vec![("a", &a8, None), ("b", &a8, None)],
                 Some("a"),
+            ),
+            (
+                "equal cpu: fewer pods wins",
+                no_cpu.clone(),
+                vec![("a", &a8, Some(&one_pod)), ("b", &a8, None)],
+                Some("b"),
             ),
         ];
         for (case, want_reqs, candidates, want) in cases {
