@@ -10,6 +10,7 @@ use crate::protobuf;
 use crate::validation::schema;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 /// The `fieldValidation` query parameter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,9 +92,10 @@ pub fn duplicate_fields(mode: FieldValidation, body: &[u8]) -> Vec<String> {
         return Vec::new();
     }
     let mut found = Vec::new();
+    let mut path = String::new();
     let mut de = serde_json::Deserializer::from_slice(body);
     let scan = DuplicateScan {
-        path: String::new(),
+        path: &mut path,
         found: &mut found,
     };
     match serde::de::DeserializeSeed::deserialize(scan, &mut de) {
@@ -102,10 +104,21 @@ pub fn duplicate_fields(mode: FieldValidation, body: &[u8]) -> Vec<String> {
     }
 }
 
-/// Walks JSON without building it, noting keys seen twice in one object.
+/// Walks JSON without building it, noting keys seen twice in one object. Every body of a
+/// write is scanned, so the path is one buffer grown and cut back, and keys are borrowed
+/// from the body where they can be.
 struct DuplicateScan<'a> {
-    path: String,
+    path: &'a mut String,
     found: &'a mut Vec<String>,
+}
+
+impl DuplicateScan<'_> {
+    fn child(&mut self) -> DuplicateScan<'_> {
+        DuplicateScan {
+            path: &mut *self.path,
+            found: &mut *self.found,
+        }
+    }
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for DuplicateScan<'_> {
@@ -113,6 +126,33 @@ impl<'de> serde::de::DeserializeSeed<'de> for DuplicateScan<'_> {
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
+    }
+}
+
+/// An object key, borrowed from the body unless it has escapes.
+struct Key;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key {
+    type Value = std::borrow::Cow<'de, str>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Key {
+    type Value = std::borrow::Cow<'de, str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Borrowed(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Owned(v.to_string()))
     }
 }
 
@@ -147,36 +187,39 @@ impl<'de> serde::de::Visitor<'de> for DuplicateScan<'_> {
         Ok(())
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        let parent = self.path.len();
         let mut i = 0;
         loop {
-            let item = DuplicateScan {
-                path: format!("{}[{i}]", self.path),
-                found: &mut *self.found,
-            };
-            if seq.next_element_seed(item)?.is_none() {
+            self.path.truncate(parent);
+            // Writing into a String cannot fail.
+            let _ = write!(self.path, "[{i}]");
+            if seq.next_element_seed(self.child())?.is_none() {
+                self.path.truncate(parent);
                 return Ok(());
             }
             i += 1;
         }
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            if !seen.insert(key) {
-                self.found.push(path.clone());
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        let parent = self.path.len();
+        // Objects have few keys: a list beats a hash set here.
+        let mut seen: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            self.path.truncate(parent);
+            if parent > 0 {
+                self.path.push('.');
             }
-            map.next_value_seed(DuplicateScan {
-                path,
-                found: &mut *self.found,
-            })?;
+            self.path.push_str(&key);
+            if seen.contains(&key) {
+                self.found.push(self.path.clone());
+            } else {
+                seen.push(key);
+            }
+            map.next_value_seed(self.child())?;
         }
+        self.path.truncate(parent);
         Ok(())
     }
 }
@@ -364,7 +407,7 @@ mod tests {
 
     #[test]
     fn duplicate_json_fields_are_found_with_their_paths() {
-        let cases: [(&str, Vec<&str>); 5] = [
+        let cases: [(&str, Vec<&str>); 7] = [
             (r#"{"a": 1, "b": 2}"#, vec![]),
             (r#"{"a": 1, "a": 2}"#, vec!["a"]),
             (
@@ -373,6 +416,11 @@ mod tests {
             ),
             (r#"{"a": {"b": 1}, "c": {"b": 2}}"#, vec![]),
             ("not json", vec![]),
+            (
+                r#"{"items": [{"a": 1}, {"b": {"c": 1, "c": 2}}], "x\u0041": 1, "xA": 2}"#,
+                vec!["items[1].b.c", "xA"],
+            ),
+            (r#"[{"k": 1, "k": 1}]"#, vec!["[0].k"]),
         ];
         for (body, want) in cases {
             assert_eq!(
