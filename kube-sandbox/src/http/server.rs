@@ -7,8 +7,8 @@ use crate::apiserver::auth::{self, Attributes, UserInfo};
 use crate::apiserver::discovery;
 use crate::apiserver::error::ApiError;
 use crate::apiserver::faults::FaultAction;
-use crate::apiserver::impersonation;
 use crate::apiserver::field_validation::{self, FieldValidation, Write};
+use crate::apiserver::impersonation;
 use crate::apiserver::pki::PeerCertificate;
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::state::ClusterState;
@@ -526,9 +526,14 @@ async fn serve_resource(
             let body = read_body(&state, req).await?;
             let out = match verb {
                 "get" => scale::get(&state, &rt, &namespace, &name)?,
-                "update" => {
-                    scale::update(&state, &rt, &namespace, &name, &negotiate::parse_json(&body)?, &ctx)?
-                }
+                "update" => scale::update(
+                    &state,
+                    &rt,
+                    &namespace,
+                    &name,
+                    &negotiate::parse_json(&body)?,
+                    &ctx,
+                )?,
                 _ => scale::patch(
                     &state,
                     &rt,

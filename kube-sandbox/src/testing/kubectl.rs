@@ -223,6 +223,45 @@ pub fn cells(line: &str) -> Vec<String> {
         .collect()
 }
 
+/// The header and rows of `kubectl get` output, cut at the columns' starting positions in the
+/// header (kubectl aligns every column, so an empty cell reads as "").
+pub fn table_rows(out: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut lines = out.lines();
+    let Some(header_line) = lines.next() else {
+        return (Vec::new(), Vec::new());
+    };
+    let header = cells(header_line);
+    let mut starts = Vec::new();
+    let mut from = 0;
+    for name in &header {
+        let at = header_line[from..]
+            .find(name.as_str())
+            .map_or(from, |i| from + i);
+        starts.push(at);
+        from = at + name.len();
+    }
+    let rows = lines
+        .map(|line| {
+            starts
+                .iter()
+                .enumerate()
+                .map(|(i, &start)| {
+                    let end = starts
+                        .get(i + 1)
+                        .copied()
+                        .unwrap_or(line.len())
+                        .min(line.len());
+                    line.get(start.min(end)..end)
+                        .unwrap_or("")
+                        .trim()
+                        .to_owned()
+                })
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
 /// A human duration as kubectl shows ages (`5s`, `6m53s`, `11m`, `3d4h`, `2y`).
 pub fn is_human_duration(cell: &str) -> bool {
     let mut digits = false;
@@ -323,6 +362,17 @@ mod tests {
             cells("NAME   NOMINATED NODE   READINESS GATES"),
             vec!["NAME", "NOMINATED NODE", "READINESS GATES"]
         );
+    }
+
+    #[test]
+    fn table_rows_keep_empty_cells() {
+        let out = "NAME   STATUS    VOLUME   CAPACITY   AGE\n\
+                   data   Pending                       0s\n\
+                   logs   Bound     pv-1     1Gi        12m\n";
+        let (header, rows) = table_rows(out);
+        assert_eq!(header, ["NAME", "STATUS", "VOLUME", "CAPACITY", "AGE"]);
+        assert_eq!(rows[0], ["data", "Pending", "", "", "0s"]);
+        assert_eq!(rows[1], ["logs", "Bound", "pv-1", "1Gi", "12m"]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::kubectl::{Kubectl, cells, is_human_duration, reference_json, table_header};
+use super::kubectl::{Kubectl, cells, is_human_duration, reference_json, table_header, table_rows};
 
 /// How long a step may wait for the cluster to settle (rollouts, Jobs, namespace deletion).
 pub const SETTLE: Duration = Duration::from_secs(90);
@@ -205,8 +205,10 @@ spec:
         vec!["-n", namespace, "create", "-f", "-"],
     ] {
         let err = k.fails_with_input(&args, bad);
+        // Server-side apply words it as kube-apiserver's typed patch does.
         assert!(
-            err.contains("unknown field") && err.contains("bogusField"),
+            (err.contains("unknown field") || err.contains("field not declared in schema"))
+                && err.contains("bogusField"),
             "kubectl {args:?}: {err}"
         );
     }
@@ -416,10 +418,8 @@ fn tables_of(k: &Kubectl, namespace: &str, include: impl Fn(&str) -> bool) {
 /// The header of `out` is `expected`, every row has as many cells, and the AGE column holds
 /// human durations.
 fn check_table(kind: &str, out: &str, expected: &[String]) {
-    let mut lines = out.lines();
-    let header = lines.next().map(cells).unwrap_or_default();
+    let (header, rows) = table_rows(out);
     assert_eq!(header, expected, "kubectl get {kind}:\n{out}");
-    let rows: Vec<Vec<String>> = lines.map(cells).collect();
     assert!(
         !rows.is_empty(),
         "kubectl get {kind} printed no row:\n{out}"

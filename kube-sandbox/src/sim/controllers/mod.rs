@@ -1,6 +1,6 @@
 //! Workload controllers, as kube-controller-manager runs them: Deployment -> ReplicaSet -> Pods,
-//! StatefulSet, DaemonSet, Job, CronJob, and the EndpointSlice and Endpoints controllers of
-//! Services. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
+//! StatefulSet, DaemonSet, Job, CronJob, the EndpointSlice and Endpoints controllers of
+//! Services, and the `default` ServiceAccount of each namespace. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
 //!
 //! Each controller is level-triggered: a pass reads the current objects from the store and
 //! writes what differs (writes that change nothing are not made). A pass runs whenever one of
@@ -18,6 +18,7 @@ pub mod job;
 pub mod objects;
 pub mod replicaset;
 pub mod rollout;
+pub mod serviceaccount;
 pub mod statefulset;
 
 use super::Simulator;
@@ -32,6 +33,8 @@ const WATCHED: &[(&str, &str)] = &[
     ("", "pods"),
     ("", "nodes"),
     ("", "services"),
+    ("", "namespaces"),
+    ("", "serviceaccounts"),
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
@@ -82,6 +85,7 @@ pub fn run_pass(pass: &Pass) {
     cronjob::sync_all(pass);
     endpointslice::sync_all(pass);
     endpoints::sync_all(pass);
+    serviceaccount::sync_all(pass);
 }
 
 /// Runs the workload controllers of a cluster until it shuts down.
