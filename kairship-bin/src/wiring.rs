@@ -13,8 +13,8 @@ use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, Serv
 use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
-    ClusterpediaBackend, DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
+    ClusterpediaBackend, DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients,
+    InstanceWriter, ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
 };
 use kube_kit::client::ClientOptions;
 use tokio_util::sync::CancellationToken;
@@ -98,16 +98,19 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         .with_instance_check(clients.clone()),
     );
     let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
-    let service: Arc<dyn KairshipApi> = Arc::new(KairshipService::new(
-        options.host,
-        router_dyn.clone(),
-        options.authorizer.clone(),
-        ServiceConfig {
-            external_url: options.external_url,
-            ca_pem: options.ca_pem,
-            host_timeout: options.host_timeout,
-        },
-    ));
+    let service: Arc<dyn KairshipApi> = Arc::new(
+        KairshipService::new(
+            options.host,
+            router_dyn.clone(),
+            options.authorizer.clone(),
+            ServiceConfig {
+                external_url: options.external_url,
+                ca_pem: options.ca_pem,
+                host_timeout: options.host_timeout,
+            },
+        )
+        .with_discovery(clients.clone(), Arc::new(DiscoveryCache::default())),
+    );
     let proxy = proxy_routes(ProxyState::new(
         router_dyn,
         clients,

@@ -32,7 +32,8 @@ use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig};
 use kairship_core::auth::{StaticAuthorizer, StaticTokenAuthenticator};
 use kairship_core::instance::Instance;
 use kairship_core::router::{
-    DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter, SplitRouter,
+    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
+    SplitRouter,
 };
 use kube::Api;
 use kube_kit::client::ClientOptions;
@@ -152,7 +153,7 @@ async fn start_server() -> Server {
     let router = Arc::new(SplitRouter::new(
         Arc::new(EmbeddedCacheBackend::new(clients.clone())),
         Arc::new(DirectBackend::new(clients.clone())),
-        Arc::new(InstanceWriter::new(clients)),
+        Arc::new(InstanceWriter::new(clients.clone())),
     ));
     let authorizer = StaticAuthorizer::parse(&format!(
         "user:admin  *     *\nuser:viewer read  {INSTANCE}\n"
@@ -165,7 +166,8 @@ async fn start_server() -> Server {
         router,
         Arc::new(authorizer),
         ServiceConfig::default(),
-    );
+    )
+    .with_discovery(clients, Arc::new(DiscoveryCache::default()));
     let app = app(AppParts {
         api: Arc::new(service),
         authenticator: Arc::new(tokens),

@@ -359,6 +359,192 @@ pub struct DeleteResourceRequest {
     pub name: String,
 }
 
+/// How the API spells the core group (`v1` objects: ConfigMaps, Pods, Namespaces, ...) in
+/// generic resource paths and messages: `resources/core/v1/configmaps`.
+pub const CORE_GROUP: &str = "core";
+
+/// `ListObjects`: objects of any resource the instance serves, named by group, version and
+/// plural, in one namespace, in all namespaces (`namespace` absent), or cluster-scoped.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListObjectsRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version (`v1`, `v1alpha1`).
+    pub version: String,
+    /// Resource plural (`deployments`, `nodes`).
+    pub resource: String,
+    /// Namespace; absent for all namespaces or cluster-scoped resources.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Selectors, fuzzy name, sorting and paging.
+    #[serde(default)]
+    pub options: ListOptions,
+}
+
+/// `GetObject`: one object of any resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+}
+
+/// `CreateObject`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The object (`apiVersion`, `kind` and the namespace are filled in when absent); Karmada
+    /// policies may be given as `{"data": "<YAML or JSON>"}`.
+    #[schema(value_type = KubeObject)]
+    pub body: Object,
+}
+
+/// `UpdateObject`: replaces an object (pass `metadata.resourceVersion` to guard against
+/// concurrent changes).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+    /// The new object.
+    #[schema(value_type = KubeObject)]
+    pub body: Object,
+}
+
+/// How a patch is to be applied (in REST, the request's `Content-Type`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PatchType {
+    /// JSON merge patch (RFC 7386), `application/merge-patch+json`.
+    #[default]
+    Merge,
+    /// JSON patch (RFC 6902, an array of operations), `application/json-patch+json`.
+    Json,
+    /// Kubernetes strategic merge patch (built-in kinds only),
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// Server-side apply of the whole intended object, `application/apply-patch+yaml` (YAML
+    /// or JSON).
+    Apply,
+}
+
+impl PatchType {
+    /// Every patch type.
+    pub const ALL: [PatchType; 4] = [
+        PatchType::Merge,
+        PatchType::Json,
+        PatchType::Strategic,
+        PatchType::Apply,
+    ];
+
+    /// The media type of the patch type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::Json => "application/json-patch+json",
+            PatchType::Strategic => "application/strategic-merge-patch+json",
+            PatchType::Apply => "application/apply-patch+yaml",
+        }
+    }
+
+    /// The patch type of a media type (parameters such as `; charset=utf-8` ignored).
+    pub fn from_content_type(content_type: &str) -> Option<PatchType> {
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        if essence.eq_ignore_ascii_case("application/apply-patch+json") {
+            return Some(PatchType::Apply);
+        }
+        PatchType::ALL
+            .into_iter()
+            .find(|t| essence.eq_ignore_ascii_case(t.content_type()))
+    }
+}
+
+/// `PatchObject`: changes an object with a merge, JSON, strategic merge or apply patch.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PatchObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+    /// How `patch` applies.
+    #[serde(default)]
+    pub patch_type: PatchType,
+    /// The patch: an object, or for `json` an array of operations.
+    #[schema(value_type = Object)]
+    pub patch: serde_json::Value,
+    /// Who manages the fields (apply; default `kairship`).
+    #[serde(default)]
+    pub field_manager: Option<String>,
+    /// Apply only: take over fields other managers own.
+    #[serde(default)]
+    pub force: Option<bool>,
+}
+
+/// `DeleteObject`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+}
+
 /// A verb on a Deployment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -8,12 +8,14 @@ use serde_json::{Map, Number, Value};
 use super::pb;
 use crate::api::{
     ApiError, ClusterWorkloadStatus, Code, CreateInstanceRequest, CreateKubeconfigRequest,
-    CreateResourceRequest, DeleteInstanceRequest, DeleteResourceRequest, DeploymentAction,
-    DeploymentActionRequest, GetClusterRequest, GetInstanceRequest, GetResourceRequest,
-    GetWorkloadRequest, JoinClusterRequest, KubeconfigResponse, ListClustersRequest,
-    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, Object,
-    ObjectList, Pagination, RemoveClusterRequest, ResourceKind, SortBy, SortDir,
-    UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+    CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
+    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
+    GetInstanceRequest, GetObjectRequest, GetResourceRequest, GetWorkloadRequest,
+    JoinClusterRequest, KubeconfigResponse, ListClustersRequest, ListInstancesRequest,
+    ListObjectsRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, Object,
+    ObjectList, Pagination, PatchObjectRequest, PatchType, RemoveClusterRequest, ResourceKind,
+    SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest, UpdateObjectRequest,
+    UpdateResourceRequest, Workload, WorkloadList,
 };
 
 /// Integers up to this magnitude survive the trip through a protobuf `double` exactly.
@@ -330,6 +332,96 @@ pub fn delete_resource(m: pb::DeleteResourceRequest) -> Result<DeleteResourceReq
         namespace: m.namespace,
         name: m.name,
     })
+}
+
+/// The patch type; unspecified is a merge patch.
+pub fn patch_type(number: i32) -> Result<PatchType, ApiError> {
+    Ok(match enum_value::<pb::PatchType>("patchType", number)? {
+        pb::PatchType::Unspecified | pb::PatchType::Merge => PatchType::Merge,
+        pb::PatchType::Json => PatchType::Json,
+        pb::PatchType::Strategic => PatchType::Strategic,
+        pb::PatchType::Apply => PatchType::Apply,
+    })
+}
+
+/// `ListObjects`.
+pub fn list_objects(m: pb::ListObjectsRequest) -> Result<ListObjectsRequest, ApiError> {
+    Ok(ListObjectsRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        options: list_options(m.options)?,
+    })
+}
+
+/// `GetObject`.
+pub fn get_object(m: pb::GetObjectRequest) -> GetObjectRequest {
+    GetObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+    }
+}
+
+/// `CreateObject`.
+pub fn create_object(m: pb::CreateObjectRequest) -> Result<CreateObjectRequest, ApiError> {
+    Ok(CreateObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        body: body(m.body)?,
+    })
+}
+
+/// `UpdateObject`.
+pub fn update_object(m: pb::UpdateObjectRequest) -> Result<UpdateObjectRequest, ApiError> {
+    Ok(UpdateObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+        body: body(m.body)?,
+    })
+}
+
+/// `PatchObject`.
+pub fn patch_object(m: pb::PatchObjectRequest) -> Result<PatchObjectRequest, ApiError> {
+    Ok(PatchObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+        patch_type: patch_type(m.patch_type)?,
+        patch: m
+            .patch
+            .map(value_to_json)
+            .ok_or_else(|| ApiError::invalid_field("patch", "required: the patch"))?,
+        field_manager: m.field_manager,
+        force: m.force,
+    })
+}
+
+/// `DeleteObject`.
+pub fn delete_object(m: pb::DeleteObjectRequest) -> DeleteObjectRequest {
+    DeleteObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+    }
 }
 
 /// `DeploymentAction`.

@@ -39,17 +39,17 @@ impl std::fmt::Debug for RestState {
     }
 }
 
-type Answer<T> = Result<Json<T>, ApiError>;
+pub(super) type Answer<T> = Result<Json<T>, ApiError>;
 
 /// The answer of a write that carries an object: the object, and a `Warning` header per
 /// dropped unknown field (`?fieldValidation=Warn`).
-type Written = Result<(HeaderMap, Json<Object>), ApiError>;
+pub(super) type Written = Result<(HeaderMap, Json<Object>), ApiError>;
 
 /// Most `Warning` headers one answer carries; more unknown fields are summed up in one more.
 const MAX_WARNINGS: usize = 100;
 
 /// Runs one write under the request's `fieldValidation` and answers its warnings as headers.
-async fn written<F>(options: WriteOptions, call: F) -> Written
+pub(super) async fn written<F>(options: WriteOptions, call: F) -> Written
 where
     F: Future<Output = Result<Object, ApiError>>,
 {

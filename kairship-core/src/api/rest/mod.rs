@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod extract;
 pub mod handlers;
+pub mod objects;
 
 use std::sync::Arc;
 
@@ -23,13 +24,15 @@ use super::error::{ApiError, Code};
 use super::kinds::ResourceKind;
 use super::service::KairshipApi;
 use super::types::{
-    ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest,
-    DeleteInstanceRequest, DeleteResourceRequest, DeploymentAction, DeploymentActionRequest,
-    GetClusterRequest, GetInstanceRequest, GetResourceRequest, GetWorkloadRequest,
-    JoinClusterRequest, KubeObject, KubeconfigOptions, KubeconfigResponse, ListClustersRequest,
-    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, ObjectList,
-    Pagination, RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
-    UpdateResourceRequest, Workload, WorkloadList,
+    ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest, CreateObjectRequest,
+    CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest,
+    DeploymentAction, DeploymentActionRequest, GetClusterRequest, GetInstanceRequest,
+    GetObjectRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest, KubeObject,
+    KubeconfigOptions, KubeconfigResponse, ListClustersRequest, ListInstancesRequest,
+    ListObjectsRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, ObjectList,
+    Pagination, PatchObjectRequest, PatchType, RemoveClusterRequest, SortBy, SortDir,
+    UpdateClusterRequest, UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest,
+    Workload, WorkloadList,
 };
 use crate::access::Authenticator;
 
@@ -64,7 +67,9 @@ pub const PROXY_TAG: &str = "proxy";
         CreateKubeconfigRequest, ListClustersRequest, GetClusterRequest, JoinClusterRequest,
         UpdateClusterRequest, RemoveClusterRequest, ListResourcesRequest, GetResourceRequest,
         CreateResourceRequest, UpdateResourceRequest, DeleteResourceRequest,
-        DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest,
+        DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest, ListObjectsRequest,
+        GetObjectRequest, CreateObjectRequest, UpdateObjectRequest, PatchObjectRequest,
+        DeleteObjectRequest, PatchType,
     )),
     modifiers(&BearerAuth),
 )]
@@ -157,6 +162,26 @@ fn build() -> Builder {
         get_namespaced,
         update_namespaced,
         delete_namespaced
+    ))
+    .add(routes!(
+        objects::list_cluster_objects,
+        objects::create_cluster_object
+    ))
+    .add(routes!(
+        objects::get_cluster_object,
+        objects::update_cluster_object,
+        objects::patch_cluster_object,
+        objects::delete_cluster_object
+    ))
+    .add(routes!(
+        objects::list_namespaced_objects,
+        objects::create_namespaced_object
+    ))
+    .add(routes!(
+        objects::get_namespaced_object,
+        objects::update_namespaced_object,
+        objects::patch_namespaced_object,
+        objects::delete_namespaced_object
     ))
     .add(routes!(list_in_instance, create_cluster_scoped))
     .add(routes!(
@@ -314,7 +339,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 26, "{documented:#?}");
+        assert_eq!(documented.len(), 38, "{documented:#?}");
     }
 
     #[test]
