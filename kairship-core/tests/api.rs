@@ -2993,6 +2993,66 @@ async fn generic_resources_answer_alike_over_rest_and_grpc() {
         .await;
     assert_eq!(typed, generic);
     assert_eq!(names(&generic), ["typed"]);
+
+    // Several namespaces, sorted by namespace: the same over both transports.
+    for ns in ["team-b", "team-c"] {
+        ensure_namespace(&env.instance.client(), ns).await;
+    }
+    for (ns, name) in [
+        ("team-c", "m-1"),
+        ("team-a", "m-2"),
+        ("team-b", "m-3"),
+        ("team-c", "m-0"),
+    ] {
+        env.ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{ns}/resources/core/v1/configmaps"),
+            Some(json!({"metadata": {"name": name, "labels": {"multi": "ns"}}})),
+        )
+        .await;
+    }
+    let rest = env
+        .ok(
+            "GET",
+            &format!(
+                "{P}/instances/{INSTANCE}/resources/core/v1/configmaps\
+                 ?namespaces=team-a,team-c&sortBy=namespace&labelSelector=multi%3Dns"
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(names(&rest), ["m-2", "m-0", "m-1"]);
+    let answer = grpc
+        .list_objects(pb::ListObjectsRequest {
+            instance: INSTANCE.into(),
+            group: "core".into(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            namespace: None,
+            options: Some(pb::ListOptions {
+                sort_by: pb::SortBy::Namespace as i32,
+                namespaces: Some("team-a,team-c".into()),
+                label_selector: Some("multi=ns".into()),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
+    assert_eq!(stable_list(answer), stable_list(rest));
+    for path in [
+        format!(
+            "{P}/instances/{INSTANCE}/namespaces/{NS}/resources/core/v1/configmaps?namespaces=team-b"
+        ),
+        format!("{P}/instances/{INSTANCE}/resources/core/v1/namespaces?namespaces=team-b"),
+        format!("{P}/instances/{INSTANCE}/resources/core/v1/configmaps?namespaces=Team-B"),
+        format!("{P}/instances?namespaces=team-b"),
+        format!("{P}/instances?sortBy=namespace"),
+    ] {
+        let (status, body) = env.call("GET", &path, Some(ADMIN), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+    }
 }
 
 #[tokio::test]

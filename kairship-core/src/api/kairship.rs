@@ -281,6 +281,20 @@ impl KairshipService {
                 resolved
             }
         };
+        if !query.namespaces.is_empty() && (!resolved.namespaced || req.namespace().is_some()) {
+            return Err(ApiError::invalid_field(
+                "namespaces",
+                format!(
+                    "selects namespaces of a list of {} across namespaces; this call has {}",
+                    resolved.describe(),
+                    if resolved.namespaced {
+                        "its namespace in the path"
+                    } else {
+                        "a cluster-scoped resource"
+                    }
+                ),
+            ));
+        }
         let target = match req.namespace() {
             Some(ns) => ResourceTarget::namespaced(req.instance, resolved.resource.clone(), ns),
             None => ResourceTarget::all(req.instance, resolved.resource.clone()),

@@ -21,6 +21,8 @@ pub enum SortBy {
     CreationTimestamp,
     /// `status.state` (instances only).
     State,
+    /// `metadata.namespace`, then name (objects inside an instance).
+    Namespace,
 }
 
 /// Sort direction.
@@ -48,7 +50,8 @@ pub struct ListOptions {
     #[param(minimum = 1, maximum = 10000)]
     #[schema(minimum = 1, maximum = 10000)]
     pub page_size: Option<u32>,
-    /// Sort key (default `name`; `state` only for instances).
+    /// Sort key (default `name`; `state` only for instances, `namespace` only for objects
+    /// inside an instance).
     pub sort_by: Option<SortBy>,
     /// Sort direction (default `asc`).
     pub sort_dir: Option<SortDir>,
@@ -58,6 +61,11 @@ pub struct ListOptions {
     pub label_selector: Option<String>,
     /// Kubernetes field selector (`metadata.namespace=default`).
     pub field_selector: Option<String>,
+    /// Only objects of these namespaces, comma-separated (`team-a,team-b`): lists of a
+    /// namespaced resource across namespaces only.
+    #[param(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")]
+    #[schema(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")]
+    pub namespaces: Option<String>,
 }
 
 /// Paging facts of a list answer.

@@ -107,6 +107,7 @@ pub fn sort_by(value: pb::SortBy) -> Option<SortBy> {
         pb::SortBy::Name => Some(SortBy::Name),
         pb::SortBy::CreationTimestamp => Some(SortBy::CreationTimestamp),
         pb::SortBy::State => Some(SortBy::State),
+        pb::SortBy::Namespace => Some(SortBy::Namespace),
     }
 }
 
@@ -137,6 +138,7 @@ pub fn list_options(value: Option<pb::ListOptions>) -> Result<ListOptions, ApiEr
         name: o.name,
         label_selector: o.label_selector,
         field_selector: o.field_selector,
+        namespaces: o.namespaces,
     })
 }
 
@@ -670,6 +672,7 @@ mod tests {
             name: Some("we".into()),
             label_selector: Some("app=web".into()),
             field_selector: None,
+            namespaces: Some("a,b".into()),
         }))
         .unwrap();
         assert_eq!(
@@ -682,6 +685,7 @@ mod tests {
                 name: Some("we".into()),
                 label_selector: Some("app=web".into()),
                 field_selector: None,
+                namespaces: Some("a,b".into()),
             }
         );
         let bad = list_options(Some(pb::ListOptions {

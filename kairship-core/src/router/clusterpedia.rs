@@ -140,6 +140,9 @@ pub fn clusterpedia_list_request(
     {
         params.push(("fieldSelector".to_owned(), fields.to_owned()));
     }
+    if !raw.namespaces.is_empty() {
+        params.push(("namespaces".to_owned(), raw.namespaces.join(",")));
+    }
     let mut offset = 0;
     if server_side {
         let dir = match query.sort_dir {
@@ -149,6 +152,7 @@ pub fn clusterpedia_list_request(
         let keys: &[&str] = match query.sort_by {
             SortBy::Name => &["name", "namespace"],
             SortBy::CreationTimestamp => &["created_at", "name", "namespace"],
+            SortBy::Namespace => &["namespace", "name"],
         };
         let orderby: Vec<String> = keys.iter().map(|k| format!("{k}{dir}")).collect();
         params.push(("orderby".to_owned(), orderby.join(",")));

@@ -21,6 +21,8 @@ pub enum SortBy {
     Name,
     /// `metadata.creationTimestamp` (then namespace and name).
     CreationTimestamp,
+    /// `metadata.namespace` (then name).
+    Namespace,
 }
 
 /// Sort direction.
@@ -42,6 +44,8 @@ pub struct ListQuery {
     pub field_selector: Option<String>,
     /// Fuzzy name filter: case-insensitive substring of `metadata.name`.
     pub name: Option<String>,
+    /// Only objects of these namespaces; empty: any namespace.
+    pub namespaces: Vec<String>,
     /// Sort key.
     pub sort_by: SortBy,
     /// Sort direction.
@@ -116,6 +120,8 @@ pub struct CompiledQuery {
     pub fields: FieldSelector,
     /// Lower-cased fuzzy name filter.
     pub name: Option<String>,
+    /// Only objects of these namespaces; empty: any namespace.
+    pub namespaces: Vec<String>,
     /// Sort key.
     pub sort_by: SortBy,
     /// Sort direction.
@@ -153,6 +159,7 @@ impl ListQuery {
                 .map(str::trim)
                 .filter(|n| !n.is_empty())
                 .map(str::to_lowercase),
+            namespaces: self.namespaces.clone(),
             sort_by: self.sort_by,
             sort_dir: self.sort_dir,
             page,
@@ -247,6 +254,14 @@ impl CompiledQuery {
         let meta = &object.metadata;
         if let Some(ns) = namespace
             && meta.namespace.as_deref() != Some(ns)
+        {
+            return false;
+        }
+        if !self.namespaces.is_empty()
+            && !meta
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| self.namespaces.contains(ns))
         {
             return false;
         }
@@ -371,6 +386,10 @@ fn compare(by: SortBy, dir: SortDir, a: &DynamicObject, b: &DynamicObject) -> Or
             .map(|t| t.0)
             .cmp(&mb.creation_timestamp.as_ref().map(|t| t.0))
             .then_with(by_name),
+        SortBy::Namespace => ma
+            .namespace
+            .cmp(&mb.namespace)
+            .then_with(|| ma.name.cmp(&mb.name)),
     };
     match dir {
         SortDir::Asc => ord,
@@ -454,6 +473,30 @@ mod tests {
                 q(|q| q.sort_by = SortBy::CreationTimestamp),
                 None,
                 vec!["db", "Web-2", "web-1", "cache"],
+                4,
+                1,
+            ),
+            (
+                q(|q| {
+                    q.sort_by = SortBy::Namespace;
+                    q.sort_dir = SortDir::Desc;
+                }),
+                None,
+                vec!["cache", "Web-2", "web-1", "db"],
+                4,
+                1,
+            ),
+            (
+                q(|q| q.namespaces = vec!["b".into(), "c".into()]),
+                None,
+                vec!["Web-2", "cache"],
+                2,
+                1,
+            ),
+            (
+                q(|q| q.namespaces = vec!["a".into(), "b".into()]),
+                None,
+                vec!["Web-2", "cache", "db", "web-1"],
                 4,
                 1,
             ),
