@@ -3197,3 +3197,140 @@ async fn unknown_resources_are_404_and_misspelt_ones_400_on_both_transports() {
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     assert_eq!(env.writes(), before);
 }
+
+#[tokio::test]
+async fn events_of_an_instance_a_namespace_and_an_object() {
+    let env = Env::start().await;
+    let mut grpc = env.grpc(Some(ADMIN)).await;
+    ensure_namespace(&env.instance.client(), "default").await;
+    let event = |ns: &str, name: &str, about: Value, type_: &str, reason: &str| {
+        (
+            ns.to_owned(),
+            json!({"metadata": {"name": name}, "involvedObject": about, "type": type_,
+                   "reason": reason, "message": format!("{reason} happened")}),
+        )
+    };
+    let web =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": NS});
+    let db = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "db", "namespace": NS});
+    let ns_object = json!({"apiVersion": "v1", "kind": "Namespace", "name": NS});
+    for (ns, body) in [
+        event(NS, "web.1", web.clone(), "Warning", "FailedCreate"),
+        event(NS, "web.2", web, "Normal", "ScalingReplicaSet"),
+        event(NS, "db.1", db, "Normal", "ScalingReplicaSet"),
+        event("default", "ns.1", ns_object, "Warning", "FailedDelete"),
+    ] {
+        env.ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{ns}/resources/core/v1/events"),
+            Some(body),
+        )
+        .await;
+    }
+    let at = |path: &str| format!("{P}/instances/{INSTANCE}/{path}");
+    for (path, want) in [
+        ("events", vec!["db.1", "ns.1", "web.1", "web.2"]),
+        ("events?type=Warning", vec!["ns.1", "web.1"]),
+        ("events?kind=Namespace", vec!["ns.1"]),
+        ("events?namespaces=default", vec!["ns.1"]),
+        (
+            "namespaces/team-a/events?reason=ScalingReplicaSet",
+            vec!["db.1", "web.2"],
+        ),
+        (
+            "namespaces/team-a/resources/apps/v1/deployments/web/events",
+            vec!["web.1", "web.2"],
+        ),
+        (
+            "namespaces/team-a/resources/apps/v1/deployments/web/events?type=Normal",
+            vec!["web.2"],
+        ),
+        ("resources/core/v1/namespaces/team-a/events", vec!["ns.1"]),
+    ] {
+        let list = env.ok("GET", &at(path), None).await;
+        assert_eq!(names(&list), want, "{path}");
+        assert!(
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e["kind"] == "Event")
+        );
+    }
+    // gRPC answers the same.
+    let rest = env
+        .ok(
+            "GET",
+            &at("namespaces/team-a/resources/apps/v1/deployments/web/events?type=Warning"),
+            None,
+        )
+        .await;
+    let answer = grpc
+        .list_events(pb::ListEventsRequest {
+            instance: INSTANCE.into(),
+            namespace: Some(NS.into()),
+            group: Some("apps".into()),
+            version: Some("v1".into()),
+            resource: Some("deployments".into()),
+            name: Some("web".into()),
+            r#type: Some("Warning".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
+    assert_eq!(stable_list(answer), stable_list(rest));
+    // Bad filters and objects: 400 or 404, the same over gRPC.
+    for (path, status, req) in [
+        (
+            "events?type=Error",
+            StatusCode::BAD_REQUEST,
+            pb::ListEventsRequest {
+                r#type: Some("Error".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "events?reason=a%20b",
+            StatusCode::BAD_REQUEST,
+            pb::ListEventsRequest {
+                reason: Some("a b".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "resources/example.com/v1/gizmos/g/events",
+            StatusCode::NOT_FOUND,
+            pb::ListEventsRequest {
+                group: Some("example.com".into()),
+                version: Some("v1".into()),
+                resource: Some("gizmos".into()),
+                name: Some("g".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "resources/apps/v1/deployments/web/events",
+            StatusCode::BAD_REQUEST,
+            pb::ListEventsRequest {
+                group: Some("apps".into()),
+                version: Some("v1".into()),
+                resource: Some("deployments".into()),
+                name: Some("web".into()),
+                ..Default::default()
+            },
+        ),
+    ] {
+        let rest = env.call("GET", &at(path), Some(ADMIN), None).await;
+        assert_eq!(rest.0, status, "{path}: {}", rest.1);
+        let err = grpc
+            .list_events(pb::ListEventsRequest {
+                instance: INSTANCE.into(),
+                ..req
+            })
+            .await
+            .unwrap_err();
+        assert_same_error(rest, err, path);
+    }
+}

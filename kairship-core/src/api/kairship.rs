@@ -28,10 +28,10 @@ use super::types::{
     CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest,
     DeploymentAction, DeploymentActionRequest, GetClusterRequest, GetInstanceRequest,
     GetObjectRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest,
-    KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListObjectsRequest,
-    ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList, PatchObjectRequest, PatchType,
-    RemoveClusterRequest, UpdateClusterRequest, UpdateInstanceRequest, UpdateObjectRequest,
-    UpdateResourceRequest, Workload, WorkloadList,
+    KubeconfigResponse, ListClustersRequest, ListEventsRequest, ListInstancesRequest,
+    ListObjectsRequest, ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList,
+    PatchObjectRequest, PatchType, RemoveClusterRequest, UpdateClusterRequest,
+    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 use super::workload::{deployment_binding_name, parse_binding, workload};
 use crate::access::{Authorizer, Caller, InstanceResource, Verb};
@@ -570,6 +570,40 @@ fn patch_params(req: &PatchObjectRequest) -> Result<PatchParams, ApiError> {
     }
 }
 
+/// The field selectors of an event list's `type`, `reason` and `kind` filters, checked: a
+/// type is `Normal` or `Warning`, a reason or kind letters, digits, `_`, `-` and `.`.
+fn event_filters(req: &ListEventsRequest) -> Result<Vec<String>, ApiError> {
+    let mut fields = Vec::new();
+    if let Some(t) = &req.type_ {
+        if !matches!(t.as_str(), "Normal" | "Warning") {
+            return Err(ApiError::invalid_field(
+                "type",
+                format!("{t:?} is not an event type: Normal or Warning"),
+            ));
+        }
+        fields.push(format!("type={t}"));
+    }
+    for (field, value, path) in [
+        ("reason", &req.reason, "reason"),
+        ("kind", &req.kind, "involvedObject.kind"),
+    ] {
+        let Some(value) = value else { continue };
+        let ok = !value.is_empty()
+            && value.len() <= 128
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !ok {
+            return Err(ApiError::invalid_field(
+                field,
+                format!("{value:?} is not valid: 1 to 128 letters, digits, '_', '-' and '.'"),
+            ));
+        }
+        fields.push(format!("{path}={value}"));
+    }
+    Ok(fields)
+}
+
 fn summary_members(instance: &DynamicObject) -> i64 {
     instance
         .data
@@ -1078,6 +1112,58 @@ impl KairshipApi for KairshipService {
         )
         .named("name", name);
         self.delete_inside(caller, call, name).await
+    }
+
+    async fn list_events(
+        &self,
+        caller: &Caller,
+        req: ListEventsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let filters = event_filters(&req)?;
+        let object = match (&req.group, &req.version, &req.resource, &req.name) {
+            (None, None, None, None) => None,
+            (Some(g), Some(v), Some(r), Some(name)) => {
+                let object = gvr(g, v, r);
+                check_gvr(object)?;
+                check_name("name", name)?;
+                Some((object, name.as_str()))
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    "the events of one object need its group, version, resource and name",
+                ));
+            }
+        };
+        let (instance, namespace) = (req.instance.as_str(), req.namespace.as_deref());
+        let call = Inside::generic(
+            instance,
+            gvr("core", "v1", "events"),
+            namespace,
+            Verb::Get,
+            "list",
+        )
+        .listing(&req.options);
+        self.inside(caller, call, |c| async move {
+            let mut fields = filters;
+            if let Some((object, name)) = object {
+                let resolved = self.discover(instance, object).await?;
+                check_scope(&resolved.describe(), resolved.namespaced, namespace, true)?;
+                fields.push(format!("involvedObject.kind={}", resolved.resource.kind));
+                fields.push(format!("involvedObject.name={name}"));
+                if let Some(ns) = namespace {
+                    fields.push(format!("involvedObject.namespace={ns}"));
+                }
+            }
+            let mut query = c.query;
+            query.field_selector = query
+                .field_selector
+                .into_iter()
+                .filter(|s| !s.trim().is_empty())
+                .chain(fields)
+                .reduce(|a, b| format!("{a},{b}"));
+            object_list(self.router.list(&c.target, &query).await?)
+        })
+        .await
     }
 
     async fn deployment_action(

@@ -31,6 +31,7 @@
 //! | `update_object` | [`UpdateObjectRequest`] | [`Object`] | `PUT …/resources/{group}/{version}/{resource}/{name}` |
 //! | `patch_object` | [`PatchObjectRequest`] | [`Object`] | `PATCH …/resources/{group}/{version}/{resource}/{name}` |
 //! | `delete_object` | [`DeleteObjectRequest`] | [`Object`] | `DELETE …/resources/{group}/{version}/{resource}/{name}` |
+//! | `list_events` | [`ListEventsRequest`] | [`ObjectList`] | `GET instances/{i}[/namespaces/{ns}]/events`, `GET …/resources/{group}/{version}/{resource}/{name}/events` |
 //! | `deployment_action` | [`DeploymentActionRequest`] | [`Object`] | `POST …/deployments/{name}:pause\|:resume\|:restart` |
 //! | `list_workloads` | [`ListWorkloadsRequest`] | [`WorkloadList`] | `GET instances/{i}/namespaces/{ns}/workloads` |
 //! | `get_workload` | [`GetWorkloadRequest`] | [`Workload`] | `GET …/workloads/{name}` |
@@ -84,7 +85,7 @@ pub use types::{
     DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
     GetInstanceRequest, GetObjectRequest, GetResourceRequest, GetWorkloadRequest,
     JoinClusterRequest, KubeObject, KubeconfigOptions, KubeconfigResponse, ListClustersRequest,
-    ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
+    ListEventsRequest, ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
     ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
     RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
     UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,

@@ -8,9 +8,10 @@ use super::types::{
     DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest, DeploymentActionRequest,
     GetClusterRequest, GetInstanceRequest, GetObjectRequest, GetResourceRequest,
     GetWorkloadRequest, JoinClusterRequest, KubeconfigResponse, ListClustersRequest,
-    ListInstancesRequest, ListObjectsRequest, ListResourcesRequest, ListWorkloadsRequest, Object,
-    ObjectList, PatchObjectRequest, RemoveClusterRequest, UpdateClusterRequest,
-    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
+    ListEventsRequest, ListInstancesRequest, ListObjectsRequest, ListResourcesRequest,
+    ListWorkloadsRequest, Object, ObjectList, PatchObjectRequest, RemoveClusterRequest,
+    UpdateClusterRequest, UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest,
+    Workload, WorkloadList,
 };
 use crate::access::Caller;
 
@@ -200,6 +201,13 @@ pub trait KairshipApi: Send + Sync {
         caller: &Caller,
         req: DeleteObjectRequest,
     ) -> Result<Object, ApiError>;
+
+    /// Events of an instance, a namespace or one object, filtered by type, reason and kind.
+    async fn list_events(
+        &self,
+        caller: &Caller,
+        req: ListEventsRequest,
+    ) -> Result<ObjectList, ApiError>;
 
     /// Pauses, resumes or restarts a Deployment; returns the patched Deployment.
     async fn deployment_action(

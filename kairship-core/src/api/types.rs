@@ -428,7 +428,7 @@ pub struct CreateObjectRequest {
     pub namespace: Option<String>,
     /// The object (`apiVersion`, `kind` and the namespace are filled in when absent); Karmada
     /// policies may be given as `{"data": "<YAML or JSON>"}`.
-    #[schema(value_type = KubeObject)]
+    #[schema(value_type = Object)]
     pub body: Object,
 }
 
@@ -451,7 +451,7 @@ pub struct UpdateObjectRequest {
     /// Object name.
     pub name: String,
     /// The new object.
-    #[schema(value_type = KubeObject)]
+    #[schema(value_type = Object)]
     pub body: Object,
 }
 
@@ -524,7 +524,6 @@ pub struct PatchObjectRequest {
     #[serde(default)]
     pub patch_type: PatchType,
     /// The patch: an object, or for `json` an array of operations.
-    #[schema(value_type = Object)]
     pub patch: serde_json::Value,
     /// Who manages the fields (apply; default `kairship`).
     #[serde(default)]
@@ -551,6 +550,43 @@ pub struct DeleteObjectRequest {
     pub namespace: Option<String>,
     /// Object name.
     pub name: String,
+}
+
+/// `ListEvents`: `core/v1` Events of an instance, of one namespace, or of one object, filtered
+/// by type, reason and the kind of object they are about.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListEventsRequest {
+    /// Instance name.
+    pub instance: String,
+    /// Namespace of the events (and of the object, if namespaced); absent: all namespaces.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The object's API group (`core` for the core group); with `version`, `resource` and
+    /// `name`, only the events of that object.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// The object's API version.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The object's resource plural.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// The object's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Only events of this type: `Normal` or `Warning`.
+    #[serde(default, rename = "type")]
+    pub type_: Option<String>,
+    /// Only events with this reason (`FailedScheduling`).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Only events about objects of this kind (`Deployment`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Selectors, fuzzy name, sorting and paging.
+    #[serde(default)]
+    pub options: ListOptions,
 }
 
 /// A verb on a Deployment.

@@ -11,11 +11,11 @@ use crate::api::{
     CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
     DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
     GetInstanceRequest, GetObjectRequest, GetResourceRequest, GetWorkloadRequest,
-    JoinClusterRequest, KubeconfigResponse, ListClustersRequest, ListInstancesRequest,
-    ListObjectsRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, Object,
-    ObjectList, Pagination, PatchObjectRequest, PatchType, RemoveClusterRequest, ResourceKind,
-    SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest, UpdateObjectRequest,
-    UpdateResourceRequest, Workload, WorkloadList,
+    JoinClusterRequest, KubeconfigResponse, ListClustersRequest, ListEventsRequest,
+    ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
+    ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
+    RemoveClusterRequest, ResourceKind, SortBy, SortDir, UpdateClusterRequest,
+    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 
 /// Integers up to this magnitude survive the trip through a protobuf `double` exactly.
@@ -411,6 +411,22 @@ pub fn patch_object(m: pb::PatchObjectRequest) -> Result<PatchObjectRequest, Api
             .ok_or_else(|| ApiError::invalid_field("patch", "required: the patch"))?,
         field_manager: m.field_manager,
         force: m.force,
+    })
+}
+
+/// `ListEvents`.
+pub fn list_events(m: pb::ListEventsRequest) -> Result<ListEventsRequest, ApiError> {
+    Ok(ListEventsRequest {
+        instance: m.instance,
+        namespace: m.namespace,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        name: m.name,
+        type_: m.r#type,
+        reason: m.reason,
+        kind: m.kind,
+        options: list_options(m.options)?,
     })
 }
 

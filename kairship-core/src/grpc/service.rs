@@ -301,6 +301,16 @@ impl KairshipService for GrpcApi {
         object(self.api.delete_object(&caller, req).await)
     }
 
+    async fn list_events(&self, request: Request<pb::ListEventsRequest>) -> Answer<pb::ObjectList> {
+        let (caller, req) = self.accept(request, convert::list_events).await?;
+        answer(
+            self.api
+                .list_events(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
     async fn deployment_action(
         &self,
         request: Request<pb::DeploymentActionRequest>,

@@ -3,7 +3,7 @@
 //! where `group` is `core` for the core group.
 
 use axum::Json;
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -13,8 +13,9 @@ use super::handlers::{Answer, ErrorResponses, RestState, Written, written};
 use crate::api::error::ApiError;
 use crate::api::fields::{FieldValidation, WriteOptions};
 use crate::api::types::{
-    CreateObjectRequest, DeleteObjectRequest, GetObjectRequest, KubeObject, ListObjectsRequest,
-    ListOptions, Object, ObjectList, PatchObjectRequest, UpdateObjectRequest,
+    CreateObjectRequest, DeleteObjectRequest, GetObjectRequest, ListEventsRequest,
+    ListObjectsRequest, ListOptions, Object, ObjectList, PatchObjectRequest, SortBy, SortDir,
+    UpdateObjectRequest,
 };
 
 /// Query parameters of a PATCH.
@@ -166,6 +167,20 @@ impl ObjectsCall {
         written(write, self.state.api.patch_object(&self.auth.caller, req)).await
     }
 
+    async fn events(self, query: EventQuery) -> Answer<ObjectList> {
+        let p = self.path;
+        let mut req = query.into_request(p.instance, p.namespace);
+        req.group = Some(p.group);
+        req.version = Some(p.version);
+        req.resource = Some(p.resource);
+        req.name = p.name;
+        self.state
+            .api
+            .list_events(&self.auth.caller, req)
+            .await
+            .map(Json)
+    }
+
     async fn delete(self) -> Answer<Object> {
         let name = self.name()?;
         let p = self.path;
@@ -207,7 +222,7 @@ pub async fn list_cluster_objects(
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         WriteOptions),
-    request_body(content = KubeObject, description = "The object (apiVersion, kind and namespace are filled in when absent)"),
+    request_body(content = Object, description = "The object, with the fields of its resource (apiVersion, kind and namespace are filled in when absent)"),
     responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
 pub async fn create_cluster_object(
     call: ObjectsCall,
@@ -237,7 +252,7 @@ pub async fn get_cluster_object(call: ObjectsCall) -> Answer<Object> {
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
         WriteOptions),
-    request_body(content = KubeObject, description = "The new object (include metadata.resourceVersion to guard against concurrent changes)"),
+    request_body(content = Object, description = "The new object, with the fields of its resource (include metadata.resourceVersion to guard against concurrent changes)"),
     responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
 pub async fn update_cluster_object(
     call: ObjectsCall,
@@ -256,7 +271,7 @@ pub async fn update_cluster_object(
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
         PatchOptions),
     request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch, or the intended object for server-side apply (YAML or JSON)",
-        content((Object = "application/merge-patch+json"), (Object = "application/json-patch+json"),
+        content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
             (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
     responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
 pub async fn patch_cluster_object(
@@ -303,7 +318,7 @@ pub async fn list_namespaced_objects(
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         WriteOptions),
-    request_body(content = KubeObject, description = "The object (apiVersion, kind and namespace are filled in when absent)"),
+    request_body(content = Object, description = "The object, with the fields of its resource (apiVersion, kind and namespace are filled in when absent)"),
     responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
 pub async fn create_namespaced_object(
     call: ObjectsCall,
@@ -335,7 +350,7 @@ pub async fn get_namespaced_object(call: ObjectsCall) -> Answer<Object> {
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
         WriteOptions),
-    request_body(content = KubeObject, description = "The new object (include metadata.resourceVersion to guard against concurrent changes)"),
+    request_body(content = Object, description = "The new object, with the fields of its resource (include metadata.resourceVersion to guard against concurrent changes)"),
     responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
 pub async fn update_namespaced_object(
     call: ObjectsCall,
@@ -355,7 +370,7 @@ pub async fn update_namespaced_object(
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
         PatchOptions),
     request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch, or the intended object for server-side apply (YAML or JSON)",
-        content((Object = "application/merge-patch+json"), (Object = "application/json-patch+json"),
+        content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
             (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
     responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
 pub async fn patch_namespaced_object(
@@ -377,4 +392,121 @@ pub async fn patch_namespaced_object(
     responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
 pub async fn delete_namespaced_object(call: ObjectsCall) -> Answer<Object> {
     call.delete().await
+}
+
+/// Query parameters of an event list: the list options and the event filters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EventQuery {
+    /// 1-based page number (default 1).
+    #[param(minimum = 1)]
+    pub page: Option<u32>,
+    /// Items per page, 1 to 10000 (default 10000).
+    #[param(minimum = 1, maximum = 10000)]
+    pub page_size: Option<u32>,
+    /// Sort key: `name`, `creationTimestamp` or `namespace`.
+    #[param(inline)]
+    pub sort_by: Option<SortBy>,
+    /// Sort direction.
+    #[param(inline)]
+    pub sort_dir: Option<SortDir>,
+    /// Fuzzy name filter.
+    pub name: Option<String>,
+    /// Kubernetes label selector.
+    pub label_selector: Option<String>,
+    /// Kubernetes field selector (`involvedObject.name=web`).
+    pub field_selector: Option<String>,
+    /// Only these namespaces, comma-separated.
+    #[param(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")]
+    pub namespaces: Option<String>,
+    /// Only events of this type.
+    #[serde(rename = "type")]
+    #[param(rename = "type", pattern = "^(Normal|Warning)$")]
+    pub type_: Option<String>,
+    /// Only events with this reason.
+    #[param(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
+    pub reason: Option<String>,
+    /// Only events about objects of this kind.
+    #[param(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
+    pub kind: Option<String>,
+}
+
+impl EventQuery {
+    fn into_request(self, instance: String, namespace: Option<String>) -> ListEventsRequest {
+        ListEventsRequest {
+            instance,
+            namespace,
+            type_: self.type_,
+            reason: self.reason,
+            kind: self.kind,
+            options: ListOptions {
+                page: self.page,
+                page_size: self.page_size,
+                sort_by: self.sort_by,
+                sort_dir: self.sort_dir,
+                name: self.name,
+                label_selector: self.label_selector,
+                field_selector: self.field_selector,
+                namespaces: self.namespaces,
+            },
+            ..ListEventsRequest::default()
+        }
+    }
+}
+
+/// List the events of an instance (every namespace).
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/events", tag = "resources",
+    operation_id = "ListEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+pub async fn list_events(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath(instance): ApiPath<String>,
+    ApiQuery(query): ApiQuery<EventQuery>,
+) -> Answer<ObjectList> {
+    let req = query.into_request(instance, None);
+    s.api.list_events(&auth.caller, req).await.map(Json)
+}
+
+/// List the events of a namespace.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/events", tag = "resources",
+    operation_id = "ListNamespacedEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+pub async fn list_namespaced_events(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath((instance, namespace)): ApiPath<(String, String)>,
+    ApiQuery(query): ApiQuery<EventQuery>,
+) -> Answer<ObjectList> {
+    let req = query.into_request(instance, Some(namespace));
+    s.api.list_events(&auth.caller, req).await.map(Json)
+}
+
+/// List the events of a cluster-scoped object.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}/events", tag = "resources",
+    operation_id = "ListClusterObjectEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
+        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
+        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
+        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+pub async fn list_cluster_object_events(
+    call: ObjectsCall,
+    ApiQuery(query): ApiQuery<EventQuery>,
+) -> Answer<ObjectList> {
+    call.events(query).await
+}
+
+/// List the events of an object in a namespace.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}/events", tag = "resources",
+    operation_id = "ListNamespacedObjectEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
+        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
+        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
+        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+pub async fn list_namespaced_object_events(
+    call: ObjectsCall,
+    ApiQuery(query): ApiQuery<EventQuery>,
+) -> Answer<ObjectList> {
+    call.events(query).await
 }
