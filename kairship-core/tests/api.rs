@@ -3041,7 +3041,52 @@ async fn generic_resources_answer_alike_over_rest_and_grpc() {
         .into_inner();
     let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
     assert_eq!(stable_list(answer), stable_list(rest));
+    // Sorting by a printer column's field: numbers by value, objects without it first.
+    for (name, replicas) in [("r-ten", Some(10)), ("r-two", Some(2)), ("r-zero", Some(0))] {
+        let mut body = deployment(name);
+        body["metadata"]["labels"] = json!({"sorted": "yes"});
+        body["spec"]["replicas"] = json!(replicas);
+        env.ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/resources/apps/v1/deployments"),
+            Some(body),
+        )
+        .await;
+    }
+    let sorted = |dir: &str| {
+        format!(
+            "{P}/instances/{INSTANCE}/resources/apps/v1/deployments\
+             ?labelSelector=sorted%3Dyes&sortField=.spec.replicas&sortDir={dir}"
+        )
+    };
+    let asc = env.ok("GET", &sorted("asc"), None).await;
+    assert_eq!(names(&asc), ["r-zero", "r-two", "r-ten"]);
+    let desc = env.ok("GET", &sorted("desc"), None).await;
+    assert_eq!(names(&desc), ["r-ten", "r-two", "r-zero"]);
+    let answer = grpc
+        .list_objects(pb::ListObjectsRequest {
+            instance: INSTANCE.into(),
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            namespace: None,
+            options: Some(pb::ListOptions {
+                sort_field: Some(".spec.replicas".into()),
+                sort_dir: pb::SortDir::Desc as i32,
+                label_selector: Some("sorted=yes".into()),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
+    assert_eq!(stable_list(answer), stable_list(desc));
     for path in [
+        format!(
+            "{P}/instances/{INSTANCE}/resources/apps/v1/deployments?sortField=.status.conditions[0]"
+        ),
+        format!("{P}/instances?sortField=.spec"),
         format!(
             "{P}/instances/{INSTANCE}/namespaces/{NS}/resources/core/v1/configmaps?namespaces=team-b"
         ),

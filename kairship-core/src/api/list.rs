@@ -30,6 +30,7 @@ pub fn to_list_query(options: &ListOptions) -> Result<ListQuery, ApiError> {
         name: options.name.clone(),
         namespaces: namespaces(options.namespaces.as_deref())?,
         sort_by,
+        sort_field: options.sort_field.clone(),
         sort_dir: match options.sort_dir.unwrap_or_default() {
             SortDir::Asc => router::SortDir::Asc,
             SortDir::Desc => router::SortDir::Desc,
@@ -83,6 +84,12 @@ pub fn select_instances(
         return Err(ApiError::invalid_field(
             "namespaces",
             "instances are not in namespaces",
+        ));
+    }
+    if options.sort_field.is_some() {
+        return Err(ApiError::invalid_field(
+            "sortField",
+            "instances are sorted by name, creationTimestamp or state",
         ));
     }
     if options.sort_by == Some(SortBy::Namespace) {

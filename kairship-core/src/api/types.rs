@@ -55,6 +55,12 @@ pub struct ListOptions {
     pub sort_by: Option<SortBy>,
     /// Sort direction (default `asc`).
     pub sort_dir: Option<SortDir>,
+    /// Sort objects inside an instance by this field instead of `sortBy`: a printer column's
+    /// JSONPath of field names (`.spec.replicas`, `.status.readyReplicas`); ties by name;
+    /// objects without the field first.
+    #[param(max_length = 512)]
+    #[schema(max_length = 512)]
+    pub sort_field: Option<String>,
     /// Fuzzy name filter: case-insensitive substring of `metadata.name`.
     pub name: Option<String>,
     /// Kubernetes label selector (`app=web,tier!=db`).

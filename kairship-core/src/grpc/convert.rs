@@ -139,6 +139,7 @@ pub fn list_options(value: Option<pb::ListOptions>) -> Result<ListOptions, ApiEr
         label_selector: o.label_selector,
         field_selector: o.field_selector,
         namespaces: o.namespaces,
+        sort_field: o.sort_field,
     })
 }
 
@@ -689,6 +690,7 @@ mod tests {
             label_selector: Some("app=web".into()),
             field_selector: None,
             namespaces: Some("a,b".into()),
+            sort_field: Some(".spec.replicas".into()),
         }))
         .unwrap();
         assert_eq!(
@@ -702,6 +704,7 @@ mod tests {
                 label_selector: Some("app=web".into()),
                 field_selector: None,
                 namespaces: Some("a,b".into()),
+                sort_field: Some(".spec.replicas".into()),
             }
         );
         let bad = list_options(Some(pb::ListOptions {

@@ -126,7 +126,9 @@ pub fn clusterpedia_list_request(
         .filter(|s| !s.trim().is_empty())
         .cloned()
         .collect();
-    let server_side = query.name.as_deref().is_none_or(is_label_value);
+    // Clusterpedia sorts by name, namespace and creation time only.
+    let server_side =
+        query.name.as_deref().is_none_or(is_label_value) && query.sort_field.is_none();
     if let Some(name) = query.name.as_deref().filter(|_| server_side) {
         labels.push(format!("{FUZZY_NAME_LABEL}={name}"));
     }

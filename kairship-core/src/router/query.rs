@@ -48,6 +48,9 @@ pub struct ListQuery {
     pub namespaces: Vec<String>,
     /// Sort key.
     pub sort_by: SortBy,
+    /// Sort by this field instead of `sort_by`: a printer column's JSONPath of plain field
+    /// names (`.spec.replicas`, `.status.readyReplicas`); ties by name.
+    pub sort_field: Option<String>,
     /// Sort direction.
     pub sort_dir: SortDir,
     /// 1-based page number; defaults to 1.
@@ -124,6 +127,8 @@ pub struct CompiledQuery {
     pub namespaces: Vec<String>,
     /// Sort key.
     pub sort_by: SortBy,
+    /// The field names of `sort_field`, which sorts instead of `sort_by`.
+    pub sort_field: Option<Vec<String>>,
     /// Sort direction.
     pub sort_dir: SortDir,
     /// 1-based page.
@@ -150,6 +155,11 @@ impl ListQuery {
                 reason: format!("{size} is not between 1 and {MAX_PAGE_SIZE}"),
             });
         }
+        let sort_field = self
+            .sort_field
+            .as_deref()
+            .map(parse_sort_field)
+            .transpose()?;
         Ok(CompiledQuery {
             labels: parse_label_selector(self.label_selector.as_deref().unwrap_or(""))?,
             fields: FieldSelector::parse(self.field_selector.as_deref().unwrap_or(""))?,
@@ -161,6 +171,7 @@ impl ListQuery {
                 .map(str::to_lowercase),
             namespaces: self.namespaces.clone(),
             sort_by: self.sort_by,
+            sort_field,
             sort_dir: self.sort_dir,
             page,
             page_size: self.page_size,
@@ -320,7 +331,19 @@ impl CompiledQuery {
             .filter(|o| self.matches(namespace, object(o)))
             .collect();
         let (sort_by, sort_dir) = (self.sort_by, self.sort_dir);
-        matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, object(a), object(b)));
+        match &self.sort_field {
+            Some(path) => matched.sort_by(|a, b| {
+                let ord = compare_field(path, object(a), object(b))
+                    .then_with(|| compare(SortBy::Name, SortDir::Asc, object(a), object(b)));
+                match sort_dir {
+                    SortDir::Asc => ord,
+                    SortDir::Desc => ord.reverse(),
+                }
+            }),
+            None => {
+                matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, object(a), object(b)))
+            }
+        }
         let total = matched.len();
         let (start, end, page_size, pages) = page_bounds(total, self.page, self.page_size);
         let items = if start < end {
@@ -369,6 +392,82 @@ pub fn page_bounds(total: usize, page: u32, page_size: Option<u32>) -> (usize, u
     let start = (page as usize - 1).saturating_mul(size).min(total);
     let end = start.saturating_add(size).min(total);
     (start, end, size as u32, pages)
+}
+
+/// The field names of a sort field: a JSONPath of plain names, `.spec.replicas`
+/// (the leading dot may be left out), at most 16 names of letters, digits, `_` and `-`.
+fn parse_sort_field(path: &str) -> Result<Vec<String>, RouterError> {
+    let names: Vec<String> = path
+        .strip_prefix('.')
+        .unwrap_or(path)
+        .split('.')
+        .map(str::to_owned)
+        .collect();
+    let ok = names.len() <= 16
+        && names.iter().all(|n| {
+            !n.is_empty()
+                && n.len() <= 63
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        });
+    if ok {
+        Ok(names)
+    } else {
+        Err(RouterError::InvalidQuery {
+            parameter: "sortField",
+            reason: format!(
+                "{path:?} is not a field path: field names separated by '.' \
+                 (.spec.replicas); array indexes and filters are not supported"
+            ),
+        })
+    }
+}
+
+/// The value at `path` of an object (`metadata.*` included), if any.
+fn field_at<'a>(
+    object: &'a DynamicObject,
+    path: &[String],
+) -> Option<std::borrow::Cow<'a, serde_json::Value>> {
+    use std::borrow::Cow;
+    if path.first().map(String::as_str) == Some("metadata") {
+        let meta = serde_json::to_value(&object.metadata).ok()?;
+        return path[1..]
+            .iter()
+            .try_fold(&meta, |v, name| v.get(name))
+            .cloned()
+            .map(Cow::Owned);
+    }
+    path.iter()
+        .try_fold(&object.data, |v, name| v.get(name))
+        .map(Cow::Borrowed)
+}
+
+/// Orders field values: missing, null, booleans, numbers (by value), strings, then arrays and
+/// objects (by their JSON text).
+fn compare_field(path: &[String], a: &DynamicObject, b: &DynamicObject) -> Ordering {
+    use serde_json::Value;
+    fn rank(v: Option<&Value>) -> u8 {
+        match v {
+            None => 0,
+            Some(Value::Null) => 1,
+            Some(Value::Bool(_)) => 2,
+            Some(Value::Number(_)) => 3,
+            Some(Value::String(_)) => 4,
+            Some(_) => 5,
+        }
+    }
+    let (va, vb) = (field_at(a, path), field_at(b, path));
+    let (va, vb) = (va.as_deref(), vb.as_deref());
+    rank(va).cmp(&rank(vb)).then_with(|| match (va, vb) {
+        (Some(Value::Bool(x)), Some(Value::Bool(y))) => x.cmp(y),
+        (Some(Value::Number(x)), Some(Value::Number(y))) => {
+            let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+            x.total_cmp(&y)
+        }
+        (Some(Value::String(x)), Some(Value::String(y))) => x.cmp(y),
+        (Some(x), Some(y)) => x.to_string().cmp(&y.to_string()),
+        _ => Ordering::Equal,
+    })
 }
 
 fn compare(by: SortBy, dir: SortDir, a: &DynamicObject, b: &DynamicObject) -> Ordering {
@@ -483,6 +582,23 @@ mod tests {
                 }),
                 None,
                 vec!["cache", "Web-2", "web-1", "db"],
+                4,
+                1,
+            ),
+            (
+                q(|q| {
+                    q.sort_field = Some(".metadata.labels.app".into());
+                    q.sort_dir = SortDir::Desc;
+                }),
+                None,
+                vec!["web-1", "Web-2", "db", "cache"],
+                4,
+                1,
+            ),
+            (
+                q(|q| q.sort_field = Some("metadata.creationTimestamp".into())),
+                None,
+                vec!["db", "Web-2", "web-1", "cache"],
                 4,
                 1,
             ),

@@ -411,6 +411,9 @@ pub struct EventQuery {
     /// Sort direction.
     #[param(inline)]
     pub sort_dir: Option<SortDir>,
+    /// Sort by this field (`.lastTimestamp`, `.count`) instead of `sortBy`.
+    #[param(max_length = 512)]
+    pub sort_field: Option<String>,
     /// Fuzzy name filter.
     pub name: Option<String>,
     /// Kubernetes label selector.
@@ -445,6 +448,7 @@ impl EventQuery {
                 page_size: self.page_size,
                 sort_by: self.sort_by,
                 sort_dir: self.sort_dir,
+                sort_field: self.sort_field,
                 name: self.name,
                 label_selector: self.label_selector,
                 field_selector: self.field_selector,
