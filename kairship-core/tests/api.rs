@@ -2118,6 +2118,49 @@ async fn each_call_checks_the_instance_or_the_objects_inside_it() {
             None,
             vec![(Verb::Get, Proxy, inst.clone())],
         ),
+        // The generic resource paths and events, before the instance's discovery is asked.
+        (
+            "GET",
+            format!("{ns}/resources/apps/v1/deployments"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{ns}/resources/apps/v1/deployments"),
+            body(),
+            vec![(Verb::Create, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{i}/resources/core/v1/namespaces/obj"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "PUT",
+            format!("{i}/resources/rbac.authorization.k8s.io/v1/clusterroles/obj"),
+            body(),
+            vec![(Verb::Update, Proxy, inst.clone())],
+        ),
+        (
+            "DELETE",
+            format!("{ns}/resources/example.com/v1/gizmos/obj"),
+            None,
+            vec![(Verb::Delete, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{i}/events"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{ns}/resources/apps/v1/deployments/web/events"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
         // The native proxy checks the same subresource as the REST calls inside the instance.
         (
             "GET",
