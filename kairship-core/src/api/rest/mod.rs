@@ -451,6 +451,22 @@ mod tests {
             }
         }
         assert!(seen >= 80, "{seen}");
+        // Reads document no write-only answers.
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            if let Some(get) = item.get("get")
+                && path != PROXY_PATH
+            {
+                let responses = get["responses"].as_object().unwrap();
+                assert!(
+                    responses.contains_key("404") && responses.contains_key("403"),
+                    "{path}"
+                );
+                assert!(
+                    !responses.contains_key("409") && !responses.contains_key("412"),
+                    "{path}"
+                );
+            }
+        }
         let proxy = &doc["paths"][PROXY_PATH];
         for method in ["get", "post", "put", "patch", "delete"] {
             assert_eq!(

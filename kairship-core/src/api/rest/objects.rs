@@ -9,7 +9,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, PatchBody};
-use super::handlers::{Answer, ErrorResponses, RestState, Written, written};
+use super::handlers::{Answer, ErrorResponses, ReadErrorResponses, RestState, Written, written};
 use crate::api::error::ApiError;
 use crate::api::fields::{FieldValidation, WriteOptions};
 use crate::api::types::{
@@ -207,7 +207,7 @@ impl ObjectsCall {
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
 pub async fn list_cluster_objects(
     call: ObjectsCall,
     ApiQuery(options): ApiQuery<ListOptions>,
@@ -239,7 +239,7 @@ pub async fn create_cluster_object(
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253)),
-    responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
+    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
 pub async fn get_cluster_object(call: ObjectsCall) -> Answer<Object> {
     call.get().await
 }
@@ -302,7 +302,7 @@ pub async fn delete_cluster_object(call: ObjectsCall) -> Answer<Object> {
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
 pub async fn list_namespaced_objects(
     call: ObjectsCall,
     ApiQuery(options): ApiQuery<ListOptions>,
@@ -336,7 +336,7 @@ pub async fn create_namespaced_object(
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253)),
-    responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
+    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
 pub async fn get_namespaced_object(call: ObjectsCall) -> Answer<Object> {
     call.get().await
 }
@@ -462,7 +462,7 @@ impl EventQuery {
 /// List the events of an instance (every namespace).
 #[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/events", tag = "resources",
     operation_id = "ListEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
-    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ReadErrorResponses))]
 pub async fn list_events(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -476,7 +476,7 @@ pub async fn list_events(
 /// List the events of a namespace.
 #[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/events", tag = "resources",
     operation_id = "ListNamespacedEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
-    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ReadErrorResponses))]
 pub async fn list_namespaced_events(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -493,7 +493,7 @@ pub async fn list_namespaced_events(
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
-    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ReadErrorResponses))]
 pub async fn list_cluster_object_events(
     call: ObjectsCall,
     ApiQuery(query): ApiQuery<EventQuery>,
@@ -507,7 +507,7 @@ pub async fn list_cluster_object_events(
         ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
         ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
         ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
-    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ReadErrorResponses))]
 pub async fn list_namespaced_object_events(
     call: ObjectsCall,
     ApiQuery(query): ApiQuery<EventQuery>,
