@@ -98,6 +98,8 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         .with_instance_check(clients.clone()),
     );
     let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
+    // One discovery cache: the proxy and the generic resource API ask the same questions.
+    let discovery = Arc::new(DiscoveryCache::default());
     let service: Arc<dyn KairshipApi> = Arc::new(
         KairshipService::new(
             options.host,
@@ -109,14 +111,17 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
                 host_timeout: options.host_timeout,
             },
         )
-        .with_discovery(clients.clone(), Arc::new(DiscoveryCache::default())),
+        .with_discovery(clients.clone(), discovery.clone()),
     );
-    let proxy = proxy_routes(ProxyState::new(
-        router_dyn,
-        clients,
-        options.authenticator.clone(),
-        options.authorizer,
-    ));
+    let proxy = proxy_routes(
+        ProxyState::new(
+            router_dyn,
+            clients,
+            options.authenticator.clone(),
+            options.authorizer,
+        )
+        .with_shared_discovery(discovery),
+    );
     let grpc = kairship_core::grpc::routes(service.clone(), options.authenticator.clone())
         .await
         .context("cannot build the gRPC services")?;

@@ -91,6 +91,12 @@ impl ProxyState {
         self
     }
 
+    /// Uses `discovery`, shared with others (the API service), instead of the default.
+    pub fn with_shared_discovery(mut self, discovery: Arc<DiscoveryCache>) -> Self {
+        self.discovery = discovery;
+        self
+    }
+
     /// Refuses request bodies larger than `bytes`.
     pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
