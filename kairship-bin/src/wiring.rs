@@ -13,8 +13,8 @@ use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, Serv
 use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
-    ClusterpediaBackend, DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
+    ClusterpediaBackend, DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients,
+    InstanceWriter, ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
 };
 use kube_kit::client::ClientOptions;
 use tokio_util::sync::CancellationToken;
@@ -100,16 +100,21 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         .with_instance_check(clients.clone()),
     );
     let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
-    let service: Arc<dyn KairshipApi> = Arc::new(KairshipService::new(
-        options.host,
-        router_dyn.clone(),
-        options.authorizer.clone(),
-        ServiceConfig {
-            external_url: options.external_url,
-            ca_pem: options.ca_pem,
-            host_timeout: options.host_timeout,
-        },
-    ));
+    // One discovery cache: the proxy and the generic resource API ask the same questions.
+    let discovery = Arc::new(DiscoveryCache::default());
+    let service: Arc<dyn KairshipApi> = Arc::new(
+        KairshipService::new(
+            options.host,
+            router_dyn.clone(),
+            options.authorizer.clone(),
+            ServiceConfig {
+                external_url: options.external_url,
+                ca_pem: options.ca_pem,
+                host_timeout: options.host_timeout,
+            },
+        )
+        .with_discovery(clients.clone(), discovery.clone()),
+    );
     let proxy = proxy_routes(
         ProxyState::new(
             router_dyn,
@@ -117,7 +122,8 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
             options.authenticator.clone(),
             options.authorizer,
         )
-        .with_write_identity(options.write_identity),
+        .with_write_identity(options.write_identity)
+        .with_shared_discovery(discovery),
     );
     let grpc = kairship_core::grpc::routes(service.clone(), options.authenticator.clone())
         .await

@@ -31,9 +31,9 @@ use kairship_core::rbac::{
     InstanceRole, SubjectKind, cluster_role_binding, instance_cluster_roles,
 };
 use kairship_core::router::{
-    DirectBackend, EmbeddedCacheBackend, FallbackReason, InstanceClients, InstanceWriter,
-    ReadWriteRouter, ResourceTarget, RouterConfig, RouterError, SplitRouter, WriteBackend,
-    WriteOutcome,
+    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, FallbackReason, InstanceClients,
+    InstanceWriter, ReadWriteRouter, ResourceTarget, RouterConfig, RouterError, SplitRouter,
+    WriteBackend, WriteOutcome,
 };
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
@@ -252,7 +252,8 @@ impl Env {
             router_dyn.clone(),
             authorizer.clone(),
             ServiceConfig::default(),
-        );
+        )
+        .with_discovery(clients.clone(), Arc::new(DiscoveryCache::default()));
         let proxy = proxy_routes(ProxyState::new(
             router_dyn,
             clients,
@@ -1265,6 +1266,9 @@ fn fill(path: &str, kind: &str) -> String {
             "kind" => kind,
             "cluster" => "east",
             "path" => "api/v1/namespaces",
+            "group" => "core",
+            "version" => "v1",
+            "resource" => "configmaps",
             _ => "obj",
         };
         out = out.replace(&format!("{{{name}}}"), value);
@@ -2114,6 +2118,49 @@ async fn each_call_checks_the_instance_or_the_objects_inside_it() {
             None,
             vec![(Verb::Get, Proxy, inst.clone())],
         ),
+        // The generic resource paths and events, before the instance's discovery is asked.
+        (
+            "GET",
+            format!("{ns}/resources/apps/v1/deployments"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "POST",
+            format!("{ns}/resources/apps/v1/deployments"),
+            body(),
+            vec![(Verb::Create, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{i}/resources/core/v1/namespaces/obj"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "PUT",
+            format!("{i}/resources/rbac.authorization.k8s.io/v1/clusterroles/obj"),
+            body(),
+            vec![(Verb::Update, Proxy, inst.clone())],
+        ),
+        (
+            "DELETE",
+            format!("{ns}/resources/example.com/v1/gizmos/obj"),
+            None,
+            vec![(Verb::Delete, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{i}/events"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
+        (
+            "GET",
+            format!("{ns}/resources/apps/v1/deployments/web/events"),
+            None,
+            vec![(Verb::Get, Proxy, inst.clone())],
+        ),
         // The native proxy checks the same subresource as the REST calls inside the instance.
         (
             "GET",
@@ -2476,4 +2523,902 @@ async fn calls_inside_an_instance_check_names_before_access_and_bodies_after() {
     let (status, answer) = env.call("POST", &path, Some(ADMIN), Some(wrong)).await;
     assert_eq!(error_of(status, &answer), (400, 3), "{answer}");
     assert_eq!(env.writes(), 0, "no refused call reached the instance");
+}
+
+/// One resource of the generic API's table test.
+struct GenericCase {
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    namespaced: bool,
+    /// Served from a CustomResourceDefinition (no strategic merge patches).
+    crd: bool,
+    /// The object's fields besides `metadata`.
+    fields: Value,
+}
+
+fn generic_cases() -> Vec<GenericCase> {
+    let pod_template = json!({"metadata": {"labels": {"app": "g"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let job_template = json!({"spec": {"restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "busybox"}]}});
+    let rules = json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]);
+    let subjects = json!([{"kind": "User", "name": "u", "apiGroup": "rbac.authorization.k8s.io"}]);
+    let selectors = |kind: &str| json!({"resourceSelectors": [{"apiVersion": "v1", "kind": kind}]});
+    let case = |group, version, resource, namespaced, crd, fields| GenericCase {
+        group,
+        version,
+        resource,
+        namespaced,
+        crd,
+        fields,
+    };
+    vec![
+        case(
+            "core",
+            "v1",
+            "configmaps",
+            true,
+            false,
+            json!({"data": {"k": "v"}}),
+        ),
+        case(
+            "core",
+            "v1",
+            "secrets",
+            true,
+            false,
+            json!({"data": {"k": "dg=="}}),
+        ),
+        case(
+            "core",
+            "v1",
+            "services",
+            true,
+            false,
+            json!({"spec": {"ports": [{"port": 80}], "selector": {"app": "g"}}}),
+        ),
+        case("core", "v1", "serviceaccounts", true, false, json!({})),
+        case(
+            "apps",
+            "v1",
+            "deployments",
+            true,
+            false,
+            json!({"spec": {"replicas": 0, "selector": {"matchLabels": {"app": "g"}},
+                            "template": pod_template}}),
+        ),
+        case(
+            "apps",
+            "v1",
+            "statefulsets",
+            true,
+            false,
+            json!({"spec": {"replicas": 0, "serviceName": "g",
+                            "selector": {"matchLabels": {"app": "g"}}, "template": pod_template}}),
+        ),
+        case(
+            "apps",
+            "v1",
+            "daemonsets",
+            true,
+            false,
+            json!({"spec": {"selector": {"matchLabels": {"app": "g"}}, "template": pod_template}}),
+        ),
+        case(
+            "batch",
+            "v1",
+            "jobs",
+            true,
+            false,
+            json!({"spec": {"suspend": true, "template": job_template}}),
+        ),
+        case(
+            "batch",
+            "v1",
+            "cronjobs",
+            true,
+            false,
+            json!({"spec": {"schedule": "*/5 * * * *", "suspend": true,
+                            "jobTemplate": {"spec": {"template": job_template}}}}),
+        ),
+        case(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "roles",
+            true,
+            false,
+            json!({"rules": rules}),
+        ),
+        case(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            true,
+            false,
+            json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                               "name": "g"}, "subjects": subjects}),
+        ),
+        case(
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            true,
+            false,
+            json!({"spec": {"holderIdentity": "g"}}),
+        ),
+        case(
+            "policy.karmada.io",
+            "v1alpha1",
+            "propagationpolicies",
+            true,
+            true,
+            json!({"spec": selectors("ConfigMap")}),
+        ),
+        case(
+            "policy.karmada.io",
+            "v1alpha1",
+            "overridepolicies",
+            true,
+            true,
+            json!({"spec": selectors("ConfigMap")}),
+        ),
+        case(
+            "work.karmada.io",
+            "v1alpha2",
+            "resourcebindings",
+            true,
+            true,
+            json!({"spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "namespace": NS, "name": "g"}}}),
+        ),
+        case(
+            "example.com",
+            "v1",
+            "widgets",
+            true,
+            true,
+            json!({"spec": {"size": 3}}),
+        ),
+        case("core", "v1", "namespaces", false, false, json!({})),
+        case(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            false,
+            false,
+            json!({"rules": rules}),
+        ),
+        case(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            false,
+            false,
+            json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                               "name": "g"}, "subjects": subjects}),
+        ),
+        case(
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            false,
+            false,
+            json!({"value": 1000}),
+        ),
+        case(
+            "storage.k8s.io",
+            "v1",
+            "storageclasses",
+            false,
+            false,
+            json!({"provisioner": "example.com/g"}),
+        ),
+        case(
+            "policy.karmada.io",
+            "v1alpha1",
+            "clusterpropagationpolicies",
+            false,
+            true,
+            json!({"spec": selectors("Namespace")}),
+        ),
+        case(
+            "policy.karmada.io",
+            "v1alpha1",
+            "clusteroverridepolicies",
+            false,
+            true,
+            json!({"spec": selectors("Namespace")}),
+        ),
+    ]
+}
+
+/// An object as both transports must show it: what controllers and the simulator change
+/// meanwhile (status, resourceVersion, annotations, managed fields) left out.
+fn stable(mut object: Value) -> Value {
+    if let Some(map) = object.as_object_mut() {
+        map.remove("status");
+    }
+    if let Some(meta) = object["metadata"].as_object_mut() {
+        for field in [
+            "resourceVersion",
+            "managedFields",
+            "annotations",
+            "generation",
+        ] {
+            meta.remove(field);
+        }
+    }
+    object
+}
+
+fn stable_list(mut list: Value) -> Value {
+    if let Some(items) = list["items"].as_array_mut() {
+        for item in items.iter_mut() {
+            *item = stable(item.take());
+        }
+    }
+    list
+}
+
+/// A patch of each type that sets the label `patched` to `value`.
+fn label_patch(patch_type: pb::PatchType, value: &str) -> Value {
+    match patch_type {
+        pb::PatchType::Json => {
+            json!([{"op": "add", "path": "/metadata/labels/patched", "value": value}])
+        }
+        _ => json!({"metadata": {"labels": {"patched": value}}}),
+    }
+}
+
+#[tokio::test]
+async fn generic_resources_answer_alike_over_rest_and_grpc() {
+    let env = Env::start().await;
+    let crds: Api<DynamicObject> = Api::all_with(
+        env.instance.client(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    let widgets = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_value(widgets).unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut grpc = env.grpc(Some(ADMIN)).await;
+    let types = [
+        pb::PatchType::Merge,
+        pb::PatchType::Json,
+        pb::PatchType::Strategic,
+        pb::PatchType::Apply,
+    ];
+    let cases = generic_cases();
+    assert!(cases.len() >= 15);
+    assert!(cases.iter().filter(|c| !c.namespaced).count() >= 5);
+    assert!(cases.iter().filter(|c| c.crd).count() >= 5);
+    for (i, c) in cases.iter().enumerate() {
+        let what = format!("{}/{}/{}", c.group, c.version, c.resource);
+        let namespace = c.namespaced.then(|| NS.to_owned());
+        let collection = match &namespace {
+            Some(ns) => format!(
+                "{P}/instances/{INSTANCE}/namespaces/{ns}/resources/{}/{}/{}",
+                c.group, c.version, c.resource
+            ),
+            None => format!(
+                "{P}/instances/{INSTANCE}/resources/{}/{}/{}",
+                c.group, c.version, c.resource
+            ),
+        };
+        let body = |name: &str| {
+            let mut body = c.fields.clone();
+            body["metadata"] = json!({"name": name, "labels": {"generic": c.resource}});
+            body
+        };
+        let (group, version, resource) = (
+            c.group.to_owned(),
+            c.version.to_owned(),
+            c.resource.to_owned(),
+        );
+
+        // Create: one object through each transport.
+        let created = env.ok("POST", &collection, Some(body("rest-obj"))).await;
+        assert_eq!(created["metadata"]["name"], "rest-obj", "{what}");
+        let from_grpc = grpc
+            .create_object(pb::CreateObjectRequest {
+                instance: INSTANCE.into(),
+                group: group.clone(),
+                version: version.clone(),
+                resource: resource.clone(),
+                namespace: namespace.clone(),
+                body: Some(grpc_convert::json_to_struct(body("grpc-obj")).unwrap()),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e:?}"))
+            .into_inner();
+        let from_grpc = grpc_convert::struct_to_json(from_grpc);
+        assert_eq!(from_grpc["metadata"]["name"], "grpc-obj", "{what}");
+        assert_eq!(from_grpc["kind"], created["kind"], "{what}");
+        assert_eq!(from_grpc["apiVersion"], created["apiVersion"], "{what}");
+
+        // Get and list: the same answers.
+        for name in ["rest-obj", "grpc-obj"] {
+            let rest = env.ok("GET", &format!("{collection}/{name}"), None).await;
+            let answer = grpc
+                .get_object(pb::GetObjectRequest {
+                    instance: INSTANCE.into(),
+                    group: group.clone(),
+                    version: version.clone(),
+                    resource: resource.clone(),
+                    namespace: namespace.clone(),
+                    name: name.into(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(
+                stable(grpc_convert::struct_to_json(answer)),
+                stable(rest),
+                "{what} {name}"
+            );
+        }
+        let query = format!(
+            "labelSelector=generic%3D{}&sortBy=name&sortDir=desc&pageSize=1",
+            c.resource
+        );
+        let rest = env.ok("GET", &format!("{collection}?{query}"), None).await;
+        let answer = grpc
+            .list_objects(pb::ListObjectsRequest {
+                instance: INSTANCE.into(),
+                group: group.clone(),
+                version: version.clone(),
+                resource: resource.clone(),
+                namespace: namespace.clone(),
+                options: Some(pb::ListOptions {
+                    page_size: Some(1),
+                    sort_by: pb::SortBy::Name as i32,
+                    sort_dir: pb::SortDir::Desc as i32,
+                    label_selector: Some(format!("generic={}", c.resource)),
+                    ..Default::default()
+                }),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
+        assert_eq!(
+            stable_list(answer),
+            stable_list(rest.clone()),
+            "{what} list"
+        );
+        assert_eq!(
+            names(&rest),
+            ["rest-obj"],
+            "{what}: desc by name, one per page"
+        );
+        assert_eq!(rest["pagination"]["total"], 2, "{what}");
+
+        // Patch: each transport patches its own object with the same patch type.
+        let mut patch_type = types[i % types.len()];
+        if c.crd && patch_type == pb::PatchType::Strategic {
+            patch_type = pb::PatchType::Merge;
+        }
+        let content_type = match patch_type {
+            pb::PatchType::Json => "application/json-patch+json",
+            pb::PatchType::Strategic => "application/strategic-merge-patch+json",
+            pb::PatchType::Apply => "application/apply-patch+yaml",
+            _ => "application/merge-patch+json",
+        };
+        let resp = env
+            .http
+            .patch(format!("{}{collection}/rest-obj", env.base))
+            .bearer_auth(ADMIN)
+            .header("content-type", content_type)
+            .body(label_patch(patch_type, "rest").to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        let patched: Value = resp.json().await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{what} {content_type}: {patched}");
+        assert_eq!(patched["metadata"]["labels"]["patched"], "rest", "{what}");
+        assert_eq!(
+            patched["metadata"]["labels"]["generic"], c.resource,
+            "{what}"
+        );
+        let answer = grpc
+            .patch_object(pb::PatchObjectRequest {
+                instance: INSTANCE.into(),
+                group: group.clone(),
+                version: version.clone(),
+                resource: resource.clone(),
+                namespace: namespace.clone(),
+                name: "grpc-obj".into(),
+                patch_type: patch_type as i32,
+                patch: Some(grpc_convert::json_to_value(label_patch(patch_type, "grpc"))),
+                field_manager: None,
+                force: None,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{what} {patch_type:?}: {e:?}"))
+            .into_inner();
+        let answer = grpc_convert::struct_to_json(answer);
+        assert_eq!(answer["metadata"]["labels"]["patched"], "grpc", "{what}");
+        assert_eq!(
+            answer["metadata"]["labels"]["generic"], c.resource,
+            "{what}"
+        );
+
+        // Delete through each transport; then both read the same absence.
+        env.ok("DELETE", &format!("{collection}/rest-obj"), None)
+            .await;
+        grpc.delete_object(pb::DeleteObjectRequest {
+            instance: INSTANCE.into(),
+            group: group.clone(),
+            version: version.clone(),
+            resource: resource.clone(),
+            namespace: namespace.clone(),
+            name: "grpc-obj".into(),
+        })
+        .await
+        .unwrap();
+        let rest = env
+            .call("GET", &format!("{collection}/grpc-obj"), Some(ADMIN), None)
+            .await;
+        if rest.0 == StatusCode::OK {
+            // Deleting a Namespace (or an object with finalizers) only begins it.
+            assert!(
+                rest.1["metadata"]["deletionTimestamp"].is_string(),
+                "{what}: {}",
+                rest.1
+            );
+        } else {
+            let err = grpc
+                .get_object(pb::GetObjectRequest {
+                    instance: INSTANCE.into(),
+                    group: group.clone(),
+                    version: version.clone(),
+                    resource: resource.clone(),
+                    namespace: namespace.clone(),
+                    name: "grpc-obj".into(),
+                })
+                .await
+                .unwrap_err();
+            assert_eq!(rest.0, StatusCode::NOT_FOUND, "{what}");
+            assert_same_error(rest, err, &what);
+        }
+    }
+
+    // The typed routes are aliases: the same object, the same list.
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/configmaps"),
+        Some(json!({"metadata": {"name": "typed"}, "data": {"a": "b"}})),
+    )
+    .await;
+    let typed = env
+        .ok(
+            "GET",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/configmaps/typed"),
+            None,
+        )
+        .await;
+    let generic = env
+        .ok(
+            "GET",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/resources/core/v1/configmaps/typed"),
+            None,
+        )
+        .await;
+    assert_eq!(typed, generic);
+    let typed = env
+        .ok(
+            "GET",
+            &format!("{P}/instances/{INSTANCE}/configmaps?name=typ"),
+            None,
+        )
+        .await;
+    let generic = env
+        .ok(
+            "GET",
+            &format!("{P}/instances/{INSTANCE}/resources/core/v1/configmaps?name=typ"),
+            None,
+        )
+        .await;
+    assert_eq!(typed, generic);
+    assert_eq!(names(&generic), ["typed"]);
+
+    // Several namespaces, sorted by namespace: the same over both transports.
+    for ns in ["team-b", "team-c"] {
+        ensure_namespace(&env.instance.client(), ns).await;
+    }
+    for (ns, name) in [
+        ("team-c", "m-1"),
+        ("team-a", "m-2"),
+        ("team-b", "m-3"),
+        ("team-c", "m-0"),
+    ] {
+        env.ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{ns}/resources/core/v1/configmaps"),
+            Some(json!({"metadata": {"name": name, "labels": {"multi": "ns"}}})),
+        )
+        .await;
+    }
+    let rest = env
+        .ok(
+            "GET",
+            &format!(
+                "{P}/instances/{INSTANCE}/resources/core/v1/configmaps\
+                 ?namespaces=team-a,team-c&sortBy=namespace&labelSelector=multi%3Dns"
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(names(&rest), ["m-2", "m-0", "m-1"]);
+    let answer = grpc
+        .list_objects(pb::ListObjectsRequest {
+            instance: INSTANCE.into(),
+            group: "core".into(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            namespace: None,
+            options: Some(pb::ListOptions {
+                sort_by: pb::SortBy::Namespace as i32,
+                namespaces: Some("team-a,team-c".into()),
+                label_selector: Some("multi=ns".into()),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
+    assert_eq!(stable_list(answer), stable_list(rest));
+    // Sorting by a printer column's field: numbers by value, objects without it first.
+    for (name, replicas) in [("r-ten", Some(10)), ("r-two", Some(2)), ("r-zero", Some(0))] {
+        let mut body = deployment(name);
+        body["metadata"]["labels"] = json!({"sorted": "yes"});
+        body["spec"]["replicas"] = json!(replicas);
+        env.ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/resources/apps/v1/deployments"),
+            Some(body),
+        )
+        .await;
+    }
+    let sorted = |dir: &str| {
+        format!(
+            "{P}/instances/{INSTANCE}/resources/apps/v1/deployments\
+             ?labelSelector=sorted%3Dyes&sortField=.spec.replicas&sortDir={dir}"
+        )
+    };
+    let asc = env.ok("GET", &sorted("asc"), None).await;
+    assert_eq!(names(&asc), ["r-zero", "r-two", "r-ten"]);
+    let desc = env.ok("GET", &sorted("desc"), None).await;
+    assert_eq!(names(&desc), ["r-ten", "r-two", "r-zero"]);
+    let answer = grpc
+        .list_objects(pb::ListObjectsRequest {
+            instance: INSTANCE.into(),
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            namespace: None,
+            options: Some(pb::ListOptions {
+                sort_field: Some(".spec.replicas".into()),
+                sort_dir: pb::SortDir::Desc as i32,
+                label_selector: Some("sorted=yes".into()),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
+    assert_eq!(stable_list(answer), stable_list(desc));
+    for path in [
+        format!(
+            "{P}/instances/{INSTANCE}/resources/apps/v1/deployments?sortField=.status.conditions[0]"
+        ),
+        format!("{P}/instances?sortField=.spec"),
+        format!(
+            "{P}/instances/{INSTANCE}/namespaces/{NS}/resources/core/v1/configmaps?namespaces=team-b"
+        ),
+        format!("{P}/instances/{INSTANCE}/resources/core/v1/namespaces?namespaces=team-b"),
+        format!("{P}/instances/{INSTANCE}/resources/core/v1/configmaps?namespaces=Team-B"),
+        format!("{P}/instances?namespaces=team-b"),
+        format!("{P}/instances?sortBy=namespace"),
+    ] {
+        let (status, body) = env.call("GET", &path, Some(ADMIN), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn unknown_resources_are_404_and_misspelt_ones_400_on_both_transports() {
+    let env = Env::start().await;
+    let mut grpc = env.grpc(Some(ADMIN)).await;
+    let list = |group: &str, version: &str, resource: &str, namespace: Option<&str>| {
+        pb::ListObjectsRequest {
+            instance: INSTANCE.into(),
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            namespace: namespace.map(str::to_owned),
+            options: None,
+        }
+    };
+    let at = |path: &str| format!("{P}/instances/{INSTANCE}/{path}");
+    for (path, req, status, needle) in [
+        (
+            at("resources/example.com/v1/gizmos"),
+            list("example.com", "v1", "gizmos", None),
+            StatusCode::NOT_FOUND,
+            "serves no resource \"gizmos\" in example.com/v1",
+        ),
+        (
+            at("namespaces/team-a/resources/apps/v7/deployments"),
+            list("apps", "v7", "deployments", Some(NS)),
+            StatusCode::NOT_FOUND,
+            "serves no resource \"deployments\" in apps/v7",
+        ),
+        (
+            at("resources/core/v1/deployments"),
+            list("core", "v1", "deployments", None),
+            StatusCode::NOT_FOUND,
+            "serves no resource",
+        ),
+        (
+            at("namespaces/team-a/resources/core/v1/nodes"),
+            list("core", "v1", "nodes", Some(NS)),
+            StatusCode::BAD_REQUEST,
+            "are cluster-scoped",
+        ),
+        (
+            at("resources/Apps/v1/deployments"),
+            list("Apps", "v1", "deployments", None),
+            StatusCode::BAD_REQUEST,
+            "group",
+        ),
+        (
+            at("resources/apps/1/deployments"),
+            list("apps", "1", "deployments", None),
+            StatusCode::BAD_REQUEST,
+            "not an API version",
+        ),
+    ] {
+        let rest = env.call("GET", &path, Some(ADMIN), None).await;
+        assert_eq!(rest.0, status, "{path}: {}", rest.1);
+        assert!(
+            rest.1["message"].as_str().unwrap().contains(needle),
+            "{path}: {}",
+            rest.1
+        );
+        let err = grpc.list_objects(req).await.unwrap_err();
+        assert_same_error(rest, err, &path);
+    }
+    // gRPC spells the core group as REST does; an empty group is refused with a hint.
+    let err = grpc
+        .list_objects(list("", "v1", "configmaps", None))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().contains("\"core\""), "{err:?}");
+    // A namespaced resource read without its namespace.
+    let (status, body) = env
+        .call(
+            "GET",
+            &at("resources/core/v1/configmaps/x"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("name the namespace"),
+        "{body}"
+    );
+    // A viewer may read but not patch; the refusal comes before the instance is asked.
+    let before = env.writes();
+    let resp = env
+        .http
+        .patch(format!(
+            "{}{}",
+            env.base,
+            at("namespaces/team-a/resources/core/v1/configmaps/x")
+        ))
+        .bearer_auth(VIEWER)
+        .header("content-type", "application/merge-patch+json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    assert_eq!(env.writes(), before);
+    // A PATCH without a patch media type, and `force` outside apply.
+    let resp = env
+        .http
+        .patch(format!(
+            "{}{}",
+            env.base,
+            at("namespaces/team-a/resources/core/v1/configmaps/x")
+        ))
+        .bearer_auth(ADMIN)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    let body: Value = resp.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("application/merge-patch+json"),
+        "{body}"
+    );
+    let resp = env
+        .http
+        .patch(format!(
+            "{}{}?force=true",
+            env.base,
+            at("namespaces/team-a/resources/core/v1/configmaps/x")
+        ))
+        .bearer_auth(ADMIN)
+        .header("content-type", "application/merge-patch+json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(env.writes(), before);
+}
+
+#[tokio::test]
+async fn events_of_an_instance_a_namespace_and_an_object() {
+    let env = Env::start().await;
+    let mut grpc = env.grpc(Some(ADMIN)).await;
+    ensure_namespace(&env.instance.client(), "default").await;
+    let event = |ns: &str, name: &str, about: Value, type_: &str, reason: &str| {
+        (
+            ns.to_owned(),
+            json!({"metadata": {"name": name}, "involvedObject": about, "type": type_,
+                   "reason": reason, "message": format!("{reason} happened")}),
+        )
+    };
+    let web =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": NS});
+    let db = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "db", "namespace": NS});
+    let ns_object = json!({"apiVersion": "v1", "kind": "Namespace", "name": NS});
+    for (ns, body) in [
+        event(NS, "web.1", web.clone(), "Warning", "FailedCreate"),
+        event(NS, "web.2", web, "Normal", "ScalingReplicaSet"),
+        event(NS, "db.1", db, "Normal", "ScalingReplicaSet"),
+        event("default", "ns.1", ns_object, "Warning", "FailedDelete"),
+    ] {
+        env.ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{ns}/resources/core/v1/events"),
+            Some(body),
+        )
+        .await;
+    }
+    let at = |path: &str| format!("{P}/instances/{INSTANCE}/{path}");
+    for (path, want) in [
+        ("events", vec!["db.1", "ns.1", "web.1", "web.2"]),
+        ("events?type=Warning", vec!["ns.1", "web.1"]),
+        ("events?kind=Namespace", vec!["ns.1"]),
+        ("events?namespaces=default", vec!["ns.1"]),
+        (
+            "namespaces/team-a/events?reason=ScalingReplicaSet",
+            vec!["db.1", "web.2"],
+        ),
+        (
+            "namespaces/team-a/resources/apps/v1/deployments/web/events",
+            vec!["web.1", "web.2"],
+        ),
+        (
+            "namespaces/team-a/resources/apps/v1/deployments/web/events?type=Normal",
+            vec!["web.2"],
+        ),
+        ("resources/core/v1/namespaces/team-a/events", vec!["ns.1"]),
+    ] {
+        let list = env.ok("GET", &at(path), None).await;
+        assert_eq!(names(&list), want, "{path}");
+        assert!(
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e["kind"] == "Event")
+        );
+    }
+    // gRPC answers the same.
+    let rest = env
+        .ok(
+            "GET",
+            &at("namespaces/team-a/resources/apps/v1/deployments/web/events?type=Warning"),
+            None,
+        )
+        .await;
+    let answer = grpc
+        .list_events(pb::ListEventsRequest {
+            instance: INSTANCE.into(),
+            namespace: Some(NS.into()),
+            group: Some("apps".into()),
+            version: Some("v1".into()),
+            resource: Some("deployments".into()),
+            name: Some("web".into()),
+            r#type: Some("Warning".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = serde_json::to_value(grpc_convert::object_list_from_pb(answer)).unwrap();
+    assert_eq!(stable_list(answer), stable_list(rest));
+    // Bad filters and objects: 400 or 404, the same over gRPC.
+    for (path, status, req) in [
+        (
+            "events?type=Error",
+            StatusCode::BAD_REQUEST,
+            pb::ListEventsRequest {
+                r#type: Some("Error".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "events?reason=a%20b",
+            StatusCode::BAD_REQUEST,
+            pb::ListEventsRequest {
+                reason: Some("a b".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "resources/example.com/v1/gizmos/g/events",
+            StatusCode::NOT_FOUND,
+            pb::ListEventsRequest {
+                group: Some("example.com".into()),
+                version: Some("v1".into()),
+                resource: Some("gizmos".into()),
+                name: Some("g".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "resources/apps/v1/deployments/web/events",
+            StatusCode::BAD_REQUEST,
+            pb::ListEventsRequest {
+                group: Some("apps".into()),
+                version: Some("v1".into()),
+                resource: Some("deployments".into()),
+                name: Some("web".into()),
+                ..Default::default()
+            },
+        ),
+    ] {
+        let rest = env.call("GET", &at(path), Some(ADMIN), None).await;
+        assert_eq!(rest.0, status, "{path}: {}", rest.1);
+        let err = grpc
+            .list_events(pb::ListEventsRequest {
+                instance: INSTANCE.into(),
+                ..req
+            })
+            .await
+            .unwrap_err();
+        assert_same_error(rest, err, path);
+    }
 }

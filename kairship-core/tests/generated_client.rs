@@ -7,7 +7,9 @@
 //! venv's python: through the generated client it lists and reads instances, creates, lists
 //! and reads a ConfigMap and a Deployment inside the instance, pauses the Deployment, and
 //! checks that 404 and 403
-//! surface as the client's exceptions carrying our `{code, message}` body. The test then checks
+//! surface as the client's exceptions carrying our `{code, message}` body; through the generic
+//! resource paths it creates, lists (several namespaces), patches (merge patch) and deletes a
+//! ConfigMap, lists its events, and meets 404 for a resource the instance does not serve. The test then checks
 //! the script's report and the instance's objects.
 //!
 //! The tools (`openapi-generator-cli`, Java, and a python with the generated client's
@@ -32,7 +34,8 @@ use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig};
 use kairship_core::auth::{StaticAuthorizer, StaticTokenAuthenticator};
 use kairship_core::instance::Instance;
 use kairship_core::router::{
-    DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter, SplitRouter,
+    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
+    SplitRouter,
 };
 use kube::Api;
 use kube_kit::client::ClientOptions;
@@ -152,7 +155,7 @@ async fn start_server() -> Server {
     let router = Arc::new(SplitRouter::new(
         Arc::new(EmbeddedCacheBackend::new(clients.clone())),
         Arc::new(DirectBackend::new(clients.clone())),
-        Arc::new(InstanceWriter::new(clients)),
+        Arc::new(InstanceWriter::new(clients.clone())),
     ));
     let authorizer = StaticAuthorizer::parse(&format!(
         "user:admin  *     *\nuser:viewer read  {INSTANCE}\n"
@@ -165,7 +168,8 @@ async fn start_server() -> Server {
         router,
         Arc::new(authorizer),
         ServiceConfig::default(),
-    );
+    )
+    .with_discovery(clients, Arc::new(DiscoveryCache::default()));
     let app = app(AppParts {
         api: Arc::new(service),
         authenticator: Arc::new(tokens),
@@ -253,6 +257,7 @@ async fn a_generated_python_client_drives_the_api() {
         output.status
     );
 
+    eprintln!("check.py reported:\n{stdout}");
     // The script reports one JSON object per step.
     let report: Vec<Value> = stdout
         .lines()
@@ -297,10 +302,39 @@ async fn a_generated_python_client_drives_the_api() {
     assert_eq!(denied["code"], 7);
     assert!(!denied["message"].as_str().unwrap().is_empty());
 
+    // The generic resource paths.
+    assert_eq!(step("generic_create")["name"], "generic-python");
+    assert_eq!(step("generic_create")["kind"], "ConfigMap");
+    assert_eq!(
+        step("generic_list")["names"],
+        serde_json::json!(["generic-python"])
+    );
+    assert_eq!(step("generic_list")["total"], 1);
+    assert_eq!(step("generic_patch")["labels"]["patched"], "yes");
+    assert_eq!(step("generic_patch")["labels"]["via"], "generic");
+    assert_eq!(
+        step("generic_events")["names"],
+        serde_json::json!(["generic-python.1"])
+    );
+    let unknown = step("generic_unknown");
+    assert_eq!(
+        (unknown["status"].clone(), unknown["code"].clone()),
+        (404.into(), 5.into())
+    );
+    assert!(unknown["message"].as_str().unwrap().contains("gizmos"));
+    assert_eq!(step("generic_delete")["name"], "generic-python");
+
     // The instance holds what the client created, and nothing the viewer tried.
     let configmaps: Api<ConfigMap> = Api::namespaced(server.instance.client(), NS);
     let cm = configmaps.get("from-python").await.unwrap();
     assert_eq!(cm.data.unwrap()["greeting"], "hello");
+    assert!(
+        configmaps
+            .get_opt("generic-python")
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(configmaps.get_opt("viewer-made").await.unwrap().is_none());
     let deployments: Api<Deployment> = Api::namespaced(server.instance.client(), NS);
     let web = deployments.get("web").await.unwrap();

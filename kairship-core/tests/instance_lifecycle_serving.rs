@@ -28,9 +28,10 @@ use kairship_core::grpc::{convert as grpc_convert, pb};
 use kairship_core::instance::Instance;
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
-    DirectBackend, EmbeddedCacheBackend, EventStream, InstanceClients, InstanceWriter, ListQuery,
-    ObjectPage, Pagination, ReadBackend, ReadWriteRouter, ResourceTarget, RouterConfig,
-    RouterError, SplitRouter, StaticInstanceClients, WatchQuery, WriteBackend,
+    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, EventStream, InstanceClients,
+    InstanceWriter, ListQuery, ObjectPage, Pagination, ReadBackend, ReadWriteRouter,
+    ResourceTarget, RouterConfig, RouterError, SplitRouter, StaticInstanceClients, WatchQuery,
+    WriteBackend,
 };
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
@@ -139,12 +140,15 @@ impl Env {
             Arc::new(InstanceWriter::new(clients.clone())),
             RouterConfig::default(),
         ));
-        let api: Arc<dyn KairshipApi> = Arc::new(KairshipService::new(
-            host.client(),
-            router.clone(),
-            Arc::new(Admin),
-            ServiceConfig::default(),
-        ));
+        let api: Arc<dyn KairshipApi> = Arc::new(
+            KairshipService::new(
+                host.client(),
+                router.clone(),
+                Arc::new(Admin),
+                ServiceConfig::default(),
+            )
+            .with_discovery(clients.clone(), Arc::new(DiscoveryCache::default())),
+        );
         let proxy = proxy_routes(ProxyState::new(
             router,
             clients,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use super::types::KubeObject;
+use super::types::{KubeObject, PatchType};
 
 /// Who the body must describe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,9 +91,16 @@ fn check_string_field(
 /// Checks `body` against `expected` and fills in what the URL implies: `apiVersion`, `kind`,
 /// `metadata.namespace` and (for updates) `metadata.name`.
 pub fn prepare(body: Value, expected: &Expected<'_>) -> Result<Value, ApiError> {
-    check_shape(&body)?;
+    // The top-level fields of the kinds the API knows are those of `KubeObject`; other
+    // resources (RBAC roles, StorageClasses, ...) have their own, which their server judges.
+    if super::fields::schema_for(expected.api_version, expected.kind).is_some() {
+        check_shape(&body)?;
+    }
     let Value::Object(mut object) = body else {
-        return Err(ApiError::invalid("the body must be a JSON object"));
+        return Err(ApiError::invalid(format!(
+            "the body must be a JSON object, not {}",
+            type_name(&body)
+        )));
     };
     check_string_field(&mut object, "apiVersion", expected.api_version)?;
     check_string_field(&mut object, "kind", expected.kind)?;
@@ -145,6 +152,42 @@ pub fn prepare(body: Value, expected: &Expected<'_>) -> Result<Value, ApiError> 
 pub fn prepare_write(body: Value, expected: &Expected<'_>) -> Result<Value, ApiError> {
     let body = super::fields::enforce(body, expected.api_version, expected.kind)?;
     prepare(body, expected)
+}
+
+/// The patch of a patch call, checked: a JSON patch is an array of operations, the others an
+/// object; an apply patch is the intended object, prepared as [`prepare_write`] prepares a
+/// body.
+pub fn prepare_patch(
+    patch_type: PatchType,
+    patch: Value,
+    expected: &Expected<'_>,
+) -> Result<kube::api::Patch<Value>, ApiError> {
+    use kube::api::Patch;
+    match patch_type {
+        PatchType::Json => {
+            if !patch.is_array() {
+                return Err(ApiError::invalid_field(
+                    "patch",
+                    format!(
+                        "a JSON patch is an array of operations, not {}",
+                        type_name(&patch)
+                    ),
+                ));
+            }
+            serde_json::from_value(patch)
+                .map(Patch::Json)
+                .map_err(|e| ApiError::invalid_field("patch", format!("not a JSON patch: {e}")))
+        }
+        PatchType::Merge | PatchType::Strategic if !patch.is_object() => {
+            Err(ApiError::invalid_field(
+                "patch",
+                format!("a merge patch is a JSON object, not {}", type_name(&patch)),
+            ))
+        }
+        PatchType::Merge => Ok(Patch::Merge(patch)),
+        PatchType::Strategic => Ok(Patch::Strategic(patch)),
+        PatchType::Apply => prepare_write(patch, expected).map(Patch::Apply),
+    }
 }
 
 /// Longest accepted object name (a DNS-1123 subdomain).

@@ -13,9 +13,9 @@ use kube_kit::client::describe_kube_error;
 use serde_json::Value;
 
 use super::actions::deployment_patch;
-use super::body::{Expected, check_name, expand_policy_text, prepare_write};
+use super::body::{Expected, check_name, expand_policy_text, prepare_patch, prepare_write};
 use super::error::ApiError;
-use super::inside::{Checked, Inside, Of};
+use super::inside::{Checked, Gvr, Inside, Of, Resolved, check_gvr, check_scope};
 use super::kinds::{
     ResourceKind, cluster_resource_bindings_resource, clusters_resource, resource_bindings_resource,
 };
@@ -24,17 +24,22 @@ use super::list::{pagination, select_instances, to_list_query};
 use super::references::{PolicyRef, binding_label, binding_uses};
 use super::service::{BearerToken, KairshipApi};
 use super::types::{
-    CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest, DeleteInstanceRequest,
-    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
-    GetInstanceRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest,
-    KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListResourcesRequest,
-    ListWorkloadsRequest, Object, ObjectList, RemoveClusterRequest, UpdateClusterRequest,
-    UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+    CORE_GROUP, CreateInstanceRequest, CreateKubeconfigRequest, CreateObjectRequest,
+    CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest,
+    DeploymentAction, DeploymentActionRequest, GetClusterRequest, GetInstanceRequest,
+    GetObjectRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest,
+    KubeconfigResponse, ListClustersRequest, ListEventsRequest, ListInstancesRequest,
+    ListObjectsRequest, ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList,
+    PatchObjectRequest, PatchType, RemoveClusterRequest, UpdateClusterRequest,
+    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 use super::workload::{deployment_binding_name, parse_binding, workload};
 use crate::access::{Authorizer, Caller, InstanceResource, Verb};
 use crate::instance::{FORCE_DELETE_ANNOTATION, Instance};
-use crate::router::{ListQuery, ObjectPage, ReadWriteRouter, ResourceTarget, RouterError};
+use crate::router::{
+    DiscoveredResource, DiscoveryCache, InstanceClients, ListQuery, ObjectPage, ReadWriteRouter,
+    ResourceTarget, RouterError,
+};
 
 /// Settings of [`KairshipService`].
 #[derive(Clone, Debug)]
@@ -66,7 +71,17 @@ pub struct KairshipService {
     router: Arc<dyn ReadWriteRouter>,
     authorizer: Arc<dyn Authorizer>,
     config: ServiceConfig,
+    discovery: Option<Discovery>,
 }
+
+/// How generic calls learn which resources an instance serves.
+struct Discovery {
+    clients: Arc<dyn InstanceClients>,
+    cache: Arc<DiscoveryCache>,
+}
+
+/// Field manager of apply patches that name none.
+pub const DEFAULT_FIELD_MANAGER: &str = "kairship";
 
 impl std::fmt::Debug for KairshipService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,7 +144,59 @@ impl KairshipService {
             router,
             authorizer,
             config,
+            discovery: None,
         }
+    }
+
+    /// Finds the resources of generic calls (`resources/{group}/{version}/{resource}`) with
+    /// the instances' discovery, through `clients`, keeping answers in `cache` (per instance
+    /// identity). Without it only the typed kinds are found.
+    pub fn with_discovery(
+        mut self,
+        clients: Arc<dyn InstanceClients>,
+        cache: Arc<DiscoveryCache>,
+    ) -> Self {
+        self.discovery = Some(Discovery { clients, cache });
+        self
+    }
+
+    /// The resource `gvr` of `instance`, from its discovery; `NotFound` when not served.
+    async fn discover(&self, instance: &str, gvr: Gvr<'_>) -> Result<Resolved, ApiError> {
+        let group = if gvr.group == CORE_GROUP {
+            ""
+        } else {
+            gvr.group
+        };
+        let found = match &self.discovery {
+            Some(d) => {
+                d.cache
+                    .resolve_with(
+                        d.clients.as_ref(),
+                        instance,
+                        group,
+                        gvr.version,
+                        gvr.resource,
+                    )
+                    .await?
+            }
+            None => ResourceKind::ALL
+                .into_iter()
+                .find(|k| {
+                    let (g, v, _, plural) = k.gvk_plural();
+                    (g, v, plural) == (group, gvr.version, gvr.resource)
+                })
+                .map(|k| DiscoveredResource {
+                    resource: k.api_resource(),
+                    namespaced: k.namespaced(),
+                }),
+        };
+        found.map(Resolved::discovered).ok_or_else(|| {
+            ApiError::not_found(format!(
+                "instance {instance} serves no resource {:?} in {}/{} (see its discovery: \
+                 kubectl api-resources)",
+                gvr.resource, gvr.group, gvr.version
+            ))
+        })
     }
 
     /// Fails with `PermissionDenied` unless `caller` may apply `verb` to `resource` of
@@ -176,14 +243,20 @@ impl KairshipService {
     where
         Fut: Future<Output = Result<T, ApiError>>,
     {
-        let target = match req.of {
-            Of::Clusters => Self::cluster_target(req.instance)?,
+        let one = req.options.is_none();
+        check_name("instance", req.instance)?;
+        match req.of {
+            Of::Clusters => {}
             Of::Kind { kind, namespace } => {
-                Self::resource_target(req.instance, kind, namespace, req.options.is_none())?
+                check_scope(kind.plural(), kind.namespaced(), namespace, one)?;
             }
-        };
-        // Writes made for the caller can carry its identity (WriteIdentity::Impersonate).
-        let target = target.acting_as(caller.clone());
+            Of::Resource { gvr, namespace } => {
+                check_gvr(gvr)?;
+                if let Some(ns) = namespace {
+                    check_name("namespace", ns)?;
+                }
+            }
+        }
         if let Some((field, name)) = req.name {
             check_name(field, name)?;
         }
@@ -199,18 +272,54 @@ impl KairshipService {
             &req.what,
         )
         .await?;
-        let expected = req.expected();
-        let body = match (req.body, req.of) {
-            (None, _) => Value::Null,
-            (Some(body), Of::Kind { kind, .. }) if kind.is_policy() => {
-                prepare_write(expand_policy_text(body)?, &expected)?
+        let resolved = match req.of {
+            Of::Clusters => Resolved::clusters(),
+            Of::Kind { kind, .. } => Resolved::of_kind(kind),
+            Of::Resource { gvr, namespace } => {
+                let resolved = self.discover(req.instance, gvr).await?;
+                check_scope(&resolved.describe(), resolved.namespaced, namespace, one)?;
+                resolved
             }
-            (Some(body), _) => prepare_write(body, &expected)?,
+        };
+        if !query.namespaces.is_empty() && (!resolved.namespaced || req.namespace().is_some()) {
+            return Err(ApiError::invalid_field(
+                "namespaces",
+                format!(
+                    "selects namespaces of a list of {} across namespaces; this call has {}",
+                    resolved.describe(),
+                    if resolved.namespaced {
+                        "its namespace in the path"
+                    } else {
+                        "a cluster-scoped resource"
+                    }
+                ),
+            ));
+        }
+        let target = match req.namespace() {
+            Some(ns) => ResourceTarget::namespaced(req.instance, resolved.resource.clone(), ns),
+            None => ResourceTarget::all(req.instance, resolved.resource.clone()),
+        }
+        // Writes made for the caller can carry its identity (WriteIdentity::Impersonate).
+        .acting_as(caller.clone());
+        let expected = req.expected(&resolved);
+        let policy = resolved.kind.is_some_and(ResourceKind::is_policy);
+        let (body, patch) = match (req.body, req.patch) {
+            (None, _) => (Value::Null, None),
+            (Some(patch), Some(patch_type)) => (
+                Value::Null,
+                Some(prepare_patch(patch_type, patch, &expected)?),
+            ),
+            (Some(body), None) if policy => {
+                (prepare_write(expand_policy_text(body)?, &expected)?, None)
+            }
+            (Some(body), None) => (prepare_write(body, &expected)?, None),
         };
         call(Checked {
             target,
             query,
             body,
+            patch,
+            resolved,
         })
         .await
     }
@@ -268,6 +377,43 @@ impl KairshipService {
         .await
     }
 
+    /// Deletes the object `name` of what `req` names; a (Cluster)PropagationPolicy that a
+    /// binding still uses is kept (`FailedPrecondition`).
+    async fn delete_inside(
+        &self,
+        caller: &Caller,
+        req: Inside<'_>,
+        name: &str,
+    ) -> Result<Object, ApiError> {
+        let instance = req.instance;
+        let namespace = req.namespace();
+        self.inside(caller, req, |c| async move {
+            if let Some(
+                kind @ (ResourceKind::Propagationpolicies
+                | ResourceKind::Clusterpropagationpolicies),
+            ) = c.resolved.kind
+            {
+                let users = self.policy_users(instance, namespace, name, kind).await?;
+                if !users.is_empty() {
+                    let policy = match namespace {
+                        Some(ns) => format!("{} {ns}/{name}", kind.kind()),
+                        None => format!("{} {name}", kind.kind()),
+                    };
+                    return Err(ApiError::failed_precondition(format!(
+                        "{policy} is still used by {}: delete or re-target those first",
+                        users.join(", ")
+                    )));
+                }
+            }
+            let outcome = self
+                .router
+                .delete(&c.target, name, &DeleteParams::default())
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
+    }
+
     fn instances(&self) -> Api<DynamicObject> {
         Api::all_with(self.host.clone(), &instance_resource())
     }
@@ -306,30 +452,11 @@ impl KairshipService {
         named: bool,
     ) -> Result<ResourceTarget, ApiError> {
         check_name("instance", instance)?;
-        match (kind.namespaced(), namespace) {
-            (_, Some(ns)) if !kind.namespaced() => Err(ApiError::invalid_field(
-                "namespace",
-                format!("{kind} are cluster-scoped; {ns:?} cannot hold them"),
-            )),
-            (true, None) if named => Err(ApiError::invalid_field(
-                "namespace",
-                format!("{kind} are namespaced: name the namespace"),
-            )),
-            (_, Some(ns)) => {
-                check_name("namespace", ns)?;
-                Ok(ResourceTarget::namespaced(
-                    instance,
-                    kind.api_resource(),
-                    ns,
-                ))
-            }
-            (_, None) => Ok(ResourceTarget::all(instance, kind.api_resource())),
-        }
-    }
-
-    fn cluster_target(instance: &str) -> Result<ResourceTarget, ApiError> {
-        check_name("instance", instance)?;
-        Ok(ResourceTarget::all(instance, clusters_resource()))
+        check_scope(kind.plural(), kind.namespaced(), namespace, named)?;
+        Ok(match namespace {
+            Some(ns) => ResourceTarget::namespaced(instance, kind.api_resource(), ns),
+            None => ResourceTarget::all(instance, kind.api_resource()),
+        })
     }
 
     /// Names of the member clusters of `instance`, from the router, or `None` when the instance
@@ -402,6 +529,81 @@ impl KairshipService {
             .filter_map(|b| b.metadata.name.clone().map(|n| (n, b)))
             .collect())
     }
+}
+
+fn gvr<'a>(group: &'a str, version: &'a str, resource: &'a str) -> Gvr<'a> {
+    Gvr {
+        group,
+        version,
+        resource,
+    }
+}
+
+/// The parameters of a patch call: apply takes a field manager (default
+/// [`DEFAULT_FIELD_MANAGER`]) and may force; the other types may name a manager and never
+/// force.
+fn patch_params(req: &PatchObjectRequest) -> Result<PatchParams, ApiError> {
+    if let Some(manager) = &req.field_manager
+        && (manager.is_empty() || manager.len() > 128)
+    {
+        return Err(ApiError::invalid_field(
+            "fieldManager",
+            "must be 1 to 128 characters",
+        ));
+    }
+    let force = req.force.unwrap_or(false);
+    match req.patch_type {
+        PatchType::Apply => {
+            let manager = req
+                .field_manager
+                .as_deref()
+                .unwrap_or(DEFAULT_FIELD_MANAGER);
+            let params = PatchParams::apply(manager);
+            Ok(if force { params.force() } else { params })
+        }
+        _ if force => Err(ApiError::invalid_field(
+            "force",
+            "may only be set for apply patches",
+        )),
+        _ => Ok(PatchParams {
+            field_manager: req.field_manager.clone(),
+            ..PatchParams::default()
+        }),
+    }
+}
+
+/// The field selectors of an event list's `type`, `reason` and `kind` filters, checked: a
+/// type is `Normal` or `Warning`, a reason or kind letters, digits, `_`, `-` and `.`.
+fn event_filters(req: &ListEventsRequest) -> Result<Vec<String>, ApiError> {
+    let mut fields = Vec::new();
+    if let Some(t) = &req.type_ {
+        if !matches!(t.as_str(), "Normal" | "Warning") {
+            return Err(ApiError::invalid_field(
+                "type",
+                format!("{t:?} is not an event type: Normal or Warning"),
+            ));
+        }
+        fields.push(format!("type={t}"));
+    }
+    for (field, value, path) in [
+        ("reason", &req.reason, "reason"),
+        ("kind", &req.kind, "involvedObject.kind"),
+    ] {
+        let Some(value) = value else { continue };
+        let ok = !value.is_empty()
+            && value.len() <= 128
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !ok {
+            return Err(ApiError::invalid_field(
+                field,
+                format!("{value:?} is not valid: 1 to 128 letters, digits, '_', '-' and '.'"),
+            ));
+        }
+        fields.push(format!("{path}={value}"));
+    }
+    Ok(fields)
 }
 
 fn summary_members(instance: &DynamicObject) -> i64 {
@@ -790,36 +992,178 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: DeleteResourceRequest,
     ) -> Result<Object, ApiError> {
-        let (instance, kind, namespace, name) = (
-            req.instance.as_str(),
+        let name = req.name.as_str();
+        let call = Inside::resource(
+            &req.instance,
             req.kind,
             req.namespace.as_deref(),
-            req.name.as_str(),
-        );
-        let call =
-            Inside::resource(instance, kind, namespace, Verb::Delete, "delete").named("name", name);
+            Verb::Delete,
+            "delete",
+        )
+        .named("name", name);
+        self.delete_inside(caller, call, name).await
+    }
+
+    async fn list_objects(
+        &self,
+        caller: &Caller,
+        req: ListObjectsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let gvr = gvr(&req.group, &req.version, &req.resource);
+        let call = Inside::generic(
+            &req.instance,
+            gvr,
+            req.namespace.as_deref(),
+            Verb::Get,
+            "list",
+        )
+        .listing(&req.options);
+        self.list_inside(caller, call).await
+    }
+
+    async fn get_object(&self, caller: &Caller, req: GetObjectRequest) -> Result<Object, ApiError> {
+        let name = req.name.as_str();
+        let gvr = gvr(&req.group, &req.version, &req.resource);
+        let call = Inside::generic(
+            &req.instance,
+            gvr,
+            req.namespace.as_deref(),
+            Verb::Get,
+            "read",
+        )
+        .named("name", name);
+        self.get_inside(caller, call, name, "an object").await
+    }
+
+    async fn create_object(
+        &self,
+        caller: &Caller,
+        req: CreateObjectRequest,
+    ) -> Result<Object, ApiError> {
+        let gvr = gvr(&req.group, &req.version, &req.resource);
+        let call = Inside::generic(
+            &req.instance,
+            gvr,
+            req.namespace.as_deref(),
+            Verb::Create,
+            "create",
+        )
+        .with_body(req.body);
+        self.create_inside(caller, call).await
+    }
+
+    async fn update_object(
+        &self,
+        caller: &Caller,
+        req: UpdateObjectRequest,
+    ) -> Result<Object, ApiError> {
+        let name = req.name.as_str();
+        let gvr = gvr(&req.group, &req.version, &req.resource);
+        let call = Inside::generic(
+            &req.instance,
+            gvr,
+            req.namespace.as_deref(),
+            Verb::Update,
+            "update",
+        )
+        .named("name", name)
+        .with_body(req.body);
+        self.replace_inside(caller, call, name).await
+    }
+
+    async fn patch_object(
+        &self,
+        caller: &Caller,
+        req: PatchObjectRequest,
+    ) -> Result<Object, ApiError> {
+        let params = patch_params(&req)?;
+        let name = req.name.as_str();
+        let gvr = gvr(&req.group, &req.version, &req.resource);
+        let call = Inside::generic(
+            &req.instance,
+            gvr,
+            req.namespace.as_deref(),
+            Verb::Patch,
+            "patch",
+        )
+        .named("name", name)
+        .with_patch(req.patch_type, req.patch);
         self.inside(caller, call, |c| async move {
-            if matches!(
-                kind,
-                ResourceKind::Propagationpolicies | ResourceKind::Clusterpropagationpolicies
-            ) {
-                let users = self.policy_users(instance, namespace, name, kind).await?;
-                if !users.is_empty() {
-                    let policy = match namespace {
-                        Some(ns) => format!("{} {ns}/{name}", kind.kind()),
-                        None => format!("{} {name}", kind.kind()),
-                    };
-                    return Err(ApiError::failed_precondition(format!(
-                        "{policy} is still used by {}: delete or re-target those first",
-                        users.join(", ")
-                    )));
+            let patch = c
+                .patch
+                .ok_or_else(|| ApiError::internal("a patch call carries no patch"))?;
+            let outcome = self.router.patch(&c.target, name, &patch, &params).await?;
+            Ok(outcome.object)
+        })
+        .await
+    }
+
+    async fn delete_object(
+        &self,
+        caller: &Caller,
+        req: DeleteObjectRequest,
+    ) -> Result<Object, ApiError> {
+        let name = req.name.as_str();
+        let gvr = gvr(&req.group, &req.version, &req.resource);
+        let call = Inside::generic(
+            &req.instance,
+            gvr,
+            req.namespace.as_deref(),
+            Verb::Delete,
+            "delete",
+        )
+        .named("name", name);
+        self.delete_inside(caller, call, name).await
+    }
+
+    async fn list_events(
+        &self,
+        caller: &Caller,
+        req: ListEventsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let filters = event_filters(&req)?;
+        let object = match (&req.group, &req.version, &req.resource, &req.name) {
+            (None, None, None, None) => None,
+            (Some(g), Some(v), Some(r), Some(name)) => {
+                let object = gvr(g, v, r);
+                check_gvr(object)?;
+                check_name("name", name)?;
+                Some((object, name.as_str()))
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    "the events of one object need its group, version, resource and name",
+                ));
+            }
+        };
+        let (instance, namespace) = (req.instance.as_str(), req.namespace.as_deref());
+        let call = Inside::generic(
+            instance,
+            gvr("core", "v1", "events"),
+            namespace,
+            Verb::Get,
+            "list",
+        )
+        .listing(&req.options);
+        self.inside(caller, call, |c| async move {
+            let mut fields = filters;
+            if let Some((object, name)) = object {
+                let resolved = self.discover(instance, object).await?;
+                check_scope(&resolved.describe(), resolved.namespaced, namespace, true)?;
+                fields.push(format!("involvedObject.kind={}", resolved.resource.kind));
+                fields.push(format!("involvedObject.name={name}"));
+                if let Some(ns) = namespace {
+                    fields.push(format!("involvedObject.namespace={ns}"));
                 }
             }
-            let outcome = self
-                .router
-                .delete(&c.target, name, &DeleteParams::default())
-                .await?;
-            Ok(outcome.object)
+            let mut query = c.query;
+            query.field_selector = query
+                .field_selector
+                .into_iter()
+                .filter(|s| !s.trim().is_empty())
+                .chain(fields)
+                .reduce(|a, b| format!("{a},{b}"));
+            object_list(self.router.list(&c.target, &query).await?)
         })
         .await
     }

@@ -16,6 +16,7 @@ pub fn to_list_query(options: &ListOptions) -> Result<ListQuery, ApiError> {
     let sort_by = match options.sort_by.unwrap_or_default() {
         SortBy::Name => router::SortBy::Name,
         SortBy::CreationTimestamp => router::SortBy::CreationTimestamp,
+        SortBy::Namespace => router::SortBy::Namespace,
         SortBy::State => {
             return Err(ApiError::invalid_field(
                 "sortBy",
@@ -27,7 +28,9 @@ pub fn to_list_query(options: &ListOptions) -> Result<ListQuery, ApiError> {
         label_selector: options.label_selector.clone(),
         field_selector: options.field_selector.clone(),
         name: options.name.clone(),
+        namespaces: namespaces(options.namespaces.as_deref())?,
         sort_by,
+        sort_field: options.sort_field.clone(),
         sort_dir: match options.sort_dir.unwrap_or_default() {
             SortDir::Asc => router::SortDir::Asc,
             SortDir::Desc => router::SortDir::Desc,
@@ -38,6 +41,18 @@ pub fn to_list_query(options: &ListOptions) -> Result<ListQuery, ApiError> {
     };
     query.compile()?;
     Ok(query)
+}
+
+/// The namespaces of a `namespaces` option (`a,b`), each a valid name.
+fn namespaces(option: Option<&str>) -> Result<Vec<String>, ApiError> {
+    let Some(list) = option else {
+        return Ok(Vec::new());
+    };
+    let names: Vec<String> = list.split(',').map(|n| n.trim().to_owned()).collect();
+    for name in &names {
+        super::body::check_name("namespaces", name)?;
+    }
+    Ok(names)
 }
 
 /// The API form of the router's paging facts.
@@ -65,6 +80,24 @@ pub fn select_instances(
     objects: Vec<Arc<DynamicObject>>,
     options: &ListOptions,
 ) -> Result<(Vec<Arc<DynamicObject>>, Pagination), ApiError> {
+    if options.namespaces.is_some() {
+        return Err(ApiError::invalid_field(
+            "namespaces",
+            "instances are not in namespaces",
+        ));
+    }
+    if options.sort_field.is_some() {
+        return Err(ApiError::invalid_field(
+            "sortField",
+            "instances are sorted by name, creationTimestamp or state",
+        ));
+    }
+    if options.sort_by == Some(SortBy::Namespace) {
+        return Err(ApiError::invalid_field(
+            "sortBy",
+            "instances are not in namespaces; use name, creationTimestamp or state",
+        ));
+    }
     let by_state = options.sort_by == Some(SortBy::State);
     let mut filter_options = options.clone();
     if by_state {

@@ -25,6 +25,13 @@
 //! | `create_resource` | [`CreateResourceRequest`] | [`Object`] | `POST …/{kind}` |
 //! | `update_resource` | [`UpdateResourceRequest`] | [`Object`] | `PUT …/{kind}/{name}` |
 //! | `delete_resource` | [`DeleteResourceRequest`] | [`Object`] | `DELETE …/{kind}/{name}` |
+//! | `list_objects` | [`ListObjectsRequest`] | [`ObjectList`] | `GET instances/{i}[/namespaces/{ns}]/resources/{group}/{version}/{resource}` |
+//! | `get_object` | [`GetObjectRequest`] | [`Object`] | `GET …/resources/{group}/{version}/{resource}/{name}` |
+//! | `create_object` | [`CreateObjectRequest`] | [`Object`] | `POST …/resources/{group}/{version}/{resource}` |
+//! | `update_object` | [`UpdateObjectRequest`] | [`Object`] | `PUT …/resources/{group}/{version}/{resource}/{name}` |
+//! | `patch_object` | [`PatchObjectRequest`] | [`Object`] | `PATCH …/resources/{group}/{version}/{resource}/{name}` |
+//! | `delete_object` | [`DeleteObjectRequest`] | [`Object`] | `DELETE …/resources/{group}/{version}/{resource}/{name}` |
+//! | `list_events` | [`ListEventsRequest`] | [`ObjectList`] | `GET instances/{i}[/namespaces/{ns}]/events`, `GET …/resources/{group}/{version}/{resource}/{name}/events` |
 //! | `deployment_action` | [`DeploymentActionRequest`] | [`Object`] | `POST …/deployments/{name}:pause\|:resume\|:restart` |
 //! | `list_workloads` | [`ListWorkloadsRequest`] | [`WorkloadList`] | `GET instances/{i}/namespaces/{ns}/workloads` |
 //! | `get_workload` | [`GetWorkloadRequest`] | [`Workload`] | `GET …/workloads/{name}` |
@@ -73,13 +80,15 @@ pub use kinds::{
 };
 pub use service::{BearerToken, KairshipApi};
 pub use types::{
-    ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest,
-    DeleteInstanceRequest, DeleteResourceRequest, DeploymentAction, DeploymentActionRequest,
-    GetClusterRequest, GetInstanceRequest, GetResourceRequest, GetWorkloadRequest,
+    CORE_GROUP, ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest,
+    CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
+    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
+    GetInstanceRequest, GetObjectRequest, GetResourceRequest, GetWorkloadRequest,
     JoinClusterRequest, KubeObject, KubeconfigOptions, KubeconfigResponse, ListClustersRequest,
-    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, Object,
-    ObjectList, Pagination, RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest,
-    UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+    ListEventsRequest, ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
+    ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
+    RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
+    UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 
 /// Prefix of every REST path.

@@ -4,12 +4,14 @@ use async_trait::async_trait;
 
 use super::error::ApiError;
 use super::types::{
-    CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest, DeleteInstanceRequest,
-    DeleteResourceRequest, DeploymentActionRequest, GetClusterRequest, GetInstanceRequest,
-    GetResourceRequest, GetWorkloadRequest, JoinClusterRequest, KubeconfigResponse,
-    ListClustersRequest, ListInstancesRequest, ListResourcesRequest, ListWorkloadsRequest, Object,
-    ObjectList, RemoveClusterRequest, UpdateClusterRequest, UpdateInstanceRequest,
-    UpdateResourceRequest, Workload, WorkloadList,
+    CreateInstanceRequest, CreateKubeconfigRequest, CreateObjectRequest, CreateResourceRequest,
+    DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest, DeploymentActionRequest,
+    GetClusterRequest, GetInstanceRequest, GetObjectRequest, GetResourceRequest,
+    GetWorkloadRequest, JoinClusterRequest, KubeconfigResponse, ListClustersRequest,
+    ListEventsRequest, ListInstancesRequest, ListObjectsRequest, ListResourcesRequest,
+    ListWorkloadsRequest, Object, ObjectList, PatchObjectRequest, RemoveClusterRequest,
+    UpdateClusterRequest, UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest,
+    Workload, WorkloadList,
 };
 use crate::access::Caller;
 
@@ -159,6 +161,53 @@ pub trait KairshipApi: Send + Sync {
         caller: &Caller,
         req: DeleteResourceRequest,
     ) -> Result<Object, ApiError>;
+
+    /// Objects of any resource the instance serves (found by the instance's discovery; an
+    /// unknown group, version or resource is `NotFound`).
+    async fn list_objects(
+        &self,
+        caller: &Caller,
+        req: ListObjectsRequest,
+    ) -> Result<ObjectList, ApiError>;
+
+    /// One object of any resource.
+    async fn get_object(&self, caller: &Caller, req: GetObjectRequest) -> Result<Object, ApiError>;
+
+    /// Creates an object of any resource.
+    async fn create_object(
+        &self,
+        caller: &Caller,
+        req: CreateObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces an object of any resource.
+    async fn update_object(
+        &self,
+        caller: &Caller,
+        req: UpdateObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Patches an object of any resource (merge, JSON, strategic merge or apply).
+    async fn patch_object(
+        &self,
+        caller: &Caller,
+        req: PatchObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Deletes an object of any resource; a (Cluster)PropagationPolicy still in use is kept,
+    /// as with [`KairshipApi::delete_resource`].
+    async fn delete_object(
+        &self,
+        caller: &Caller,
+        req: DeleteObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Events of an instance, a namespace or one object, filtered by type, reason and kind.
+    async fn list_events(
+        &self,
+        caller: &Caller,
+        req: ListEventsRequest,
+    ) -> Result<ObjectList, ApiError>;
 
     /// Pauses, resumes or restarts a Deployment; returns the patched Deployment.
     async fn deployment_action(

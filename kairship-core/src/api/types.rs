@@ -21,6 +21,8 @@ pub enum SortBy {
     CreationTimestamp,
     /// `status.state` (instances only).
     State,
+    /// `metadata.namespace`, then name (objects inside an instance).
+    Namespace,
 }
 
 /// Sort direction.
@@ -48,16 +50,28 @@ pub struct ListOptions {
     #[param(minimum = 1, maximum = 10000)]
     #[schema(minimum = 1, maximum = 10000)]
     pub page_size: Option<u32>,
-    /// Sort key (default `name`; `state` only for instances).
+    /// Sort key (default `name`; `state` only for instances, `namespace` only for objects
+    /// inside an instance).
     pub sort_by: Option<SortBy>,
     /// Sort direction (default `asc`).
     pub sort_dir: Option<SortDir>,
+    /// Sort objects inside an instance by this field instead of `sortBy`: a printer column's
+    /// JSONPath of field names (`.spec.replicas`, `.status.readyReplicas`); ties by name;
+    /// objects without the field first.
+    #[param(max_length = 512)]
+    #[schema(max_length = 512)]
+    pub sort_field: Option<String>,
     /// Fuzzy name filter: case-insensitive substring of `metadata.name`.
     pub name: Option<String>,
     /// Kubernetes label selector (`app=web,tier!=db`).
     pub label_selector: Option<String>,
     /// Kubernetes field selector (`metadata.namespace=default`).
     pub field_selector: Option<String>,
+    /// Only objects of these namespaces, comma-separated (`team-a,team-b`): lists of a
+    /// namespaced resource across namespaces only.
+    #[param(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")]
+    #[schema(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")]
+    pub namespaces: Option<String>,
 }
 
 /// Paging facts of a list answer.
@@ -357,6 +371,228 @@ pub struct DeleteResourceRequest {
     pub namespace: Option<String>,
     /// Object name.
     pub name: String,
+}
+
+/// How the API spells the core group (`v1` objects: ConfigMaps, Pods, Namespaces, ...) in
+/// generic resource paths and messages: `resources/core/v1/configmaps`.
+pub const CORE_GROUP: &str = "core";
+
+/// `ListObjects`: objects of any resource the instance serves, named by group, version and
+/// plural, in one namespace, in all namespaces (`namespace` absent), or cluster-scoped.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListObjectsRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version (`v1`, `v1alpha1`).
+    pub version: String,
+    /// Resource plural (`deployments`, `nodes`).
+    pub resource: String,
+    /// Namespace; absent for all namespaces or cluster-scoped resources.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Selectors, fuzzy name, sorting and paging.
+    #[serde(default)]
+    pub options: ListOptions,
+}
+
+/// `GetObject`: one object of any resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+}
+
+/// `CreateObject`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The object (`apiVersion`, `kind` and the namespace are filled in when absent); Karmada
+    /// policies may be given as `{"data": "<YAML or JSON>"}`.
+    #[schema(value_type = Object)]
+    pub body: Object,
+}
+
+/// `UpdateObject`: replaces an object (pass `metadata.resourceVersion` to guard against
+/// concurrent changes).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+    /// The new object.
+    #[schema(value_type = Object)]
+    pub body: Object,
+}
+
+/// How a patch is to be applied (in REST, the request's `Content-Type`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PatchType {
+    /// JSON merge patch (RFC 7386), `application/merge-patch+json`.
+    #[default]
+    Merge,
+    /// JSON patch (RFC 6902, an array of operations), `application/json-patch+json`.
+    Json,
+    /// Kubernetes strategic merge patch (built-in kinds only),
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// Server-side apply of the whole intended object, `application/apply-patch+yaml` (YAML
+    /// or JSON).
+    Apply,
+}
+
+impl PatchType {
+    /// Every patch type.
+    pub const ALL: [PatchType; 4] = [
+        PatchType::Merge,
+        PatchType::Json,
+        PatchType::Strategic,
+        PatchType::Apply,
+    ];
+
+    /// The media type of the patch type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::Json => "application/json-patch+json",
+            PatchType::Strategic => "application/strategic-merge-patch+json",
+            PatchType::Apply => "application/apply-patch+yaml",
+        }
+    }
+
+    /// The patch type of a media type (parameters such as `; charset=utf-8` ignored).
+    pub fn from_content_type(content_type: &str) -> Option<PatchType> {
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        if essence.eq_ignore_ascii_case("application/apply-patch+json") {
+            return Some(PatchType::Apply);
+        }
+        PatchType::ALL
+            .into_iter()
+            .find(|t| essence.eq_ignore_ascii_case(t.content_type()))
+    }
+}
+
+/// `PatchObject`: changes an object with a merge, JSON, strategic merge or apply patch.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PatchObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+    /// How `patch` applies.
+    #[serde(default)]
+    pub patch_type: PatchType,
+    /// The patch: an object, or for `json` an array of operations.
+    pub patch: serde_json::Value,
+    /// Who manages the fields (apply; default `kairship`).
+    #[serde(default)]
+    pub field_manager: Option<String>,
+    /// Apply only: take over fields other managers own.
+    #[serde(default)]
+    pub force: Option<bool>,
+}
+
+/// `DeleteObject`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteObjectRequest {
+    /// Instance name.
+    pub instance: String,
+    /// API group; `core` for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace (required for namespaced resources, absent for cluster-scoped ones).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+}
+
+/// `ListEvents`: `core/v1` Events of an instance, of one namespace, or of one object, filtered
+/// by type, reason and the kind of object they are about.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListEventsRequest {
+    /// Instance name.
+    pub instance: String,
+    /// Namespace of the events (and of the object, if namespaced); absent: all namespaces.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The object's API group (`core` for the core group); with `version`, `resource` and
+    /// `name`, only the events of that object.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// The object's API version.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The object's resource plural.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// The object's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Only events of this type: `Normal` or `Warning`.
+    #[serde(default, rename = "type")]
+    pub type_: Option<String>,
+    /// Only events with this reason (`FailedScheduling`).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Only events about objects of this kind (`Deployment`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Selectors, fuzzy name, sorting and paging.
+    #[serde(default)]
+    pub options: ListOptions,
 }
 
 /// A verb on a Deployment.

@@ -8,12 +8,14 @@ use serde_json::{Map, Number, Value};
 use super::pb;
 use crate::api::{
     ApiError, ClusterWorkloadStatus, Code, CreateInstanceRequest, CreateKubeconfigRequest,
-    CreateResourceRequest, DeleteInstanceRequest, DeleteResourceRequest, DeploymentAction,
-    DeploymentActionRequest, GetClusterRequest, GetInstanceRequest, GetResourceRequest,
-    GetWorkloadRequest, JoinClusterRequest, KubeconfigResponse, ListClustersRequest,
-    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, Object,
-    ObjectList, Pagination, RemoveClusterRequest, ResourceKind, SortBy, SortDir,
-    UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+    CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
+    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
+    GetInstanceRequest, GetObjectRequest, GetResourceRequest, GetWorkloadRequest,
+    JoinClusterRequest, KubeconfigResponse, ListClustersRequest, ListEventsRequest,
+    ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
+    ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
+    RemoveClusterRequest, ResourceKind, SortBy, SortDir, UpdateClusterRequest,
+    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 
 /// Integers up to this magnitude survive the trip through a protobuf `double` exactly.
@@ -105,6 +107,7 @@ pub fn sort_by(value: pb::SortBy) -> Option<SortBy> {
         pb::SortBy::Name => Some(SortBy::Name),
         pb::SortBy::CreationTimestamp => Some(SortBy::CreationTimestamp),
         pb::SortBy::State => Some(SortBy::State),
+        pb::SortBy::Namespace => Some(SortBy::Namespace),
     }
 }
 
@@ -135,6 +138,8 @@ pub fn list_options(value: Option<pb::ListOptions>) -> Result<ListOptions, ApiEr
         name: o.name,
         label_selector: o.label_selector,
         field_selector: o.field_selector,
+        namespaces: o.namespaces,
+        sort_field: o.sort_field,
     })
 }
 
@@ -330,6 +335,112 @@ pub fn delete_resource(m: pb::DeleteResourceRequest) -> Result<DeleteResourceReq
         namespace: m.namespace,
         name: m.name,
     })
+}
+
+/// The patch type; unspecified is a merge patch.
+pub fn patch_type(number: i32) -> Result<PatchType, ApiError> {
+    Ok(match enum_value::<pb::PatchType>("patchType", number)? {
+        pb::PatchType::Unspecified | pb::PatchType::Merge => PatchType::Merge,
+        pb::PatchType::Json => PatchType::Json,
+        pb::PatchType::Strategic => PatchType::Strategic,
+        pb::PatchType::Apply => PatchType::Apply,
+    })
+}
+
+/// `ListObjects`.
+pub fn list_objects(m: pb::ListObjectsRequest) -> Result<ListObjectsRequest, ApiError> {
+    Ok(ListObjectsRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        options: list_options(m.options)?,
+    })
+}
+
+/// `GetObject`.
+pub fn get_object(m: pb::GetObjectRequest) -> GetObjectRequest {
+    GetObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+    }
+}
+
+/// `CreateObject`.
+pub fn create_object(m: pb::CreateObjectRequest) -> Result<CreateObjectRequest, ApiError> {
+    Ok(CreateObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        body: body(m.body)?,
+    })
+}
+
+/// `UpdateObject`.
+pub fn update_object(m: pb::UpdateObjectRequest) -> Result<UpdateObjectRequest, ApiError> {
+    Ok(UpdateObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+        body: body(m.body)?,
+    })
+}
+
+/// `PatchObject`.
+pub fn patch_object(m: pb::PatchObjectRequest) -> Result<PatchObjectRequest, ApiError> {
+    Ok(PatchObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+        patch_type: patch_type(m.patch_type)?,
+        patch: m
+            .patch
+            .map(value_to_json)
+            .ok_or_else(|| ApiError::invalid_field("patch", "required: the patch"))?,
+        field_manager: m.field_manager,
+        force: m.force,
+    })
+}
+
+/// `ListEvents`.
+pub fn list_events(m: pb::ListEventsRequest) -> Result<ListEventsRequest, ApiError> {
+    Ok(ListEventsRequest {
+        instance: m.instance,
+        namespace: m.namespace,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        name: m.name,
+        type_: m.r#type,
+        reason: m.reason,
+        kind: m.kind,
+        options: list_options(m.options)?,
+    })
+}
+
+/// `DeleteObject`.
+pub fn delete_object(m: pb::DeleteObjectRequest) -> DeleteObjectRequest {
+    DeleteObjectRequest {
+        instance: m.instance,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+    }
 }
 
 /// `DeploymentAction`.
@@ -578,6 +689,8 @@ mod tests {
             name: Some("we".into()),
             label_selector: Some("app=web".into()),
             field_selector: None,
+            namespaces: Some("a,b".into()),
+            sort_field: Some(".spec.replicas".into()),
         }))
         .unwrap();
         assert_eq!(
@@ -590,6 +703,8 @@ mod tests {
                 name: Some("we".into()),
                 label_selector: Some("app=web".into()),
                 field_selector: None,
+                namespaces: Some("a,b".into()),
+                sort_field: Some(".spec.replicas".into()),
             }
         );
         let bad = list_options(Some(pb::ListOptions {

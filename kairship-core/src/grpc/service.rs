@@ -246,6 +246,71 @@ impl KairshipService for GrpcApi {
         object(self.api.delete_resource(&caller, req).await)
     }
 
+    async fn list_objects(
+        &self,
+        request: Request<pb::ListObjectsRequest>,
+    ) -> Answer<pb::ObjectList> {
+        let (caller, req) = self.accept(request, convert::list_objects).await?;
+        answer(
+            self.api
+                .list_objects(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
+    async fn get_object(
+        &self,
+        request: Request<pb::GetObjectRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self.accept(request, |m| Ok(convert::get_object(m))).await?;
+        object(self.api.get_object(&caller, req).await)
+    }
+
+    async fn create_object(
+        &self,
+        request: Request<pb::CreateObjectRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self.accept(request, convert::create_object).await?;
+        object(self.api.create_object(&caller, req).await)
+    }
+
+    async fn update_object(
+        &self,
+        request: Request<pb::UpdateObjectRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self.accept(request, convert::update_object).await?;
+        object(self.api.update_object(&caller, req).await)
+    }
+
+    async fn patch_object(
+        &self,
+        request: Request<pb::PatchObjectRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self.accept(request, convert::patch_object).await?;
+        object(self.api.patch_object(&caller, req).await)
+    }
+
+    async fn delete_object(
+        &self,
+        request: Request<pb::DeleteObjectRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert::delete_object(m)))
+            .await?;
+        object(self.api.delete_object(&caller, req).await)
+    }
+
+    async fn list_events(&self, request: Request<pb::ListEventsRequest>) -> Answer<pb::ObjectList> {
+        let (caller, req) = self.accept(request, convert::list_events).await?;
+        answer(
+            self.api
+                .list_events(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
     async fn deployment_action(
         &self,
         request: Request<pb::DeploymentActionRequest>,

@@ -21,7 +21,6 @@
 //!
 //! Not carried: connection upgrades (`exec`, `attach`, `portforward` over SPDY/WebSocket).
 
-mod discovery;
 mod handler;
 mod path;
 mod request;
@@ -32,7 +31,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::any;
 
-pub use discovery::{DiscoveredResource, DiscoveryCache, resources_of};
+pub use crate::router::{DiscoveredResource, DiscoveryCache, resources_of};
 pub use handler::{bearer_token, kube_path_of};
 pub use path::{KubePath, ResourcePath, parse_kube_path};
 pub use request::{Handling, ReadParams, accepts_plain_json, plan, verb_of};
@@ -97,6 +96,12 @@ impl ProxyState {
     /// Forwarded writes carry `identity` (the caller, impersonated, or the instance's own).
     pub fn with_write_identity(mut self, identity: WriteIdentity) -> Self {
         self.write_identity = identity;
+        self
+    }
+
+    /// Uses `discovery`, shared with others (the API service), instead of the default.
+    pub fn with_shared_discovery(mut self, discovery: Arc<DiscoveryCache>) -> Self {
+        self.discovery = discovery;
         self
     }
 

@@ -126,7 +126,9 @@ pub fn clusterpedia_list_request(
         .filter(|s| !s.trim().is_empty())
         .cloned()
         .collect();
-    let server_side = query.name.as_deref().is_none_or(is_label_value);
+    // Clusterpedia sorts by name, namespace and creation time only.
+    let server_side =
+        query.name.as_deref().is_none_or(is_label_value) && query.sort_field.is_none();
     if let Some(name) = query.name.as_deref().filter(|_| server_side) {
         labels.push(format!("{FUZZY_NAME_LABEL}={name}"));
     }
@@ -140,6 +142,9 @@ pub fn clusterpedia_list_request(
     {
         params.push(("fieldSelector".to_owned(), fields.to_owned()));
     }
+    if !raw.namespaces.is_empty() {
+        params.push(("namespaces".to_owned(), raw.namespaces.join(",")));
+    }
     let mut offset = 0;
     if server_side {
         let dir = match query.sort_dir {
@@ -149,6 +154,7 @@ pub fn clusterpedia_list_request(
         let keys: &[&str] = match query.sort_by {
             SortBy::Name => &["name", "namespace"],
             SortBy::CreationTimestamp => &["created_at", "name", "namespace"],
+            SortBy::Namespace => &["namespace", "name"],
         };
         let orderby: Vec<String> = keys.iter().map(|k| format!("{k}{dir}")).collect();
         params.push(("orderby".to_owned(), orderby.join(",")));

@@ -19,6 +19,7 @@ mod clients;
 mod clusterpedia;
 mod decision;
 mod direct;
+mod discovery;
 mod error;
 mod forward;
 mod metrics;
@@ -43,6 +44,7 @@ pub use decision::{
     CacheState, FallbackReason, Freshness, Operation, Route, decide, freshness, parse_version,
 };
 pub use direct::DirectBackend;
+pub use discovery::{DiscoveredResource, DiscoveryCache, resources_of};
 pub use error::RouterError;
 pub use forward::InstanceWriter;
 pub use metrics::{RouterMetrics, RouterMetricsSnapshot};

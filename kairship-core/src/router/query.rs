@@ -21,6 +21,8 @@ pub enum SortBy {
     Name,
     /// `metadata.creationTimestamp` (then namespace and name).
     CreationTimestamp,
+    /// `metadata.namespace` (then name).
+    Namespace,
 }
 
 /// Sort direction.
@@ -42,8 +44,13 @@ pub struct ListQuery {
     pub field_selector: Option<String>,
     /// Fuzzy name filter: case-insensitive substring of `metadata.name`.
     pub name: Option<String>,
+    /// Only objects of these namespaces; empty: any namespace.
+    pub namespaces: Vec<String>,
     /// Sort key.
     pub sort_by: SortBy,
+    /// Sort by this field instead of `sort_by`: a printer column's JSONPath of plain field
+    /// names (`.spec.replicas`, `.status.readyReplicas`); ties by name.
+    pub sort_field: Option<String>,
     /// Sort direction.
     pub sort_dir: SortDir,
     /// 1-based page number; defaults to 1.
@@ -116,8 +123,12 @@ pub struct CompiledQuery {
     pub fields: FieldSelector,
     /// Lower-cased fuzzy name filter.
     pub name: Option<String>,
+    /// Only objects of these namespaces; empty: any namespace.
+    pub namespaces: Vec<String>,
     /// Sort key.
     pub sort_by: SortBy,
+    /// The field names of `sort_field`, which sorts instead of `sort_by`.
+    pub sort_field: Option<Vec<String>>,
     /// Sort direction.
     pub sort_dir: SortDir,
     /// 1-based page.
@@ -144,6 +155,11 @@ impl ListQuery {
                 reason: format!("{size} is not between 1 and {MAX_PAGE_SIZE}"),
             });
         }
+        let sort_field = self
+            .sort_field
+            .as_deref()
+            .map(parse_sort_field)
+            .transpose()?;
         Ok(CompiledQuery {
             labels: parse_label_selector(self.label_selector.as_deref().unwrap_or(""))?,
             fields: FieldSelector::parse(self.field_selector.as_deref().unwrap_or(""))?,
@@ -153,7 +169,9 @@ impl ListQuery {
                 .map(str::trim)
                 .filter(|n| !n.is_empty())
                 .map(str::to_lowercase),
+            namespaces: self.namespaces.clone(),
             sort_by: self.sort_by,
+            sort_field,
             sort_dir: self.sort_dir,
             page,
             page_size: self.page_size,
@@ -250,6 +268,14 @@ impl CompiledQuery {
         {
             return false;
         }
+        if !self.namespaces.is_empty()
+            && !meta
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| self.namespaces.contains(ns))
+        {
+            return false;
+        }
         if let Some(needle) = &self.name {
             let name = meta.name.as_deref().unwrap_or_default();
             if !contains_ignore_case(name, needle) {
@@ -305,7 +331,19 @@ impl CompiledQuery {
             .filter(|o| self.matches(namespace, object(o)))
             .collect();
         let (sort_by, sort_dir) = (self.sort_by, self.sort_dir);
-        matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, object(a), object(b)));
+        match &self.sort_field {
+            Some(path) => matched.sort_by(|a, b| {
+                let ord = compare_field(path, object(a), object(b))
+                    .then_with(|| compare(SortBy::Name, SortDir::Asc, object(a), object(b)));
+                match sort_dir {
+                    SortDir::Asc => ord,
+                    SortDir::Desc => ord.reverse(),
+                }
+            }),
+            None => {
+                matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, object(a), object(b)))
+            }
+        }
         let total = matched.len();
         let (start, end, page_size, pages) = page_bounds(total, self.page, self.page_size);
         let items = if start < end {
@@ -356,6 +394,82 @@ pub fn page_bounds(total: usize, page: u32, page_size: Option<u32>) -> (usize, u
     (start, end, size as u32, pages)
 }
 
+/// The field names of a sort field: a JSONPath of plain names, `.spec.replicas`
+/// (the leading dot may be left out), at most 16 names of letters, digits, `_` and `-`.
+fn parse_sort_field(path: &str) -> Result<Vec<String>, RouterError> {
+    let names: Vec<String> = path
+        .strip_prefix('.')
+        .unwrap_or(path)
+        .split('.')
+        .map(str::to_owned)
+        .collect();
+    let ok = names.len() <= 16
+        && names.iter().all(|n| {
+            !n.is_empty()
+                && n.len() <= 63
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        });
+    if ok {
+        Ok(names)
+    } else {
+        Err(RouterError::InvalidQuery {
+            parameter: "sortField",
+            reason: format!(
+                "{path:?} is not a field path: field names separated by '.' \
+                 (.spec.replicas); array indexes and filters are not supported"
+            ),
+        })
+    }
+}
+
+/// The value at `path` of an object (`metadata.*` included), if any.
+fn field_at<'a>(
+    object: &'a DynamicObject,
+    path: &[String],
+) -> Option<std::borrow::Cow<'a, serde_json::Value>> {
+    use std::borrow::Cow;
+    if path.first().map(String::as_str) == Some("metadata") {
+        let meta = serde_json::to_value(&object.metadata).ok()?;
+        return path[1..]
+            .iter()
+            .try_fold(&meta, |v, name| v.get(name))
+            .cloned()
+            .map(Cow::Owned);
+    }
+    path.iter()
+        .try_fold(&object.data, |v, name| v.get(name))
+        .map(Cow::Borrowed)
+}
+
+/// Orders field values: missing, null, booleans, numbers (by value), strings, then arrays and
+/// objects (by their JSON text).
+fn compare_field(path: &[String], a: &DynamicObject, b: &DynamicObject) -> Ordering {
+    use serde_json::Value;
+    fn rank(v: Option<&Value>) -> u8 {
+        match v {
+            None => 0,
+            Some(Value::Null) => 1,
+            Some(Value::Bool(_)) => 2,
+            Some(Value::Number(_)) => 3,
+            Some(Value::String(_)) => 4,
+            Some(_) => 5,
+        }
+    }
+    let (va, vb) = (field_at(a, path), field_at(b, path));
+    let (va, vb) = (va.as_deref(), vb.as_deref());
+    rank(va).cmp(&rank(vb)).then_with(|| match (va, vb) {
+        (Some(Value::Bool(x)), Some(Value::Bool(y))) => x.cmp(y),
+        (Some(Value::Number(x)), Some(Value::Number(y))) => {
+            let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+            x.total_cmp(&y)
+        }
+        (Some(Value::String(x)), Some(Value::String(y))) => x.cmp(y),
+        (Some(x), Some(y)) => x.to_string().cmp(&y.to_string()),
+        _ => Ordering::Equal,
+    })
+}
+
 fn compare(by: SortBy, dir: SortDir, a: &DynamicObject, b: &DynamicObject) -> Ordering {
     let (ma, mb) = (&a.metadata, &b.metadata);
     let by_name = || {
@@ -371,6 +485,10 @@ fn compare(by: SortBy, dir: SortDir, a: &DynamicObject, b: &DynamicObject) -> Or
             .map(|t| t.0)
             .cmp(&mb.creation_timestamp.as_ref().map(|t| t.0))
             .then_with(by_name),
+        SortBy::Namespace => ma
+            .namespace
+            .cmp(&mb.namespace)
+            .then_with(|| ma.name.cmp(&mb.name)),
     };
     match dir {
         SortDir::Asc => ord,
@@ -454,6 +572,47 @@ mod tests {
                 q(|q| q.sort_by = SortBy::CreationTimestamp),
                 None,
                 vec!["db", "Web-2", "web-1", "cache"],
+                4,
+                1,
+            ),
+            (
+                q(|q| {
+                    q.sort_by = SortBy::Namespace;
+                    q.sort_dir = SortDir::Desc;
+                }),
+                None,
+                vec!["cache", "Web-2", "web-1", "db"],
+                4,
+                1,
+            ),
+            (
+                q(|q| {
+                    q.sort_field = Some(".metadata.labels.app".into());
+                    q.sort_dir = SortDir::Desc;
+                }),
+                None,
+                vec!["web-1", "Web-2", "db", "cache"],
+                4,
+                1,
+            ),
+            (
+                q(|q| q.sort_field = Some("metadata.creationTimestamp".into())),
+                None,
+                vec!["db", "Web-2", "web-1", "cache"],
+                4,
+                1,
+            ),
+            (
+                q(|q| q.namespaces = vec!["b".into(), "c".into()]),
+                None,
+                vec!["Web-2", "cache"],
+                2,
+                1,
+            ),
+            (
+                q(|q| q.namespaces = vec!["a".into(), "b".into()]),
+                None,
+                vec!["Web-2", "cache", "db", "web-1"],
                 4,
                 1,
             ),

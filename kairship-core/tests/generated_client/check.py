@@ -103,3 +103,58 @@ try:
     raise AssertionError("a viewer created an object")
 except ForbiddenException as err:
     report("viewer_create", **error_facts(err))
+
+# The generic resource paths: any group, version and resource the instance serves.
+generic = resources.create_namespaced_object(
+    INSTANCE,
+    NAMESPACE,
+    "core",
+    "v1",
+    "configmaps",
+    {"metadata": {"name": "generic-python", "labels": {"via": "generic"}}, "data": {"a": "b"}},
+)
+report("generic_create", name=generic["metadata"]["name"], kind=generic["kind"])
+listed = resources.list_objects(
+    INSTANCE, "core", "v1", "configmaps", namespaces=NAMESPACE, label_selector="via=generic"
+)
+report("generic_list", names=names(listed), total=listed.pagination.total)
+patched = resources.patch_namespaced_object(
+    INSTANCE,
+    NAMESPACE,
+    "core",
+    "v1",
+    "configmaps",
+    "generic-python",
+    {"metadata": {"labels": {"patched": "yes"}}},
+    _content_type="application/merge-patch+json",
+)
+report("generic_patch", labels=patched["metadata"]["labels"])
+event = resources.create_namespaced_object(
+    INSTANCE,
+    NAMESPACE,
+    "core",
+    "v1",
+    "events",
+    {
+        "metadata": {"name": "generic-python.1"},
+        "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": "generic-python",
+                           "namespace": NAMESPACE},
+        "type": "Normal",
+        "reason": "Created",
+        "message": "made from python",
+    },
+)
+report("generic_event", involved=event["involvedObject"]["name"])
+events = resources.list_namespaced_object_events(
+    INSTANCE, NAMESPACE, "core", "v1", "configmaps", "generic-python"
+)
+report("generic_events", names=names(events))
+try:
+    resources.list_objects(INSTANCE, "example.com", "v1", "gizmos")
+    raise AssertionError("listing an unknown resource succeeded")
+except NotFoundException as err:
+    report("generic_unknown", **error_facts(err))
+deleted = resources.delete_namespaced_object(
+    INSTANCE, NAMESPACE, "core", "v1", "configmaps", "generic-python"
+)
+report("generic_delete", name=deleted["metadata"]["name"])

@@ -173,3 +173,45 @@ impl<S: Send + Sync> FromRequestParts<S> for Authenticated {
             })
     }
 }
+
+/// The body of a PATCH: its type from the `Content-Type` header (merge, JSON, strategic merge
+/// or apply patch) and the patch (JSON; YAML or JSON for apply).
+#[derive(Debug, Clone)]
+pub struct PatchBody(pub crate::api::types::PatchType, pub serde_json::Value);
+
+impl<S: Send + Sync> FromRequest<S> for PatchBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        use crate::api::types::PatchType;
+        let content_type = req
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let patch_type = PatchType::from_content_type(&content_type).ok_or_else(|| {
+            let accepted: Vec<&str> = PatchType::ALL.iter().map(|t| t.content_type()).collect();
+            ApiError::invalid(format!(
+                "a PATCH body must be one of {} (got Content-Type {content_type:?})",
+                accepted.join(", ")
+            ))
+        })?;
+        let bytes = body_bytes(req, state).await?;
+        let patch = if patch_type == PatchType::Apply {
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| ApiError::invalid("the apply patch is not UTF-8 text"))?;
+            if text.trim().is_empty() {
+                return Err(ApiError::invalid(
+                    "the request body is empty; a patch is required",
+                ));
+            }
+            serde_saphyr::from_str(text).map_err(|e| {
+                ApiError::invalid(format!("malformed apply patch (YAML or JSON): {e}"))
+            })?
+        } else {
+            parse_json(&bytes)?
+        };
+        Ok(PatchBody(patch_type, patch))
+    }
+}

@@ -39,17 +39,17 @@ impl std::fmt::Debug for RestState {
     }
 }
 
-type Answer<T> = Result<Json<T>, ApiError>;
+pub(super) type Answer<T> = Result<Json<T>, ApiError>;
 
 /// The answer of a write that carries an object: the object, and a `Warning` header per
 /// dropped unknown field (`?fieldValidation=Warn`).
-type Written = Result<(HeaderMap, Json<Object>), ApiError>;
+pub(super) type Written = Result<(HeaderMap, Json<Object>), ApiError>;
 
 /// Most `Warning` headers one answer carries; more unknown fields are summed up in one more.
 const MAX_WARNINGS: usize = 100;
 
 /// Runs one write under the request's `fieldValidation` and answers its warnings as headers.
-async fn written<F>(options: WriteOptions, call: F) -> Written
+pub(super) async fn written<F>(options: WriteOptions, call: F) -> Written
 where
     F: Future<Output = Result<Object, ApiError>>,
 {
@@ -115,6 +115,18 @@ impl utoipa::IntoResponses for ErrorResponses {
             (status.to_owned(), RefOr::T(response))
         })
         .collect()
+    }
+}
+
+/// The error answers of reads: those of [`ErrorResponses`] but 409 and 412, which only
+/// writes give.
+pub struct ReadErrorResponses;
+
+impl utoipa::IntoResponses for ReadErrorResponses {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut responses = ErrorResponses::responses();
+        responses.retain(|status, _| status != "409" && status != "412");
+        responses
     }
 }
 
@@ -308,7 +320,7 @@ impl KindCall {
 /// List instances the caller may read.
 #[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances", tag = "instances",
     operation_id = "ListInstances", params(ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of Instances"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of Instances"), ReadErrorResponses))]
 pub async fn list_instances(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -335,7 +347,7 @@ pub async fn create_instance(
 /// Read an instance.
 #[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}", tag = "instances",
     operation_id = "GetInstance", params(("instance" = String, Path, description = "Instance name")),
-    responses((status = 200, body = Object, description = "The Instance"), ErrorResponses))]
+    responses((status = 200, body = Object, description = "The Instance"), ReadErrorResponses))]
 pub async fn get_instance(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -405,7 +417,7 @@ pub async fn create_kubeconfig(
 /// List the member clusters of an instance.
 #[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters", tag = "clusters",
     operation_id = "ListClusters", params(("instance" = String, Path, description = "Instance name"), ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of cluster.karmada.io/v1alpha1 Clusters"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of cluster.karmada.io/v1alpha1 Clusters"), ReadErrorResponses))]
 pub async fn list_clusters(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -436,7 +448,7 @@ pub async fn join_cluster(
 #[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}", tag = "clusters",
     operation_id = "GetCluster", params(("instance" = String, Path, description = "Instance name"),
         ("cluster" = String, Path, description = "Member cluster name")),
-    responses((status = 200, body = Object, description = "The Cluster"), ErrorResponses))]
+    responses((status = 200, body = Object, description = "The Cluster"), ReadErrorResponses))]
 pub async fn get_cluster(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -489,7 +501,7 @@ pub async fn remove_cluster(
     params(("instance" = String, Path, description = "Instance name"),
         ("namespace" = String, Path, description = "Namespace"),
         ("kind" = ResourceKind, Path, description = "A namespaced kind"), ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
 pub async fn list_namespaced(
     call: KindCall,
     ApiQuery(options): ApiQuery<ListOptions>,
@@ -520,7 +532,7 @@ pub async fn create_namespaced(
         ("namespace" = String, Path, description = "Namespace"),
         ("kind" = ResourceKind, Path, description = "A namespaced kind"),
         ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
+    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
 pub async fn get_namespaced(call: KindCall) -> Answer<Object> {
     call.get().await
 }
@@ -647,7 +659,7 @@ pub async fn object_verb(
     tag = "workloads", operation_id = "ListWorkloads",
     params(("instance" = String, Path, description = "Instance name"),
         ("namespace" = String, Path, description = "Namespace"), ListOptions),
-    responses((status = 200, body = WorkloadList, description = "A page of workloads"), ErrorResponses))]
+    responses((status = 200, body = WorkloadList, description = "A page of workloads"), ReadErrorResponses))]
 pub async fn list_workloads(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -668,7 +680,7 @@ pub async fn list_workloads(
     params(("instance" = String, Path, description = "Instance name"),
         ("namespace" = String, Path, description = "Namespace"),
         ("name" = String, Path, description = "Deployment name")),
-    responses((status = 200, body = Workload, description = "The workload"), ErrorResponses))]
+    responses((status = 200, body = Workload, description = "The workload"), ReadErrorResponses))]
 pub async fn get_workload(
     State(s): State<RestState>,
     auth: Authenticated,
@@ -689,7 +701,7 @@ pub async fn get_workload(
     tag = "resources", operation_id = "ListResources",
     params(("instance" = String, Path, description = "Instance name"),
         ("kind" = ResourceKind, Path, description = "Any kind"), ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ErrorResponses))]
+    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
 pub async fn list_in_instance(
     call: KindCall,
     ApiQuery(options): ApiQuery<ListOptions>,
@@ -718,7 +730,7 @@ pub async fn create_cluster_scoped(
     params(("instance" = String, Path, description = "Instance name"),
         ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
         ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The object"), ErrorResponses))]
+    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
 pub async fn get_cluster_scoped(call: KindCall) -> Answer<Object> {
     call.get().await
 }

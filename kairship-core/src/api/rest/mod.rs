@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod extract;
 pub mod handlers;
+pub mod objects;
 
 use std::sync::Arc;
 
@@ -18,22 +19,49 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use self::extract::MAX_BODY_BYTES;
-use self::handlers::{ErrorResponses, RestState};
+use self::handlers::RestState;
 use super::error::{ApiError, Code};
 use super::kinds::ResourceKind;
 use super::service::KairshipApi;
 use super::types::{
-    ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest,
-    DeleteInstanceRequest, DeleteResourceRequest, DeploymentAction, DeploymentActionRequest,
-    GetClusterRequest, GetInstanceRequest, GetResourceRequest, GetWorkloadRequest,
-    JoinClusterRequest, KubeObject, KubeconfigOptions, KubeconfigResponse, ListClustersRequest,
-    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, ObjectList,
-    Pagination, RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
-    UpdateResourceRequest, Workload, WorkloadList,
+    ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest, CreateObjectRequest,
+    CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest,
+    DeploymentAction, DeploymentActionRequest, GetClusterRequest, GetInstanceRequest,
+    GetObjectRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest, KubeObject,
+    KubeconfigOptions, KubeconfigResponse, ListClustersRequest, ListEventsRequest,
+    ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
+    ListWorkloadsRequest, ObjectList, Pagination, PatchObjectRequest, PatchType,
+    RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
+    UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
 use crate::access::Authenticator;
 
 pub use extract::ApiJson;
+
+/// A Kubernetes `Status` (`kind: Status`, `apiVersion: v1`), as the native proxy answers
+/// errors: documented only, the proxy passes the instance's own bodies through.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Status)]
+#[allow(dead_code)]
+pub struct KubeStatus {
+    /// `Status`.
+    kind: Option<String>,
+    /// `v1`.
+    api_version: Option<String>,
+    /// List metadata (usually empty).
+    metadata: Option<serde_json::Value>,
+    /// `Failure` or `Success`.
+    status: Option<String>,
+    /// What went wrong, for people.
+    message: Option<String>,
+    /// Why, for programs (`NotFound`, `Forbidden`, `AlreadyExists`, `Invalid`, ...).
+    reason: Option<String>,
+    /// More about the object concerned.
+    details: Option<serde_json::Value>,
+    /// The HTTP status code.
+    code: Option<i32>,
+}
 
 /// Path of the native proxy, served by [`crate::proxy`] and documented here.
 pub const PROXY_PATH: &str = "/apis/kairship.io/v1alpha1/instances/{instance}/proxy/{path}";
@@ -64,7 +92,9 @@ pub const PROXY_TAG: &str = "proxy";
         CreateKubeconfigRequest, ListClustersRequest, GetClusterRequest, JoinClusterRequest,
         UpdateClusterRequest, RemoveClusterRequest, ListResourcesRequest, GetResourceRequest,
         CreateResourceRequest, UpdateResourceRequest, DeleteResourceRequest,
-        DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest,
+        DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest, ListObjectsRequest,
+        GetObjectRequest, CreateObjectRequest, UpdateObjectRequest, PatchObjectRequest,
+        DeleteObjectRequest, PatchType, ListEventsRequest, KubeStatus,
     )),
     modifiers(&BearerAuth),
 )]
@@ -158,6 +188,30 @@ fn build() -> Builder {
         update_namespaced,
         delete_namespaced
     ))
+    .add(routes!(
+        objects::list_cluster_objects,
+        objects::create_cluster_object
+    ))
+    .add(routes!(
+        objects::get_cluster_object,
+        objects::update_cluster_object,
+        objects::patch_cluster_object,
+        objects::delete_cluster_object
+    ))
+    .add(routes!(
+        objects::list_namespaced_objects,
+        objects::create_namespaced_object
+    ))
+    .add(routes!(
+        objects::get_namespaced_object,
+        objects::update_namespaced_object,
+        objects::patch_namespaced_object,
+        objects::delete_namespaced_object
+    ))
+    .add(routes!(objects::list_events))
+    .add(routes!(objects::list_namespaced_events))
+    .add(routes!(objects::list_cluster_object_events))
+    .add(routes!(objects::list_namespaced_object_events))
     .add(routes!(list_in_instance, create_cluster_scoped))
     .add(routes!(
         get_cluster_scoped,
@@ -235,14 +289,33 @@ fn document_proxy(openapi: &mut OpenApi) {
             .response(
                 "200",
                 utoipa::openapi::ResponseBuilder::new()
-                    .description("The instance apiserver's answer (Kubernetes JSON)")
+                    .description("The instance apiserver's answer (Kubernetes JSON, or text for logs and health endpoints)")
                     .build(),
             )
-            .responses(utoipa::openapi::Responses::from_iter(
-                <ErrorResponses as utoipa::IntoResponses>::responses()
-                    .into_iter()
-                    .filter(|(status, _)| ["401", "403", "404", "503"].contains(&status.as_str())),
-            ))
+            .response(
+                "201",
+                utoipa::openapi::ResponseBuilder::new()
+                    .description("Created: the object the instance apiserver created")
+                    .build(),
+            )
+            .response(
+                "default",
+                utoipa::openapi::ResponseBuilder::new()
+                    .description(
+                        "Any other status, with a Kubernetes Status body: from the instance \
+                         apiserver (404 NotFound, 409 AlreadyExists, 422 Invalid, ...) or from \
+                         Kairship before forwarding (401 without a valid token, 403 when the \
+                         caller may not use the instance's proxy, 404 for an unknown instance, \
+                         503 when the instance cannot be reached)",
+                    )
+                    .content(
+                        "application/json",
+                        utoipa::openapi::ContentBuilder::new()
+                            .schema(Some(utoipa::openapi::Ref::from_schema_name("Status")))
+                            .build(),
+                    )
+                    .build(),
+            )
             .build();
         openapi
             .paths
@@ -250,10 +323,51 @@ fn document_proxy(openapi: &mut OpenApi) {
     }
 }
 
+/// What the server accepts as an instance, namespace, member cluster or object name (see
+/// [`crate::api::body::check_name`]): a lower-case DNS subdomain.
+pub const NAME_PATTERN: &str = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$";
+
+/// Path parameters that are names, checked by the server with [`NAME_PATTERN`].
+const NAME_PARAMETERS: [&str; 4] = ["instance", "namespace", "cluster", "name"];
+
+/// Gives every name parameter of every path its pattern and length limits, so that the
+/// document says what the server refuses.
+fn constrain_names(openapi: &mut OpenApi) {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    for item in openapi.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            for parameter in operation.parameters.iter_mut().flatten() {
+                let RefOr::T(parameter) = parameter else {
+                    continue;
+                };
+                if parameter.parameter_in == ParameterIn::Path
+                    && NAME_PARAMETERS.contains(&parameter.name.as_str())
+                {
+                    let schema = ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .min_length(Some(1))
+                        .max_length(Some(crate::api::body::MAX_NAME_LEN))
+                        .pattern(Some(NAME_PATTERN));
+                    parameter.schema = Some(schema.into());
+                }
+            }
+        }
+    }
+}
+
 /// The OpenAPI 3.1 document of the whole API (REST operations and the native proxy).
 pub fn openapi() -> OpenApi {
     let mut openapi = build().router.into_openapi();
     document_proxy(&mut openapi);
+    constrain_names(&mut openapi);
     openapi
 }
 
@@ -314,7 +428,54 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 26, "{documented:#?}");
+        assert_eq!(documented.len(), 42, "{documented:#?}");
+    }
+
+    #[test]
+    fn name_parameters_carry_the_server_rule_and_the_proxy_documents_status() {
+        let doc = serde_json::to_value(openapi()).unwrap();
+        let mut seen = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                for p in operation["parameters"].as_array().into_iter().flatten() {
+                    let name = p["name"].as_str().unwrap();
+                    if p["in"] == "path" && NAME_PARAMETERS.contains(&name) {
+                        seen += 1;
+                        assert_eq!(
+                            p["schema"]["pattern"], NAME_PATTERN,
+                            "{method} {path} {name}"
+                        );
+                        assert_eq!(p["schema"]["maxLength"], 253, "{method} {path} {name}");
+                    }
+                }
+            }
+        }
+        assert!(seen >= 80, "{seen}");
+        // Reads document no write-only answers.
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            if let Some(get) = item.get("get")
+                && path != PROXY_PATH
+            {
+                let responses = get["responses"].as_object().unwrap();
+                assert!(
+                    responses.contains_key("404") && responses.contains_key("403"),
+                    "{path}"
+                );
+                assert!(
+                    !responses.contains_key("409") && !responses.contains_key("412"),
+                    "{path}"
+                );
+            }
+        }
+        let proxy = &doc["paths"][PROXY_PATH];
+        for method in ["get", "post", "put", "patch", "delete"] {
+            assert_eq!(
+                proxy[method]["responses"]["default"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/Status",
+                "{method}"
+            );
+        }
+        assert!(doc["components"]["schemas"]["Status"]["properties"]["apiVersion"].is_object());
     }
 
     #[test]

@@ -10,7 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::core::{ApiResource, GroupVersionKind};
 use kube_kit::client::is_not_found;
 
-use crate::router::{InstanceConnection, InstanceIdentity, RouterError};
+use super::clients::{InstanceClients, InstanceConnection, InstanceIdentity};
+use super::error::RouterError;
 
 /// A resource as discovery describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,6 +156,33 @@ impl DiscoveryCache {
                 },
             );
         Ok(found)
+    }
+
+    /// The resource `plural` of `group`/`version` in `instance`, connecting through `clients`
+    /// now (an instance that is gone answers [`RouterError::UnknownInstance`]); answers of
+    /// instances that changed since the last call are forgotten first.
+    pub async fn resolve_with(
+        &self,
+        clients: &dyn InstanceClients,
+        instance: &str,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Option<DiscoveredResource>, RouterError> {
+        let connected = clients.connect(instance).await;
+        let generation = *clients.changes().borrow();
+        self.forget_changed(generation, |i| clients.current(i));
+        let connection = match connected {
+            Ok(connection) => connection,
+            Err(err) => {
+                if let RouterError::UnknownInstance { .. } = &err {
+                    self.forget_instance(instance);
+                }
+                return Err(err);
+            }
+        };
+        self.resolve(&connection, instance, group, version, plural)
+            .await
     }
 
     /// When the instance-change counter `generation` moved since the last call, forgets the
