@@ -77,12 +77,7 @@ fn a_deployment_spreads_over_the_virtual_nodes_of_both_workers() {
     }
 
     kubectl.ok_with_input(&["apply", "-f", "-"], DEPLOYMENT);
-    kubectl.ok(&[
-        "rollout",
-        "status",
-        "deployment/spread",
-        "--timeout=120s",
-    ]);
+    kubectl.ok(&["rollout", "status", "deployment/spread", "--timeout=120s"]);
     let pods = kubectl.ok(&["get", "pods", "-l", "app=spread", "-o", "wide"]);
     let rows: Vec<Vec<String>> = pods.lines().skip(1).map(cells).collect();
     assert_eq!(rows.len(), 6, "{pods}");
@@ -101,10 +96,7 @@ fn a_deployment_spreads_over_the_virtual_nodes_of_both_workers() {
         BTreeSet::from(["w1".to_owned(), "w2".to_owned()]),
         "{pods}"
     );
-    let logs = kubectl.ok_within(
-        &["logs", "deployment/spread"],
-        kubectl_session::SETTLE,
-    );
+    let logs = kubectl.ok_within(&["logs", "deployment/spread"], kubectl_session::SETTLE);
     assert!(!logs.trim().is_empty());
     drop(sandbox);
     let _ = std::fs::remove_dir_all(&dir);

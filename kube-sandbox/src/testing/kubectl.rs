@@ -312,8 +312,12 @@ mod tests {
     #[test]
     fn cells_keep_single_spaces_inside_a_column() {
         assert_eq!(
-            cells("p1    1/1     Running   0          5s    10.0.0.1   node-1   <none>           <none>"),
-            vec!["p1", "1/1", "Running", "0", "5s", "10.0.0.1", "node-1", "<none>", "<none>"]
+            cells(
+                "p1    1/1     Running   0          5s    10.0.0.1   node-1   <none>           <none>"
+            ),
+            vec![
+                "p1", "1/1", "Running", "0", "5s", "10.0.0.1", "node-1", "<none>", "<none>"
+            ]
         );
         assert_eq!(
             cells("NAME   NOMINATED NODE   READINESS GATES"),

@@ -59,7 +59,16 @@ pub fn create_kinds(k: &Kubectl, namespace: &str) {
         "--port=80",
     ]);
     k.ok(&[
-        "-n", ns, "create", "job", "once", "--image=busybox", "--", "sh", "-c", "exit 0",
+        "-n",
+        ns,
+        "create",
+        "job",
+        "once",
+        "--image=busybox",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
     ]);
     k.ok(&[
         "-n",
@@ -217,10 +226,26 @@ pub fn explain(k: &Kubectl) {
 /// The kinds `kubectl get` is compared on, with the reference Table (if recorded) or the
 /// header kubectl v1.36 prints for them (from kube's printers).
 const KINDS: &[(&str, Option<&str>, &[&str])] = &[
-    ("pods", Some("tables/api_v1_namespaces_refcap_pods.json"), &[]),
-    ("configmaps", Some("tables/api_v1_namespaces_refcap_configmaps.json"), &[]),
-    ("secrets", Some("tables/api_v1_namespaces_refcap_secrets.json"), &[]),
-    ("services", Some("tables/api_v1_namespaces_refcap_services.json"), &[]),
+    (
+        "pods",
+        Some("tables/api_v1_namespaces_refcap_pods.json"),
+        &[],
+    ),
+    (
+        "configmaps",
+        Some("tables/api_v1_namespaces_refcap_configmaps.json"),
+        &[],
+    ),
+    (
+        "secrets",
+        Some("tables/api_v1_namespaces_refcap_secrets.json"),
+        &[],
+    ),
+    (
+        "services",
+        Some("tables/api_v1_namespaces_refcap_services.json"),
+        &[],
+    ),
     (
         "serviceaccounts",
         Some("tables/api_v1_namespaces_refcap_serviceaccounts.json"),
@@ -231,7 +256,11 @@ const KINDS: &[(&str, Option<&str>, &[&str])] = &[
         Some("tables/apis_discovery.k8s.io_v1_namespaces_refcap_endpointslices.json"),
         &[],
     ),
-    ("events", Some("tables/api_v1_namespaces_refcap_events.json"), &[]),
+    (
+        "events",
+        Some("tables/api_v1_namespaces_refcap_events.json"),
+        &[],
+    ),
     (
         "deployments",
         Some("tables/apis_apps_v1_namespaces_refcap_deployments.json"),
@@ -242,8 +271,16 @@ const KINDS: &[(&str, Option<&str>, &[&str])] = &[
         Some("tables/apis_apps_v1_namespaces_refcap_replicasets.json"),
         &[],
     ),
-    ("jobs", Some("tables/apis_batch_v1_namespaces_refcap_jobs.json"), &[]),
-    ("cronjobs", Some("tables/apis_batch_v1_namespaces_refcap_cronjobs.json"), &[]),
+    (
+        "jobs",
+        Some("tables/apis_batch_v1_namespaces_refcap_jobs.json"),
+        &[],
+    ),
+    (
+        "cronjobs",
+        Some("tables/apis_batch_v1_namespaces_refcap_cronjobs.json"),
+        &[],
+    ),
     (
         "roles",
         Some("tables/apis_rbac.authorization.k8s.io_v1_namespaces_refcap_roles.json"),
@@ -383,7 +420,10 @@ fn check_table(kind: &str, out: &str, expected: &[String]) {
     let header = lines.next().map(cells).unwrap_or_default();
     assert_eq!(header, expected, "kubectl get {kind}:\n{out}");
     let rows: Vec<Vec<String>> = lines.map(cells).collect();
-    assert!(!rows.is_empty(), "kubectl get {kind} printed no row:\n{out}");
+    assert!(
+        !rows.is_empty(),
+        "kubectl get {kind} printed no row:\n{out}"
+    );
     if let Some(age) = header.iter().position(|h| h == "AGE") {
         for row in &rows {
             let cell = row.get(age).map(String::as_str).unwrap_or_default();
