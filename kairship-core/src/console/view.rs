@@ -253,12 +253,14 @@ fn ratio_text(ready: i64, total: i64) -> String {
 }
 
 /// The instance list page (`fragment`: only the live table part, for htmx).
+#[allow(clippy::too_many_arguments)]
 pub fn instances_page(
     viewer: &Viewer<'_>,
     query: &InstancesQuery,
     rows: &[InstanceRow],
     total: u64,
     pages: u32,
+    can_create: bool,
     fragment: bool,
 ) -> String {
     let table = instances_table(query, rows, total, pages);
@@ -305,6 +307,9 @@ pub fn instances_page(
     // The form around the controls: htmx swaps the table as the controls change.
     let mut h = Html::new();
     h.raw("<h1>Instances</h1>");
+    if can_create {
+        h.raw("<p><a class=\"button\" id=\"new-instance\" href=\"/ui/new-instance\">Adopt a Karmada</a></p>");
+    }
     h.raw("<form id=\"instance-filter\" class=\"toolbar\" method=\"get\" action=\"/ui/instances\" ")
         .raw("hx-get=\"/ui/instances\" hx-target=\"#instances\" hx-swap=\"outerHTML\" hx-push-url=\"true\" ")
         .raw("hx-trigger=\"input changed delay:300ms from:#q, change, submit\">")
@@ -459,6 +464,109 @@ pub fn delete_instance_page(viewer: &Viewer<'_>, instance: &str, err: Option<&Ap
     h.raw("<button id=\"confirm-delete\" class=\"danger\" type=\"submit\">Delete</button> ")
         .raw("<a href=\"/ui/instances\">Cancel</a></form>");
     page("Delete instance", Some(viewer), h)
+}
+
+/// The fields of the "adopt an instance" form.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdoptForm {
+    /// Instance name.
+    pub name: String,
+    /// Display name (optional).
+    pub alias: String,
+    /// Namespace of the Secret holding the Karmada kubeconfig.
+    pub secret_namespace: String,
+    /// Name of that Secret.
+    pub secret_name: String,
+    /// Its key (optional: the first of `kubeconfig`, `karmada.config`, `config`).
+    pub secret_key: String,
+}
+
+impl AdoptForm {
+    /// The form from posted fields.
+    pub fn from_fields(fields: &std::collections::HashMap<String, String>) -> AdoptForm {
+        let field = |k: &str| {
+            fields
+                .get(k)
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_default()
+        };
+        AdoptForm {
+            name: field("name"),
+            alias: field("alias"),
+            secret_namespace: field("secretNamespace"),
+            secret_name: field("secretName"),
+            secret_key: field("secretKey"),
+        }
+    }
+
+    /// The Instance to create (Adopt mode); optional fields left empty are left out, and the
+    /// API checks the rest.
+    pub fn instance(&self) -> Value {
+        let mut secret = serde_json::json!({
+            "namespace": self.secret_namespace,
+            "name": self.secret_name,
+        });
+        if !self.secret_key.is_empty() {
+            secret["key"] = Value::from(self.secret_key.clone());
+        }
+        let mut spec = serde_json::json!({"mode": "Adopt", "kubeconfigSecretRef": secret});
+        if !self.alias.is_empty() {
+            spec["alias"] = Value::from(self.alias.clone());
+        }
+        serde_json::json!({
+            "apiVersion": "kairship.io/v1alpha1",
+            "kind": "Instance",
+            "metadata": {"name": self.name},
+            "spec": spec,
+        })
+    }
+}
+
+/// The "adopt an instance" page, with the API's answer when it refused.
+pub fn adopt_page(viewer: &Viewer<'_>, form: &AdoptForm, err: Option<&ApiError>) -> String {
+    let mut h = Html::new();
+    h.raw("<h1>Adopt a Karmada</h1>")
+        .raw("<p>Store the Karmada API server's kubeconfig in a Secret on the host cluster first (<code>kubectl -n kairship-system create secret generic prod-karmada --from-file=kubeconfig=karmada-apiserver.kubeconfig</code>), then name it here.</p>");
+    if let Some(err) = err {
+        error_box(&mut h, err);
+    }
+    h.raw("<form method=\"post\" action=\"/ui/new-instance\">");
+    csrf_field(&mut h, viewer.csrf);
+    let namespace = if form.secret_namespace.is_empty() {
+        "kairship-system"
+    } else {
+        &form.secret_namespace
+    };
+    for (label, name, value, required) in [
+        ("Name", "name", form.name.as_str(), true),
+        ("Display name", "alias", form.alias.as_str(), false),
+        ("Secret namespace", "secretNamespace", namespace, true),
+        ("Secret name", "secretName", form.secret_name.as_str(), true),
+        (
+            "Secret key (optional)",
+            "secretKey",
+            form.secret_key.as_str(),
+            false,
+        ),
+    ] {
+        h.raw("<label>").text(label).raw(" ");
+        if required {
+            h.open(
+                "input",
+                &[
+                    ("name", name),
+                    ("id", name),
+                    ("value", value),
+                    ("required", ""),
+                ],
+            );
+        } else {
+            h.open("input", &[("name", name), ("id", name), ("value", value)]);
+        }
+        h.raw("</label>");
+    }
+    h.raw("<button id=\"adopt\" type=\"submit\">Adopt</button> <a href=\"/ui/instances\">Cancel</a></form>");
+    page("Adopt a Karmada", Some(viewer), h)
 }
 
 /// What the overview of an instance shows.
@@ -1088,7 +1196,15 @@ mod tests {
         });
         let row = InstanceRow::from_object(&object, true);
         assert_eq!(row.state(), "RUNNING");
-        let html = instances_page(&viewer(), &InstancesQuery::default(), &[row], 1, 1, false);
+        let html = instances_page(
+            &viewer(),
+            &InstancesQuery::default(),
+            &[row],
+            1,
+            1,
+            true,
+            false,
+        );
         assert_no_injection(&html);
         for want in [
             "&lt;script&gt;alert(1)&lt;/script&gt;",
@@ -1112,10 +1228,51 @@ mod tests {
             &[viewer_row],
             1,
             1,
+            false,
             true,
         );
         assert!(!html.contains("delete"), "{html}");
         assert!(!html.contains("<html"), "a fragment is not a page");
+    }
+
+    #[test]
+    fn adopt_form_builds_the_instance() {
+        let fields: std::collections::HashMap<String, String> = [
+            ("name", " prod "),
+            ("alias", ""),
+            ("secretNamespace", "kairship-system"),
+            ("secretName", "prod-karmada"),
+            ("secretKey", ""),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let form = AdoptForm::from_fields(&fields);
+        assert_eq!(
+            form.instance(),
+            json!({"apiVersion": "kairship.io/v1alpha1", "kind": "Instance",
+                "metadata": {"name": "prod"},
+                "spec": {"mode": "Adopt", "kubeconfigSecretRef": {"namespace": "kairship-system", "name": "prod-karmada"}}})
+        );
+        let with_key = AdoptForm {
+            alias: "Prod".into(),
+            secret_key: "config".into(),
+            ..form.clone()
+        };
+        assert_eq!(
+            with_key.instance()["spec"]["kubeconfigSecretRef"]["key"],
+            "config"
+        );
+        assert_eq!(with_key.instance()["spec"]["alias"], "Prod");
+        let evil = AdoptForm {
+            name: EVIL.into(),
+            ..form
+        };
+        assert_no_injection(&adopt_page(
+            &viewer(),
+            &evil,
+            Some(&ApiError::invalid(EVIL)),
+        ));
     }
 
     #[test]
