@@ -46,6 +46,8 @@ pub const HTMX_LICENSE: &str = include_str!("assets/htmx.LICENSE");
 pub const CONSOLE_CSS: &str = include_str!("assets/console.css");
 /// Workloads per page of the overview.
 pub const WORKLOADS_PAGE_SIZE: u32 = 50;
+/// Deployments the overview reads to suggest namespaces (any namespace can be typed in).
+pub const NAMESPACE_SAMPLE: u32 = 200;
 
 /// The Content-Security-Policy of every console answer: only this origin, no inline script,
 /// no eval, no framing.
@@ -560,7 +562,17 @@ pub async fn load_overview(
                 options: ListOptions::default(),
             }
         ),
-        api.list_resources(caller, list(ResourceKind::Deployments)),
+        // Only to suggest namespaces: a bounded sample, not every Deployment.
+        api.list_resources(
+            caller,
+            ListResourcesRequest {
+                options: ListOptions {
+                    page_size: Some(NAMESPACE_SAMPLE),
+                    ..ListOptions::default()
+                },
+                ..list(ResourceKind::Deployments)
+            }
+        ),
         api.list_resources(caller, list(ResourceKind::Propagationpolicies)),
         api.list_resources(caller, list(ResourceKind::Clusterpropagationpolicies)),
         api.list_resources(caller, list(ResourceKind::Overridepolicies)),
@@ -569,6 +581,8 @@ pub async fn load_overview(
     let namespaces: Vec<String> = deployments
         .items
         .iter()
+        .chain(&pp.items)
+        .chain(&op.items)
         .filter_map(|d| d.pointer("/metadata/namespace").and_then(Value::as_str))
         .collect::<BTreeSet<_>>()
         .into_iter()

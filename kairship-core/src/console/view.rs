@@ -576,7 +576,7 @@ pub struct Overview {
     pub instance: Value,
     /// Member clusters.
     pub clusters: Vec<Value>,
-    /// Namespaces that hold Deployments.
+    /// Namespaces to suggest (of a sample of Deployments and of the policies).
     pub namespaces: Vec<String>,
     /// The namespace whose workloads are shown.
     pub namespace: String,
@@ -751,11 +751,20 @@ fn workloads_section(h: &mut Html, base: &str, o: &Overview) {
         &[("method", "get"), ("action", base), ("class", "toolbar")],
     )
     .raw("<label>Namespace ")
-    .open("select", &[("name", "ns"), ("id", "ns")]);
+    .open(
+        "input",
+        &[
+            ("name", "ns"),
+            ("id", "ns"),
+            ("list", "namespaces"),
+            ("value", &o.namespace),
+        ],
+    )
+    .raw("<datalist id=\"namespaces\">");
     for ns in &o.namespaces {
-        option(h, ns, ns, *ns == o.namespace);
+        h.open("option", &[("value", ns)]).close("option");
     }
-    h.raw("</select></label><button type=\"submit\">Show</button></form>");
+    h.raw("</datalist></label><button type=\"submit\">Show</button></form>");
     h.raw("<table id=\"workloads\" class=\"list\"><thead><tr><th>Name</th><th>Ready</th><th>Paused</th><th>Policy</th><th>Placement</th></tr></thead><tbody>");
     if o.workloads.is_empty() {
         h.raw("<tr><td colspan=\"5\" class=\"muted\">No Deployments in this namespace.</td></tr>");
