@@ -660,6 +660,7 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
             "Create from YAML",
         );
     }
+    namespace_form(&mut h, &base, o);
     h.append(live);
     page(name, Some(viewer), h)
 }
@@ -744,13 +745,14 @@ fn placement(h: &mut Html, w: &Workload) {
     h.raw("</span>");
 }
 
-fn workloads_section(h: &mut Html, base: &str, o: &Overview) {
-    h.raw("<section><h2>Workloads</h2>");
+/// The namespace chooser of the overview, outside its live part so a refresh never replaces
+/// what is being typed.
+fn namespace_form(h: &mut Html, base: &str, o: &Overview) {
     h.open(
         "form",
         &[("method", "get"), ("action", base), ("class", "toolbar")],
     )
-    .raw("<label>Namespace ")
+    .raw("<label>Workloads in namespace ")
     .open(
         "input",
         &[
@@ -765,6 +767,10 @@ fn workloads_section(h: &mut Html, base: &str, o: &Overview) {
         h.open("option", &[("value", ns)]).close("option");
     }
     h.raw("</datalist></label><button type=\"submit\">Show</button></form>");
+}
+
+fn workloads_section(h: &mut Html, base: &str, o: &Overview) {
+    h.raw("<section><h2>Workloads</h2>");
     h.raw("<table id=\"workloads\" class=\"list\"><thead><tr><th>Name</th><th>Ready</th><th>Paused</th><th>Policy</th><th>Placement</th></tr></thead><tbody>");
     if o.workloads.is_empty() {
         h.raw("<tr><td colspan=\"5\" class=\"muted\">No Deployments in this namespace.</td></tr>");
@@ -1030,6 +1036,8 @@ pub fn workload_live(
                 ("type", "number"),
                 ("name", "replicas"),
                 ("id", "replicas"),
+                // Kept as typed when the live part is refreshed around it.
+                ("hx-preserve", "true"),
                 ("min", "0"),
                 ("value", &replicas),
             ],
