@@ -115,6 +115,12 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         )
         .with_discovery(clients.clone(), discovery.clone()),
     );
+    let console = kairship_core::console::routes(kairship_core::console::ConsoleParts {
+        api: service.clone(),
+        authenticator: options.authenticator.clone(),
+        authorizer: options.authorizer.clone(),
+        session_ttl: kairship_core::console::session::DEFAULT_SESSION_TTL,
+    });
     let proxy = proxy_routes(
         ProxyState::new(
             router_dyn,
@@ -133,6 +139,7 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         authenticator: options.authenticator,
         proxy: Some(proxy),
         grpc: Some(grpc),
+        console: Some(console),
     });
     Ok(Api {
         app,

@@ -13,6 +13,7 @@
 pub mod access;
 pub mod api;
 pub mod auth;
+pub mod console;
 pub mod controllers;
 pub mod grpc;
 pub mod instance;

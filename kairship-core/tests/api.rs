@@ -269,6 +269,7 @@ impl Env {
             authenticator: Arc::new(Tokens),
             proxy: Some(proxy),
             grpc: Some(grpc),
+            console: None,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

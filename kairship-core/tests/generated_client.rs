@@ -175,6 +175,7 @@ async fn start_server() -> Server {
         authenticator: Arc::new(tokens),
         proxy: None,
         grpc: None,
+        console: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -163,6 +163,7 @@ async fn kairship(instance: &kube_sandbox::Served, identity: WriteIdentity) -> S
         authenticator: Arc::new(Everyone),
         proxy: Some(proxy),
         grpc: None,
+        console: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

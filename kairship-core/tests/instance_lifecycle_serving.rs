@@ -163,6 +163,7 @@ impl Env {
             authenticator: Arc::new(Admin),
             proxy: Some(proxy),
             grpc: Some(grpc),
+            console: None,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

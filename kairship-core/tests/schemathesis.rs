@@ -118,6 +118,7 @@ async fn start_server() -> Server {
         authenticator: tokens,
         proxy: Some(proxy),
         grpc: None,
+        console: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

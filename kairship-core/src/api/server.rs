@@ -41,6 +41,9 @@ pub struct AppParts {
     pub proxy: Option<Router>,
     /// gRPC services (tonic's routes as an axum router), sharing the port over HTTP/2.
     pub grpc: Option<Router>,
+    /// The web console (`crate::console::routes(...)`) under `/ui`; it signs users in with
+    /// the same tokens.
+    pub console: Option<Router>,
 }
 
 impl std::fmt::Debug for AppParts {
@@ -48,6 +51,7 @@ impl std::fmt::Debug for AppParts {
         f.debug_struct("AppParts")
             .field("proxy", &self.proxy.is_some())
             .field("grpc", &self.grpc.is_some())
+            .field("console", &self.console.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -82,6 +86,9 @@ pub fn app(parts: AppParts) -> Router {
     }
     if let Some(grpc) = parts.grpc {
         app = app.merge(grpc);
+    }
+    if let Some(console) = parts.console {
+        app = app.merge(console);
     }
     app.fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)

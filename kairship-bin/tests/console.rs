@@ -1,0 +1,813 @@
+//! The web console in a real Chromium, driven over the W3C WebDriver protocol (chromedriver)
+//! against `kairship sandbox` run as a child process: sign-in as the admin and the viewer,
+//! the instance list against the REST API's numbers, write controls only for who may write,
+//! CSRF refusals, a restart seen live, a bad manifest's error from the API, HTML escaping,
+//! sign-out, and no request leaving the Kairship origin. Screenshots of each page are written
+//! to `$TMPDIR/kairship-console-screenshots/`.
+//!
+//! Needs `chromium` and `chromedriver` on PATH (Debian: `apt-get install chromium
+//! chromium-driver`); without them the browser test prints a notice and passes, unless
+//! `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// How long the sandbox may take to come up, and anything the page should show to appear.
+const LIMIT: Duration = Duration::from_secs(120);
+const P: &str = "/apis/kairship.io/v1alpha1";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A child process killed however the test ends.
+struct Killed {
+    child: Child,
+    dir: Option<PathBuf>,
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `kairship sandbox` (with `extra` arguments) and waits for `--- running`.
+fn start_sandbox(dir: &Path, port: u16, extra: &[&str]) -> Killed {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kairship"))
+        .arg("sandbox")
+        .arg(format!("--dir={}", dir.display()))
+        .arg(format!("--api-port={port}"))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kairship sandbox");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let sandbox = Killed {
+        child,
+        dir: Some(dir.to_owned()),
+    };
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + LIMIT;
+    let mut printed = String::new();
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.starts_with("--- running") => break,
+            Ok(line) => {
+                printed.push_str(&line);
+                printed.push('\n');
+            }
+            Err(_) => panic!("the sandbox did not come up; it printed:\n{printed}"),
+        }
+    }
+    sandbox
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// chromium and chromedriver, or `None` (skip) when either is missing and the tools are not
+/// required.
+fn browser_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let chromium = on_path("chromium").or_else(|| on_path("chromium-browser"));
+    let driver = on_path("chromedriver");
+    if let (Some(c), Some(d)) = (chromium.clone(), driver.clone()) {
+        return Some((c, d));
+    }
+    let env = kube_sandbox::testing::charts::REQUIRE_TOOLS_ENV;
+    let required = std::env::var(env).is_ok_and(|v| !v.is_empty() && v != "0");
+    assert!(
+        !required,
+        "{env} is set but chromium ({chromium:?}) or chromedriver ({driver:?}) is missing; \
+         install them with: apt-get install -y chromium chromium-driver"
+    );
+    eprintln!(
+        "skipping {test}: chromium or chromedriver not found \
+         (install them with: apt-get install -y chromium chromium-driver)"
+    );
+    None
+}
+
+/// A W3C WebDriver session on chromedriver.
+struct Browser {
+    http: reqwest::Client,
+    session: String,
+    _driver: Killed,
+}
+
+impl Browser {
+    async fn start(chromium: &Path, chromedriver: &Path) -> Browser {
+        let port = free_port();
+        let driver = Killed {
+            child: Command::new(chromedriver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start chromedriver"),
+            dir: None,
+        };
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let ready = http.get(format!("{base}/status")).send().await;
+            if let Ok(r) = ready
+                && r.json::<Value>().await.unwrap()["value"]["ready"] == true
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium.display().to_string(),
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--window-size=1280,900", "--disable-dev-shm-usage"]
+            }
+        }}});
+        let created: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {created}"))
+            .to_owned();
+        Browser {
+            http,
+            session: format!("{base}/session/{session}"),
+            _driver: driver,
+        }
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}{path}", self.session);
+        let req = match method {
+            "GET" => self.http.get(url),
+            "DELETE" => self.http.delete(url),
+            _ => self.http.post(url).json(&body),
+        };
+        let answer: Value = req.send().await.unwrap().json().await.unwrap();
+        let value = answer["value"].clone();
+        assert!(
+            value.get("error").is_none(),
+            "WebDriver {method} {path}: {value}"
+        );
+        value
+    }
+
+    async fn goto(&self, url: &str) {
+        self.call("POST", "/url", json!({ "url": url })).await;
+    }
+
+    async fn url(&self) -> String {
+        self.call("GET", "/url", Value::Null)
+            .await
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    async fn find_all(&self, css: &str) -> Vec<String> {
+        self.call(
+            "POST",
+            "/elements",
+            json!({"using": "css selector", "value": css}),
+        )
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[ELEMENT].as_str().unwrap().to_owned())
+        .collect()
+    }
+
+    /// The first element matching `css`, waiting for it to appear.
+    async fn find(&self, css: &str) -> String {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            if let Some(e) = self.find_all(css).await.into_iter().next() {
+                return e;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {css} on {}:\n{}",
+                self.url().await,
+                self.source().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn click(&self, css: &str) {
+        let e = self.find(css).await;
+        self.call("POST", &format!("/element/{e}/click"), json!({}))
+            .await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let e = self.find(css).await;
+        self.call(
+            "POST",
+            &format!("/element/{e}/value"),
+            json!({ "text": text }),
+        )
+        .await;
+    }
+
+    async fn text(&self, css: &str) -> String {
+        let e = self.find(css).await;
+        self.call("GET", &format!("/element/{e}/text"), Value::Null)
+            .await
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    async fn script(&self, script: &str, args: Value) -> Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            json!({"script": script, "args": args}),
+        )
+        .await
+    }
+
+    async fn source(&self) -> String {
+        self.call("GET", "/source", Value::Null)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Waits until the page's URL ends with `suffix`.
+    async fn wait_url(&self, suffix: &str) {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let url = self.url().await;
+            if url.ends_with(suffix) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "still at {url}, not {suffix}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until `css`'s text satisfies `ok`, and returns it.
+    async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            // The element may be swapped out between finding and reading it.
+            let text = self
+                .script(
+                    "const e = document.querySelector(arguments[0]); return e ? e.innerText : null;",
+                    json!([css]),
+                )
+                .await;
+            if let Some(t) = text.as_str()
+                && ok(t)
+            {
+                return t.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css} never showed what was expected; last: {text}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn screenshot(&self, dir: &Path, name: &str) {
+        let png = self.call("GET", "/screenshot", Value::Null).await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap())
+            .unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), bytes).unwrap();
+    }
+
+    /// The session cookie's value, as the browser holds it.
+    async fn session_cookie(&self) -> Option<String> {
+        let cookies = self.call("GET", "/cookie", Value::Null).await;
+        cookies
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "kairship_session")
+            .map(|c| {
+                assert_eq!(c["httpOnly"], true, "{c}");
+                assert_eq!(c["sameSite"], "Strict", "{c}");
+                assert_eq!(c["path"], "/ui", "{c}");
+                c["value"].as_str().unwrap().to_owned()
+            })
+    }
+
+    /// Every resource the page loaded, and the page itself, came from `origin`.
+    async fn assert_same_origin(&self, origin: &str) {
+        let urls = self
+            .script(
+                "return performance.getEntriesByType('navigation')\
+                   .concat(performance.getEntriesByType('resource')).map(e => e.name);",
+                json!([]),
+            )
+            .await;
+        let urls = urls.as_array().unwrap();
+        assert!(!urls.is_empty());
+        for u in urls {
+            let u = u.as_str().unwrap();
+            assert!(u.starts_with(origin), "{u} is not on {origin}");
+        }
+    }
+
+    async fn sign_in(&self, base: &str, token: &str) {
+        self.goto(&format!("{base}/ui/")).await;
+        self.wait_url("/ui/signin").await;
+        self.type_into("#token", token).await;
+        self.click("#signin").await;
+        self.wait_url("/ui/instances").await;
+    }
+
+    async fn quit(&self) {
+        let _ = self.http.delete(&self.session).send().await;
+    }
+}
+
+/// What the REST API says of each instance the token may see: name -> the list's cells.
+async fn rest_rows(http: &reqwest::Client, base: &str, token: &str) -> Vec<(String, Vec<String>)> {
+    let list: Value = http
+        .get(format!("{base}{P}/instances"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let s = &i["status"]["summary"];
+            let pair = |p: &str| {
+                format!(
+                    "{}/{}",
+                    s.pointer(&format!("{p}/readyNum")).unwrap(),
+                    s.pointer(&format!("{p}/totalNum")).unwrap()
+                )
+            };
+            let policies = s["policyTotalNum"]["propagationpolicies"].as_i64().unwrap()
+                + s["policyTotalNum"]["overridepolicies"].as_i64().unwrap();
+            (
+                i["metadata"]["name"].as_str().unwrap().to_owned(),
+                vec![
+                    i["status"]["state"].as_str().unwrap().to_owned(),
+                    i["status"]["karmadaVersion"].as_str().unwrap().to_owned(),
+                    pair("/clusterSummary"),
+                    pair("/nodeSummary"),
+                    pair("/workloadSummary/deployments"),
+                    policies.to_string(),
+                    format!(
+                        "{} / {}",
+                        s["resourceSummary"]["allocated"]["cpu"].as_str().unwrap(),
+                        s["resourceSummary"]["allocatable"]["cpu"].as_str().unwrap()
+                    ),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// The same cells as the console's instance list shows them.
+async fn page_rows(browser: &Browser) -> Vec<(String, Vec<String>)> {
+    let rows = browser
+        .script(
+            "return [...document.querySelectorAll('tr[data-instance]')].map(r => [\
+               r.dataset.instance,\
+               ['td:nth-child(2)', '.karmada-version', '.clusters', '.nodes', '.workloads',\
+                '.policies', '.cpu .bar-text'].map(c => r.querySelector(c).innerText.trim())]);",
+            json!([]),
+        )
+        .await;
+    serde_json::from_value(rows).unwrap()
+}
+
+/// A POST to the console with the given cookie and form, as a forger would send it.
+async fn post_form(
+    http: &reqwest::Client,
+    url: &str,
+    cookie: &str,
+    form: &str,
+) -> (StatusCode, String) {
+    let r = http
+        .post(url)
+        .header("cookie", format!("kairship_session={cookie}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
+async fn restarted_at(http: &reqwest::Client, base: &str, token: &str, name: &str) -> Value {
+    let d: Value = http
+        .get(format!(
+            "{base}{P}/instances/karmada-a/namespaces/demo/deployments/{name}"
+        ))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_in_chromium() {
+    let Some((chromium, chromedriver)) = browser_or_skip("console_in_chromium") else {
+        return;
+    };
+    kube_kit::client::install_crypto_provider();
+    let tmp = std::env::temp_dir();
+    let dir = tmp.join(format!("kairship-console-{}", std::process::id()));
+    let shots = tmp.join("kairship-console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let port = free_port();
+    let _sandbox = start_sandbox(&dir, port, &[]);
+    let base = format!("http://127.0.0.1:{port}");
+    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
+    let viewer = std::fs::read_to_string(dir.join("viewer.token")).unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+
+    // A Deployment whose annotation and label-like text carry markup: it must render as text.
+    let evil = "<script>window.__injected = 1</script>";
+    let created = http
+        .post(format!(
+            "{base}{P}/instances/karmada-a/namespaces/demo/deployments"
+        ))
+        .bearer_auth(&admin)
+        .json(&json!({
+            "metadata": {"name": "markup", "annotations": {"note": evil}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "markup"}},
+                "template": {"metadata": {"labels": {"app": "markup"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        created.status(),
+        StatusCode::OK,
+        "{}",
+        created.text().await.unwrap()
+    );
+
+    let browser = Browser::start(&chromium, &chromedriver).await;
+
+    // The admin: both instances, with the numbers the REST API gives.
+    browser.sign_in(&base, &admin).await;
+    browser.find("tr[data-instance]").await;
+    let want = rest_rows(&http, &base, &admin).await;
+    assert_eq!(want.len(), 2, "{want:?}");
+    assert_eq!(page_rows(&browser).await, want);
+    assert_eq!(browser.find_all("a.delete").await.len(), 2);
+    // The sandbox's admin administers its two instances but may not create others.
+    assert!(browser.find_all("#new-instance").await.is_empty());
+    browser.assert_same_origin(&base).await;
+    browser.screenshot(&shots, "instances").await;
+    let admin_cookie = browser.session_cookie().await.expect("a session cookie");
+
+    // Search narrows the list without a reload.
+    browser
+        .script("window.__page = 'kept'; return null;", json!([]))
+        .await;
+    browser.type_into("#q", "-b").await;
+    browser
+        .wait_text("#instances tbody", |t| {
+            t.contains("karmada-b") && !t.contains("karmada-a")
+        })
+        .await;
+    assert_eq!(
+        browser.script("return window.__page;", json!([])).await,
+        "kept"
+    );
+
+    // The overview: clusters, workloads with their placement, policies.
+    browser
+        .goto(&format!("{base}/ui/instances/karmada-a"))
+        .await;
+    let clusters = browser.text("#clusters").await;
+    assert!(
+        clusters.contains("a-east") && clusters.contains("a-west"),
+        "{clusters}"
+    );
+    let workloads = browser.text("#workloads").await;
+    assert!(
+        workloads.contains("web") && workloads.contains("api"),
+        "{workloads}"
+    );
+    let policies = browser.text("#propagation").await;
+    assert!(policies.contains("demo-spread"), "{policies}");
+    browser.assert_same_origin(&base).await;
+    browser.screenshot(&shots, "overview").await;
+
+    // Markup in an object renders as text.
+    browser
+        .goto(&format!(
+            "{base}/ui/instances/karmada-a/namespaces/demo/workloads/markup"
+        ))
+        .await;
+    assert!(browser.text("#yaml").await.contains(evil));
+    assert_eq!(
+        browser
+            .script("return window.__injected === undefined;", json!([]))
+            .await,
+        true
+    );
+
+    // Forged POSTs with the admin's own cookie: no CSRF token, a wrong one.
+    let restart = format!("{base}/ui/instances/karmada-a/namespaces/demo/workloads/web/restart");
+    let before = restarted_at(&http, &base, &admin, "web").await;
+    for form in ["", "_csrf=0123456789abcdef"] {
+        let (status, body) = post_form(&http, &restart, &admin_cookie, form).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{form}: {body}");
+        assert!(body.contains("CSRF"), "{body}");
+    }
+    assert_eq!(restarted_at(&http, &base, &admin, "web").await, before);
+
+    // The admin restarts `web`: the page shows the new rollout without reloading.
+    browser
+        .goto(&format!(
+            "{base}/ui/instances/karmada-a/namespaces/demo/workloads/web"
+        ))
+        .await;
+    assert_eq!(browser.text("#restarted-at").await, "never");
+    browser
+        .script("window.__page = 'kept'; return null;", json!([]))
+        .await;
+    browser.click("#action-restart").await;
+    let shown = browser.wait_text("#restarted-at", |t| t != "never").await;
+    assert_eq!(
+        Value::String(shown),
+        restarted_at(&http, &base, &admin, "web").await
+    );
+    assert_eq!(
+        browser.script("return window.__page;", json!([])).await,
+        "kept",
+        "the page was not reloaded"
+    );
+    browser.assert_same_origin(&base).await;
+    browser.screenshot(&shots, "workload").await;
+
+    // Create from YAML: a manifest with an unknown field gets the API's own error, inline.
+    browser
+        .goto(&format!("{base}/ui/instances/karmada-a/create?ns=demo"))
+        .await;
+    let bad = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bad\nspec:\n  bogus: 1\n  selector: {matchLabels: {app: bad}}\n  template:\n    metadata: {labels: {app: bad}}\n    spec:\n      containers: [{name: c, image: nginx}]\n";
+    browser
+        .script(
+            "document.getElementById('yaml').value = arguments[0]; return null;",
+            json!([bad]),
+        )
+        .await;
+    browser.click("#create").await;
+    let shown = browser
+        .wait_text("#create-result .error", |t| !t.is_empty())
+        .await;
+    let rest: Value = http
+        .post(format!(
+            "{base}{P}/instances/karmada-a/namespaces/demo/deployments"
+        ))
+        .bearer_auth(&admin)
+        .json(&serde_saphyr::from_str::<Value>(bad).unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let message = rest["message"].as_str().unwrap();
+    assert!(message.contains("spec.bogus"), "{rest}");
+    assert!(shown.contains(message), "{shown} lacks the API's {message}");
+    browser.screenshot(&shots, "create").await;
+
+    // Deleting an instance with members: the API's safe-delete refusal, on the page.
+    browser.goto(&format!("{base}/ui/instances")).await;
+    browser.click("tr[data-instance=karmada-a] a.delete").await;
+    browser.click("#confirm-delete").await;
+    let refused = browser.text(".error").await;
+    assert!(
+        refused.contains("FailedPrecondition") && refused.contains("a-east, a-west"),
+        "{refused}"
+    );
+
+    // Adopting a Karmada, which this admin may not do: the API's refusal, on the page.
+    browser.goto(&format!("{base}/ui/new-instance")).await;
+    browser.type_into("#name", "karmada-c").await;
+    browser
+        .type_into("#secretName", "karmada-c-kubeconfig")
+        .await;
+    browser.click("#adopt").await;
+    let refused = browser.text(".error").await;
+    assert!(refused.contains("PermissionDenied"), "{refused}");
+    let rest = http
+        .get(format!("{base}{P}/instances/karmada-c"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(rest.status(), StatusCode::OK, "nothing was created");
+
+    // Sign-out ends the session: the old cookie no longer opens a page.
+    browser.goto(&format!("{base}/ui/instances")).await;
+    browser.click("#signout").await;
+    browser.wait_url("/ui/signin").await;
+    let old = http
+        .get(format!("{base}/ui/instances"))
+        .header("cookie", format!("kairship_session={admin_cookie}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old.status(), StatusCode::SEE_OTHER);
+    assert_eq!(old.headers()["location"], "/ui/signin");
+    browser.screenshot(&shots, "signin").await;
+
+    // The viewer: one instance, its numbers, and no write controls anywhere.
+    browser.sign_in(&base, &viewer).await;
+    browser.find("tr[data-instance]").await;
+    let want = rest_rows(&http, &base, &viewer).await;
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(page_rows(&browser).await, want);
+    assert!(browser.find_all("a.delete, #new-instance").await.is_empty());
+    browser.screenshot(&shots, "viewer-instances").await;
+    browser
+        .goto(&format!(
+            "{base}/ui/instances/karmada-a/namespaces/demo/workloads/web"
+        ))
+        .await;
+    browser.find("#workload-clusters").await;
+    assert!(
+        browser
+            .find_all("#actions, #action-restart")
+            .await
+            .is_empty()
+    );
+    browser
+        .goto(&format!("{base}/ui/instances/karmada-a"))
+        .await;
+    browser.find("#clusters").await;
+    assert!(browser.find_all("#create-yaml").await.is_empty());
+    let viewer_cookie = browser.session_cookie().await.expect("a session cookie");
+    let csrf = browser
+        .script(
+            "return document.querySelector('input[name=_csrf]').value;",
+            json!([]),
+        )
+        .await;
+    // Forged POSTs are refused before the API is asked; with the right token, the API's
+    // refusal is what the viewer reads.
+    for form in ["", "_csrf=wrong"] {
+        let (status, _) = post_form(&http, &restart, &viewer_cookie, form).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{form}");
+    }
+    let (status, body) = post_form(
+        &http,
+        &restart,
+        &viewer_cookie,
+        &format!("_csrf={}", csrf.as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("PermissionDenied"), "{body}");
+    let viewer_rest = http
+        .post(format!(
+            "{base}{P}/instances/karmada-a/namespaces/demo/deployments/web:restart"
+        ))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap();
+    let api_message = viewer_rest.json::<Value>().await.unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        body.contains(&kairship_core::console::html::escape(&api_message)),
+        "{body} lacks the API's {api_message}"
+    );
+    browser.quit().await;
+    eprintln!("screenshots in {}", shots.display());
+}
+
+/// The session cookie's flags, over plain HTTP and over TLS (`Secure`), without a browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_cookie_flags_and_tls() {
+    kube_kit::client::install_crypto_provider();
+    let dir = std::env::temp_dir().join(format!("kairship-console-tls-{}", std::process::id()));
+    let port = free_port();
+    let _sandbox = start_sandbox(&dir, port, &["--tls"]);
+    let ca = std::fs::read(dir.join("kairship-ca.crt")).unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
+        .build()
+        .unwrap();
+    let base = format!("https://127.0.0.1:{port}");
+    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
+
+    // A bad token: no session, the API's message.
+    let r = http
+        .post(format!("{base}/ui/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("token=not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get("set-cookie").is_none());
+
+    // A cross-site sign-in is refused.
+    let r = http
+        .post(format!("{base}/ui/signin"))
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={admin}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+    let r = http
+        .post(format!("{base}/ui/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={admin}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let parts: Vec<&str> = cookie.split("; ").collect();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/ui", "Secure"] {
+        assert!(parts.contains(&flag), "{flag} missing from {cookie}");
+    }
+    assert!(
+        !cookie.contains(admin.trim()),
+        "the token never goes to the browser"
+    );
+    let csp = r.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("default-src 'self'"), "{csp}");
+    let id = parts[0].strip_prefix("kairship_session=").unwrap();
+    let page = http
+        .get(format!("{base}/ui/instances"))
+        .header("cookie", format!("kairship_session={id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page.text().await.unwrap().contains("karmada-b"));
+}
