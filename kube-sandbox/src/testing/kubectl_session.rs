@@ -321,7 +321,11 @@ const KINDS: &[(&str, Option<&str>, &[&str])] = &[
 
 /// Objects of the kinds that `create_kinds` and `apply_documents` do not make, so that every
 /// table has a row.
-const MORE_OBJECTS: &str = r#"apiVersion: batch/v1
+const MORE_OBJECTS: &str = r#"apiVersion: v1
+kind: ServiceAccount
+metadata: {name: builder}
+---
+apiVersion: batch/v1
 kind: CronJob
 metadata: {name: nightly}
 spec:
