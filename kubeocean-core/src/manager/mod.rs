@@ -137,6 +137,9 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// Listing the ClusterBindings (to check that a `clusterID` is not taken) failed.
+    #[error("cannot list ClusterBindings: {0}")]
+    ListBindings(#[source] kube::Error),
     /// Counting or removing what a deleted binding left in the computing cluster failed.
     #[error("cannot {action} the virtual nodes of ClusterBinding {binding}: {source}")]
     VirtualNodes {
@@ -157,6 +160,7 @@ impl ReconcileError for Error {
             Error::Workload { .. } => "WorkloadWriteFailed",
             Error::Certificate { .. } => "CertificateFailed",
             Error::VirtualNodes { .. } => "VirtualNodeCleanupFailed",
+            Error::ListBindings(_) => "BindingListFailed",
         })
     }
 }
