@@ -386,7 +386,7 @@ async fn serve_resource(
         .is_some_and(crate::apiserver::table::wants_table);
     let sub = p.subresource.clone();
     match (verb, name, sub.as_deref()) {
-        ("get", Some(name), None | Some("status")) => {
+        ("get", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
             let obj = state
                 .store
                 .get(&rt.group_resource(), &namespace, &name)
@@ -436,7 +436,11 @@ async fn serve_resource(
             let body = read_body(&state, req).await?;
             crate::apiserver::subresources::create(&state, &rt, &namespace, &name, sub, &body, &ctx)
         }
-        ("update", Some(name), None | Some("status") | Some("finalize")) => {
+        (
+            "update",
+            Some(name),
+            None | Some("status") | Some("finalize") | Some("ephemeralcontainers"),
+        ) => {
             let ctx = write_context(&req, &query);
             let body = read_body(&state, req).await?;
             let value = parse_json(&body)?;
@@ -447,7 +451,7 @@ async fn serve_resource(
             let obj = state.update(&rt, &version, &namespace, &name, value, sub, &ctx)?;
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
-        ("patch", Some(name), None | Some("status")) => {
+        ("patch", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
             let content_type = req
                 .headers()
                 .get(header::CONTENT_TYPE)
