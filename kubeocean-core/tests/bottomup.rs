@@ -866,7 +866,7 @@ async fn a_physical_node_replaced_under_the_same_name_gets_a_fresh_virtual_node(
         .unwrap();
     let new_physical_uid = nodes.get("n1").await.unwrap().uid().unwrap();
     assert_ne!(new_physical_uid, old_physical_uid);
-    start(&env, Clock::system());
+    let metrics = start(&env, Clock::system());
 
     eventually("a fresh vnode-w1-n1 for the new machine", || async {
         vnode(&env.c, "vnode-w1-n1").await.is_some_and(|n| {
@@ -892,4 +892,17 @@ async fn a_physical_node_replaced_under_the_same_name_gets_a_fresh_virtual_node(
         taint_keys(&fresh)
     );
     assert_eq!(fresh.spec.as_ref().unwrap().unschedulable, None);
+    // Upstream's per-node gauges (cpu in millicores, memory in MiB) describe the new machine.
+    eventually("the per-node gauges of the new machine", || async {
+        let text = metrics.encode().unwrap();
+        [
+            "kubeocean_syncer_vnode_origin_resource{clusterbinding=\"worker-1\",node=\"vnode-w1-n1\",resource=\"cpu\"} 8000.0",
+            "kubeocean_syncer_vnode_available_resource{clusterbinding=\"worker-1\",node=\"vnode-w1-n1\",resource=\"memory\"} 16384.0",
+            "kubeocean_syncer_cluster_available_resource{clusterbinding=\"worker-1\",resource=\"cpu\"} 8000.0",
+            "kubeocean_syncer_vnode_total{clusterbinding=\"worker-1\"} 1",
+        ]
+        .iter()
+        .all(|want| text.contains(want))
+    })
+    .await;
 }

@@ -26,7 +26,7 @@ use kube_sandbox::SimNode;
 use kube_sandbox::testing::create_namespace;
 use kubeocean_core::crd::{ClusterBinding, ClusterBindingPhase, ResourceLeasingPolicy};
 use kubeocean_core::manager::{
-    EmbeddedRunner, FINALIZER, Manager, ManagerConfig, SyncerRuntime, Templates,
+    EmbeddedRunner, FINALIZER, Manager, ManagerConfig, ManagerMetrics, SyncerRuntime, Templates,
 };
 use kubeocean_core::naming::physical_name;
 use kubeocean_core::syncer::SyncerConfig;
@@ -59,8 +59,8 @@ async fn put_secret(c: &Client, name: &str, kubeconfig: &str) {
 }
 
 /// Our manager in embedded mode (syncers in-process), as `helm install` with
-/// `manager.embedded=true` runs it.
-fn start_manager(c: &Client, token: &CancellationToken) {
+/// `manager.embedded=true` runs it; returns its metrics registry.
+fn start_manager(c: &Client, token: &CancellationToken) -> Metrics {
     let mut base = SyncerConfig::new("unused");
     base.secret_namespace = NS.into();
     base.client_options = base.client_options.with_rate_limit(0.0, 0);
@@ -85,9 +85,12 @@ fn start_manager(c: &Client, token: &CancellationToken) {
     config.retry_interval = Duration::from_millis(200);
     config.resync_interval = Duration::from_secs(2);
     config.drain_interval = Duration::from_millis(200);
+    let registry = Metrics::new();
+    config.metrics = Some(ManagerMetrics::register(&registry));
     let manager = Manager::embedded(c.clone(), config, runner);
-    let metrics = ControllerMetrics::register(&Metrics::new());
+    let metrics = ControllerMetrics::register(&registry);
     tokio::spawn(manager.run(metrics, None, token.clone()));
+    registry
 }
 
 async fn binding(c: &Client, name: &str) -> Option<ClusterBinding> {
@@ -487,7 +490,7 @@ async fn a_second_binding_with_a_taken_cluster_id_is_refused() {
         // creationTimestamp has a one-second resolution: make "second" strictly newer.
         tokio::time::sleep(Duration::from_millis(1100)).await;
     }
-    start_manager(&c, pair.sandboxes.token());
+    let metrics = start_manager(&c, pair.sandboxes.token());
     eventually("first Ready", || async {
         binding(&c, "first")
             .await
@@ -519,6 +522,13 @@ async fn a_second_binding_with_a_taken_cluster_id_is_refused() {
                     && e.reason.as_deref() == Some("DuplicateClusterID")
                     && e.type_.as_deref() == Some("Warning")
             })
+    })
+    .await;
+    // Upstream's gauge counts them by status, from the stored bindings.
+    eventually("kubeocean_clusterbindings_total by status", || async {
+        let text = metrics.encode().unwrap();
+        text.contains("kubeocean_clusterbindings_total{status=\"Ready\"} 1")
+            && text.contains("kubeocean_clusterbindings_total{status=\"Failed\"} 1")
     })
     .await;
     // The older binding keeps its clusterID; no SyncerReady was ever reported for the newer.

@@ -45,6 +45,20 @@ use crate::upgrade;
 
 /// Reconciles one ClusterBinding.
 pub async fn reconcile(binding: Arc<ClusterBinding>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let name = binding.name_any();
+    let result = reconcile_binding(binding, &ctx).await;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics.synced(&name, started.elapsed(), result.is_err());
+    }
+    result
+}
+
+async fn reconcile_binding(
+    binding: Arc<ClusterBinding>,
+    ctx: &Arc<Context>,
+) -> Result<Action, Error> {
+    let ctx = ctx.clone();
     let name = binding.name_any();
     // Upstream Kubeocean's finalizers count as ours: we drain, then release them all.
     if binding.metadata.deletion_timestamp.is_some() {
@@ -60,6 +74,9 @@ pub async fn reconcile(binding: Arc<ClusterBinding>, ctx: Arc<Context>) -> Resul
         .list(&Default::default())
         .await
         .map_err(Error::ListBindings)?;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics.set_bindings(&all.items);
+    }
     let outcome = match upgrade::cluster_id_owner(&binding, &all.items) {
         Some(owner) => {
             if let Some(embedded) = &ctx.embedded {

@@ -28,10 +28,11 @@ use super::vnode::{
 };
 use super::{csinode, reclaim};
 use crate::labels;
-use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
+use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason, node_base};
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
 use crate::syncer::error::SyncError;
+use crate::syncer::metrics::node_resources;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::worker;
@@ -125,6 +126,11 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
         label_policy_applied(ctx, physical, decision.policy.as_deref()).await?;
     }
     let (Some(binding), Some(physical), true) = (&binding, &physical, decision.lent) else {
+        if let Some(metrics) = &ctx.config.metrics {
+            metrics
+                .upstream()
+                .forget_node(&ctx.config.binding_name, &vnode_name);
+        }
         return match current {
             Some(vnode) => remove_virtual_node(ctx, &vnode).await,
             None => Ok(None),
@@ -195,6 +201,16 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
             vnode
         }
     };
+    if let Some(metrics) = &ctx.config.metrics {
+        let resources = node_resources(
+            &node_base(physical),
+            &decision.allocatable,
+            usage.amounts().iter(),
+        );
+        metrics
+            .upstream()
+            .set_node(&ctx.config.binding_name, &vnode_name, resources);
+    }
     let physical_csinode = ctx.worker_index().csinode(name);
     csinode::sync(ctx, &vnode, physical_csinode.as_deref()).await?;
     let mut next = decision.next_change;
