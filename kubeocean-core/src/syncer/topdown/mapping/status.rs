@@ -57,7 +57,10 @@ pub const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
 /// every gate's condition (set in the computing cluster) is `True`. The physical pod knows
 /// nothing of the gates, so its `Ready` alone would be wrong.
 pub fn gate_readiness(status: &mut PodStatus, gates: &[PodReadinessGate]) {
-    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    // No Ready from the worker yet: nothing to hold back (and nothing to add).
+    let Some(conditions) = status.conditions.as_mut() else {
+        return;
+    };
     let unmet = gates.iter().find_map(|gate| {
         let kind = gate.condition_type.as_str();
         match conditions.iter().find(|c| c.type_ == kind) {
@@ -75,7 +78,6 @@ pub fn gate_readiness(status: &mut PodStatus, gates: &[PodReadinessGate]) {
         return;
     };
     let Some(ready) = conditions.iter_mut().find(|c| c.type_ == "Ready") else {
-        // No Ready from the worker yet: nothing to hold back.
         return;
     };
     if ready.status == "True" {
@@ -453,6 +455,9 @@ mod tests {
                 Some("ContainersNotReady"),
             ),
         ];
+        let mut bare = PodStatus::default();
+        gate_readiness(&mut bare, &gates(&["lb/ready"]));
+        assert_eq!(bare, PodStatus::default(), "no conditions: none added");
         for (what, physical_ready, virtual_conditions, gates, want, reason) in cases {
             let physical = PodStatus {
                 phase: Some("Running".into()),
