@@ -1,7 +1,8 @@
 //! Pod lifecycle through the syncer, against two sandbox clusters served over loopback HTTP:
 //! an ephemeral container added to a virtual pod (`kubectl debug`) reaches its physical pod
 //! through the `ephemeralcontainers` subresource and its status comes back; readiness gates
-//! of the virtual pod hold its Ready until their conditions are True.
+//! of the virtual pod hold its Ready until their conditions are True; what virtual pods
+//! request shows in upstream's per-node gauge.
 
 #![allow(clippy::unwrap_used)]
 
@@ -16,14 +17,14 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube_sandbox::SimNode;
 use kubeocean_core::naming::physical_name;
-use kubeocean_core::syncer::{Syncer, SyncerConfig};
+use kubeocean_core::syncer::{Syncer, SyncerConfig, SyncerMetrics};
 use serde_json::json;
 
 const BINDING: &str = "worker-1";
 const MOUNT: &str = "kubeocean-worker";
 const NS: &str = "default";
 
-async fn env() -> common::ServedPair {
+async fn env() -> (common::ServedPair, kube_kit::admin::Metrics) {
     let pair = common::served_pair("pod-lifecycle-test").await;
     pair.worker
         .add_node(&SimNode::new("n1", "8", "16Gi"))
@@ -36,13 +37,15 @@ async fn env() -> common::ServedPair {
     config.retry_interval = Duration::from_millis(100);
     config.max_retry_interval = Duration::from_secs(1);
     config.probe_timeout = Duration::from_secs(1);
+    let registry = kube_kit::admin::Metrics::new();
+    config.metrics = Some(SyncerMetrics::register(&registry));
     tokio::spawn(Syncer::new(pair.c.clone(), config).run(pair.sandboxes.token().clone()));
     let nodes: Api<Node> = Api::all(pair.c.clone());
     eventually("vnode-w1-n1", || async {
         nodes.get_opt("vnode-w1-n1").await.unwrap().is_some()
     })
     .await;
-    pair
+    (pair, registry)
 }
 
 fn ready(pod: &Pod) -> Option<(String, Option<String>)> {
@@ -57,17 +60,25 @@ fn ready(pod: &Pod) -> Option<(String, Option<String>)> {
 
 #[tokio::test]
 async fn an_ephemeral_container_reaches_the_physical_pod_and_its_status_comes_back() {
-    let env = env().await;
+    let (env, metrics) = env().await;
     let vpods: Api<Pod> = Api::namespaced(env.c.clone(), NS);
     let ppods: Api<Pod> = Api::namespaced(env.w.clone(), MOUNT);
     let pod: Pod = from_json(json!({
         "metadata": { "name": "web", "namespace": NS },
         "spec": { "nodeName": "vnode-w1-n1", "automountServiceAccountToken": false,
-                  "containers": [{ "name": "app", "image": "nginx:1" }] },
+                  "containers": [{ "name": "app", "image": "nginx:1",
+                      "resources": { "requests": { "cpu": "250m", "memory": "64Mi" } } }] },
     }));
     vpods.create(&PostParams::default(), &pod).await.unwrap();
     eventually("web Running", || async {
         vpods.get("web").await.unwrap().status.and_then(|s| s.phase) == Some("Running".into())
+    })
+    .await;
+    // Upstream's per-node gauge of what virtual pods request (cpu in millicores).
+    eventually("the virtual usage of vnode-w1-n1", || async {
+        let text = metrics.encode().unwrap();
+        text.contains("kubeocean_syncer_vnode_virtual_usage{clusterbinding=\"worker-1\",node=\"vnode-w1-n1\",resource=\"cpu\"} 250.0")
+            && text.contains("kubeocean_syncer_cluster_virtual_usage{clusterbinding=\"worker-1\",resource=\"memory\"} 64.0")
     })
     .await;
 
@@ -147,7 +158,7 @@ async fn an_ephemeral_container_reaches_the_physical_pod_and_its_status_comes_ba
 
 #[tokio::test]
 async fn readiness_gates_of_the_virtual_pod_hold_its_ready() {
-    let env = env().await;
+    let (env, _metrics) = env().await;
     let vpods: Api<Pod> = Api::namespaced(env.c.clone(), NS);
     let pod: Pod = from_json(json!({
         "metadata": { "name": "gated", "namespace": NS },

@@ -202,10 +202,12 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
         }
     };
     if let Some(metrics) = &ctx.config.metrics {
+        let mapped = ctx.worker_index().mapped_usage(name);
         let resources = node_resources(
             &node_base(physical),
             &decision.allocatable,
             usage.amounts().iter(),
+            mapped.amounts().iter(),
         );
         metrics
             .upstream()

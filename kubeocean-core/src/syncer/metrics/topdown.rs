@@ -52,6 +52,9 @@ pub struct TopDownMetrics {
     pods: Family<PodLabels, Gauge>,
     /// Upstream's names: pods created, and virtual and physical pods by phase.
     upstream_created: Family<UpstreamBindingLabel, Counter>,
+    upstream_create_attempts: Family<UpstreamBindingLabel, Counter>,
+    upstream_create_errors: Family<UpstreamBindingLabel, Counter>,
+    upstream_failed: Family<UpstreamBindingLabel, Counter>,
     upstream_virtual_pods: Family<UpstreamPodLabels, Gauge>,
     upstream_physical_pods: Family<UpstreamPodLabels, Gauge>,
 }
@@ -86,6 +89,9 @@ impl TopDownMetrics {
             }),
             pods: Family::default(),
             upstream_created: Family::default(),
+            upstream_create_attempts: Family::default(),
+            upstream_create_errors: Family::default(),
+            upstream_failed: Family::default(),
             upstream_virtual_pods: Family::default(),
             upstream_physical_pods: Family::default(),
         };
@@ -114,6 +120,21 @@ impl TopDownMetrics {
                 "kubeocean_syncer_pod_created",
                 "Physical pods created (upstream name of kubeocean_topdown_physical_pod_creates_total)",
                 this.upstream_created.clone(),
+            );
+            registry.register(
+                "kubeocean_syncer_create_pod",
+                "Attempts to create a physical pod (upstream name)",
+                this.upstream_create_attempts.clone(),
+            );
+            registry.register(
+                "kubeocean_syncer_create_pod_errors",
+                "Attempts to create a physical pod that failed (upstream name)",
+                this.upstream_create_errors.clone(),
+            );
+            registry.register(
+                "kubeocean_syncer_pod_created_failed",
+                "Virtual pods marked Failed because their physical pod was lost (upstream name)",
+                this.upstream_failed.clone(),
             );
             registry.register(
                 "kubeocean_syncer_virtual_pod_total",
@@ -145,6 +166,26 @@ impl TopDownMetrics {
             .observe(latency.as_secs_f64());
     }
 
+    /// Records one attempt to create a physical pod (`failed`: it did not succeed).
+    pub fn create_attempted(&self, binding: &str, failed: bool) {
+        let label = UpstreamBindingLabel {
+            clusterbinding: binding.to_owned(),
+        };
+        self.upstream_create_attempts.get_or_create(&label).inc();
+        if failed {
+            self.upstream_create_errors.get_or_create(&label).inc();
+        }
+    }
+
+    /// Records a virtual pod marked Failed because its physical pod was lost.
+    pub fn pod_failed(&self, binding: &str) {
+        self.upstream_failed
+            .get_or_create(&UpstreamBindingLabel {
+                clusterbinding: binding.to_owned(),
+            })
+            .inc();
+    }
+
     /// Records a failed reconcile.
     pub fn error(&self, binding: &str, reconciler: &str, reason: &str) {
         self.errors
@@ -165,9 +206,17 @@ impl TopDownMetrics {
         };
         self.pod_creates.remove(&labels);
         self.mapping_latency.remove(&labels);
-        self.upstream_created.remove(&UpstreamBindingLabel {
+        let upstream_label = UpstreamBindingLabel {
             clusterbinding: binding.to_owned(),
-        });
+        };
+        for family in [
+            &self.upstream_created,
+            &self.upstream_create_attempts,
+            &self.upstream_create_errors,
+            &self.upstream_failed,
+        ] {
+            family.remove(&upstream_label);
+        }
         for side in [Side::Computing, Side::Worker] {
             for phase in PHASES {
                 self.pods.remove(&PodLabels {
@@ -231,6 +280,9 @@ mod tests {
             &BTreeMap::from([("Running".to_owned(), 3)]),
         );
         metrics.set_pods("b1", Side::Worker, &BTreeMap::new());
+        metrics.create_attempted("b1", false);
+        metrics.create_attempted("b1", true);
+        metrics.pod_failed("b1");
         let text = registry.encode().unwrap();
         for want in [
             "kubeocean_topdown_physical_pod_creates_total{binding=\"b1\"} 1",
@@ -239,6 +291,9 @@ mod tests {
             "kubeocean_topdown_pods{binding=\"b1\",cluster=\"computing\",phase=\"Running\"} 3",
             "kubeocean_topdown_pods{binding=\"b1\",cluster=\"computing\",phase=\"Pending\"} 0",
             "kubeocean_syncer_pod_created_total{clusterbinding=\"b1\"} 1",
+            "kubeocean_syncer_create_pod_total{clusterbinding=\"b1\"} 2",
+            "kubeocean_syncer_create_pod_errors_total{clusterbinding=\"b1\"} 1",
+            "kubeocean_syncer_pod_created_failed_total{clusterbinding=\"b1\"} 1",
             "kubeocean_syncer_virtual_pod_total{clusterbinding=\"b1\",phase=\"Running\"} 3",
             "kubeocean_syncer_physical_pod_total{clusterbinding=\"b1\",phase=\"Running\"} 0",
         ] {

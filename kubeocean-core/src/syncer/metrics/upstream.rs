@@ -1,8 +1,8 @@
 //! Upstream Kubeocean's syncer metric names, labels and units, so that dashboards and alerts
 //! written for upstream keep working after a switch: per virtual node what its physical node
 //! offers (`kubeocean_syncer_vnode_origin_resource`), what is lent
-//! (`..._available_resource`) and what the worker's own pods request
-//! (`..._physical_usage`), their sums per binding (`kubeocean_syncer_cluster_*`), and the
+//! (`..._available_resource`), what the worker's own pods request (`..._physical_usage`)
+//! and what the virtual pods request (`..._virtual_usage`), their sums per binding (`kubeocean_syncer_cluster_*`), and the
 //! number of virtual nodes (`kubeocean_syncer_vnode_total`). Units as upstream: CPU in
 //! millicores, memory-like resources in MiB, everything else in units.
 
@@ -55,6 +55,8 @@ pub struct NodeResources {
     pub available: BTreeMap<String, f64>,
     /// What the worker's own pods on the physical node request.
     pub physical_usage: BTreeMap<String, f64>,
+    /// What virtual pods (Kubeocean's physical pods) on the physical node request.
+    pub virtual_usage: BTreeMap<String, f64>,
 }
 
 /// `quantity` of `resource` in upstream's unit: CPU-like resources (`cpu`, `*/cpu`) in
@@ -71,17 +73,20 @@ pub fn metric_value(resource: &str, quantity: &Quantity) -> f64 {
     quantity.milli_value() as f64 / 1000.0
 }
 
-/// The gauges of one virtual node from the leasing engine's inputs and result.
-pub fn node_resources<'a>(
+/// The gauges of one virtual node from the leasing engine's inputs and result, and what the
+/// virtual pods on it request (`mapped`).
+pub fn node_resources<'a, 'b>(
     base: &BTreeMap<String, Quantity>,
     available: &BTreeMap<String, Quantity>,
     usage: impl IntoIterator<Item = (&'a str, Quantity)>,
+    mapped: impl IntoIterator<Item = (&'b str, Quantity)>,
 ) -> NodeResources {
     let convert = |(name, q): (&str, &Quantity)| (name.to_owned(), metric_value(name, q));
     NodeResources {
         origin: base.iter().map(|(n, q)| convert((n, q))).collect(),
         available: available.iter().map(|(n, q)| convert((n, q))).collect(),
         physical_usage: usage.into_iter().map(|(n, q)| convert((n, &q))).collect(),
+        virtual_usage: mapped.into_iter().map(|(n, q)| convert((n, &q))).collect(),
     }
 }
 
@@ -93,6 +98,7 @@ pub fn cluster_sums<'a>(nodes: impl IntoIterator<Item = &'a NodeResources>) -> N
             (&mut sums.origin, &node.origin),
             (&mut sums.available, &node.available),
             (&mut sums.physical_usage, &node.physical_usage),
+            (&mut sums.virtual_usage, &node.virtual_usage),
         ] {
             for (resource, value) in from {
                 *into.entry(resource.clone()).or_insert(0.0) += value;
@@ -106,14 +112,14 @@ pub fn cluster_sums<'a>(nodes: impl IntoIterator<Item = &'a NodeResources>) -> N
 #[derive(Clone, Debug)]
 pub struct UpstreamMetrics {
     vnode_total: Family<ClusterBindingLabel, Gauge>,
-    node_gauges: [Family<NodeResourceLabels, FloatGauge>; 3],
-    cluster_gauges: [Family<ClusterResourceLabels, FloatGauge>; 3],
+    node_gauges: [Family<NodeResourceLabels, FloatGauge>; 4],
+    cluster_gauges: [Family<ClusterResourceLabels, FloatGauge>; 4],
     /// What each (binding, virtual node) reported last, to sum and to remove series.
     nodes: Arc<Mutex<BTreeMap<(String, String), NodeResources>>>,
 }
 
-/// Names and help of the three node gauges, in the order of [`NodeResources`]' fields.
-const NODE_GAUGES: [(&str, &str); 3] = [
+/// Names and help of the four node gauges, in the order of [`NodeResources`]' fields.
+const NODE_GAUGES: [(&str, &str); 4] = [
     (
         "kubeocean_syncer_vnode_origin_resource",
         "Allocatable resources of the physical node of a virtual node (cpu in millicores, memory in MiB)",
@@ -126,10 +132,14 @@ const NODE_GAUGES: [(&str, &str); 3] = [
         "kubeocean_syncer_vnode_physical_usage",
         "Requests of the worker's own (non-Kubeocean) pods on the physical node of a virtual node",
     ),
+    (
+        "kubeocean_syncer_vnode_virtual_usage",
+        "Requests of the virtual pods (Pending or Running) on a virtual node",
+    ),
 ];
 
-/// Names and help of the three binding sums.
-const CLUSTER_GAUGES: [(&str, &str); 3] = [
+/// Names and help of the four binding sums.
+const CLUSTER_GAUGES: [(&str, &str); 4] = [
     (
         "kubeocean_syncer_cluster_origin_resource",
         "Sum of kubeocean_syncer_vnode_origin_resource over the binding's virtual nodes",
@@ -142,13 +152,18 @@ const CLUSTER_GAUGES: [(&str, &str); 3] = [
         "kubeocean_syncer_cluster_physical_usage",
         "Sum of kubeocean_syncer_vnode_physical_usage over the binding's virtual nodes",
     ),
+    (
+        "kubeocean_syncer_cluster_virtual_usage",
+        "Sum of kubeocean_syncer_vnode_virtual_usage over the binding's virtual nodes",
+    ),
 ];
 
-fn parts(resources: &NodeResources) -> [&BTreeMap<String, f64>; 3] {
+fn parts(resources: &NodeResources) -> [&BTreeMap<String, f64>; 4] {
     [
         &resources.origin,
         &resources.available,
         &resources.physical_usage,
+        &resources.virtual_usage,
     ]
 }
 
@@ -339,7 +354,7 @@ mod tests {
                 base.insert("nvidia.com/gpu".to_owned(), q(gpu));
             }
             let available = BTreeMap::from([("cpu".to_owned(), q(cpu))]);
-            node_resources(&base, &available, [("cpu", q("1"))])
+            node_resources(&base, &available, [("cpu", q("1"))], [("cpu", q("250m"))])
         };
         metrics.set_vnode_total("b1", 2);
         metrics.set_node("b1", "vnode-a", resources("1500m", Some("2")));
@@ -353,6 +368,8 @@ mod tests {
             "kubeocean_syncer_cluster_available_resource{clusterbinding=\"b1\",resource=\"cpu\"} 2000.0",
             "kubeocean_syncer_cluster_origin_resource{clusterbinding=\"b1\",resource=\"nvidia.com/gpu\"} 2.0",
             "kubeocean_syncer_cluster_physical_usage{clusterbinding=\"b1\",resource=\"cpu\"} 2000.0",
+            "kubeocean_syncer_vnode_virtual_usage{clusterbinding=\"b1\",node=\"vnode-a\",resource=\"cpu\"} 250.0",
+            "kubeocean_syncer_cluster_virtual_usage{clusterbinding=\"b1\",resource=\"cpu\"} 500.0",
         ] {
             assert!(text.contains(want), "{want} not in\n{text}");
         }

@@ -323,7 +323,13 @@ async fn create(
         api.create(&PostParams::default(), &desired),
         || api.get(&name),
     )
-    .await?;
+    .await;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics
+            .topdown()
+            .create_attempted(&td.settings.name, created.is_err());
+    }
+    let created = created?;
     match created {
         Created::New(created) => {
             let created = created.into_inner();
@@ -437,6 +443,9 @@ async fn mark_lost(ctx: &Context, td: &TopDown, pod: &Pod) -> Result<(), TopDown
         ctx.config.clock.now(),
     );
     super::physical_pod::write_status(ctx, td, pod, &status, None).await?;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics.topdown().pod_failed(&td.settings.name);
+    }
     let note =
         "the physical pod of this pod no longer exists in the worker cluster; the pod is Failed";
     tracing::warn!(pod = %key_of(pod), "{note}");
