@@ -17,7 +17,7 @@ use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::manager::{
     BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, MANAGER_NAME, Manager, ManagerConfig,
-    SyncerProxierRuntime, SyncerRuntime, Templates,
+    ManagerMetrics, SyncerProxierRuntime, SyncerRuntime, Templates,
 };
 use kubeocean_core::naming::is_dns1123_label;
 use kubeocean_core::proxier::ProxierMetrics;
@@ -294,6 +294,7 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
         .add_leader_check("leader-election", elector.subscribe());
 
     let mut config = ManagerConfig::new(templates(&args));
+    config.metrics = Some(ManagerMetrics::register(&admin_state.metrics));
     config.client_options = options.clone();
     config.retry_interval = args.retry_interval;
     config.resync_interval = args.resync_interval;

@@ -232,6 +232,45 @@ fn a_policy_for_another_binding_means_not_lent() {
 }
 
 #[test]
+fn a_binding_being_deleted_lends_nothing_as_the_syncer_drains_it() {
+    // The form docs/kubeocean/migrate-from-upstream.md uses: no --pods, the policies as
+    // `kubectl get resourceleasingpolicies -o yaml` prints them (a List), objects as
+    // upstream leaves them (its finalizers).
+    let dir = TempDir::new("deleting");
+    let node = dir.write("node.yaml", NODE_YAML);
+    let policies = json!({ "apiVersion": "v1", "kind": "List", "items": [
+        serde_json::from_str::<Value>(&policy_json(false)).unwrap()] });
+    let policies = dir.write("policies.yaml", &policies.to_string());
+    let deleting = BINDING_YAML.replace(
+        "  name: worker-1\n",
+        "  name: worker-1\n  deletionTimestamp: \"2025-01-03T00:00:00Z\"\n  finalizers: [kubeocean.io/clusterbinding-manager]\n",
+    );
+    for (binding, lent) in [(BINDING_YAML.to_owned(), true), (deleting, false)] {
+        let binding = dir.write("binding.yaml", &binding);
+        let output = kubeocean(&[
+            "leasing",
+            "explain",
+            "--node",
+            node.to_str().unwrap(),
+            "--policy",
+            policies.to_str().unwrap(),
+            "--binding",
+            binding.to_str().unwrap(),
+            "--at",
+            "2025-01-03T22:00:00Z",
+        ]);
+        assert_eq!(stdout_json(&output)["lent"], lent);
+        if !lent {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                stderr.contains("not lent: the binding no longer exists or is being deleted"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
 fn an_invalid_policy_is_not_applied_and_explained_on_stderr() {
     let dir = TempDir::new("invalid");
     let pods = dir.write("pods.yaml", PODS_YAML);

@@ -11,6 +11,9 @@ pub const CLUSTER_BINDING: &str = "kubeocean.io/cluster-binding";
 pub const PHYSICAL_CLUSTER_ID: &str = "kubeocean.io/physical-cluster-id";
 /// Label on virtual nodes: name of the physical node.
 pub const PHYSICAL_NODE_NAME: &str = "kubeocean.io/physical-node-name";
+/// Label on virtual nodes: UID of the physical node (a new UID under the same name is a
+/// replaced node, which gets a fresh virtual node).
+pub const PHYSICAL_NODE_UID: &str = "kubeocean.io/physical-node-uid";
 /// Label on physical nodes: name of the ResourceLeasingPolicy applied to them.
 pub const POLICY_APPLIED: &str = "kubeocean.io/policy-applied";
 /// Annotation on virtual nodes: the labels, annotations and taints the syncer last wrote
@@ -58,5 +61,7 @@ pub const HOSTNAME: &str = "kubernetes.io/hostname";
 pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 /// The deprecated instance-type label, still set by some providers.
 pub const INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
+/// Instance type set on every virtual node (both instance-type keys), as upstream does.
+pub const INSTANCE_TYPE_VNODE: &str = "vnode";
 /// Instance types of nodes that are themselves virtual (never lent).
 pub const VIRTUAL_INSTANCE_TYPES: [&str; 3] = ["external", "vnode", "eklet"];

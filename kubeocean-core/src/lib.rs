@@ -9,6 +9,7 @@
 //!   ([`syncer::topdown`]: virtual pods, their ConfigMaps, Secrets, claims and tokens ->
 //!   physical objects in the worker, status back up) share its session core.
 //! - [`explain`]: the `kubeocean leasing explain` dry-run.
+//! - [`upgrade`]: taking over objects left by upstream Kubeocean (finalizers, `clusterID` owner).
 
 // Tests unwrap their fixtures; library code never does.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -22,5 +23,6 @@ pub mod naming;
 pub mod proxier;
 pub mod setup;
 pub mod syncer;
+pub mod upgrade;
 
 pub use crd::crds;

@@ -812,3 +812,97 @@ async fn force_reclaim_deletes_intolerant_virtual_pods_after_the_grace_period() 
     );
     assert!(vpods.get_opt("tolerant").await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn a_physical_node_replaced_under_the_same_name_gets_a_fresh_virtual_node() {
+    let env = env(Some("kubeconfig")).await;
+    env.worker
+        .add_node(
+            &SimNode::new("n1", "4", "8Gi").label("node.kubernetes.io/instance-type", "m5.large"),
+        )
+        .unwrap();
+    create_policy(&env.w, "all", json!({ "cluster": BINDING }))
+        .await
+        .unwrap();
+    let first = env.token.child_token();
+    tokio::spawn(Syncer::new(env.c.clone(), config(Clock::system())).run(first.clone()));
+    eventually("vnode-w1-n1 created", || async {
+        vnode(&env.c, "vnode-w1-n1").await.is_some()
+    })
+    .await;
+    let nodes: Api<Node> = Api::all(env.w.clone());
+    let old_physical_uid = nodes.get("n1").await.unwrap().uid().unwrap();
+    let old = vnode(&env.c, "vnode-w1-n1").await.unwrap();
+    let l = old.labels();
+    assert_eq!(
+        l.get("kubeocean.io/physical-node-uid"),
+        Some(&old_physical_uid)
+    );
+    assert_eq!(l.get("node.kubernetes.io/instance-type").unwrap(), "vnode");
+    assert_eq!(l.get("beta.kubernetes.io/instance-type").unwrap(), "vnode");
+    // A virtual pod bound to the old virtual node (never mapped: no physical pod).
+    let pods: Api<Pod> = Api::namespaced(env.c.clone(), "default");
+    let pod: Pod = from_json(json!({
+        "metadata": { "name": "on-old-node", "namespace": "default" },
+        "spec": { "nodeName": "vnode-w1-n1", "tolerations": [{ "operator": "Exists" }],
+            "containers": [{ "name": "app", "image": "busybox" }] },
+    }));
+    let pod_uid = pods
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap()
+        .uid()
+        .unwrap();
+
+    // The syncer is down while the machine is replaced: it only ever sees the new UID.
+    first.cancel();
+    nodes.delete("n1", &Default::default()).await.unwrap();
+    eventually("n1 gone from the worker", || async {
+        nodes.get_opt("n1").await.unwrap().is_none()
+    })
+    .await;
+    env.worker
+        .add_node(&SimNode::new("n1", "8", "16Gi"))
+        .unwrap();
+    let new_physical_uid = nodes.get("n1").await.unwrap().uid().unwrap();
+    assert_ne!(new_physical_uid, old_physical_uid);
+    let metrics = start(&env, Clock::system());
+
+    eventually("a fresh vnode-w1-n1 for the new machine", || async {
+        vnode(&env.c, "vnode-w1-n1").await.is_some_and(|n| {
+            n.uid() != old.uid()
+                && n.labels().get("kubeocean.io/physical-node-uid") == Some(&new_physical_uid)
+        })
+    })
+    .await;
+    eventually("the virtual pod of the old node deleted", || async {
+        pods.get_opt("on-old-node")
+            .await
+            .unwrap()
+            .is_none_or(|p| p.uid() != Some(pod_uid.clone()))
+    })
+    .await;
+    let fresh = vnode(&env.c, "vnode-w1-n1").await.unwrap();
+    assert_eq!(allocatable(&fresh)["cpu"], "8");
+    assert!(
+        !taint_keys(&fresh)
+            .iter()
+            .any(|t| t.starts_with("kubeocean.io/vnode-deleting")),
+        "{:?}",
+        taint_keys(&fresh)
+    );
+    assert_eq!(fresh.spec.as_ref().unwrap().unschedulable, None);
+    // Upstream's per-node gauges (cpu in millicores, memory in MiB) describe the new machine.
+    eventually("the per-node gauges of the new machine", || async {
+        let text = metrics.encode().unwrap();
+        [
+            "kubeocean_syncer_vnode_origin_resource{clusterbinding=\"worker-1\",node=\"vnode-w1-n1\",resource=\"cpu\"} 8000.0",
+            "kubeocean_syncer_vnode_available_resource{clusterbinding=\"worker-1\",node=\"vnode-w1-n1\",resource=\"memory\"} 16384.0",
+            "kubeocean_syncer_cluster_available_resource{clusterbinding=\"worker-1\",resource=\"cpu\"} 8000.0",
+            "kubeocean_syncer_vnode_total{clusterbinding=\"worker-1\"} 1",
+        ]
+        .iter()
+        .all(|want| text.contains(want))
+    })
+    .await;
+}

@@ -483,6 +483,9 @@ impl ClusterState {
             if !new.is_object() {
                 return Err(ApiError::bad_request("the object must be a JSON object"));
             }
+            if subresource == Some("ephemeralcontainers") {
+                new = crate::apiserver::subresources::ephemeral_containers_write(old, &new, name)?;
+            }
             if let Some(new_name) = meta_str(&new, "name")
                 && new_name != name
             {

@@ -125,6 +125,7 @@ fn subresource_info(
             vec!["create"],
         ),
         "finalize" => (same, None, None, vec!["update"]),
+        "ephemeralcontainers" => (same, None, None, vec!["get", "patch", "update"]),
         _ => (same, None, None, vec!["get"]),
     }
 }

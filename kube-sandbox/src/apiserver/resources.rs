@@ -212,6 +212,7 @@ const BUILTINS: &[Builtin] = &[
             "attach",
             "portforward",
             "proxy",
+            "ephemeralcontainers",
         ],
     )),
     b("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[]),

@@ -1,4 +1,5 @@
-//! POST subresources: pods/binding, pods/eviction and serviceaccounts/token.
+//! POST subresources: pods/binding, pods/eviction and serviceaccounts/token; and the write
+//! rule of pods/ephemeralcontainers.
 
 use crate::apiserver::api::{DeleteOptions, WriteContext};
 use crate::apiserver::error::ApiError;
@@ -178,4 +179,57 @@ pub fn bind_pod(
         },
     )?;
     Ok(())
+}
+
+/// A write through `pods/ephemeralcontainers`: the stored pod with only
+/// `spec.ephemeralContainers` taken from `new`. As kube-apiserver, existing ephemeral
+/// containers may be neither changed nor removed (422), only new ones added.
+pub fn ephemeral_containers_write(old: &Value, new: &Value, name: &str) -> Result<Value, ApiError> {
+    let list = |pod: &Value| -> Vec<Value> {
+        pod.pointer("/spec/ephemeralContainers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (before, after) = (list(old), list(new));
+    let forbidden = |message: String| {
+        ApiError::invalid(
+            "",
+            "Pod",
+            name,
+            vec![crate::apiserver::error::Cause {
+                reason: "FieldValueForbidden".into(),
+                message,
+                field: "spec.ephemeralContainers".into(),
+            }],
+        )
+    };
+    for existing in &before {
+        let container = existing.get("name").and_then(Value::as_str).unwrap_or("");
+        match after
+            .iter()
+            .find(|c| c.get("name").and_then(Value::as_str) == Some(container))
+        {
+            None => {
+                return Err(forbidden(format!(
+                    "Forbidden: existing ephemeral containers \"{container}\" may not be removed"
+                )));
+            }
+            Some(c) if c != existing => {
+                return Err(forbidden(format!(
+                    "Forbidden: existing ephemeral containers \"{container}\" may not be changed"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    let mut out = old.clone();
+    out["spec"]["ephemeralContainers"] = json!(after);
+    if let (Some(m), Some(mf)) = (
+        crate::apiserver::meta::metadata_mut(&mut out),
+        new.pointer("/metadata/managedFields").cloned(),
+    ) {
+        m.insert("managedFields".into(), mf);
+    }
+    Ok(out)
 }

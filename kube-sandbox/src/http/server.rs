@@ -487,7 +487,7 @@ async fn serve_resource(
         .is_some_and(crate::apiserver::table::wants_table);
     let sub = p.subresource.clone();
     match (verb, name, sub.as_deref()) {
-        ("get", Some(name), None | Some("status")) => {
+        ("get", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
             let obj = state
                 .store
                 .get(&rt.group_resource(), &namespace, &name)
@@ -600,7 +600,11 @@ async fn serve_resource(
             let body = negotiate::decode_subresource_body(&media, body)?;
             crate::apiserver::subresources::create(&state, &rt, &namespace, &name, sub, &body, &ctx)
         }
-        ("update", Some(name), None | Some("status") | Some("finalize")) => {
+        (
+            "update",
+            Some(name),
+            None | Some("status") | Some("finalize") | Some("ephemeralcontainers"),
+        ) => {
             let ctx = write_context(&req, &query);
             let media = negotiate::content_type(req.headers());
             let mode = FieldValidation::from_query(&query)?;
@@ -625,7 +629,7 @@ async fn serve_resource(
                 &field_validation::warnings(mode, &unknown),
             ))
         }
-        ("patch", Some(name), None | Some("status")) => {
+        ("patch", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
             let content_type = req
                 .headers()
                 .get(header::CONTENT_TYPE)

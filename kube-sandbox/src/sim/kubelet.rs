@@ -505,6 +505,68 @@ pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) -> Option<
     run_time(&pod.value, state.options.job_pod_run_time)
 }
 
+/// Starts the ephemeral containers of a running pod that have no status yet (added through
+/// `pods/ephemeralcontainers`), as the kubelet does for `kubectl debug`.
+pub(super) fn start_ephemeral_containers(sim: &Simulator, pod: &Value) {
+    let has_status = |cname: &str| {
+        at(pod, &["status", "ephemeralContainerStatuses"])
+            .and_then(Value::as_array)
+            .is_some_and(|s| s.iter().any(|c| c["name"].as_str() == Some(cname)))
+    };
+    let missing: Vec<Value> = at(pod, &["spec", "ephemeralContainers"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| !has_status(c["name"].as_str().unwrap_or("")))
+        .cloned()
+        .collect();
+    let Some(rt) = sim
+        .state
+        .resource_type("", "pods")
+        .filter(|_| !missing.is_empty())
+    else {
+        return;
+    };
+    let (namespace, name) = super::key_of(pod);
+    let uid = at(pod, &["metadata", "uid"])
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let now = crate::apiserver::meta::now_rfc3339();
+    let ctx = WriteContext::system("kubelet");
+    let _ = sim.state.update_with(
+        &rt,
+        "v1",
+        &namespace,
+        &name,
+        Some("status"),
+        &ctx,
+        None,
+        |old| {
+            let mut new = old.clone();
+            let mut statuses = at(old, &["status", "ephemeralContainerStatuses"])
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for c in &missing {
+                let cname = c["name"].as_str().unwrap_or("");
+                if statuses.iter().any(|s| s["name"].as_str() == Some(cname)) {
+                    continue;
+                }
+                let image = c["image"].as_str().unwrap_or("");
+                statuses.push(json!({
+                    "name": cname, "ready": false, "restartCount": 0,
+                    "image": image, "imageID": format!("sandbox://{image}"),
+                    "containerID": format!("sandbox://{uid}-{cname}"),
+                    "state": {"running": {"startedAt": now}}
+                }));
+            }
+            new["status"]["ephemeralContainerStatuses"] = json!(statuses);
+            Ok(new)
+        },
+    );
+}
+
 /// What a simulated container prints: the words after `echo` in its command and args.
 fn printed_lines(container: &Value) -> Vec<String> {
     let words: Vec<String> = ["command", "args"]

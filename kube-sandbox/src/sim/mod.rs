@@ -173,6 +173,9 @@ pub async fn run(sim: Arc<Simulator>) {
                                             Timer::Remove(key.0.clone(), key.1.clone()),
                                         );
                                     }
+                                } else if phase == "Running" {
+                                    // `kubectl debug`: ephemeral containers start at once.
+                                    kubelet::start_ephemeral_containers(&sim, pod);
                                 } else if phase == "Pending"
                                     && !started
                                     && starting.insert(key.clone())

@@ -154,6 +154,10 @@ impl LeasingPolicyEngine for DefaultLeasingEngine {
         let binding = input.binding;
         let node_name = input.node.metadata.name.as_deref().unwrap_or_default();
         let vnode = virtual_node_name(&binding.spec.cluster_id, node_name);
+        if binding.metadata.deletion_timestamp.is_some() {
+            // The syncer drains every virtual node of a binding being deleted.
+            return LeasingDecision::not_lent(vnode, NotLentReason::BindingGone);
+        }
         if is_virtual_node(input.node) {
             return LeasingDecision::not_lent(vnode, NotLentReason::VirtualNode);
         }

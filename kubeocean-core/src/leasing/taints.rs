@@ -10,7 +10,8 @@ pub const NO_SCHEDULE: &str = "NoSchedule";
 pub const NO_EXECUTE: &str = "NoExecute";
 
 /// The taints of a virtual node: the physical node's taints (its
-/// `node.kubernetes.io/unschedulable` renamed to `kubeocean.io/physical-node-unschedulable`),
+/// `node.kubernetes.io/unschedulable` renamed to `kubeocean.io/physical-node-unschedulable`,
+/// its `kubeocean.io/out-of-time-windows` left out, as upstream does),
 /// `kubeocean.io/vnode:NoSchedule` unless `disable_default_taint`, and when outside every
 /// window `kubeocean.io/out-of-time-windows=true` with `NoExecute` if `force_reclaim` else
 /// `NoSchedule`. A later taint replaces an earlier one with the same key and effect.
@@ -26,7 +27,12 @@ pub fn virtual_node_taints(
         .as_ref()
         .and_then(|s| s.taints.as_deref())
         .unwrap_or_default();
-    for taint in physical {
+    // The window taint is the virtual node's own: a physical node's (another system's, or a
+    // stale one) would evict from a virtual node that is inside its window.
+    for taint in physical
+        .iter()
+        .filter(|t| t.key != labels::TAINT_OUT_OF_TIME_WINDOWS)
+    {
         let mut copied = taint.clone();
         if copied.key == labels::TAINT_NODE_UNSCHEDULABLE {
             copied.key = labels::TAINT_PHYSICAL_NODE_UNSCHEDULABLE.to_owned();

@@ -829,6 +829,31 @@ fn taints_of_virtual_nodes() {
             "2025-01-03T21:00:00Z",
             vec![],
         ),
+        (
+            "a physical out-of-time-windows taint is never copied (inside the window)",
+            json!([
+                { "key": "kubeocean.io/out-of-time-windows", "value": "true", "effect": "NoExecute" },
+                { "key": "dedicated", "value": "batch", "effect": "NoSchedule" },
+            ]),
+            json!({ "disableNodeDefaultTaint": true }),
+            json!({}),
+            "2025-01-03T12:00:00Z",
+            vec![t("dedicated", Some("batch"), "NoSchedule")],
+        ),
+        (
+            "outside the window only the virtual node's own window taint is set",
+            json!([
+                { "key": "kubeocean.io/out-of-time-windows", "value": "true", "effect": "NoExecute" },
+            ]),
+            json!({ "disableNodeDefaultTaint": true }),
+            json!({ "timeWindows": [{ "start": "20:00", "end": "23:00" }] }),
+            "2025-01-03T12:00:00Z",
+            vec![t(
+                "kubeocean.io/out-of-time-windows",
+                Some("true"),
+                "NoSchedule",
+            )],
+        ),
     ];
     for (what, physical, binding_spec, policy_spec, at, want) in cases {
         let node = node("node-1", json!({}), json!({ "cpu": "1" }), physical);
@@ -901,6 +926,14 @@ fn whole_decisions() {
     let decision = evaluate(&node, &[], &[], &binding(json!({})), "2025-01-03T12:00:00Z");
     assert_eq!(decision.not_lent_reason, Some(NotLentReason::NoPolicy));
     assert_eq!(decision.policy, None);
+    // A binding being deleted lends nothing, as the syncer drains its nodes.
+    let mut deleting = binding(json!({}));
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts("2025-01-03T11:00:00Z")),
+    );
+    let decision = evaluate(&node, &[], &policies, &deleting, "2025-01-03T12:00:00Z");
+    assert_eq!(decision.not_lent_reason, Some(NotLentReason::BindingGone));
+    assert!(!decision.lent && decision.taints.is_empty());
 }
 
 #[test]

@@ -303,6 +303,37 @@ impl PodUsage {
     }
 }
 
+impl PodUsage {
+    /// The usage of `pod` if it is one of Kubeocean's own physical pods (label
+    /// `kubeocean.io/managed-by=kubeocean`) in phase Pending or Running: what virtual pods
+    /// take from the node, which the leasing math leaves out (see [`pod_counts`]) and the
+    /// metrics report.
+    pub fn of_mapped(pod: &Pod) -> PodUsage {
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("Pending");
+        let ours = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::MANAGED_BY))
+            .is_some_and(|v| v == labels::MANAGED_BY_VALUE);
+        if !ours || !matches!(phase, "Pending" | "Running") {
+            return PodUsage::default();
+        }
+        let requests = pod_requests(pod)
+            .iter()
+            .map(|(name, q)| (name.to_owned(), q))
+            .collect();
+        PodUsage {
+            counts: true,
+            requests,
+        }
+    }
+}
+
 /// The summed usage of the pods on one node, built from [`PodUsage`]s; give it to the
 /// engine through [`crate::leasing::LeasingInput::usage`] instead of the pods.
 #[derive(Clone, Debug, Default, PartialEq)]

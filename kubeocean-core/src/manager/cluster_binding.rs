@@ -26,7 +26,6 @@ use kube::{Api, Client, Resource, ResourceExt};
 use kube_kit::client::describe_kube_error;
 use kube_kit::client::is_not_found;
 use kube_kit::controller::truncate_utf8;
-use kube_kit::finalizer;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -41,21 +40,55 @@ use super::validate::validate_binding;
 use super::{Context, Error, FINALIZER, MANAGER_NAME};
 use crate::crd::{ClusterBinding, ClusterBindingPhase, cluster_binding_condition as ctype};
 use crate::syncer::binding::connect_worker;
+use crate::syncer::upstream::set_finalizers;
+use crate::upgrade;
 
 /// Reconciles one ClusterBinding.
 pub async fn reconcile(binding: Arc<ClusterBinding>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
     let name = binding.name_any();
-    let has_finalizer = binding.finalizers().iter().any(|f| f == FINALIZER);
+    let result = reconcile_binding(binding, &ctx).await;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics.synced(&name, started.elapsed(), result.is_err());
+    }
+    result
+}
+
+async fn reconcile_binding(
+    binding: Arc<ClusterBinding>,
+    ctx: &Arc<Context>,
+) -> Result<Action, Error> {
+    let ctx = ctx.clone();
+    let name = binding.name_any();
+    // Upstream Kubeocean's finalizers count as ours: we drain, then release them all.
     if binding.metadata.deletion_timestamp.is_some() {
-        if !has_finalizer {
+        if !upgrade::binding_held(binding.finalizers(), FINALIZER) {
             return Ok(Action::await_change());
         }
         return delete(&binding, &ctx).await;
     }
-    if !has_finalizer {
-        hold_finalizer(&ctx, &binding, true).await?;
+    hold_finalizer(&ctx, &binding, true).await?;
+    // Decided from the stored bindings (oldest first, then name), never from memory, so
+    // every manager replica and restart agrees on which binding owns a clusterID.
+    let all = Api::<ClusterBinding>::all(ctx.computing.clone())
+        .list(&Default::default())
+        .await
+        .map_err(Error::ListBindings)?;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics.set_bindings(&all.items);
     }
-    let outcome = evaluate(&binding, &ctx).await;
+    let outcome = match upgrade::cluster_id_owner(&binding, &all.items) {
+        Some(owner) => {
+            if let Some(embedded) = &ctx.embedded {
+                embedded.stop(&name).await;
+            }
+            Outcome::DuplicateClusterId {
+                cluster_id: binding.spec.cluster_id.clone(),
+                owner: owner.name_any(),
+            }
+        }
+        None => evaluate(&binding, &ctx).await,
+    };
     let desired = desired_status(&outcome, binding.metadata.generation, Timestamp::now());
     let changed = write_status(&ctx, &name, &desired).await?;
     publish_changes(&ctx, &binding, &changed).await;
@@ -570,22 +603,18 @@ where
 /// Adds (`hold`) or removes the manager's finalizer on `binding` (as read); a guarded JSON
 /// patch that fails if the finalizers changed meanwhile (the next reconcile sees the fresh
 /// object).
+/// Upstream Kubeocean's two finalizers are removed either way (taken over by ours).
 async fn hold_finalizer(ctx: &Context, binding: &ClusterBinding, hold: bool) -> Result<(), Error> {
-    let api: Api<ClusterBinding> = Api::all(ctx.computing.clone());
-    let sent = if hold {
-        finalizer::add(&api, binding, FINALIZER).await
-    } else {
-        finalizer::remove(&api, binding, FINALIZER).await
+    let Some(wanted) = upgrade::binding_finalizers(binding.finalizers(), FINALIZER, hold) else {
+        return Ok(());
     };
-    match sent {
-        Ok(_) => Ok(()),
-        // Gone already: nothing to hold.
-        Err(err) if is_not_found(&err) => Ok(()),
-        Err(source) => Err(Error::Finalizer {
+    let api: Api<ClusterBinding> = Api::all(ctx.computing.clone());
+    set_finalizers(&api, &binding.metadata, &wanted)
+        .await
+        .map_err(|source| Error::Finalizer {
             binding: binding.name_any(),
             source,
-        }),
-    }
+        })
 }
 
 /// Writes `desired` into the binding's status (read-modify-write, retried on conflict).

@@ -18,6 +18,7 @@
 pub mod cluster_binding;
 pub mod drain;
 pub mod embedded;
+pub mod metrics;
 pub mod permissions;
 pub mod proxier_runtime;
 pub mod status;
@@ -47,6 +48,7 @@ pub use drain::FORCE_DELETE_ANNOTATION;
 pub use embedded::{
     BindingRuntime, ComponentState, EmbeddedRunner, RuntimeReporter, RuntimeStatus, SyncerRuntime,
 };
+pub use metrics::ManagerMetrics;
 pub use proxier_runtime::{
     DEFAULT_EMBEDDED_PROXIER_PORTS, EmbeddedProxierConfig, SyncerProxierRuntime, port_candidates,
 };
@@ -78,6 +80,9 @@ pub struct ManagerConfig {
     pub resync_interval: Duration,
     /// Wait between checks while a deleted binding drains.
     pub drain_interval: Duration,
+    /// Upstream-named metrics (bindings by status, reconciles per binding); `None`: not
+    /// exported.
+    pub metrics: Option<metrics::ManagerMetrics>,
 }
 
 impl ManagerConfig {
@@ -94,6 +99,7 @@ impl ManagerConfig {
             retry_interval: Duration::from_secs(10),
             resync_interval: Duration::from_secs(300),
             drain_interval: Duration::from_secs(5),
+            metrics: None,
         }
     }
 }
@@ -137,6 +143,9 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// Listing the ClusterBindings (to check that a `clusterID` is not taken) failed.
+    #[error("cannot list ClusterBindings: {0}")]
+    ListBindings(#[source] kube::Error),
     /// Counting or removing what a deleted binding left in the computing cluster failed.
     #[error("cannot {action} the virtual nodes of ClusterBinding {binding}: {source}")]
     VirtualNodes {
@@ -157,6 +166,7 @@ impl ReconcileError for Error {
             Error::Workload { .. } => "WorkloadWriteFailed",
             Error::Certificate { .. } => "CertificateFailed",
             Error::VirtualNodes { .. } => "VirtualNodeCleanupFailed",
+            Error::ListBindings(_) => "BindingListFailed",
         })
     }
 }

@@ -42,9 +42,11 @@ pub mod reason {
     pub const READY: &str = "Ready";
     /// The binding is being deleted; the syncer drains first.
     pub const DELETING: &str = "Deleting";
+    /// An older binding already has this binding's `clusterID`.
+    pub const DUPLICATE_CLUSTER_ID: &str = "DuplicateClusterID";
 }
 
-const MANAGER_REASONS: [&str; 13] = [
+const MANAGER_REASONS: [&str; 14] = [
     reason::VALIDATION_FAILED,
     reason::CONNECTIVITY_FAILED,
     reason::PERMISSION_DENIED,
@@ -58,6 +60,7 @@ const MANAGER_REASONS: [&str; 13] = [
     reason::DISABLED,
     reason::READY,
     reason::DELETING,
+    reason::DUPLICATE_CLUSTER_ID,
 ];
 
 /// Whether `reason` is one the manager writes (and may therefore overwrite).
@@ -75,6 +78,7 @@ pub fn is_failure_reason(reason: &str) -> bool {
             | reason::PRIORITY_CLASS_MISSING
             | reason::PROXIER_FAILED
             | reason::SYNCER_FAILED
+            | reason::DUPLICATE_CLUSTER_ID
     )
 }
 
@@ -149,6 +153,13 @@ pub fn deployment_state(deployment: &Deployment, hash: &str) -> WorkloadState {
 pub enum Outcome {
     /// The spec is invalid: one message per problem.
     Invalid(Vec<String>),
+    /// An older binding (`owner`) already has this `clusterID`: this one is refused.
+    DuplicateClusterId {
+        /// The shared `clusterID`.
+        cluster_id: String,
+        /// The binding that owns it.
+        owner: String,
+    },
     /// The worker could not be reached; the cause.
     Unreachable(String),
     /// The worker kubeconfig lacks permissions; what is missing.
@@ -223,6 +234,14 @@ pub fn desired_status(outcome: &Outcome, generation: Option<i64>, now: Timestamp
         Outcome::Invalid(problems) => failed(
             reason::VALIDATION_FAILED,
             format!("invalid spec: {}", problems.join("; ")),
+            None,
+        ),
+        Outcome::DuplicateClusterId { cluster_id, owner } => failed(
+            reason::DUPLICATE_CLUSTER_ID,
+            format!(
+                "clusterID {cluster_id} is already used by ClusterBinding {owner} (created \
+                 earlier); this binding is not synced: give it another clusterID or delete it"
+            ),
             None,
         ),
         Outcome::Unreachable(cause) => failed(

@@ -291,6 +291,17 @@ pub fn computing_rules(binding: &str) -> Vec<PolicyRule> {
             READ,
         ),
         rule(&[""], &["persistentvolumes", "services"], READ),
+        // Releasing the finalizers upstream Kubeocean left on virtual copies.
+        rule(
+            &[""],
+            &[
+                "configmaps",
+                "secrets",
+                "persistentvolumeclaims",
+                "persistentvolumes",
+            ],
+            &["patch"],
+        ),
         rule(&[""], &["serviceaccounts/token"], &["create"]),
         rule(
             &["", "events.k8s.io"],

@@ -63,6 +63,14 @@ pub enum SyncError {
         /// The API error.
         source: kube::Error,
     },
+    /// Releasing upstream Kubeocean's finalizer of a policy being deleted failed.
+    #[error("cannot release the finalizer of ResourceLeasingPolicy {name}: {source}")]
+    PolicyFinalizer {
+        /// Policy name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
     /// Writing the binding's status failed.
     #[error("cannot write the status of ClusterBinding {name}: {source}")]
     BindingStatus {
@@ -89,6 +97,7 @@ impl SyncError {
             SyncError::Lease { .. } => "LeaseWrite",
             SyncError::CsiNode { .. } => "CSINodeWrite",
             SyncError::PolicyStatus { .. } => "PolicyStatusWrite",
+            SyncError::PolicyFinalizer { .. } => "PolicyFinalizerRelease",
             SyncError::BindingStatus { .. } => "BindingStatusWrite",
         }
     }

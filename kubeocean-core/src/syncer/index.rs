@@ -24,6 +24,8 @@ pub struct CachedPod {
     pub resource_version: String,
     /// What the pod takes from its node.
     pub usage: PodUsage,
+    /// What it takes as one of Kubeocean's own pods (empty for the others).
+    pub mapped: PodUsage,
 }
 
 /// The worker cluster as the syncer sees it.
@@ -80,6 +82,12 @@ impl WorkerIndex {
         NodeUsage::from_pods(uids.filter_map(|uid| self.pods.get(uid).map(|p| &p.usage)))
     }
 
+    /// The summed requests of Kubeocean's own pods bound to `node` (what virtual pods take).
+    pub fn mapped_usage(&self, node: &str) -> NodeUsage {
+        let uids = self.pods_by_node.get(node).into_iter().flatten();
+        NodeUsage::from_pods(uids.filter_map(|uid| self.pods.get(uid).map(|p| &p.mapped)))
+    }
+
     /// Number of pods indexed.
     pub fn pod_count(&self) -> usize {
         self.pods.len()
@@ -131,10 +139,14 @@ impl WorkerIndex {
             key: (pod.namespace().unwrap_or_default(), pod.name_any()),
             resource_version,
             usage: PodUsage::of(pod),
+            mapped: PodUsage::of_mapped(pod),
         };
         let mut affected = Vec::new();
         match self.pods.get(&uid) {
-            Some(old) if old.node == cached.node && old.usage == cached.usage => {}
+            Some(old)
+                if old.node == cached.node
+                    && old.usage == cached.usage
+                    && old.mapped == cached.mapped => {}
             Some(old) => {
                 affected.push(old.node.clone());
                 affected.push(cached.node.clone());

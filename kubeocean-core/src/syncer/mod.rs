@@ -26,6 +26,7 @@ pub mod queue;
 pub mod reflector;
 pub mod session;
 pub mod topdown;
+pub mod upstream;
 pub mod worker;
 
 use std::sync::Arc;

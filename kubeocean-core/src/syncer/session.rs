@@ -17,6 +17,7 @@ use super::context::Context;
 use super::reflector::{self, Change, spawn_reflector};
 use super::topdown::session as topdown_session;
 use super::topdown::{BindingSettings, TopDown};
+use super::upstream;
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
 
@@ -253,6 +254,11 @@ pub(super) async fn run_session(
                 tasks.spawn(physical_node::run_worker(ctx.clone(), token.clone()));
             }
             tasks.spawn(policy::run_worker(ctx.clone(), token.clone()));
+            tasks.spawn(upstream::run_release(
+                ctx.clone(),
+                binding.spec.cluster_id.clone(),
+                token.clone(),
+            ));
             if let Some(td) = &topdown {
                 topdown_session::start(&ctx, td, &mut tasks, &token);
             }

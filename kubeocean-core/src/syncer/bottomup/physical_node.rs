@@ -3,7 +3,8 @@
 //! the physical node with the applied policy, mirror its CSINode, or, when it is not lent,
 //! drain and remove the virtual node (cordon + `kubeocean.io/vnode-deleting` taint, delete
 //! the virtual pods, wait until they are gone, then release the `kubeocean.io/vnode`
-//! finalizer).
+//! finalizer). A physical node replaced under the same name (new UID) has its old virtual
+//! node removed that way, then a fresh one created.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -22,15 +23,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::virtual_pods::delete_virtual_pods;
 use super::vnode::{
-    cordoned_for_removal, desired_virtual_node, new_virtual_node, updated_status,
-    updated_virtual_node,
+    cordoned_for_removal, desired_virtual_node, made_for_replaced_node, new_virtual_node,
+    updated_status, updated_virtual_node,
 };
 use super::{csinode, reclaim};
 use crate::labels;
-use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason};
+use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason, node_base};
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
 use crate::syncer::error::SyncError;
+use crate::syncer::metrics::node_resources;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
 use crate::syncer::worker;
@@ -124,6 +126,11 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
         label_policy_applied(ctx, physical, decision.policy.as_deref()).await?;
     }
     let (Some(binding), Some(physical), true) = (&binding, &physical, decision.lent) else {
+        if let Some(metrics) = &ctx.config.metrics {
+            metrics
+                .upstream()
+                .forget_node(&ctx.config.binding_name, &vnode_name);
+        }
         return match current {
             Some(vnode) => remove_virtual_node(ctx, &vnode).await,
             None => Ok(None),
@@ -133,6 +140,14 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
         && vnode.metadata.deletion_timestamp.is_some()
     {
         // Someone deleted it: finish the removal; it is recreated afterwards.
+        return remove_virtual_node(ctx, vnode).await;
+    }
+    if let Some(vnode) = &current
+        && made_for_replaced_node(vnode, physical)
+    {
+        // Another machine under the same name: the old virtual node and its pods go as for
+        // a removed node; its deletion event brings this node back here to be recreated.
+        tracing::info!(node = %name, vnode = %vnode_name, "physical node replaced (new UID); removing its old virtual node");
         return remove_virtual_node(ctx, vnode).await;
     }
 
@@ -186,6 +201,18 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
             vnode
         }
     };
+    if let Some(metrics) = &ctx.config.metrics {
+        let mapped = ctx.worker_index().mapped_usage(name);
+        let resources = node_resources(
+            &node_base(physical),
+            &decision.allocatable,
+            usage.amounts().iter(),
+            mapped.amounts().iter(),
+        );
+        metrics
+            .upstream()
+            .set_node(&ctx.config.binding_name, &vnode_name, resources);
+    }
     let physical_csinode = ctx.worker_index().csinode(name);
     csinode::sync(ctx, &vnode, physical_csinode.as_deref()).await?;
     let mut next = decision.next_change;

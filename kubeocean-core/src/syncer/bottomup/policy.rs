@@ -2,6 +2,8 @@
 //! status (`phase` Active/Inactive/Failed, conditions `Valid` and `Active` with reasons,
 //! `activeTimeWindow`, `lastAppliedTime`), then look again exactly at its next window edge.
 //! Nodes are re-evaluated by the PhysicalNode reconciler, which the policy watch queues.
+//! Upstream Kubeocean's policy finalizer is released from this binding's policies, and from
+//! any policy being deleted.
 
 use std::sync::Arc;
 
@@ -24,7 +26,9 @@ use crate::syncer::context::Context;
 use crate::syncer::error::SyncError;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
+use crate::syncer::upstream::set_finalizers;
 use crate::syncer::worker;
+use crate::upgrade::{UPSTREAM_POLICY_FINALIZER, without_finalizer};
 use kube_kit::conditions::{condition, upsert_condition};
 
 /// Condition reasons written on policies.
@@ -163,6 +167,11 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
     let Some(policy) = ctx.worker_index().policy(name) else {
         return Ok(None);
     };
+    if policy.metadata.deletion_timestamp.is_some() {
+        // Whichever binding it was for: nothing else would let it go.
+        release_upstream_finalizer(ctx, &policy).await?;
+        return Ok(None);
+    }
     if policy.spec.cluster != ctx.config.binding_name
         || policy.metadata.deletion_timestamp.is_some()
     {
@@ -202,7 +211,29 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
             }
         }
     }
+    // Released while the binding lives, so that deleting the policy later never hangs.
+    release_upstream_finalizer(ctx, &policy).await?;
     Ok(next.map(|at| ctx.config.clock.instant_at(at)))
+}
+
+/// Removes upstream Kubeocean's `policy.kubeocean.io/finalizer` from `policy`, if it holds
+/// it: nothing of ours uses it, so a deletion would hang on it.
+async fn release_upstream_finalizer(
+    ctx: &Context,
+    policy: &ResourceLeasingPolicy,
+) -> Result<(), SyncError> {
+    let Some(wanted) = without_finalizer(policy.finalizers(), UPSTREAM_POLICY_FINALIZER) else {
+        return Ok(());
+    };
+    let api: Api<ResourceLeasingPolicy> = Api::all(ctx.worker.clone());
+    set_finalizers(&api, &policy.metadata, &wanted)
+        .await
+        .map_err(|source| SyncError::PolicyFinalizer {
+            name: policy.name_any(),
+            source,
+        })?;
+    tracing::info!(policy = %policy.name_any(), "released upstream Kubeocean's policy finalizer");
+    Ok(())
 }
 
 #[cfg(test)]

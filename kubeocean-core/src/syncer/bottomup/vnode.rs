@@ -28,7 +28,8 @@ pub struct DesiredVirtualNode {
 }
 
 /// The labels of a virtual node: the physical node's (except its policy-applied marker), then
-/// Kubeocean's identity labels.
+/// Kubeocean's identity labels; both instance-type keys say `vnode` (not the physical
+/// node's type), as upstream sets them.
 pub fn virtual_node_labels(
     physical: &Node,
     vnode_name: &str,
@@ -43,11 +44,21 @@ pub fn virtual_node_labels(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let physical_name = physical.metadata.name.clone().unwrap_or_default();
+    let physical_uid = physical.metadata.uid.clone().unwrap_or_default();
     let binding_name = binding.metadata.name.clone().unwrap_or_default();
     for (key, value) in [
         (labels::CLUSTER_BINDING, binding_name),
         (labels::PHYSICAL_CLUSTER_ID, binding.spec.cluster_id.clone()),
         (labels::PHYSICAL_NODE_NAME, physical_name),
+        (labels::PHYSICAL_NODE_UID, physical_uid),
+        (
+            labels::INSTANCE_TYPE,
+            labels::INSTANCE_TYPE_VNODE.to_owned(),
+        ),
+        (
+            labels::INSTANCE_TYPE_BETA,
+            labels::INSTANCE_TYPE_VNODE.to_owned(),
+        ),
         (labels::MANAGED_BY, labels::MANAGED_BY_VALUE.to_owned()),
         (
             labels::NODE_TYPE,
@@ -58,6 +69,22 @@ pub fn virtual_node_labels(
         out.insert(key.to_owned(), value);
     }
     out
+}
+
+/// Whether `vnode` was made for another physical node of the same name: its recorded
+/// physical UID differs from `physical`'s. A virtual node without the label (made before it
+/// existed) is taken as the same node; the next update records the UID.
+pub fn made_for_replaced_node(vnode: &Node, physical: &Node) -> bool {
+    let recorded = vnode
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::PHYSICAL_NODE_UID))
+        .filter(|uid| !uid.is_empty());
+    match (recorded, physical.metadata.uid.as_deref()) {
+        (Some(recorded), Some(uid)) if !uid.is_empty() => recorded != uid,
+        _ => false,
+    }
 }
 
 /// The status of a virtual node: capacity = allocatable = what is lent; conditions and
@@ -268,7 +295,8 @@ mod tests {
 
     fn physical() -> Node {
         serde_json::from_value(json!({
-            "metadata": { "name": "n1", "labels": { "zone": "a", "kubeocean.io/policy-applied": "p" } },
+            "metadata": { "name": "n1", "uid": "uid-1", "labels": { "zone": "a", "kubeocean.io/policy-applied": "p",
+                "node.kubernetes.io/instance-type": "m5.large", "beta.kubernetes.io/instance-type": "m5.large" } },
             "spec": { "taints": [
                 { "key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule" },
                 { "key": "dedicated", "value": "batch", "effect": "NoSchedule" },
@@ -330,6 +358,9 @@ mod tests {
             (labels::MANAGED_BY, "kubeocean"),
             (labels::NODE_TYPE, "virtual-kubelet"),
             (labels::HOSTNAME, "vnode-c1-n1"),
+            (labels::PHYSICAL_NODE_UID, "uid-1"),
+            (labels::INSTANCE_TYPE, "vnode"),
+            (labels::INSTANCE_TYPE_BETA, "vnode"),
         ] {
             assert_eq!(d.labels.get(key).map(String::as_str), Some(value), "{key}");
         }
@@ -424,5 +455,49 @@ mod tests {
         let mut user_cordoned = node.clone();
         user_cordoned.spec.as_mut().unwrap().unschedulable = Some(true);
         assert_eq!(updated_virtual_node(&user_cordoned, &d), None);
+    }
+
+    #[test]
+    fn a_physical_node_with_another_uid_is_a_replaced_node() {
+        let vnode_with = |uid: Option<&str>| -> Node {
+            let mut labels = BTreeMap::new();
+            if let Some(uid) = uid {
+                labels.insert(labels::PHYSICAL_NODE_UID.to_owned(), uid.to_owned());
+            }
+            Node {
+                metadata: ObjectMeta {
+                    name: Some("vnode-c1-n1".into()),
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                },
+                ..Node::default()
+            }
+        };
+        let physical_with = |uid: Option<&str>| -> Node {
+            Node {
+                metadata: ObjectMeta {
+                    name: Some("n1".into()),
+                    uid: uid.map(str::to_owned),
+                    ..ObjectMeta::default()
+                },
+                ..Node::default()
+            }
+        };
+        for (recorded, current, replaced) in [
+            (Some("a"), Some("a"), false),
+            (Some("a"), Some("b"), true),
+            // Made before the label existed: the same node, labelled on the next update.
+            (None, Some("b"), false),
+            (Some(""), Some("b"), false),
+            // A physical node without a UID (not from an API server) proves nothing.
+            (Some("a"), None, false),
+            (Some("a"), Some(""), false),
+        ] {
+            assert_eq!(
+                made_for_replaced_node(&vnode_with(recorded), &physical_with(current)),
+                replaced,
+                "recorded {recorded:?}, physical {current:?}"
+            );
+        }
     }
 }

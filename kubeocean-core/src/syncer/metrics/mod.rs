@@ -1,7 +1,8 @@
 //! Prometheus metrics of the syncer: reconciles (count, errors by reason, duration) per
 //! reconciler through kube-kit's [`ControllerMetrics`], and per binding the number of
 //! virtual nodes and whether the worker answers; the top-down half's own metrics
-//! ([`TopDownMetrics`]) are registered with them.
+//! ([`TopDownMetrics`]) and upstream Kubeocean's names ([`UpstreamMetrics`]) are registered
+//! with them.
 
 use std::time::Duration;
 
@@ -12,8 +13,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
 pub mod topdown;
+pub mod upstream;
 
 pub use self::topdown::TopDownMetrics;
+pub use self::upstream::{NodeResources, UpstreamMetrics, node_resources};
 
 /// Labels of the per-binding gauges.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -29,6 +32,7 @@ pub struct SyncerMetrics {
     virtual_nodes: Family<BindingLabels, Gauge>,
     worker_reachable: Family<BindingLabels, Gauge>,
     topdown: TopDownMetrics,
+    upstream: UpstreamMetrics,
 }
 
 impl SyncerMetrics {
@@ -39,6 +43,7 @@ impl SyncerMetrics {
             virtual_nodes: Family::default(),
             worker_reachable: Family::default(),
             topdown: TopDownMetrics::register(metrics),
+            upstream: UpstreamMetrics::register(metrics),
         };
         metrics.with_registry(|registry| {
             registry.register(
@@ -60,6 +65,11 @@ impl SyncerMetrics {
         &self.topdown
     }
 
+    /// The metrics under upstream Kubeocean's names.
+    pub fn upstream(&self) -> &UpstreamMetrics {
+        &self.upstream
+    }
+
     /// Records one reconcile.
     pub fn reconciled(&self, reconciler: &str, took: Duration, failure: Option<&str>) {
         self.controllers.record(reconciler, took, failure);
@@ -70,9 +80,9 @@ impl SyncerMetrics {
         let labels = BindingLabels {
             binding: binding.to_owned(),
         };
-        self.virtual_nodes
-            .get_or_create(&labels)
-            .set(i64::try_from(count).unwrap_or(i64::MAX));
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.virtual_nodes.get_or_create(&labels).set(count);
+        self.upstream.set_vnode_total(binding, count);
     }
 
     /// Removes the series of `binding` (its syncer stopped for good): a binding that is gone
@@ -84,6 +94,7 @@ impl SyncerMetrics {
         self.virtual_nodes.remove(&labels);
         self.worker_reachable.remove(&labels);
         self.topdown.forget_binding(binding);
+        self.upstream.forget_binding(binding);
     }
 
     /// Sets whether the worker of `binding` answers.

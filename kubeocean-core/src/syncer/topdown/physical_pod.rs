@@ -14,7 +14,9 @@ use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request, request_opt};
 use super::mapping::patch::merge_patch;
-use super::mapping::{back_reference, physical_pod_reference, reference_patch, virtual_pod_status};
+use super::mapping::{
+    back_reference, gate_readiness, physical_pod_reference, reference_patch, virtual_pod_status,
+};
 use super::state::TopDown;
 use super::store::{object_key, pod_finished};
 use crate::syncer::context::Context;
@@ -104,7 +106,15 @@ pub fn decide(physical: &Pod, owner: Option<&Pod>, now: Timestamp) -> PhysicalAc
     let status = physical
         .status
         .as_ref()
-        .map(|s| virtual_pod_status(s, &current))
+        .map(|s| {
+            let mut desired = virtual_pod_status(s, &current);
+            let gates = owner
+                .spec
+                .as_ref()
+                .and_then(|s| s.readiness_gates.as_deref());
+            gate_readiness(&mut desired, gates.unwrap_or_default());
+            desired
+        })
         .filter(|desired| *desired != current)
         .map(Box::new);
     if reference.is_some()

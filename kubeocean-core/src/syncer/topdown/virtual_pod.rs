@@ -9,7 +9,7 @@
 //! on both objects, and a 409 on create is resolved by ownership (adopt ours, report others).
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{DeleteParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 use kube_kit::controller::object_key as key_of;
@@ -21,8 +21,9 @@ use super::error::{
 };
 use super::mapping::{
     Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, dependencies,
-    lost_pod_status, ownership, physical_node_of, physical_pod, physical_pod_name,
-    physical_pod_reference, physical_pod_update, reference_patch, should_map, token_secret_name,
+    ephemeral_containers_update, lost_pod_status, ownership, physical_node_of, physical_pod,
+    physical_pod_name, physical_pod_reference, physical_pod_update, reference_patch, should_map,
+    token_secret_name,
 };
 use super::state::{TopDown, recorded_physical, safety_recheck};
 use super::store::{object_key, split_key};
@@ -322,7 +323,13 @@ async fn create(
         api.create(&PostParams::default(), &desired),
         || api.get(&name),
     )
-    .await?;
+    .await;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics
+            .topdown()
+            .create_attempted(&td.settings.name, created.is_err());
+    }
+    let created = created?;
     match created {
         Created::New(created) => {
             let created = created.into_inner();
@@ -370,21 +377,36 @@ async fn follow(
             });
         }
     }
-    let Some(update) = physical_pod_update(desired, existing) else {
-        return Ok(Some(existing.clone()));
-    };
     let api: Api<Pod> = Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
-    let updated = request(
-        ctx.config.request_timeout,
-        Side::Worker,
-        "update",
-        "Pod",
-        &td.physical_key(&name),
-        api.replace(&name, &PostParams::default(), &update),
-    )
-    .await?;
-    td.remember_physical_pod(updated.clone());
-    Ok(Some(updated))
+    let mut current = existing.clone();
+    if let Some(update) = physical_pod_update(desired, existing) {
+        current = request(
+            ctx.config.request_timeout,
+            Side::Worker,
+            "update",
+            "Pod",
+            &td.physical_key(&name),
+            api.replace(&name, &PostParams::default(), &update),
+        )
+        .await?;
+        td.remember_physical_pod(current.clone());
+    }
+    // `kubectl debug` on the virtual pod: only the subresource can add them.
+    if let Some(containers) = ephemeral_containers_update(pod, &current).map_err(map_error(pod))? {
+        let patch = serde_json::json!({ "spec": { "ephemeralContainers": containers } });
+        current = request(
+            ctx.config.request_timeout,
+            Side::Worker,
+            "add ephemeral containers to",
+            "Pod",
+            &td.physical_key(&name),
+            api.patch_ephemeral_containers(&name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .await?;
+        tracing::info!(pod = %key_of(pod), physical = %name, "ephemeral containers added to the physical pod");
+        td.remember_physical_pod(current.clone());
+    }
+    Ok(Some(current))
 }
 
 /// Whether the physical pod `name` with `uid` exists, asking the worker when the store does
@@ -421,6 +443,9 @@ async fn mark_lost(ctx: &Context, td: &TopDown, pod: &Pod) -> Result<(), TopDown
         ctx.config.clock.now(),
     );
     super::physical_pod::write_status(ctx, td, pod, &status, None).await?;
+    if let Some(metrics) = &ctx.config.metrics {
+        metrics.topdown().pod_failed(&td.settings.name);
+    }
     let note =
         "the physical pod of this pod no longer exists in the worker cluster; the pod is Failed";
     tracing::warn!(pod = %key_of(pod), "{note}");

@@ -16,6 +16,7 @@
 //!   so that a name collision is reported instead of overwritten.
 
 pub mod config;
+pub mod ephemeral;
 pub mod patch;
 pub mod pod;
 pub mod status;
@@ -33,12 +34,13 @@ pub use config::{
     CopyUpdate, config_map_physical_name, config_map_update, physical_config_map, physical_secret,
     secret_physical_name, secret_update,
 };
+pub use ephemeral::ephemeral_containers_update;
 pub use pod::{
     Dependencies, Need, SkipReason, dependencies, physical_ephemeral_containers, physical_node_of,
     physical_pod, physical_pod_name, physical_pod_reference, physical_pod_update, reference_patch,
     should_map,
 };
-pub use status::{lost_pod_status, virtual_pod_status};
+pub use status::{gate_readiness, lost_pod_status, virtual_pod_status};
 pub use token::{
     TOKEN_REFRESH_AT, TokenProjection, TokenRequestSpec, token_refresh_at, token_refresh_due,
     token_secret, token_secret_name,

@@ -639,10 +639,13 @@ impl ResourceMapper<Pod> for TopDownMapper {
     fn status_to_virtual(&self, physical: &Pod, virtual_obj: &Pod) -> Option<PodStatus> {
         let physical_status = physical.status.as_ref()?;
         let virtual_status = virtual_obj.status.clone().unwrap_or_default();
-        Some(super::status::virtual_pod_status(
-            physical_status,
-            &virtual_status,
-        ))
+        let mut status = super::status::virtual_pod_status(physical_status, &virtual_status);
+        let gates = virtual_obj
+            .spec
+            .as_ref()
+            .and_then(|s| s.readiness_gates.as_deref());
+        super::status::gate_readiness(&mut status, gates.unwrap_or_default());
+        Some(status)
     }
 }
 

@@ -2,7 +2,8 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateTerminated, ContainerStatus, PodCondition, PodStatus,
+    ContainerState, ContainerStateTerminated, ContainerStatus, PodCondition, PodReadinessGate,
+    PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -46,6 +47,44 @@ pub fn virtual_pod_status(physical: &PodStatus, virtual_status: &PodStatus) -> P
     out.init_container_statuses = physical.init_container_statuses.clone();
     out.ephemeral_container_statuses = physical.ephemeral_container_statuses.clone();
     out
+}
+
+/// Reason the kubelet gives a pod that is not Ready because of its readiness gates.
+pub const READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
+
+/// `status` (as [`virtual_pod_status`] made it) with the virtual pod's own readiness gates
+/// applied, as the kubelet applies them: the pod is Ready only when the physical pod is and
+/// every gate's condition (set in the computing cluster) is `True`. The physical pod knows
+/// nothing of the gates, so its `Ready` alone would be wrong.
+pub fn gate_readiness(status: &mut PodStatus, gates: &[PodReadinessGate]) {
+    // No Ready from the worker yet: nothing to hold back (and nothing to add).
+    let Some(conditions) = status.conditions.as_mut() else {
+        return;
+    };
+    let unmet = gates.iter().find_map(|gate| {
+        let kind = gate.condition_type.as_str();
+        match conditions.iter().find(|c| c.type_ == kind) {
+            None => Some(format!(
+                "corresponding condition of pod readiness gate \"{kind}\" does not exist."
+            )),
+            Some(c) if c.status != "True" => Some(format!(
+                "the status of pod readiness gate \"{kind}\" is not \"True\", but {}",
+                c.status
+            )),
+            Some(_) => None,
+        }
+    });
+    let Some(message) = unmet else {
+        return;
+    };
+    let Some(ready) = conditions.iter_mut().find(|c| c.type_ == "Ready") else {
+        return;
+    };
+    if ready.status == "True" {
+        ready.status = "False".to_owned();
+        ready.reason = Some(READINESS_GATES_NOT_READY.to_owned());
+        ready.message = Some(message);
+    }
 }
 
 fn merged_conditions(
@@ -346,5 +385,115 @@ mod tests {
             lost_pod_status(&lost_pod_status(&virtual_status, now), now),
             lost_pod_status(&virtual_status, now)
         );
+    }
+
+    #[test]
+    fn readiness_gates_hold_ready_back_until_all_are_true() {
+        fn cond(type_: &str, status: &str) -> PodCondition {
+            PodCondition {
+                type_: type_.to_owned(),
+                status: status.to_owned(),
+                ..PodCondition::default()
+            }
+        }
+        fn gates(kinds: &[&str]) -> Vec<PodReadinessGate> {
+            kinds
+                .iter()
+                .map(|k| PodReadinessGate {
+                    condition_type: (*k).to_owned(),
+                })
+                .collect()
+        }
+        // (case, physical Ready, virtual gate conditions, gates, Ready status, reason)
+        type Case = (
+            &'static str,
+            &'static str,
+            Vec<PodCondition>,
+            Vec<PodReadinessGate>,
+            &'static str,
+            Option<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "no gates: physical Ready",
+                "True",
+                vec![],
+                gates(&[]),
+                "True",
+                None,
+            ),
+            (
+                "all gates True",
+                "True",
+                vec![cond("lb/ready", "True"), cond("mesh/ready", "True")],
+                gates(&["lb/ready", "mesh/ready"]),
+                "True",
+                None,
+            ),
+            (
+                "a gate False",
+                "True",
+                vec![cond("lb/ready", "True"), cond("mesh/ready", "False")],
+                gates(&["lb/ready", "mesh/ready"]),
+                "False",
+                Some(READINESS_GATES_NOT_READY),
+            ),
+            (
+                "a gate missing",
+                "True",
+                vec![],
+                gates(&["lb/ready"]),
+                "False",
+                Some(READINESS_GATES_NOT_READY),
+            ),
+            (
+                "physical not Ready: stays as the worker says",
+                "False",
+                vec![cond("lb/ready", "True")],
+                gates(&["lb/ready"]),
+                "False",
+                Some("ContainersNotReady"),
+            ),
+        ];
+        let mut bare = PodStatus::default();
+        gate_readiness(&mut bare, &gates(&["lb/ready"]));
+        assert_eq!(bare, PodStatus::default(), "no conditions: none added");
+        for (what, physical_ready, virtual_conditions, gates, want, reason) in cases {
+            let physical = PodStatus {
+                phase: Some("Running".into()),
+                conditions: Some(vec![PodCondition {
+                    reason: (physical_ready == "False").then(|| "ContainersNotReady".to_owned()),
+                    ..cond("Ready", physical_ready)
+                }]),
+                ..PodStatus::default()
+            };
+            let virtual_status = PodStatus {
+                conditions: Some(virtual_conditions),
+                ..PodStatus::default()
+            };
+            let mut status = virtual_pod_status(&physical, &virtual_status);
+            gate_readiness(&mut status, &gates);
+            let ready = status
+                .conditions
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|c| c.type_ == "Ready")
+                .unwrap();
+            assert_eq!(ready.status, want, "{what}");
+            assert_eq!(ready.reason.as_deref(), reason, "{what}");
+            for gate in &gates {
+                assert!(
+                    status
+                        .conditions
+                        .as_ref()
+                        .unwrap()
+                        .iter()
+                        .all(|c| c.type_ != gate.condition_type
+                            || virtual_status.conditions.as_ref().unwrap().contains(c)),
+                    "{what}: gate conditions are kept from the virtual pod"
+                );
+            }
+        }
     }
 }
