@@ -266,6 +266,15 @@ const BUILTINS: &[Builtin] = &[
     ),
     b("events.k8s.io", "v1", "events", "Event", true, &["ev"], &[]),
     b(
+        "discovery.k8s.io",
+        "v1",
+        "endpointslices",
+        "EndpointSlice",
+        true,
+        &[],
+        &[],
+    ),
+    b(
         "coordination.k8s.io",
         "v1",
         "leases",

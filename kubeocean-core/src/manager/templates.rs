@@ -291,6 +291,7 @@ pub fn computing_rules(binding: &str) -> Vec<PolicyRule> {
             READ,
         ),
         rule(&[""], &["persistentvolumes", "services"], READ),
+        rule(&["discovery.k8s.io"], &["endpointslices"], READ),
         rule(&[""], &["serviceaccounts/token"], &["create"]),
         rule(
             &["", "events.k8s.io"],

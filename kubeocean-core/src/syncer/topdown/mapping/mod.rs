@@ -21,6 +21,7 @@ pub mod config;
 pub mod network;
 pub mod patch;
 pub mod pod;
+pub mod scheduling;
 pub mod service;
 pub mod status;
 pub mod token;

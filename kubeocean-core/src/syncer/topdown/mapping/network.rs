@@ -606,11 +606,7 @@ mod tests {
             ),
         ];
         for (case, svc, address, port) in cases {
-            assert_eq!(
-                service_address(&svc),
-                address.map(str::to_owned),
-                "{case}"
-            );
+            assert_eq!(service_address(&svc), address.map(str::to_owned), "{case}");
             assert_eq!(api_server_address(&svc).map(|a| a.port), port, "{case}");
         }
     }
