@@ -41,7 +41,13 @@ fn memory_mib(pid: &str, field: &str) -> f64 {
     status
         .lines()
         .find_map(|line| line.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
@@ -131,7 +137,8 @@ async fn bench() -> BenchResult<()> {
             &Patch::Merge(json!({ "spec": { "serviceNamespaces": [NAMESPACE] } })),
         )
         .await?;
-    let namespace: Namespace = serde_json::from_value(json!({ "metadata": { "name": NAMESPACE } }))?;
+    let namespace: Namespace =
+        serde_json::from_value(json!({ "metadata": { "name": NAMESPACE } }))?;
     Api::<Namespace>::all(c.clone())
         .create(&PostParams::default(), &namespace)
         .await?;
@@ -145,8 +152,10 @@ async fn bench() -> BenchResult<()> {
         }))?;
         services.create(&PostParams::default(), &service).await?;
         let endpoints: Vec<_> = (0..ENDPOINTS)
-            .map(|j| json!({ "addresses": [format!("10.{}.{}.{}", 100 + i / 250, i % 250, j + 1)],
-                "conditions": { "ready": true } }))
+            .map(|j| {
+                json!({ "addresses": [format!("10.{}.{}.{}", 100 + i / 250, i % 250, j + 1)],
+                "conditions": { "ready": true } })
+            })
             .collect();
         let slice: EndpointSlice = serde_json::from_value(json!({
             "metadata": { "name": format!("{name}-abcde"),

@@ -664,3 +664,167 @@ async fn a_physical_pod_the_worker_never_schedules_is_removed_and_reported() {
         Some("PhysicalPodSchedulingTimeout")
     );
 }
+
+/// A pod of the worker's own (not Kubeocean's) on `node` holding host port `port`.
+async fn worker_pod_with_host_port(env: &Env, name: &str, node: &str, port: i32) {
+    Api::<Pod>::namespaced(env.w.clone(), "default")
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": { "name": name },
+                "spec": { "nodeName": node, "containers": [{ "name": "proxy", "image": "envoy:1",
+                    "ports": [{ "containerPort": 80, "hostPort": port }] }] },
+            })),
+        )
+        .await
+        .unwrap();
+}
+
+/// Host ports held by the placeholder pods of virtual node `vnode`.
+async fn held_ports(env: &Env, vnode: &str) -> Vec<i32> {
+    Api::<Pod>::namespaced(env.c.clone(), "kubeocean-fake")
+        .list(&ListParams::default().labels("kubeocean.io/hostport-fake-pod=true"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(vnode))
+        .flat_map(|p| p.spec.unwrap().containers)
+        .flat_map(|c| c.ports.unwrap_or_default())
+        .filter_map(|p| p.host_port)
+        .collect()
+}
+
+fn host_port_pod(name: &str, node: Option<&str>, cpu: &str, port: Option<i32>) -> Pod {
+    let ports = port.map(|p| json!([{ "containerPort": 80, "hostPort": p }]));
+    from_json(json!({
+        "metadata": { "name": name, "namespace": NS },
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{ "operator": "Exists" }],
+            "containers": [{ "name": "app", "image": "nginx:1", "ports": ports,
+                "resources": { "requests": { "cpu": cpu } } }],
+        },
+    }))
+}
+
+#[tokio::test]
+async fn host_ports_in_use_on_a_physical_node_keep_pods_asking_for_them_away() {
+    let env = env(Duration::from_secs(300)).await;
+    worker_pod_with_host_port(&env, "edge-proxy", "n1", 8080).await;
+    eventually("port 8080 held on vnode-w1-n1", || async {
+        held_ports(&env, "vnode-w1-n1").await == [8080]
+    })
+    .await;
+    assert!(held_ports(&env, "vnode-w1-n2").await.is_empty());
+    // The placeholder is never mapped to the worker.
+    let placeholders: Vec<String> = Api::<Pod>::namespaced(env.w.clone(), MOUNT)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .filter(|n| n.starts_with("fake-pod-for-hostport"))
+        .collect();
+    assert!(placeholders.is_empty(), "{placeholders:?}");
+
+    // vnode-w1-n2 gets busier, so the computing scheduler would rather pick vnode-w1-n1.
+    let vpods: Api<Pod> = Api::namespaced(env.c.clone(), NS);
+    vpods
+        .create(
+            &PostParams::default(),
+            &host_port_pod("filler", Some("vnode-w1-n2"), "16", None),
+        )
+        .await
+        .unwrap();
+    vpods
+        .create(
+            &PostParams::default(),
+            &host_port_pod("hp", None, "1", Some(8080)),
+        )
+        .await
+        .unwrap();
+    eventually("hp scheduled", || async {
+        vpods
+            .get("hp")
+            .await
+            .unwrap()
+            .spec
+            .and_then(|s| s.node_name)
+            .is_some()
+    })
+    .await;
+    let node = vpods.get("hp").await.unwrap().spec.unwrap().node_name;
+    assert_eq!(
+        node.as_deref(),
+        Some("vnode-w1-n2"),
+        "not where 8080 is taken"
+    );
+    // The mapped pod itself holds nothing on the virtual node: only worker pods count.
+    let hp = mapped(&env, "hp").await;
+    assert!(
+        hp.metadata
+            .labels
+            .unwrap()
+            .contains_key("kubeocean.io/managed-by")
+    );
+    assert!(held_ports(&env, "vnode-w1-n2").await.is_empty());
+
+    // The worker's pod goes: so does the reservation.
+    Api::<Pod>::namespaced(env.w.clone(), "default")
+        .delete(
+            "edge-proxy",
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..DeleteParams::default()
+            },
+        )
+        .await
+        .unwrap();
+    eventually("port 8080 released", || async {
+        held_ports(&env, "vnode-w1-n1").await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_pod_bound_where_its_host_port_is_taken_is_reported() {
+    let env = env(Duration::from_secs(2)).await;
+    worker_pod_with_host_port(&env, "edge-proxy", "n1", 8080).await;
+    // Bound directly (no scheduler asked): the worker cannot place its physical pod.
+    let vpods: Api<Pod> = Api::namespaced(env.c.clone(), NS);
+    vpods
+        .create(
+            &PostParams::default(),
+            &host_port_pod("clash", Some("vnode-w1-n1"), "1", Some(8080)),
+        )
+        .await
+        .unwrap();
+    let physical = mapped(&env, "clash").await;
+    assert!(physical.spec.unwrap().node_name.is_none());
+    let note = wait_event(&env, "Pod", "clash", "FailedSchedulingPod").await;
+    assert!(
+        note.contains("not scheduled in the worker cluster"),
+        "{note}"
+    );
+    eventually("clash Failed", || async {
+        vpods
+            .get("clash")
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.phase)
+            .as_deref()
+            == Some("Failed")
+    })
+    .await;
+    // The worker's own pod is untouched.
+    assert!(
+        Api::<Pod>::namespaced(env.w.clone(), "default")
+            .get_opt("edge-proxy")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

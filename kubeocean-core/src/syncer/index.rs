@@ -11,6 +11,7 @@ use kube::ResourceExt;
 
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
+use crate::leasing::host_ports::{HostPort, distinct_host_ports, host_ports_of};
 use crate::leasing::{NodeUsage, PodUsage, node_matches};
 
 /// What the index keeps of one worker pod.
@@ -24,6 +25,8 @@ pub struct CachedPod {
     pub resource_version: String,
     /// What the pod takes from its node.
     pub usage: PodUsage,
+    /// Host ports it holds there.
+    pub host_ports: Vec<HostPort>,
 }
 
 /// The worker cluster as the syncer sees it.
@@ -80,6 +83,16 @@ impl WorkerIndex {
         NodeUsage::from_pods(uids.filter_map(|uid| self.pods.get(uid).map(|p| &p.usage)))
     }
 
+    /// The host ports the pods bound to `node` hold (see [`host_ports_of`]).
+    pub fn host_ports(&self, node: &str) -> Vec<HostPort> {
+        let uids = self.pods_by_node.get(node).into_iter().flatten();
+        distinct_host_ports(
+            uids.filter_map(|uid| self.pods.get(uid))
+                .flat_map(|p| p.host_ports.iter().cloned())
+                .collect(),
+        )
+    }
+
     /// Number of pods indexed.
     pub fn pod_count(&self) -> usize {
         self.pods.len()
@@ -131,10 +144,14 @@ impl WorkerIndex {
             key: (pod.namespace().unwrap_or_default(), pod.name_any()),
             resource_version,
             usage: PodUsage::of(pod),
+            host_ports: host_ports_of(pod),
         };
         let mut affected = Vec::new();
         match self.pods.get(&uid) {
-            Some(old) if old.node == cached.node && old.usage == cached.usage => {}
+            Some(old)
+                if old.node == cached.node
+                    && old.usage == cached.usage
+                    && old.host_ports == cached.host_ports => {}
             Some(old) => {
                 affected.push(old.node.clone());
                 affected.push(cached.node.clone());

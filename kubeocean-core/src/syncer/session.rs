@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::bottomup::hostport::{HostPortWorker, HostPorts};
 use super::bottomup::{lease, physical_node, policy};
 use super::context::Context;
 use super::reflector::{self, Change, spawn_reflector};
@@ -35,6 +36,7 @@ pub(super) async fn run_session(
     let ours = format!("{}={}", labels::CLUSTER_BINDING, binding_name);
     let secret_ref = binding.spec.secret_ref.clone();
     let topdown = TopDown::new(&ctx, binding);
+    let hostports = Arc::new(HostPorts::new());
     let mount_namespace = topdown.as_ref().map(|t| t.settings.mount_namespace.clone());
 
     // Computing cluster: the binding, our virtual nodes, our mirrored CSINodes.
@@ -74,6 +76,7 @@ pub(super) async fn run_session(
         {
             let c = ctx.clone();
             let td = topdown.clone();
+            let hp = hostports.clone();
             move |change| {
                 // Pods are re-evaluated when a virtual node appears or goes, not on each of
                 // its status updates.
@@ -98,6 +101,7 @@ pub(super) async fn run_session(
                 if let Some(metrics) = &c.config.metrics {
                     metrics.set_virtual_nodes(&c.config.binding_name, count);
                 }
+                hp.queue.add_all(affected.iter().map(String::as_str));
                 c.enqueue_nodes(affected);
                 if let Some(td) = &td {
                     td.on_vnodes(changed_vnodes);
@@ -161,6 +165,7 @@ pub(super) async fn run_session(
         {
             let c = ctx.clone();
             let td = topdown.clone();
+            let hp = hostports.clone();
             move |change| {
                 // One watch feeds both halves: the top-down store keeps our pods.
                 if let Some(td) = &td {
@@ -174,6 +179,7 @@ pub(super) async fn run_session(
                         Change::Relisted(all) => index.replace_pods(all),
                     }
                 };
+                hp.queue.add_all(affected.iter().map(String::as_str));
                 c.enqueue_nodes_after_pod_changes(affected);
             }
         },
@@ -253,6 +259,13 @@ pub(super) async fn run_session(
                 tasks.spawn(physical_node::run_worker(ctx.clone(), token.clone()));
             }
             tasks.spawn(policy::run_worker(ctx.clone(), token.clone()));
+            let nodes = ctx.worker_index().node_names();
+            hostports.queue.add_all(nodes.iter().map(String::as_str));
+            tasks.spawn(super::worker::run(
+                ctx.clone(),
+                HostPortWorker(hostports.clone()),
+                token.clone(),
+            ));
             if let Some(td) = &topdown {
                 topdown_session::start(&ctx, td, &mut tasks, &token);
             }

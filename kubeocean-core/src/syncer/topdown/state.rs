@@ -234,6 +234,14 @@ impl TopDown {
     /// Whether a virtual pod may be one of this binding's: bound to a node named like our
     /// virtual nodes, or recorded as mapped into our mount namespace.
     fn candidate(&self, pod: &Pod) -> bool {
+        // Host-port placeholders hold ports on a virtual node; they never run.
+        if pod
+            .labels()
+            .get(labels::HOSTPORT_PLACEHOLDER)
+            .is_some_and(|v| v == "true")
+        {
+            return false;
+        }
         let on_vnode = pod
             .spec
             .as_ref()
