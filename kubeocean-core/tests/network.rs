@@ -2,7 +2,10 @@
 //! computing cluster's DNS and API server for mapped pods (and the binding's condition when
 //! their Services are missing), Services of `serviceNamespaces` reflected into the worker
 //! with their EndpointSlices, bad Services refused with an Event, and a physical pod the
-//! worker does not schedule given up on after the timeout.
+//! worker does not schedule given up on after the timeout; host ports of the worker's own
+//! pods kept away from pods that ask for them.
+
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

@@ -284,6 +284,16 @@ mod tests {
         }
     }
 
+    /// (case, policy, hostNetwork, user dnsConfig, expected policy, expected dnsConfig)
+    type DnsCase = (
+        &'static str,
+        Option<&'static str>,
+        bool,
+        Option<PodDNSConfig>,
+        &'static str,
+        Option<PodDNSConfig>,
+    );
+
     #[test]
     fn dns_policy_cases() {
         let user = PodDNSConfig {
@@ -303,14 +313,7 @@ mod tests {
         };
         let ndots5 = || vec![option("ndots", NDOTS)];
         // (case, policy, hostNetwork, user dnsConfig, expected policy, expected dnsConfig)
-        let cases: Vec<(
-            &str,
-            Option<&str>,
-            bool,
-            Option<PodDNSConfig>,
-            &str,
-            Option<PodDNSConfig>,
-        )> = vec![
+        let cases: Vec<DnsCase> = vec![
             (
                 "unset means ClusterFirst",
                 None,
