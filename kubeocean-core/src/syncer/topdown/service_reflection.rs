@@ -63,15 +63,6 @@ pub(crate) async fn reconcile(
     };
     let (service, slices, existing, existing_slices) = {
         let stores = td.stores();
-        let service = stores.services.get(key);
-        let slices: Vec<EndpointSlice> = stores
-            .endpoint_slices
-            .values()
-            .filter(|s| {
-                s.metadata.namespace.as_deref() == Some(namespace) && slice_service(s) == Some(name)
-            })
-            .map(|s| (**s).clone())
-            .collect();
         let existing = stores
             .physical_services
             .get(&td.physical_key(&physical_name))
@@ -82,6 +73,23 @@ pub(crate) async fn reconcile(
             .filter(|s| ours(&s.metadata))
             .map(|s| (**s).clone())
             .collect();
+        if !wanted && existing.is_none() && existing_slices.is_empty() {
+            // Most Services of the computing cluster: not reflected, nothing to remove.
+            return Ok(None);
+        }
+        let service = stores.services.get(key);
+        let slices: Vec<EndpointSlice> = match wanted {
+            true => stores
+                .endpoint_slices
+                .values()
+                .filter(|s| {
+                    s.metadata.namespace.as_deref() == Some(namespace)
+                        && slice_service(s) == Some(name)
+                })
+                .map(|s| (**s).clone())
+                .collect(),
+            false => Vec::new(),
+        };
         (service, slices, existing, existing_slices)
     };
 
