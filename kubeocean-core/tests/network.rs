@@ -792,6 +792,44 @@ async fn host_ports_in_use_on_a_physical_node_keep_pods_asking_for_them_away() {
 }
 
 #[tokio::test]
+async fn host_ports_taken_before_the_virtual_node_exists_are_held_once_it_does() {
+    let pair = common::served_pair("network-test").await;
+    pair.worker
+        .add_node(&SimNode::new("n1", "8", "32Gi"))
+        .unwrap();
+    // The worker's pod holds 9100 before any binding exists.
+    Api::<Pod>::namespaced(pair.w.clone(), "default")
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": { "name": "node-exporter" },
+                "spec": { "nodeName": "n1", "containers": [{ "name": "e", "image": "e:1",
+                    "ports": [{ "containerPort": 9100, "hostPort": 9100 }] }] },
+            })),
+        )
+        .await
+        .unwrap();
+    pair.bind_worker(BINDING, "w1", MOUNT).await;
+    let mut config = SyncerConfig::new(BINDING);
+    config.secret_namespace = "kubeocean-system".into();
+    config.client_options = config.client_options.with_rate_limit(0.0, 0);
+    config.connect_retry_interval = Duration::from_millis(200);
+    config.retry_interval = Duration::from_millis(100);
+    config.max_retry_interval = Duration::from_secs(1);
+    tokio::spawn(Syncer::new(pair.c.clone(), config).run(pair.sandboxes.token().clone()));
+    let env = Env {
+        c: pair.c.clone(),
+        w: pair.w.clone(),
+        _served: Vec::new(),
+        _sandboxes: pair.sandboxes,
+    };
+    eventually("port 9100 held on the new virtual node", || async {
+        held_ports(&env, "vnode-w1-n1").await == [9100]
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_pod_bound_where_its_host_port_is_taken_is_reported() {
     let env = env(Duration::from_secs(2)).await;
     worker_pod_with_host_port(&env, "edge-proxy", "n1", 8080).await;

@@ -89,6 +89,12 @@ pub(super) async fn run_session(
                     Change::Deleted(n) => Some(vec![n.name_any()]),
                     Change::Relisted(_) => None,
                 };
+                let hostport_news = match &change {
+                    Change::Applied(n) => {
+                        !hp.knows(&n.name_any()) || n.metadata.deletion_timestamp.is_some()
+                    }
+                    Change::Deleted(_) | Change::Relisted(_) => true,
+                };
                 let (affected, count) = {
                     let mut index = c.computing_index_mut();
                     let affected = match change {
@@ -101,7 +107,10 @@ pub(super) async fn run_session(
                 if let Some(metrics) = &c.config.metrics {
                     metrics.set_virtual_nodes(&c.config.binding_name, count);
                 }
-                hp.queue.add_all(affected.iter().map(String::as_str));
+                // Placeholders follow virtual nodes that appear or go, not their updates.
+                if hostport_news {
+                    hp.queue.add_all(affected.iter().map(String::as_str));
+                }
                 c.enqueue_nodes(affected);
                 if let Some(td) = &td {
                     td.on_vnodes(changed_vnodes);

@@ -262,9 +262,20 @@ impl HostPorts {
             kept.push(want);
         }
         if let Some(known) = self.known().as_mut() {
-            known.insert(vnode_name, kept);
+            // A virtual node is known once reconciled while live: its later updates need
+            // no look (see [`HostPorts::knows`]).
+            if live || !kept.is_empty() {
+                known.insert(vnode_name, kept);
+            } else {
+                known.remove(&vnode_name);
+            }
         }
         Ok(())
+    }
+
+    /// Whether the placeholders of virtual node `vnode` were reconciled while it was live.
+    pub fn knows(&self, vnode: &str) -> bool {
+        self.known().as_ref().is_some_and(|k| k.contains_key(vnode))
     }
 
     /// Drops what is known, so that the next reconcile lists again.
