@@ -21,7 +21,7 @@ use kubeocean_core::manager::{
 };
 use kubeocean_core::naming::is_dns1123_label;
 use kubeocean_core::proxier::ProxierMetrics;
-use kubeocean_core::syncer::{SyncerConfig, SyncerMetrics};
+use kubeocean_core::syncer::{ServiceRef, SyncerConfig, SyncerMetrics};
 
 /// The image both workloads run by default: this version of the `kubeocean` binary.
 fn default_image() -> String {
@@ -91,6 +91,29 @@ pub struct ManagerArgs {
     /// How soon a failing or progressing binding is looked at again.
     #[arg(long, env = "RETRY_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     retry_interval: Duration,
+
+    /// Embedded mode: Service (`namespace/name`) whose address mapped pods use as their
+    /// nameserver (a syncer Deployment takes `--syncer-arg=--dns-service=...`).
+    #[arg(
+        long,
+        env = "DNS_SERVICE",
+        default_value = "kube-system/kube-dns-intranet"
+    )]
+    dns_service: ServiceRef,
+
+    /// Embedded mode: Service (`namespace/name`) whose address and first port mapped pods
+    /// reach the API server at.
+    #[arg(
+        long,
+        env = "API_SERVER_SERVICE",
+        default_value = "default/kubernetes-intranet"
+    )]
+    api_server_service: ServiceRef,
+
+    /// Embedded mode: how long a physical pod may stay unscheduled in the worker before it
+    /// is deleted and its virtual pod fails.
+    #[arg(long, env = "PHYSICAL_POD_SCHEDULING_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    physical_pod_scheduling_timeout: Duration,
 
     /// Embedded mode: run the syncers only, without proxiers.
     #[arg(long, env = "EMBEDDED_NO_PROXIER")]
@@ -304,6 +327,9 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
         base.secret_namespace = args.namespace.clone();
         base.client_options = options.clone();
         base.proxier.port = args.proxier_port;
+        base.dns_service = args.dns_service.clone();
+        base.api_server_service = args.api_server_service.clone();
+        base.physical_pod_scheduling_timeout = args.physical_pod_scheduling_timeout;
         base.metrics = Some(SyncerMetrics::register(&admin_state.metrics));
         Some(match resolved.embedded_proxier {
             Some(mut proxier) => {

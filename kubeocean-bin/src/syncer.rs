@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use kube_kit::admin::AdminState;
 use kube_kit::args::parse_duration;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
-use kubeocean_core::syncer::{ProxierEndpoint, Syncer, SyncerConfig, SyncerMetrics};
+use kubeocean_core::syncer::{ProxierEndpoint, ServiceRef, Syncer, SyncerConfig, SyncerMetrics};
 
 /// Flags of `kubeocean syncer`.
 #[derive(Debug, clap::Args)]
@@ -47,6 +47,29 @@ pub struct SyncerArgs {
     #[arg(long, env = "MAX_RETRY_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     max_retry_interval: Duration,
 
+    /// Service of the computing cluster (`namespace/name`) whose address mapped pods use as
+    /// their nameserver.
+    #[arg(
+        long,
+        env = "DNS_SERVICE",
+        default_value = "kube-system/kube-dns-intranet"
+    )]
+    dns_service: ServiceRef,
+
+    /// Service of the computing cluster (`namespace/name`) whose address and first port
+    /// mapped pods reach the API server at.
+    #[arg(
+        long,
+        env = "API_SERVER_SERVICE",
+        default_value = "default/kubernetes-intranet"
+    )]
+    api_server_service: ServiceRef,
+
+    /// How long a physical pod may stay unscheduled in the worker before it is deleted and
+    /// its virtual pod fails.
+    #[arg(long, env = "PHYSICAL_POD_SCHEDULING_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    physical_pod_scheduling_timeout: Duration,
+
     /// Threads of the async runtime: 1 runs everything on one thread, 0 one per CPU.
     #[arg(long, env = "RUNTIME_THREADS", default_value_t = kubeocean_core::syncer::SYNCER_RUNTIME_THREADS)]
     pub runtime_threads: usize,
@@ -82,6 +105,9 @@ pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
     config.request_timeout = args.request_timeout;
     config.max_retry_interval = args.max_retry_interval;
     config.metrics = Some(syncer_metrics);
+    config.dns_service = args.dns_service.clone();
+    config.api_server_service = args.api_server_service.clone();
+    config.physical_pod_scheduling_timeout = args.physical_pod_scheduling_timeout;
     config.proxier = ProxierEndpoint {
         address: args.proxier_address.clone(),
         port: args.proxier_port,

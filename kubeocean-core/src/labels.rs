@@ -23,6 +23,11 @@ pub const EXPECTED_METADATA: &str = "kubeocean.io/expected-metadata";
 pub const LAST_SYNC_TIME: &str = "kubeocean.io/last-sync-time";
 /// Annotation on DaemonSet pods that opts them in to mapping.
 pub const RUNNING_DAEMONSET: &str = "kubeocean.io/running-daemonset";
+/// Label (`"true"`) of the placeholder pods that hold a physical node's host ports on its
+/// virtual node (upstream's key); they are never mapped.
+pub const HOSTPORT_PLACEHOLDER: &str = "kubeocean.io/hostport-fake-pod";
+/// Namespace of the computing cluster holding the host-port placeholder pods (upstream's).
+pub const HOSTPORT_PLACEHOLDER_NAMESPACE: &str = "kubeocean-fake";
 
 /// Annotation on physical pods: namespace of their virtual pod.
 pub const VIRTUAL_POD_NAMESPACE: &str = "kubeocean.io/virtual-pod-namespace";

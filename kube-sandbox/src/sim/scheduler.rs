@@ -1,5 +1,5 @@
 //! The simulated scheduler: a pod's effective requests, the placement rules (readiness,
-//! taints and tolerations, nodeSelector, required node affinity), what bound pods take from
+//! taints and tolerations, nodeSelector, required node affinity, free host ports), what bound pods take from
 //! each node, and the binding of pending pods to the node that fits them best.
 
 use super::at;
@@ -372,6 +372,59 @@ fn best_fit<'a>(
     best.map(|(_, name)| name)
 }
 
+/// A host port a container asks for: (host IP, protocol, port).
+pub type HostPort = (String, String, i64);
+
+/// The host ports of a pod's containers and init containers (host IP `0.0.0.0` and
+/// protocol `TCP` when unset, as the NodePorts filter reads them).
+pub fn host_ports(pod: &Value) -> Vec<HostPort> {
+    let mut ports = Vec::new();
+    for list in ["containers", "initContainers"] {
+        let containers = at(pod, &["spec", list]).and_then(Value::as_array);
+        for container in containers.into_iter().flatten() {
+            let container_ports = container.get("ports").and_then(Value::as_array);
+            for port in container_ports.into_iter().flatten() {
+                let Some(host_port) = port.get("hostPort").and_then(Value::as_i64) else {
+                    continue;
+                };
+                if host_port <= 0 {
+                    continue;
+                }
+                let ip = port.get("hostIP").and_then(Value::as_str).unwrap_or("");
+                let protocol = port
+                    .get("protocol")
+                    .and_then(Value::as_str)
+                    .unwrap_or("TCP");
+                let ip = if ip.is_empty() { "0.0.0.0" } else { ip };
+                ports.push((ip.to_string(), protocol.to_string(), host_port));
+            }
+        }
+    }
+    ports
+}
+
+/// Whether two host ports clash: same port and protocol, and the same host IP or either
+/// on every address (`0.0.0.0`), as kube-scheduler's NodePorts filter decides.
+pub fn ports_conflict(a: &HostPort, b: &HostPort) -> bool {
+    a.2 == b.2 && a.1 == b.1 && (a.0 == b.0 || a.0 == "0.0.0.0" || b.0 == "0.0.0.0")
+}
+
+/// Host ports taken on each node by its bound, unfinished pods.
+fn host_ports_by_node(state: &ClusterState) -> HashMap<String, Vec<HostPort>> {
+    let pods_gr = GroupResource::new("", "pods");
+    let listed = state.store.list(&pods_gr, None, None, 0, &|_| true);
+    let mut taken: HashMap<String, Vec<HostPort>> = HashMap::new();
+    for pod in &listed.items {
+        if let Some(node) = counted_node(&pod.value) {
+            let ports = host_ports(&pod.value);
+            if !ports.is_empty() {
+                taken.entry(node.to_string()).or_default().extend(ports);
+            }
+        }
+    }
+    taken
+}
+
 pub(super) fn is_pending(pod: &Value) -> bool {
     at(pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
@@ -409,10 +462,21 @@ pub(super) fn schedule(
         }
         let requests = pod_requests(&pod.value);
         let pinned = pinned_node_names(&pod.value);
+        let wanted_ports = host_ports(&pod.value);
+        let taken_ports = match wanted_ports.is_empty() {
+            true => HashMap::new(),
+            false => host_ports_by_node(state),
+        };
         let candidates = nodes
             .iter()
             .filter(|n| pinned.as_ref().is_none_or(|p| p.contains(n.name.as_str())))
             .filter(|n| node_accepts(&n.node.value, &pod.value))
+            .filter(|n| {
+                let taken = taken_ports.get(n.name.as_str());
+                wanted_ports
+                    .iter()
+                    .all(|w| taken.is_none_or(|t| !t.iter().any(|u| ports_conflict(w, u))))
+            })
             .map(|n| (n.name.as_str(), &n.allocatable, usage.used(&n.name)));
         match best_fit(&requests, candidates).map(str::to_string) {
             Some(node) => {
@@ -467,6 +531,31 @@ mod tests {
         ];
         for (case, pod, want) in cases {
             assert_eq!(pinned_node_names(&pod), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn host_ports_conflict_as_the_node_ports_filter_says() {
+        let pod = json!({ "spec": {
+            "containers": [{ "ports": [{ "containerPort": 80, "hostPort": 8080 },
+                { "containerPort": 53, "hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1" },
+                { "containerPort": 9000 }] }],
+            "initContainers": [{ "ports": [{ "containerPort": 1, "hostPort": 7000 }] }] } });
+        let ports = host_ports(&pod);
+        assert_eq!(ports.len(), 3);
+        let p = |ip: &str, proto: &str, port| (ip.to_string(), proto.to_string(), port);
+        let cases = [
+            (p("0.0.0.0", "TCP", 8080), p("10.0.0.2", "TCP", 8080), true),
+            (
+                p("10.0.0.1", "TCP", 8080),
+                p("10.0.0.2", "TCP", 8080),
+                false,
+            ),
+            (p("0.0.0.0", "TCP", 8080), p("0.0.0.0", "UDP", 8080), false),
+            (p("0.0.0.0", "TCP", 8080), p("0.0.0.0", "TCP", 8081), false),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(ports_conflict(&a, &b), want, "{a:?} {b:?}");
         }
     }
 

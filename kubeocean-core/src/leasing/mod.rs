@@ -7,6 +7,7 @@
 //! is lent) and [`virtual_node_taints`]. Plug in another [`LeasingPolicyEngine`] to lend
 //! differently.
 
+pub mod host_ports;
 mod limits;
 mod selection;
 mod selector;

@@ -123,7 +123,8 @@ pub const MOUNT_NAMESPACE_RESOURCES: [&str; 4] =
 ///   `deletecollection` when the binding is deleted (`topdown::cleanup`);
 /// - PersistentVolumes (cluster-scoped) are copied, and removed the same way;
 /// - the binding's PriorityClass (`kubeocean-default` unless set) is read: physical pods
-///   cannot be created without it.
+///   cannot be created without it;
+/// - Services and EndpointSlices are written in the mount namespace (`serviceNamespaces`).
 pub const SYNCER_GRANTS: &[Grant] = &[
     Grant {
         scope: Scope::Cluster,
@@ -187,6 +188,20 @@ pub const SYNCER_GRANTS: &[Grant] = &[
         group: "scheduling.k8s.io",
         resources: &["priorityclasses"],
         verbs: &["get"],
+    },
+    // Services of serviceNamespaces and their EndpointSlices, reflected into the mount
+    // namespace (Services have no deletecollection: they are removed one by one).
+    Grant {
+        scope: Scope::MountNamespace,
+        group: "",
+        resources: &["services"],
+        verbs: &["get", "list", "watch", "create", "update", "delete"],
+    },
+    Grant {
+        scope: Scope::MountNamespace,
+        group: "discovery.k8s.io",
+        resources: &["endpointslices"],
+        verbs: &["get", "list", "watch", "create", "update", "delete"],
     },
 ];
 

@@ -302,6 +302,9 @@ pub fn computing_rules(binding: &str) -> Vec<PolicyRule> {
             ],
             &["patch"],
         ),
+        rule(&["discovery.k8s.io"], &["endpointslices"], READ),
+        // The namespace of the host-port placeholder pods.
+        rule(&[""], &["namespaces"], &["get", "create"]),
         rule(&[""], &["serviceaccounts/token"], &["create"]),
         rule(
             &["", "events.k8s.io"],

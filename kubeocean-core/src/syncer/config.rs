@@ -47,6 +47,15 @@ pub struct SyncerConfig {
     pub clock: Clock,
     /// Where to record metrics (none by default).
     pub metrics: Option<SyncerMetrics>,
+    /// Service of the computing cluster whose address mapped pods use as nameserver
+    /// (upstream: `kube-system/kube-dns-intranet`).
+    pub dns_service: ServiceRef,
+    /// Service of the computing cluster whose address and first port mapped pods reach the
+    /// API server at (upstream: `default/kubernetes-intranet`).
+    pub api_server_service: ServiceRef,
+    /// How long a physical pod may stay unscheduled in the worker before it is deleted and
+    /// its virtual pod fails (upstream: 5 minutes).
+    pub physical_pod_scheduling_timeout: Duration,
 }
 
 impl SyncerConfig {
@@ -70,6 +79,80 @@ impl SyncerConfig {
             proxier: ProxierEndpoint::default(),
             clock: Clock::system(),
             metrics: None,
+            dns_service: ServiceRef::new("kube-system", "kube-dns-intranet"),
+            api_server_service: ServiceRef::new("default", "kubernetes-intranet"),
+            physical_pod_scheduling_timeout: Duration::from_secs(5 * 60),
+        }
+    }
+}
+
+/// A Service of the computing cluster, written `namespace/name`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ServiceRef {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ServiceRef {
+    /// The Service `namespace/name`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> ServiceRef {
+        ServiceRef {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// Its store key, `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+impl std::fmt::Display for ServiceRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+impl std::str::FromStr for ServiceRef {
+    type Err = String;
+
+    /// Parses `namespace/name` (both DNS labels).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (namespace, name) = text
+            .split_once('/')
+            .ok_or_else(|| format!("{text:?} is not namespace/name"))?;
+        for part in [namespace, name] {
+            if !crate::naming::is_dns1123_label(part) {
+                return Err(format!(
+                    "{part:?} in {text:?} is not a valid namespace or Service name"
+                ));
+            }
+        }
+        Ok(ServiceRef::new(namespace, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServiceRef;
+
+    #[test]
+    fn service_refs_parse() {
+        let cases = [
+            (
+                "kube-system/kube-dns-intranet",
+                Ok(ServiceRef::new("kube-system", "kube-dns-intranet")),
+            ),
+            ("default", Err(())),
+            ("a/B", Err(())),
+            ("/x", Err(())),
+            ("a/b/c", Err(())),
+        ];
+        for (text, want) in cases {
+            assert_eq!(text.parse::<ServiceRef>().map_err(|_| ()), want, "{text}");
         }
     }
 }

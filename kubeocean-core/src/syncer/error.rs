@@ -55,6 +55,16 @@ pub enum SyncError {
         /// The API error.
         source: kube::Error,
     },
+    /// Writing or deleting a host-port placeholder pod failed.
+    #[error("cannot {action} host-port placeholder {name}: {source}")]
+    HostPort {
+        /// What was attempted.
+        action: &'static str,
+        /// Placeholder (or namespace) name.
+        name: String,
+        /// The API error.
+        source: kube::Error,
+    },
     /// Writing a policy's status failed.
     #[error("cannot write the status of ResourceLeasingPolicy {name}: {source}")]
     PolicyStatus {
@@ -96,6 +106,7 @@ impl SyncError {
             SyncError::VirtualPods { .. } => "VirtualPodDelete",
             SyncError::Lease { .. } => "LeaseWrite",
             SyncError::CsiNode { .. } => "CSINodeWrite",
+            SyncError::HostPort { .. } => "HostPortPlaceholderWrite",
             SyncError::PolicyStatus { .. } => "PolicyStatusWrite",
             SyncError::PolicyFinalizer { .. } => "PolicyFinalizerRelease",
             SyncError::BindingStatus { .. } => "BindingStatusWrite",

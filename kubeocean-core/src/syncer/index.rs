@@ -11,6 +11,7 @@ use kube::ResourceExt;
 
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
+use crate::leasing::host_ports::{HostPort, distinct_host_ports, host_ports_of};
 use crate::leasing::{NodeUsage, PodUsage, node_matches};
 
 /// What the index keeps of one worker pod.
@@ -26,6 +27,8 @@ pub struct CachedPod {
     pub usage: PodUsage,
     /// What it takes as one of Kubeocean's own pods (empty for the others).
     pub mapped: PodUsage,
+    /// Host ports it holds there.
+    pub host_ports: Vec<HostPort>,
 }
 
 /// The worker cluster as the syncer sees it.
@@ -88,6 +91,16 @@ impl WorkerIndex {
         NodeUsage::from_pods(uids.filter_map(|uid| self.pods.get(uid).map(|p| &p.mapped)))
     }
 
+    /// The host ports the pods bound to `node` hold (see [`host_ports_of`]).
+    pub fn host_ports(&self, node: &str) -> Vec<HostPort> {
+        let uids = self.pods_by_node.get(node).into_iter().flatten();
+        distinct_host_ports(
+            uids.filter_map(|uid| self.pods.get(uid))
+                .flat_map(|p| p.host_ports.iter().cloned())
+                .collect(),
+        )
+    }
+
     /// Number of pods indexed.
     pub fn pod_count(&self) -> usize {
         self.pods.len()
@@ -140,13 +153,15 @@ impl WorkerIndex {
             resource_version,
             usage: PodUsage::of(pod),
             mapped: PodUsage::of_mapped(pod),
+            host_ports: host_ports_of(pod),
         };
         let mut affected = Vec::new();
         match self.pods.get(&uid) {
             Some(old)
                 if old.node == cached.node
                     && old.usage == cached.usage
-                    && old.mapped == cached.mapped => {}
+                    && old.mapped == cached.mapped
+                    && old.host_ports == cached.host_ports => {}
             Some(old) => {
                 affected.push(old.node.clone());
                 affected.push(cached.node.clone());

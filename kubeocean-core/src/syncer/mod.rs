@@ -39,7 +39,7 @@ use crate::leasing::{DefaultLeasingEngine, LeasingPolicyEngine};
 
 pub use binding::{ConnectError, connect_worker};
 pub use clock::Clock;
-pub use config::{ProxierEndpoint, SYNCER_RUNTIME_THREADS, SyncerConfig};
+pub use config::{ProxierEndpoint, SYNCER_RUNTIME_THREADS, ServiceRef, SyncerConfig};
 pub use context::Context;
 pub use error::{Side, SyncError};
 pub use index::{ComputingIndex, WorkerIndex};

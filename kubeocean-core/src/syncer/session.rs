@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::bottomup::hostport::{HostPortWorker, HostPorts};
 use super::bottomup::{lease, physical_node, policy};
 use super::context::Context;
 use super::reflector::{self, Change, spawn_reflector};
@@ -36,6 +37,7 @@ pub(super) async fn run_session(
     let ours = format!("{}={}", labels::CLUSTER_BINDING, binding_name);
     let secret_ref = binding.spec.secret_ref.clone();
     let topdown = TopDown::new(&ctx, binding);
+    let hostports = Arc::new(HostPorts::new());
     let mount_namespace = topdown.as_ref().map(|t| t.settings.mount_namespace.clone());
 
     // Computing cluster: the binding, our virtual nodes, our mirrored CSINodes.
@@ -75,6 +77,7 @@ pub(super) async fn run_session(
         {
             let c = ctx.clone();
             let td = topdown.clone();
+            let hp = hostports.clone();
             move |change| {
                 // Pods are re-evaluated when a virtual node appears or goes, not on each of
                 // its status updates.
@@ -87,6 +90,12 @@ pub(super) async fn run_session(
                     Change::Deleted(n) => Some(vec![n.name_any()]),
                     Change::Relisted(_) => None,
                 };
+                let hostport_news = match &change {
+                    Change::Applied(n) => {
+                        !hp.knows(&n.name_any()) || n.metadata.deletion_timestamp.is_some()
+                    }
+                    Change::Deleted(_) | Change::Relisted(_) => true,
+                };
                 let (affected, count) = {
                     let mut index = c.computing_index_mut();
                     let affected = match change {
@@ -98,6 +107,10 @@ pub(super) async fn run_session(
                 };
                 if let Some(metrics) = &c.config.metrics {
                     metrics.set_virtual_nodes(&c.config.binding_name, count);
+                }
+                // Placeholders follow virtual nodes that appear or go, not their updates.
+                if hostport_news {
+                    hp.queue.add_all(affected.iter().map(String::as_str));
                 }
                 c.enqueue_nodes(affected);
                 if let Some(td) = &td {
@@ -162,6 +175,7 @@ pub(super) async fn run_session(
         {
             let c = ctx.clone();
             let td = topdown.clone();
+            let hp = hostports.clone();
             move |change| {
                 // One watch feeds both halves: the top-down store keeps our pods.
                 if let Some(td) = &td {
@@ -175,6 +189,7 @@ pub(super) async fn run_session(
                         Change::Relisted(all) => index.replace_pods(all),
                     }
                 };
+                hp.queue.add_all(affected.iter().map(String::as_str));
                 c.enqueue_nodes_after_pod_changes(affected);
             }
         },
@@ -257,6 +272,13 @@ pub(super) async fn run_session(
             tasks.spawn(upstream::run_release(
                 ctx.clone(),
                 binding.spec.cluster_id.clone(),
+                token.clone(),
+            ));
+            let nodes = ctx.worker_index().node_names();
+            hostports.queue.add_all(nodes.iter().map(String::as_str));
+            tasks.spawn(super::worker::run(
+                ctx.clone(),
+                HostPortWorker(hostports.clone()),
                 token.clone(),
             ));
             if let Some(td) = &topdown {

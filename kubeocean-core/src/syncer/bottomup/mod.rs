@@ -9,6 +9,7 @@
 //! - [`lease`]: renew the virtual nodes' `kube-node-lease` Leases while the worker answers
 //!   and the physical node is Ready;
 //! - [`csinode`]: mirror physical CSINodes for their virtual nodes;
+//! - [`hostport`]: hold the host ports of a physical node's own pods on its virtual node;
 //! - [`reclaim`]: with `forceReclaim`, delete the virtual pods that do not tolerate the
 //!   out-of-time-windows taint once the grace period has passed;
 //! - [`virtual_pods`]: delete a virtual node's pods as a kubelet would (used by both).
@@ -18,6 +19,7 @@
 //! difference.
 
 pub mod csinode;
+pub mod hostport;
 pub mod lease;
 pub mod physical_node;
 pub mod policy;

@@ -1,10 +1,14 @@
 //! Leaving a worker: once the ClusterBinding is being deleted (or is gone) and the bottom-up
 //! side has drained every virtual node, everything the syncer created for the binding is
-//! removed from the worker: pods, ConfigMap/Secret copies, token Secrets and claims in the
-//! mount namespace, and the volumes labelled with the binding.
+//! removed from the worker: pods, ConfigMap/Secret copies, token Secrets, claims, reflected
+//! Services and EndpointSlices in the mount namespace, and the volumes labelled with the
+//! binding.
 //! [`remaining_physical_objects`] tells the manager when that is done.
 
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Secret};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -43,7 +47,18 @@ pub async fn remaining_physical_objects(
     let claims = Api::<PersistentVolumeClaim>::namespaced(worker.clone(), mount_namespace)
         .list(&params)
         .await?;
-    Ok(pods.items.len() + config_maps.items.len() + secrets.items.len() + claims.items.len())
+    let services = Api::<Service>::namespaced(worker.clone(), mount_namespace)
+        .list(&params)
+        .await?;
+    let slices = Api::<EndpointSlice>::namespaced(worker.clone(), mount_namespace)
+        .list(&params)
+        .await?;
+    Ok(pods.items.len()
+        + config_maps.items.len()
+        + secrets.items.len()
+        + claims.items.len()
+        + services.items.len()
+        + slices.items.len())
 }
 
 /// Whether the binding is leaving: deleted, or being deleted.
@@ -80,6 +95,42 @@ where
         Err(err) if err.code() == Some(404) => Ok(()),
         Err(err) => Err(err),
     }
+}
+
+/// Deletes the reflected Services one by one (Services have no `deletecollection`).
+async fn delete_services(
+    ctx: &Context,
+    api: Api<Service>,
+    selector: &str,
+) -> Result<(), TopDownError> {
+    let timeout = ctx.config.request_timeout;
+    let listed = request(
+        timeout,
+        Side::Worker,
+        "list",
+        "Service",
+        "the mount namespace",
+        api.list(&ListParams::default().labels(selector)),
+    )
+    .await?;
+    for service in listed.items {
+        let name = service.metadata.name.unwrap_or_default();
+        let deleted = request(
+            timeout,
+            Side::Worker,
+            "delete",
+            "Service",
+            &name,
+            api.delete(&name, &DeleteParams::default()),
+        )
+        .await;
+        match deleted {
+            Ok(_) => {}
+            Err(err) if err.code() == Some(404) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }
 
 /// One cleanup pass; returns when to look again while objects remain.
@@ -123,6 +174,20 @@ pub(crate) async fn reconcile(
         Api::<PersistentVolumeClaim>::namespaced(worker.clone(), namespace),
         "PersistentVolumeClaim",
         &in_namespace,
+        &managed,
+    )
+    .await?;
+    delete_all(
+        ctx,
+        Api::<EndpointSlice>::namespaced(worker.clone(), namespace),
+        "EndpointSlice",
+        &in_namespace,
+        &managed,
+    )
+    .await?;
+    delete_services(
+        ctx,
+        Api::<Service>::namespaced(worker.clone(), namespace),
         &managed,
     )
     .await?;

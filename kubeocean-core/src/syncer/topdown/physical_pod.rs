@@ -141,14 +141,36 @@ pub(crate) async fn reconcile(
         back.name.as_deref().unwrap_or_default(),
     );
     let owner = td.virtual_pod(&owner_key);
-    match decide(&physical, owner.as_deref(), ctx.config.clock.now()) {
+    let deadline = match super::unscheduled::check(ctx, td, &physical, owner.as_deref()).await? {
+        super::unscheduled::Check::Done => return Ok(None),
+        super::unscheduled::Check::Until(at) => Some(at),
+        super::unscheduled::Check::Continue => None,
+    };
+    let next = decide_and_act(ctx, td, name, &physical, owner, &owner_key).await?;
+    Ok(match (next, deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}
+
+/// The rest of [`reconcile`]: what [`decide`] says.
+async fn decide_and_act(
+    ctx: &Context,
+    td: &TopDown,
+    name: &str,
+    physical: &Pod,
+    owner: Option<std::sync::Arc<Pod>>,
+    owner_key: &str,
+) -> Result<Option<Instant>, TopDownError> {
+    let back = back_reference(&physical.metadata);
+    match decide(physical, owner.as_deref(), ctx.config.clock.now()) {
         PhysicalAction::Settle(left) => Ok(Some(Instant::now() + left)),
         PhysicalAction::Unknown => {
             tracing::warn!(physical = %td.physical_key(name), "labelled as ours but names no virtual pod; left alone");
             Ok(None)
         }
         PhysicalAction::CheckOrphan => {
-            collect_orphan(ctx, td, &physical, &owner_key, back.uid.as_deref()).await
+            collect_orphan(ctx, td, physical, owner_key, back.uid.as_deref()).await
         }
         PhysicalAction::Sync { reference, status } => {
             let Some(owner) = owner else {

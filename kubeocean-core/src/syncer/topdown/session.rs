@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret,
+    Service,
 };
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -21,7 +23,10 @@ use tokio_util::sync::CancellationToken;
 use super::error::{Side, TopDownError, request};
 use super::state::{CLEANUP_KEY, copied_from, owner_pod_key};
 use super::store::{CopyKey, CopyKind};
-use super::{cleanup, physical_pod, token_refresh, virtual_copy, virtual_pod, virtual_volume};
+use super::{
+    cleanup, physical_pod, service_reflection, token_refresh, virtual_copy, virtual_pod,
+    virtual_volume,
+};
 use crate::labels;
 use crate::syncer::context::Context;
 use crate::syncer::queue::FailureCounts;
@@ -45,6 +50,8 @@ pub enum Reconciler {
     Token,
     /// Removal of everything in the worker once the binding is deleted.
     Cleanup,
+    /// Services of `serviceNamespaces` and their EndpointSlices; the in-cluster network.
+    ServiceReflection,
 }
 
 impl Reconciler {
@@ -56,6 +63,7 @@ impl Reconciler {
             Reconciler::Copy => virtual_copy::NAME,
             Reconciler::Token => token_refresh::NAME,
             Reconciler::Cleanup => cleanup::NAME,
+            Reconciler::ServiceReflection => service_reflection::NAME,
         }
     }
 }
@@ -216,6 +224,70 @@ pub(crate) fn spawn_reflectors(
             move |change| t.on_physical_volumes(change),
         );
     }
+    spawn_service_reflectors(ctx, td, tasks, synced, token);
+}
+
+/// The watches of Services and EndpointSlices: all of the computing cluster's, ours in the
+/// mount namespace. The worker-side ones do not hold the start of the reconcilers: a worker
+/// chart older than Service reflection cannot watch them, and pods must still be mapped.
+fn spawn_service_reflectors(
+    ctx: &Arc<Context>,
+    td: &Arc<TopDown>,
+    tasks: &mut JoinSet<()>,
+    synced: &mut Vec<oneshot::Receiver<()>>,
+    token: &CancellationToken,
+) {
+    let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
+    let mount = td.settings.mount_namespace.clone();
+    let mut not_awaited = Vec::new();
+    {
+        let (c, t) = (ctx.clone(), td.clone());
+        spawn_reflector::<Service, _>(
+            tasks,
+            synced,
+            Api::all(ctx.computing.clone()),
+            watcher::Config::default(),
+            "virtual Services",
+            token,
+            move |change| t.on_virtual_services(&c.config, change),
+        );
+    }
+    {
+        let t = td.clone();
+        spawn_reflector::<EndpointSlice, _>(
+            tasks,
+            synced,
+            Api::all(ctx.computing.clone()),
+            watcher::Config::default(),
+            "virtual EndpointSlices",
+            token,
+            move |change| t.on_virtual_slices(change),
+        );
+    }
+    {
+        let t = td.clone();
+        spawn_reflector::<Service, _>(
+            tasks,
+            &mut not_awaited,
+            Api::namespaced(ctx.worker.clone(), &mount),
+            watcher::Config::default().labels(&managed),
+            "physical Services",
+            token,
+            move |change| t.on_physical_reflections(change, |s| &mut s.physical_services),
+        );
+    }
+    {
+        let t = td.clone();
+        spawn_reflector::<EndpointSlice, _>(
+            tasks,
+            &mut not_awaited,
+            Api::namespaced(ctx.worker.clone(), &mount),
+            watcher::Config::default().labels(&managed),
+            "physical EndpointSlices",
+            token,
+            move |change| t.on_physical_reflections(change, |s| &mut s.physical_endpoint_slices),
+        );
+    }
 }
 
 /// Once every store is complete: makes sure the mount namespace exists, queues everything
@@ -277,6 +349,7 @@ pub(crate) fn start(
         td.tokens.add_all(tokens.iter().map(String::as_str));
         td.cleanup.add(CLEANUP_KEY);
     }
+    td.enqueue_all_services();
     {
         let (c, t) = (ctx.clone(), td.clone());
         tasks.spawn(async move { ensure_mount_namespace(&c, &t).await });
@@ -288,6 +361,7 @@ pub(crate) fn start(
         (Reconciler::Copy, workers.div_ceil(4)),
         (Reconciler::Token, workers.div_ceil(4)),
         (Reconciler::Cleanup, 1),
+        (Reconciler::ServiceReflection, workers.div_ceil(4)),
     ] {
         for _ in 0..count {
             let worker = Worker {
@@ -376,6 +450,10 @@ impl Worker {
                 }
             }
             Reconciler::Cleanup => ctx.computing_index().binding().map(|b| b.object_ref(&())),
+            Reconciler::ServiceReflection => match stores.services.get(key) {
+                Some(service) => Some(service.object_ref(&())),
+                None => ctx.computing_index().binding().map(|b| b.object_ref(&())),
+            },
         }
     }
 
@@ -387,6 +465,7 @@ impl Worker {
             Reconciler::Copy => &td.copies,
             Reconciler::Token => &td.tokens,
             Reconciler::Cleanup => &td.cleanup,
+            Reconciler::ServiceReflection => &td.services,
         }
     }
 
@@ -398,6 +477,7 @@ impl Worker {
             Reconciler::Copy => &f.copies,
             Reconciler::Token => &f.tokens,
             Reconciler::Cleanup => &f.cleanup,
+            Reconciler::ServiceReflection => &f.services,
         }
     }
 }
@@ -425,6 +505,7 @@ impl worker::Reconciler for Worker {
             Reconciler::Copy => reconcile_copy(ctx, td, key).await,
             Reconciler::Token => token_refresh::reconcile(ctx, td, key).await,
             Reconciler::Cleanup => cleanup::reconcile(ctx, td).await,
+            Reconciler::ServiceReflection => service_reflection::reconcile(ctx, td, key).await,
         }
     }
 

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, Rw
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret,
+    ConfigMap, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service,
 };
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ObjectMeta;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
@@ -55,6 +56,14 @@ pub struct Stores {
     pub physical_pvcs: ObjectStore<PersistentVolumeClaim>,
     /// Our physical volumes.
     pub physical_pvs: ObjectStore<PersistentVolume>,
+    /// Services of the computing cluster (see [`super::service_events`]).
+    pub services: ObjectStore<Service>,
+    /// EndpointSlices of the computing cluster's `serviceNamespaces`.
+    pub endpoint_slices: ObjectStore<EndpointSlice>,
+    /// Our reflected Services in the mount namespace.
+    pub physical_services: ObjectStore<Service>,
+    /// Our reflected EndpointSlices in the mount namespace.
+    pub physical_endpoint_slices: ObjectStore<EndpointSlice>,
 }
 
 /// Everything the top-down reconcilers of one session share.
@@ -74,6 +83,9 @@ pub struct TopDown {
     pub tokens: WorkQueue,
     /// The binding, when it is being deleted.
     pub cleanup: WorkQueue,
+    /// Virtual Service keys (`namespace/name`) to reflect, and
+    /// [`super::service_reflection::NETWORK_KEY`].
+    pub services: WorkQueue,
     /// Consecutive failures per key, one table per [`Reconciler`].
     pub(super) failures: Failures,
     first_seen: Mutex<HashMap<String, Instant>>,
@@ -130,6 +142,7 @@ impl TopDown {
             copies: WorkQueue::new(),
             tokens: WorkQueue::new(),
             cleanup: WorkQueue::new(),
+            services: WorkQueue::new(),
             failures: Default::default(),
             first_seen: Mutex::new(HashMap::new()),
             lost_unrecorded: Mutex::new(HashSet::new()),
@@ -221,6 +234,14 @@ impl TopDown {
     /// Whether a virtual pod may be one of this binding's: bound to a node named like our
     /// virtual nodes, or recorded as mapped into our mount namespace.
     fn candidate(&self, pod: &Pod) -> bool {
+        // Host-port placeholders hold ports on a virtual node; they never run.
+        if pod
+            .labels()
+            .get(labels::HOSTPORT_PLACEHOLDER)
+            .is_some_and(|v| v == "true")
+        {
+            return false;
+        }
         let on_vnode = pod
             .spec
             .as_ref()
@@ -623,6 +644,8 @@ impl TopDown {
     /// The binding changed.
     pub fn on_binding(&self) {
         self.cleanup.add(CLEANUP_KEY);
+        // `serviceNamespaces` may have changed.
+        self.enqueue_all_services();
     }
 
     /// Publishes an Event about `object` in the computing cluster (failures are logged).
@@ -646,6 +669,7 @@ pub(super) struct Failures {
     pub(super) copies: FailureCounts,
     pub(super) tokens: FailureCounts,
     pub(super) cleanup: FailureCounts,
+    pub(super) services: FailureCounts,
 }
 
 /// Retry delay used by reconcilers that wait for something another watch will report but

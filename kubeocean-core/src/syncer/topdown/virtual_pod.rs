@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use super::error::{
     Created, Side, TopDownError, create_or_read, describe_owner, request, request_opt,
 };
+use super::mapping::apply_in_cluster_network;
 use super::mapping::{
     Dependencies, MapError, MappingContext, Need, Ownership, SkipReason, dependencies,
     ephemeral_containers_update, lost_pod_status, ownership, physical_node_of, physical_pod,
@@ -200,7 +201,8 @@ pub(crate) async fn reconcile(
         token_refresh::ensure(ctx, td, &pod, spec).await?;
     }
 
-    let desired = physical_pod(&pod, &mapping).map_err(map_error(&pod))?;
+    let mut desired = physical_pod(&pod, &mapping).map_err(map_error(&pod))?;
+    with_in_cluster_network(ctx, td, &pod, &mut desired);
     let physical = match td.physical_pod(&physical_name) {
         Some(existing) => follow(ctx, td, &pod, &desired, &existing).await?,
         None => create(ctx, td, key, &pod, desired).await?,
@@ -217,6 +219,18 @@ pub(crate) async fn reconcile(
         td.physical_pods.add(&physical_name);
     }
     Ok(None)
+}
+
+/// Points the physical pod at the computing cluster's DNS and API server, as far as their
+/// Services are known (a missing one is reported on the binding, see
+/// [`super::service_reflection`]).
+fn with_in_cluster_network(ctx: &Context, td: &TopDown, pod: &Pod, physical: &mut Pod) {
+    let (network, _) = td.in_cluster_network(&ctx.config);
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    if let Some(spec) = physical.spec.as_mut() {
+        apply_in_cluster_network(spec, namespace, name, &network);
+    }
 }
 
 /// Checks the dependencies in the stores and copies those that exist; returns what the pod

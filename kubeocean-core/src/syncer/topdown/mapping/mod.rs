@@ -11,14 +11,19 @@
 //! - [`volume`]: PersistentVolumeClaim and PersistentVolume copies (bound claims only);
 //! - [`status`]: physical pod status -> virtual pod status, and `PhysicalPodLost`;
 //! - [`token`]: the worker Secret that carries a pod's service-account tokens;
+//! - [`network`]: the computing cluster's DNS and API server for mapped pods;
+//! - [`service`]: Services of `serviceNamespaces` and their EndpointSlices in the worker;
 //! - [`patch`]: the JSON merge patch between two versions of an object;
 //! - [`ownership`]: whether an existing physical object belongs to a given virtual object,
 //!   so that a name collision is reported instead of overwritten.
 
 pub mod config;
 pub mod ephemeral;
+pub mod network;
 pub mod patch;
 pub mod pod;
+pub mod scheduling;
+pub mod service;
 pub mod status;
 pub mod token;
 pub mod volume;
@@ -35,10 +40,18 @@ pub use config::{
     secret_physical_name, secret_update,
 };
 pub use ephemeral::ephemeral_containers_update;
+pub use network::{
+    ApiServerAddress, InClusterNetwork, ServiceAddressError, api_server_address,
+    apply_in_cluster_network, service_address,
+};
 pub use pod::{
     Dependencies, Need, SkipReason, dependencies, physical_ephemeral_containers, physical_node_of,
     physical_pod, physical_pod_name, physical_pod_reference, physical_pod_update, reference_patch,
     should_map,
+};
+pub use service::{
+    NotReflected, physical_endpoint_slice, physical_service, physical_service_update,
+    reflected_service_of, service_physical_name, slice_service,
 };
 pub use status::{gate_readiness, lost_pod_status, virtual_pod_status};
 pub use token::{
