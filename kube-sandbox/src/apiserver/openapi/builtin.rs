@@ -165,6 +165,10 @@ mod tests {
             ("/api/v1/namespaces/{namespace}/pods/{name}/status", true),
             (
                 "/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers",
+                true,
+            ),
+            (
+                "/api/v1/namespaces/{namespace}/pods/{name}/resize",
                 false,
             ),
             (
