@@ -167,10 +167,7 @@ mod tests {
                 "/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers",
                 true,
             ),
-            (
-                "/api/v1/namespaces/{namespace}/pods/{name}/resize",
-                false,
-            ),
+            ("/api/v1/namespaces/{namespace}/pods/{name}/resize", false),
             (
                 "/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}",
                 true,
