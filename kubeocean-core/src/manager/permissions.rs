@@ -203,6 +203,20 @@ pub const SYNCER_GRANTS: &[Grant] = &[
         resources: &["endpointslices"],
         verbs: &["get", "list", "watch", "create", "update", "delete"],
     },
+    // Releasing upstream Kubeocean's finalizer of policies being deleted.
+    Grant {
+        scope: Scope::Cluster,
+        group: crate::crd::GROUP,
+        resources: &["resourceleasingpolicies"],
+        verbs: &["patch"],
+    },
+    // `kubectl debug` on a virtual pod: its ephemeral containers go to the physical pod.
+    Grant {
+        scope: Scope::MountNamespace,
+        group: "",
+        resources: &["pods/ephemeralcontainers"],
+        verbs: &["patch"],
+    },
 ];
 
 /// What the syncer needs in the worker cluster for a binding whose mount namespace is
