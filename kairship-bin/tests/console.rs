@@ -10,13 +10,13 @@
 //! `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use kube_sandbox::testing::process::Background;
+use kube_sandbox::testing::tools::{on_path, skip_or_fail};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -25,19 +25,15 @@ const LIMIT: Duration = Duration::from_secs(120);
 const P: &str = "/apis/kairship.io/v1alpha1";
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// A child process killed however the test ends.
-struct Killed {
-    child: Child,
-    dir: Option<PathBuf>,
+/// A running `kairship sandbox`, killed and its directory removed however the test ends.
+struct Sandbox {
+    _process: Background,
+    dir: PathBuf,
 }
 
-impl Drop for Killed {
+impl Drop for Sandbox {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(dir) = &self.dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -50,51 +46,20 @@ fn free_port() -> u16 {
 }
 
 /// Starts `kairship sandbox` (with `extra` arguments) and waits for `--- running`.
-fn start_sandbox(dir: &Path, port: u16, extra: &[&str]) -> Killed {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kairship"))
+fn start_sandbox(dir: &Path, port: u16, extra: &[&str]) -> Sandbox {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kairship"));
+    command
         .arg("sandbox")
         .arg(format!("--dir={}", dir.display()))
         .arg(format!("--api-port={port}"))
         .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kairship sandbox");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let sandbox = Killed {
-        child,
-        dir: Some(dir.to_owned()),
-    };
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + LIMIT;
-    let mut printed = String::new();
-    loop {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) if line.starts_with("--- running") => break,
-            Ok(line) => {
-                printed.push_str(&line);
-                printed.push('\n');
-            }
-            Err(_) => panic!("the sandbox did not come up; it printed:\n{printed}"),
-        }
+        .stderr(Stdio::null());
+    let mut process = Background::spawn(command);
+    process.wait_for_line(LIMIT, |line| line.starts_with("--- running"));
+    Sandbox {
+        _process: process,
+        dir: dir.to_owned(),
     }
-    sandbox
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
 }
 
 /// chromium and chromedriver, or `None` (skip) when either is missing and the tools are not
@@ -105,16 +70,10 @@ fn browser_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
     if let (Some(c), Some(d)) = (chromium.clone(), driver.clone()) {
         return Some((c, d));
     }
-    let env = kube_sandbox::testing::charts::REQUIRE_TOOLS_ENV;
-    let required = std::env::var(env).is_ok_and(|v| !v.is_empty() && v != "0");
-    assert!(
-        !required,
-        "{env} is set but chromium ({chromium:?}) or chromedriver ({driver:?}) is missing; \
-         install them with: apt-get install -y chromium chromium-driver"
-    );
-    eprintln!(
-        "skipping {test}: chromium or chromedriver not found \
-         (install them with: apt-get install -y chromium chromium-driver)"
+    skip_or_fail(
+        test,
+        &format!("chromium ({chromium:?}) or chromedriver ({driver:?}) is missing"),
+        "apt-get install -y chromium chromium-driver",
     );
     None
 }
@@ -123,21 +82,15 @@ fn browser_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
 struct Browser {
     http: reqwest::Client,
     session: String,
-    _driver: Killed,
+    _driver: Background,
 }
 
 impl Browser {
     async fn start(chromium: &Path, chromedriver: &Path) -> Browser {
         let port = free_port();
-        let driver = Killed {
-            child: Command::new(chromedriver)
-                .arg(format!("--port={port}"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start chromedriver"),
-            dir: None,
-        };
+        let mut command = Command::new(chromedriver);
+        command.arg(format!("--port={port}")).stderr(Stdio::null());
+        let driver = Background::spawn(command);
         let http = reqwest::Client::new();
         let base = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + LIMIT;

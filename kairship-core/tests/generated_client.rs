@@ -21,6 +21,7 @@
 
 mod common;
 
+use kube_sandbox::testing::tools::{on_path, skip_or_fail, venv_bin};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -44,7 +45,6 @@ use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-1";
 const NS: &str = "team-a";
-const REQUIRE_TOOLS_ENV: &str = "KUBEOCEAN_REQUIRE_TOOLS";
 const INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
      ~/.cache/kubeocean-rs/venv/bin/pip install 'openapi-generator-cli==7.26.0' \
      'pydantic==2.14.4' 'python-dateutil==4.0.0' 'urllib3==2.8.0' 'typing-extensions==4.16.0' \
@@ -54,19 +54,6 @@ const INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
 struct Tools {
     generator: PathBuf,
     python: PathBuf,
-}
-
-fn venv_bin(name: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(std::env::var_os("HOME")?)
-        .join(".cache/kubeocean-rs/venv/bin")
-        .join(name);
-    path.is_file().then_some(path)
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
 }
 
 /// Whether `python` can import what the generated client imports at run time.
@@ -98,13 +85,7 @@ fn tools_or_skip(test: &str) -> Option<Tools> {
     match find_tools() {
         Ok(tools) => Some(tools),
         Err(missing) => {
-            let required =
-                std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
-            assert!(
-                !required,
-                "{REQUIRE_TOOLS_ENV} is set but {missing} (install: {INSTALL})"
-            );
-            eprintln!("skipping {test}: {missing} (install: {INSTALL})");
+            skip_or_fail(test, &missing, INSTALL);
             None
         }
     }

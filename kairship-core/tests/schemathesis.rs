@@ -14,6 +14,7 @@
 
 mod common;
 
+use kube_sandbox::testing::tools::{on_path, skip_or_fail, venv_bin};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -33,41 +34,18 @@ use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-1";
 const NS: &str = "team-a";
-const REQUIRE_TOOLS_ENV: &str = "KUBEOCEAN_REQUIRE_TOOLS";
 const INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
      ~/.cache/kubeocean-rs/venv/bin/pip install 'schemathesis==4.32.5'";
 /// Examples per operation and phase: enough to reach every parameter, short enough for CI.
 const MAX_EXAMPLES: &str = "5";
 
-fn find_schemathesis() -> Result<PathBuf, String> {
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("schemathesis"))
-            .find(|p| p.is_file())
-    });
-    let in_venv = std::env::var_os("HOME")
-        .map(|home| PathBuf::from(home).join(".cache/kubeocean-rs/venv/bin/schemathesis"))
-        .filter(|p| p.is_file());
-    on_path
-        .or(in_venv)
-        .ok_or_else(|| "schemathesis not found".to_owned())
-}
-
 /// The tool, or `None` after a skip notice; panics when tools are required.
 fn schemathesis_or_skip(test: &str) -> Option<PathBuf> {
-    match find_schemathesis() {
-        Ok(path) => Some(path),
-        Err(missing) => {
-            let required =
-                std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
-            assert!(
-                !required,
-                "{REQUIRE_TOOLS_ENV} is set but {missing} (install: {INSTALL})"
-            );
-            eprintln!("skipping {test}: {missing} (install: {INSTALL})");
-            None
-        }
+    let found = on_path("schemathesis").or_else(|| venv_bin("schemathesis"));
+    if found.is_none() {
+        skip_or_fail(test, "schemathesis not found", INSTALL);
     }
+    found
 }
 
 struct Server {

@@ -11,8 +11,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use kube_sandbox::testing::kubectl::{Background, Kubectl, kubectl_or_skip};
+use kube_sandbox::testing::kubectl::{Kubectl, kubectl_or_skip};
 use kube_sandbox::testing::kubectl_session;
+use kube_sandbox::testing::process::Background;
 
 #[test]
 fn kubectl_session_against_kube_sandbox_serve() {

@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use kube_sandbox::testing::kubectl::{Background, Kubectl, cells, kubectl_or_skip};
+use kube_sandbox::testing::kubectl::{Kubectl, cells, kubectl_or_skip};
 use kube_sandbox::testing::kubectl_session;
+use kube_sandbox::testing::process::Background;
 
 const DEPLOYMENT: &str = r#"apiVersion: apps/v1
 kind: Deployment

