@@ -78,11 +78,7 @@ pub fn checks(wanted: &Requested) -> Vec<Attributes> {
             path: None,
         };
     let mut out = Vec::new();
-    match wanted
-        .user
-        .strip_prefix(SERVICE_ACCOUNT_PREFIX)
-        .and_then(|rest| rest.split_once(':'))
-    {
+    match service_account_of(&wanted.user) {
         Some((namespace, name)) => {
             out.push(impersonate("", "serviceaccounts", "", namespace, name))
         }
@@ -148,10 +144,7 @@ pub fn acting_user(
     let mut groups = wanted.groups;
     // A service account's groups come with it, as kube-apiserver adds them.
     if groups.is_empty()
-        && let Some((namespace, _)) = wanted
-            .user
-            .strip_prefix(SERVICE_ACCOUNT_PREFIX)
-            .and_then(|rest| rest.split_once(':'))
+        && let Some((namespace, _)) = service_account_of(&wanted.user)
     {
         groups.push("system:serviceaccounts".into());
         groups.push(format!("system:serviceaccounts:{namespace}"));
@@ -168,6 +161,11 @@ pub fn acting_user(
     };
     user.uid = wanted.uid.unwrap_or_default();
     Ok((user, Some(requester.username)))
+}
+
+/// `(namespace, name)` of a service account's user name (`system:serviceaccount:ns:name`).
+fn service_account_of(user: &str) -> Option<(&str, &str)> {
+    user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?.split_once(':')
 }
 
 fn qualified(resource: &str, group: &str) -> String {
