@@ -154,7 +154,7 @@ async fn run(args: Args) -> Result<(), String> {
     println!("  kubectl logs hello");
     println!("  kubectl exec hello -- echo hi    # simulated commands: echo, hostname, env");
     if workload_controllers {
-        println!("  kubectl apply --validate=false -f - <<'EOF'");
+        println!("  kubectl apply -f - <<'EOF'");
         print!("{DEMO_DEPLOYMENT}");
         println!("EOF");
         println!("  kubectl rollout status deployment/web");

@@ -174,7 +174,7 @@ fn commands(dir: &Path, workers: usize) -> String {
         text,
         "  # a Deployment whose replicas spread over the virtual nodes of every worker:"
     );
-    let _ = writeln!(text, "  kubectl apply --validate=false -f - <<'EOF'");
+    let _ = writeln!(text, "  kubectl apply -f - <<'EOF'");
     let _ = write!(text, "{}", demo_deployment_yaml());
     let _ = writeln!(text, "EOF");
     let _ = writeln!(text, "  kubectl rollout status deployment/web");
