@@ -219,6 +219,27 @@ impl KairshipApi for InMemory {
     ) -> Result<Object, ApiError> {
         Err(unused())
     }
+    async fn create_application(
+        &self,
+        _: &Caller,
+        _: kairship_core::api::CreateApplicationRequest,
+    ) -> Result<kairship_core::api::ApplicationResult, ApiError> {
+        Err(unused())
+    }
+    async fn restart_job(
+        &self,
+        _: &Caller,
+        _: kairship_core::api::RestartJobRequest,
+    ) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+    async fn cronjob_action(
+        &self,
+        _: &Caller,
+        _: kairship_core::api::CronJobActionRequest,
+    ) -> Result<Object, ApiError> {
+        Err(unused())
+    }
     async fn list_workloads(
         &self,
         _: &Caller,

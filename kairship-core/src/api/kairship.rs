@@ -13,6 +13,8 @@ use kube_kit::client::describe_kube_error;
 use serde_json::Value;
 
 use super::actions::deployment_patch;
+use super::applications::{ApplicationResult, CreateApplicationRequest};
+use super::job_actions::{CronJobActionRequest, RestartJobRequest};
 use super::body::{Expected, check_name, expand_policy_text, prepare_patch, prepare_write};
 use super::error::ApiError;
 use super::inside::{Checked, Gvr, Inside, Of, Resolved, check_gvr, check_scope};
@@ -68,7 +70,7 @@ impl Default for ServiceConfig {
 /// inside the instances), with an [`Authorizer`] deciding who may do what.
 pub struct KairshipService {
     host: Client,
-    router: Arc<dyn ReadWriteRouter>,
+    pub(super) router: Arc<dyn ReadWriteRouter>,
     authorizer: Arc<dyn Authorizer>,
     config: ServiceConfig,
     discovery: Option<Discovery>,
@@ -203,7 +205,7 @@ impl KairshipService {
     /// `instance` (all instances when `None`): [`InstanceResource::Instances`] for the
     /// Instance object itself, [`InstanceResource::Proxy`] for anything inside the instance,
     /// as the per-instance roles grant them. `what` says what was attempted, for the message.
-    async fn authorize(
+    pub(super) async fn authorize(
         &self,
         caller: &Caller,
         verb: Verb,
@@ -234,7 +236,7 @@ impl KairshipService {
     /// then the caller is authorized on the instance's proxy, then the body is prepared (policy
     /// text expanded, `apiVersion`, `kind`, namespace and name checked or filled in), and only
     /// then `call` runs, usually one router call.
-    async fn inside<T, Fut>(
+    pub(super) async fn inside<T, Fut>(
         &self,
         caller: &Caller,
         req: Inside<'_>,
@@ -1277,5 +1279,25 @@ impl KairshipApi for KairshipService {
             Ok(workload(&deployment, binding.as_ref()))
         })
         .await
+    }
+
+    async fn create_application(
+        &self,
+        caller: &Caller,
+        req: CreateApplicationRequest,
+    ) -> Result<ApplicationResult, ApiError> {
+        self.run_create_application(caller, req).await
+    }
+
+    async fn restart_job(&self, caller: &Caller, req: RestartJobRequest) -> Result<Object, ApiError> {
+        self.run_restart_job(caller, req).await
+    }
+
+    async fn cronjob_action(
+        &self,
+        caller: &Caller,
+        req: CronJobActionRequest,
+    ) -> Result<Object, ApiError> {
+        self.run_cronjob_action(caller, req).await
     }
 }

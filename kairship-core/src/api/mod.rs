@@ -35,6 +35,9 @@
 //! | `deployment_action` | [`DeploymentActionRequest`] | [`Object`] | `POST …/deployments/{name}:pause\|:resume\|:restart` |
 //! | `list_workloads` | [`ListWorkloadsRequest`] | [`WorkloadList`] | `GET instances/{i}/namespaces/{ns}/workloads` |
 //! | `get_workload` | [`GetWorkloadRequest`] | [`Workload`] | `GET …/workloads/{name}` |
+//! | `create_application` | [`CreateApplicationRequest`] | [`ApplicationResult`] | `POST instances/{i}/namespaces/{ns}/applications` |
+//! | `restart_job` | [`RestartJobRequest`] | [`Object`] | `POST …/jobs/{name}:restart` |
+//! | `cronjob_action` | [`CronJobActionRequest`] | [`Object`] | `POST …/cronjobs/{name}:pause\|:resume` |
 //!
 //! REST paths are under [`API_PREFIX`]. Messages are plain serde structs (camelCase JSON,
 //! unknown fields rejected); Kubernetes objects travel as JSON ([`Object`];
@@ -51,6 +54,7 @@
 //! authorized for its verb on that instance before anything is read or forwarded, on
 //! `instances` for the Instance object itself and on `instances/proxy` for anything inside it.
 
+mod application_calls;
 mod clients;
 mod error;
 mod inside;
@@ -59,8 +63,10 @@ mod service;
 mod types;
 
 pub mod actions;
+pub mod applications;
 pub mod body;
 pub mod fields;
+pub mod job_actions;
 pub mod kairship;
 pub mod kubeconfig;
 pub mod list;
@@ -71,8 +77,13 @@ pub mod server;
 pub mod tls;
 pub mod workload;
 
+pub use applications::{
+    ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec, ClusterOverride,
+    CreateApplicationRequest, EnvVar, Placement,
+};
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
+pub use job_actions::{CronJobAction, CronJobActionRequest, RestartJobRequest};
 pub use kairship::{KairshipService, ServiceConfig};
 pub use kinds::{
     POLICY_GROUP, ResourceKind, cluster_resource_bindings_resource, clusters_resource,

@@ -2,7 +2,9 @@
 
 use async_trait::async_trait;
 
+use super::applications::{ApplicationResult, CreateApplicationRequest};
 use super::error::ApiError;
+use super::job_actions::{CronJobActionRequest, RestartJobRequest};
 use super::types::{
     CreateInstanceRequest, CreateKubeconfigRequest, CreateObjectRequest, CreateResourceRequest,
     DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest, DeploymentActionRequest,
@@ -229,4 +231,24 @@ pub trait KairshipApi: Send + Sync {
         caller: &Caller,
         req: GetWorkloadRequest,
     ) -> Result<Workload, ApiError>;
+
+    /// Creates a multicloud application in one call: its workload, Service,
+    /// PropagationPolicy and per-cluster OverridePolicies, in that order, or none of them (a
+    /// failure removes what the call created); a dry run creates nothing and returns the
+    /// objects as the instance would store them.
+    async fn create_application(
+        &self,
+        caller: &Caller,
+        req: CreateApplicationRequest,
+    ) -> Result<ApplicationResult, ApiError>;
+
+    /// Re-runs a Job: deletes it and creates it from its spec (`Aborted` while it runs).
+    async fn restart_job(&self, caller: &Caller, req: RestartJobRequest) -> Result<Object, ApiError>;
+
+    /// Suspends or resumes a CronJob (`Aborted` when it already is in that state).
+    async fn cronjob_action(
+        &self,
+        caller: &Caller,
+        req: CronJobActionRequest,
+    ) -> Result<Object, ApiError>;
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 use super::convert;
+use super::convert_apps;
 use super::pb;
 use super::pb::kairship_service_server::KairshipService;
 use crate::access::{Authenticator, Caller};
@@ -344,5 +345,38 @@ impl KairshipService for GrpcApi {
                 .await
                 .and_then(convert::workload),
         )
+    }
+
+    async fn create_application(
+        &self,
+        request: Request<pb::CreateApplicationRequest>,
+    ) -> Answer<pb::ApplicationResult> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert_apps::create_application(m)))
+            .await?;
+        answer(
+            self.api
+                .create_application(&caller, req)
+                .await
+                .and_then(convert_apps::application_result),
+        )
+    }
+
+    async fn restart_job(
+        &self,
+        request: Request<pb::RestartJobRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(convert_apps::restart_job(m)))
+            .await?;
+        object(self.api.restart_job(&caller, req).await)
+    }
+
+    async fn cron_job_action(
+        &self,
+        request: Request<pb::CronJobActionRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self.accept(request, convert_apps::cronjob_action).await?;
+        object(self.api.cronjob_action(&caller, req).await)
     }
 }

@@ -378,15 +378,19 @@ impl ClusterState {
         if !applied {
             patch::record_update(None, &mut obj, &ctx.field_manager, &api_version, &now);
         }
+        let gr = rt.group_resource();
+        let ns_key = if rt.namespaced { namespace } else { "" };
         if ctx.dry_run {
+            // As kube-apiserver's dry-run storage: validated, and refused if the name is taken.
+            if self.store.get(&gr, ns_key, &name).is_some() {
+                return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+            }
             return Ok(Arc::new(Stored {
                 json: serde_json::to_vec(&obj).unwrap_or_default().into(),
                 value: obj,
                 rv: 0,
             }));
         }
-        let gr = rt.group_resource();
-        let ns_key = if rt.namespaced { namespace } else { "" };
         let outcome = self
             .store
             .write(&gr, ns_key, &name, |current| match current {

@@ -637,6 +637,10 @@ pub async fn object_verb(
     ApiPath((instance, namespace, kind, segment)): ApiPath<(String, String, String, String)>,
 ) -> Answer<Object> {
     let kind = parse_kind(&kind)?;
+    if matches!(kind, ResourceKind::Jobs | ResourceKind::Cronjobs) {
+        let path = (instance, namespace);
+        return super::applications::job_verb(&s, &auth, path, kind, &segment).await;
+    }
     let (name, action) = parse_action(&segment)?;
     if kind != ResourceKind::Deployments {
         return Err(ApiError::not_found(format!(

@@ -1,6 +1,7 @@
 //! The REST transport: axum handlers described with utoipa, the OpenAPI 3.1 document, and
 //! bearer-token authentication.
 
+pub mod applications;
 pub mod auth;
 pub mod extract;
 pub mod handlers;
@@ -82,6 +83,7 @@ pub const PROXY_TAG: &str = "proxy";
         (name = "clusters", description = "Member clusters of an instance (cluster.karmada.io/v1alpha1 Cluster)"),
         (name = "resources", description = "Workloads, configuration and Karmada policies inside an instance"),
         (name = "workloads", description = "Deployments joined with their per-cluster propagation status"),
+        (name = "applications", description = "Multicloud applications: a workload, its Service, PropagationPolicy and OverridePolicies created in one call"),
         (name = "proxy", description = "Native Kubernetes API of an instance, for kubectl and client libraries"),
     ),
     components(schemas(
@@ -95,6 +97,12 @@ pub const PROXY_TAG: &str = "proxy";
         DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest, ListObjectsRequest,
         GetObjectRequest, CreateObjectRequest, UpdateObjectRequest, PatchObjectRequest,
         DeleteObjectRequest, PatchType, ListEventsRequest, KubeStatus,
+        crate::api::applications::ApplicationSpec, crate::api::applications::ApplicationService,
+        crate::api::applications::ApplicationPort, crate::api::applications::Placement,
+        crate::api::applications::ClusterOverride, crate::api::applications::EnvVar,
+        crate::api::applications::CreateApplicationRequest,
+        crate::api::applications::ApplicationResult, crate::api::job_actions::RestartJobRequest,
+        crate::api::job_actions::CronJobActionRequest, crate::api::job_actions::CronJobAction,
     )),
     modifiers(&BearerAuth),
 )]
@@ -218,6 +226,7 @@ fn build() -> Builder {
         update_cluster_scoped,
         delete_cluster_scoped
     ));
+    let builder = builder.add(routes!(applications::create_application));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder.router.route(VERB_ROUTE, post(object_verb));
     let mut routes = builder.routes;
@@ -226,6 +235,9 @@ fn build() -> Builder {
         verb_doc::<__path_pause_deployment>(),
         verb_doc::<__path_resume_deployment>(),
         verb_doc::<__path_restart_deployment>(),
+        verb_doc::<applications::__path_restart_job>(),
+        verb_doc::<applications::__path_pause_cronjob>(),
+        verb_doc::<applications::__path_resume_cronjob>(),
     ] {
         router
             .get_openapi_mut()
