@@ -1,0 +1,821 @@
+//! Multicloud applications and the Job/CronJob verbs over real HTTP and gRPC: a sandbox host
+//! cluster, a sandbox Karmada instance, the service behind the REST and gRPC routes.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::{KarmadaInstance, ensure_namespace, register_adopted};
+use http::StatusCode;
+use kairship_core::access::{
+    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
+};
+use kairship_core::api::server::{AppParts, app, serve};
+use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
+use kairship_core::grpc::{convert as grpc_convert, convert_apps, pb};
+use kairship_core::router::{
+    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
+    ReadWriteRouter, RouterConfig, SplitRouter,
+};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::core::DynamicObject;
+use kube_kit::client::ClientOptions;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const INSTANCE: &str = "inst-1";
+const NS: &str = "team-a";
+const P: &str = "/apis/kairship.io/v1alpha1";
+const ADMIN: &str = "admin-token";
+const VIEWER: &str = "viewer-token";
+
+struct Tokens;
+
+#[async_trait]
+impl Authenticator for Tokens {
+    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
+        match token {
+            ADMIN => Ok(Caller::new("admin", vec![])),
+            VIEWER => Ok(Caller::new("viewer", vec![])),
+            _ => Err(AccessError::Unauthenticated("unknown token".into())),
+        }
+    }
+}
+
+/// admin: everything; viewer: reads only.
+struct Rights;
+
+#[async_trait]
+impl Authorizer for Rights {
+    async fn allowed(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        _: InstanceResource,
+        _: Option<&str>,
+    ) -> Result<bool, AccessError> {
+        Ok(caller.user == "admin" || !verb.is_write())
+    }
+}
+
+struct Env {
+    _host: kube_sandbox::Cluster,
+    instance: KarmadaInstance,
+    base: String,
+    http: reqwest::Client,
+    stop: CancellationToken,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Env {
+    async fn start() -> Env {
+        kube_kit::client::install_crypto_provider();
+        let host = common::host().await;
+        let instance = KarmadaInstance::start(INSTANCE).await;
+        ensure_namespace(&instance.client(), NS).await;
+        register_adopted(&host.client(), INSTANCE, &instance).await;
+        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
+            host.client(),
+            ClientOptions::new("kairship-applications-test"),
+            Duration::from_secs(5),
+            Duration::from_secs(30),
+        ));
+        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::with_config(
+            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
+            Arc::new(DirectBackend::new(clients.clone())),
+            Arc::new(InstanceWriter::new(clients.clone())),
+            RouterConfig {
+                read_your_writes_timeout: Duration::from_secs(2),
+            },
+        ));
+        let service = KairshipService::new(
+            host.client(),
+            router,
+            Arc::new(Rights),
+            ServiceConfig::default(),
+        )
+        .with_discovery(clients, Arc::new(DiscoveryCache::default()));
+        let api: Arc<dyn KairshipApi> = Arc::new(service);
+        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
+            .await
+            .unwrap();
+        let app = app(AppParts {
+            api,
+            authenticator: Arc::new(Tokens),
+            proxy: None,
+            grpc: Some(grpc),
+            console: None,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        tokio::spawn(serve(listener, app, None, stop.clone()));
+        Env {
+            _host: host,
+            instance,
+            base: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+            stop,
+        }
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let (status, value) = self.call(method, path, ADMIN, body).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {value}");
+        value
+    }
+
+    /// The status of `GET` on the object `kind/name` of the namespace.
+    async fn status_of(&self, kind: &str, name: &str) -> StatusCode {
+        let path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}/{kind}/{name}");
+        self.call("GET", &path, ADMIN, None).await.0
+    }
+
+    async fn get(&self, kind: &str, name: &str) -> Value {
+        self.ok(
+            "GET",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/{kind}/{name}"),
+            None,
+        )
+        .await
+    }
+
+    async fn grpc(&self, token: &'static str) -> GrpcClient {
+        let channel = tonic::transport::Endpoint::from_shared(self.base.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        pb::kairship_service_client::KairshipServiceClient::with_interceptor(
+            channel,
+            BearerMetadata(token),
+        )
+    }
+}
+
+type GrpcClient = pb::kairship_service_client::KairshipServiceClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, BearerMetadata>,
+>;
+
+#[derive(Clone)]
+struct BearerMetadata(&'static str);
+
+impl tonic::service::Interceptor for BearerMetadata {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        req.metadata_mut()
+            .insert("authorization", format!("Bearer {}", self.0).parse().unwrap());
+        Ok(req)
+    }
+}
+
+fn apps_path() -> String {
+    format!("{P}/instances/{INSTANCE}/namespaces/{NS}/applications")
+}
+
+/// A Deployment `name` with a Service on port 80, placed on east and west by weight, with an
+/// image and replica override for east and env and args for west.
+fn application(name: &str) -> Value {
+    json!({
+        "workload": {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {"replicas": 4, "template": {
+                "metadata": {"labels": {"app": name, "tier": "front"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}},
+        "service": {"ports": [{"port": 80, "targetPort": 8080}]},
+        "placement": {"clusterNames": ["east", "west"], "weights": {"east": 3, "west": 1}},
+        "overrides": [
+            {"cluster": "east", "image": "registry.east.example/web/nginx:1.27-east", "replicas": 3},
+            {"cluster": "west", "env": [{"name": "REGION", "value": "west"}], "args": ["--quiet"]},
+        ],
+    })
+}
+
+/// An object without what the server fills in differently on each create.
+fn stable(mut object: Value) -> Value {
+    if let Some(meta) = object
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+    {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
+            meta.remove(field);
+        }
+    }
+    // A Service's address is allocated anew on each create, dry runs included.
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("clusterIP");
+        spec.remove("clusterIPs");
+    }
+    object
+}
+
+fn error_message(status: StatusCode, body: &Value) -> String {
+    let message = body["message"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        !message.is_empty() && body["code"].is_i64(),
+        "{status}: {body}"
+    );
+    message
+}
+
+#[tokio::test]
+async fn an_application_creates_every_object_referring_to_each_other() {
+    let env = Env::start().await;
+    let result = env
+        .ok("POST", &apps_path(), Some(application("web")))
+        .await;
+    assert_eq!(result["dryRun"], false);
+    let kinds: Vec<(&str, &str)> = result["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("Deployment", "web"),
+            ("Service", "web"),
+            ("PropagationPolicy", "web"),
+            ("OverridePolicy", "web-east"),
+            ("OverridePolicy", "web-west"),
+        ]
+    );
+
+    // Every object is stored, as the instance answers reads.
+    let deployment = env.get("deployments", "web").await;
+    let service = env.get("services", "web").await;
+    let policy = env.get("propagationpolicies", "web").await;
+    let east = env.get("overridepolicies", "web-east").await;
+    let west = env.get("overridepolicies", "web-west").await;
+    for object in [&deployment, &service, &policy, &east, &west] {
+        assert_eq!(
+            object["metadata"]["labels"]["kairship.io/application"], "web",
+            "{object}"
+        );
+    }
+    let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(pod_labels, &json!({"app": "web", "tier": "front"}));
+    assert_eq!(deployment["spec"]["selector"]["matchLabels"], *pod_labels);
+    assert_eq!(&service["spec"]["selector"], pod_labels);
+    assert_eq!(service["spec"]["ports"][0]["port"], 80);
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(
+        policy["spec"]["resourceSelectors"],
+        json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+               {"apiVersion": "v1", "kind": "Service", "name": "web"}])
+    );
+    let placement = &policy["spec"]["placement"];
+    assert_eq!(
+        placement["clusterAffinity"]["clusterNames"],
+        json!(["east", "west"])
+    );
+    assert_eq!(
+        placement["replicaScheduling"]["replicaSchedulingType"],
+        "Divided"
+    );
+    assert_eq!(
+        placement["replicaScheduling"]["weightPreference"]["staticWeightList"],
+        json!([{"targetCluster": {"clusterNames": ["east"]}, "weight": 3},
+               {"targetCluster": {"clusterNames": ["west"]}, "weight": 1}])
+    );
+    for (op, cluster) in [(&east, "east"), (&west, "west")] {
+        assert_eq!(
+            op["spec"]["resourceSelectors"],
+            json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}])
+        );
+        assert_eq!(
+            op["spec"]["overrideRules"][0]["targetCluster"]["clusterNames"],
+            json!([cluster])
+        );
+    }
+    let east_overriders = &east["spec"]["overrideRules"][0]["overriders"];
+    let images: Vec<(&str, &str)> = east_overriders["imageOverrider"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["component"].as_str().unwrap(),
+                o["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        images,
+        [
+            ("Registry", "registry.east.example"),
+            ("Repository", "web/nginx"),
+            ("Tag", "1.27-east")
+        ]
+    );
+    assert_eq!(
+        east_overriders["plaintext"],
+        json!([{"path": "/spec/replicas", "operator": "replace", "value": 3}])
+    );
+    let west_overriders = &west["spec"]["overrideRules"][0]["overriders"];
+    assert_eq!(
+        west_overriders["argsOverrider"],
+        json!([{"containerName": "web", "operator": "add", "value": ["--quiet"]}])
+    );
+    assert_eq!(
+        west_overriders["plaintext"][0]["value"],
+        json!([{"name": "REGION", "value": "west"}])
+    );
+
+    // The same call again fails at the first object and removes nothing that was there.
+    let (status, body) = env
+        .call("POST", &apps_path(), ADMIN, Some(application("web")))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = error_message(status, &body);
+    assert!(
+        message.starts_with("Deployment team-a/web (1st of 5 objects) was not created")
+            && message.ends_with("nothing had been created"),
+        "{message}"
+    );
+    assert_eq!(env.status_of("services", "web").await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_failure_at_the_third_object_leaves_none_of_the_calls_objects() {
+    let env = Env::start().await;
+    // A PropagationPolicy already named as the application: the 3rd object fails.
+    let taken = json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "web"},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "other"}],
+            "placement": {"clusterAffinity": {"clusterNames": ["east"]}}}});
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/propagationpolicies"),
+        Some(taken),
+    )
+    .await;
+    let (status, body) = env
+        .call("POST", &apps_path(), ADMIN, Some(application("web")))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["code"], 6, "AlreadyExists: {body}");
+    let message = error_message(status, &body);
+    assert!(
+        message.starts_with("PropagationPolicy team-a/web (3rd of 5 objects) was not created"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(
+            "removed what this call had created: Service team-a/web, Deployment team-a/web"
+        ),
+        "{message}"
+    );
+    for (kind, name) in [
+        ("deployments", "web"),
+        ("services", "web"),
+        ("overridepolicies", "web-east"),
+        ("overridepolicies", "web-west"),
+    ] {
+        assert_eq!(
+            env.status_of(kind, name).await,
+            StatusCode::NOT_FOUND,
+            "{kind}/{name}"
+        );
+    }
+    // The policy that was there before the call is kept as it was.
+    let kept = env.get("propagationpolicies", "web").await;
+    assert_eq!(kept["spec"]["resourceSelectors"][0]["name"], "other");
+    // Checked through the instance itself too, not only the cache.
+    let deployments: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        NS,
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+        ),
+    );
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_dry_run_returns_the_objects_and_creates_nothing() {
+    let env = Env::start().await;
+    let mut request = application("web");
+    request["dryRun"] = json!(true);
+    let result = env.ok("POST", &apps_path(), Some(request.clone())).await;
+    assert_eq!(result["dryRun"], true);
+    let objects = result["objects"].as_array().unwrap();
+    assert_eq!(objects.len(), 5);
+    // As the instance would store them: defaults filled in, uid given.
+    assert_eq!(objects[0]["kind"], "Deployment");
+    assert!(objects[0]["metadata"]["uid"].is_string(), "{}", objects[0]);
+    assert_eq!(objects[1]["spec"]["selector"]["app"], "web");
+    for (kind, name) in [
+        ("deployments", "web"),
+        ("services", "web"),
+        ("propagationpolicies", "web"),
+        ("overridepolicies", "web-east"),
+        ("overridepolicies", "web-west"),
+    ] {
+        assert_eq!(
+            env.status_of(kind, name).await,
+            StatusCode::NOT_FOUND,
+            "{kind}/{name}"
+        );
+    }
+    // The instance judges a dry run as a create: a taken name is refused, nothing created.
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/services"),
+        Some(json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 1}]}})),
+    )
+    .await;
+    let (status, body) = env.call("POST", &apps_path(), ADMIN, Some(request)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        error_message(status, &body).starts_with("Service team-a/web (2nd of 5 objects)"),
+        "{body}"
+    );
+    assert_eq!(
+        env.status_of("deployments", "web").await,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_before_anything_is_created() {
+    let env = Env::start().await;
+    // Members for placement by label and region.
+    let clusters: Api<DynamicObject> = Api::all_with(
+        env.instance.client(),
+        &kairship_core::api::clusters_resource(),
+    );
+    for (name, env_label, region) in [("east", "prod", "eu"), ("west", "dev", "eu")] {
+        let cluster = serde_json::from_value(json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": name, "labels": {"env": env_label}},
+            "spec": {"region": region, "syncMode": "Push"}}))
+        .unwrap();
+        clusters
+            .create(&PostParams::default(), &cluster)
+            .await
+            .unwrap();
+    }
+    let by_label = |cluster: &str| {
+        let mut app = application("web");
+        app["placement"] = json!({"clusterLabels": {"env": "prod"}, "regions": ["eu"]});
+        app["overrides"] = json!([{"cluster": cluster, "replicas": 1}]);
+        app
+    };
+    // Placement by label: an override of a selected cluster is fine (dry run).
+    let mut fine = by_label("east");
+    fine["dryRun"] = json!(true);
+    let result = env.ok("POST", &apps_path(), Some(fine)).await;
+    assert_eq!(
+        result["objects"][2]["spec"]["placement"]["clusterAffinity"],
+        json!({"labelSelector": {"matchLabels": {"env": "prod"}},
+               "fieldSelector": {"matchExpressions": [{"key": "region", "operator": "In", "values": ["eu"]}]}})
+    );
+
+    let mut unknown_kind = application("web");
+    unknown_kind["workload"]["kind"] = json!("Pod");
+    let mut empty_placement = application("web");
+    empty_placement["placement"] = json!({});
+    let mut outside = application("web");
+    outside["overrides"][0]["cluster"] = json!("north");
+    let mut bad_name = application("web");
+    bad_name["workload"]["metadata"]["name"] = json!("Web App");
+    let cases = [
+        (unknown_kind, "workload.kind: \"Pod\" is not a workload kind"),
+        (empty_placement, "placement: selects no cluster"),
+        (
+            outside,
+            "overrides: cluster \"north\" is not in the placement (clusterNames: east, west)",
+        ),
+        (bad_name, "workload.metadata.name: \"Web App\" is not a valid name"),
+        (
+            by_label("west"),
+            "overrides: cluster \"west\" is not in the placement (it selects east)",
+        ),
+    ];
+    for (request, want) in cases {
+        let (status, body) = env.call("POST", &apps_path(), ADMIN, Some(request)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{want}: {body}");
+        assert_eq!(body["code"], 3, "{body}");
+        assert!(
+            error_message(status, &body).starts_with(want),
+            "{want}: {body}"
+        );
+    }
+    // Unknown fields in the request itself.
+    let mut typo = application("web");
+    typo["placement"]["clusterName"] = json!(["east"]);
+    let (status, body) = env.call("POST", &apps_path(), ADMIN, Some(typo)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // A viewer may not create applications.
+    let (status, body) = env
+        .call("POST", &apps_path(), VIEWER, Some(application("web")))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(
+        env.status_of("deployments", "web").await,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn rest_and_grpc_create_applications_alike() {
+    let env = Env::start().await;
+    let mut grpc = env.grpc(ADMIN).await;
+    let to_pb = |name: &str, dry_run: bool| pb::CreateApplicationRequest {
+        instance: INSTANCE.into(),
+        namespace: NS.into(),
+        workload: Some(
+            grpc_convert::json_to_struct(application(name)["workload"].clone()).unwrap(),
+        ),
+        service: Some(pb::ApplicationService {
+            r#type: None,
+            ports: vec![pb::ApplicationPort {
+                name: None,
+                port: 80,
+                target_port: Some(8080),
+                protocol: None,
+            }],
+        }),
+        placement: Some(pb::Placement {
+            cluster_names: vec!["east".into(), "west".into()],
+            weights: [("east".to_owned(), 3), ("west".to_owned(), 1)].into(),
+            ..Default::default()
+        }),
+        overrides: vec![
+            pb::ClusterOverride {
+                cluster: "east".into(),
+                image: Some("registry.east.example/web/nginx:1.27-east".into()),
+                replicas: Some(3),
+                ..Default::default()
+            },
+            pb::ClusterOverride {
+                cluster: "west".into(),
+                env: vec![pb::EnvVar {
+                    name: "REGION".into(),
+                    value: "west".into(),
+                }],
+                args: vec!["--quiet".into()],
+                ..Default::default()
+            },
+        ],
+        dry_run,
+    };
+    let stable_result = |result: Value| {
+        let objects: Vec<Value> = result["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .cloned()
+            .map(stable)
+            .collect();
+        (result["dryRun"].clone(), objects)
+    };
+    let mut rest_request = application("web");
+    rest_request["dryRun"] = json!(true);
+    let rest = env.ok("POST", &apps_path(), Some(rest_request)).await;
+    let over_grpc = grpc
+        .create_application(to_pb("web", true))
+        .await
+        .unwrap()
+        .into_inner();
+    let over_grpc =
+        serde_json::to_value(convert_apps::application_result_from_pb(over_grpc)).unwrap();
+    assert_eq!(stable_result(over_grpc), stable_result(rest));
+
+    // Created for real over gRPC: the REST reads show it.
+    let created = grpc
+        .create_application(to_pb("api", false))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(created.objects.len(), 5);
+    assert_eq!(
+        env.get("propagationpolicies", "api").await["spec"]["resourceSelectors"][1]["name"],
+        "api"
+    );
+
+    // The same errors: the code and message of REST are gRPC's.
+    let mut bad = to_pb("x", false);
+    bad.placement = Some(pb::Placement::default());
+    let status = grpc.create_application(bad).await.unwrap_err();
+    let mut rest_bad = application("x");
+    rest_bad["placement"] = json!({});
+    let (rest_status, rest_body) = env.call("POST", &apps_path(), ADMIN, Some(rest_bad)).await;
+    assert_eq!(status.code() as i64, rest_body["code"].as_i64().unwrap());
+    assert_eq!(status.message(), rest_body["message"].as_str().unwrap());
+    assert_eq!(rest_status, StatusCode::BAD_REQUEST);
+    let status = grpc.create_application(to_pb("api", false)).await.unwrap_err();
+    let (_, rest_body) = env
+        .call("POST", &apps_path(), ADMIN, Some(application("api")))
+        .await;
+    assert_eq!(status.code() as i64, rest_body["code"].as_i64().unwrap());
+    assert_eq!(status.message(), rest_body["message"].as_str().unwrap());
+}
+
+fn job(name: &str) -> Value {
+    json!({"metadata": {"name": name, "labels": {"team": "a"}}, "spec": {"backoffLimit": 1,
+        "template": {"metadata": {"labels": {"app": name}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}})
+}
+
+#[tokio::test]
+async fn jobs_restart_and_cronjobs_pause_and_resume() {
+    let env = Env::start().await;
+    let ns_path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    let old = env
+        .ok("POST", &format!("{ns_path}/jobs"), Some(job("once")))
+        .await;
+    let old_uid = old["metadata"]["uid"].as_str().unwrap().to_owned();
+    let old_selector = old["spec"]["selector"].clone();
+    assert!(old_selector.to_string().contains(&old_uid), "{old_selector}");
+
+    // Restart: a new Job of the same spec, with a selector and labels of its own uid.
+    let restarted = env
+        .ok("POST", &format!("{ns_path}/jobs/once:restart"), None)
+        .await;
+    let new_uid = restarted["metadata"]["uid"].as_str().unwrap().to_owned();
+    assert_ne!(new_uid, old_uid);
+    assert!(
+        restarted["spec"]["selector"]
+            .to_string()
+            .contains(&new_uid),
+        "{restarted}"
+    );
+    assert!(!restarted.to_string().contains(&old_uid), "{restarted}");
+    assert_eq!(restarted["metadata"]["labels"]["team"], "a");
+    assert_eq!(
+        restarted["spec"]["template"]["metadata"]["labels"]["app"],
+        "once"
+    );
+    let stored = env.get("jobs", "once").await;
+    assert_eq!(stored["metadata"]["uid"], new_uid.as_str());
+
+    // A Job that still runs pods is not restarted: 409 with the reason.
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        NS,
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("batch", "v1", "Job"),
+            "jobs",
+        ),
+    );
+    jobs.patch_status(
+        "once",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"active": 1}})),
+    )
+    .await
+    .unwrap();
+    kube_sandbox::testing::wait::eventually("the cache sees the running job", || async {
+        env.get("jobs", "once").await["status"]["active"] == 1
+    })
+    .await;
+    let (status, body) = env
+        .call("POST", &format!("{ns_path}/jobs/once:restart"), ADMIN, None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        error_message(status, &body),
+        "job team-a/once is still running (1 active pods): wait for it to finish, or delete \
+         it, before restarting it"
+    );
+    let (status, body) = env
+        .call("POST", &format!("{ns_path}/jobs/gone:restart"), ADMIN, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, body) = env
+        .call("POST", &format!("{ns_path}/jobs/once:pause"), ADMIN, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(error_message(status, &body).contains(":restart"), "{body}");
+    let (status, _) = env
+        .call("POST", &format!("{ns_path}/jobs/once:restart"), VIEWER, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // CronJobs: pause, pause again (409), resume, resume again (409).
+    env.ok(
+        "POST",
+        &format!("{ns_path}/cronjobs"),
+        Some(json!({"metadata": {"name": "tick"}, "spec": {"schedule": "*/5 * * * *",
+            "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}}})),
+    )
+    .await;
+    let paused = env
+        .ok("POST", &format!("{ns_path}/cronjobs/tick:pause"), None)
+        .await;
+    assert_eq!(paused["spec"]["suspend"], true);
+    let (status, body) = env
+        .call("POST", &format!("{ns_path}/cronjobs/tick:pause"), ADMIN, None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        error_message(status, &body),
+        "cronjob team-a/tick is already paused"
+    );
+    // The same over gRPC.
+    let mut grpc = env.grpc(ADMIN).await;
+    let resumed = grpc
+        .cron_job_action(pb::CronJobActionRequest {
+            instance: INSTANCE.into(),
+            namespace: NS.into(),
+            name: "tick".into(),
+            action: pb::CronJobVerb::Resume as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        grpc_convert::struct_to_json(resumed)["spec"]["suspend"],
+        false
+    );
+    let (status, body) = env
+        .call("POST", &format!("{ns_path}/cronjobs/tick:resume"), ADMIN, None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let err = grpc
+        .cron_job_action(pb::CronJobActionRequest {
+            instance: INSTANCE.into(),
+            namespace: NS.into(),
+            name: "tick".into(),
+            action: pb::CronJobVerb::Resume as i32,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.message(), body["message"].as_str().unwrap());
+    let (status, _) = env
+        .call("POST", &format!("{ns_path}/cronjobs/none:pause"), ADMIN, None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Job restart over gRPC once the Job has finished.
+    jobs.patch_status(
+        "once",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"active": 0, "succeeded": 1}})),
+    )
+    .await
+    .unwrap();
+    kube_sandbox::testing::wait::eventually("the cache sees the finished job", || async {
+        env.get("jobs", "once").await["status"]["active"] == 0
+    })
+    .await;
+    let again = grpc
+        .restart_job(pb::RestartJobRequest {
+            instance: INSTANCE.into(),
+            namespace: NS.into(),
+            name: "once".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let again = grpc_convert::struct_to_json(again);
+    assert_ne!(again["metadata"]["uid"], new_uid.as_str());
+    assert!(again.get("status").is_none_or(|s| s.get("succeeded").is_none()));
+}
