@@ -9,7 +9,9 @@
 //! checks that 404 and 403
 //! surface as the client's exceptions carrying our `{code, message}` body; through the generic
 //! resource paths it creates, lists (several namespaces), patches (merge patch) and deletes a
-//! ConfigMap, lists its events, and meets 404 for a resource the instance does not serve. The test then checks
+//! ConfigMap, lists its events, and meets 404 for a resource the instance does not serve; it
+//! previews and creates an application, restarts a Job and pauses and resumes a CronJob. The
+//! test then checks
 //! the script's report and the instance's objects.
 //!
 //! The tools (`openapi-generator-cli`, Java, and a python with the generated client's
@@ -305,6 +307,26 @@ async fn a_generated_python_client_drives_the_api() {
     );
     assert!(unknown["message"].as_str().unwrap().contains("gizmos"));
     assert_eq!(step("generic_delete")["name"], "generic-python");
+
+    // Applications and the Job/CronJob verbs.
+    let dry = step("application_dry_run");
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(
+        dry["kinds"],
+        serde_json::json!(["Deployment", "Service", "PropagationPolicy", "OverridePolicy"])
+    );
+    assert_eq!(
+        step("application_create")["names"],
+        serde_json::json!(["shop", "shop", "shop", "shop-east"])
+    );
+    let invalid = step("application_invalid");
+    assert_eq!((invalid["status"].clone(), invalid["code"].clone()), (400.into(), 3.into()));
+    assert!(invalid["message"].as_str().unwrap().starts_with("workload.kind"));
+    assert_eq!(step("restart_job")["renewed"], true);
+    assert_eq!(step("pause_cronjob")["suspend"], true);
+    assert_eq!(step("resume_cronjob")["suspend"], false);
+    let shop: Api<Deployment> = Api::namespaced(server.instance.client(), NS);
+    assert!(shop.get_opt("shop").await.unwrap().is_some());
 
     // The instance holds what the client created, and nothing the viewer tried.
     let configmaps: Api<ConfigMap> = Api::namespaced(server.instance.client(), NS);

@@ -158,3 +158,77 @@ deleted = resources.delete_namespaced_object(
     INSTANCE, NAMESPACE, "core", "v1", "configmaps", "generic-python"
 )
 report("generic_delete", name=deleted["metadata"]["name"])
+
+# Applications: a dry run, then the real thing, through the typed request models.
+from kairship_client.api.applications_api import ApplicationsApi  # noqa: E402
+from kairship_client.models.application_port import ApplicationPort  # noqa: E402
+from kairship_client.models.application_service import ApplicationService  # noqa: E402
+from kairship_client.models.application_spec import ApplicationSpec  # noqa: E402
+from kairship_client.models.cluster_override import ClusterOverride  # noqa: E402
+from kairship_client.models.placement import Placement  # noqa: E402
+
+
+def shop(dry_run):
+    return ApplicationSpec(
+        workload={
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "shop"},
+            "spec": {
+                "replicas": 2,
+                "template": {"spec": {"containers": [{"name": "shop", "image": "nginx:1.27"}]}},
+            },
+        },
+        service=ApplicationService(ports=[ApplicationPort(port=80)]),
+        placement=Placement(cluster_names=["east", "west"], weights={"east": 1, "west": 1}),
+        overrides=[ClusterOverride(cluster="east", image="nginx:1.28", replicas=3)],
+        dry_run=dry_run,
+    )
+
+
+applications = ApplicationsApi(admin)
+preview = applications.create_application(INSTANCE, NAMESPACE, shop(True))
+report(
+    "application_dry_run",
+    dry_run=preview.dry_run,
+    kinds=[o["kind"] for o in preview.objects],
+)
+made = applications.create_application(INSTANCE, NAMESPACE, shop(False))
+report("application_create", names=[o["metadata"]["name"] for o in made.objects])
+try:
+    applications.create_application(
+        INSTANCE, NAMESPACE, ApplicationSpec(workload={"kind": "Pod"}, placement=Placement())
+    )
+    raise AssertionError("an application of a Pod was created")
+except kairship_client.exceptions.BadRequestException as err:
+    report("application_invalid", **error_facts(err))
+
+# Job and CronJob verbs.
+resources.create_namespaced_resource(
+    INSTANCE,
+    NAMESPACE,
+    ResourceKind.JOBS,
+    KubeObject(
+        metadata={"name": "once"},
+        spec={"template": {"spec": {"restartPolicy": "Never",
+                                    "containers": [{"name": "c", "image": "busybox"}]}}},
+    ),
+)
+old = resources.get_namespaced_resource(INSTANCE, NAMESPACE, ResourceKind.JOBS, "once")
+new = resources.restart_job(INSTANCE, NAMESPACE, "once")
+report("restart_job", renewed=new["metadata"]["uid"] != old["metadata"]["uid"])
+resources.create_namespaced_resource(
+    INSTANCE,
+    NAMESPACE,
+    ResourceKind.CRONJOBS,
+    KubeObject(
+        metadata={"name": "tick"},
+        spec={"schedule": "*/5 * * * *",
+              "jobTemplate": {"spec": {"template": {"spec": {
+                  "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}},
+    ),
+)
+paused = resources.pause_cron_job(INSTANCE, NAMESPACE, "tick")
+report("pause_cronjob", suspend=paused["spec"]["suspend"])
+resumed = resources.resume_cron_job(INSTANCE, NAMESPACE, "tick")
+report("resume_cronjob", suspend=resumed["spec"]["suspend"])
