@@ -9,6 +9,7 @@
 //! Sign-in takes a bearer token the API accepts and keeps it in memory behind a random
 //! session id ([`session`]); every POST carries the session's CSRF token.
 
+pub mod applications;
 pub mod form;
 pub mod html;
 pub mod session;
@@ -114,6 +115,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         )
         .route(w, get(workload))
         .route(&format!("{w}/{{action}}"), post(workload_action))
+        .merge(applications::routes())
         .layer(axum::middleware::map_response(security_headers))
         .with_state(console)
 }
