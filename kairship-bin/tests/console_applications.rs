@@ -1,0 +1,262 @@
+//! The console's create-application form and Job/CronJob buttons in a real Chromium against
+//! `kairship sandbox`: the admin fills the form, previews it (a dry run: nothing is created,
+//! as the REST API shows), creates it, and the REST API then shows every object with the
+//! right references; the admin restarts a Job and pauses a CronJob from their pages; the
+//! viewer sees no form and no buttons. Screenshots are written to
+//! `$TMPDIR/kairship-console-screenshots/`.
+//!
+//! Needs `chromium` and `chromedriver` on PATH; without them the test prints a notice and
+//! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
+#![allow(clippy::unwrap_used)]
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+mod support;
+
+use support::*;
+
+const NS_PATH: &str = "/instances/karmada-a/namespaces/demo";
+
+async fn rest_get(http: &reqwest::Client, base: &str, token: &str, path: &str) -> (StatusCode, Value) {
+    let resp = http
+        .get(format!("{base}{P}{NS_PATH}/{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn rest_post(http: &reqwest::Client, base: &str, token: &str, path: &str, body: Value) {
+    let resp = http
+        .post(format!("{base}{P}{NS_PATH}/{path}"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK, "{}", resp.text().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_application_form_and_job_buttons_in_chromium() {
+    let Some((chromium, chromedriver)) =
+        browser_or_skip("create_application_form_and_job_buttons_in_chromium")
+    else {
+        return;
+    };
+    kube_kit::client::install_crypto_provider();
+    let tmp = std::env::temp_dir();
+    let dir = tmp.join(format!("kairship-console-apps-{}", std::process::id()));
+    let shots = tmp.join("kairship-console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let port = free_port();
+    let _sandbox = start_sandbox(&dir, port, &[]);
+    let base = format!("http://127.0.0.1:{port}");
+    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
+    let viewer = std::fs::read_to_string(dir.join("viewer.token")).unwrap();
+    let http = reqwest::Client::new();
+
+    let browser = Browser::start(&chromium, &chromedriver).await;
+    browser.sign_in(&base, &admin).await;
+    browser
+        .goto(&format!("{base}/ui/instances/karmada-a"))
+        .await;
+    browser.click("#new-application").await;
+    browser.find("#app-form").await;
+    assert!(browser.url().await.contains("/applications/new?ns=demo"));
+    for (field, value) in [
+        ("#name", "shop"),
+        ("#image", "nginx:1.27"),
+        ("#replicas", "4"),
+        ("#port", "80"),
+        ("#target_port", "8080"),
+        ("#clusters", "a-east, a-west"),
+        ("#weights", "a-east=3, a-west=1"),
+        ("#override_cluster_1", "a-east"),
+        ("#override_image_1", "registry.example/shop/nginx:1.28"),
+        ("#override_replicas_1", "3"),
+        ("#override_cluster_2", "a-west"),
+        ("#override_replicas_2", "1"),
+    ] {
+        browser.type_into(field, value).await;
+    }
+    browser.screenshot(&shots, "application-form").await;
+
+    // Preview: the dry run's objects, nothing created.
+    browser.click("#app-preview").await;
+    browser
+        .wait_text("#app-result", |t| t.contains("nothing was created"))
+        .await;
+    let kinds = browser
+        .script(
+            "return [...document.querySelectorAll('#app-objects tr[data-kind]')].map(r => r.dataset.kind);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        kinds,
+        json!(["Deployment", "Service", "PropagationPolicy", "OverridePolicy", "OverridePolicy"])
+    );
+    browser.assert_same_origin(&base).await;
+    browser.screenshot(&shots, "application-preview").await;
+    for path in [
+        "deployments/shop",
+        "services/shop",
+        "propagationpolicies/shop",
+        "overridepolicies/shop-a-east",
+        "overridepolicies/shop-a-west",
+    ] {
+        let (status, body) = rest_get(&http, &base, &admin, path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path} after the preview: {body}");
+    }
+
+    // Create: the form kept what was typed.
+    browser.click("#app-create").await;
+    browser
+        .wait_text("#app-result", |t| t.contains("Created."))
+        .await;
+    browser.screenshot(&shots, "application-created").await;
+    let (_, deployment) = rest_get(&http, &base, &admin, "deployments/shop").await;
+    let pod_labels = deployment["spec"]["template"]["metadata"]["labels"].clone();
+    assert_eq!(pod_labels, json!({"app": "shop"}), "{deployment}");
+    assert_eq!(deployment["spec"]["replicas"], 4);
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
+    let (_, service) = rest_get(&http, &base, &admin, "services/shop").await;
+    assert_eq!(service["spec"]["selector"], pod_labels);
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], 8080);
+    let (_, policy) = rest_get(&http, &base, &admin, "propagationpolicies/shop").await;
+    assert_eq!(
+        policy["spec"]["resourceSelectors"],
+        json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"},
+               {"apiVersion": "v1", "kind": "Service", "name": "shop"}])
+    );
+    assert_eq!(
+        policy["spec"]["placement"]["clusterAffinity"]["clusterNames"],
+        json!(["a-east", "a-west"])
+    );
+    assert_eq!(
+        policy["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"],
+        json!([{"targetCluster": {"clusterNames": ["a-east"]}, "weight": 3},
+               {"targetCluster": {"clusterNames": ["a-west"]}, "weight": 1}])
+    );
+    for (cluster, image, replicas) in [
+        ("a-east", Some("shop/nginx"), 3),
+        ("a-west", None, 1),
+    ] {
+        let (_, op) = rest_get(
+            &http,
+            &base,
+            &admin,
+            &format!("overridepolicies/shop-{cluster}"),
+        )
+        .await;
+        assert_eq!(
+            op["spec"]["resourceSelectors"],
+            json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"}])
+        );
+        let rule = &op["spec"]["overrideRules"][0];
+        assert_eq!(rule["targetCluster"]["clusterNames"], json!([cluster]));
+        assert_eq!(
+            rule["overriders"]["plaintext"],
+            json!([{"path": "/spec/replicas", "operator": "replace", "value": replicas}])
+        );
+        assert_eq!(
+            rule["overriders"]["imageOverrider"][1]["value"].as_str(),
+            image,
+            "{op}"
+        );
+    }
+
+    // A Job and a CronJob, and their buttons.
+    rest_post(
+        &http,
+        &base,
+        &admin,
+        "jobs",
+        json!({"metadata": {"name": "once"}, "spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}),
+    )
+    .await;
+    rest_post(
+        &http,
+        &base,
+        &admin,
+        "cronjobs",
+        json!({"metadata": {"name": "tick"}, "spec": {"schedule": "*/5 * * * *",
+            "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+    )
+    .await;
+    // The sandbox runs Jobs: restart once this one has finished.
+    let finished = || async {
+        let (_, job) = rest_get(&http, &base, &admin, "jobs/once").await;
+        job["status"]["active"].as_i64().unwrap_or(0) == 0
+    };
+    kube_sandbox::testing::wait::eventually("the job finishes", finished).await;
+    let (_, old) = rest_get(&http, &base, &admin, "jobs/once").await;
+    let old_uid = old["metadata"]["uid"].as_str().unwrap().to_owned();
+    browser
+        .goto(&format!("{base}/ui/instances/karmada-a"))
+        .await;
+    browser.click("#batch").await;
+    browser.click("#jobs a").await;
+    browser.click("#job-restart").await;
+    browser
+        .wait_text("#job-facts .uid", |t| !t.is_empty() && t != old_uid)
+        .await;
+    let (_, new) = rest_get(&http, &base, &admin, "jobs/once").await;
+    assert_ne!(new["metadata"]["uid"], old_uid.as_str());
+    assert_eq!(
+        browser.text("#job-facts .uid").await,
+        new["metadata"]["uid"].as_str().unwrap()
+    );
+    browser.screenshot(&shots, "job").await;
+    browser
+        .goto(&format!(
+            "{base}/ui/instances/karmada-a/namespaces/demo/cronjobs/tick"
+        ))
+        .await;
+    browser.click("#cronjob-pause").await;
+    browser
+        .wait_text("#cronjob-state", |t| t == "Paused")
+        .await;
+    let (_, cronjob) = rest_get(&http, &base, &admin, "cronjobs/tick").await;
+    assert_eq!(cronjob["spec"]["suspend"], true);
+    browser.find("#cronjob-resume").await;
+    browser.screenshot(&shots, "cronjob").await;
+
+    // The viewer: no form, no buttons.
+    browser.click("#signout").await;
+    browser.wait_url("/ui/signin").await;
+    browser.sign_in(&base, &viewer).await;
+    browser
+        .goto(&format!("{base}/ui/instances/karmada-a"))
+        .await;
+    browser.find("#clusters").await;
+    assert!(browser.find_all("#new-application").await.is_empty());
+    browser
+        .goto(&format!(
+            "{base}/ui/instances/karmada-a/applications/new?ns=demo"
+        ))
+        .await;
+    browser.find(".notice").await;
+    assert!(browser.find_all("#app-form, #app-create").await.is_empty());
+    browser.screenshot(&shots, "viewer-application").await;
+    for (page, control) in [("jobs/once", "#job-restart"), ("cronjobs/tick", "#cronjob-resume")] {
+        browser
+            .goto(&format!(
+                "{base}/ui/instances/karmada-a/namespaces/demo/{page}"
+            ))
+            .await;
+        browser.find("#yaml").await;
+        assert!(browser.find_all(control).await.is_empty(), "{page}");
+    }
+    browser.quit().await;
+    eprintln!("screenshots in {}", shots.display());
+}
