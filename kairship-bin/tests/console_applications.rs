@@ -101,6 +101,12 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         json!(["Deployment", "Service", "PropagationPolicy", "OverridePolicy", "OverridePolicy"])
     );
     browser.assert_same_origin(&base).await;
+    browser
+        .script(
+            "document.getElementById('app-result').scrollIntoView(); return null;",
+            json!([]),
+        )
+        .await;
     browser.screenshot(&shots, "application-preview").await;
     for path in [
         "deployments/shop",
@@ -117,6 +123,12 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     browser.click("#app-create").await;
     browser
         .wait_text("#app-result", |t| t.contains("Created."))
+        .await;
+    browser
+        .script(
+            "document.getElementById('app-result').scrollIntoView(); return null;",
+            json!([]),
+        )
         .await;
     browser.screenshot(&shots, "application-created").await;
     let (_, deployment) = rest_get(&http, &base, &admin, "deployments/shop").await;
