@@ -18,7 +18,12 @@ use support::*;
 
 const NS_PATH: &str = "/instances/karmada-a/namespaces/demo";
 
-async fn rest_get(http: &reqwest::Client, base: &str, token: &str, path: &str) -> (StatusCode, Value) {
+async fn rest_get(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    path: &str,
+) -> (StatusCode, Value) {
     let resp = http
         .get(format!("{base}{P}{NS_PATH}/{path}"))
         .bearer_auth(token)
@@ -37,7 +42,12 @@ async fn rest_post(http: &reqwest::Client, base: &str, token: &str, path: &str, 
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), StatusCode::OK, "{}", resp.text().await.unwrap());
+    assert_eq!(
+        resp.status(),
+        StatusCode::OK,
+        "{}",
+        resp.text().await.unwrap()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,7 +108,13 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         .await;
     assert_eq!(
         kinds,
-        json!(["Deployment", "Service", "PropagationPolicy", "OverridePolicy", "OverridePolicy"])
+        json!([
+            "Deployment",
+            "Service",
+            "PropagationPolicy",
+            "OverridePolicy",
+            "OverridePolicy"
+        ])
     );
     browser.assert_same_origin(&base).await;
     browser
@@ -116,7 +132,11 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         "overridepolicies/shop-a-west",
     ] {
         let (status, body) = rest_get(&http, &base, &admin, path).await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "{path} after the preview: {body}");
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "{path} after the preview: {body}"
+        );
     }
 
     // Create: the form kept what was typed.
@@ -157,10 +177,7 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         json!([{"targetCluster": {"clusterNames": ["a-east"]}, "weight": 3},
                {"targetCluster": {"clusterNames": ["a-west"]}, "weight": 1}])
     );
-    for (cluster, image, replicas) in [
-        ("a-east", Some("shop/nginx"), 3),
-        ("a-west", None, 1),
-    ] {
+    for (cluster, image, replicas) in [("a-east", Some("shop/nginx"), 3), ("a-west", None, 1)] {
         let (_, op) = rest_get(
             &http,
             &base,
@@ -235,9 +252,7 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         ))
         .await;
     browser.click("#cronjob-pause").await;
-    browser
-        .wait_text("#cronjob-state", |t| t == "Paused")
-        .await;
+    browser.wait_text("#cronjob-state", |t| t == "Paused").await;
     let (_, cronjob) = rest_get(&http, &base, &admin, "cronjobs/tick").await;
     assert_eq!(cronjob["spec"]["suspend"], true);
     browser.find("#cronjob-resume").await;
@@ -260,7 +275,10 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     browser.find(".notice").await;
     assert!(browser.find_all("#app-form, #app-create").await.is_empty());
     browser.screenshot(&shots, "viewer-application").await;
-    for (page, control) in [("jobs/once", "#job-restart"), ("cronjobs/tick", "#cronjob-resume")] {
+    for (page, control) in [
+        ("jobs/once", "#job-restart"),
+        ("cronjobs/tick", "#cronjob-resume"),
+    ] {
         browser
             .goto(&format!(
                 "{base}/ui/instances/karmada-a/namespaces/demo/{page}"

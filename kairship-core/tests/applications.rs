@@ -194,8 +194,10 @@ struct BearerMetadata(&'static str);
 
 impl tonic::service::Interceptor for BearerMetadata {
     fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        req.metadata_mut()
-            .insert("authorization", format!("Bearer {}", self.0).parse().unwrap());
+        req.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {}", self.0).parse().unwrap(),
+        );
         Ok(req)
     }
 }
@@ -224,10 +226,7 @@ fn application(name: &str) -> Value {
 
 /// An object without what the server fills in differently on each create.
 fn stable(mut object: Value) -> Value {
-    if let Some(meta) = object
-        .get_mut("metadata")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         for field in [
             "uid",
             "resourceVersion",
@@ -258,9 +257,7 @@ fn error_message(status: StatusCode, body: &Value) -> String {
 #[tokio::test]
 async fn an_application_creates_every_object_referring_to_each_other() {
     let env = Env::start().await;
-    let result = env
-        .ok("POST", &apps_path(), Some(application("web")))
-        .await;
+    let result = env.ok("POST", &apps_path(), Some(application("web"))).await;
     assert_eq!(result["dryRun"], false);
     let kinds: Vec<(&str, &str)> = result["objects"]
         .as_array()
@@ -525,13 +522,19 @@ async fn bad_requests_are_refused_before_anything_is_created() {
     let mut bad_name = application("web");
     bad_name["workload"]["metadata"]["name"] = json!("Web App");
     let cases = [
-        (unknown_kind, "workload.kind: \"Pod\" is not a workload kind"),
+        (
+            unknown_kind,
+            "workload.kind: \"Pod\" is not a workload kind",
+        ),
         (empty_placement, "placement: selects no cluster"),
         (
             outside,
             "overrides: cluster \"north\" is not in the placement (clusterNames: east, west)",
         ),
-        (bad_name, "workload.metadata.name: \"Web App\" is not a valid name"),
+        (
+            bad_name,
+            "workload.metadata.name: \"Web App\" is not a valid name",
+        ),
         (
             by_label("west"),
             "overrides: cluster \"west\" is not in the placement (it selects east)",
@@ -649,7 +652,10 @@ async fn rest_and_grpc_create_applications_alike() {
     assert_eq!(status.code() as i64, rest_body["code"].as_i64().unwrap());
     assert_eq!(status.message(), rest_body["message"].as_str().unwrap());
     assert_eq!(rest_status, StatusCode::BAD_REQUEST);
-    let status = grpc.create_application(to_pb("api", false)).await.unwrap_err();
+    let status = grpc
+        .create_application(to_pb("api", false))
+        .await
+        .unwrap_err();
     let (_, rest_body) = env
         .call("POST", &apps_path(), ADMIN, Some(application("api")))
         .await;
@@ -672,7 +678,10 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
         .await;
     let old_uid = old["metadata"]["uid"].as_str().unwrap().to_owned();
     let old_selector = old["spec"]["selector"].clone();
-    assert!(old_selector.to_string().contains(&old_uid), "{old_selector}");
+    assert!(
+        old_selector.to_string().contains(&old_uid),
+        "{old_selector}"
+    );
 
     // Restart: a new Job of the same spec, with a selector and labels of its own uid.
     let restarted = env
@@ -681,9 +690,7 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
     let new_uid = restarted["metadata"]["uid"].as_str().unwrap().to_owned();
     assert_ne!(new_uid, old_uid);
     assert!(
-        restarted["spec"]["selector"]
-            .to_string()
-            .contains(&new_uid),
+        restarted["spec"]["selector"].to_string().contains(&new_uid),
         "{restarted}"
     );
     assert!(!restarted.to_string().contains(&old_uid), "{restarted}");
@@ -734,7 +741,12 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(error_message(status, &body).contains(":restart"), "{body}");
     let (status, _) = env
-        .call("POST", &format!("{ns_path}/jobs/once:restart"), VIEWER, None)
+        .call(
+            "POST",
+            &format!("{ns_path}/jobs/once:restart"),
+            VIEWER,
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 
@@ -742,9 +754,11 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
     env.ok(
         "POST",
         &format!("{ns_path}/cronjobs"),
-        Some(json!({"metadata": {"name": "tick"}, "spec": {"schedule": "*/5 * * * *",
+        Some(
+            json!({"metadata": {"name": "tick"}, "spec": {"schedule": "*/5 * * * *",
             "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "busybox"}]}}}}}})),
+                "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+        ),
     )
     .await;
     let paused = env
@@ -752,7 +766,12 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
         .await;
     assert_eq!(paused["spec"]["suspend"], true);
     let (status, body) = env
-        .call("POST", &format!("{ns_path}/cronjobs/tick:pause"), ADMIN, None)
+        .call(
+            "POST",
+            &format!("{ns_path}/cronjobs/tick:pause"),
+            ADMIN,
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(
@@ -776,7 +795,12 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
         false
     );
     let (status, body) = env
-        .call("POST", &format!("{ns_path}/cronjobs/tick:resume"), ADMIN, None)
+        .call(
+            "POST",
+            &format!("{ns_path}/cronjobs/tick:resume"),
+            ADMIN,
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     let err = grpc
@@ -790,7 +814,12 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
         .unwrap_err();
     assert_eq!(err.message(), body["message"].as_str().unwrap());
     let (status, _) = env
-        .call("POST", &format!("{ns_path}/cronjobs/none:pause"), ADMIN, None)
+        .call(
+            "POST",
+            &format!("{ns_path}/cronjobs/none:pause"),
+            ADMIN,
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
@@ -817,5 +846,9 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
         .into_inner();
     let again = grpc_convert::struct_to_json(again);
     assert_ne!(again["metadata"]["uid"], new_uid.as_str());
-    assert!(again.get("status").is_none_or(|s| s.get("succeeded").is_none()));
+    assert!(
+        again
+            .get("status")
+            .is_none_or(|s| s.get("succeeded").is_none())
+    );
 }

@@ -313,15 +313,28 @@ async fn a_generated_python_client_drives_the_api() {
     assert_eq!(dry["dry_run"], true);
     assert_eq!(
         dry["kinds"],
-        serde_json::json!(["Deployment", "Service", "PropagationPolicy", "OverridePolicy"])
+        serde_json::json!([
+            "Deployment",
+            "Service",
+            "PropagationPolicy",
+            "OverridePolicy"
+        ])
     );
     assert_eq!(
         step("application_create")["names"],
         serde_json::json!(["shop", "shop", "shop", "shop-east"])
     );
     let invalid = step("application_invalid");
-    assert_eq!((invalid["status"].clone(), invalid["code"].clone()), (400.into(), 3.into()));
-    assert!(invalid["message"].as_str().unwrap().starts_with("workload.kind"));
+    assert_eq!(
+        (invalid["status"].clone(), invalid["code"].clone()),
+        (400.into(), 3.into())
+    );
+    assert!(
+        invalid["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("workload.kind")
+    );
     assert_eq!(step("restart_job")["renewed"], true);
     assert_eq!(step("pause_cronjob")["suspend"], true);
     assert_eq!(step("resume_cronjob")["suspend"], false);

@@ -28,7 +28,10 @@ async fn dry_run_creates_validate_store_nothing_and_see_taken_names() {
         assert!(answered.metadata.uid.is_some(), "{how}");
         assert!(maps.get_opt("only-dry").await.unwrap().is_none(), "{how}");
 
-        let bad = maps.create(&dry, &config_map("Not_Valid")).await.unwrap_err();
+        let bad = maps
+            .create(&dry, &config_map("Not_Valid"))
+            .await
+            .unwrap_err();
         assert!(
             matches!(&bad, kube::Error::Api(s) if s.code == 422 && s.reason == "Invalid"),
             "{how}: {bad:?}"

@@ -295,7 +295,12 @@ pub struct MemberCluster {
 impl MemberCluster {
     /// The member cluster of a `Cluster` object.
     pub fn of(cluster: &Value) -> MemberCluster {
-        let text = |p: &str| cluster.pointer(p).and_then(Value::as_str).map(str::to_owned);
+        let text = |p: &str| {
+            cluster
+                .pointer(p)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         MemberCluster {
             name: text("/metadata/name").unwrap_or_default(),
             labels: cluster
@@ -365,10 +370,7 @@ impl Placement {
         .map(|(key, values)| json!({"key": key, "operator": "In", "values": values}))
         .collect();
         if !fields.is_empty() {
-            affinity.insert(
-                "fieldSelector".into(),
-                json!({"matchExpressions": fields}),
-            );
+            affinity.insert("fieldSelector".into(), json!({"matchExpressions": fields}));
         }
         Value::Object(affinity)
     }
@@ -890,9 +892,8 @@ fn overriders(kind: WorkloadKind, workload: &Value, o: &ClusterOverride) -> Valu
                 .iter()
                 .map(|e| json!({"name": e.name, "value": e.value}))
                 .collect();
-            plaintext.push(
-                json!({"path": format!("{container}/env"), "operator": "add", "value": env}),
-            );
+            plaintext
+                .push(json!({"path": format!("{container}/env"), "operator": "add", "value": env}));
         }
     }
     if !plaintext.is_empty() {
@@ -1300,7 +1301,11 @@ mod tests {
             let mut s = spec();
             change(&mut s);
             let err = plan("team-a", &s).expect_err(what);
-            assert_eq!(err.code, super::super::error::Code::InvalidArgument, "{what}");
+            assert_eq!(
+                err.code,
+                super::super::error::Code::InvalidArgument,
+                "{what}"
+            );
             assert!(
                 err.message.starts_with(&format!("{field}: ")),
                 "{what}: {}",

@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::actions::deployment_patch;
 use super::applications::{ApplicationResult, CreateApplicationRequest};
-use super::job_actions::{CronJobActionRequest, RestartJobRequest};
 use super::body::{Expected, check_name, expand_policy_text, prepare_patch, prepare_write};
 use super::error::ApiError;
 use super::inside::{Checked, Gvr, Inside, Of, Resolved, check_gvr, check_scope};
+use super::job_actions::{CronJobActionRequest, RestartJobRequest};
 use super::kinds::{
     ResourceKind, cluster_resource_bindings_resource, clusters_resource, resource_bindings_resource,
 };
@@ -1289,7 +1289,11 @@ impl KairshipApi for KairshipService {
         self.run_create_application(caller, req).await
     }
 
-    async fn restart_job(&self, caller: &Caller, req: RestartJobRequest) -> Result<Object, ApiError> {
+    async fn restart_job(
+        &self,
+        caller: &Caller,
+        req: RestartJobRequest,
+    ) -> Result<Object, ApiError> {
         self.run_restart_job(caller, req).await
     }
 

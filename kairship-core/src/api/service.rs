@@ -243,7 +243,11 @@ pub trait KairshipApi: Send + Sync {
     ) -> Result<ApplicationResult, ApiError>;
 
     /// Re-runs a Job: deletes it and creates it from its spec (`Aborted` while it runs).
-    async fn restart_job(&self, caller: &Caller, req: RestartJobRequest) -> Result<Object, ApiError>;
+    async fn restart_job(
+        &self,
+        caller: &Caller,
+        req: RestartJobRequest,
+    ) -> Result<Object, ApiError>;
 
     /// Suspends or resumes a CronJob (`Aborted` when it already is in that state).
     async fn cronjob_action(

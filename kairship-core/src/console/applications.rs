@@ -16,9 +16,7 @@ use serde_json::{Value, json};
 
 use super::html::{Html, url_segment};
 use super::view::{Viewer, csrf_field, error_box, notice_box, page};
-use super::{
-    Shared, allowed, check_csrf, form, forbidden, html, see_other, signed_in, status_of,
-};
+use super::{Shared, allowed, check_csrf, forbidden, form, html, see_other, signed_in, status_of};
 use crate::access::{InstanceResource, Verb};
 use crate::api::{
     ApiError, ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec,
@@ -99,9 +97,7 @@ fn pairs(field: &str, text: &str) -> Result<BTreeMap<String, String>, ApiError> 
         .map(|pair| {
             pair.split_once('=')
                 .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .ok_or_else(|| {
-                    ApiError::invalid_field(field, format!("{pair:?} is not key=value"))
-                })
+                .ok_or_else(|| ApiError::invalid_field(field, format!("{pair:?} is not key=value")))
         })
         .collect()
 }
@@ -119,7 +115,12 @@ fn number<T: std::str::FromStr>(field: &str, text: &str) -> Result<Option<T>, Ap
 impl AppForm {
     /// The form of a POST body.
     pub fn from_fields(fields: &HashMap<String, String>) -> AppForm {
-        let get = |k: &str| fields.get(k).map(|v| v.trim().to_owned()).unwrap_or_default();
+        let get = |k: &str| {
+            fields
+                .get(k)
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_default()
+        };
         AppForm {
             kind: get("kind"),
             name: get("name"),
@@ -374,10 +375,22 @@ pub fn application_page(
         &form.replicas,
         "Deployment, StatefulSet; Job parallelism",
     );
-    input(&mut h, "Schedule (CronJob)", "schedule", &form.schedule, "*/5 * * * *");
+    input(
+        &mut h,
+        "Schedule (CronJob)",
+        "schedule",
+        &form.schedule,
+        "*/5 * * * *",
+    );
     h.raw("</fieldset><fieldset><legend>Service (optional)</legend>");
     input(&mut h, "Port", "port", &form.port, "80; empty: no Service");
-    input(&mut h, "Target port", "target_port", &form.target_port, "default: the port");
+    input(
+        &mut h,
+        "Target port",
+        "target_port",
+        &form.target_port,
+        "default: the port",
+    );
     h.raw("</fieldset><fieldset><legend>Placement (all given criteria hold)</legend>");
     input(&mut h, "Clusters", "clusters", &form.clusters, "east, west");
     input(&mut h, "Cluster labels", "labels", &form.labels, "env=prod");
@@ -544,7 +557,10 @@ fn crumbs(h: &mut Html, instance: &str, namespace: &str) {
 }
 
 fn text_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
-    object.pointer(pointer).and_then(Value::as_str).unwrap_or("–")
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("–")
 }
 
 fn number_at(object: &Value, pointer: &str) -> i64 {
@@ -604,7 +620,13 @@ pub fn job_page_html(
             url_segment(name)
         );
         h.raw("<div id=\"job-actions\">");
-        post_button(&mut h, &action, "job-restart", "Restart (run again)", viewer.csrf);
+        post_button(
+            &mut h,
+            &action,
+            "job-restart",
+            "Restart (run again)",
+            viewer.csrf,
+        );
         h.raw("</div>");
     }
     yaml_section(&mut h, job);
@@ -1013,7 +1035,9 @@ mod tests {
         let page = cronjob_page_html(&viewer, "inst", &cron, true, None);
         assert!(page.contains("id=\"cronjob-resume\"") && !page.contains("cronjob-pause"));
         assert!(!page.contains("<script>x()"));
-        assert!(!cronjob_page_html(&viewer, "inst", &cron, false, None).contains("cronjob-actions"));
+        assert!(
+            !cronjob_page_html(&viewer, "inst", &cron, false, None).contains("cronjob-actions")
+        );
     }
 
     #[test]

@@ -662,12 +662,20 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
         let new_app = format!("{base}/applications/new?ns={}", url_segment(&o.namespace));
         h.raw(" ").el(
             "a",
-            &[("href", &new_app), ("class", "button"), ("id", "new-application")],
+            &[
+                ("href", &new_app),
+                ("class", "button"),
+                ("id", "new-application"),
+            ],
             "New application",
         );
     }
     let batch = format!("{base}/namespaces/{}/batch", url_segment(&o.namespace));
-    h.raw(" ").el("a", &[("href", &batch), ("id", "batch")], "Jobs and CronJobs");
+    h.raw(" ").el(
+        "a",
+        &[("href", &batch), ("id", "batch")],
+        "Jobs and CronJobs",
+    );
     namespace_form(&mut h, &base, o);
     h.append(live);
     page(name, Some(viewer), h)

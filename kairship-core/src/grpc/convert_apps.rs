@@ -133,7 +133,12 @@ mod tests {
         };
         assert_eq!(cronjob_action(m(1)).unwrap().action, CronJobAction::Pause);
         assert_eq!(cronjob_action(m(2)).unwrap().action, CronJobAction::Resume);
-        assert!(cronjob_action(m(0)).unwrap_err().message.starts_with("action"));
+        assert!(
+            cronjob_action(m(0))
+                .unwrap_err()
+                .message
+                .starts_with("action")
+        );
         assert!(cronjob_action(m(9)).is_err());
     }
 
