@@ -440,7 +440,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 42, "{documented:#?}");
+        assert_eq!(documented.len(), 46, "{documented:#?}");
     }
 
     #[test]
