@@ -852,3 +852,69 @@ async fn jobs_restart_and_cronjobs_pause_and_resume() {
             .is_none_or(|s| s.get("succeeded").is_none())
     );
 }
+
+#[tokio::test]
+async fn every_workload_kind_makes_an_application() {
+    let env = Env::start().await;
+    let pod = json!({"spec": {"restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "busybox:1.36"}]}});
+    let always = json!({"spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}});
+    let cases = [
+        (
+            "StatefulSet",
+            "apps/v1/statefulsets",
+            json!({"replicas": 2, "serviceName": "db", "template": always}),
+        ),
+        (
+            "DaemonSet",
+            "apps/v1/daemonsets",
+            json!({"template": always}),
+        ),
+        ("Job", "batch/v1/jobs", json!({"template": pod})),
+        (
+            "CronJob",
+            "batch/v1/cronjobs",
+            json!({"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": pod}}}),
+        ),
+    ];
+    for (kind, resource, spec) in cases {
+        let name = kind.to_ascii_lowercase();
+        let request = json!({
+            "workload": {"kind": kind, "metadata": {"name": name}, "spec": spec},
+            "placement": {"clusterNames": ["east"]},
+            "overrides": [{"cluster": "east", "image": "busybox:1.37", "args": ["-x"]}],
+        });
+        let result = env.ok("POST", &apps_path(), Some(request)).await;
+        assert_eq!(result["objects"].as_array().unwrap().len(), 3, "{kind}");
+        let stored = env
+            .ok(
+                "GET",
+                &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/resources/{resource}/{name}"),
+                None,
+            )
+            .await;
+        assert_eq!(stored["kind"], kind);
+        assert_eq!(
+            stored["metadata"]["labels"]["kairship.io/application"],
+            name.as_str()
+        );
+        let policy = env.get("propagationpolicies", &name).await;
+        assert_eq!(
+            policy["spec"]["resourceSelectors"][0]["kind"], kind,
+            "{policy}"
+        );
+        let op = env.get("overridepolicies", &format!("{name}-east")).await;
+        let overriders = &op["spec"]["overrideRules"][0]["overriders"];
+        let template = if kind == "CronJob" {
+            "/spec/jobTemplate/spec/template"
+        } else {
+            "/spec/template"
+        };
+        assert_eq!(
+            overriders["imageOverrider"][0]["predicate"]["path"],
+            format!("{template}/spec/containers/0/image"),
+            "{op}"
+        );
+        assert_eq!(overriders["argsOverrider"][0]["containerName"], "c");
+    }
+}
