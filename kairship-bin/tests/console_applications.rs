@@ -2,7 +2,8 @@
 //! `kairship sandbox`: the admin fills the form, previews it (a dry run: nothing is created,
 //! as the REST API shows), creates it, and the REST API then shows every object with the
 //! right references; the admin restarts a Job and pauses a CronJob from their pages; the
-//! viewer sees no form and no buttons. Screenshots are written to
+//! viewer sees no form and no buttons; forged POSTs are refused (no CSRF token: 403 before the
+//! API is asked; the viewer's own token: the API's 403). Screenshots are written to
 //! `$TMPDIR/kairship-console-screenshots/`.
 //!
 //! Needs `chromium` and `chromedriver` on PATH; without them the test prints a notice and
@@ -258,6 +259,21 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     browser.find("#cronjob-resume").await;
     browser.screenshot(&shots, "cronjob").await;
 
+    // A forged POST with the admin's own cookie but no CSRF token is refused, nothing made.
+    let cookie = browser.session_cookie().await.expect("a session cookie");
+    let form = "kind=Deployment&name=forged&namespace=demo&image=nginx&clusters=a-east&op=create";
+    let forged = http
+        .post(format!("{base}/ui/instances/karmada-a/applications/new"))
+        .header("cookie", format!("kairship_session={cookie}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let (status, _) = rest_get(&http, &base, &admin, "deployments/forged").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
     // The viewer: no form, no buttons.
     browser.click("#signout").await;
     browser.wait_url("/ui/signin").await;
@@ -275,6 +291,27 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     browser.find(".notice").await;
     assert!(browser.find_all("#app-form, #app-create").await.is_empty());
     browser.screenshot(&shots, "viewer-application").await;
+    // With the viewer's own session and CSRF token, the API refuses and says so.
+    let cookie = browser.session_cookie().await.expect("a session cookie");
+    let csrf = browser
+        .script(
+            "return document.querySelector('input[name=_csrf]').value;",
+            json!([]),
+        )
+        .await;
+    let refused = http
+        .post(format!("{base}/ui/instances/karmada-a/applications/new"))
+        .header("cookie", format!("kairship_session={cookie}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("{form}&_csrf={}", csrf.as_str().unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("PermissionDenied"), "{page}");
+    let (status, _) = rest_get(&http, &base, &admin, "deployments/forged").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     for (page, control) in [
         ("jobs/once", "#job-restart"),
         ("cronjobs/tick", "#cronjob-resume"),
