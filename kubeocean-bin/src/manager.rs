@@ -149,10 +149,10 @@ pub struct ManagerArgs {
 
 /// `--embedded-proxier-ports`: a range of ports, or none (`0`: the system picks).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PortRange(Option<std::ops::RangeInclusive<u16>>);
+pub struct PortRange(pub Option<std::ops::RangeInclusive<u16>>);
 
 /// Parses `START-END` (`1 <= START <= END`), a single port, or `0`.
-fn parse_port_range(text: &str) -> Result<PortRange, String> {
+pub(crate) fn parse_port_range(text: &str) -> Result<PortRange, String> {
     let port = |p: &str| {
         p.trim()
             .parse::<u16>()

@@ -31,9 +31,15 @@ pub struct SyncerArgs {
     #[arg(long, env = "PROXIER_ADDRESS")]
     proxier_address: Option<String>,
 
-    /// Kubelet port of the virtual nodes (served by the proxier).
+    /// Kubelet port of the virtual nodes (served by the proxier) when they share one.
     #[arg(long, env = "PROXIER_PORT", default_value_t = 10250)]
     proxier_port: i32,
+
+    /// Ports (`START-END`) handed out one per virtual node, each served by the proxier for
+    /// that node alone at --proxier-address (the proxier pod's IP); `0`: every virtual node
+    /// shares --proxier-port.
+    #[arg(long, env = "PROXIER_NODE_PORTS", default_value = "0", value_parser = crate::manager::parse_port_range)]
+    proxier_node_ports: crate::manager::PortRange,
 
     /// Virtual nodes reconciled at once; also the workers of each top-down pod queue.
     #[arg(long, env = "SYNCER_WORKERS", default_value_t = 16)]
@@ -111,6 +117,7 @@ pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
     config.proxier = ProxierEndpoint {
         address: args.proxier_address.clone(),
         port: args.proxier_port,
+        node_ports: args.proxier_node_ports.0.clone(),
     };
 
     let lease_name = format!("kubeocean-syncer-{}", args.cluster_binding);

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::embedded::{BindingRuntime, ComponentState, RuntimeReporter};
 use crate::crd::ClusterBinding;
 use crate::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
+use crate::syncer::kubelet_port::fnv1a;
 use crate::syncer::{ProxierEndpoint, Syncer, SyncerConfig};
 
 /// Settings of the proxier in [`SyncerProxierRuntime`].
@@ -46,13 +47,6 @@ pub const DEFAULT_EMBEDDED_PROXIER_PORTS: RangeInclusive<u16> = 10400..=10499;
 
 /// How many ports of the range are tried after the one a binding hashes to.
 const PORT_PROBES: usize = 16;
-
-/// FNV-1a of `text`: stable across builds and platforms (unlike `std`'s hasher).
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
 
 /// The ports to try for `binding`'s proxier, in order: the one its virtual nodes advertise
 /// (`advertised`), then up to 16 of `range` starting at the one the name hashes to, then 0
@@ -202,6 +196,7 @@ impl BindingRuntime for SyncerProxierRuntime {
         syncer_config.proxier = ProxierEndpoint {
             address: Some(advertise),
             port: i32::from(addr.port()),
+            node_ports: None,
         };
         let group = token.child_token();
         let proxier = {
