@@ -13,8 +13,8 @@ use tokio::time::Instant;
 
 use super::config::SyncerConfig;
 use super::index::{self, ComputingIndex, WorkerIndex};
-use super::queue::{FailureCounts, WorkQueue};
 use super::kubelet_port::KubeletPorts;
+use super::queue::{FailureCounts, WorkQueue};
 use crate::leasing::LeasingPolicyEngine;
 
 /// How long pod usage changes of a node are gathered before its virtual node is re-evaluated.

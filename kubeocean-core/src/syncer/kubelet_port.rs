@@ -220,15 +220,63 @@ mod tests {
         assert!(range.contains(&hashed));
         let next = if hashed == 20009 { 20000 } else { hashed + 1 };
         // (what, stored, taken ports, range, want)
-        let cases: Vec<(&str, Option<u16>, Vec<u16>, RangeInclusive<u16>, Option<u16>)> = vec![
-            ("stored and free", Some(20003), vec![], range.clone(), Some(20003)),
-            ("no port yet: hashed", None, vec![], range.clone(), Some(hashed)),
-            ("hashed taken: next", None, vec![hashed], range.clone(), Some(next)),
-            ("stored taken", Some(20003), vec![20003, hashed], range.clone(), Some(next)),
-            ("stored outside the range", Some(10250), vec![], range.clone(), Some(hashed)),
-            ("range full", Some(20003), (20000..=20009).collect(), range.clone(), None),
+        let cases: Vec<(
+            &str,
+            Option<u16>,
+            Vec<u16>,
+            RangeInclusive<u16>,
+            Option<u16>,
+        )> = vec![
+            (
+                "stored and free",
+                Some(20003),
+                vec![],
+                range.clone(),
+                Some(20003),
+            ),
+            (
+                "no port yet: hashed",
+                None,
+                vec![],
+                range.clone(),
+                Some(hashed),
+            ),
+            (
+                "hashed taken: next",
+                None,
+                vec![hashed],
+                range.clone(),
+                Some(next),
+            ),
+            (
+                "stored taken",
+                Some(20003),
+                vec![20003, hashed],
+                range.clone(),
+                Some(next),
+            ),
+            (
+                "stored outside the range",
+                Some(10250),
+                vec![],
+                range.clone(),
+                Some(hashed),
+            ),
+            (
+                "range full",
+                Some(20003),
+                (20000..=20009).collect(),
+                range.clone(),
+                None,
+            ),
             ("one port", None, vec![], 30000..=30000, Some(30000)),
-            ("top of the port space", None, vec![65534], 65534..=65535, Some(65535)),
+            (
+                "top of the port space",
+                None,
+                vec![65534],
+                65534..=65535,
+                Some(65535),
+            ),
             #[allow(clippy::reversed_empty_ranges)]
             ("empty range", None, vec![], 2..=1, None),
         ];
@@ -237,7 +285,10 @@ mod tests {
             assert_eq!(got, want, "{what}");
         }
         // The same name always hashes to the same port.
-        assert_eq!(choose_port("vnode-a", None, &range, |_| false), Some(hashed));
+        assert_eq!(
+            choose_port("vnode-a", None, &range, |_| false),
+            Some(hashed)
+        );
     }
 
     #[test]
@@ -268,13 +319,19 @@ mod tests {
                 ("vnode-b".to_owned(), Some(20001)),
             ]
         };
-        assert_eq!(ports.assign("vnode-a", Some(20001), &range, stored), Some(20001));
+        assert_eq!(
+            ports.assign("vnode-a", Some(20001), &range, stored),
+            Some(20001)
+        );
         // vnode-b lost the tie: it moves to a free port.
         let b = ports.assign("vnode-b", Some(20001), &range, || unreachable!());
         assert!(matches!(b, Some(20000 | 20002)), "{b:?}");
         let c = ports.assign("vnode-c", None, &range, || unreachable!());
         assert!(c.is_some() && c != b && c != Some(20001), "{c:?}");
-        assert_eq!(ports.assign("vnode-d", None, &range, || unreachable!()), None);
+        assert_eq!(
+            ports.assign("vnode-d", None, &range, || unreachable!()),
+            None
+        );
         // The same node asks again: same port.
         assert_eq!(ports.assign("vnode-c", None, &range, || unreachable!()), c);
         ports.release("vnode-c");
