@@ -944,6 +944,7 @@ fn per_node_syncer_config(range: &std::ops::RangeInclusive<u16>) -> SyncerConfig
         address: Some("127.0.0.1".into()),
         port: 10250,
         node_ports: Some(range.clone()),
+        pods: None,
     };
     config
 }

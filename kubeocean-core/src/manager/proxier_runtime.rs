@@ -197,6 +197,7 @@ impl BindingRuntime for SyncerProxierRuntime {
             address: Some(advertise),
             port: i32::from(addr.port()),
             node_ports: None,
+            pods: None,
         };
         let group = token.child_token();
         let proxier = {

@@ -752,7 +752,7 @@ mod tests {
             ),
             (
                 Method::GET,
-                "/metrics/cadvisor",
+                "/metrics/probes",
                 None,
                 Err(StatusCode::NOT_FOUND),
             ),

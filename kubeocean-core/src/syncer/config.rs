@@ -174,6 +174,20 @@ pub struct ProxierEndpoint {
     pub port: i32,
     /// The ports handed out one per virtual node; `None`: all share `port`.
     pub node_ports: Option<RangeInclusive<u16>>,
+    /// The proxier's pods: when set, the virtual nodes advertise the IP of one of them (ready)
+    /// instead of `address`, and follow it when that pod goes away.
+    pub pods: Option<ProxierPods>,
+}
+
+/// Where the proxier's pods are, in the computing cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxierPods {
+    /// Their namespace.
+    pub namespace: String,
+    /// Label selector (`key=value,...`) matching them.
+    pub selector: String,
+    /// How often they are listed.
+    pub interval: Duration,
 }
 
 impl Default for ProxierEndpoint {
@@ -182,6 +196,7 @@ impl Default for ProxierEndpoint {
             address: None,
             port: 10250,
             node_ports: None,
+            pods: None,
         }
     }
 }

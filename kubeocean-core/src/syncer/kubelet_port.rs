@@ -11,10 +11,12 @@
 
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
-use k8s_openapi::api::core::v1::Node;
-use kube::ResourceExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use tokio_util::sync::CancellationToken;
 
 use super::config::ProxierEndpoint;
 use super::context::Context;
@@ -101,13 +103,34 @@ struct PortTable {
     by_port: HashMap<u16, String>,
 }
 
-/// The ports handed out in one syncer session (seeded from the stored virtual nodes).
+/// The ports handed out in one syncer session (seeded from the stored virtual nodes), and
+/// the proxier pod IP found last (when the proxier's pods are followed).
 #[derive(Default)]
 pub struct KubeletPorts {
     table: Mutex<PortTable>,
+    proxier_address: RwLock<Option<String>>,
 }
 
 impl KubeletPorts {
+    /// The proxier pod IP found last.
+    pub fn proxier_address(&self) -> Option<String> {
+        self.proxier_address
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Records the proxier pod IP; whether it changed.
+    fn set_proxier_address(&self, address: Option<String>) -> bool {
+        let mut current = self
+            .proxier_address
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        let changed = *current != address;
+        *current = address;
+        changed
+    }
+
     /// The port of virtual node `name` (which advertises `stored`), from `range`. `stored_nodes`
     /// lists every stored virtual node of the binding with its port; it is read once per
     /// session, on the first call. `None`: the range is full.
@@ -153,14 +176,19 @@ pub fn endpoint_of(
     name: &str,
     current: Option<&Node>,
 ) -> Result<ProxierEndpoint, SyncError> {
-    let proxier = &ctx.config.proxier;
-    let Some(range) = &proxier.node_ports else {
-        return Ok(proxier.clone());
+    let mut proxier = ctx.config.proxier.clone();
+    if proxier.pods.is_some()
+        && let Some(address) = ctx.kubelet_ports.proxier_address()
+    {
+        proxier.address = Some(address);
+    }
+    let Some(range) = proxier.node_ports.clone() else {
+        return Ok(proxier);
     };
     let stored = current.and_then(stored_port);
     let port = ctx
         .kubelet_ports
-        .assign(name, stored, range, || {
+        .assign(name, stored, &range, || {
             ctx.computing_index()
                 .vnodes()
                 .iter()
@@ -174,8 +202,98 @@ pub fn endpoint_of(
         })?;
     Ok(ProxierEndpoint {
         port: i32::from(port),
-        ..proxier.clone()
+        ..proxier
     })
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    pod.metadata.deletion_timestamp.is_none()
+        && status.and_then(|s| s.phase.as_deref()) == Some("Running")
+        && status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// The proxier pod IP the virtual nodes should advertise: `current` while a ready pod still
+/// has it (no needless rewrite of every node), else the IP of the first ready pod by name;
+/// `current` when no pod is ready (a node pointing at a restarting proxier is no worse
+/// than one pointing nowhere).
+pub fn choose_proxier_address(pods: &[Pod], current: Option<&str>) -> Option<String> {
+    let mut ready: Vec<(&str, &str)> = pods
+        .iter()
+        .filter(|pod| is_ready(pod))
+        .filter_map(|pod| {
+            let ip = pod.status.as_ref()?.pod_ip.as_deref()?;
+            (!ip.is_empty()).then(|| (pod.metadata.name.as_deref().unwrap_or_default(), ip))
+        })
+        .collect();
+    if let Some(current) = current
+        && ready.iter().any(|(_, ip)| *ip == current)
+    {
+        return Some(current.to_owned());
+    }
+    ready.sort_unstable();
+    ready
+        .first()
+        .map(|(_, ip)| (*ip).to_owned())
+        .or_else(|| current.map(str::to_owned))
+}
+
+/// Looks the proxier's pods up once; when the address to advertise changed, every
+/// physical node is reconciled again to write it.
+pub async fn refresh_proxier_address(ctx: &Context) {
+    let Some(pods) = &ctx.config.proxier.pods else {
+        return;
+    };
+    let api: Api<Pod> = Api::namespaced(ctx.computing.clone(), &pods.namespace);
+    let listed = tokio::time::timeout(
+        ctx.config.request_timeout,
+        api.list(&ListParams::default().labels(&pods.selector)),
+    )
+    .await;
+    let list = match listed {
+        Ok(Ok(list)) => list,
+        Ok(Err(err)) => {
+            tracing::warn!(
+                namespace = %pods.namespace,
+                selector = %pods.selector,
+                error = %kube_kit::client::describe_kube_error(&err),
+                "cannot list the proxier's pods"
+            );
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(namespace = %pods.namespace, "listing the proxier's pods timed out");
+            return;
+        }
+    };
+    let current = ctx.kubelet_ports.proxier_address();
+    let chosen = choose_proxier_address(&list.items, current.as_deref());
+    if ctx.kubelet_ports.set_proxier_address(chosen.clone()) {
+        tracing::info!(
+            binding = %ctx.config.binding_name,
+            address = chosen.as_deref().unwrap_or(""),
+            "virtual nodes now point at this proxier pod"
+        );
+        ctx.enqueue_all_nodes();
+    }
+}
+
+/// Follows the proxier's pods until `token` is cancelled (see [`refresh_proxier_address`]).
+pub async fn follow_proxier_pods(ctx: Arc<Context>, token: CancellationToken) {
+    let Some(pods) = &ctx.config.proxier.pods else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            () = token.cancelled() => return,
+            () = tokio::time::sleep(pods.interval) => {}
+        }
+        refresh_proxier_address(&ctx).await;
+    }
 }
 
 #[cfg(test)]
@@ -289,6 +407,74 @@ mod tests {
             choose_port("vnode-a", None, &range, |_| false),
             Some(hashed)
         );
+    }
+
+    fn proxier_pod(name: &str, ip: &str, ready: bool, deleting: bool) -> Pod {
+        let mut value = json!({
+            "metadata": {"name": name},
+            "status": {"phase": "Running", "podIP": ip,
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]},
+        });
+        if deleting {
+            value["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn proxier_addresses() {
+        let a = proxier_pod("proxier-a", "10.0.0.1", true, false);
+        let b = proxier_pod("proxier-b", "10.0.0.2", true, false);
+        let unready = proxier_pod("proxier-0", "10.0.0.3", false, false);
+        let leaving = proxier_pod("proxier-1", "10.0.0.4", true, true);
+        let no_ip = proxier_pod("proxier-00", "", true, false);
+        // (what, pods, current, want)
+        let cases = [
+            (
+                "first ready by name",
+                vec![b.clone(), a.clone()],
+                None,
+                Some("10.0.0.1"),
+            ),
+            (
+                "current kept",
+                vec![a.clone(), b.clone()],
+                Some("10.0.0.2"),
+                Some("10.0.0.2"),
+            ),
+            (
+                "current gone",
+                vec![b.clone()],
+                Some("10.0.0.1"),
+                Some("10.0.0.2"),
+            ),
+            (
+                "unready, leaving and IP-less pods skipped",
+                vec![unready.clone(), leaving, no_ip, b.clone()],
+                None,
+                Some("10.0.0.2"),
+            ),
+            (
+                "current on an unready pod",
+                vec![unready.clone(), b.clone()],
+                Some("10.0.0.3"),
+                Some("10.0.0.2"),
+            ),
+            (
+                "none ready: current stays",
+                vec![unready],
+                Some("10.0.0.1"),
+                Some("10.0.0.1"),
+            ),
+            ("none at all", vec![], None, None),
+        ];
+        for (what, pods, current, want) in cases {
+            assert_eq!(
+                choose_proxier_address(&pods, current).as_deref(),
+                want,
+                "{what}"
+            );
+        }
     }
 
     #[test]

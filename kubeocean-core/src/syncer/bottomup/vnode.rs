@@ -346,6 +346,7 @@ mod tests {
             address: Some("10.9.9.9".into()),
             port: 10443,
             node_ports: None,
+            pods: None,
         };
         desired_virtual_node(&node, &decision, &binding, &proxier)
     }
