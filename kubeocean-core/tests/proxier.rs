@@ -33,6 +33,7 @@ use kube_sandbox::{Cluster, ServeOptions, Served, SimNode, UserInfo};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::labels;
 use kubeocean_core::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
+use kubeocean_core::syncer::config::ProxierPods;
 use kubeocean_core::syncer::{ProxierEndpoint, Syncer, SyncerConfig};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -940,13 +941,36 @@ fn per_node_syncer_config(range: &std::ops::RangeInclusive<u16>) -> SyncerConfig
     config.max_retry_interval = Duration::from_secs(1);
     config.probe_timeout = Duration::from_secs(1);
     config.workers = 4;
+    // The virtual nodes advertise the IP of a ready proxier pod, as in a Deployment.
     config.proxier = ProxierEndpoint {
-        address: Some("127.0.0.1".into()),
+        address: None,
         port: 10250,
         node_ports: Some(range.clone()),
-        pods: None,
+        pods: Some(ProxierPods {
+            namespace: SECRET_NS.into(),
+            selector: "app=proxier".into(),
+            interval: Duration::from_millis(100),
+        }),
     };
     config
+}
+
+/// A proxier pod as the syncer finds it: Running and Ready at `ip` (on a node no kubelet
+/// of the sandbox runs, so its status stays as written).
+async fn add_proxier_pod(c: &Client, name: &str, ip: &str) {
+    let api: Api<Pod> = Api::namespaced(c.clone(), SECRET_NS);
+    let mut pod: Pod = create_in(
+        c,
+        SECRET_NS,
+        json!({"metadata": {"name": name, "labels": {"app": "proxier"}},
+            "spec": {"nodeName": "elsewhere", "containers": [{"name": "proxier", "image": "kubeocean"}]}}),
+    )
+    .await;
+    pod.status = Some(from_json(json!({"phase": "Running", "podIP": ip,
+        "conditions": [{"type": "Ready", "status": "True"}]})));
+    api.replace_status(name, &PostParams::default(), &pod)
+        .await
+        .unwrap();
 }
 
 async fn per_node_env() -> PerNode {
@@ -978,6 +1002,7 @@ async fn per_node_env() -> PerNode {
     let bound = Proxier::new(pair.c.clone(), config).bind().await.unwrap();
     tokio::spawn(bound.run(pair.sandboxes.token().clone()));
 
+    add_proxier_pod(&pair.c, "proxier-a", "127.0.0.1").await;
     let syncer = pair.sandboxes.token().child_token();
     tokio::spawn(Syncer::new(pair.c.clone(), per_node_syncer_config(&range)).run(syncer.clone()));
     PerNode {
@@ -1002,12 +1027,22 @@ async fn node_endpoint(c: &Client, name: &str) -> Option<(u16, String)> {
 }
 
 async fn wait_endpoint(c: &Client, name: &str) -> u16 {
-    let (port, ip) = eventually_some(&format!("{name} has its own port"), WAIT, || {
-        node_endpoint(c, name)
-    })
-    .await;
-    assert_eq!(ip, "127.0.0.1");
-    port
+    wait_endpoint_at(c, name, "127.0.0.1").await
+}
+
+/// The virtual node's own port, once it advertises it at `ip`.
+async fn wait_endpoint_at(c: &Client, name: &str, ip: &str) -> u16 {
+    eventually_some(
+        &format!("{name} has its own port at {ip}"),
+        WAIT,
+        || async {
+            node_endpoint(c, name)
+                .await
+                .filter(|(_, at)| at == ip)
+                .map(|(port, _)| port)
+        },
+    )
+    .await
 }
 
 /// GET `path` through the computing cluster's node proxy of `node`.
@@ -1168,4 +1203,20 @@ async fn ports_survive_a_syncer_restart() {
     })
     .await;
     assert_eq!(answered["node"]["nodeName"], "vnode-w1-n3");
+}
+
+#[tokio::test]
+async fn virtual_nodes_follow_the_proxier_pod_and_keep_their_ports() {
+    let env = per_node_env().await;
+    let c = env.pair.c.clone();
+    let p1 = wait_endpoint(&c, "vnode-w1-n1").await;
+    let p2 = wait_endpoint(&c, "vnode-w1-n2").await;
+    // The proxier pod is replaced by one with another IP.
+    add_proxier_pod(&c, "proxier-b", "127.0.0.2").await;
+    Api::<Pod>::namespaced(c.clone(), SECRET_NS)
+        .delete("proxier-a", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(wait_endpoint_at(&c, "vnode-w1-n1", "127.0.0.2").await, p1);
+    assert_eq!(wait_endpoint_at(&c, "vnode-w1-n2", "127.0.0.2").await, p2);
 }
