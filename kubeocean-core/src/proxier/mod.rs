@@ -1,19 +1,22 @@
 //! The kubelet API of virtual nodes, served for one ClusterBinding.
 //!
-//! The syncer writes the proxier's address and port into every virtual node of the binding,
+//! The syncer writes the proxier's address and a port into every virtual node of the binding,
 //! so kube-apiserver (and metrics-server) reach the proxier when they call "the kubelet" of a
-//! virtual node. The proxier serves over HTTPS:
+//! virtual node. With [`ProxierConfig::node_ports`] every virtual node has a port of its own
+//! and the proxier listens on each ([`node_ports`]), answering there for that node alone;
+//! otherwise all share [`ProxierConfig::listen`]. The proxier serves over HTTPS:
 //!
 //! - `/containerLogs/{ns}/{pod}/{container}` -> the worker API server's `pods/log` of the
 //!   physical pod, every option passed on, streamed with `follow`;
 //! - `/exec/...`, `/attach/...`, `/portForward/...` -> `pods/exec|attach|portforward` of the
 //!   physical pod, as a transparent protocol upgrade (SPDY or WebSocket);
-//! - `/stats/summary`, `/metrics/resource` -> the worker's node proxy for the physical nodes,
-//!   keeping only mapped pods under their virtual names (see [`stats`]);
+//! - `/stats/summary`, `/metrics/resource`, `/metrics/cadvisor` -> the worker's node proxy for
+//!   the physical node(s), keeping only mapped pods under their virtual names (see [`stats`]);
 //! - `/healthz` (unauthenticated, like the kubelet's health port).
 //!
-//! `{ns}/{pod}` name the virtual pod; it must run on a virtual node of this binding and carry
-//! the physical-pod annotations, otherwise the answer is 404. Clients authenticate with a
+//! `{ns}/{pod}` name the virtual pod; it must run on a virtual node of this binding (on a
+//! per-node port: on that node) and carry the physical-pod annotations, otherwise the answer
+//! is 404. Clients authenticate with a
 //! client certificate signed by the configured CA or a bearer token (TokenReview), and are
 //! authorized by SubjectAccessReview (see [`auth`]). The worker is reached through the
 //! binding's kubeconfig Secret, as the syncer does.

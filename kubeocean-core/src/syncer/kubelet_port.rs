@@ -331,20 +331,22 @@ mod tests {
         }
     }
 
+    /// (what, stored, taken ports, range, want)
+    type ChooseCase = (
+        &'static str,
+        Option<u16>,
+        Vec<u16>,
+        RangeInclusive<u16>,
+        Option<u16>,
+    );
+
     #[test]
     fn choose_port_table() {
         let range = 20000..=20009;
         let hashed = choose_port("vnode-a", None, &range, |_| false).unwrap();
         assert!(range.contains(&hashed));
         let next = if hashed == 20009 { 20000 } else { hashed + 1 };
-        // (what, stored, taken ports, range, want)
-        let cases: Vec<(
-            &str,
-            Option<u16>,
-            Vec<u16>,
-            RangeInclusive<u16>,
-            Option<u16>,
-        )> = vec![
+        let cases: Vec<ChooseCase> = vec![
             (
                 "stored and free",
                 Some(20003),
