@@ -385,16 +385,24 @@ async fn good_secret_makes_the_binding_ready_with_owned_workloads() {
         assert!(owned_by(meta, &b), "{what} is owned by the binding");
     }
     assert_eq!(image(&syncer), "kubeocean:1");
-    // The syncer points the virtual nodes at the proxier Service.
+    // The syncer points each virtual node at a proxier pod, on a port of its own (not at the
+    // Service's ClusterIP).
     let cluster_ip = service.spec.unwrap().cluster_ip.unwrap();
     let args = syncer.spec.unwrap().template.spec.unwrap().containers[0]
         .args
         .clone()
         .unwrap();
     assert!(
-        args.contains(&format!("--proxier-address={cluster_ip}")),
+        !args.contains(&format!("--proxier-address={cluster_ip}")),
         "{args:?}"
     );
+    for arg in [
+        "--proxier-node-ports=20000-29999",
+        "--proxier-pod-selector=app.kubernetes.io/instance=b1,app.kubernetes.io/name=kubeocean-proxier",
+        "--proxier-pod-namespace=kubeocean-system",
+    ] {
+        assert!(args.contains(&arg.to_owned()), "{arg} in {args:?}");
+    }
     assert!(args.contains(&"--cluster-binding=b1".to_owned()));
     assert_eq!(
         role_binding.subjects.unwrap()[0].name,
