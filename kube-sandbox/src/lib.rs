@@ -27,6 +27,7 @@
 pub mod apiserver;
 pub mod http;
 pub mod patch;
+pub mod ports;
 pub mod protobuf;
 pub mod sim;
 #[cfg(feature = "testing")]

@@ -151,6 +151,25 @@ pub struct ManagerArgs {
     )]
     embedded_proxier_ports: PortRange,
 
+    /// Embedded mode: ports (`START-END`) of the virtual nodes' own endpoints, shared out in
+    /// blocks of --embedded-proxier-node-ports-per-binding, one block per binding, one port
+    /// per virtual node; `0`: each binding's virtual nodes share its proxier port.
+    #[arg(
+        long,
+        env = "EMBEDDED_PROXIER_NODE_PORTS",
+        default_value = "0",
+        value_parser = parse_port_range
+    )]
+    embedded_proxier_node_ports: PortRange,
+
+    /// Embedded mode: ports of --embedded-proxier-node-ports each binding gets.
+    #[arg(
+        long,
+        env = "EMBEDDED_PROXIER_NODE_PORTS_PER_BINDING",
+        default_value_t = 1000
+    )]
+    embedded_proxier_node_ports_per_binding: u16,
+
     /// Embedded mode: CA (PEM) of the API server's kubelet-client certificates.
     #[arg(long, env = "EMBEDDED_PROXIER_CLIENT_CA_FILE", value_name = "FILE")]
     embedded_proxier_client_ca_file: Option<PathBuf>,
@@ -268,6 +287,20 @@ fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, Strin
     proxier.advertise_address = advertise;
     proxier.client_ca_pem = client_ca_pem;
     proxier.ports = args.embedded_proxier_ports.0.clone();
+    proxier.node_ports = args.embedded_proxier_node_ports.0.clone();
+    proxier.node_ports_per_binding = args.embedded_proxier_node_ports_per_binding.max(1);
+    if let (Some(nodes), Some(shared)) = (&proxier.node_ports, &proxier.ports)
+        && nodes.start() <= shared.end()
+        && shared.start() <= nodes.end()
+    {
+        return Err(format!(
+            "--embedded-proxier-node-ports {}-{} overlaps --embedded-proxier-ports {}-{}",
+            nodes.start(),
+            nodes.end(),
+            shared.start(),
+            shared.end()
+        ));
+    }
     Ok(Resolved {
         embedded_proxier: Some(proxier),
     })
@@ -455,6 +488,24 @@ mod tests {
                 &["--proxier-port=20001", "--proxier-node-ports=0"],
                 None,
                 Ok(false),
+            ),
+            (
+                &[
+                    "--embedded",
+                    "--embedded-proxier-address=a",
+                    "--embedded-proxier-node-ports=10450-10600",
+                ],
+                None,
+                Err("overlaps --embedded-proxier-ports 10400-10499"),
+            ),
+            (
+                &[
+                    "--embedded",
+                    "--embedded-proxier-address=a",
+                    "--embedded-proxier-node-ports=20000-29999",
+                ],
+                None,
+                Ok(true),
             ),
             (&["--retry-interval=0s"], None, Err("--retry-interval")),
             (

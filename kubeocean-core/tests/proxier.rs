@@ -910,11 +910,11 @@ async fn an_unreachable_worker_gives_empty_stats_and_unavailable_logs() {
     assert!(body.contains("worker cluster unavailable"), "{body}");
 }
 
-/// Ten ports in a row that were free a moment ago (the OS picks the first).
+/// Ten ports in a row that were free a moment ago, a different run for each test.
 fn free_port_range() -> std::ops::RangeInclusive<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let first = listener.local_addr().unwrap().port().min(65_000);
-    first..=first + 9
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let seed = std::process::id() ^ NEXT.fetch_add(7919, std::sync::atomic::Ordering::Relaxed);
+    kube_sandbox::ports::free_port_run(10, seed).unwrap()
 }
 
 /// Per-node endpoints end to end: a syncer and a proxier of binding `w1` with per-node
