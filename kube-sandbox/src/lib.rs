@@ -27,6 +27,7 @@
 pub mod apiserver;
 pub mod http;
 pub mod patch;
+pub mod ports;
 pub mod protobuf;
 pub mod sim;
 #[cfg(feature = "testing")]
@@ -49,7 +50,7 @@ pub use apiserver::{
     admission, api, auth, discovery, error, faults, meta, pki, requests, resources, state, store,
     subresources, table, watch,
 };
-pub use sim::{kubelet, kubelet_api, node_proxy};
+pub use sim::{kubelet, kubelet_api, kubelet_stats, node_proxy};
 pub use validation::{cel, schema, selectors};
 
 use ::http::{HeaderValue, header};

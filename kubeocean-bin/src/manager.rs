@@ -72,9 +72,21 @@ pub struct ManagerArgs {
     #[arg(long = "proxier-arg", value_name = "FLAG", allow_hyphen_values = true)]
     proxier_args: Vec<String>,
 
-    /// Kubelet port of the virtual nodes, served by the proxier.
+    /// Kubelet port of the virtual nodes, served by the proxier, when they share one.
     #[arg(long, env = "PROXIER_PORT", default_value_t = 10250)]
     proxier_port: i32,
+
+    /// Ports (`START-END`) each proxier Deployment serves one virtual node each on, at its
+    /// pod IP (the computing cluster's API server must reach pod IPs); `0`: every virtual
+    /// node shares the proxier Service's ClusterIP and --proxier-port. Not used with
+    /// --embedded (its proxiers share one IP: one port per binding).
+    #[arg(
+        long,
+        env = "PROXIER_NODE_PORTS",
+        default_value = "20000-29999",
+        value_parser = parse_port_range
+    )]
+    proxier_node_ports: PortRange,
 
     /// ConfigMap (key ca.crt) with the CA the proxiers trust for client certificates.
     #[arg(
@@ -139,6 +151,25 @@ pub struct ManagerArgs {
     )]
     embedded_proxier_ports: PortRange,
 
+    /// Embedded mode: ports (`START-END`) of the virtual nodes' own endpoints, shared out in
+    /// blocks of --embedded-proxier-node-ports-per-binding, one block per binding, one port
+    /// per virtual node; `0`: each binding's virtual nodes share its proxier port.
+    #[arg(
+        long,
+        env = "EMBEDDED_PROXIER_NODE_PORTS",
+        default_value = "0",
+        value_parser = parse_port_range
+    )]
+    embedded_proxier_node_ports: PortRange,
+
+    /// Embedded mode: ports of --embedded-proxier-node-ports each binding gets.
+    #[arg(
+        long,
+        env = "EMBEDDED_PROXIER_NODE_PORTS_PER_BINDING",
+        default_value_t = 1000
+    )]
+    embedded_proxier_node_ports_per_binding: u16,
+
     /// Embedded mode: CA (PEM) of the API server's kubelet-client certificates.
     #[arg(long, env = "EMBEDDED_PROXIER_CLIENT_CA_FILE", value_name = "FILE")]
     embedded_proxier_client_ca_file: Option<PathBuf>,
@@ -149,10 +180,10 @@ pub struct ManagerArgs {
 
 /// `--embedded-proxier-ports`: a range of ports, or none (`0`: the system picks).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PortRange(Option<std::ops::RangeInclusive<u16>>);
+pub struct PortRange(pub Option<std::ops::RangeInclusive<u16>>);
 
 /// Parses `START-END` (`1 <= START <= END`), a single port, or `0`.
-fn parse_port_range(text: &str) -> Result<PortRange, String> {
+pub(crate) fn parse_port_range(text: &str) -> Result<PortRange, String> {
     let port = |p: &str| {
         p.trim()
             .parse::<u16>()
@@ -213,6 +244,16 @@ fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, Strin
             args.proxier_port
         ));
     }
+    if let Some(range) = &args.proxier_node_ports.0
+        && u16::try_from(args.proxier_port).is_ok_and(|p| range.contains(&p))
+    {
+        return Err(format!(
+            "--proxier-port {} lies in --proxier-node-ports {}-{}",
+            args.proxier_port,
+            range.start(),
+            range.end()
+        ));
+    }
     if args.retry_interval.is_zero() || args.resync_interval.is_zero() {
         return Err("--retry-interval and --resync-interval must be positive".to_owned());
     }
@@ -246,6 +287,20 @@ fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, Strin
     proxier.advertise_address = advertise;
     proxier.client_ca_pem = client_ca_pem;
     proxier.ports = args.embedded_proxier_ports.0.clone();
+    proxier.node_ports = args.embedded_proxier_node_ports.0.clone();
+    proxier.node_ports_per_binding = args.embedded_proxier_node_ports_per_binding.max(1);
+    if let (Some(nodes), Some(shared)) = (&proxier.node_ports, &proxier.ports)
+        && nodes.start() <= shared.end()
+        && shared.start() <= nodes.end()
+    {
+        return Err(format!(
+            "--embedded-proxier-node-ports {}-{} overlaps --embedded-proxier-ports {}-{}",
+            nodes.start(),
+            nodes.end(),
+            shared.start(),
+            shared.end()
+        ));
+    }
     Ok(Resolved {
         embedded_proxier: Some(proxier),
     })
@@ -273,6 +328,7 @@ fn templates(args: &ManagerArgs) -> Templates {
     t.syncer.extra_args = args.syncer_args.clone();
     t.proxier.extra_args = args.proxier_args.clone();
     t.proxier_port = args.proxier_port;
+    t.proxier_node_ports = args.proxier_node_ports.0.clone();
     t.proxier_client_ca_config_map = args.proxier_client_ca_configmap.clone();
     t
 }
@@ -423,6 +479,34 @@ mod tests {
                 Err("--proxier-replicas must be at least 1"),
             ),
             (&["--proxier-port=70000"], None, Err("--proxier-port")),
+            (
+                &["--proxier-port=20001"],
+                None,
+                Err("--proxier-port 20001 lies in --proxier-node-ports 20000-29999"),
+            ),
+            (
+                &["--proxier-port=20001", "--proxier-node-ports=0"],
+                None,
+                Ok(false),
+            ),
+            (
+                &[
+                    "--embedded",
+                    "--embedded-proxier-address=a",
+                    "--embedded-proxier-node-ports=10450-10600",
+                ],
+                None,
+                Err("overlaps --embedded-proxier-ports 10400-10499"),
+            ),
+            (
+                &[
+                    "--embedded",
+                    "--embedded-proxier-address=a",
+                    "--embedded-proxier-node-ports=20000-29999",
+                ],
+                None,
+                Ok(true),
+            ),
             (&["--retry-interval=0s"], None, Err("--retry-interval")),
             (
                 &[
@@ -563,6 +647,10 @@ mod tests {
         assert_eq!(t.proxier.image, default_image());
         assert_eq!(t.syncer.replicas, 2);
         assert_eq!(t.proxier_port, 10350);
+        assert_eq!(t.proxier_node_ports, Some(20000..=29999));
+        let shared = templates(&parse(&["--proxier-node-ports=0"]).unwrap());
+        assert_eq!(shared.proxier_node_ports, None);
+        assert!(parse(&["--proxier-node-ports=9-8"]).is_err());
         assert_eq!(t.proxier.image_pull_policy.as_deref(), Some("Always"));
         assert!(parse(&["--image-pull-policy=Sometimes"]).is_err());
         let passed = parse(&[

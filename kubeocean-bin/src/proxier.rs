@@ -24,6 +24,12 @@ pub struct ProxierArgs {
     #[arg(long, env = "PROXIER_LISTEN", default_value = "0.0.0.0:10250")]
     listen: SocketAddr,
 
+    /// Ports (`START-END`) of the virtual nodes' own endpoints: the proxier listens, on the IP
+    /// of --listen, on the port each virtual node of the binding advertises within this
+    /// range, and answers there for that node alone; `0`: only --listen.
+    #[arg(long, env = "PROXIER_NODE_PORTS", default_value = "0", value_parser = crate::manager::parse_port_range)]
+    node_ports: crate::manager::PortRange,
+
     /// Serving certificate (PEM, leaf first).
     #[arg(long, env = "TLS_CERT_FILE", value_name = "FILE")]
     tls_cert_file: PathBuf,
@@ -130,6 +136,7 @@ async fn run(args: ProxierArgs, files: TlsFiles) -> anyhow::Result<()> {
     config.secret_namespace = args.secret_namespace.clone();
     config.client_options = options;
     config.metrics = Some(metrics);
+    config.node_ports = args.node_ports.0.clone();
     let bound = Proxier::new(client, config)
         .bind()
         .await

@@ -43,6 +43,12 @@ const MAX_WORKERS: usize = 16;
 /// Most simulated nodes per worker.
 const MAX_NODES: usize = 50;
 
+/// `count` ports in a row, free now and below the ephemeral ports (so that sandboxes running
+/// side by side rarely meet); `None` when none is found.
+fn node_port_range(count: usize) -> Option<std::ops::RangeInclusive<u16>> {
+    kube_sandbox::ports::free_port_run(u16::try_from(count).ok()?, std::process::id())
+}
+
 /// Flags of `kubeocean sandbox`.
 #[derive(clap::Args, Debug)]
 pub struct SandboxArgs {
@@ -491,6 +497,10 @@ async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     let mut proxier = EmbeddedProxierConfig::new([127, 0, 0, 1].into());
     proxier.client_ca_pem = computing_served.ca_pem.clone();
     proxier.token_review = true;
+    // Each virtual node its own port, so its stats are its own (kubectl get --raw
+    // /api/v1/nodes/<node>/proxy/stats/summary).
+    proxier.node_ports = node_port_range(args.workers * args.nodes_per_worker);
+    proxier.node_ports_per_binding = u16::try_from(args.nodes_per_worker).unwrap_or(u16::MAX);
     let runtime = Arc::new(SyncerProxierRuntime::new(c.clone(), base, proxier));
     let runner = Arc::new(EmbeddedRunner::new(runtime, shutdown.clone()));
     let mut config = ManagerConfig::new(Templates::new(SYSTEM_NAMESPACE, "unused", "unused"));

@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use kube_kit::admin::AdminState;
 use kube_kit::args::parse_duration;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
+use kubeocean_core::syncer::config::ProxierPods;
 use kubeocean_core::syncer::{ProxierEndpoint, ServiceRef, Syncer, SyncerConfig, SyncerMetrics};
 
 /// Flags of `kubeocean syncer`.
@@ -31,9 +32,28 @@ pub struct SyncerArgs {
     #[arg(long, env = "PROXIER_ADDRESS")]
     proxier_address: Option<String>,
 
-    /// Kubelet port of the virtual nodes (served by the proxier).
+    /// Kubelet port of the virtual nodes (served by the proxier) when they share one.
     #[arg(long, env = "PROXIER_PORT", default_value_t = 10250)]
     proxier_port: i32,
+
+    /// Ports (`START-END`) handed out one per virtual node, each served by the proxier for
+    /// that node alone at --proxier-address (the proxier pod's IP); `0`: every virtual node
+    /// shares --proxier-port.
+    #[arg(long, env = "PROXIER_NODE_PORTS", default_value = "0", value_parser = crate::manager::parse_port_range)]
+    proxier_node_ports: crate::manager::PortRange,
+
+    /// Label selector of the proxier's pods: the virtual nodes advertise the IP of a ready
+    /// one (instead of --proxier-address) and follow it when that pod is replaced.
+    #[arg(long, env = "PROXIER_POD_SELECTOR")]
+    proxier_pod_selector: Option<String>,
+
+    /// Namespace of the proxier's pods (default: --secret-namespace).
+    #[arg(long, env = "PROXIER_POD_NAMESPACE")]
+    proxier_pod_namespace: Option<String>,
+
+    /// How often the proxier's pods are listed.
+    #[arg(long, env = "PROXIER_POD_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    proxier_pod_interval: Duration,
 
     /// Virtual nodes reconciled at once; also the workers of each top-down pod queue.
     #[arg(long, env = "SYNCER_WORKERS", default_value_t = 16)]
@@ -111,6 +131,19 @@ pub async fn run(args: SyncerArgs) -> anyhow::Result<()> {
     config.proxier = ProxierEndpoint {
         address: args.proxier_address.clone(),
         port: args.proxier_port,
+        node_ports: args.proxier_node_ports.0.clone(),
+        pods: args
+            .proxier_pod_selector
+            .clone()
+            .filter(|s| !s.trim().is_empty())
+            .map(|selector| ProxierPods {
+                namespace: args
+                    .proxier_pod_namespace
+                    .clone()
+                    .unwrap_or_else(|| args.secret_namespace.clone()),
+                selector,
+                interval: args.proxier_pod_interval,
+            }),
     };
 
     let lease_name = format!("kubeocean-syncer-{}", args.cluster_binding);

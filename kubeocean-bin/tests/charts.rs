@@ -163,6 +163,8 @@ struct ManagerCase {
     image_prefix: &'static str,
     /// `--syncer-image` prefix and `--syncer-replicas`; `None` in embedded mode.
     syncer: Option<(&'static str, &'static str)>,
+    /// `--proxier-node-ports` and `--proxier-port`; `None` in embedded mode.
+    kubelet_ports: Option<(&'static str, &'static str)>,
 }
 
 #[test]
@@ -177,6 +179,7 @@ fn manager_deployment_runs_flags_the_binary_accepts() {
             leader_elect: "true",
             image_prefix: "ghcr.io/kubeocean-rs/kubeocean:",
             syncer: Some(("ghcr.io/kubeocean-rs/kubeocean:", "1")),
+            kubelet_ports: Some(("20000-29999", "10250")),
         },
         ManagerCase {
             values: Some(OVERRIDES),
@@ -184,6 +187,7 @@ fn manager_deployment_runs_flags_the_binary_accepts() {
             leader_elect: "true",
             image_prefix: "registry.example.com/kubeocean:1.2.3",
             syncer: Some(("registry.example.com/kubeocean-syncer:1.2.3", "2")),
+            kubelet_ports: Some(("0", "10350")),
         },
         ManagerCase {
             values: Some(EMBEDDED),
@@ -191,6 +195,7 @@ fn manager_deployment_runs_flags_the_binary_accepts() {
             leader_elect: "false",
             image_prefix: "ghcr.io/kubeocean-rs/kubeocean:",
             syncer: None,
+            kubelet_ports: None,
         },
     ];
     let accepted = accepted_flags("manager");
@@ -218,6 +223,11 @@ fn manager_deployment_runs_flags_the_binary_accepts() {
         assert!(
             image_used.starts_with(case.image_prefix),
             "{values:?}: image {image_used}"
+        );
+        assert_eq!(
+            case.kubelet_ports,
+            flag("proxier-node-ports").zip(flag("proxier-port")),
+            "{values:?}"
         );
         match case.syncer {
             Some((syncer_image, syncer_replicas)) => {

@@ -21,6 +21,9 @@ pub const POLICY_APPLIED: &str = "kubeocean.io/policy-applied";
 pub const EXPECTED_METADATA: &str = "kubeocean.io/expected-metadata";
 /// Annotation on virtual nodes and objects: when they were last synced.
 pub const LAST_SYNC_TIME: &str = "kubeocean.io/last-sync-time";
+/// Label on virtual nodes: the proxier port that serves this node's kubelet API alone
+/// (upstream's key; also written as `daemonEndpoints.kubeletEndpoint.Port`).
+pub const PROXIER_PORT: &str = "kubeocean.io/proxier_port";
 /// Annotation on DaemonSet pods that opts them in to mapping.
 pub const RUNNING_DAEMONSET: &str = "kubeocean.io/running-daemonset";
 /// Label (`"true"`) of the placeholder pods that hold a physical node's host ports on its

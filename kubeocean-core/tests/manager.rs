@@ -25,7 +25,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kube_kit::admin::Metrics;
 use kube_kit::controller::{Backoff, ControllerMetrics};
-use kube_sandbox::testing::{Sandboxes, create_namespace};
+use kube_sandbox::testing::{Sandboxes, create_namespace, eventually_some};
 use kube_sandbox::{
     Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode, UserInfo,
 };
@@ -385,16 +385,24 @@ async fn good_secret_makes_the_binding_ready_with_owned_workloads() {
         assert!(owned_by(meta, &b), "{what} is owned by the binding");
     }
     assert_eq!(image(&syncer), "kubeocean:1");
-    // The syncer points the virtual nodes at the proxier Service.
+    // The syncer points each virtual node at a proxier pod, on a port of its own (not at the
+    // Service's ClusterIP).
     let cluster_ip = service.spec.unwrap().cluster_ip.unwrap();
     let args = syncer.spec.unwrap().template.spec.unwrap().containers[0]
         .args
         .clone()
         .unwrap();
     assert!(
-        args.contains(&format!("--proxier-address={cluster_ip}")),
+        !args.contains(&format!("--proxier-address={cluster_ip}")),
         "{args:?}"
     );
+    for arg in [
+        "--proxier-node-ports=20000-29999",
+        "--proxier-pod-selector=app.kubernetes.io/instance=b1,app.kubernetes.io/name=kubeocean-proxier",
+        "--proxier-pod-namespace=kubeocean-system",
+    ] {
+        assert!(args.contains(&arg.to_owned()), "{arg} in {args:?}");
+    }
     assert!(args.contains(&"--cluster-binding=b1".to_owned()));
     assert_eq!(
         role_binding.subjects.unwrap()[0].name,
@@ -880,6 +888,77 @@ async fn embedded_proxier_is_what_the_virtual_nodes_point_at() {
     tokio::net::TcpStream::connect(("127.0.0.1", u16::try_from(port).unwrap()))
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn embedded_proxiers_give_each_virtual_node_its_own_port() {
+    let env = env(2).await;
+    let c = &env.c;
+    for (i, worker) in env.workers.iter().enumerate() {
+        register(
+            c,
+            &format!("b{}", i + 1),
+            &worker.served.kubeconfig_yaml,
+            json!({}),
+        )
+        .await;
+        // A second node per worker: two virtual nodes per binding.
+        worker
+            .cluster
+            .add_node(&SimNode::new("n2", "4", "8Gi"))
+            .unwrap();
+    }
+    let range = kube_sandbox::ports::free_port_run(20, std::process::id()).unwrap();
+    let mut proxier = EmbeddedProxierConfig::new([127, 0, 0, 1].into());
+    proxier.node_ports = Some(range.clone());
+    proxier.node_ports_per_binding = 10;
+    let runtime = Arc::new(SyncerProxierRuntime::new(c.clone(), syncer_base(), proxier));
+    let runner = Arc::new(EmbeddedRunner::new(runtime, env.token.clone()));
+    let manager = Manager::embedded(c.clone(), config("unused"), runner.clone());
+    tokio::spawn(manager.run(controller_metrics(), None, env.token.clone()));
+
+    let port_of = |node: Node| -> Option<u16> {
+        let port = node.status?.daemon_endpoints?.kubelet_endpoint?.port;
+        u16::try_from(port).ok()
+    };
+    let mut blocks = Vec::new();
+    for binding in ["b1", "b2"] {
+        let ports: Vec<u16> = eventually_some(
+            &format!("{binding}'s nodes have ports"),
+            Duration::from_secs(30),
+            || async {
+                let nodes = Api::<Node>::all(c.clone())
+                    .list(
+                        &ListParams::default()
+                            .labels(&format!("kubeocean.io/cluster-binding={binding}")),
+                    )
+                    .await
+                    .unwrap()
+                    .items;
+                let ports: Vec<u16> = nodes
+                    .into_iter()
+                    .filter_map(port_of)
+                    .filter(|p| range.contains(p))
+                    .collect();
+                (ports.len() == 2).then_some(ports)
+            },
+        )
+        .await;
+        assert_ne!(ports[0], ports[1], "{binding}: {ports:?}");
+        // Both ports of a binding lie in one block of 10, and something serves each.
+        let block = (ports[0] - range.start()) / 10;
+        assert_eq!(block, (ports[1] - range.start()) / 10, "{ports:?}");
+        blocks.push(block);
+        for port in ports {
+            eventually(&format!("port {port} is served"), || async {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+            })
+            .await;
+        }
+    }
+    assert_ne!(blocks[0], blocks[1], "each binding has a block of its own");
 }
 
 /// Gives user `syncer` of `worker` what the syncer needs, from the manager's own list

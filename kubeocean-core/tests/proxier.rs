@@ -23,14 +23,18 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret};
+use kube::ResourceExt;
 use kube::api::{LogParams, PostParams};
 use kube::{Api, Client};
 use kube_kit::admin::Metrics;
 use kube_sandbox::testing::Sandboxes;
+use kube_sandbox::testing::wait::eventually_some;
 use kube_sandbox::{Cluster, ServeOptions, Served, SimNode, UserInfo};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::labels;
 use kubeocean_core::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
+use kubeocean_core::syncer::config::ProxierPods;
+use kubeocean_core::syncer::{ProxierEndpoint, Syncer, SyncerConfig};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -904,4 +908,315 @@ async fn an_unreachable_worker_gives_empty_stats_and_unavailable_logs() {
         .unwrap();
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert!(body.contains("worker cluster unavailable"), "{body}");
+}
+
+/// Ten ports in a row that were free a moment ago, a different run for each test.
+fn free_port_range() -> std::ops::RangeInclusive<u16> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let seed = std::process::id() ^ NEXT.fetch_add(7919, std::sync::atomic::Ordering::Relaxed);
+    kube_sandbox::ports::free_port_run(10, seed).unwrap()
+}
+
+/// Per-node endpoints end to end: a syncer and a proxier of binding `w1` with per-node
+/// ports, the worker's nodes n1 and n2 lent, virtual pods mapped by the syncer.
+struct PerNode {
+    pair: common::ServedPair,
+    range: std::ops::RangeInclusive<u16>,
+    /// Stops the syncer (the sandboxes' token stops the rest).
+    syncer: CancellationToken,
+}
+
+const PER_NODE_BINDING: &str = "w1";
+/// How long a per-node wait may take at most (a guard against a hang).
+const WAIT: Duration = Duration::from_secs(30);
+const PER_NODE_MOUNT: &str = "kubeocean-worker";
+
+fn per_node_syncer_config(range: &std::ops::RangeInclusive<u16>) -> SyncerConfig {
+    let mut config = SyncerConfig::new(PER_NODE_BINDING);
+    config.secret_namespace = SECRET_NS.into();
+    config.client_options = config.client_options.with_rate_limit(0.0, 0);
+    config.lease_renew_interval = Duration::from_millis(500);
+    config.connect_retry_interval = Duration::from_millis(200);
+    config.retry_interval = Duration::from_millis(100);
+    config.max_retry_interval = Duration::from_secs(1);
+    config.probe_timeout = Duration::from_secs(1);
+    config.workers = 4;
+    // The virtual nodes advertise the IP of a ready proxier pod, as in a Deployment.
+    config.proxier = ProxierEndpoint {
+        address: None,
+        port: 10250,
+        node_ports: Some(range.clone()),
+        pods: Some(ProxierPods {
+            namespace: SECRET_NS.into(),
+            selector: "app=proxier".into(),
+            interval: Duration::from_millis(100),
+        }),
+    };
+    config
+}
+
+/// A proxier pod as the syncer finds it: Running and Ready at `ip` (on a node no kubelet
+/// of the sandbox runs, so its status stays as written).
+async fn add_proxier_pod(c: &Client, name: &str, ip: &str) {
+    let api: Api<Pod> = Api::namespaced(c.clone(), SECRET_NS);
+    let mut pod: Pod = create_in(
+        c,
+        SECRET_NS,
+        json!({"metadata": {"name": name, "labels": {"app": "proxier"}},
+            "spec": {"nodeName": "elsewhere", "containers": [{"name": "proxier", "image": "kubeocean"}]}}),
+    )
+    .await;
+    pod.status = Some(from_json(json!({"phase": "Running", "podIP": ip,
+        "conditions": [{"type": "Ready", "status": "True"}]})));
+    api.replace_status(name, &PostParams::default(), &pod)
+        .await
+        .unwrap();
+}
+
+async fn per_node_env() -> PerNode {
+    let pair = common::served_pair("per-node-test").await;
+    for node in ["n1", "n2"] {
+        pair.worker
+            .add_node(&SimNode::new(node, "4", "8Gi"))
+            .unwrap();
+    }
+    pair.bind_worker(PER_NODE_BINDING, PER_NODE_BINDING, PER_NODE_MOUNT)
+        .await;
+    let _: k8s_openapi::api::core::v1::ServiceAccount =
+        create_in(&pair.c, "default", json!({"metadata": {"name": "default"}})).await;
+    let range = free_port_range();
+
+    // The proxier trusts the computing cluster's CA, as it does kube-apiserver's.
+    let (serving_cert, serving_key) = self_signed_serving_cert(&[]).unwrap();
+    let mut config = ProxierConfig::new(
+        PER_NODE_BINDING,
+        "127.0.0.1:0".parse().unwrap(),
+        serving_cert,
+        serving_key,
+    );
+    config.client_ca_pem = Some(pair.computing.pki().unwrap().ca_pem().to_owned());
+    config.secret_namespace = SECRET_NS.to_owned();
+    config.node_ports = Some(range.clone());
+    config.node_resync_interval = Duration::from_millis(100);
+    config.stats_timeout = Duration::from_secs(5);
+    let bound = Proxier::new(pair.c.clone(), config).bind().await.unwrap();
+    tokio::spawn(bound.run(pair.sandboxes.token().clone()));
+
+    add_proxier_pod(&pair.c, "proxier-a", "127.0.0.1").await;
+    let syncer = pair.sandboxes.token().child_token();
+    tokio::spawn(Syncer::new(pair.c.clone(), per_node_syncer_config(&range)).run(syncer.clone()));
+    PerNode {
+        pair,
+        range,
+        syncer,
+    }
+}
+
+/// The virtual node's own port and InternalIP, once it has them.
+async fn node_endpoint(c: &Client, name: &str) -> Option<(u16, String)> {
+    let node = Api::<Node>::all(c.clone()).get_opt(name).await.unwrap()?;
+    let label: u16 = node.labels().get(labels::PROXIER_PORT)?.parse().ok()?;
+    let status = node.status?;
+    let port = status.daemon_endpoints?.kubelet_endpoint?.port;
+    let ip = status
+        .addresses?
+        .into_iter()
+        .find(|a| a.type_ == "InternalIP")?
+        .address;
+    (i32::from(label) == port).then_some((label, ip))
+}
+
+async fn wait_endpoint(c: &Client, name: &str) -> u16 {
+    wait_endpoint_at(c, name, "127.0.0.1").await
+}
+
+/// The virtual node's own port, once it advertises it at `ip`.
+async fn wait_endpoint_at(c: &Client, name: &str, ip: &str) -> u16 {
+    eventually_some(
+        &format!("{name} has its own port at {ip}"),
+        WAIT,
+        || async {
+            node_endpoint(c, name)
+                .await
+                .filter(|(_, at)| at == ip)
+                .map(|(port, _)| port)
+        },
+    )
+    .await
+}
+
+/// GET `path` through the computing cluster's node proxy of `node`.
+async fn node_proxy(c: &Client, node: &str, path: &str) -> (StatusCode, String) {
+    get(c, &format!("/api/v1/nodes/{node}/proxy{path}"))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn each_virtual_node_reports_its_own_stats_on_its_own_port() {
+    let env = per_node_env().await;
+    let c = env.pair.c.clone();
+    let (v1, v2) = ("vnode-w1-n1", "vnode-w1-n2");
+    let p1 = wait_endpoint(&c, v1).await;
+    let p2 = wait_endpoint(&c, v2).await;
+    assert_ne!(p1, p2);
+    assert!(env.range.contains(&p1) && env.range.contains(&p2));
+
+    // Different pods on the two nodes: half a core on one, a tenth on the other.
+    for (name, node, cpu, memory) in [("big", v1, "500m", "256Mi"), ("small", v2, "100m", "64Mi")] {
+        let _: Pod = create_in(
+            &c,
+            "default",
+            json!({"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{
+                "name": "app", "image": "busybox",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}),
+        )
+        .await;
+    }
+    let summary_of = |node: &'static str| {
+        let c = c.clone();
+        async move {
+            let (status, body) = node_proxy(&c, node, "/stats/summary").await;
+            (status == StatusCode::OK)
+                .then(|| serde_json::from_str::<Value>(&body).ok())
+                .flatten()
+        }
+    };
+    let pod_names = |summary: &Value| -> Vec<String> {
+        summary["pods"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["podRef"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let mut summaries = Vec::new();
+    for (node, pod) in [(v1, "big"), (v2, "small")] {
+        let got = eventually_some(&format!("{node} reports {pod}"), WAIT, || async {
+            summary_of(node).await.filter(|s| pod_names(s) == [pod])
+        })
+        .await;
+        summaries.push(got);
+    }
+    let (s1, s2) = (&summaries[0], &summaries[1]);
+    assert_eq!(s1["node"]["nodeName"], v1);
+    assert_eq!(s2["node"]["nodeName"], v2);
+    assert_eq!(s1["pods"][0]["podRef"]["namespace"], "default");
+    // The simulated kubelet: 20m for the node itself plus what its pods request.
+    assert_eq!(s1["node"]["cpu"]["usageNanoCores"], 520_000_000u64);
+    assert_eq!(s2["node"]["cpu"]["usageNanoCores"], 120_000_000u64);
+    assert_ne!(
+        s1["node"]["memory"]["workingSetBytes"],
+        s2["node"]["memory"]["workingSetBytes"]
+    );
+
+    for (node, mine, theirs, bytes) in [
+        (v1, "big", "small", 256u64 << 20),
+        (v2, "small", "big", 64u64 << 20),
+    ] {
+        let (status, text) = node_proxy(&c, node, "/metrics/resource").await;
+        assert_eq!(status, StatusCode::OK, "{text}");
+        let series =
+            format!("pod_memory_working_set_bytes{{namespace=\"default\",pod=\"{mine}\"}} {bytes}");
+        assert!(
+            text.lines().any(|l| l.starts_with(&series)),
+            "{series} in\n{text}"
+        );
+        assert!(!text.contains(&format!("pod=\"{theirs}\"")), "{text}");
+        assert!(text.contains("node_memory_working_set_bytes"), "{text}");
+        let (status, text) = node_proxy(&c, node, "/metrics/cadvisor").await;
+        assert_eq!(status, StatusCode::OK, "{text}");
+        assert!(text.contains(&format!("pod=\"{mine}\"")), "{text}");
+        assert!(!text.contains(&format!("pod=\"{theirs}\"")), "{text}");
+    }
+
+    // Logs through a node's port are for that node's pods only, as with a kubelet.
+    let physical: Api<Pod> = Api::namespaced(env.pair.w.clone(), PER_NODE_MOUNT);
+    eventually("the physical pods run", || async {
+        physical
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count()
+            == 2
+    })
+    .await;
+    let (status, _) = node_proxy(&c, v1, "/containerLogs/default/big/app").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = node_proxy(&c, v1, "/containerLogs/default/small/app").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}
+
+#[tokio::test]
+async fn ports_survive_a_syncer_restart() {
+    let env = per_node_env().await;
+    let c = env.pair.c.clone();
+    let p1 = wait_endpoint(&c, "vnode-w1-n1").await;
+    let p2 = wait_endpoint(&c, "vnode-w1-n2").await;
+    env.syncer.cancel();
+
+    // While the syncer is down: the nodes change (so the next syncer must rewrite both
+    // virtual nodes) and a third node joins.
+    let w = env.pair.w.clone();
+    for node in ["n1", "n2"] {
+        Api::<Node>::all(w.clone())
+            .patch(
+                node,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"metadata": {"labels": {"restarted": "yes"}}})),
+            )
+            .await
+            .unwrap();
+    }
+    env.pair
+        .worker
+        .add_node(&SimNode::new("n3", "4", "8Gi"))
+        .unwrap();
+    let token = env.pair.sandboxes.token().child_token();
+    tokio::spawn(Syncer::new(c.clone(), per_node_syncer_config(&env.range)).run(token));
+
+    for node in ["vnode-w1-n1", "vnode-w1-n2"] {
+        eventually(&format!("{node} is updated by the new syncer"), || async {
+            Api::<Node>::all(c.clone())
+                .get(node)
+                .await
+                .unwrap()
+                .labels()
+                .get("restarted")
+                .is_some_and(|v| v == "yes")
+        })
+        .await;
+    }
+    assert_eq!(wait_endpoint(&c, "vnode-w1-n1").await, p1);
+    assert_eq!(wait_endpoint(&c, "vnode-w1-n2").await, p2);
+    let p3 = wait_endpoint(&c, "vnode-w1-n3").await;
+    assert!(p3 != p1 && p3 != p2 && env.range.contains(&p3), "{p3}");
+    // The proxier answers on the new node's port for it alone.
+    let answered = eventually_some("the third node's stats", WAIT, || async {
+        let (status, body) = node_proxy(&c, "vnode-w1-n3", "/stats/summary").await;
+        (status == StatusCode::OK)
+            .then(|| serde_json::from_str::<Value>(&body).ok())
+            .flatten()
+    })
+    .await;
+    assert_eq!(answered["node"]["nodeName"], "vnode-w1-n3");
+}
+
+#[tokio::test]
+async fn virtual_nodes_follow_the_proxier_pod_and_keep_their_ports() {
+    let env = per_node_env().await;
+    let c = env.pair.c.clone();
+    let p1 = wait_endpoint(&c, "vnode-w1-n1").await;
+    let p2 = wait_endpoint(&c, "vnode-w1-n2").await;
+    // The proxier pod is replaced by one with another IP.
+    add_proxier_pod(&c, "proxier-b", "127.0.0.2").await;
+    Api::<Pod>::namespaced(c.clone(), SECRET_NS)
+        .delete("proxier-a", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(wait_endpoint_at(&c, "vnode-w1-n1", "127.0.0.2").await, p1);
+    assert_eq!(wait_endpoint_at(&c, "vnode-w1-n2", "127.0.0.2").await, p2);
 }

@@ -504,6 +504,9 @@ async fn serve_resource(
             }
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
+        ("get", Some(name), Some("proxy")) if rt.group.is_empty() && rt.plural == "nodes" => {
+            crate::sim::node_proxy::serve_node(sim, req, &name).await
+        }
         ("get" | "create", Some(name), Some(sub))
             if rt.group.is_empty()
                 && rt.plural == "pods"

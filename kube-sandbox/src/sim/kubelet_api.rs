@@ -16,9 +16,15 @@
 //!   `2i` and an error channel `2i+1`, each opened with the little-endian port; every simulated
 //!   port is an echo service.
 //!
+//! - `GET /stats/summary`, `/metrics/resource`, `/metrics/cadvisor`: the node's usage, made
+//!   from its running pods (see [`super::kubelet_stats`]); every simulated node shares this
+//!   listener, so these answer for the node the `Host` header names (the API server's
+//!   `nodes/{name}/proxy` answers them in process for its own simulated nodes).
+//!
 //! SPDY upgrades are refused (400): only WebSocket streaming is simulated.
 //! Callers authenticate as kubelet does with `--client-ca-file` and webhook token auth (a client
-//! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access.
+//! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access
+//! (`nodes/stats` for the summary, `nodes/metrics` for the metrics, as kubelet authorizes).
 
 use super::Simulator;
 use crate::apiserver::auth::{self, Attributes, UserInfo};
@@ -102,12 +108,21 @@ pub enum KubeletPath {
         /// Pod.
         pod: String,
     },
+    /// `/stats/summary`
+    StatsSummary,
+    /// `/metrics/resource`
+    MetricsResource,
+    /// `/metrics/cadvisor`
+    MetricsCadvisor,
 }
 
 impl KubeletPath {
     fn pod(&self) -> Option<(&str, &str)> {
         match self {
-            KubeletPath::Healthz => None,
+            KubeletPath::Healthz
+            | KubeletPath::StatsSummary
+            | KubeletPath::MetricsResource
+            | KubeletPath::MetricsCadvisor => None,
             KubeletPath::ContainerLogs { namespace, pod, .. }
             | KubeletPath::Exec { namespace, pod, .. }
             | KubeletPath::Attach { namespace, pod, .. }
@@ -125,6 +140,9 @@ pub fn parse_kubelet_path(path: &str) -> Option<KubeletPath> {
     let s = |v: &str| v.to_string();
     Some(match segs.as_slice() {
         ["healthz"] => KubeletPath::Healthz,
+        ["stats", "summary"] => KubeletPath::StatsSummary,
+        ["metrics", "resource"] => KubeletPath::MetricsResource,
+        ["metrics", "cadvisor"] => KubeletPath::MetricsCadvisor,
         ["containerLogs", ns, pod, c] => KubeletPath::ContainerLogs {
             namespace: s(ns),
             pod: s(pod),
@@ -466,21 +484,37 @@ async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
             }
         }
     };
+    let stats_node = if path.is_node_stats() {
+        // Every simulated node shares this listener: the node is the one the Host names.
+        match host_node(&sim, &req) {
+            Some(node) => Some(node),
+            None => {
+                return text(
+                    StatusCode::NOT_FOUND,
+                    "no simulated node named by the Host header: the simulated nodes share one kubelet address",
+                );
+            }
+        }
+    } else {
+        None
+    };
     let node = pod
         .as_ref()
         .and_then(|p| p.pointer("/spec/nodeName"))
         .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+        .map(str::to_string)
+        .or_else(|| stats_node.clone())
+        .unwrap_or_default();
     let verb = if req.method() == Method::GET || req.method() == Method::HEAD {
         "get"
     } else {
         "create"
     };
+    let subresource = path.subresource();
     let attrs = Attributes {
         verb: verb.into(),
         resource: "nodes".into(),
-        subresource: "proxy".into(),
+        subresource: subresource.into(),
         name: node,
         ..Default::default()
     };
@@ -488,10 +522,13 @@ async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
         return text(
             StatusCode::FORBIDDEN,
             format!(
-                "Forbidden (user={}, verb={verb}, resource=nodes, subresource(s)=[proxy])",
+                "Forbidden (user={}, verb={verb}, resource=nodes, subresource(s)=[{subresource}])",
                 user.username
             ),
         );
+    }
+    if let Some(node) = stats_node {
+        return node_stats(&sim, &node, &path);
     }
     let pod = pod.unwrap_or_default();
     match path {
@@ -523,7 +560,84 @@ async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
             container,
         } => serve_command(sim, req, &pod, &namespace, &name, &container, false),
         KubeletPath::PortForward { .. } => serve_port_forward(sim.state.clone(), req),
+        KubeletPath::StatsSummary | KubeletPath::MetricsResource | KubeletPath::MetricsCadvisor => {
+            text(StatusCode::NOT_FOUND, "404 page not found")
+        }
     }
+}
+
+impl KubeletPath {
+    /// Whether the path is one of the node's usage reports.
+    pub fn is_node_stats(&self) -> bool {
+        matches!(
+            self,
+            KubeletPath::StatsSummary | KubeletPath::MetricsResource | KubeletPath::MetricsCadvisor
+        )
+    }
+
+    /// The `nodes` subresource the kubelet authorizes the path as.
+    pub fn subresource(&self) -> &'static str {
+        match self {
+            KubeletPath::StatsSummary => "stats",
+            KubeletPath::MetricsResource | KubeletPath::MetricsCadvisor => "metrics",
+            _ => "proxy",
+        }
+    }
+}
+
+/// The simulated node the request's `Host` names.
+fn host_node(sim: &Simulator, req: &Request) -> Option<String> {
+    let host = req.headers().get(header::HOST)?.to_str().ok()?;
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    };
+    sim.kubelet.runs(name).then(|| name.to_string())
+}
+
+/// Content type of the Prometheus text format the kubelet serves.
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The usage report `path` of simulated node `node`, made from its running pods.
+pub(crate) fn node_stats(sim: &Simulator, node: &str, path: &KubeletPath) -> Response {
+    let Some(node_object) = sim
+        .state
+        .store
+        .get(&GroupResource::new("", "nodes"), "", node)
+    else {
+        return text(StatusCode::NOT_FOUND, format!("node {node:?} not found"));
+    };
+    let info = super::kubelet_stats::NodeInfo::of(&node_object.value);
+    let pods: Vec<_> = sim
+        .state
+        .store
+        .list(&GroupResource::new("", "pods"), None, None, 0, &|p| {
+            p.value.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
+        })
+        .items
+        .iter()
+        .filter_map(|p| super::kubelet_stats::pod_usage(&p.value))
+        .collect();
+    let now = jiff::Timestamp::now();
+    let (content_type, body) = match path {
+        KubeletPath::StatsSummary => (
+            "application/json",
+            super::kubelet_stats::summary(&info, &pods, now).to_string(),
+        ),
+        KubeletPath::MetricsCadvisor => (
+            PROMETHEUS_TEXT,
+            super::kubelet_stats::cadvisor_metrics(&info, &pods, now),
+        ),
+        _ => (
+            PROMETHEUS_TEXT,
+            super::kubelet_stats::resource_metrics(&info, &pods, now),
+        ),
+    };
+    let mut response = (StatusCode::OK, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
 }
 
 fn serve_command(
@@ -699,6 +813,10 @@ mod tests {
         };
         let cases = [
             ("/healthz", Some(KubeletPath::Healthz)),
+            ("/stats/summary", Some(KubeletPath::StatsSummary)),
+            ("/metrics/resource", Some(KubeletPath::MetricsResource)),
+            ("/metrics/cadvisor", Some(KubeletPath::MetricsCadvisor)),
+            ("/metrics/probes", None),
             ("/containerLogs/ns/p/c", Some(logs("c"))),
             ("/exec/ns/p/c", Some(exec.clone())),
             ("/exec/ns/p/uid-1/c", Some(exec)),

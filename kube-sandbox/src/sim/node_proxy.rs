@@ -390,6 +390,75 @@ pub(crate) async fn serve(
     Ok(out)
 }
 
+/// The kubelet path of a `nodes/{name}/proxy/...` request: what follows `/proxy` (at least
+/// `/`).
+pub fn node_proxy_path(path: &str, name: &str) -> Option<String> {
+    let prefix = format!("/api/v1/nodes/{name}/proxy");
+    let rest = path.strip_prefix(&prefix)?;
+    if rest.is_empty() {
+        return Some("/".to_string());
+    }
+    rest.starts_with('/').then(|| rest.to_string())
+}
+
+/// Serves `GET nodes/{name}/proxy/{path}` as kube-apiserver does: the request goes to the
+/// node's kubelet (InternalIP and kubelet port, with the kubelet-client certificate) and its
+/// answer comes back as it is. The simulated nodes share one kubelet listener, so their
+/// usage reports are answered in process, for the node named.
+pub(crate) async fn serve_node(
+    sim: Arc<Simulator>,
+    req: Request,
+    name: &str,
+) -> Result<Response, ApiError> {
+    let state = &sim.state;
+    let node_object = state
+        .store
+        .get(&GroupResource::new("", "nodes"), "", name)
+        .ok_or_else(|| ApiError::not_found("", "nodes", name))?;
+    let path = node_proxy_path(req.uri().path(), name)
+        .ok_or_else(|| ApiError::not_found("", "nodes", name))?;
+    if sim.kubelet.is_sim_node(name) {
+        if sim.kubelet.is_stopped(name) {
+            return Err(ApiError::with_code(
+                503,
+                format!("error trying to reach service: the kubelet of node {name} is stopped"),
+            ));
+        }
+        if let Some(kubelet_path) = super::kubelet_api::parse_kubelet_path(&path)
+            && kubelet_path.is_node_stats()
+        {
+            return Ok(super::kubelet_api::node_stats(&sim, name, &kubelet_path));
+        }
+    }
+    let url = node_kubelet_url(&node_object.value).ok_or_else(|| {
+        ApiError::with_code(
+            500,
+            format!("no preferred addresses found for node {name}; known addresses: none"),
+        )
+    })?;
+    let client = sim.kubelet_clients.get(state, &url)?;
+    let target = match req.uri().query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path,
+    };
+    let request = http::Request::get(target)
+        .body(kube::client::Body::empty())
+        .map_err(|e| ApiError::internal(format!("kubelet request: {e}")))?;
+    let response = client.send(request).await.map_err(|e| {
+        ApiError::with_code(
+            503,
+            format!("error trying to reach service: {}", causes(&e)),
+        )
+    })?;
+    let (parts, body) = response.into_parts();
+    let mut out = Response::new(Body::new(body));
+    *out.status_mut() = parts.status;
+    if let Some(ct) = parts.headers.get(header::CONTENT_TYPE) {
+        out.headers_mut().insert(header::CONTENT_TYPE, ct.clone());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +468,22 @@ mod tests {
 
     fn pairs(q: &str) -> Vec<(String, String)> {
         serde_urlencoded::from_str(q).unwrap()
+    }
+
+    #[test]
+    fn node_proxy_paths() {
+        for (path, want) in [
+            (
+                "/api/v1/nodes/n1/proxy/stats/summary",
+                Some("/stats/summary"),
+            ),
+            ("/api/v1/nodes/n1/proxy", Some("/")),
+            ("/api/v1/nodes/n1/proxy/", Some("/")),
+            ("/api/v1/nodes/n1/proxyx", None),
+            ("/api/v1/nodes/n2/proxy/metrics", None),
+        ] {
+            assert_eq!(node_proxy_path(path, "n1").as_deref(), want, "{path}");
+        }
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! that the binding's name hashes to ([`port_candidates`]), trying the next ones of the range
 //! when that one is taken, and a port the system picks only when the range is full.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::RangeInclusive;
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Node;
@@ -20,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::embedded::{BindingRuntime, ComponentState, RuntimeReporter};
 use crate::crd::ClusterBinding;
 use crate::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
+use crate::syncer::kubelet_port::{fnv1a, stored_port};
 use crate::syncer::{ProxierEndpoint, Syncer, SyncerConfig};
 
 /// Settings of the proxier in [`SyncerProxierRuntime`].
@@ -39,20 +42,67 @@ pub struct EmbeddedProxierConfig {
     pub metrics: Option<ProxierMetrics>,
     /// The ports the proxiers take (see the module docs); `None` lets the system pick.
     pub ports: Option<RangeInclusive<u16>>,
+    /// Ports of the virtual nodes' own endpoints, for every binding of this process: each
+    /// binding takes a block of `node_ports_per_binding` of them ([`node_port_blocks`]) and
+    /// gives each of its virtual nodes one; `None`: a binding's virtual nodes share its port.
+    pub node_ports: Option<RangeInclusive<u16>>,
+    /// Size of a binding's block of `node_ports`.
+    pub node_ports_per_binding: u16,
+}
+
+/// The blocks of `size` ports of `range` to try for `binding`'s virtual nodes, in order: the
+/// block holding the lowest port its virtual nodes advertise (so a restart keeps them), then
+/// every block from the one the name hashes to, wrapping around. A range smaller than `size`
+/// is one block.
+pub fn node_port_blocks(
+    binding: &str,
+    advertised: &[u16],
+    range: &RangeInclusive<u16>,
+    size: u16,
+) -> Vec<RangeInclusive<u16>> {
+    if range.is_empty() {
+        return Vec::new();
+    }
+    let start = u32::from(*range.start());
+    let len = u32::from(*range.end()) - start + 1;
+    let size = u32::from(size.max(1)).min(len);
+    let count = len / size;
+    let block = |i: u32| {
+        let first = start + i * size;
+        let first = u16::try_from(first).unwrap_or(u16::MAX);
+        let last = u16::try_from(u32::from(first) + size - 1).unwrap_or(u16::MAX);
+        first..=last
+    };
+    let mut blocks = Vec::new();
+    if let Some(lowest) = advertised
+        .iter()
+        .copied()
+        .filter(|p| range.contains(p))
+        .min()
+    {
+        let i = (u32::from(lowest) - start) / size;
+        if i < count {
+            blocks.push(block(i));
+        }
+    }
+    let first = u32::try_from(fnv1a(binding) % u64::from(count)).unwrap_or(0);
+    for i in 0..count {
+        let candidate = block((first + i) % count);
+        if !blocks.contains(&candidate) {
+            blocks.push(candidate);
+        }
+    }
+    blocks
 }
 
 /// The default of [`EmbeddedProxierConfig::ports`] (`--embedded-proxier-ports`).
 pub const DEFAULT_EMBEDDED_PROXIER_PORTS: RangeInclusive<u16> = 10400..=10499;
 
+/// The default of [`EmbeddedProxierConfig::node_ports_per_binding`].
+pub const DEFAULT_NODE_PORTS_PER_BINDING: u16 = 1000;
+
 /// How many ports of the range are tried after the one a binding hashes to.
 const PORT_PROBES: usize = 16;
-
-/// FNV-1a of `text`: stable across builds and platforms (unlike `std`'s hasher).
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
 
 /// The ports to try for `binding`'s proxier, in order: the one its virtual nodes advertise
 /// (`advertised`), then up to 16 of `range` starting at the one the name hashes to, then 0
@@ -78,25 +128,41 @@ pub fn port_candidates(
     ports
 }
 
-/// The kubelet port the virtual nodes of `binding` advertise, if any (and readable).
-async fn advertised_port(computing: &Client, binding: &str) -> Option<u16> {
+/// The kubelet ports the virtual nodes of `binding` advertise (none when unreadable).
+async fn advertised_ports(computing: &Client, binding: &str) -> Vec<u16> {
     let nodes: Api<Node> = Api::all(computing.clone());
     let selector = format!("{}={binding}", crate::labels::CLUSTER_BINDING);
-    let list = nodes
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .ok()?;
-    list.items.iter().find_map(|node| {
-        let port = node
-            .status
-            .as_ref()?
-            .daemon_endpoints
-            .as_ref()?
-            .kubelet_endpoint
-            .as_ref()?
-            .port;
-        u16::try_from(port).ok().filter(|p| *p != 0)
-    })
+    let Ok(list) = nodes.list(&ListParams::default().labels(&selector)).await else {
+        return Vec::new();
+    };
+    list.items.iter().filter_map(stored_port).collect()
+}
+
+/// The blocks of per-node ports held by the bindings of this process.
+#[derive(Default)]
+struct HeldBlocks(Mutex<HashMap<String, RangeInclusive<u16>>>);
+
+impl HeldBlocks {
+    /// Takes the first of `candidates` no other binding holds.
+    fn take(
+        &self,
+        binding: &str,
+        candidates: Vec<RangeInclusive<u16>>,
+    ) -> Option<RangeInclusive<u16>> {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let free = candidates
+            .into_iter()
+            .find(|c| !held.iter().any(|(b, r)| b != binding && r == c))?;
+        held.insert(binding.to_owned(), free.clone());
+        Some(free)
+    }
+
+    fn release(&self, binding: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(binding);
+    }
 }
 
 impl EmbeddedProxierConfig {
@@ -109,6 +175,8 @@ impl EmbeddedProxierConfig {
             token_review: true,
             metrics: None,
             ports: Some(DEFAULT_EMBEDDED_PROXIER_PORTS),
+            node_ports: None,
+            node_ports_per_binding: DEFAULT_NODE_PORTS_PER_BINDING,
         }
     }
 }
@@ -120,6 +188,7 @@ pub struct SyncerProxierRuntime {
     computing: Client,
     base: SyncerConfig,
     proxier: EmbeddedProxierConfig,
+    blocks: HeldBlocks,
 }
 
 impl SyncerProxierRuntime {
@@ -133,6 +202,7 @@ impl SyncerProxierRuntime {
             computing,
             base,
             proxier,
+            blocks: HeldBlocks::default(),
         }
     }
 }
@@ -157,15 +227,85 @@ impl BindingRuntime for SyncerProxierRuntime {
         };
         let (cert, key) = self_signed_serving_cert(&[advertise.clone(), "localhost".to_owned()])
             .map_err(|e| fail(format!("cannot make the proxier's certificate: {e}")))?;
-        let advertised = advertised_port(&self.computing, &name).await;
-        let candidates = port_candidates(&name, advertised, self.proxier.ports.as_ref());
+        let advertised = advertised_ports(&self.computing, &name).await;
+        let node_ports = match &self.proxier.node_ports {
+            Some(range) => {
+                let blocks = node_port_blocks(
+                    &name,
+                    &advertised,
+                    range,
+                    self.proxier.node_ports_per_binding,
+                );
+                let block = self.blocks.take(&name, blocks).ok_or_else(|| {
+                    fail(format!(
+                        "no free block of {} ports left in {}-{} for this binding's virtual nodes",
+                        self.proxier.node_ports_per_binding,
+                        range.start(),
+                        range.end()
+                    ))
+                })?;
+                Some(block)
+            }
+            None => None,
+        };
+        let result = self
+            .serve(
+                &name,
+                &advertise,
+                &cert,
+                &key,
+                &advertised,
+                node_ports,
+                &reporter,
+                &token,
+            )
+            .await;
+        self.blocks.release(&name);
+        result
+    }
+
+    fn forget(&self, binding: &str) {
+        super::embedded::forget_metrics(&self.base, binding);
+    }
+}
+
+impl SyncerProxierRuntime {
+    /// Binds the proxier of `name` and runs it with the syncer until either stops.
+    #[allow(clippy::too_many_arguments)]
+    async fn serve(
+        &self,
+        name: &str,
+        advertise: &str,
+        cert: &str,
+        key: &str,
+        advertised: &[u16],
+        node_ports: Option<RangeInclusive<u16>>,
+        reporter: &RuntimeReporter,
+        token: &CancellationToken,
+    ) -> Result<(), String> {
+        let name = name.to_owned();
+        let advertise = advertise.to_owned();
+        let fail = |what: String| {
+            reporter.proxier(ComponentState::Failed(what.clone()));
+            what
+        };
+        // With per-node ports, what the nodes advertise is theirs, not the shared port.
+        let shared = advertised
+            .first()
+            .copied()
+            .filter(|p| !node_ports.as_ref().is_some_and(|r| r.contains(p)));
+        let mut candidates = port_candidates(&name, shared, self.proxier.ports.as_ref());
+        if let Some(range) = &node_ports {
+            candidates.retain(|p| !range.contains(p));
+        }
         let proxier = |port: u16| {
             let mut config = ProxierConfig::new(
                 name.clone(),
                 SocketAddr::new(self.proxier.listen_ip, port),
-                cert.clone(),
-                key.clone(),
+                cert.to_owned(),
+                key.to_owned(),
             );
+            config.node_ports = node_ports.clone();
             config.client_ca_pem = self.proxier.client_ca_pem.clone();
             config.token_review = self.proxier.token_review;
             config.secret_namespace = self.base.secret_namespace.clone();
@@ -202,6 +342,8 @@ impl BindingRuntime for SyncerProxierRuntime {
         syncer_config.proxier = ProxierEndpoint {
             address: Some(advertise),
             port: i32::from(addr.port()),
+            node_ports: node_ports.clone(),
+            pods: None,
         };
         let group = token.child_token();
         let proxier = {
@@ -224,15 +366,69 @@ impl BindingRuntime for SyncerProxierRuntime {
             Ok(()) => Ok(()),
         }
     }
-
-    fn forget(&self, binding: &str) {
-        super::embedded::forget_metrics(&self.base, binding);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (advertised, range, size, first block, blocks)
+    type BlockCase = (
+        Vec<u16>,
+        RangeInclusive<u16>,
+        u16,
+        Option<RangeInclusive<u16>>,
+        usize,
+    );
+
+    #[test]
+    fn node_port_blocks_table() {
+        let range = 20000..=20999;
+        let hashed = node_port_blocks("b1", &[], &range, 100);
+        assert_eq!(hashed.len(), 10);
+        assert!(hashed.iter().all(|b| b.end() - b.start() == 99));
+        let mut starts: Vec<u16> = hashed.iter().map(|b| *b.start()).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        assert_eq!(starts.len(), 10, "every block once");
+        assert_eq!(node_port_blocks("b1", &[], &range, 100), hashed, "stable");
+        let cases: Vec<BlockCase> = vec![
+            (
+                vec![20350, 20420],
+                range.clone(),
+                100,
+                Some(20300..=20399),
+                10,
+            ),
+            (vec![10250], range.clone(), 100, Some(hashed[0].clone()), 10),
+            (vec![], 30000..=30049, 100, Some(30000..=30049), 1),
+            (vec![], 30000..=30249, 100, None, 2),
+            #[allow(clippy::reversed_empty_ranges)]
+            (vec![], 2..=1, 100, None, 0),
+        ];
+        for (advertised, range, size, first, count) in cases {
+            let got = node_port_blocks("b1", &advertised, &range, size);
+            assert_eq!(got.len(), count, "{advertised:?} {range:?}: {got:?}");
+            if let Some(first) = first {
+                assert_eq!(got[0], first, "{advertised:?} {range:?}");
+            }
+        }
+        let held = HeldBlocks::default();
+        let a = held.take("a", vec![20000..=20099, 20100..=20199]);
+        assert_eq!(a, Some(20000..=20099));
+        assert_eq!(
+            held.take("b", vec![20000..=20099, 20100..=20199]),
+            Some(20100..=20199)
+        );
+        assert_eq!(held.take("c", vec![20000..=20099]), None);
+        assert_eq!(
+            held.take("a", vec![20000..=20099]),
+            a,
+            "a binding retakes its own"
+        );
+        held.release("a");
+        assert_eq!(held.take("c", vec![20000..=20099]), Some(20000..=20099));
+    }
 
     #[test]
     fn port_candidates_table() {

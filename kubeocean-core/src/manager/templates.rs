@@ -8,6 +8,7 @@
 //! here, so the reconciler updates an object exactly when its template changed.
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
@@ -34,6 +35,9 @@ pub const TEMPLATE_HASH: &str = "kubeocean.io/template-hash";
 pub const MANAGED_BY_MANAGER: &str = "kubeocean-manager";
 /// Default kubelet port of the proxier (and of the virtual nodes).
 pub const DEFAULT_PROXIER_PORT: i32 = 10250;
+/// Default range of per-node kubelet ports of the proxier (one per virtual node of a
+/// binding): below Linux's ephemeral ports (32768+), room for 10,000 virtual nodes.
+pub const DEFAULT_PROXIER_NODE_PORTS: RangeInclusive<u16> = 20000..=29999;
 /// Port of the `/metrics` endpoint in syncer and proxier pods (kube-kit's default).
 pub const METRICS_PORT: i32 = 8080;
 /// Port of `/healthz` and `/readyz` in syncer and proxier pods (kube-kit's default).
@@ -86,8 +90,13 @@ pub struct Templates {
     pub syncer: WorkloadTemplate,
     /// How the proxier runs.
     pub proxier: WorkloadTemplate,
-    /// Port of the proxier's kubelet API (container, Service and virtual nodes).
+    /// Port of the proxier's kubelet API shared by every virtual node (container and
+    /// Service; written into the virtual nodes when `proxier_node_ports` is `None`).
     pub proxier_port: i32,
+    /// Ports the proxier serves one virtual node each on, at its pod IP (the syncer follows
+    /// the proxier's pods); `None`: every virtual node advertises the Service's
+    /// `ClusterIP:proxier_port`.
+    pub proxier_node_ports: Option<RangeInclusive<u16>>,
     /// ConfigMap (key `ca.crt`, in the workloads' namespace) with the CA the proxier trusts
     /// for client certificates; `kube-root-ca.crt` by default.
     pub proxier_client_ca_config_map: String,
@@ -106,6 +115,7 @@ impl Templates {
             syncer: WorkloadTemplate::new(syncer_image),
             proxier: WorkloadTemplate::new(proxier_image),
             proxier_port: DEFAULT_PROXIER_PORT,
+            proxier_node_ports: Some(DEFAULT_PROXIER_NODE_PORTS),
             proxier_client_ca_config_map: "kube-root-ca.crt".to_owned(),
         }
     }
@@ -415,6 +425,9 @@ pub fn proxier_deployment(binding: &ClusterBinding, templates: &Templates) -> De
         "--token-review".to_owned(),
         format!("--secret-namespace={}", templates.namespace),
     ];
+    if let Some(range) = &templates.proxier_node_ports {
+        args.push(format!("--node-ports={}-{}", range.start(), range.end()));
+    }
     // Every proxier replica serves (behind the Service): no leader election.
     args.extend(templates.proxier.extra_args.iter().cloned());
     let mut container = container("proxier", &templates.proxier, args);
@@ -469,8 +482,10 @@ pub fn proxier_deployment(binding: &ClusterBinding, templates: &Templates) -> De
     )
 }
 
-/// The syncer's Deployment: `kubeocean syncer` for this binding, writing `proxier_address`
-/// (the proxier Service's cluster IP, once known) into the virtual nodes.
+/// The syncer's Deployment: `kubeocean syncer` for this binding. With per-node ports it
+/// writes the IP of a ready proxier pod (found by label) and each node's own port into the
+/// virtual nodes; otherwise `proxier_address` (the proxier Service's cluster IP, once known)
+/// and the shared port.
 pub fn syncer_deployment(
     binding: &ClusterBinding,
     templates: &Templates,
@@ -484,8 +499,25 @@ pub fn syncer_deployment(
         format!("--secret-namespace={}", templates.namespace),
         format!("--proxier-port={}", templates.proxier_port),
     ];
-    if let Some(address) = proxier_address.filter(|a| !a.is_empty() && *a != "None") {
-        args.push(format!("--proxier-address={address}"));
+    match &templates.proxier_node_ports {
+        Some(range) => {
+            args.push(format!(
+                "--proxier-node-ports={}-{}",
+                range.start(),
+                range.end()
+            ));
+            let selector: Vec<String> = selector_labels(&binding_name, "proxier")
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            args.push(format!("--proxier-pod-selector={}", selector.join(",")));
+            args.push(format!("--proxier-pod-namespace={}", templates.namespace));
+        }
+        None => {
+            if let Some(address) = proxier_address.filter(|a| !a.is_empty() && *a != "None") {
+                args.push(format!("--proxier-address={address}"));
+            }
+        }
     }
     args.extend(leader_election_args(&templates.syncer));
     args.extend(templates.syncer.extra_args.iter().cloned());
@@ -631,6 +663,13 @@ mod tests {
         Templates::new("kubeocean-system", "kubeocean:1", "kubeocean:1")
     }
 
+    /// Every virtual node on the proxier Service's one port.
+    fn shared() -> Templates {
+        let mut t = templates();
+        t.proxier_node_ports = None;
+        t
+    }
+
     fn args(d: &Deployment) -> Vec<String> {
         d.spec
             .as_ref()
@@ -718,13 +757,27 @@ mod tests {
     #[test]
     fn syncer_args_table() {
         let b = binding("w1");
-        let mut scaled = templates();
+        let mut scaled = shared();
         scaled.syncer.replicas = 2;
         scaled.syncer.extra_args = vec!["--workers=4".into()];
         for (name, t, address, want) in [
             (
-                "with address",
+                "per-node ports: the proxier pods, not the Service",
                 templates(),
+                Some("10.0.0.9"),
+                vec![
+                    "syncer",
+                    "--cluster-binding=w1",
+                    "--secret-namespace=kubeocean-system",
+                    "--proxier-port=10250",
+                    "--proxier-node-ports=20000-29999",
+                    "--proxier-pod-selector=app.kubernetes.io/instance=w1,app.kubernetes.io/name=kubeocean-proxier",
+                    "--proxier-pod-namespace=kubeocean-system",
+                ],
+            ),
+            (
+                "with address",
+                shared(),
                 Some("10.0.0.9"),
                 vec![
                     "syncer",
@@ -736,7 +789,7 @@ mod tests {
             ),
             (
                 "headless service",
-                templates(),
+                shared(),
                 Some("None"),
                 vec![
                     "syncer",
@@ -771,6 +824,12 @@ mod tests {
         let d = proxier_deployment(&b, &t);
         let a = args(&d);
         assert!(a.contains(&"--listen=0.0.0.0:10350".to_owned()), "{a:?}");
+        assert!(a.contains(&"--node-ports=20000-29999".to_owned()), "{a:?}");
+        let shared_args = args(&proxier_deployment(&b, &shared()));
+        assert!(
+            !shared_args.iter().any(|a| a.starts_with("--node-ports")),
+            "{shared_args:?}"
+        );
         assert!(a.contains(&"--token-review".to_owned()));
         assert!(a.contains(&"--secret-namespace=kubeocean-system".to_owned()));
         let mut scaled = t.clone();
@@ -809,7 +868,7 @@ mod tests {
     #[test]
     fn hash_follows_template_changes() {
         let b = binding("w1");
-        let base = templates();
+        let base = shared();
         let hash = |t: &Templates, addr: Option<&str>| {
             recorded_hash(&syncer_deployment(&b, t, addr).metadata)
                 .unwrap()
@@ -828,9 +887,15 @@ mod tests {
             ("replicas", &replicas, None, true),
             ("proxier address", &base, Some("10.1.1.1"), true),
             ("proxier image", &proxier_only, None, false),
+            ("per-node ports", &templates(), None, true),
         ] {
             assert_eq!(hash(t, addr) != same, changes, "{name}");
         }
+        // With per-node ports the Service's address is not used: no rollout when it changes.
+        assert_eq!(
+            hash(&templates(), Some("10.1.1.1")),
+            hash(&templates(), None)
+        );
     }
 
     #[test]

@@ -147,7 +147,7 @@ pub fn authorization_attributes(
     };
     let subresource = match endpoint {
         Endpoint::StatsSummary => "stats",
-        Endpoint::MetricsResource => "metrics",
+        Endpoint::MetricsResource | Endpoint::MetricsCadvisor => "metrics",
         Endpoint::Healthz => "healthz",
         _ => "proxy",
     };
@@ -418,6 +418,7 @@ mod tests {
             (Endpoint::PortForward, Method::POST, ("create", "proxy")),
             (Endpoint::StatsSummary, Method::GET, ("get", "stats")),
             (Endpoint::MetricsResource, Method::GET, ("get", "metrics")),
+            (Endpoint::MetricsCadvisor, Method::GET, ("get", "metrics")),
             (Endpoint::Healthz, Method::HEAD, ("get", "healthz")),
             (Endpoint::Unknown, Method::DELETE, ("delete", "proxy")),
         ] {

@@ -196,9 +196,9 @@ pub fn physical_nodes<'a>(
         .collect()
 }
 
-/// The virtual nodes a node-level request is about: the one the `Host` header names (a
-/// client that addresses virtual nodes by name), otherwise all of them, since every virtual
-/// node of a binding shares the proxier's address and port.
+/// The virtual nodes a node-level request on the shared port is about: the one the `Host`
+/// header names (a client that addresses virtual nodes by name), otherwise all of them, since
+/// every virtual node of the binding shares that address and port.
 pub fn select_nodes(
     host: Option<&str>,
     nodes: &BTreeMap<String, String>,

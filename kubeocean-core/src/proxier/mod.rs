@@ -1,19 +1,22 @@
 //! The kubelet API of virtual nodes, served for one ClusterBinding.
 //!
-//! The syncer writes the proxier's address and port into every virtual node of the binding,
+//! The syncer writes the proxier's address and a port into every virtual node of the binding,
 //! so kube-apiserver (and metrics-server) reach the proxier when they call "the kubelet" of a
-//! virtual node. The proxier serves over HTTPS:
+//! virtual node. With [`ProxierConfig::node_ports`] every virtual node has a port of its own
+//! and the proxier listens on each ([`node_ports`]), answering there for that node alone;
+//! otherwise all share [`ProxierConfig::listen`]. The proxier serves over HTTPS:
 //!
 //! - `/containerLogs/{ns}/{pod}/{container}` -> the worker API server's `pods/log` of the
 //!   physical pod, every option passed on, streamed with `follow`;
 //! - `/exec/...`, `/attach/...`, `/portForward/...` -> `pods/exec|attach|portforward` of the
 //!   physical pod, as a transparent protocol upgrade (SPDY or WebSocket);
-//! - `/stats/summary`, `/metrics/resource` -> the worker's node proxy for the physical nodes,
-//!   keeping only mapped pods under their virtual names (see [`stats`]);
+//! - `/stats/summary`, `/metrics/resource`, `/metrics/cadvisor` -> the worker's node proxy for
+//!   the physical node(s), keeping only mapped pods under their virtual names (see [`stats`]);
 //! - `/healthz` (unauthenticated, like the kubelet's health port).
 //!
-//! `{ns}/{pod}` name the virtual pod; it must run on a virtual node of this binding and carry
-//! the physical-pod annotations, otherwise the answer is 404. Clients authenticate with a
+//! `{ns}/{pod}` name the virtual pod; it must run on a virtual node of this binding (on a
+//! per-node port: on that node) and carry the physical-pod annotations, otherwise the answer
+//! is 404. Clients authenticate with a
 //! client certificate signed by the configured CA or a bearer token (TokenReview), and are
 //! authorized by SubjectAccessReview (see [`auth`]). The worker is reached through the
 //! binding's kubeconfig Secret, as the syncer does.
@@ -33,17 +36,19 @@ pub mod auth;
 pub mod forward;
 pub mod mapping;
 pub mod metrics;
+pub mod node_ports;
 pub mod node_stats;
 pub mod query;
 pub mod request;
 pub mod response;
-mod server;
+pub(crate) mod server;
 pub mod stats;
 pub mod tls;
 pub mod worker;
 pub mod x509;
 
 use std::net::SocketAddr;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -93,6 +98,12 @@ pub struct ProxierConfig {
     pub stats_timeout: Duration,
     /// Where to count requests (none by default).
     pub metrics: Option<ProxierMetrics>,
+    /// Ports of the virtual nodes' own endpoints: the proxier listens on `listen`'s IP on
+    /// the port each virtual node advertises within this range (see [`node_ports`]); `None`
+    /// serves `listen` only, shared by every virtual node.
+    pub node_ports: Option<RangeInclusive<u16>>,
+    /// How often the virtual nodes are listed to open and close their ports.
+    pub node_resync_interval: Duration,
 }
 
 impl ProxierConfig {
@@ -125,6 +136,8 @@ impl ProxierConfig {
             upstream_timeout: Duration::from_secs(30),
             stats_timeout: Duration::from_secs(10),
             metrics: None,
+            node_ports: None,
+            node_resync_interval: Duration::from_secs(5),
         }
     }
 }
@@ -154,6 +167,8 @@ impl std::fmt::Debug for ProxierConfig {
             .field("handshake_timeout", &self.handshake_timeout)
             .field("upstream_timeout", &self.upstream_timeout)
             .field("stats_timeout", &self.stats_timeout)
+            .field("node_ports", &self.node_ports)
+            .field("node_resync_interval", &self.node_resync_interval)
             .finish_non_exhaustive()
     }
 }
@@ -170,6 +185,16 @@ pub enum ProxierError {
     /// A certificate could not be generated.
     #[error("cannot generate a certificate: {0}")]
     Certificate(String),
+    /// The shared listen port lies in the range of per-node ports.
+    #[error("the listen port {port} lies in the per-node port range {first}-{last}")]
+    ListenPortInNodeRange {
+        /// The listen port.
+        port: u16,
+        /// First port of the range.
+        first: u16,
+        /// Last port of the range.
+        last: u16,
+    },
     /// The listen address could not be bound.
     #[error("cannot listen on {addr}: {cause}")]
     Bind {
@@ -196,6 +221,15 @@ impl Proxier {
     /// Checks the certificates and binds the listen address.
     pub async fn bind(self) -> Result<BoundProxier, ProxierError> {
         let config = self.config;
+        if let Some(range) = &config.node_ports
+            && range.contains(&config.listen.port())
+        {
+            return Err(ProxierError::ListenPortInNodeRange {
+                port: config.listen.port(),
+                first: *range.start(),
+                last: *range.end(),
+            });
+        }
         kube_kit::client::install_crypto_provider();
         let tls = tls::server_config(
             &config.serving_cert_pem,
@@ -249,10 +283,13 @@ impl Proxier {
             handshake_timeout: config.handshake_timeout,
             upstream_timeout: config.upstream_timeout,
             stats_timeout: config.stats_timeout,
+            node_ports: node_ports::NodePorts::default(),
         };
         Ok(BoundProxier {
             listener,
             local_addr,
+            node_ports: config.node_ports.clone(),
+            node_resync_interval: config.node_resync_interval,
             acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
             context: Arc::new(context),
             stop,
@@ -264,6 +301,8 @@ impl Proxier {
 pub struct BoundProxier {
     listener: TcpListener,
     local_addr: SocketAddr,
+    node_ports: Option<RangeInclusive<u16>>,
+    node_resync_interval: Duration,
     acceptor: tokio_rustls::TlsAcceptor,
     context: Arc<server::Context>,
     stop: CancellationToken,
@@ -285,13 +324,29 @@ impl BoundProxier {
             stop.cancel();
         });
         tracing::info!(binding = %self.context.binding, addr = %self.local_addr, "proxier serving");
+        let per_node = self.node_ports.clone().map(|range| {
+            tokio::spawn(node_ports::run(
+                self.context.clone(),
+                self.acceptor.clone(),
+                self.local_addr.ip(),
+                range,
+                self.node_resync_interval,
+                self.stop.clone(),
+            ))
+        });
         server::serve(
-            self.context,
+            self.context.clone(),
             self.listener,
             self.acceptor,
             self.stop.clone(),
+            None,
         )
         .await;
+        if let Some(per_node) = per_node {
+            let _ = per_node.await;
+        }
+        self.context.streams.tracker.close();
+        self.context.streams.tracker.wait().await;
         forward_stop.abort();
         Ok(())
     }

@@ -77,7 +77,7 @@ pub fn answer(
     pods: &PodIndex,
 ) -> Response<ResponseBody> {
     match request {
-        KubeletRequest::MetricsResource => {
+        KubeletRequest::MetricsResource | KubeletRequest::MetricsCadvisor => {
             let per_node = fetched
                 .into_iter()
                 .filter_map(|(_, text)| text)

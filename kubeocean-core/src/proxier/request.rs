@@ -104,6 +104,8 @@ pub enum KubeletRequest {
     },
     /// `/metrics/resource`.
     MetricsResource,
+    /// `/metrics/cadvisor`.
+    MetricsCadvisor,
 }
 
 /// The endpoint a request is for: the metrics label and the authorization subresource.
@@ -123,6 +125,8 @@ pub enum Endpoint {
     StatsSummary,
     /// `/metrics/resource`.
     MetricsResource,
+    /// `/metrics/cadvisor`.
+    MetricsCadvisor,
     /// Anything else.
     Unknown,
 }
@@ -138,6 +142,7 @@ impl Endpoint {
             Endpoint::PortForward => "portForward",
             Endpoint::StatsSummary => "stats/summary",
             Endpoint::MetricsResource => "metrics/resource",
+            Endpoint::MetricsCadvisor => "metrics/cadvisor",
             Endpoint::Unknown => "unknown",
         }
     }
@@ -153,6 +158,7 @@ impl Endpoint {
             (Some("portForward"), _) => Endpoint::PortForward,
             (Some("stats"), Some("summary")) => Endpoint::StatsSummary,
             (Some("metrics"), Some("resource")) => Endpoint::MetricsResource,
+            (Some("metrics"), Some("cadvisor")) => Endpoint::MetricsCadvisor,
             _ => Endpoint::Unknown,
         }
     }
@@ -221,7 +227,7 @@ pub fn parse_request(
         Endpoint::Healthz | Endpoint::ContainerLogs => &[Method::GET, Method::HEAD],
         Endpoint::Exec | Endpoint::Attach | Endpoint::PortForward => &[Method::GET, Method::POST],
         Endpoint::StatsSummary => &[Method::GET, Method::POST],
-        Endpoint::MetricsResource => &[Method::GET],
+        Endpoint::MetricsResource | Endpoint::MetricsCadvisor => &[Method::GET],
         Endpoint::Unknown => return Err(not_found()),
     };
     if !allowed.contains(method) {
@@ -271,6 +277,7 @@ pub fn parse_request(
             only_cpu_and_memory: flag(&params, &["only_cpu_and_memory"])?,
         }),
         (Endpoint::MetricsResource, ["metrics", "resource"]) => Ok(KubeletRequest::MetricsResource),
+        (Endpoint::MetricsCadvisor, ["metrics", "cadvisor"]) => Ok(KubeletRequest::MetricsCadvisor),
         _ => Err(not_found()),
     }
 }
@@ -292,6 +299,7 @@ impl KubeletRequest {
             KubeletRequest::PortForward { .. } => Endpoint::PortForward,
             KubeletRequest::StatsSummary { .. } => Endpoint::StatsSummary,
             KubeletRequest::MetricsResource => Endpoint::MetricsResource,
+            KubeletRequest::MetricsCadvisor => Endpoint::MetricsCadvisor,
         }
     }
 
@@ -365,6 +373,9 @@ pub fn worker_node_path(request: &KubeletRequest, node: &str) -> Option<String> 
         }
         KubeletRequest::MetricsResource => {
             Some(format!("/api/v1/nodes/{node}/proxy/metrics/resource"))
+        }
+        KubeletRequest::MetricsCadvisor => {
+            Some(format!("/api/v1/nodes/{node}/proxy/metrics/cadvisor"))
         }
         _ => None,
     }
@@ -721,6 +732,12 @@ mod tests {
             ),
             (
                 Method::GET,
+                "/metrics/cadvisor",
+                None,
+                Ok(KubeletRequest::MetricsCadvisor),
+            ),
+            (
+                Method::GET,
                 "/stats/summary",
                 Some("only_cpu_and_memory=true"),
                 Ok(KubeletRequest::StatsSummary {
@@ -735,7 +752,7 @@ mod tests {
             ),
             (
                 Method::GET,
-                "/metrics/cadvisor",
+                "/metrics/probes",
                 None,
                 Err(StatusCode::NOT_FOUND),
             ),

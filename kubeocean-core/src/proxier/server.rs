@@ -1,6 +1,7 @@
 //! The HTTPS server: accepts TLS connections, then for each request parses the kubelet path,
 //! authenticates, resolves the virtual pod, authorizes and hands over to the forwarders.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use super::ProxierMetrics;
 use super::auth::{AuthError, Authenticator, UserInfo, authorization_attributes, credentials};
 use super::forward::{StreamSupervisor, forward_logs, forward_upgrade};
 use super::mapping::{list_binding_nodes, list_virtual_pods, resolve_pod, select_nodes};
+use super::node_ports::NodePorts;
 use super::node_stats;
 use super::request::{Endpoint, KubeletRequest, parse_request};
 use super::response::{Failure, ResponseBody, text};
@@ -52,21 +54,27 @@ pub struct Context {
     pub upstream_timeout: Duration,
     /// How long the worker may take to answer one node's stats.
     pub stats_timeout: Duration,
+    /// Which virtual node each per-node port serves.
+    pub node_ports: NodePorts,
 }
 
 /// What the TLS handshake told about the client.
 struct Peer {
     addr: SocketAddr,
+    /// The per-node port the connection came in on (`None`: the shared port).
+    node_port: Option<u16>,
     /// `None`: no client certificate; `Some(None)`: one whose subject is unreadable.
     subject: Option<Option<CertificateSubject>>,
 }
 
-/// Accepts connections until `stop`, then waits for open connections and streams to end.
+/// Accepts connections until `stop`, then waits for open connections to end. `node_port`:
+/// the listener is the per-node port of one virtual node.
 pub async fn serve(
     context: Arc<Context>,
     listener: TcpListener,
     acceptor: TlsAcceptor,
     stop: CancellationToken,
+    node_port: Option<u16>,
 ) {
     let connections = TaskTracker::new();
     loop {
@@ -80,7 +88,11 @@ pub async fn serve(
                     context.clone(),
                     acceptor.clone(),
                     stream,
-                    addr,
+                    Peer {
+                        addr,
+                        node_port,
+                        subject: None,
+                    },
                     stop.clone(),
                 ));
             }
@@ -92,18 +104,17 @@ pub async fn serve(
         }
     }
     connections.close();
-    context.streams.tracker.close();
     connections.wait().await;
-    context.streams.tracker.wait().await;
 }
 
 async fn connection(
     context: Arc<Context>,
     acceptor: TlsAcceptor,
     stream: TcpStream,
-    addr: SocketAddr,
+    mut peer: Peer,
     stop: CancellationToken,
 ) {
+    let addr = peer.addr;
     let _ = stream.set_nodelay(true);
     let tls = match tokio::time::timeout(context.handshake_timeout, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => tls,
@@ -116,10 +127,8 @@ async fn connection(
             return;
         }
     };
-    let peer = Arc::new(Peer {
-        addr,
-        subject: peer_subject(tls.get_ref().1.peer_certificates()),
-    });
+    peer.subject = peer_subject(tls.get_ref().1.peer_certificates());
+    let peer = Arc::new(peer);
     let service = service_fn(move |request| {
         let context = context.clone();
         let peer = peer.clone();
@@ -220,8 +229,26 @@ async fn dispatch(
         .await
         .map_err(auth_failure)?;
     let (verb, subresource) = authorization_attributes(parsed.endpoint(), request.method());
+    let port_node = match peer.node_port {
+        Some(port) => Some(context.node_ports.node(port).ok_or_else(|| {
+            Failure::client(
+                StatusCode::NOT_FOUND,
+                format!("no virtual node is served on port {port}"),
+            )
+        })?),
+        None => None,
+    };
     let Some(pod) = parsed.pod() else {
-        return node_level(context, &parsed, &request, &user, verb, subresource).await;
+        return node_level(
+            context,
+            &parsed,
+            &request,
+            &user,
+            verb,
+            subresource,
+            port_node.as_deref(),
+        )
+        .await;
     };
     let target = resolve_pod(
         &context.computing,
@@ -253,6 +280,18 @@ async fn dispatch(
         .await
         .map_err(auth_failure)?;
     let target = target.map_err(|e| Failure::client(StatusCode::NOT_FOUND, e.to_string()))?;
+    if let Some(port_node) = &port_node
+        && *port_node != target.virtual_node
+    {
+        // A kubelet serves only the pods of its own node.
+        return Err(Failure::client(
+            StatusCode::NOT_FOUND,
+            format!(
+                "pod {}/{} is not on virtual node {port_node}",
+                pod.namespace, pod.name
+            ),
+        ));
+    }
     let Some(path) = parsed.worker_pod_path(&target.physical_namespace, &target.physical_name)
     else {
         return Err(Failure::client(StatusCode::NOT_FOUND, "not a pod request"));
@@ -289,6 +328,7 @@ async fn node_level(
     user: &UserInfo,
     verb: &'static str,
     subresource: &'static str,
+    port_node: Option<&str>,
 ) -> Result<Response<ResponseBody>, Failure> {
     let computing_failure = |what: &str, e: kube::Error| {
         Failure::upstream(
@@ -307,7 +347,18 @@ async fn node_level(
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
-    let selected = select_nodes(host, &nodes);
+    let selected = match port_node {
+        Some(node) => nodes
+            .get_key_value(node)
+            .map(|(v, p)| BTreeMap::from([(v.clone(), p.clone())]))
+            .ok_or_else(|| {
+                Failure::client(
+                    StatusCode::NOT_FOUND,
+                    format!("virtual node {node} has no physical node"),
+                )
+            })?,
+        None => select_nodes(host, &nodes),
+    };
     if selected.is_empty() {
         context
             .auth

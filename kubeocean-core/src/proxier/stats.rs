@@ -2,9 +2,9 @@
 //! kubelets report for the physical nodes: only pods mapped from virtual pods are kept, with
 //! their virtual namespace, name and UID; the node is named after its virtual node.
 //!
-//! Every virtual node of a binding shares the proxier's address and port, so a request
-//! cannot always say which virtual node it is for. When it covers several, pods of all of
-//! them are listed and node-level figures are summed (summary: CPU and memory usage, under
+//! On a virtual node's own port a request is for that node alone. On the shared port a
+//! request cannot always say which virtual node it is for; when it covers several, pods of
+//! all of them are listed and node-level figures are summed (summary: CPU and memory usage, under
 //! the binding's name; resource metrics: `node_*` series summed, `*scrape_error` the maximum).
 //! Volume stats lose their `pvcRef`: physical claim names do not mean anything to users of
 //! the computing cluster.

@@ -1,5 +1,6 @@
 //! Settings of a syncer.
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use kube_kit::client::ClientOptions;
@@ -158,13 +159,35 @@ mod tests {
 }
 
 /// Where the kubelet API of virtual nodes is served (the proxier).
+///
+/// With `node_ports` set, every virtual node gets its own port of that range (see
+/// [`super::kubelet_port`]) at `address` (the proxier pod's IP), and the proxier answers on
+/// each port for that node alone. Without it, every virtual node advertises `address:port`,
+/// one endpoint shared by all nodes of the binding (summed stats): the mode of earlier
+/// releases, kept for setups where only one port can be opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProxierEndpoint {
     /// Address of the proxier written as the virtual nodes' `InternalIP`; `None` keeps the
     /// physical node's addresses.
     pub address: Option<String>,
-    /// Port written to `daemonEndpoints.kubeletEndpoint.Port`.
+    /// Port written to `daemonEndpoints.kubeletEndpoint.Port` when ports are shared.
     pub port: i32,
+    /// The ports handed out one per virtual node; `None`: all share `port`.
+    pub node_ports: Option<RangeInclusive<u16>>,
+    /// The proxier's pods: when set, the virtual nodes advertise the IP of one of them (ready)
+    /// instead of `address`, and follow it when that pod goes away.
+    pub pods: Option<ProxierPods>,
+}
+
+/// Where the proxier's pods are, in the computing cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxierPods {
+    /// Their namespace.
+    pub namespace: String,
+    /// Label selector (`key=value,...`) matching them.
+    pub selector: String,
+    /// How often they are listed.
+    pub interval: Duration,
 }
 
 impl Default for ProxierEndpoint {
@@ -172,6 +195,8 @@ impl Default for ProxierEndpoint {
         ProxierEndpoint {
             address: None,
             port: 10250,
+            node_ports: None,
+            pods: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::config::SyncerConfig;
 use super::index::{self, ComputingIndex, WorkerIndex};
+use super::kubelet_port::KubeletPorts;
 use super::queue::{FailureCounts, WorkQueue};
 use crate::leasing::LeasingPolicyEngine;
 
@@ -44,6 +45,8 @@ pub struct Context {
     pub policy_failures: FailureCounts,
     /// Whether the worker answered the last probe.
     pub worker_reachable: AtomicBool,
+    /// The proxier ports handed out to virtual nodes in this session.
+    pub kubelet_ports: KubeletPorts,
     recorder: Recorder,
 }
 
@@ -73,6 +76,7 @@ impl Context {
             node_failures: FailureCounts::default(),
             policy_failures: FailureCounts::default(),
             worker_reachable: AtomicBool::new(true),
+            kubelet_ports: KubeletPorts::default(),
             recorder,
         }
     }

@@ -17,6 +17,16 @@ pub enum SyncError {
         /// The API error.
         source: kube::Error,
     },
+    /// Every proxier port of the configured range is taken by another virtual node.
+    #[error("no free proxier port for virtual node {name}: all of {first}-{last} are taken")]
+    NoKubeletPort {
+        /// Virtual node name.
+        name: String,
+        /// First port of the range.
+        first: u16,
+        /// Last port of the range.
+        last: u16,
+    },
     /// Labelling a physical node failed.
     #[error("cannot label physical node {name}: {source}")]
     PhysicalNode {
@@ -102,6 +112,7 @@ impl SyncError {
     pub fn reason(&self) -> &'static str {
         match self {
             SyncError::VirtualNode { .. } => "VirtualNodeWrite",
+            SyncError::NoKubeletPort { .. } => "NoKubeletPort",
             SyncError::PhysicalNode { .. } => "PhysicalNodeLabel",
             SyncError::VirtualPods { .. } => "VirtualPodDelete",
             SyncError::Lease { .. } => "LeaseWrite",

@@ -32,6 +32,7 @@ use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason, n
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
 use crate::syncer::error::SyncError;
+use crate::syncer::kubelet_port;
 use crate::syncer::metrics::node_resources;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
@@ -133,7 +134,10 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
         }
         return match current {
             Some(vnode) => remove_virtual_node(ctx, &vnode).await,
-            None => Ok(None),
+            None => {
+                ctx.kubelet_ports.release(&vnode_name);
+                Ok(None)
+            }
         };
     };
     if let Some(vnode) = &current
@@ -165,7 +169,8 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
             }
         }
     }
-    let desired = desired_virtual_node(physical, &decision, binding, &ctx.config.proxier);
+    let endpoint = kubelet_port::endpoint_of(ctx, &vnode_name, current.as_deref())?;
+    let desired = desired_virtual_node(physical, &decision, binding, &endpoint);
     let api: Api<Node> = Api::all(ctx.computing.clone());
     let fail = |action, source| SyncError::VirtualNode {
         action,

@@ -124,8 +124,13 @@ pub fn desired_virtual_node(
     proxier: &ProxierEndpoint,
 ) -> DesiredVirtualNode {
     let name = decision.virtual_node_name.clone();
+    let mut labels = virtual_node_labels(physical, &name, binding);
+    if proxier.node_ports.is_some() {
+        // Upstream's label, read by its Prometheus scrape configs.
+        labels.insert(labels::PROXIER_PORT.to_owned(), proxier.port.to_string());
+    }
     DesiredVirtualNode {
-        labels: virtual_node_labels(physical, &name, binding),
+        labels,
         taints: decision.taints.clone(),
         status: virtual_node_status(physical, decision, proxier),
         name,
@@ -340,6 +345,8 @@ mod tests {
         let proxier = ProxierEndpoint {
             address: Some("10.9.9.9".into()),
             port: 10443,
+            node_ports: None,
+            pods: None,
         };
         desired_virtual_node(&node, &decision, &binding, &proxier)
     }
