@@ -21,6 +21,9 @@ use super::kinds::{
 };
 use super::kubeconfig::{KubeconfigParts, proxy_url, render};
 use super::list::{pagination, select_instances, to_list_query};
+use super::members::types::{
+    JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse, UpdateMemberRequest,
+};
 use super::references::{PolicyRef, binding_label, binding_uses};
 use super::service::{BearerToken, KairshipApi};
 use super::types::{
@@ -67,10 +70,10 @@ impl Default for ServiceConfig {
 /// The Kairship API over a host cluster (Instances) and a [`ReadWriteRouter`] (everything
 /// inside the instances), with an [`Authorizer`] deciding who may do what.
 pub struct KairshipService {
-    host: Client,
-    router: Arc<dyn ReadWriteRouter>,
+    pub(super) host: Client,
+    pub(super) router: Arc<dyn ReadWriteRouter>,
     authorizer: Arc<dyn Authorizer>,
-    config: ServiceConfig,
+    pub(super) config: ServiceConfig,
     discovery: Option<Discovery>,
 }
 
@@ -234,7 +237,7 @@ impl KairshipService {
     /// then the caller is authorized on the instance's proxy, then the body is prepared (policy
     /// text expanded, `apiVersion`, `kind`, namespace and name checked or filled in), and only
     /// then `call` runs, usually one router call.
-    async fn inside<T, Fut>(
+    pub(super) async fn inside<T, Fut>(
         &self,
         caller: &Caller,
         req: Inside<'_>,
@@ -438,7 +441,7 @@ impl KairshipService {
         }
     }
 
-    async fn read_instance(&self, name: &str) -> Result<DynamicObject, ApiError> {
+    pub(super) async fn read_instance(&self, name: &str) -> Result<DynamicObject, ApiError> {
         self.host_call(&format!("instance {name}"), self.instances().get(name))
             .await
     }
@@ -907,17 +910,31 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: RemoveClusterRequest,
     ) -> Result<Object, ApiError> {
-        let cluster = req.cluster.as_str();
-        let call = Inside::clusters(&req.instance, Verb::Delete, "remove member clusters")
-            .named("cluster", cluster);
-        self.inside(caller, call, |c| async move {
-            let outcome = self
-                .router
-                .delete(&c.target, cluster, &DeleteParams::default())
-                .await?;
-            Ok(outcome.object)
-        })
-        .await
+        self.unjoin(caller, req).await
+    }
+
+    async fn join_member(
+        &self,
+        caller: &Caller,
+        req: JoinMemberRequest,
+    ) -> Result<Object, ApiError> {
+        self.push_join(caller, req).await
+    }
+
+    async fn register_member(
+        &self,
+        caller: &Caller,
+        req: RegisterMemberRequest,
+    ) -> Result<RegisterMemberResponse, ApiError> {
+        self.pull_register(caller, req).await
+    }
+
+    async fn update_member(
+        &self,
+        caller: &Caller,
+        req: UpdateMemberRequest,
+    ) -> Result<Object, ApiError> {
+        self.member_update(caller, req).await
     }
 
     async fn list_resources(

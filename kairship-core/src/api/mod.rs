@@ -64,6 +64,7 @@ pub mod fields;
 pub mod kairship;
 pub mod kubeconfig;
 pub mod list;
+pub mod members;
 pub mod openapi;
 pub mod references;
 pub mod rest;
@@ -77,6 +78,10 @@ pub use kairship::{KairshipService, ServiceConfig};
 pub use kinds::{
     POLICY_GROUP, ResourceKind, cluster_resource_bindings_resource, clusters_resource,
     resource_bindings_resource,
+};
+pub use members::types::{
+    JoinMemberRequest, MemberTaint, RegisterMemberRequest, RegisterMemberResponse,
+    UpdateMemberRequest,
 };
 pub use service::{BearerToken, KairshipApi};
 pub use types::{

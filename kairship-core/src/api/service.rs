@@ -3,6 +3,9 @@
 use async_trait::async_trait;
 
 use super::error::ApiError;
+use super::members::types::{
+    JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse, UpdateMemberRequest,
+};
 use super::types::{
     CreateInstanceRequest, CreateKubeconfigRequest, CreateObjectRequest, CreateResourceRequest,
     DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest, DeploymentActionRequest,
@@ -119,7 +122,10 @@ pub trait KairshipApi: Send + Sync {
         req: UpdateClusterRequest,
     ) -> Result<Object, ApiError>;
 
-    /// Removes a member cluster.
+    /// Unjoins a member cluster: `FailedPrecondition` while ResourceBindings or
+    /// ClusterResourceBindings still schedule to it (unless `force`); then deletes the
+    /// `Cluster`, the credential Secrets in the instance and, for a Push join, with the stored
+    /// credentials, the objects the join created in the member.
     async fn remove_cluster(
         &self,
         caller: &Caller,
@@ -229,4 +235,28 @@ pub trait KairshipApi: Send + Sync {
         caller: &Caller,
         req: GetWorkloadRequest,
     ) -> Result<Workload, ApiError>;
+
+    /// Joins a member cluster in Push mode from its kubeconfig: least-privilege RBAC and a
+    /// token in the member, credential Secrets and the `Cluster` in the instance. Idempotent;
+    /// a failure removes what the call created and names the failed step.
+    async fn join_member(
+        &self,
+        caller: &Caller,
+        req: JoinMemberRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Prepares a Pull-mode join: a bootstrap token, the agent's RBAC and the `Cluster` in the
+    /// instance; returns the manifests to apply in the member.
+    async fn register_member(
+        &self,
+        caller: &Caller,
+        req: RegisterMemberRequest,
+    ) -> Result<RegisterMemberResponse, ApiError>;
+
+    /// Changes labels, taints, provider, region or zone of a member cluster.
+    async fn update_member(
+        &self,
+        caller: &Caller,
+        req: UpdateMemberRequest,
+    ) -> Result<Object, ApiError>;
 }

@@ -11,6 +11,7 @@
 
 pub mod form;
 pub mod html;
+pub mod members;
 pub mod session;
 pub mod view;
 
@@ -114,6 +115,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         )
         .route(w, get(workload))
         .route(&format!("{w}/{{action}}"), post(workload_action))
+        .merge(members::routes())
         .layer(axum::middleware::map_response(security_headers))
         .with_state(console)
 }

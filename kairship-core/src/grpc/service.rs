@@ -345,4 +345,37 @@ impl KairshipService for GrpcApi {
                 .and_then(convert::workload),
         )
     }
+
+    async fn join_member(
+        &self,
+        request: Request<pb::JoinMemberRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::members::join_member(m)))
+            .await?;
+        object(self.api.join_member(&caller, req).await)
+    }
+
+    async fn register_member(
+        &self,
+        request: Request<pb::RegisterMemberRequest>,
+    ) -> Answer<pb::RegisterMemberResponse> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::members::register_member(m)))
+            .await?;
+        answer(
+            self.api
+                .register_member(&caller, req)
+                .await
+                .and_then(super::members::register_member_response),
+        )
+    }
+
+    async fn update_member(
+        &self,
+        request: Request<pb::UpdateMemberRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self.accept(request, super::members::update_member).await?;
+        object(self.api.update_member(&caller, req).await)
+    }
 }

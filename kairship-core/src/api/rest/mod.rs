@@ -95,6 +95,9 @@ pub const PROXY_TAG: &str = "proxy";
         DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest, ListObjectsRequest,
         GetObjectRequest, CreateObjectRequest, UpdateObjectRequest, PatchObjectRequest,
         DeleteObjectRequest, PatchType, ListEventsRequest, KubeStatus,
+        crate::api::JoinMemberRequest, crate::api::RegisterMemberRequest,
+        crate::api::RegisterMemberResponse, crate::api::UpdateMemberRequest,
+        crate::api::MemberTaint,
     )),
     modifiers(&BearerAuth),
 )]
@@ -180,6 +183,9 @@ fn build() -> Builder {
     .add(routes!(create_kubeconfig))
     .add(routes!(list_clusters, join_cluster))
     .add(routes!(get_cluster, update_cluster, remove_cluster))
+    .add(routes!(crate::api::members::rest::join_member))
+    .add(routes!(crate::api::members::rest::register_member))
+    .add(routes!(crate::api::members::rest::update_member))
     .add(routes!(list_workloads))
     .add(routes!(get_workload))
     .add(routes!(list_namespaced, create_namespaced))
@@ -428,7 +434,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 42, "{documented:#?}");
+        assert_eq!(documented.len(), 45, "{documented:#?}");
     }
 
     #[test]
