@@ -455,14 +455,13 @@ impl KairshipService {
                 Err(_) => None,
             };
             // The instance side: credentials, then the Cluster.
-            let mut karmada_ns = Planned {
+            let karmada_ns = Planned {
                 resource: namespaces(),
                 namespace: None,
                 name: CLUSTER_NAMESPACE.to_owned(),
                 body: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLUSTER_NAMESPACE}}),
                 shared: true,
             };
-            karmada_ns.shared = true;
             join.ensure(Side::Karmada, &karmada_ns).await?;
             for p in karmada_secrets(&req.instance, &req.name, &token, ca.as_deref(), &impersonator_token) {
                 join.ensure(Side::Karmada, &p).await?;
