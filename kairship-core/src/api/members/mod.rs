@@ -707,21 +707,23 @@ impl KairshipService {
                 step: 0,
             };
             let joined = made_by_join(&object, cluster);
-            if joined && object.pointer("/spec/syncMode").and_then(Value::as_str) == Some("Push") {
-                if let Err(err) = self.remove_member_side(&join, &object).await {
-                    if !force {
-                        return Err(ApiError::new(
-                            err.code,
-                            format!(
-                                "cannot remove Kairship's objects from member cluster \
-                                 {cluster}: {}; nothing was removed (unjoin with force=true to \
-                                 remove the cluster from the instance anyway)",
-                                err.message
-                            ),
-                        ));
-                    }
-                    tracing::warn!(instance, cluster, error = %err.message, "unjoin: the member's objects stay");
+            let push = object.pointer("/spec/syncMode").and_then(Value::as_str) == Some("Push");
+            if joined
+                && push
+                && let Err(err) = self.remove_member_side(&join, &object).await
+            {
+                if !force {
+                    return Err(ApiError::new(
+                        err.code,
+                        format!(
+                            "cannot remove Kairship's objects from member cluster \
+                             {cluster}: {}; nothing was removed (unjoin with force=true to \
+                             remove the cluster from the instance anyway)",
+                            err.message
+                        ),
+                    ));
                 }
+                tracing::warn!(instance, cluster, error = %err.message, "unjoin: the member's objects stay");
             }
             let outcome = self
                 .router
