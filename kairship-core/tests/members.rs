@@ -495,7 +495,29 @@ async fn push_join_makes_a_ready_member_with_exactly_the_documented_objects() {
         )
         .await;
     assert!(!listed.contains(&member_token));
+    // Nor the ServiceAccount token the join created.
+    let token_secret: Api<DynamicObject> = Api::namespaced_with(
+        member.client(),
+        "karmada-cluster",
+        &ar("", "v1", "Secret", "secrets"),
+    );
+    let sa_token = token_secret.get("karmada-m1-token").await.unwrap();
+    let sa_token = {
+        use base64::Engine;
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(sa_token.data["data"]["token"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert!(sa_token.len() > 20);
+    assert!(!text.contains(&sa_token) && !listed.contains(&sa_token));
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        !text.contains(&sa_token),
+        "the logs hold the member's ServiceAccount token"
+    );
     assert!(text.contains("joined member cluster"), "the join is logged");
     assert!(
         !text.contains(&member_token),
@@ -728,6 +750,25 @@ async fn pull_registration_returns_agent_manifests_and_a_bootstrap_token() {
             .unwrap()
             .contains(&json!("--cluster-name=edge-1"))
     );
+
+    // A member API server accepts every manifest as it is (schema-checked objects).
+    let member = Member::start("pull-member").await;
+    for manifest in &manifests {
+        let types = manifest.types.clone().unwrap();
+        let (group, version) = match types.api_version.split_once('/') {
+            Some((g, v)) => (g.to_owned(), v.to_owned()),
+            None => (String::new(), types.api_version.clone()),
+        };
+        let plural = format!("{}s", types.kind.to_lowercase());
+        let resource = ar(&group, &version, &types.kind, &plural);
+        let api: Api<DynamicObject> = match &manifest.metadata.namespace {
+            Some(ns) => Api::namespaced_with(member.client(), ns, &resource),
+            None => Api::all_with(member.client(), &resource),
+        };
+        api.create(&PostParams::default(), manifest)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", types.kind));
+    }
 
     // The bootstrap token Secret, with its expiration.
     let secret = env
