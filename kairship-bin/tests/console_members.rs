@@ -1,6 +1,6 @@
 //! The console's member-cluster pages in a real Chromium against `kairship sandbox`: the
-//! admin joins the sandbox's spare member cluster through the join page (pasting its
-//! kubeconfig) and sees it listed and Ready; an unjoin while a ResourceBinding schedules to it
+//! admin joins the sandbox's spare member cluster through the join page (uploading its
+//! kubeconfig file) and sees it listed and Ready; an unjoin while a ResourceBinding schedules to it
 //! shows the API's refusal, and the force option unjoins it; the viewer sees no join or
 //! unjoin controls. Screenshots go to `$TMPDIR/kairship-console-screenshots/`.
 #![allow(clippy::unwrap_used)]
@@ -40,7 +40,28 @@ async fn join_and_unjoin_a_member_in_chromium() {
     browser.type_into("#name", "spare").await;
     browser.type_into("#labels", "env=demo").await;
     browser.type_into("#region", "eu").await;
-    browser.type_into("#kubeconfig", &kubeconfig).await;
+    // Upload the kubeconfig file: the page's script reads it into the text area.
+    let kubeconfig_path = dir.join("member-spare.kubeconfig");
+    browser
+        .type_into("#kubeconfig-file", &kubeconfig_path.display().to_string())
+        .await;
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let value = browser
+            .script(
+                "return document.getElementById('kubeconfig').value;",
+                json!([]),
+            )
+            .await;
+        if value == kubeconfig.as_str() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the file never reached the text area"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     browser.screenshot(&shots, "member-join").await;
     browser.click("#join").await;
     browser.wait_url("/ui/instances/karmada-a/members").await;

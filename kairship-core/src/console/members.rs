@@ -1,5 +1,5 @@
 //! The console's member-cluster pages: the members of an instance with their mode and
-//! readiness, the Push join form (paste the member's kubeconfig), the Pull form (shows the
+//! readiness, the Push join form (choose the member's kubeconfig file or paste it), the Pull form (shows the
 //! manifests to apply in the member), and the unjoin confirmation, which shows the API's
 //! refusal and offers `force`. Viewers see the list without any of these controls, and the
 //! API refuses their writes anyway.
@@ -22,6 +22,9 @@ use crate::api::members::types::{
     JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse,
 };
 use crate::api::{ApiError, ListClustersRequest, ListOptions, RemoveClusterRequest};
+
+/// The script of the join page that reads a chosen kubeconfig file into the text area.
+pub const KUBECONFIG_FILE_JS: &str = include_str!("assets/kubeconfig-file.js");
 
 /// The member-cluster routes (under `/ui/instances/{instance}`).
 pub(super) fn routes() -> Router<Shared> {
@@ -260,7 +263,9 @@ pub fn join_page(
     );
     csrf_field(&mut h, viewer.csrf);
     placement_inputs(&mut h, form);
-    h.raw("<label>Kubeconfig <textarea id=\"kubeconfig\" name=\"kubeconfig\" rows=\"12\" required autocomplete=\"off\" spellcheck=\"false\"></textarea></label>");
+    h.raw("<label>Kubeconfig file <input type=\"file\" id=\"kubeconfig-file\"></label>")
+        .raw("<script src=\"/ui/assets/kubeconfig-file.js\" defer></script>");
+    h.raw("<label>Kubeconfig (or paste it) <textarea id=\"kubeconfig\" name=\"kubeconfig\" rows=\"12\" required autocomplete=\"off\" spellcheck=\"false\"></textarea></label>");
     input(
         &mut h,
         "Context (optional)",

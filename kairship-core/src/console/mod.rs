@@ -350,6 +350,10 @@ async fn asset(Path(file): Path<String>) -> Response {
         "htmx.min.js" => (HTMX_JS, "text/javascript; charset=utf-8"),
         "console.css" => (CONSOLE_CSS, "text/css; charset=utf-8"),
         "htmx.LICENSE" => (HTMX_LICENSE, "text/plain; charset=utf-8"),
+        "kubeconfig-file.js" => (
+            members::KUBECONFIG_FILE_JS,
+            "text/javascript; charset=utf-8",
+        ),
         _ => return StatusCode::NOT_FOUND.into_response(),
     };
     (
