@@ -794,6 +794,30 @@ async fn pull_registration_returns_agent_manifests_and_a_bootstrap_token() {
     assert_eq!(cluster.data["spec"]["syncMode"], "Pull");
     assert_eq!(cluster.data["spec"]["region"], "eu");
 
+    // gRPC registers alike: a new token, the same manifests' kinds.
+    let mut grpc = env.grpc().await;
+    let mut request = tonic::Request::new(pb::RegisterMemberRequest {
+        instance: INSTANCE.into(),
+        name: "edge-1".into(),
+        ..Default::default()
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {ADMIN}").parse().unwrap());
+    let again = grpc.register_member(request).await.unwrap().into_inner();
+    assert_ne!(again.token_id, token_id);
+    let again_kinds: Vec<String> = again
+        .manifests
+        .into_iter()
+        .map(|m| {
+            kairship_core::grpc::convert::struct_to_json(m)["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(again_kinds, kinds);
+
     // Unjoining removes the token and the agent's rights.
     env.ok(
         "DELETE",
