@@ -1008,6 +1008,27 @@ async fn labels_taints_and_location_are_updated_over_rest_and_grpc() {
     assert_eq!(answer["spec"]["provider"], "aws");
     assert_eq!(answer["spec"]["zone"], "z1");
 
+    // A kubeconfig that would run a program on the server is refused before anything is made.
+    let marker = std::env::temp_dir().join(format!("kairship-exec-{}", std::process::id()));
+    let exec = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{}\"}}\n\
+         users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: touch\n      args: [\"{}\"]\n\
+         contexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
+        member.served.url,
+        marker.display()
+    );
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            Some(json!({"name": "m8", "kubeconfig": exec})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("exec"), "{body}");
+    assert!(!marker.exists(), "the exec plugin ran");
+    assert_eq!(member.joined_objects("m8").await, BTreeSet::new());
+
     // A gRPC join answers like REST: a bad name is INVALID_ARGUMENT, code 3 in both.
     let mut request = tonic::Request::new(pb::JoinMemberRequest {
         instance: INSTANCE.into(),

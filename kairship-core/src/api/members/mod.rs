@@ -338,6 +338,7 @@ async fn member_client(yaml: &str, context: Option<&str>) -> Result<(Client, Str
     };
     let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml)
         .map_err(|e| bad(kube_kit::client::describe_kubeconfig_error(&e)))?;
+    objects::check_inline_kubeconfig(&kubeconfig)?;
     let options = kube::config::KubeConfigOptions {
         context: context.map(str::to_owned),
         ..Default::default()

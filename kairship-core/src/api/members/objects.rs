@@ -758,6 +758,55 @@ pub fn agent_manifests(parts: &AgentParts<'_>) -> Vec<Value> {
     ]
 }
 
+/// Refuses a member kubeconfig that would make the server run a program (`exec`,
+/// `auth-provider`) or read its own files (`token-file`, `client-certificate`, `client-key`,
+/// `certificate-authority` paths) or go through a proxy: a member's kubeconfig must carry its
+/// credentials and CA inline. Names the offending entry, never a value.
+pub fn check_inline_kubeconfig(kubeconfig: &kube::config::Kubeconfig) -> Result<(), ApiError> {
+    let refuse = |entry: &str, field: &str| {
+        Err(ApiError::invalid_field(
+            "kubeconfig",
+            format!(
+                "{entry} uses {field}: a member kubeconfig must carry its credentials and CA \
+                 inline (token, client-certificate-data, certificate-authority-data)"
+            ),
+        ))
+    };
+    for user in &kubeconfig.auth_infos {
+        let Some(auth) = &user.auth_info else {
+            continue;
+        };
+        let entry = format!("user {:?}", user.name);
+        for (set, field) in [
+            (auth.exec.is_some(), "exec"),
+            (auth.auth_provider.is_some(), "auth-provider"),
+            (auth.token_file.is_some(), "tokenFile"),
+            (
+                auth.client_certificate.is_some(),
+                "client-certificate (a file)",
+            ),
+            (auth.client_key.is_some(), "client-key (a file)"),
+        ] {
+            if set {
+                return refuse(&entry, field);
+            }
+        }
+    }
+    for cluster in &kubeconfig.clusters {
+        let Some(c) = &cluster.cluster else {
+            continue;
+        };
+        let entry = format!("cluster {:?}", cluster.name);
+        if c.certificate_authority.is_some() {
+            return refuse(&entry, "certificate-authority (a file)");
+        }
+        if c.proxy_url.is_some() {
+            return refuse(&entry, "proxy-url");
+        }
+    }
+    Ok(())
+}
+
 /// Objects as one YAML stream.
 pub fn yaml_stream(objects: &[Value]) -> Result<String, ApiError> {
     let mut out = String::new();
@@ -922,6 +971,61 @@ mod tests {
             ["ResourceBinding ns/a", "ClusterResourceBinding c"]
         );
         assert!(bindings_targeting(&[&a, &b, &c, &d], "m3").is_empty());
+    }
+
+    #[test]
+    fn member_kubeconfigs_carry_everything_inline() {
+        let with = |user: &str, cluster: &str| {
+            let text = format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://m:6443\n{cluster}\
+                 users:\n- name: u\n  user:\n{user}contexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
+            );
+            kube::config::Kubeconfig::from_yaml(&text).unwrap()
+        };
+        for (user, cluster, ok) in [
+            (
+                "    token: abc\n",
+                "    certificate-authority-data: Q0E=\n",
+                true,
+            ),
+            (
+                "    client-certificate-data: Q0U=\n    client-key-data: S0U=\n",
+                "",
+                true,
+            ),
+            (
+                "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n",
+                "",
+                false,
+            ),
+            ("    tokenFile: /var/run/secrets/token\n", "", false),
+            (
+                "    client-certificate: /etc/cert\n    client-key: /etc/key\n",
+                "",
+                false,
+            ),
+            ("    auth-provider:\n      name: oidc\n", "", false),
+            (
+                "    token: abc\n",
+                "    certificate-authority: /etc/ca.crt\n",
+                false,
+            ),
+            (
+                "    token: abc\n",
+                "    proxy-url: http://proxy:3128\n",
+                false,
+            ),
+        ] {
+            let got = check_inline_kubeconfig(&with(user, cluster));
+            assert_eq!(got.is_ok(), ok, "{user} {cluster}: {got:?}");
+            if let Err(err) = got {
+                assert!(
+                    !err.message.contains("/etc") && !err.message.contains("/var"),
+                    "{}",
+                    err.message
+                );
+            }
+        }
     }
 
     #[test]
