@@ -163,6 +163,27 @@ impl KairshipApi for InMemory {
     async fn join_cluster(&self, _: &Caller, _: JoinClusterRequest) -> Result<Object, ApiError> {
         Err(unused())
     }
+    async fn join_member(
+        &self,
+        _: &Caller,
+        _: kairship_core::api::JoinMemberRequest,
+    ) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+    async fn register_member(
+        &self,
+        _: &Caller,
+        _: kairship_core::api::RegisterMemberRequest,
+    ) -> Result<kairship_core::api::RegisterMemberResponse, ApiError> {
+        Err(unused())
+    }
+    async fn update_member(
+        &self,
+        _: &Caller,
+        _: kairship_core::api::UpdateMemberRequest,
+    ) -> Result<Object, ApiError> {
+        Err(unused())
+    }
     async fn update_cluster(
         &self,
         _: &Caller,

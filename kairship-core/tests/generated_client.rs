@@ -10,8 +10,9 @@
 //! surface as the client's exceptions carrying our `{code, message}` body; through the generic
 //! resource paths it creates, lists (several namespaces), patches (merge patch) and deletes a
 //! ConfigMap, lists its events, and meets 404 for a resource the instance does not serve; it
-//! previews and creates an application, restarts a Job and pauses and resumes a CronJob. The
-//! test then checks
+//! previews and creates an application, restarts a Job and pauses and resumes a CronJob;
+//! it joins a sandbox member cluster from its kubeconfig, registers a Pull member, updates and
+//! unjoins a member. The test then checks
 //! the script's report and the instance's objects.
 //!
 //! The tools (`openapi-generator-cli`, Java, and a python with the generated client's
@@ -112,6 +113,8 @@ struct Server {
     instance: KarmadaInstance,
     base: String,
     stop: CancellationToken,
+    /// A member cluster to join, served over loopback HTTP.
+    member: (kube_sandbox::Cluster, kube_sandbox::Served),
 }
 
 impl Drop for Server {
@@ -164,11 +167,23 @@ async fn start_server() -> Server {
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
     tokio::spawn(serve(listener, app, None, stop.clone()));
+    let member = kube_sandbox::Cluster::with_options(
+        "py-member",
+        kube_sandbox::ClusterOptions {
+            workload_controllers: true,
+            ..kube_sandbox::ClusterOptions::default()
+        },
+    );
+    let served = member
+        .serve(kube_sandbox::ServeOptions::default())
+        .await
+        .unwrap();
     Server {
         host,
         instance,
         base: format!("http://{addr}"),
         stop,
+        member: (member, served),
     }
 }
 
@@ -219,6 +234,7 @@ async fn a_generated_python_client_drives_the_api() {
     // The script blocks on HTTP calls to this process: run it off the runtime's threads.
     let python = tools.python.clone();
     let base = server.base.clone();
+    let member_kubeconfig = server.member.1.kubeconfig_yaml.clone();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python)
             .arg(script)
@@ -228,6 +244,7 @@ async fn a_generated_python_client_drives_the_api() {
             .env("KAIRSHIP_NAMESPACE", NS)
             .env("KAIRSHIP_ADMIN_TOKEN", "admin-token")
             .env("KAIRSHIP_VIEWER_TOKEN", "viewer-token")
+            .env("KAIRSHIP_MEMBER_KUBECONFIG", member_kubeconfig)
             .output()
             .expect("run python")
     })
@@ -365,6 +382,30 @@ async fn a_generated_python_client_drives_the_api() {
             .items
             .len(),
         1
+    );
+
+    // Member clusters: Push join, Pull registration, update, unjoin.
+    let joined = step("join_member");
+    assert_eq!(
+        (joined["syncMode"].clone(), joined["secretRef"].clone()),
+        ("Push".into(), "py-member".into())
+    );
+    assert_eq!(
+        step("register_member")["kinds"],
+        serde_json::json!([
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Secret",
+            "Deployment"
+        ])
+    );
+    assert_eq!(step("update_member")["labels"]["tier"], "gold");
+    assert_eq!(step("remove_member")["name"], "py-member");
+    assert!(
+        !stdout.contains(server.member.0.admin_token()),
+        "a member credential in the client's answers"
     );
     std::fs::remove_dir_all(&dir).ok();
 }

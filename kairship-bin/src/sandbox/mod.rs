@@ -6,6 +6,7 @@
 //! and issued kubeconfigs. Prints what to try, then runs until interrupted.
 
 mod samples;
+mod spare;
 mod users;
 
 use std::collections::BTreeMap;
@@ -285,6 +286,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         instance_api
             .create(&PostParams::default(), &instance)
             .await?;
+        // Karmada's cluster-status controller, emulated: joined Push members become Ready.
+        kairship_core::karmada_sim::cluster_status::spawn(
+            cluster.client(),
+            Duration::from_secs(2),
+            shutdown.clone(),
+        );
         running.push((cluster, served));
     }
 
@@ -313,6 +320,8 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     for (cluster, _) in &running {
         users::grant_inside(&cluster.client(), cluster.name(), &users).await?;
     }
+    // A member cluster no instance has joined yet, to try a join with.
+    running.push(spare::start(&options(spare::NAME)).await?);
 
     let config = ControllerConfig {
         probe_interval: Duration::from_secs(2),
@@ -427,6 +436,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         print!("---\n{}", serde_saphyr::to_string(&status)?);
     }
     print!("{}", try_these(&base, api_addr, &dir, &users, args.tls));
+    let curl = if args.tls {
+        format!("curl -s --cacert {}", dir.join("kairship-ca.crt").display())
+    } else {
+        "curl -s".to_owned()
+    };
+    print!("{}", spare::try_join(&curl, &dir, VIEWER_INSTANCE));
     println!("--- running; Ctrl-C to stop");
     shutdown.cancelled().await;
     server

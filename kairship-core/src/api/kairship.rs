@@ -23,6 +23,9 @@ use super::kinds::{
 };
 use super::kubeconfig::{KubeconfigParts, proxy_url, render};
 use super::list::{pagination, select_instances, to_list_query};
+use super::members::types::{
+    JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse, UpdateMemberRequest,
+};
 use super::references::{PolicyRef, binding_label, binding_uses};
 use super::service::{BearerToken, KairshipApi};
 use super::types::{
@@ -69,10 +72,10 @@ impl Default for ServiceConfig {
 /// The Kairship API over a host cluster (Instances) and a [`ReadWriteRouter`] (everything
 /// inside the instances), with an [`Authorizer`] deciding who may do what.
 pub struct KairshipService {
-    host: Client,
+    pub(super) host: Client,
     pub(super) router: Arc<dyn ReadWriteRouter>,
     authorizer: Arc<dyn Authorizer>,
-    config: ServiceConfig,
+    pub(super) config: ServiceConfig,
     discovery: Option<Discovery>,
 }
 
@@ -440,7 +443,7 @@ impl KairshipService {
         }
     }
 
-    async fn read_instance(&self, name: &str) -> Result<DynamicObject, ApiError> {
+    pub(super) async fn read_instance(&self, name: &str) -> Result<DynamicObject, ApiError> {
         self.host_call(&format!("instance {name}"), self.instances().get(name))
             .await
     }
@@ -909,17 +912,31 @@ impl KairshipApi for KairshipService {
         caller: &Caller,
         req: RemoveClusterRequest,
     ) -> Result<Object, ApiError> {
-        let cluster = req.cluster.as_str();
-        let call = Inside::clusters(&req.instance, Verb::Delete, "remove member clusters")
-            .named("cluster", cluster);
-        self.inside(caller, call, |c| async move {
-            let outcome = self
-                .router
-                .delete(&c.target, cluster, &DeleteParams::default())
-                .await?;
-            Ok(outcome.object)
-        })
-        .await
+        self.unjoin(caller, req).await
+    }
+
+    async fn join_member(
+        &self,
+        caller: &Caller,
+        req: JoinMemberRequest,
+    ) -> Result<Object, ApiError> {
+        self.push_join(caller, req).await
+    }
+
+    async fn register_member(
+        &self,
+        caller: &Caller,
+        req: RegisterMemberRequest,
+    ) -> Result<RegisterMemberResponse, ApiError> {
+        self.pull_register(caller, req).await
+    }
+
+    async fn update_member(
+        &self,
+        caller: &Caller,
+        req: UpdateMemberRequest,
+    ) -> Result<Object, ApiError> {
+        self.member_update(caller, req).await
     }
 
     async fn list_resources(

@@ -19,7 +19,10 @@
 //! | `get_cluster` | [`GetClusterRequest`] | [`Object`] | `GET instances/{i}/clusters/{c}` |
 //! | `join_cluster` | [`JoinClusterRequest`] | [`Object`] | `POST instances/{i}/clusters` |
 //! | `update_cluster` | [`UpdateClusterRequest`] | [`Object`] | `PUT instances/{i}/clusters/{c}` |
-//! | `remove_cluster` | [`RemoveClusterRequest`] | [`Object`] | `DELETE instances/{i}/clusters/{c}` |
+//! | `remove_cluster` | [`RemoveClusterRequest`] | [`Object`] | `DELETE instances/{i}/clusters/{c}[?force=true]` |
+//! | `join_member` | [`JoinMemberRequest`] | [`Object`] | `POST instances/{i}/clusters:join` |
+//! | `register_member` | [`RegisterMemberRequest`] | [`RegisterMemberResponse`] | `POST instances/{i}/clusters:register` |
+//! | `update_member` | [`UpdateMemberRequest`] | [`Object`] | `PATCH instances/{i}/clusters/{c}` |
 //! | `list_resources` | [`ListResourcesRequest`] | [`ObjectList`] | `GET instances/{i}[/namespaces/{ns}]/{kind}` |
 //! | `get_resource` | [`GetResourceRequest`] | [`Object`] | `GET …/{kind}/{name}` |
 //! | `create_resource` | [`CreateResourceRequest`] | [`Object`] | `POST …/{kind}` |
@@ -70,6 +73,7 @@ pub mod job_actions;
 pub mod kairship;
 pub mod kubeconfig;
 pub mod list;
+pub mod members;
 pub mod openapi;
 pub mod references;
 pub mod rest;
@@ -88,6 +92,10 @@ pub use kairship::{KairshipService, ServiceConfig};
 pub use kinds::{
     POLICY_GROUP, ResourceKind, cluster_resource_bindings_resource, clusters_resource,
     resource_bindings_resource,
+};
+pub use members::types::{
+    JoinMemberRequest, MemberTaint, RegisterMemberRequest, RegisterMemberResponse,
+    UpdateMemberRequest,
 };
 pub use service::{BearerToken, KairshipApi};
 pub use types::{

@@ -5,6 +5,9 @@ use async_trait::async_trait;
 use super::applications::{ApplicationResult, CreateApplicationRequest};
 use super::error::ApiError;
 use super::job_actions::{CronJobActionRequest, RestartJobRequest};
+use super::members::types::{
+    JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse, UpdateMemberRequest,
+};
 use super::types::{
     CreateInstanceRequest, CreateKubeconfigRequest, CreateObjectRequest, CreateResourceRequest,
     DeleteInstanceRequest, DeleteObjectRequest, DeleteResourceRequest, DeploymentActionRequest,
@@ -121,7 +124,10 @@ pub trait KairshipApi: Send + Sync {
         req: UpdateClusterRequest,
     ) -> Result<Object, ApiError>;
 
-    /// Removes a member cluster.
+    /// Unjoins a member cluster: `FailedPrecondition` while ResourceBindings or
+    /// ClusterResourceBindings still schedule to it (unless `force`); then deletes the
+    /// `Cluster`, the credential Secrets in the instance and, for a Push join, with the stored
+    /// credentials, the objects the join created in the member.
     async fn remove_cluster(
         &self,
         caller: &Caller,
@@ -254,5 +260,29 @@ pub trait KairshipApi: Send + Sync {
         &self,
         caller: &Caller,
         req: CronJobActionRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Joins a member cluster in Push mode from its kubeconfig: least-privilege RBAC and a
+    /// token in the member, credential Secrets and the `Cluster` in the instance. Idempotent;
+    /// a failure removes what the call created and names the failed step.
+    async fn join_member(
+        &self,
+        caller: &Caller,
+        req: JoinMemberRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Prepares a Pull-mode join: a bootstrap token, the agent's RBAC and the `Cluster` in the
+    /// instance; returns the manifests to apply in the member.
+    async fn register_member(
+        &self,
+        caller: &Caller,
+        req: RegisterMemberRequest,
+    ) -> Result<RegisterMemberResponse, ApiError>;
+
+    /// Changes labels, taints, provider, region or zone of a member cluster.
+    async fn update_member(
+        &self,
+        caller: &Caller,
+        req: UpdateMemberRequest,
     ) -> Result<Object, ApiError>;
 }

@@ -289,6 +289,10 @@ pub struct RemoveClusterRequest {
     pub instance: String,
     /// Member cluster name.
     pub cluster: String,
+    /// Unjoin even while bindings still schedule to the member (and when the member cannot
+    /// be reached to remove Kairship's objects there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
 }
 
 /// `ListResources`: objects of one kind in one namespace, or in all namespaces

@@ -12,6 +12,7 @@
 pub mod applications;
 pub mod form;
 pub mod html;
+pub mod members;
 pub mod session;
 pub mod view;
 
@@ -116,6 +117,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .route(w, get(workload))
         .route(&format!("{w}/{{action}}"), post(workload_action))
         .merge(applications::routes())
+        .merge(members::routes())
         .layer(axum::middleware::map_response(security_headers))
         .with_state(console)
 }
@@ -350,6 +352,10 @@ async fn asset(Path(file): Path<String>) -> Response {
         "htmx.min.js" => (HTMX_JS, "text/javascript; charset=utf-8"),
         "console.css" => (CONSOLE_CSS, "text/css; charset=utf-8"),
         "htmx.LICENSE" => (HTMX_LICENSE, "text/plain; charset=utf-8"),
+        "kubeconfig-file.js" => (
+            members::KUBECONFIG_FILE_JS,
+            "text/javascript; charset=utf-8",
+        ),
         _ => return StatusCode::NOT_FOUND.into_response(),
     };
     (

@@ -676,6 +676,12 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
         &[("href", &batch), ("id", "batch")],
         "Jobs and CronJobs",
     );
+    h.raw(" ");
+    h.el(
+        "a",
+        &[("href", &format!("{base}/members")), ("id", "members")],
+        "Member clusters",
+    );
     namespace_form(&mut h, &base, o);
     h.append(live);
     page(name, Some(viewer), h)

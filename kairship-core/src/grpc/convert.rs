@@ -283,6 +283,7 @@ pub fn remove_cluster(m: pb::RemoveClusterRequest) -> RemoveClusterRequest {
     RemoveClusterRequest {
         instance: m.instance,
         cluster: m.cluster,
+        force: m.force,
     }
 }
 

@@ -379,4 +379,37 @@ impl KairshipService for GrpcApi {
         let (caller, req) = self.accept(request, convert_apps::cronjob_action).await?;
         object(self.api.cronjob_action(&caller, req).await)
     }
+
+    async fn join_member(
+        &self,
+        request: Request<pb::JoinMemberRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::members::join_member(m)))
+            .await?;
+        object(self.api.join_member(&caller, req).await)
+    }
+
+    async fn register_member(
+        &self,
+        request: Request<pb::RegisterMemberRequest>,
+    ) -> Answer<pb::RegisterMemberResponse> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::members::register_member(m)))
+            .await?;
+        answer(
+            self.api
+                .register_member(&caller, req)
+                .await
+                .and_then(super::members::register_member_response),
+        )
+    }
+
+    async fn update_member(
+        &self,
+        request: Request<pb::UpdateMemberRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self.accept(request, super::members::update_member).await?;
+        object(self.api.update_member(&caller, req).await)
+    }
 }

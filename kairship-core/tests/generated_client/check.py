@@ -232,3 +232,32 @@ paused = resources.pause_cron_job(INSTANCE, NAMESPACE, "tick")
 report("pause_cronjob", suspend=paused["spec"]["suspend"])
 resumed = resources.resume_cron_job(INSTANCE, NAMESPACE, "tick")
 report("resume_cronjob", suspend=resumed["spec"]["suspend"])
+# Member clusters: Push join from a kubeconfig, Pull registration, update, unjoin.
+from kairship_client.api.clusters_api import ClustersApi
+from kairship_client.models.join_member_request import JoinMemberRequest
+from kairship_client.models.register_member_request import RegisterMemberRequest
+from kairship_client.models.update_member_request import UpdateMemberRequest
+
+clusters = ClustersApi(admin)
+joined = clusters.join_member(
+    INSTANCE,
+    JoinMemberRequest(
+        name="py-member",
+        kubeconfig=os.environ["KAIRSHIP_MEMBER_KUBECONFIG"],
+        labels={"env": "python"},
+        region="eu",
+    ),
+)
+report(
+    "join_member",
+    syncMode=joined["spec"]["syncMode"],
+    secretRef=joined["spec"]["secretRef"]["name"],
+)
+registered = clusters.register_member(INSTANCE, RegisterMemberRequest(name="py-pull"))
+report("register_member", kinds=[m["kind"] for m in registered.manifests])
+updated = clusters.update_member(
+    INSTANCE, "py-member", UpdateMemberRequest(labels={"tier": "gold"})
+)
+report("update_member", labels=updated["metadata"]["labels"])
+removed = clusters.remove_cluster(INSTANCE, "py-member")
+report("remove_member", name=removed["metadata"]["name"])

@@ -16,6 +16,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, OptionalJson};
 use crate::api::error::ApiError;
 use crate::api::fields::{WriteOptions, with_field_validation};
 use crate::api::kinds::ResourceKind;
+use crate::api::members::rest::UnjoinOptions;
 use crate::api::service::KairshipApi;
 use crate::api::types::{
     CreateInstanceRequest, CreateKubeconfigRequest, CreateResourceRequest, DeleteInstanceRequest,
@@ -479,17 +480,24 @@ pub async fn update_cluster(
     written(write, s.api.update_cluster(&auth.caller, req)).await
 }
 
-/// Remove a member cluster.
+/// Unjoin a member cluster: refused (FailedPrecondition, naming them) while bindings still
+/// schedule to it unless `force`; removes the Cluster, its credential Secrets and, for a Push
+/// join, Kairship's objects in the member.
 #[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}", tag = "clusters",
     operation_id = "RemoveCluster", params(("instance" = String, Path, description = "Instance name"),
-        ("cluster" = String, Path, description = "Member cluster name")),
+        ("cluster" = String, Path, description = "Member cluster name"), UnjoinOptions),
     responses((status = 200, body = Object, description = "The Cluster being removed, or a Status"), ErrorResponses))]
 pub async fn remove_cluster(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath((instance, cluster)): ApiPath<(String, String)>,
+    ApiQuery(options): ApiQuery<UnjoinOptions>,
 ) -> Answer<Object> {
-    let req = RemoveClusterRequest { instance, cluster };
+    let req = RemoveClusterRequest {
+        instance,
+        cluster,
+        force: options.force,
+    };
     s.api.remove_cluster(&auth.caller, req).await.map(Json)
 }
 

@@ -103,6 +103,9 @@ pub const PROXY_TAG: &str = "proxy";
         crate::api::applications::CreateApplicationRequest,
         crate::api::applications::ApplicationResult, crate::api::job_actions::RestartJobRequest,
         crate::api::job_actions::CronJobActionRequest, crate::api::job_actions::CronJobAction,
+        crate::api::JoinMemberRequest, crate::api::RegisterMemberRequest,
+        crate::api::RegisterMemberResponse, crate::api::UpdateMemberRequest,
+        crate::api::MemberTaint,
     )),
     modifiers(&BearerAuth),
 )]
@@ -188,6 +191,9 @@ fn build() -> Builder {
     .add(routes!(create_kubeconfig))
     .add(routes!(list_clusters, join_cluster))
     .add(routes!(get_cluster, update_cluster, remove_cluster))
+    .add(routes!(crate::api::members::rest::join_member))
+    .add(routes!(crate::api::members::rest::register_member))
+    .add(routes!(crate::api::members::rest::update_member))
     .add(routes!(list_workloads))
     .add(routes!(get_workload))
     .add(routes!(list_namespaced, create_namespaced))
@@ -440,7 +446,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 46, "{documented:#?}");
+        assert_eq!(documented.len(), 49, "{documented:#?}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Workload controllers, as kube-controller-manager runs them: Deployment -> ReplicaSet -> Pods,
 //! StatefulSet, DaemonSet, Job, CronJob, the EndpointSlice and Endpoints controllers of
-//! Services, and the `default` ServiceAccount of each namespace. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
+//! Services, the `default` ServiceAccount of each namespace and the tokens of
+//! service-account token Secrets. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
 //!
 //! Each controller is level-triggered: a pass reads the current objects from the store and
 //! writes what differs (writes that change nothing are not made). A pass runs whenever one of
@@ -20,6 +21,7 @@ pub mod replicaset;
 pub mod rollout;
 pub mod serviceaccount;
 pub mod statefulset;
+pub mod token;
 
 use super::Simulator;
 use crate::apiserver::resources::GroupResource;
@@ -35,6 +37,7 @@ const WATCHED: &[(&str, &str)] = &[
     ("", "services"),
     ("", "namespaces"),
     ("", "serviceaccounts"),
+    ("", "secrets"),
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
@@ -86,6 +89,7 @@ pub fn run_pass(pass: &Pass) {
     endpointslice::sync_all(pass);
     endpoints::sync_all(pass);
     serviceaccount::sync_all(pass);
+    token::sync_all(pass);
 }
 
 /// Runs the workload controllers of a cluster until it shuts down.

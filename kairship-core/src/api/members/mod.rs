@@ -1,0 +1,865 @@
+//! Joining member clusters for real: Push joins from the member's kubeconfig (RBAC and token
+//! in the member, credential Secrets and the `Cluster` in the instance), Pull registrations
+//! (bootstrap token, agent RBAC and `Cluster` in the instance; the agent's manifests returned),
+//! typed updates of labels, taints and location, and unjoining with the check that no binding
+//! still schedules to the member.
+//!
+//! Every join is a list of steps; each object a step creates is remembered, and a failing step
+//! removes them again (newest first), so a failed call leaves nothing behind. Objects that
+//! exist already and carry the join's label ([`objects::MEMBER_LABEL`]) are brought up to date
+//! instead, so running the same join again converges. The member's kubeconfig and every token
+//! stay in memory for the call: nothing here logs or returns them.
+
+pub mod objects;
+pub mod rest;
+pub mod types;
+
+use std::time::Duration;
+
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::core::{ApiResource, DynamicObject};
+use kube::{Api, Client};
+use kube_kit::client::{ClientOptions, client_from_config, describe_kube_error};
+use serde_json::{Value, json};
+
+use self::objects::{
+    AgentParts, BOOTSTRAP_NAMESPACE, CLUSTER_NAMESPACE, MemberNames, Planned, Side, SyncMode,
+    agent_manifests, agent_rbac, bindings_targeting, bootstrap_token, bootstrap_token_secret,
+    check_member_name, check_placement, cluster_object, filled_token, impersonator_secret_name,
+    karmada_secrets, made_by_join, member_objects, namespaces, secrets, update_patch, yaml_stream,
+};
+use self::types::{
+    JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse, UpdateMemberRequest,
+};
+use super::error::{ApiError, Code};
+use super::inside::Inside;
+use super::kairship::KairshipService;
+use super::kinds::{cluster_resource_bindings_resource, resource_bindings_resource};
+use super::types::{Object, RemoveClusterRequest};
+use crate::access::{Caller, Verb};
+use crate::instance::Instance;
+use crate::router::{ListQuery, ResourceTarget, RouterError};
+
+/// How long a join waits for the member's token controller to fill the token Secrets.
+const TOKEN_WAIT: Duration = Duration::from_secs(30);
+/// Time one call to a member cluster may take.
+const MEMBER_TIMEOUT: Duration = Duration::from_secs(15);
+/// Bootstrap token lifetime when the request names none, and the longest allowed.
+const DEFAULT_TOKEN_TTL: u32 = 86_400;
+const MAX_TOKEN_TTL: u32 = 7 * 86_400;
+/// Karmada release of the agent image when the instance does not say.
+const DEFAULT_AGENT_VERSION: &str = "v1.13.0";
+
+/// One object a call created, to be removed if a later step fails.
+struct Created {
+    side: Side,
+    resource: ApiResource,
+    namespace: Option<String>,
+    name: String,
+}
+
+/// The clusters a join writes to and what it created so far.
+struct Join<'a> {
+    service: &'a KairshipService,
+    instance: &'a str,
+    cluster: &'a str,
+    caller: &'a Caller,
+    member: Option<Client>,
+    created: Vec<Created>,
+    step: usize,
+}
+
+fn member_error(err: kube::Error) -> ApiError {
+    match err {
+        kube::Error::Api(status) => {
+            ApiError::from_kube_status(&status, "the member cluster answered")
+        }
+        other => ApiError::unavailable(format!(
+            "the member cluster cannot be reached: {}",
+            describe_kube_error(&other)
+        )),
+    }
+}
+
+fn is_status(err: &ApiError, code: Code) -> bool {
+    err.code == code
+}
+
+fn member_api(client: &Client, resource: &ApiResource, ns: Option<&str>) -> Api<DynamicObject> {
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    }
+}
+
+async fn timed<T>(call: impl Future<Output = Result<T, kube::Error>>) -> Result<T, ApiError> {
+    match tokio::time::timeout(MEMBER_TIMEOUT, call).await {
+        Ok(result) => result.map_err(member_error),
+        Err(_) => Err(ApiError::unavailable(format!(
+            "the member cluster did not answer within {MEMBER_TIMEOUT:?}"
+        ))),
+    }
+}
+
+fn to_value(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+impl Join<'_> {
+    fn target(&self, resource: &ApiResource, ns: Option<&str>) -> ResourceTarget {
+        match ns {
+            Some(ns) => ResourceTarget::namespaced(self.instance, resource.clone(), ns),
+            None => ResourceTarget::all(self.instance, resource.clone()),
+        }
+        .acting_as(self.caller.clone())
+    }
+
+    fn member(&self) -> Result<&Client, ApiError> {
+        self.member
+            .as_ref()
+            .ok_or_else(|| ApiError::internal("no member client"))
+    }
+
+    async fn create(&self, side: Side, p: &Planned) -> Result<Value, ApiError> {
+        match side {
+            Side::Member => {
+                let api = member_api(self.member()?, &p.resource, p.namespace.as_deref());
+                let object: DynamicObject = serde_json::from_value(p.body.clone())
+                    .map_err(|e| ApiError::internal(format!("{}: {e}", p.describe())))?;
+                Ok(to_value(
+                    &timed(api.create(&PostParams::default(), &object)).await?,
+                ))
+            }
+            Side::Karmada => {
+                let target = self.target(&p.resource, p.namespace.as_deref());
+                let outcome = self
+                    .service
+                    .router
+                    .create(&target, &p.body, &PostParams::default())
+                    .await?;
+                Ok(outcome.object)
+            }
+        }
+    }
+
+    async fn get(&self, side: Side, p: &Planned) -> Result<Value, ApiError> {
+        match side {
+            Side::Member => {
+                let api = member_api(self.member()?, &p.resource, p.namespace.as_deref());
+                Ok(to_value(&timed(api.get(&p.name)).await?))
+            }
+            Side::Karmada => {
+                let target = self.target(&p.resource, p.namespace.as_deref());
+                let object = self.service.router.get(&target, &p.name).await?;
+                Ok(to_value(&object))
+            }
+        }
+    }
+
+    async fn replace(&self, side: Side, p: &Planned, body: &Value) -> Result<Value, ApiError> {
+        match side {
+            Side::Member => {
+                let api = member_api(self.member()?, &p.resource, p.namespace.as_deref());
+                let object: DynamicObject = serde_json::from_value(body.clone())
+                    .map_err(|e| ApiError::internal(format!("{}: {e}", p.describe())))?;
+                Ok(to_value(
+                    &timed(api.replace(&p.name, &PostParams::default(), &object)).await?,
+                ))
+            }
+            Side::Karmada => {
+                let target = self.target(&p.resource, p.namespace.as_deref());
+                let outcome = self
+                    .service
+                    .router
+                    .replace(&target, &p.name, body, &PostParams::default())
+                    .await?;
+                Ok(outcome.object)
+            }
+        }
+    }
+
+    /// Creates `p`, or brings an object a join of this cluster made up to date; an object of
+    /// that name made by anyone else is a conflict (unless `p` may be shared). Remembers what
+    /// it created.
+    async fn ensure(&mut self, side: Side, p: &Planned) -> Result<Value, ApiError> {
+        self.step += 1;
+        let what = format!("step {} (create {} {side})", self.step, p.describe());
+        let result = async {
+            match self.create(side, p).await {
+                Ok(object) => Ok((object, true)),
+                Err(err) if is_status(&err, Code::AlreadyExists) => {
+                    let existing = self.get(side, p).await?;
+                    if p.shared {
+                        return Ok((existing, false));
+                    }
+                    if !made_by_join(&existing, self.cluster) {
+                        return Err(ApiError::new(
+                            Code::AlreadyExists,
+                            format!(
+                                "{} exists {side} and was not made by a join of {}: remove it \
+                                 or choose another cluster name",
+                                p.describe(),
+                                self.cluster
+                            ),
+                        ));
+                    }
+                    let mut body = p.body.clone();
+                    body["metadata"]["resourceVersion"] =
+                        existing["metadata"]["resourceVersion"].clone();
+                    if let Some(data) = existing
+                        .get("data")
+                        .filter(|_| p.body.get("data").is_none())
+                    {
+                        // A token Secret keeps what its token controller wrote.
+                        body["data"] = data.clone();
+                    }
+                    if let Some(annotations) = existing.pointer("/metadata/annotations") {
+                        let mut merged = annotations.clone();
+                        if let (Some(m), Some(planned)) = (
+                            merged.as_object_mut(),
+                            p.body
+                                .pointer("/metadata/annotations")
+                                .and_then(Value::as_object),
+                        ) {
+                            m.extend(planned.clone());
+                        }
+                        body["metadata"]["annotations"] = merged;
+                    }
+                    Ok((self.replace(side, p, &body).await?, false))
+                }
+                Err(err) => Err(err),
+            }
+        }
+        .await;
+        match result {
+            Ok((object, created)) => {
+                if created {
+                    self.created.push(Created {
+                        side,
+                        resource: p.resource.clone(),
+                        namespace: p.namespace.clone(),
+                        name: p.name.clone(),
+                    });
+                }
+                Ok(object)
+            }
+            Err(err) => Err(self.failed(&what, err).await),
+        }
+    }
+
+    /// Removes what this call created, newest first, and says which step failed and what
+    /// could not be removed.
+    async fn failed(&mut self, step: &str, err: ApiError) -> ApiError {
+        let mut left = Vec::new();
+        while let Some(c) = self.created.pop() {
+            let gone = match c.side {
+                Side::Member => match self.member() {
+                    Ok(client) => {
+                        let api = member_api(client, &c.resource, c.namespace.as_deref());
+                        match timed(api.delete(&c.name, &DeleteParams::background())).await {
+                            Ok(_) => true,
+                            Err(e) => is_status(&e, Code::NotFound),
+                        }
+                    }
+                    Err(_) => false,
+                },
+                Side::Karmada => {
+                    let target = self.target(&c.resource, c.namespace.as_deref());
+                    match self
+                        .service
+                        .router
+                        .delete(&target, &c.name, &DeleteParams::background())
+                        .await
+                    {
+                        Ok(_) => true,
+                        Err(e) => e.is_not_found(),
+                    }
+                }
+            };
+            if !gone {
+                let ns = c.namespace.map(|n| format!("{n}/")).unwrap_or_default();
+                left.push(format!("{} {ns}{} {}", c.resource.kind, c.name, c.side));
+            }
+        }
+        let undo = if left.is_empty() {
+            "everything this call created was removed".to_owned()
+        } else {
+            format!("these objects could not be removed: {}", left.join(", "))
+        };
+        ApiError::new(
+            err.code,
+            format!(
+                "joining member cluster {} failed at {step}: {}; {undo}",
+                self.cluster, err.message
+            ),
+        )
+    }
+
+    /// Waits until the member's token controller filled the token Secret `name`.
+    async fn token_of(&mut self, name: &str) -> Result<(String, Option<String>), ApiError> {
+        self.step += 1;
+        let step = format!(
+            "step {} (wait for the token of Secret {CLUSTER_NAMESPACE}/{name} in the member)",
+            self.step
+        );
+        let api = match self.member() {
+            Ok(client) => member_api(client, &secrets(), Some(CLUSTER_NAMESPACE)),
+            Err(err) => return Err(self.failed(&step, err).await),
+        };
+        let deadline = tokio::time::Instant::now() + TOKEN_WAIT;
+        loop {
+            match timed(api.get(name)).await {
+                Ok(secret) => {
+                    if let Some(found) = filled_token(&to_value(&secret)) {
+                        return Ok(found);
+                    }
+                }
+                Err(err) => return Err(self.failed(&step, err).await),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let err = ApiError::unavailable(format!(
+                    "the member's token controller did not fill it within {TOKEN_WAIT:?} \
+                     (does the member run kube-controller-manager?)"
+                ));
+                return Err(self.failed(&step, err).await);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// A client of the member from its kubeconfig text, and the API server URL it reaches.
+async fn member_client(yaml: &str, context: Option<&str>) -> Result<(Client, String), ApiError> {
+    let bad = |reason: String| {
+        ApiError::invalid_field(
+            "kubeconfig",
+            format!("cannot use the member kubeconfig: {reason}"),
+        )
+    };
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml)
+        .map_err(|e| bad(kube_kit::client::describe_kubeconfig_error(&e)))?;
+    objects::check_inline_kubeconfig(&kubeconfig)?;
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_owned),
+        ..Default::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| bad(kube_kit::client::describe_kubeconfig_error(&e)))?;
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
+    let mut client_options = ClientOptions::new("kairship-join");
+    client_options.read_timeout = Some(MEMBER_TIMEOUT);
+    let client = client_from_config(config, &client_options, "the member kubeconfig")
+        .map_err(|e| bad(e.to_string()))?;
+    Ok((client, server))
+}
+
+/// A client of a Push member from the credentials stored in the instance.
+async fn stored_member_client(
+    endpoint: &str,
+    token: &str,
+    ca: Option<&str>,
+) -> Result<Client, ApiError> {
+    use base64::Engine;
+    let mut cluster = json!({"server": endpoint});
+    if let Some(ca) = ca {
+        cluster["certificate-authority-data"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(ca));
+    }
+    let kubeconfig = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "member", "cluster": cluster}],
+        "users": [{"name": "karmada", "user": {"token": token}}],
+        "contexts": [{"name": "member", "context": {"cluster": "member", "user": "karmada"}}],
+        "current-context": "member",
+    });
+    let text = serde_json::to_string(&kubeconfig).map_err(|e| ApiError::internal(e.to_string()))?;
+    member_client(&text, None).await.map(|(client, _)| client)
+}
+
+fn check_endpoint(field: &str, url: &str) -> Result<(), ApiError> {
+    let ok = (url.starts_with("https://") || url.starts_with("http://"))
+        && url.len() <= 2048
+        && url.parse::<http::Uri>().is_ok();
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_field(
+            field,
+            format!("{url:?} is not an http(s) URL"),
+        ))
+    }
+}
+
+fn decode_data(secret: &Value, key: &str) -> Option<String> {
+    use base64::Engine;
+    secret
+        .pointer(&format!("/data/{key}"))
+        .and_then(Value::as_str)
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+}
+
+impl KairshipService {
+    /// Push join: see [`KairshipApi::join_member`](super::KairshipApi::join_member).
+    pub(super) async fn push_join(
+        &self,
+        caller: &Caller,
+        req: JoinMemberRequest,
+    ) -> Result<Object, ApiError> {
+        check_member_name(&req.name)?;
+        let placement = req.placement();
+        check_placement(&placement)?;
+        if let Some(endpoint) = &req.api_endpoint {
+            check_endpoint("apiEndpoint", endpoint)?;
+        }
+        let call = Inside::clusters(&req.instance, Verb::Create, "join member clusters")
+            .named("cluster", &req.name);
+        self.inside(caller, call, |_| async {
+            let (client, server) = member_client(&req.kubeconfig, req.context.as_deref()).await?;
+            let endpoint = req.api_endpoint.clone().unwrap_or(server);
+            let mut join = Join {
+                service: self,
+                instance: &req.instance,
+                cluster: &req.name,
+                caller,
+                member: Some(client),
+                created: Vec::new(),
+                step: 0,
+            };
+            // The member side: the anchor binding first, then its dependents.
+            let mut planned = member_objects(&req.instance, &req.name).into_iter();
+            let anchor_plan = planned.next().ok_or_else(|| ApiError::internal("no objects"))?;
+            let anchor = join.ensure(Side::Member, &anchor_plan).await?;
+            let owner = json!([{
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "name": anchor_plan.name, "uid": anchor["metadata"]["uid"],
+            }]);
+            for mut p in planned {
+                if !p.shared {
+                    p.body["metadata"]["ownerReferences"] = owner.clone();
+                }
+                join.ensure(Side::Member, &p).await?;
+            }
+            let names = MemberNames::of(&req.name);
+            let (token, ca) = join.token_of(&names.token_secret).await?;
+            let (impersonator_token, _) = join.token_of(&names.impersonator_token_secret).await?;
+            let member_id = match join.member() {
+                Ok(client) => timed(member_api(client, &namespaces(), None).get("kube-system"))
+                    .await
+                    .ok()
+                    .and_then(|ns| ns.metadata.uid),
+                Err(_) => None,
+            };
+            // The instance side: credentials, then the Cluster.
+            let karmada_ns = Planned {
+                resource: namespaces(),
+                namespace: None,
+                name: CLUSTER_NAMESPACE.to_owned(),
+                body: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLUSTER_NAMESPACE}}),
+                shared: true,
+            };
+            join.ensure(Side::Karmada, &karmada_ns).await?;
+            for p in karmada_secrets(&req.instance, &req.name, &token, ca.as_deref(), &impersonator_token) {
+                join.ensure(Side::Karmada, &p).await?;
+            }
+            let cluster = Planned {
+                resource: super::kinds::clusters_resource(),
+                namespace: None,
+                name: req.name.clone(),
+                body: cluster_object(
+                    &req.instance,
+                    &req.name,
+                    SyncMode::Push,
+                    Some(&endpoint),
+                    member_id.as_deref(),
+                    &placement,
+                ),
+                shared: false,
+            };
+            let object = join.ensure(Side::Karmada, &cluster).await?;
+            tracing::info!(instance = %req.instance, cluster = %req.name, "joined member cluster (Push)");
+            Ok(object)
+        })
+        .await
+    }
+
+    /// Pull registration: see [`KairshipApi::register_member`](super::KairshipApi::register_member).
+    pub(super) async fn pull_register(
+        &self,
+        caller: &Caller,
+        req: RegisterMemberRequest,
+    ) -> Result<RegisterMemberResponse, ApiError> {
+        check_member_name(&req.name)?;
+        let placement = req.placement();
+        check_placement(&placement)?;
+        if let Some(endpoint) = &req.karmada_endpoint {
+            check_endpoint("karmadaEndpoint", endpoint)?;
+        }
+        let ttl = req.token_ttl_seconds.unwrap_or(DEFAULT_TOKEN_TTL);
+        if !(60..=MAX_TOKEN_TTL).contains(&ttl) {
+            return Err(ApiError::invalid_field(
+                "tokenTtlSeconds",
+                format!("must be between 60 and {MAX_TOKEN_TTL}"),
+            ));
+        }
+        if let Some(image) = &req.agent_image
+            && (image.is_empty() || image.len() > 512 || image.chars().any(char::is_whitespace))
+        {
+            return Err(ApiError::invalid_field(
+                "agentImage",
+                "is not an image reference",
+            ));
+        }
+        let call = Inside::clusters(&req.instance, Verb::Create, "join member clusters")
+            .named("cluster", &req.name);
+        self.inside(caller, call, |_| async {
+            let (instance_endpoint, instance_ca, version) =
+                self.instance_endpoint(&req.instance).await?;
+            let endpoint = match (&req.karmada_endpoint, instance_endpoint) {
+                (Some(e), _) => e.clone(),
+                (None, Some(e)) => e,
+                (None, None) => {
+                    return Err(ApiError::invalid_field(
+                        "karmadaEndpoint",
+                        "the instance's kubeconfig names no server: give the endpoint members reach",
+                    ));
+                }
+            };
+            let mut random = [0u8; 22];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random)
+                .map_err(|_| ApiError::internal("no random bytes for the bootstrap token"))?;
+            let (id, secret) = bootstrap_token(&random);
+            let expiration = jiff::Timestamp::now()
+                .checked_add(jiff::SignedDuration::from_secs(i64::from(ttl)))
+                .map_err(|e| ApiError::internal(e.to_string()))?
+                .strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string();
+            let mut join = Join {
+                service: self,
+                instance: &req.instance,
+                cluster: &req.name,
+                caller,
+                member: None,
+                created: Vec::new(),
+                step: 0,
+            };
+            let bootstrap_ns = Planned {
+                resource: namespaces(),
+                namespace: None,
+                name: BOOTSTRAP_NAMESPACE.to_owned(),
+                body: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": BOOTSTRAP_NAMESPACE}}),
+                shared: true,
+            };
+            join.ensure(Side::Karmada, &bootstrap_ns).await?;
+            join.ensure(
+                Side::Karmada,
+                &bootstrap_token_secret(&req.instance, &req.name, &id, &secret, &expiration),
+            )
+            .await?;
+            for p in agent_rbac(&req.instance, &req.name) {
+                join.ensure(Side::Karmada, &p).await?;
+            }
+            let cluster = Planned {
+                resource: super::kinds::clusters_resource(),
+                namespace: None,
+                name: req.name.clone(),
+                body: cluster_object(&req.instance, &req.name, SyncMode::Pull, None, None, &placement),
+                shared: false,
+            };
+            join.ensure(Side::Karmada, &cluster).await?;
+            let image = req.agent_image.clone().unwrap_or_else(|| {
+                format!(
+                    "docker.io/karmada/karmada-agent:{}",
+                    version.as_deref().unwrap_or(DEFAULT_AGENT_VERSION)
+                )
+            });
+            let token = format!("{id}.{secret}");
+            let manifests = agent_manifests(&AgentParts {
+                cluster: &req.name,
+                karmada_endpoint: &endpoint,
+                karmada_ca: instance_ca.as_deref(),
+                token: &token,
+                image: &image,
+                placement: &placement,
+            });
+            let yaml = yaml_stream(&manifests)?;
+            tracing::info!(instance = %req.instance, cluster = %req.name, "registered member cluster (Pull)");
+            Ok(RegisterMemberResponse {
+                cluster: req.name.clone(),
+                karmada_endpoint: endpoint,
+                token_id: id,
+                expiration,
+                manifests,
+                yaml,
+            })
+        })
+        .await
+    }
+
+    /// The server and CA of the instance's kubeconfig, and its Karmada version.
+    async fn instance_endpoint(
+        &self,
+        instance: &str,
+    ) -> Result<(Option<String>, Option<String>, Option<String>), ApiError> {
+        let object = self.read_instance(instance).await?;
+        let instance: Instance = serde_json::from_value(to_value(&object))
+            .map_err(|e| ApiError::internal(format!("instance {instance}: {e}")))?;
+        let version = instance
+            .status
+            .as_ref()
+            .and_then(|s| s.karmada_version.clone());
+        let kubeconfig = crate::controllers::connection::find_kubeconfig(
+            &self.host,
+            &instance,
+            self.config.host_timeout,
+        )
+        .await
+        .map_err(|e| ApiError::unavailable(format!("the instance's kubeconfig: {e}")))?;
+        let Some(kubeconfig) = kubeconfig
+            .as_ref()
+            .and_then(|k| kube::config::Kubeconfig::from_yaml(&k.yaml).ok())
+        else {
+            return Ok((None, None, version));
+        };
+        let context_name = kubeconfig.current_context.clone();
+        let cluster_name = kubeconfig
+            .contexts
+            .iter()
+            .find(|c| Some(&c.name) == context_name.as_ref())
+            .and_then(|c| c.context.as_ref())
+            .map(|c| c.cluster.clone());
+        let cluster = kubeconfig
+            .clusters
+            .iter()
+            .find(|c| cluster_name.is_none() || Some(&c.name) == cluster_name.as_ref())
+            .and_then(|c| c.cluster.as_ref());
+        let server = cluster.and_then(|c| c.server.clone());
+        let ca = cluster
+            .and_then(|c| c.certificate_authority_data.as_deref())
+            .and_then(|b| {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD.decode(b).ok()
+            })
+            .and_then(|b| String::from_utf8(b).ok());
+        Ok((server, ca, version))
+    }
+
+    /// Typed update: see [`KairshipApi::update_member`](super::KairshipApi::update_member).
+    pub(super) async fn member_update(
+        &self,
+        caller: &Caller,
+        req: UpdateMemberRequest,
+    ) -> Result<Object, ApiError> {
+        let patch = update_patch(&req)?;
+        let cluster = req.cluster.as_str();
+        let call = Inside::clusters(&req.instance, Verb::Patch, "update member clusters")
+            .named("cluster", cluster);
+        self.inside(caller, call, |c| async move {
+            let outcome = self
+                .router
+                .patch(
+                    &c.target,
+                    cluster,
+                    &Patch::Merge(patch),
+                    &PatchParams::default(),
+                )
+                .await?;
+            Ok(outcome.object)
+        })
+        .await
+    }
+
+    /// Unjoin: see [`KairshipApi::remove_cluster`](super::KairshipApi::remove_cluster).
+    pub(super) async fn unjoin(
+        &self,
+        caller: &Caller,
+        req: RemoveClusterRequest,
+    ) -> Result<Object, ApiError> {
+        let cluster = req.cluster.as_str();
+        let instance = req.instance.as_str();
+        let force = req.force.unwrap_or(false);
+        let call = Inside::clusters(instance, Verb::Delete, "remove member clusters")
+            .named("cluster", cluster);
+        self.inside(caller, call, |c| async move {
+            let object = self.router.get(&c.target, cluster).await?;
+            let object = to_value(&object);
+            if !force {
+                let users = self.bindings_to(instance, cluster).await?;
+                if !users.is_empty() {
+                    return Err(ApiError::failed_precondition(format!(
+                        "member cluster {cluster} of instance {instance} is still the target of \
+                         {}: remove or re-target those first, or unjoin with force=true",
+                        users.join(", ")
+                    )));
+                }
+            }
+            let join = Join {
+                service: self,
+                instance,
+                cluster,
+                caller,
+                member: None,
+                created: Vec::new(),
+                step: 0,
+            };
+            let joined = made_by_join(&object, cluster);
+            let push = object.pointer("/spec/syncMode").and_then(Value::as_str) == Some("Push");
+            if joined
+                && push
+                && let Err(err) = self.remove_member_side(&join, &object).await
+            {
+                if !force {
+                    return Err(ApiError::new(
+                        err.code,
+                        format!(
+                            "cannot remove Kairship's objects from member cluster \
+                             {cluster}: {}; nothing was removed (unjoin with force=true to \
+                             remove the cluster from the instance anyway)",
+                            err.message
+                        ),
+                    ));
+                }
+                tracing::warn!(instance, cluster, error = %err.message, "unjoin: the member's objects stay");
+            }
+            let outcome = self
+                .router
+                .delete(&c.target, cluster, &DeleteParams::default())
+                .await?;
+            if joined {
+                self.remove_karmada_side(&join).await?;
+            }
+            Ok(outcome.object)
+        })
+        .await
+    }
+
+    /// The bindings (`Kind namespace/name`) that schedule to `cluster`.
+    async fn bindings_to(&self, instance: &str, cluster: &str) -> Result<Vec<String>, ApiError> {
+        let mut items = Vec::new();
+        for resource in [
+            resource_bindings_resource(),
+            cluster_resource_bindings_resource(),
+        ] {
+            let target = ResourceTarget::all(instance, resource);
+            match self.router.list(&target, &ListQuery::default()).await {
+                Ok(page) => items.extend(page.items),
+                Err(err) if err.is_not_found() => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        let refs: Vec<&DynamicObject> = items.iter().map(AsRef::as_ref).collect();
+        Ok(bindings_targeting(&refs, cluster))
+    }
+
+    /// Deletes the member-side objects of a Push join with the credentials the instance
+    /// stores: the impersonator's objects, then the anchor binding, whose dependents (the
+    /// ServiceAccount, its token and ClusterRole) the member's garbage collector removes.
+    async fn remove_member_side(&self, join: &Join<'_>, cluster: &Value) -> Result<(), ApiError> {
+        let name = join.cluster;
+        let endpoint = cluster
+            .pointer("/spec/apiEndpoint")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::failed_precondition("the Cluster has no apiEndpoint"))?;
+        let secret_target = join.target(&secrets(), Some(CLUSTER_NAMESPACE));
+        let secret = self.router.get(&secret_target, name).await?;
+        let secret = to_value(&secret);
+        let token = decode_data(&secret, "token")
+            .ok_or_else(|| ApiError::failed_precondition("the credential Secret has no token"))?;
+        let ca = decode_data(&secret, "caBundle");
+        let client = stored_member_client(endpoint, &token, ca.as_deref()).await?;
+        let n = MemberNames::of(name);
+        let ns = Some(CLUSTER_NAMESPACE);
+        let order: [(ApiResource, Option<&str>, &str); 5] = [
+            (objects::cluster_role_bindings(), None, &n.impersonator_role),
+            (objects::cluster_roles(), None, &n.impersonator_role),
+            (secrets(), ns, &n.impersonator_token_secret),
+            (objects::service_accounts(), ns, &n.impersonator),
+            (objects::cluster_role_bindings(), None, &n.role),
+        ];
+        for (resource, namespace, object) in order {
+            let api = member_api(&client, &resource, namespace);
+            let existing = match timed(api.get(object)).await {
+                Ok(o) => to_value(&o),
+                Err(e) if is_status(&e, Code::NotFound) => continue,
+                Err(e) => return Err(e),
+            };
+            if !made_by_join(&existing, name) {
+                continue;
+            }
+            let params = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..DeleteParams::default()
+            };
+            match timed(api.delete(object, &params)).await {
+                Ok(_) => {}
+                Err(e) if is_status(&e, Code::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the instance-side objects of a join: credential Secrets (Push), bootstrap
+    /// tokens and the agent's RBAC (Pull), those carrying the join's label only.
+    async fn remove_karmada_side(&self, join: &Join<'_>) -> Result<(), ApiError> {
+        let name = join.cluster;
+        let mut doomed: Vec<(ResourceTarget, String)> = vec![
+            (
+                join.target(&secrets(), Some(CLUSTER_NAMESPACE)),
+                name.to_owned(),
+            ),
+            (
+                join.target(&secrets(), Some(CLUSTER_NAMESPACE)),
+                impersonator_secret_name(name),
+            ),
+            (
+                join.target(&objects::cluster_role_bindings(), None),
+                objects::agent_role_name(name),
+            ),
+            (
+                join.target(&objects::cluster_roles(), None),
+                objects::agent_role_name(name),
+            ),
+        ];
+        let bootstrap = join.target(&secrets(), Some(BOOTSTRAP_NAMESPACE));
+        let query = ListQuery {
+            label_selector: Some(format!("{}={name}", objects::MEMBER_LABEL)),
+            ..ListQuery::default()
+        };
+        match self.router.list(&bootstrap, &query).await {
+            Ok(page) => doomed.extend(
+                page.items
+                    .iter()
+                    .filter_map(|s| s.metadata.name.clone())
+                    .map(|n| (bootstrap.clone(), n)),
+            ),
+            Err(err) if err.is_not_found() => {}
+            Err(err) => return Err(err.into()),
+        }
+        for (target, object) in doomed {
+            let existing = match self.router.get(&target, &object).await {
+                Ok(o) => to_value(&o),
+                Err(err) if err.is_not_found() => continue,
+                Err(err) => return Err(err.into()),
+            };
+            if !made_by_join(&existing, name) {
+                continue;
+            }
+            match self
+                .router
+                .delete(&target, &object, &DeleteParams::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(RouterError::Api { status, .. }) if status.code == 404 => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Conversions of the member-cluster messages (join, register, update) between protobuf and
+//! the API's types.
+
+use super::convert::json_to_struct;
+use super::pb;
+use crate::api::ApiError;
+use crate::api::members::types::{
+    JoinMemberRequest, MemberTaint, RegisterMemberRequest, RegisterMemberResponse,
+    UpdateMemberRequest,
+};
+
+fn taint(t: pb::MemberTaint) -> MemberTaint {
+    MemberTaint {
+        key: t.key,
+        value: t.value,
+        effect: t.effect,
+    }
+}
+
+/// `JoinMember`.
+pub fn join_member(m: pb::JoinMemberRequest) -> JoinMemberRequest {
+    JoinMemberRequest {
+        instance: m.instance,
+        name: m.name,
+        kubeconfig: m.kubeconfig,
+        context: m.context,
+        api_endpoint: m.api_endpoint,
+        labels: m.labels.into_iter().collect(),
+        taints: m.taints.into_iter().map(taint).collect(),
+        provider: m.provider,
+        region: m.region,
+        zone: m.zone,
+    }
+}
+
+/// `RegisterMember`.
+pub fn register_member(m: pb::RegisterMemberRequest) -> RegisterMemberRequest {
+    RegisterMemberRequest {
+        instance: m.instance,
+        name: m.name,
+        karmada_endpoint: m.karmada_endpoint,
+        token_ttl_seconds: m.token_ttl_seconds,
+        agent_image: m.agent_image,
+        labels: m.labels.into_iter().collect(),
+        taints: m.taints.into_iter().map(taint).collect(),
+        provider: m.provider,
+        region: m.region,
+        zone: m.zone,
+    }
+}
+
+/// `UpdateMember`: `labels` set, `remove_labels` removed (a label in both is refused).
+pub fn update_member(m: pb::UpdateMemberRequest) -> Result<UpdateMemberRequest, ApiError> {
+    let labels = if m.labels.is_empty() && m.remove_labels.is_empty() {
+        None
+    } else {
+        let mut labels: std::collections::BTreeMap<String, Option<String>> =
+            m.labels.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        for key in m.remove_labels {
+            if labels.insert(key.clone(), None).is_some() {
+                return Err(ApiError::invalid_field(
+                    "remove_labels",
+                    format!("label {key:?} is both set and removed"),
+                ));
+            }
+        }
+        Some(labels)
+    };
+    Ok(UpdateMemberRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+        labels,
+        taints: m.taints.map(|t| t.items.into_iter().map(taint).collect()),
+        provider: m.provider,
+        region: m.region,
+        zone: m.zone,
+    })
+}
+
+/// The answer of `RegisterMember`.
+pub fn register_member_response(
+    r: RegisterMemberResponse,
+) -> Result<pb::RegisterMemberResponse, ApiError> {
+    Ok(pb::RegisterMemberResponse {
+        cluster: r.cluster,
+        karmada_endpoint: r.karmada_endpoint,
+        token_id: r.token_id,
+        expiration: r.expiration,
+        manifests: r
+            .manifests
+            .into_iter()
+            .map(json_to_struct)
+            .collect::<Result<_, _>>()?,
+        yaml: r.yaml,
+    })
+}

@@ -1,0 +1,422 @@
+//! Karmada's cluster-status controller, emulated: for every `Cluster` of a Karmada-like API
+//! server that has `spec.secretRef` (a Push member), it reaches the member's `apiEndpoint`
+//! with the token (and `caBundle`) of that Secret, probes `/readyz`, `/version` and the nodes
+//! and pods, and writes the status Karmada writes: the `Ready` condition (`ClusterReady`,
+//! `ClusterNotReady` or `ClusterNotReachable`, with Karmada's messages), `kubernetesVersion`,
+//! `nodeSummary` and `resourceSummary` (allocatable and allocated CPU, memory and pods).
+//!
+//! It watches Clusters (a new member is probed at once) and probes every member again each
+//! `interval`, as Karmada's `--cluster-status-update-frequency` does.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use futures::StreamExt;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use kube_kit::quantity::{Format, Quantity};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Field manager of the status writes.
+pub const MANAGER: &str = "karmada-controller-manager";
+/// Time one probe of a member may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a probe of a member found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Probe {
+    /// The member could not be reached (or refused the credentials): why.
+    Unreachable(String),
+    /// The member answered.
+    Reached {
+        /// Whether `/readyz` answered `ok`.
+        healthy: bool,
+        /// `gitVersion` of `/version`.
+        version: Option<String>,
+        /// Nodes, and how many are Ready.
+        nodes: (i64, i64),
+        /// Sum of the nodes' allocatable resources.
+        allocatable: BTreeMap<String, Quantity>,
+        /// Sum of the requests of the pods bound to nodes and not finished.
+        allocated: BTreeMap<String, Quantity>,
+    },
+}
+
+/// The `status` Karmada would write for `probe`; `previous` is the current status, whose
+/// `lastTransitionTime` is kept while the Ready status does not change.
+pub fn status_of(probe: &Probe, previous: Option<&Value>, now: &str) -> Value {
+    let (ready, reason, message) = match probe {
+        Probe::Unreachable(_) => ("False", "ClusterNotReachable", "cluster is not reachable"),
+        Probe::Reached { healthy: false, .. } => {
+            ("False", "ClusterNotReady", "cluster is not healthy")
+        }
+        Probe::Reached { healthy: true, .. } => (
+            "True",
+            "ClusterReady",
+            "cluster is healthy and ready to accept workloads",
+        ),
+    };
+    let previous_ready = previous
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
+    let transition = match previous_ready {
+        Some(c) if c["status"] == ready => c["lastTransitionTime"].clone(),
+        _ => json!(now),
+    };
+    let mut status = previous.cloned().unwrap_or_else(|| json!({}));
+    status["conditions"] = json!([{
+        "type": "Ready", "status": ready, "reason": reason, "message": message,
+        "lastTransitionTime": transition,
+    }]);
+    if let Probe::Reached {
+        version,
+        nodes,
+        allocatable,
+        allocated,
+        ..
+    } = probe
+    {
+        if let Some(v) = version {
+            status["kubernetesVersion"] = json!(v);
+        }
+        status["nodeSummary"] = json!({"totalNum": nodes.0, "readyNum": nodes.1});
+        let strings = |m: &BTreeMap<String, Quantity>| -> Value {
+            m.iter()
+                .map(|(k, q)| (k.clone(), json!(q.to_canonical_string())))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        status["resourceSummary"] =
+            json!({"allocatable": strings(allocatable), "allocated": strings(allocated)});
+    }
+    status
+}
+
+fn add_resources(total: &mut BTreeMap<String, Quantity>, resources: Option<&Value>) {
+    let Some(resources) = resources.and_then(Value::as_object) else {
+        return;
+    };
+    for (name, value) in resources {
+        if !matches!(
+            name.as_str(),
+            "cpu" | "memory" | "pods" | "ephemeral-storage"
+        ) {
+            continue;
+        }
+        let Some(q) = value.as_str().and_then(|s| Quantity::parse(s).ok()) else {
+            continue;
+        };
+        total
+            .entry(name.clone())
+            .and_modify(|t| *t += q)
+            .or_insert(q);
+    }
+}
+
+/// Node counts and summed allocatable of `nodes`, summed requests of `pods` (bound and not
+/// finished; each pod counts one `pods`).
+pub fn summarize(
+    nodes: &[Value],
+    pods: &[Value],
+) -> (
+    (i64, i64),
+    BTreeMap<String, Quantity>,
+    BTreeMap<String, Quantity>,
+) {
+    let mut allocatable = BTreeMap::new();
+    let mut ready = 0;
+    for node in nodes {
+        add_resources(&mut allocatable, node.pointer("/status/allocatable"));
+        let is_ready = node
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            });
+        if is_ready {
+            ready += 1;
+        }
+    }
+    let mut allocated = BTreeMap::new();
+    let mut pod_count = 0;
+    for pod in pods {
+        let bound = pod
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let phase = pod.pointer("/status/phase").and_then(Value::as_str);
+        if !bound || matches!(phase, Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        pod_count += 1;
+        for container in pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            add_resources(&mut allocated, container.pointer("/resources/requests"));
+        }
+    }
+    if pod_count > 0 {
+        allocated.insert(
+            "pods".to_owned(),
+            Quantity::from_units(pod_count, Format::DecimalSI),
+        );
+    }
+    (
+        (i64::try_from(nodes.len()).unwrap_or(i64::MAX), ready),
+        allocatable,
+        allocated,
+    )
+}
+
+fn clusters() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cluster.karmada.io", "v1alpha1", "Cluster"),
+        "clusters",
+    )
+}
+
+fn decode(secret: &Value, key: &str) -> Option<String> {
+    secret
+        .pointer(&format!("/data/{key}"))
+        .and_then(Value::as_str)
+        .and_then(|b| STANDARD.decode(b).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+}
+
+/// A client of the member a Cluster names, with the credentials of its Secret.
+async fn member_client(karmada: &Client, cluster: &Value) -> Result<Client, String> {
+    let endpoint = cluster
+        .pointer("/spec/apiEndpoint")
+        .and_then(Value::as_str)
+        .ok_or("the Cluster has no spec.apiEndpoint")?;
+    let namespace = cluster
+        .pointer("/spec/secretRef/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let name = cluster
+        .pointer("/spec/secretRef/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let secrets: Api<DynamicObject> = Api::namespaced_with(
+        karmada.clone(),
+        namespace,
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Secret"), "secrets"),
+    );
+    let secret = secrets
+        .get(name)
+        .await
+        .map_err(|e| format!("secret {namespace}/{name}: {e}"))?;
+    let secret = serde_json::to_value(&secret).map_err(|e| e.to_string())?;
+    let token = decode(&secret, "token").ok_or("the credential Secret has no token")?;
+    let mut server = json!({"server": endpoint});
+    if let Some(ca) = decode(&secret, "caBundle") {
+        server["certificate-authority-data"] = json!(STANDARD.encode(ca));
+    }
+    let kubeconfig = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "member", "cluster": server}],
+        "users": [{"name": "karmada", "user": {"token": token}}],
+        "contexts": [{"name": "member", "context": {"cluster": "member", "user": "karmada"}}],
+        "current-context": "member",
+    });
+    let mut options = kube_kit::client::ClientOptions::new("karmada-cluster-status");
+    options.read_timeout = Some(PROBE_TIMEOUT);
+    options.connect_timeout = PROBE_TIMEOUT;
+    let text = serde_json::to_string(&kubeconfig).map_err(|e| e.to_string())?;
+    kube_kit::client::client_from_kubeconfig_yaml(&text, None, &options, "cluster credentials")
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn probe(karmada: &Client, cluster: &Value) -> Probe {
+    let client = match member_client(karmada, cluster).await {
+        Ok(c) => c,
+        Err(e) => return Probe::Unreachable(e),
+    };
+    let readyz = http::Request::get("/readyz").body(Vec::new());
+    let healthy = match readyz {
+        Ok(req) => match tokio::time::timeout(PROBE_TIMEOUT, client.request_text(req)).await {
+            Ok(Ok(text)) => text.trim() == "ok",
+            Ok(Err(e)) => return Probe::Unreachable(kube_kit::client::describe_kube_error(&e)),
+            Err(_) => return Probe::Unreachable("timed out".into()),
+        },
+        Err(e) => return Probe::Unreachable(e.to_string()),
+    };
+    let version = match tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await {
+        Ok(Ok(info)) => Some(info.git_version),
+        _ => None,
+    };
+    let list = |group: &str, kind: &str, plural: &str| {
+        let api: Api<DynamicObject> = Api::all_with(
+            client.clone(),
+            &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural),
+        );
+        async move {
+            match tokio::time::timeout(PROBE_TIMEOUT, api.list(&ListParams::default())).await {
+                Ok(Ok(list)) => list
+                    .items
+                    .iter()
+                    .filter_map(|o| serde_json::to_value(o).ok())
+                    .collect(),
+                _ => Vec::new(),
+            }
+        }
+    };
+    let nodes = list("", "Node", "nodes").await;
+    let pods = list("", "Pod", "pods").await;
+    let (nodes, allocatable, allocated) = summarize(&nodes, &pods);
+    Probe::Reached {
+        healthy,
+        version,
+        nodes,
+        allocatable,
+        allocated,
+    }
+}
+
+/// Probes every Push member of `karmada` once and writes the statuses that changed.
+pub async fn sync_once(karmada: &Client) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &clusters());
+    let list = api.list(&ListParams::default()).await?;
+    for cluster in list.items {
+        let Some(name) = cluster.metadata.name.clone() else {
+            continue;
+        };
+        let value = serde_json::to_value(&cluster).unwrap_or(Value::Null);
+        if value.pointer("/spec/secretRef").is_none()
+            || cluster.metadata.deletion_timestamp.is_some()
+        {
+            continue;
+        }
+        let found = probe(karmada, &value).await;
+        if let Probe::Unreachable(why) = &found {
+            tracing::debug!(cluster = %name, reason = %why, "member not reachable");
+        }
+        let now = jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let previous = value.get("status");
+        let status = status_of(&found, previous, &now);
+        if previous == Some(&status) {
+            continue;
+        }
+        let patch = json!({"status": status});
+        if let Err(err) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(cluster = %name, error = %err, "cannot write the cluster status");
+        }
+    }
+    Ok(())
+}
+
+/// Runs the emulated cluster-status controller on `karmada` until `shutdown`: a pass on every
+/// change of a Cluster and every `interval`.
+pub async fn run(karmada: Client, interval: Duration, shutdown: CancellationToken) {
+    let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &clusters());
+    let mut changes = watcher(api, watcher::Config::default()).boxed();
+    loop {
+        if let Err(err) = sync_once(&karmada).await {
+            tracing::debug!(error = %err, "cannot list clusters");
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+            event = changes.next() => {
+                if event.is_none() {
+                    // The watch ended; keep the periodic passes.
+                    changes = futures::stream::pending().boxed();
+                }
+            }
+        }
+    }
+}
+
+/// Starts [`run`] in the background.
+pub fn spawn(
+    karmada: Client,
+    interval: Duration,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(karmada, interval, shutdown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap()
+    }
+
+    #[test]
+    fn statuses_follow_karmada() {
+        let reached = Probe::Reached {
+            healthy: true,
+            version: Some("v1.31.0".into()),
+            nodes: (2, 1),
+            allocatable: [("cpu".to_owned(), q("4"))].into(),
+            allocated: [("cpu".to_owned(), q("500m"))].into(),
+        };
+        let s = status_of(&reached, None, "T1");
+        assert_eq!(s["conditions"][0]["reason"], "ClusterReady");
+        assert_eq!(s["conditions"][0]["lastTransitionTime"], "T1");
+        assert_eq!(s["kubernetesVersion"], "v1.31.0");
+        assert_eq!(s["nodeSummary"], json!({"totalNum": 2, "readyNum": 1}));
+        assert_eq!(s["resourceSummary"]["allocated"]["cpu"], "500m");
+        // The same answer later keeps the transition time; a change moves it.
+        assert_eq!(status_of(&reached, Some(&s), "T2"), s);
+        let down = status_of(&Probe::Unreachable("refused".into()), Some(&s), "T3");
+        assert_eq!(down["conditions"][0]["status"], "False");
+        assert_eq!(down["conditions"][0]["reason"], "ClusterNotReachable");
+        assert_eq!(down["conditions"][0]["lastTransitionTime"], "T3");
+        let unhealthy = Probe::Reached {
+            healthy: false,
+            version: None,
+            nodes: (0, 0),
+            allocatable: BTreeMap::new(),
+            allocated: BTreeMap::new(),
+        };
+        assert_eq!(
+            status_of(&unhealthy, None, "T")["conditions"][0]["reason"],
+            "ClusterNotReady"
+        );
+    }
+
+    #[test]
+    fn summaries_count_ready_nodes_and_bound_running_pods() {
+        let node = |ready: &str| {
+            json!({"status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                              "conditions": [{"type": "Ready", "status": ready}]}})
+        };
+        let pod = |node: &str, phase: &str, cpu: &str| {
+            json!({"spec": {"nodeName": node, "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
+                   "status": {"phase": phase}})
+        };
+        let (nodes, allocatable, allocated) = summarize(
+            &[node("True"), node("False")],
+            &[
+                pod("n1", "Running", "100m"),
+                pod("n1", "Succeeded", "1"),
+                pod("", "Pending", "1"),
+                pod("n2", "Pending", "200m"),
+            ],
+        );
+        assert_eq!(nodes, (2, 1));
+        assert_eq!(allocatable["cpu"], q("4"));
+        assert_eq!(allocatable["memory"], q("8Gi"));
+        assert_eq!(allocated["cpu"], q("300m"));
+        assert_eq!(allocated["pods"], q("2"));
+    }
+}

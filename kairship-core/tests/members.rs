@@ -1,0 +1,1045 @@
+//! Joining member clusters for real, over real HTTP: a sandbox host cluster with an Adopt-mode
+//! Instance, a sandbox Karmada instance with the emulated cluster-status controller, sandbox
+//! member clusters served over loopback HTTP (with kube-controller-manager's token
+//! controller), and the Kairship API (REST and gRPC) in front.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::{KarmadaInstance, ensure_namespace, eventually, register_adopted};
+use http::StatusCode;
+use kairship_core::access::{
+    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
+};
+use kairship_core::api::server::{AppParts, app, serve};
+use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
+use kairship_core::grpc::pb;
+use kairship_core::karmada_sim::cluster_status;
+use kairship_core::router::{
+    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
+    ReadWriteRouter, SplitRouter,
+};
+use kube::api::{ListParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
+use kube_kit::client::ClientOptions;
+use kube_sandbox::{ClusterOptions, ServeOptions, Served, SimNode};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const INSTANCE: &str = "inst-1";
+const P: &str = "/apis/kairship.io/v1alpha1";
+const ADMIN: &str = "admin-token";
+const VIEWER: &str = "viewer-token";
+const LABEL: &str = "kairship.io/member-cluster";
+
+struct Tokens;
+
+#[async_trait]
+impl Authenticator for Tokens {
+    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
+        match token {
+            ADMIN => Ok(Caller::new("admin", vec![])),
+            VIEWER => Ok(Caller::new("viewer", vec![])),
+            _ => Err(AccessError::Unauthenticated("unknown token".into())),
+        }
+    }
+}
+
+/// admin: everything; viewer: reads only.
+struct Rights;
+
+#[async_trait]
+impl Authorizer for Rights {
+    async fn allowed(
+        &self,
+        caller: &Caller,
+        verb: Verb,
+        _: InstanceResource,
+        _: Option<&str>,
+    ) -> Result<bool, AccessError> {
+        Ok(caller.user == "admin" || !verb.is_write())
+    }
+}
+
+/// Everything the service logs, to look for credentials in it.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
+}
+
+fn logs() -> Logs {
+    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(logs.clone())
+            .finish();
+        let _ = tracing::subscriber::set_global_default(subscriber);
+        logs
+    })
+    .clone()
+}
+
+fn crd_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+    )
+}
+
+fn load_crd(relative: &str) -> Value {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/crds/upstream/karmada")
+        .join(relative);
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+struct Member {
+    cluster: kube_sandbox::Cluster,
+    served: Served,
+}
+
+impl Member {
+    async fn start(name: &str) -> Member {
+        let cluster = kube_sandbox::Cluster::with_options(
+            name,
+            ClusterOptions {
+                workload_controllers: true,
+                ..ClusterOptions::default()
+            },
+        );
+        cluster
+            .add_node(&SimNode::new(&format!("{name}-node-1"), "4", "8Gi"))
+            .unwrap();
+        let served = cluster.serve(ServeOptions::default()).await.unwrap();
+        Member { cluster, served }
+    }
+
+    fn client(&self) -> Client {
+        self.cluster.client()
+    }
+
+    /// `Kind namespace/name` of every object a join of `cluster` left in the member.
+    async fn joined_objects(&self, cluster: &str) -> BTreeSet<String> {
+        labelled(&self.client(), cluster).await
+    }
+}
+
+async fn labelled(client: &Client, cluster: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let params = ListParams::default().labels(&format!("{LABEL}={cluster}"));
+    for resource in [
+        ar("", "v1", "Namespace", "namespaces"),
+        ar("", "v1", "ServiceAccount", "serviceaccounts"),
+        ar("", "v1", "Secret", "secrets"),
+        ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+        ),
+        ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+        ),
+        ar("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let Ok(list) = api.list(&params).await else {
+            continue;
+        };
+        for o in list.items {
+            let name = o.metadata.name.clone().unwrap();
+            found.insert(match o.metadata.namespace {
+                Some(ns) => format!("{} {ns}/{name}", resource.kind),
+                None => format!("{} {name}", resource.kind),
+            });
+        }
+    }
+    found
+}
+
+struct Env {
+    _host: kube_sandbox::Cluster,
+    instance: KarmadaInstance,
+    base: String,
+    http: reqwest::Client,
+    stop: CancellationToken,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Env {
+    async fn start() -> Env {
+        kube_kit::client::install_crypto_provider();
+        let host = common::host().await;
+        let instance = KarmadaInstance::start(INSTANCE).await;
+        let crds: Api<DynamicObject> = Api::all_with(instance.client(), &crd_resource());
+        for file in [
+            "work.karmada.io_resourcebindings.yaml",
+            "work.karmada.io_clusterresourcebindings.yaml",
+        ] {
+            crds.create(
+                &PostParams::default(),
+                &serde_json::from_value(load_crd(file)).unwrap(),
+            )
+            .await
+            .unwrap();
+        }
+        register_adopted(&host.client(), INSTANCE, &instance).await;
+        let stop = CancellationToken::new();
+        cluster_status::spawn(instance.client(), Duration::from_millis(300), stop.clone());
+        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
+            host.client(),
+            ClientOptions::new("kairship-members-test"),
+            Duration::from_secs(5),
+            Duration::from_secs(30),
+        ));
+        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::new(
+            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
+            Arc::new(DirectBackend::new(clients.clone())),
+            Arc::new(InstanceWriter::new(clients.clone())),
+        ));
+        let service = KairshipService::new(
+            host.client(),
+            router,
+            Arc::new(Rights),
+            ServiceConfig::default(),
+        )
+        .with_discovery(clients, Arc::new(DiscoveryCache::default()));
+        let api: Arc<dyn KairshipApi> = Arc::new(service);
+        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
+            .await
+            .unwrap();
+        let app = app(AppParts {
+            api,
+            authenticator: Arc::new(Tokens),
+            proxy: None,
+            grpc: Some(grpc),
+            console: None,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve(listener, app, None, stop.clone()));
+        Env {
+            _host: host,
+            instance,
+            base: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+            stop,
+        }
+    }
+
+    /// Status and body text of a call.
+    async fn call_text(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, String) {
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status(), resp.text().await.unwrap())
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let (status, text) = self.call_text(method, path, ADMIN, body).await;
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let (status, value) = self.call(method, path, body).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {value}");
+        value
+    }
+
+    async fn grpc(
+        &self,
+    ) -> pb::kairship_service_client::KairshipServiceClient<tonic::transport::Channel> {
+        let channel = tonic::transport::Endpoint::from_shared(self.base.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        pb::kairship_service_client::KairshipServiceClient::new(channel)
+    }
+
+    fn clusters(&self) -> Api<DynamicObject> {
+        Api::all_with(
+            self.instance.client(),
+            &ar("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"),
+        )
+    }
+
+    fn karmada_secrets(&self, ns: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.instance.client(),
+            ns,
+            &ar("", "v1", "Secret", "secrets"),
+        )
+    }
+}
+
+fn join_body(name: &str, member: &Member) -> Value {
+    json!({
+        "name": name,
+        "kubeconfig": member.served.kubeconfig_yaml,
+        "labels": {"env": "test"},
+        "region": "eu-west-1",
+        "provider": "sandbox",
+        "taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}],
+    })
+}
+
+/// The member-side objects a Push join of `name` creates, as docs/kairship/joining.md lists
+/// them.
+fn documented_member_objects(name: &str) -> BTreeSet<String> {
+    [
+        "Namespace karmada-cluster".to_owned(),
+        format!("ServiceAccount karmada-cluster/karmada-{name}"),
+        format!("Secret karmada-cluster/karmada-{name}-token"),
+        format!("ClusterRole karmada-controller-manager:karmada-{name}"),
+        format!("ClusterRoleBinding karmada-controller-manager:karmada-{name}"),
+        format!("ServiceAccount karmada-cluster/karmada-{name}-impersonator"),
+        format!("Secret karmada-cluster/karmada-{name}-impersonator-token"),
+        format!("ClusterRole karmada-controller-manager:karmada-{name}-impersonator"),
+        format!("ClusterRoleBinding karmada-controller-manager:karmada-{name}-impersonator"),
+    ]
+    .into_iter()
+    .collect()
+}
+
+async fn ready(env: &Env, name: &str) -> Value {
+    let clusters = env.clusters();
+    eventually(
+        "the member to become Ready",
+        Duration::from_secs(30),
+        || {
+            let clusters = clusters.clone();
+            async move {
+                let c = clusters.get(name).await.ok()?;
+                let c = serde_json::to_value(c).unwrap();
+                let ready = c["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                ready.then_some(c)
+            }
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn push_join_makes_a_ready_member_with_exactly_the_documented_objects() {
+    let logs = logs();
+    let env = Env::start().await;
+    let member = Member::start("member-1").await;
+    let member_token = member.cluster.admin_token().to_owned();
+
+    let (status, text) = env
+        .call_text(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            ADMIN,
+            Some(join_body("m1", &member)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(
+        !text.contains(&member_token),
+        "the answer holds the member's token"
+    );
+    let cluster: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(cluster["spec"]["syncMode"], "Push");
+    assert_eq!(
+        cluster["spec"]["apiEndpoint"],
+        member.served.url.trim_end_matches('/')
+    );
+    assert_eq!(
+        cluster["spec"]["secretRef"],
+        json!({"namespace": "karmada-cluster", "name": "m1"})
+    );
+    assert_eq!(
+        cluster["spec"]["impersonatorSecretRef"],
+        json!({"namespace": "karmada-cluster", "name": "m1-impersonator"})
+    );
+    assert_eq!(cluster["spec"]["region"], "eu-west-1");
+    assert_eq!(cluster["spec"]["taints"][0]["key"], "dedicated");
+    assert_eq!(cluster["metadata"]["labels"]["env"], "test");
+
+    // The emulated cluster-status controller reaches the member with the stored token.
+    let ready = ready(&env, "m1").await;
+    assert_eq!(ready["status"]["conditions"][0]["reason"], "ClusterReady");
+    assert_eq!(ready["status"]["nodeSummary"]["totalNum"], 1);
+    assert!(ready["status"]["kubernetesVersion"].is_string());
+    assert_eq!(
+        ready["status"]["resourceSummary"]["allocatable"]["cpu"],
+        "4"
+    );
+
+    // Exactly the documented objects in the member; the ServiceAccount's ClusterRole is
+    // karmadactl's, the impersonator's may only impersonate.
+    assert_eq!(
+        member.joined_objects("m1").await,
+        documented_member_objects("m1")
+    );
+    let roles: Api<DynamicObject> = Api::all_with(
+        member.client(),
+        &ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+        ),
+    );
+    let imp = roles
+        .get("karmada-controller-manager:karmada-m1-impersonator")
+        .await
+        .unwrap();
+    assert_eq!(
+        imp.data["rules"],
+        json!([{"apiGroups": [""], "resources": ["users", "groups", "serviceaccounts"], "verbs": ["impersonate"]}])
+    );
+    // The credentials in the instance.
+    let secret = env
+        .karmada_secrets("karmada-cluster")
+        .get("m1")
+        .await
+        .unwrap();
+    assert!(secret.data["data"]["token"].is_string());
+    assert!(secret.data["data"]["caBundle"].is_string());
+    assert!(
+        env.karmada_secrets("karmada-cluster")
+            .get("m1-impersonator")
+            .await
+            .is_ok()
+    );
+
+    // Joining again converges: same objects, same Cluster.
+    let again = env
+        .ok(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            Some(join_body("m1", &member)),
+        )
+        .await;
+    assert_eq!(again["metadata"]["uid"], cluster["metadata"]["uid"]);
+    assert_eq!(
+        member.joined_objects("m1").await,
+        documented_member_objects("m1")
+    );
+
+    // A viewer may not join.
+    let (status, _) = env
+        .call_text(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            VIEWER,
+            Some(join_body("m9", &member)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // Reading the member back never shows credentials either.
+    let (_, listed) = env
+        .call_text(
+            "GET",
+            &format!("{P}/instances/{INSTANCE}/clusters"),
+            ADMIN,
+            None,
+        )
+        .await;
+    assert!(!listed.contains(&member_token));
+    // Nor the ServiceAccount token the join created.
+    let token_secret: Api<DynamicObject> = Api::namespaced_with(
+        member.client(),
+        "karmada-cluster",
+        &ar("", "v1", "Secret", "secrets"),
+    );
+    let sa_token = token_secret.get("karmada-m1-token").await.unwrap();
+    let sa_token = {
+        use base64::Engine;
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(sa_token.data["data"]["token"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert!(sa_token.len() > 20);
+    assert!(!text.contains(&sa_token) && !listed.contains(&sa_token));
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        !text.contains(&sa_token),
+        "the logs hold the member's ServiceAccount token"
+    );
+    assert!(text.contains("joined member cluster"), "the join is logged");
+    assert!(
+        !text.contains(&member_token),
+        "the logs hold the member's token"
+    );
+    assert!(!text.contains("sandbox-admin-"), "the logs hold a token");
+}
+
+#[tokio::test]
+async fn a_join_failing_half_way_leaves_nothing_behind() {
+    let env = Env::start().await;
+    let member = Member::start("member-2").await;
+
+    // A conflicting object in the instance: every member-side object is made before it.
+    ensure_namespace(&env.instance.client(), "karmada-cluster").await;
+    env.karmada_secrets("karmada-cluster")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "m2"}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            Some(join_body("m2", &member)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("Secret karmada-cluster/m2 in the instance"),
+        "{message}"
+    );
+    assert!(
+        message.contains("everything this call created was removed"),
+        "{message}"
+    );
+    assert_eq!(member.joined_objects("m2").await, BTreeSet::new());
+    assert!(
+        member
+            .client()
+            .request_text(
+                http::Request::get("/api/v1/namespaces/karmada-cluster")
+                    .body(Vec::new())
+                    .unwrap()
+            )
+            .await
+            .is_err(),
+        "the namespace the call created is gone"
+    );
+    assert_eq!(
+        labelled(&env.instance.client(), "m2").await,
+        BTreeSet::new()
+    );
+    assert!(env.clusters().get("m2").await.is_err());
+
+    // A conflicting object in the member: the call stops at step 3.
+    let roles: Api<DynamicObject> = Api::all_with(
+        member.client(),
+        &ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+        ),
+    );
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "karmada-controller-manager:karmada-m3"}, "rules": []}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            Some(join_body("m3", &member)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "step 3 (create ClusterRole karmada-controller-manager:karmada-m3 in the member)"
+        ),
+        "{message}"
+    );
+    assert_eq!(member.joined_objects("m3").await, BTreeSet::new());
+    assert_eq!(
+        labelled(&env.instance.client(), "m3").await,
+        BTreeSet::new()
+    );
+    // The object it did not make is left alone.
+    assert!(
+        roles
+            .get("karmada-controller-manager:karmada-m3")
+            .await
+            .is_ok()
+    );
+
+    // A member credential that may not create ClusterRoles: refused by the member at step 3,
+    // undone with the same credential.
+    member
+        .cluster
+        .auth()
+        .add_token("limited-token", kube_sandbox::UserInfo::new("limited", &[]));
+    let rbac = |kind: &str, plural: &str| -> Api<DynamicObject> {
+        Api::all_with(
+            member.client(),
+            &ar("rbac.authorization.k8s.io", "v1", kind, plural),
+        )
+    };
+    rbac("ClusterRole", "clusterroles")
+        .create(&PostParams::default(), &serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "limited"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["namespaces", "serviceaccounts", "secrets"], "verbs": ["*"]},
+                {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterrolebindings"], "verbs": ["*"]},
+            ]})).unwrap())
+        .await
+        .unwrap();
+    rbac("ClusterRoleBinding", "clusterrolebindings")
+        .create(&PostParams::default(), &serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "limited"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "limited"}})).unwrap())
+        .await
+        .unwrap();
+    let limited = member
+        .served
+        .kubeconfig_yaml
+        .replace(member.cluster.admin_token(), "limited-token");
+    let mut body = join_body("m4", &member);
+    body["kubeconfig"] = json!(limited);
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("step 3 (create ClusterRole"), "{message}");
+    assert!(!message.contains("limited-token"), "{message}");
+    assert_eq!(member.joined_objects("m4").await, BTreeSet::new());
+    assert!(env.clusters().get("m4").await.is_err());
+}
+
+#[tokio::test]
+async fn pull_registration_returns_agent_manifests_and_a_bootstrap_token() {
+    let env = Env::start().await;
+    let (status, text) = env
+        .call_text(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:register"),
+            ADMIN,
+            Some(json!({"name": "edge-1", "region": "eu", "labels": {"tier": "edge"}, "tokenTtlSeconds": 3600})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let endpoint = env.instance.served.url.trim_end_matches('/');
+    assert_eq!(
+        answer["karmadaEndpoint"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches('/'),
+        endpoint
+    );
+    // Every manifest is a Kubernetes object; the YAML stream says the same.
+    let manifests: Vec<DynamicObject> =
+        serde_json::from_value(answer["manifests"].clone()).unwrap();
+    let kinds: Vec<String> = manifests
+        .iter()
+        .map(|m| m.types.clone().unwrap().kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Secret",
+            "Deployment"
+        ]
+    );
+    let docs: Vec<Value> = answer["yaml"]
+        .as_str()
+        .unwrap()
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect();
+    assert_eq!(
+        docs,
+        serde_json::from_value::<Vec<Value>>(answer["manifests"].clone()).unwrap()
+    );
+    let kubeconfig = manifests[4].data["stringData"]["karmada-kubeconfig"]
+        .as_str()
+        .unwrap();
+    let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).unwrap();
+    assert_eq!(
+        parsed.clusters[0]
+            .cluster
+            .as_ref()
+            .unwrap()
+            .server
+            .as_deref()
+            .unwrap()
+            .trim_end_matches('/'),
+        endpoint
+    );
+    let token_id = answer["tokenId"].as_str().unwrap();
+    assert!(kubeconfig.contains(&format!("{token_id}.")));
+    let args = manifests[5].data["spec"]["template"]["spec"]["containers"][0]["command"].clone();
+    assert!(
+        args.as_array()
+            .unwrap()
+            .contains(&json!("--cluster-name=edge-1"))
+    );
+
+    // A member API server accepts every manifest as it is (schema-checked objects).
+    let member = Member::start("pull-member").await;
+    for manifest in &manifests {
+        let types = manifest.types.clone().unwrap();
+        let (group, version) = match types.api_version.split_once('/') {
+            Some((g, v)) => (g.to_owned(), v.to_owned()),
+            None => (String::new(), types.api_version.clone()),
+        };
+        let plural = format!("{}s", types.kind.to_lowercase());
+        let resource = ar(&group, &version, &types.kind, &plural);
+        let api: Api<DynamicObject> = match &manifest.metadata.namespace {
+            Some(ns) => Api::namespaced_with(member.client(), ns, &resource),
+            None => Api::all_with(member.client(), &resource),
+        };
+        api.create(&PostParams::default(), manifest)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", types.kind));
+    }
+
+    // The bootstrap token Secret, with its expiration.
+    let secret = env
+        .karmada_secrets("kube-system")
+        .get(&format!("bootstrap-token-{token_id}"))
+        .await
+        .unwrap();
+    assert_eq!(secret.data["type"], "bootstrap.kubernetes.io/token");
+    use base64::Engine;
+    let decode = |k: &str| {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(secret.data["data"][k].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(decode("expiration"), answer["expiration"].as_str().unwrap());
+    assert!(decode("expiration").parse::<jiff::Timestamp>().unwrap() > jiff::Timestamp::now());
+    assert_eq!(decode("token-id"), token_id);
+    // The Cluster waits for its agent.
+    let cluster = env.clusters().get("edge-1").await.unwrap();
+    assert_eq!(cluster.data["spec"]["syncMode"], "Pull");
+    assert_eq!(cluster.data["spec"]["region"], "eu");
+
+    // gRPC registers alike: a new token, the same manifests' kinds.
+    let mut grpc = env.grpc().await;
+    let mut request = tonic::Request::new(pb::RegisterMemberRequest {
+        instance: INSTANCE.into(),
+        name: "edge-1".into(),
+        ..Default::default()
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {ADMIN}").parse().unwrap());
+    let again = grpc.register_member(request).await.unwrap().into_inner();
+    assert_ne!(again.token_id, token_id);
+    let again_kinds: Vec<String> = again
+        .manifests
+        .into_iter()
+        .map(|m| {
+            kairship_core::grpc::convert::struct_to_json(m)["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(again_kinds, kinds);
+
+    // Unjoining removes the token and the agent's rights.
+    env.ok(
+        "DELETE",
+        &format!("{P}/instances/{INSTANCE}/clusters/edge-1"),
+        None,
+    )
+    .await;
+    let left = labelled(&env.instance.client(), "edge-1").await;
+    let still: Vec<&String> = left.iter().filter(|o| !o.starts_with("Cluster ")).collect();
+    assert!(still.is_empty(), "{left:?}");
+    assert!(
+        env.karmada_secrets("kube-system")
+            .get(&format!("bootstrap-token-{token_id}"))
+            .await
+            .is_err()
+    );
+}
+
+fn binding(name: &str, cluster: &str) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "default"},
+                 "clusters": [{"name": cluster, "replicas": 1}]},
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn unjoin_is_refused_while_bindings_schedule_to_the_member_unless_forced() {
+    let env = Env::start().await;
+    let member = Member::start("member-3").await;
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/clusters:join"),
+        Some(join_body("m5", &member)),
+    )
+    .await;
+    ready(&env, "m5").await;
+    let bindings: Api<DynamicObject> = Api::namespaced_with(
+        env.instance.client(),
+        "default",
+        &ar(
+            "work.karmada.io",
+            "v1alpha2",
+            "ResourceBinding",
+            "resourcebindings",
+        ),
+    );
+    bindings
+        .create(&PostParams::default(), &binding("web-deployment", "m5"))
+        .await
+        .unwrap();
+
+    let path = format!("{P}/instances/{INSTANCE}/clusters/m5");
+    let refused = eventually("the refusal", Duration::from_secs(10), || async {
+        let (status, body) = env.call("DELETE", &path, None).await;
+        (status == StatusCode::BAD_REQUEST).then_some(body)
+    })
+    .await;
+    assert_eq!(refused["code"], 9, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("ResourceBinding default/web-deployment"),
+        "{refused}"
+    );
+    assert!(env.clusters().get("m5").await.is_ok());
+    assert_eq!(
+        member.joined_objects("m5").await,
+        documented_member_objects("m5")
+    );
+
+    // Forced: the Cluster, its Secrets and the member's objects go.
+    env.ok("DELETE", &format!("{path}?force=true"), None).await;
+    eventually("the Cluster to go", Duration::from_secs(10), || async {
+        env.clusters().get("m5").await.is_err().then_some(())
+    })
+    .await;
+    assert_eq!(
+        labelled(&env.instance.client(), "m5").await,
+        BTreeSet::new()
+    );
+    let left = eventually(
+        "the member objects to go",
+        Duration::from_secs(10),
+        || async {
+            let left = member.joined_objects("m5").await;
+            // The namespace may hold other joins' credentials: it stays.
+            (left == BTreeSet::from(["Namespace karmada-cluster".to_owned()])).then_some(left)
+        },
+    )
+    .await;
+    assert_eq!(left.len(), 1);
+
+    // Unforced, with nothing scheduled there any more.
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/clusters:join"),
+        Some(join_body("m6", &member)),
+    )
+    .await;
+    bindings
+        .create(&PostParams::default(), &binding("other", "m5"))
+        .await
+        .unwrap();
+    env.ok(
+        "DELETE",
+        &format!("{P}/instances/{INSTANCE}/clusters/m6"),
+        None,
+    )
+    .await;
+    eventually("the m6 objects to go", Duration::from_secs(10), || async {
+        let left = member.joined_objects("m6").await;
+        left.iter()
+            .all(|o| o.starts_with("Namespace "))
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn labels_taints_and_location_are_updated_over_rest_and_grpc() {
+    let env = Env::start().await;
+    let member = Member::start("member-4").await;
+    env.ok(
+        "POST",
+        &format!("{P}/instances/{INSTANCE}/clusters:join"),
+        Some(join_body("m7", &member)),
+    )
+    .await;
+    let path = format!("{P}/instances/{INSTANCE}/clusters/m7");
+    let updated = env
+        .ok("PATCH", &path, Some(json!({"labels": {"env": null, "gpu": "true"}, "taints": [], "zone": "z1", "region": ""})))
+        .await;
+    assert_eq!(updated["metadata"]["labels"].get("env"), None);
+    assert_eq!(updated["metadata"]["labels"]["gpu"], "true");
+    assert_eq!(updated["metadata"]["labels"][LABEL], "m7");
+    assert_eq!(
+        updated["spec"]
+            .get("taints")
+            .map_or(0, |t| t.as_array().map_or(0, Vec::len)),
+        0
+    );
+    assert_eq!(updated["spec"]["zone"], "z1");
+    assert_eq!(updated["spec"].get("region"), None);
+    assert_eq!(updated["spec"]["secretRef"]["name"], "m7");
+
+    let (status, body) = env
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"taints": [{"key": "k", "effect": "Sometimes"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, _) = env
+        .call_text("PATCH", &path, VIEWER, Some(json!({"zone": "z2"})))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let mut grpc = env.grpc().await;
+    let mut request = tonic::Request::new(pb::UpdateMemberRequest {
+        instance: INSTANCE.into(),
+        cluster: "m7".into(),
+        labels: [("tier".to_owned(), "gold".to_owned())].into(),
+        remove_labels: vec!["gpu".into()],
+        taints: Some(pb::MemberTaints {
+            items: vec![pb::MemberTaint {
+                key: "t".into(),
+                value: None,
+                effect: "NoExecute".into(),
+            }],
+        }),
+        provider: Some("aws".into()),
+        region: None,
+        zone: None,
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {ADMIN}").parse().unwrap());
+    let answer = grpc.update_member(request).await.unwrap().into_inner();
+    let answer = kairship_core::grpc::convert::struct_to_json(answer);
+    assert_eq!(answer["metadata"]["labels"]["tier"], "gold");
+    assert_eq!(answer["metadata"]["labels"].get("gpu"), None);
+    assert_eq!(answer["spec"]["taints"][0]["effect"], "NoExecute");
+    assert_eq!(answer["spec"]["provider"], "aws");
+    assert_eq!(answer["spec"]["zone"], "z1");
+
+    // A kubeconfig that would run a program on the server is refused before anything is made.
+    let marker = std::env::temp_dir().join(format!("kairship-exec-{}", std::process::id()));
+    let exec = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{}\"}}\n\
+         users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: touch\n      args: [\"{}\"]\n\
+         contexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
+        member.served.url,
+        marker.display()
+    );
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/clusters:join"),
+            Some(json!({"name": "m8", "kubeconfig": exec})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("exec"), "{body}");
+    assert!(!marker.exists(), "the exec plugin ran");
+    assert_eq!(member.joined_objects("m8").await, BTreeSet::new());
+
+    // A gRPC join answers like REST: a bad name is INVALID_ARGUMENT, code 3 in both.
+    let mut request = tonic::Request::new(pb::JoinMemberRequest {
+        instance: INSTANCE.into(),
+        name: "Bad_Name".into(),
+        kubeconfig: member.served.kubeconfig_yaml.clone(),
+        ..Default::default()
+    });
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {ADMIN}").parse().unwrap());
+    let status = grpc.join_member(request).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(!status.message().contains(member.cluster.admin_token()));
+}
