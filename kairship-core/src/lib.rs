@@ -17,6 +17,8 @@ pub mod console;
 pub mod controllers;
 pub mod grpc;
 pub mod instance;
+#[cfg(feature = "karmada-sim")]
+pub mod karmada_sim;
 pub mod models;
 pub mod naming;
 pub mod proxy;

@@ -5,6 +5,7 @@
 //! controller-manager and the API server in-process, an admin and a viewer with their tokens
 //! and issued kubeconfigs. Prints what to try, then runs until interrupted.
 
+mod members;
 mod samples;
 mod users;
 
@@ -100,11 +101,16 @@ async fn karmada_instance(
     name: &str,
     members: &[(&str, bool, i32, &str, &str)],
     options: &ServeOptions,
-) -> anyhow::Result<(kube_sandbox::Cluster, Served)> {
+) -> anyhow::Result<(kube_sandbox::Cluster, Served, Vec<members::Member>)> {
     // A Karmada control plane runs no Deployment controller (its workloads run in the
-    // members, which the sandbox represents by their Cluster objects and the bindings'
-    // aggregated status), so the instance clusters keep the workload controllers off.
-    let cluster = kube_sandbox::Cluster::new(name);
+    // members), so the instance clusters keep the workload controllers off; they serve
+    // Karmada's cluster proxy to their members.
+    let cluster = kube_sandbox::Cluster::with_options(
+        name,
+        kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy(
+            kube_sandbox::ClusterOptions::default(),
+        ),
+    );
     let client = cluster.client();
     create_crds(
         &client,
@@ -155,13 +161,15 @@ async fn karmada_instance(
     )
     .await?;
     let clusters: Api<kairship_core::models::cluster::Cluster> = Api::all(client.clone());
+    let mut running = Vec::new();
     for (member, ready, nodes, cpu, memory) in members {
+        let started = members::start(member, *ready, *nodes, cpu, memory, options.tls).await?;
+        let spec = members::register(&client, &started).await?;
+        running.push(started);
         let created = clusters
             .create(
                 &PostParams::default(),
-                &serde_json::from_value(
-                    json!({"metadata": {"name": member}, "spec": {"syncMode": "Push"}}),
-                )?,
+                &serde_json::from_value(json!({"metadata": {"name": member}, "spec": spec}))?,
             )
             .await
             .with_context(|| format!("creating member {member} in {name}"))?;
@@ -182,8 +190,18 @@ async fn karmada_instance(
     }
     let ready: Vec<&str> = members.iter().filter(|m| m.1).map(|m| m.0).collect();
     samples::create(&client, name, &ready).await?;
+    let placed: Vec<&members::Member> = running
+        .iter()
+        .filter(|m| ready.contains(&m.cluster.name()))
+        .collect();
+    for (index, member) in placed.iter().enumerate() {
+        members::propagate(&member.cluster.client(), index, placed.len()).await?;
+    }
+    if let Some(first) = placed.first() {
+        members::create_legacy(&first.cluster.client()).await?;
+    }
     let served = cluster.serve(options.clone()).await?;
-    Ok((cluster, served))
+    Ok((cluster, served, running))
 }
 
 /// Runs the sandbox until SIGTERM/SIGINT. A port that cannot be bound exits with status 2.
@@ -251,10 +269,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         ),
     ];
     let mut running = Vec::new();
+    let mut member_clusters = Vec::new();
     let secrets: Api<Secret> = Api::namespaced(hc.clone(), NAMESPACE);
     let instance_api: Api<Instance> = Api::all(hc.clone());
     for (name, members) in &instances {
-        let (cluster, served) = karmada_instance(name, members, &options(name)).await?;
+        let (cluster, served, started) = karmada_instance(name, members, &options(name)).await?;
+        member_clusters.push((*name, started));
         let secret_name = format!("{name}-kubeconfig");
         let secret = Secret {
             metadata: ObjectMeta {
@@ -312,6 +332,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     // Writes reach the instances as the user who makes them: each instance grants its users.
     for (cluster, _) in &running {
         users::grant_inside(&cluster.client(), cluster.name(), &users).await?;
+    }
+    // The members decide for the callers Karmada's cluster proxy impersonates.
+    for (instance, started) in &member_clusters {
+        for member in started {
+            users::grant_inside(&member.cluster.client(), instance, &users).await?;
+        }
     }
 
     let config = ControllerConfig {
@@ -437,6 +463,9 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     host.shutdown();
     for (cluster, _) in &running {
         cluster.shutdown();
+    }
+    for member in member_clusters.iter().flat_map(|(_, m)| m) {
+        member.cluster.shutdown();
     }
     Ok(())
 }

@@ -41,6 +41,11 @@ use crate::router::{
     ResourceTarget, RouterError,
 };
 
+#[path = "member_views.rs"]
+mod member_views;
+#[path = "promote.rs"]
+mod promote;
+
 /// Settings of [`KairshipService`].
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
@@ -1277,5 +1282,44 @@ impl KairshipApi for KairshipService {
             Ok(workload(&deployment, binding.as_ref()))
         })
         .await
+    }
+    async fn list_workload_pods(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListWorkloadPodsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        self.workload_pods(caller, req).await
+    }
+
+    async fn list_member_nodes(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListMemberNodesRequest,
+    ) -> Result<ObjectList, ApiError> {
+        self.member_nodes(caller, req).await
+    }
+
+    async fn list_member_objects(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListMemberObjectsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        self.member_objects(caller, req).await
+    }
+
+    async fn get_member_object(
+        &self,
+        caller: &Caller,
+        req: super::member_types::GetMemberObjectRequest,
+    ) -> Result<Object, ApiError> {
+        self.member_object(caller, req).await
+    }
+
+    async fn promote_workload(
+        &self,
+        caller: &Caller,
+        req: super::member_types::PromoteWorkloadRequest,
+    ) -> Result<super::member_types::PromoteWorkloadResponse, ApiError> {
+        self.promote(caller, req).await
     }
 }

@@ -35,6 +35,11 @@
 //! | `deployment_action` | [`DeploymentActionRequest`] | [`Object`] | `POST …/deployments/{name}:pause\|:resume\|:restart` |
 //! | `list_workloads` | [`ListWorkloadsRequest`] | [`WorkloadList`] | `GET instances/{i}/namespaces/{ns}/workloads` |
 //! | `get_workload` | [`GetWorkloadRequest`] | [`Workload`] | `GET …/workloads/{name}` |
+//! | `list_workload_pods` | [`ListWorkloadPodsRequest`] | [`ObjectList`] | `GET …/namespaces/{ns}/{kind}/{name}/pods` |
+//! | `list_member_nodes` | [`ListMemberNodesRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}/nodes` |
+//! | `list_member_objects` | [`ListMemberObjectsRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}` |
+//! | `get_member_object` | [`GetMemberObjectRequest`] | [`Object`] | `GET …/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}/{name}` |
+//! | `promote_workload` | [`PromoteWorkloadRequest`] | [`PromoteWorkloadResponse`] | `POST instances/{i}/clusters/{c}/namespaces/{ns}/{kind}/{name}:promote` |
 //!
 //! REST paths are under [`API_PREFIX`]. Messages are plain serde structs (camelCase JSON,
 //! unknown fields rejected); Kubernetes objects travel as JSON ([`Object`];
@@ -64,6 +69,7 @@ pub mod fields;
 pub mod kairship;
 pub mod kubeconfig;
 pub mod list;
+pub mod member_types;
 pub mod openapi;
 pub mod references;
 pub mod rest;
@@ -89,6 +95,11 @@ pub use types::{
     ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
     RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
     UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
+};
+
+pub use member_types::{
+    CLUSTER_ANNOTATION, GetMemberObjectRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
+    ListWorkloadPodsRequest, PromoteWorkloadRequest, PromoteWorkloadResponse, WorkloadKind,
 };
 
 /// Prefix of every REST path.
