@@ -18,6 +18,7 @@ use crate::api::KairshipApi;
 use crate::api::rest::handlers::{ServedOverTls, request_base_url};
 
 pub mod convert;
+pub mod members;
 mod service;
 
 pub use service::{GrpcApi, RequestBaseUrl};

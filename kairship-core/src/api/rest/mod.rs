@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod extract;
 pub mod handlers;
+pub mod members;
 pub mod objects;
 
 use std::sync::Arc;
@@ -83,6 +84,7 @@ pub const PROXY_TAG: &str = "proxy";
         (name = "resources", description = "Workloads, configuration and Karmada policies inside an instance"),
         (name = "workloads", description = "Deployments joined with their per-cluster propagation status"),
         (name = "proxy", description = "Native Kubernetes API of an instance, for kubectl and client libraries"),
+        (name = "members", description = "What the member clusters hold, through Karmada's cluster proxy, and promoting a member's workload"),
     ),
     components(schemas(
         ApiError, Code, KubeObject, ObjectList, Pagination, ListOptions, SortBy, SortDir,
@@ -95,6 +97,7 @@ pub const PROXY_TAG: &str = "proxy";
         DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest, ListObjectsRequest,
         GetObjectRequest, CreateObjectRequest, UpdateObjectRequest, PatchObjectRequest,
         DeleteObjectRequest, PatchType, ListEventsRequest, KubeStatus,
+        crate::api::member_types::WorkloadKind, crate::api::member_types::PromoteWorkloadResponse,
     )),
     modifiers(&BearerAuth),
 )]
@@ -217,7 +220,13 @@ fn build() -> Builder {
         get_cluster_scoped,
         update_cluster_scoped,
         delete_cluster_scoped
-    ));
+    ))
+    .add(routes!(members::list_workload_pods))
+    .add(routes!(members::list_member_nodes))
+    .add(routes!(members::list_member_cluster_objects))
+    .add(routes!(members::get_member_cluster_object))
+    .add(routes!(members::list_member_namespaced_objects))
+    .add(routes!(members::get_member_namespaced_object));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder.router.route(VERB_ROUTE, post(object_verb));
     let mut routes = builder.routes;
@@ -238,6 +247,7 @@ fn build() -> Builder {
         path: VERB_ROUTE.into(),
         documented_as: documented,
     });
+    let router = members::add_promote(router, &mut routes);
     routes.sort();
     Builder { router, routes }
 }
@@ -428,7 +438,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 42, "{documented:#?}");
+        assert_eq!(documented.len(), 49, "{documented:#?}");
     }
 
     #[test]
