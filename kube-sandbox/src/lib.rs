@@ -38,8 +38,8 @@ pub use apiserver::auth::UserInfo;
 pub use apiserver::error::ApiError;
 pub use apiserver::faults::{FaultAction, FaultRule, Faults};
 pub use apiserver::pki::{CertificateError, ClusterPki, IssuedCertificate};
-pub use apiserver::requests::{RequestCounts, RequestKind};
 pub use apiserver::proxy_hooks::{ProxyFuture, ProxyHandler, ProxyHandlers, ProxyRequest};
+pub use apiserver::requests::{RequestCounts, RequestKind};
 pub use apiserver::state::{ClusterOptions, ClusterState};
 pub use sim::{KubeletState, SimNode, Simulator};
 

@@ -166,10 +166,7 @@ pub async fn register(instance: &Client, member: &Member) -> anyhow::Result<serd
     for object in [
         secret(
             name,
-            &[
-                ("token", member.cluster.admin_token()),
-                ("caBundle", &ca),
-            ],
+            &[("token", member.cluster.admin_token()), ("caBundle", &ca)],
         ),
         secret(&impersonator, &[("token", &member.impersonator_token)]),
     ] {

@@ -138,10 +138,7 @@ pub async fn create(client: &Client, instance: &str, members: &[&str]) -> anyhow
         .await
         .with_context(|| what("the sample namespace"))?;
     Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE)
-        .create(
-            &pp,
-            &object(config_map())?,
-        )
+        .create(&pp, &object(config_map())?)
         .await
         .with_context(|| what("the sample ConfigMap"))?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);

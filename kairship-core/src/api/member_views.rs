@@ -54,7 +54,11 @@ pub fn selector_text(selector: &Value) -> Option<String> {
             parts.push(format!("{key}={}", value.as_str().unwrap_or_default()));
         }
     }
-    for expression in selector["matchExpressions"].as_array().into_iter().flatten() {
+    for expression in selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let key = expression["key"].as_str().unwrap_or_default();
         let values: Vec<&str> = expression["values"]
             .as_array()
@@ -93,7 +97,12 @@ pub fn binding_clusters(binding: &Value) -> Vec<String> {
 }
 
 /// The items of a member's list answer as objects marked with the member's name.
-fn marked_items(list: Value, cluster: &str, api_version: &str, kind: &str) -> Vec<Arc<DynamicObject>> {
+fn marked_items(
+    list: Value,
+    cluster: &str,
+    api_version: &str,
+    kind: &str,
+) -> Vec<Arc<DynamicObject>> {
     let Value::Array(items) = list["items"].clone() else {
         return Vec::new();
     };
@@ -111,7 +120,9 @@ fn marked_items(list: Value, cluster: &str, api_version: &str, kind: &str) -> Ve
                 *annotations = Value::Object(Default::default());
             }
             annotations[CLUSTER_ANNOTATION] = Value::String(cluster.to_owned());
-            serde_json::from_value::<DynamicObject>(item).ok().map(Arc::new)
+            serde_json::from_value::<DynamicObject>(item)
+                .ok()
+                .map(Arc::new)
         })
         .collect()
 }
@@ -174,7 +185,9 @@ impl KairshipService {
         }
         let request = kube::core::Request::new(path).list(&params);
         let what = format!("list {}", gvr.resource);
-        let list = self.member_request(instance, cluster, request, &what).await?;
+        let list = self
+            .member_request(instance, cluster, request, &what)
+            .await?;
         let api_version = list["apiVersion"].as_str().unwrap_or_default().to_owned();
         let kind = item_kind(&list);
         Ok(marked_items(list, cluster, &api_version, &kind))
@@ -197,7 +210,11 @@ impl KairshipService {
             Some(options) => Some(to_list_query(options)?.compile()?),
             None => None,
         };
-        let verb = if options.is_some() { Verb::List } else { Verb::Get };
+        let verb = if options.is_some() {
+            Verb::List
+        } else {
+            Verb::Get
+        };
         self.authorize(caller, verb, InstanceResource::Proxy, Some(instance), what)
             .await?;
         Ok(query)
@@ -218,7 +235,13 @@ impl KairshipService {
             )
             .await?
             .ok_or_else(|| ApiError::internal("a list without a query"))?;
-        if !req.options.namespaces.as_deref().unwrap_or_default().is_empty() {
+        if !req
+            .options
+            .namespaces
+            .as_deref()
+            .unwrap_or_default()
+            .is_empty()
+        {
             return Err(ApiError::invalid_field(
                 "namespaces",
                 "the pods of a workload are in its namespace",
@@ -384,8 +407,13 @@ impl KairshipService {
             collection_path(gvr, namespace)
         );
         let request = kube::core::Request::new(path).get(name, &GetParams::default());
-        self.member_request(instance, cluster, request, &format!("read {} {name}", gvr.resource))
-            .await
+        self.member_request(
+            instance,
+            cluster,
+            request,
+            &format!("read {} {name}", gvr.resource),
+        )
+        .await
     }
 }
 
@@ -450,7 +478,9 @@ mod tests {
             assert_eq!(item.types.as_ref().unwrap().kind, "Pod");
         }
         assert_eq!(
-            binding_clusters(&json!({"spec": {"clusters": [{"name": "a"}, {"name": "b", "replicas": 1}]}})),
+            binding_clusters(
+                &json!({"spec": {"clusters": [{"name": "a"}, {"name": "b", "replicas": 1}]}})
+            ),
             ["a", "b"]
         );
     }

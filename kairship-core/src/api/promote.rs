@@ -131,7 +131,11 @@ pub fn references(workload: &Value, kind: WorkloadKind) -> References {
             let cm = &source["configMap"];
             References::add(&mut refs.config_maps, cm["name"].as_str(), &cm["optional"]);
             let secret = &source["secret"];
-            References::add(&mut refs.secrets, secret["name"].as_str(), &secret["optional"]);
+            References::add(
+                &mut refs.secrets,
+                secret["name"].as_str(),
+                &secret["optional"],
+            );
         }
     }
     let containers = items(&pod["containers"])
@@ -142,17 +146,29 @@ pub fn references(workload: &Value, kind: WorkloadKind) -> References {
             let cm = &from["configMapRef"];
             References::add(&mut refs.config_maps, cm["name"].as_str(), &cm["optional"]);
             let secret = &from["secretRef"];
-            References::add(&mut refs.secrets, secret["name"].as_str(), &secret["optional"]);
+            References::add(
+                &mut refs.secrets,
+                secret["name"].as_str(),
+                &secret["optional"],
+            );
         }
         for env in items(&container["env"]) {
             let cm = &env["valueFrom"]["configMapKeyRef"];
             References::add(&mut refs.config_maps, cm["name"].as_str(), &cm["optional"]);
             let secret = &env["valueFrom"]["secretKeyRef"];
-            References::add(&mut refs.secrets, secret["name"].as_str(), &secret["optional"]);
+            References::add(
+                &mut refs.secrets,
+                secret["name"].as_str(),
+                &secret["optional"],
+            );
         }
     }
     for pull in items(&pod["imagePullSecrets"]) {
-        References::add(&mut refs.secrets, pull["name"].as_str(), &Value::Bool(false));
+        References::add(
+            &mut refs.secrets,
+            pull["name"].as_str(),
+            &Value::Bool(false),
+        );
     }
     refs
 }
@@ -171,7 +187,8 @@ pub fn policy(
     cluster: &str,
     refs: &References,
 ) -> Value {
-    let mut selectors = vec![json!({"apiVersion": kind.api_version(), "kind": kind.kind(), "name": name})];
+    let mut selectors =
+        vec![json!({"apiVersion": kind.api_version(), "kind": kind.kind(), "name": name})];
     for cm in refs.config_maps.keys() {
         selectors.push(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": cm}));
     }
@@ -515,6 +532,9 @@ mod tests {
             ])
         );
         let secret = json!({"kind": "Secret", "metadata": {"name": "key"}, "data": {"k": "dg=="}});
-        assert_eq!(redact(&secret), json!({"kind": "Secret", "metadata": {"name": "key"}}));
+        assert_eq!(
+            redact(&secret),
+            json!({"kind": "Secret", "metadata": {"name": "key"}})
+        );
     }
 }

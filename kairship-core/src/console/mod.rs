@@ -11,6 +11,7 @@
 
 pub mod form;
 pub mod html;
+pub mod members_view;
 pub mod session;
 pub mod view;
 
@@ -624,6 +625,7 @@ pub async fn load_overview(
         propagation: pp.items.into_iter().chain(cpp.items).collect(),
         overrides: op.items.into_iter().chain(cop.items).collect(),
         can_write: false,
+        recent_events: Some(members_view::load_events(api, caller, instance, None, None).await),
     })
 }
 
@@ -882,7 +884,15 @@ async fn workload(
     let body = if is_htmx(&headers) {
         view::workload_live(&instance, &w, can_write, &signed.session.csrf, None).finish()
     } else {
-        view::workload_page(&signed.viewer(), &instance, &w, can_write)
+        let api = console.api.as_ref();
+        let object = Some(("apps", "v1", "deployments", name.as_str()));
+        let (pods, events) = futures::join!(
+            members_view::load_pods(api, &signed.caller, &instance, &namespace, &name),
+            members_view::load_events(api, &signed.caller, &instance, Some(&namespace), object),
+        );
+        let mut members = members_view::pods_section(&pods);
+        members.append(members_view::events_section(&events));
+        view::workload_page(&signed.viewer(), &instance, &w, can_write, members)
     };
     html(StatusCode::OK, body)
 }

@@ -592,6 +592,8 @@ pub struct Overview {
     pub overrides: Vec<Value>,
     /// Whether the viewer may create objects inside the instance (controls only).
     pub can_write: bool,
+    /// Recent events of the instance, when loaded.
+    pub recent_events: Option<Result<crate::api::ObjectList, ApiError>>,
 }
 
 fn s<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -632,6 +634,9 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
     clusters_section(&mut live, &o.clusters);
     workloads_section(&mut live, &base, o);
     policies_section(&mut live, o);
+    if let Some(events) = &o.recent_events {
+        live.append(super::members_view::events_section(events));
+    }
     live.close("div");
     if fragment {
         return live.finish();
@@ -1085,7 +1090,13 @@ pub fn workload_live(
 }
 
 /// A workload's page: the live part and the Deployment as YAML.
-pub fn workload_page(viewer: &Viewer<'_>, instance: &str, w: &Workload, can_write: bool) -> String {
+pub fn workload_page(
+    viewer: &Viewer<'_>,
+    instance: &str,
+    w: &Workload,
+    can_write: bool,
+    members: Html,
+) -> String {
     let mut h = Html::new();
     let back = format!(
         "/ui/instances/{}?ns={}",
@@ -1102,6 +1113,8 @@ pub fn workload_page(viewer: &Viewer<'_>, instance: &str, w: &Workload, can_writ
         .text(&w.name)
         .close("h1");
     h.append(workload_live(instance, w, can_write, viewer.csrf, None));
+    // Pods per member cluster and events (console/members_view.rs).
+    h.append(members);
     h.raw("<h2>YAML</h2>");
     let yaml = serde_saphyr::to_string(&w.deployment)
         .unwrap_or_else(|e| format!("# cannot render as YAML: {e}"));

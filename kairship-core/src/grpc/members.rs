@@ -19,7 +19,9 @@ fn kind(text: &str) -> Result<WorkloadKind, ApiError> {
 }
 
 /// `ListWorkloadPods`.
-pub fn list_workload_pods(m: pb::ListWorkloadPodsRequest) -> Result<ListWorkloadPodsRequest, ApiError> {
+pub fn list_workload_pods(
+    m: pb::ListWorkloadPodsRequest,
+) -> Result<ListWorkloadPodsRequest, ApiError> {
     Ok(ListWorkloadPodsRequest {
         instance: m.instance,
         namespace: m.namespace,
@@ -30,7 +32,9 @@ pub fn list_workload_pods(m: pb::ListWorkloadPodsRequest) -> Result<ListWorkload
 }
 
 /// `ListMemberNodes`.
-pub fn list_member_nodes(m: pb::ListMemberNodesRequest) -> Result<ListMemberNodesRequest, ApiError> {
+pub fn list_member_nodes(
+    m: pb::ListMemberNodesRequest,
+) -> Result<ListMemberNodesRequest, ApiError> {
     Ok(ListMemberNodesRequest {
         instance: m.instance,
         cluster: m.cluster,
@@ -79,7 +83,9 @@ pub fn promote_workload(m: pb::PromoteWorkloadRequest) -> Result<PromoteWorkload
 }
 
 /// The answer of `PromoteWorkload`.
-pub fn promote_response(r: PromoteWorkloadResponse) -> Result<pb::PromoteWorkloadResponse, ApiError> {
+pub fn promote_response(
+    r: PromoteWorkloadResponse,
+) -> Result<pb::PromoteWorkloadResponse, ApiError> {
     Ok(pb::PromoteWorkloadResponse {
         dry_run: r.dry_run,
         objects: r

@@ -107,10 +107,7 @@ pub fn connection(
         }
         None => None,
     };
-    let Some(reference) = spec
-        .get("impersonatorSecretRef")
-        .filter(|r| r.is_object())
-    else {
+    let Some(reference) = spec.get("impersonatorSecretRef").filter(|r| r.is_object()) else {
         return Err(ApiError::internal(format!(
             "the impersonatorSecretRef of cluster {name} is nil"
         )));
@@ -170,7 +167,13 @@ fn client(connection: &Connection) -> Result<reqwest::Client, ApiError> {
     Ok(client)
 }
 
-fn read_object(state: &ClusterState, group: &str, plural: &str, ns: &str, name: &str) -> Option<Value> {
+fn read_object(
+    state: &ClusterState,
+    group: &str,
+    plural: &str,
+    ns: &str,
+    name: &str,
+) -> Option<Value> {
     state
         .store
         .get(&GroupResource::new(group, plural), ns, name)
@@ -202,8 +205,11 @@ async fn serve(request: ProxyRequest) -> Result<Response, ApiError> {
             headers.append(HeaderName::from_static(name), value.clone());
         }
     }
-    let bearer = HeaderValue::from_str(&format!("Bearer {}", connection.token))
-        .map_err(|_| ApiError::internal(format!("the impersonate token of cluster {name} is not a header value")))?;
+    let bearer = HeaderValue::from_str(&format!("Bearer {}", connection.token)).map_err(|_| {
+        ApiError::internal(format!(
+            "the impersonate token of cluster {name} is not a header value"
+        ))
+    })?;
     headers.insert(http::header::AUTHORIZATION, bearer);
     for (header, value) in impersonation(&user.username, &user.groups) {
         headers.append(header, value);
@@ -225,8 +231,8 @@ async fn serve(request: ProxyRequest) -> Result<Response, ApiError> {
                 describe(&e)
             ))
         })?;
-    let status = StatusCode::from_u16(answer.status().as_u16())
-        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status =
+        StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = Response::builder().status(status);
     for (header, value) in answer.headers() {
         if matches!(
@@ -299,7 +305,11 @@ mod tests {
             }
         );
         let cases: [(Value, u16, &str); 4] = [
-            (json!({"spec": {}}), 500, "API endpoint of cluster m1 should not be empty"),
+            (
+                json!({"spec": {}}),
+                500,
+                "API endpoint of cluster m1 should not be empty",
+            ),
             (
                 json!({"spec": {"apiEndpoint": "http://x", "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": "gone"}}}),
                 404,

@@ -90,7 +90,12 @@ pub struct MemberPath {
     name: Option<String>,
 }
 
-async fn list_objects(s: RestState, auth: Authenticated, p: MemberPath, options: ListOptions) -> Answer<ObjectList> {
+async fn list_objects(
+    s: RestState,
+    auth: Authenticated,
+    p: MemberPath,
+    options: ListOptions,
+) -> Answer<ObjectList> {
     let req = ListMemberObjectsRequest {
         instance: p.instance,
         cluster: p.cluster,
