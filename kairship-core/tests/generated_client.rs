@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-1";
 const NS: &str = "team-a";
+const MEMBER: &str = "member-1";
 const INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
      ~/.cache/kubeocean-rs/venv/bin/pip install 'openapi-generator-cli==7.26.0' \
      'pydantic==2.14.4' 'python-dateutil==4.0.0' 'urllib3==2.8.0' 'typing-extensions==4.16.0' \
@@ -108,8 +109,93 @@ fn scratch_dir() -> PathBuf {
 struct Server {
     host: kube_sandbox::Cluster,
     instance: KarmadaInstance,
+    member: kube_sandbox::Cluster,
     base: String,
     stop: CancellationToken,
+}
+
+/// Member cluster `member-1` of the instance (one node, the workload controllers, Deployment
+/// `legacy` with ConfigMap `legacy-config` made there before Karmada), registered in the
+/// instance as Karmada's Push mode does, so the instance's cluster proxy reaches it.
+async fn start_member(instance: &KarmadaInstance) -> kube_sandbox::Cluster {
+    use base64::Engine as _;
+    let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+    let member = kube_sandbox::Cluster::with_options(
+        MEMBER,
+        kube_sandbox::ClusterOptions {
+            workload_controllers: true,
+            ..kube_sandbox::ClusterOptions::default()
+        },
+    );
+    member
+        .add_node(&kube_sandbox::SimNode::new("member-1-node", "4", "8Gi"))
+        .unwrap();
+    let mc = member.client();
+    ensure_namespace(&mc, NS).await;
+    let post = |client: kube::Client, path: String, body: Value| async move {
+        let request = http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(body.to_string().into_bytes())
+            .unwrap();
+        client.request_text(request).await.unwrap();
+    };
+    post(
+        mc.clone(),
+        format!("/api/v1/namespaces/{NS}/configmaps"),
+        serde_json::json!({
+            "metadata": {"name": "legacy-config"}, "data": {"mode": "legacy"}
+        }),
+    )
+    .await;
+    post(
+        mc.clone(),
+        format!("/apis/apps/v1/namespaces/{NS}/deployments"),
+        serde_json::json!({
+            "metadata": {"name": "legacy", "labels": {"app": "legacy"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "legacy"}},
+                "template": {"metadata": {"labels": {"app": "legacy"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}],
+                        "volumes": [{"name": "cfg", "configMap": {"name": "legacy-config"}}]}}}
+        }),
+    )
+    .await;
+    let served = member
+        .serve(kube_sandbox::ServeOptions::default())
+        .await
+        .unwrap();
+    let ic = instance.client();
+    ensure_namespace(&ic, "karmada-cluster").await;
+    // The admin token stands in for the impersonator's: it may impersonate anyone.
+    post(
+        ic.clone(),
+        "/api/v1/namespaces/karmada-cluster/secrets".into(),
+        serde_json::json!({
+            "metadata": {"name": MEMBER},
+            "data": {"token": b64(member.admin_token()), "caBundle": b64(served.cluster_ca_pem())}
+        }),
+    )
+    .await;
+    post(
+        ic.clone(),
+        "/apis/cluster.karmada.io/v1alpha1/clusters".into(),
+        serde_json::json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": MEMBER},
+            "spec": {"syncMode": "Push", "apiEndpoint": served.url,
+                "secretRef": {"namespace": "karmada-cluster", "name": MEMBER},
+                "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": MEMBER}}
+        }),
+    )
+    .await;
+    kube_sandbox::testing::install_crds(
+        &ic,
+        vec![common::load_crd(
+            "karmada/work.karmada.io_resourcebindings.yaml",
+        )],
+    )
+    .await;
+    std::mem::forget(served);
+    member
 }
 
 impl Drop for Server {
@@ -123,8 +209,22 @@ impl Drop for Server {
 async fn start_server() -> Server {
     kube_kit::client::install_crypto_provider();
     let host = common::host().await;
-    let instance = KarmadaInstance::start(INSTANCE).await;
+    let instance = KarmadaInstance::start_with(
+        INSTANCE,
+        kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy(
+            kube_sandbox::ClusterOptions::default(),
+        ),
+    )
+    .await;
     ensure_namespace(&instance.client(), NS).await;
+    let member = start_member(&instance).await;
+    // The member's pod runs before the client asks for it.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(member.client(), NS);
+    common::eventually("the legacy pod", Duration::from_secs(30), || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        (list.items.len() == 1).then_some(())
+    })
+    .await;
     register_adopted(&host.client(), INSTANCE, &instance).await;
 
     let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
@@ -165,6 +265,7 @@ async fn start_server() -> Server {
     Server {
         host,
         instance,
+        member,
         base: format!("http://{addr}"),
         stop,
     }
@@ -224,6 +325,7 @@ async fn a_generated_python_client_drives_the_api() {
             .env("KAIRSHIP_URL", base)
             .env("KAIRSHIP_INSTANCE", INSTANCE)
             .env("KAIRSHIP_NAMESPACE", NS)
+            .env("KAIRSHIP_MEMBER", MEMBER)
             .env("KAIRSHIP_ADMIN_TOKEN", "admin-token")
             .env("KAIRSHIP_VIEWER_TOKEN", "viewer-token")
             .output()
@@ -305,6 +407,48 @@ async fn a_generated_python_client_drives_the_api() {
     );
     assert!(unknown["message"].as_str().unwrap().contains("gizmos"));
     assert_eq!(step("generic_delete")["name"], "generic-python");
+
+    // The member views and :promote.
+    let member_pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(server.member.client(), NS);
+    let pod = member_pods.list(&Default::default()).await.unwrap().items[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    assert_eq!(
+        step("member_nodes")["names"],
+        serde_json::json!(["member-1-node"])
+    );
+    assert_eq!(
+        step("member_deployments")["names"],
+        serde_json::json!(["legacy"])
+    );
+    assert_eq!(step("member_deployment")["cluster"], MEMBER);
+    assert_eq!(step("member_namespaces")["total"], 1);
+    assert_eq!(step("member_node")["name"], "member-1-node");
+    assert_eq!(
+        step("promote_dry_run")["kinds"],
+        serde_json::json!(["ConfigMap", "Deployment", "PropagationPolicy"])
+    );
+    assert_eq!(step("promote")["dry_run"], false);
+    assert_eq!(
+        step("workload_pods")["pods"],
+        serde_json::json!([[MEMBER, pod]])
+    );
+    let unknown_member = step("member_unknown");
+    assert_eq!(
+        (
+            unknown_member["status"].clone(),
+            unknown_member["code"].clone()
+        ),
+        (404.into(), 5.into())
+    );
+    let promoted: Api<ConfigMap> = Api::namespaced(server.instance.client(), NS);
+    assert_eq!(
+        promoted.get("legacy-config").await.unwrap().data.unwrap()["mode"],
+        "legacy"
+    );
 
     // The instance holds what the client created, and nothing the viewer tried.
     let configmaps: Api<ConfigMap> = Api::namespaced(server.instance.client(), NS);

@@ -58,15 +58,15 @@ fn per_node_memory(total: &str, nodes: i32) -> String {
     format!("{}Mi", mib / i64::from(nodes.max(1)))
 }
 
-/// Starts member `name` with `nodes` simulated nodes sharing `cpu` and `memory`; a member that
-/// is not `ready` has its nodes' kubelets stopped.
+/// Starts member `name` with `nodes` simulated nodes sharing `cpu` and `memory`, served with
+/// `serve`; a member that is not `ready` has its nodes' kubelets stopped.
 pub async fn start(
     name: &str,
     ready: bool,
     nodes: i32,
     cpu: &str,
     memory: &str,
-    tls: bool,
+    serve: &ServeOptions,
 ) -> anyhow::Result<Member> {
     let cluster = kube_sandbox::Cluster::with_options(
         name,
@@ -114,12 +114,7 @@ pub async fn start(
         .create(&PostParams::default(), &binding)
         .await
         .with_context(|| format!("binding the impersonator's role in member {name}"))?;
-    let served = cluster
-        .serve(ServeOptions {
-            tls,
-            ..ServeOptions::default()
-        })
-        .await?;
+    let served = cluster.serve(serve.clone()).await?;
     Ok(Member {
         cluster,
         served,

@@ -44,6 +44,9 @@ const NAMESPACE: &str = "kairship-system";
 /// The instance the viewer may read (the admin administers all of them).
 const VIEWER_INSTANCE: &str = "karmada-a";
 
+/// The member of the viewer's instance holding the workload Karmada does not manage.
+const PROMOTE_FROM: &str = "a-east";
+
 /// Flags of `kairship sandbox`.
 #[derive(clap::Args, Debug)]
 pub struct SandboxArgs {
@@ -163,7 +166,15 @@ async fn karmada_instance(
     let clusters: Api<kairship_core::models::cluster::Cluster> = Api::all(client.clone());
     let mut running = Vec::new();
     for (member, ready, nodes, cpu, memory) in members {
-        let started = members::start(member, *ready, *nodes, cpu, memory, options.tls).await?;
+        // Served as the instance is, its admin kubeconfig next to the instance's.
+        let serve = ServeOptions {
+            kubeconfig_path: options
+                .kubeconfig_path
+                .as_ref()
+                .map(|p| p.with_file_name(format!("{member}.kubeconfig"))),
+            ..options.clone()
+        };
+        let started = members::start(member, *ready, *nodes, cpu, memory, &serve).await?;
         let spec = members::register(&client, &started).await?;
         running.push(started);
         let created = clusters
@@ -522,6 +533,14 @@ fn try_these(base: &str, addr: SocketAddr, dir: &Path, users: &[User], tls: bool
     ));
     line(format!(
         "{curl} -H \"$ADMIN\" -X POST $KS/instances/{i}/namespaces/{ns}/deployments/web:restart | jq .metadata.name"
+    ));
+    line(format!(
+        "{curl} -H \"$VIEWER\" $KS/instances/{i}/namespaces/{ns}/deployments/web/pods | jq -r '.items[] | [.metadata.annotations[\"{}\"], .metadata.name, .status.phase, .spec.nodeName] | @tsv'   # pods per member cluster",
+        kairship_core::api::CLUSTER_ANNOTATION
+    ));
+    line(format!(
+        "{curl} -H \"$ADMIN\" -X POST \"$KS/instances/{i}/clusters/{PROMOTE_FROM}/namespaces/{ns}/deployments/{}:promote?dryRun=true\" | jq -r '.objects[].kind'",
+        members::LEGACY_DEPLOYMENT
     ));
     if !tls {
         // kubectl (client-go) only sends a kubeconfig's credentials over HTTPS.

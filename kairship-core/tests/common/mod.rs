@@ -49,7 +49,7 @@ fn crd_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/upstream")
 }
 
-fn load_crd(relative: &str) -> CustomResourceDefinition {
+pub fn load_crd(relative: &str) -> CustomResourceDefinition {
     let path = crd_dir().join(relative);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
