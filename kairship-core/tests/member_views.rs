@@ -642,7 +642,21 @@ async fn pods_per_cluster_and_nodes_are_what_the_members_hold() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(grpc_nodes.items.len(), 2);
+    let grpc_nodes: BTreeSet<String> = grpc_nodes
+        .items
+        .into_iter()
+        .map(|s| {
+            kairship_core::grpc::convert::struct_to_json(s)["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        grpc_nodes,
+        placed(&nodes).into_iter().map(|(_, n)| n).collect()
+    );
+    assert_eq!(grpc_nodes.len(), 2);
     // Generic reads of a member.
     let (code, deployment) = env
         .rest(

@@ -34,7 +34,9 @@ pub const LEGACY_CONFIG_MAP: &str = "legacy-config";
 
 /// One running member cluster.
 pub struct Member {
+    /// The member's sandbox cluster.
     pub cluster: kube_sandbox::Cluster,
+    /// Where it is served.
     pub served: Served,
     /// The impersonator's token.
     impersonator_token: String,

@@ -220,6 +220,7 @@ impl KairshipService {
         Ok(query)
     }
 
+    /// [`KairshipApi::list_workload_pods`](crate::api::KairshipApi::list_workload_pods).
     pub(super) async fn workload_pods(
         &self,
         caller: &Caller,
@@ -296,6 +297,7 @@ impl KairshipService {
         object_list(query.select(None, items))
     }
 
+    /// [`KairshipApi::list_member_nodes`](crate::api::KairshipApi::list_member_nodes).
     pub(super) async fn member_nodes(
         &self,
         caller: &Caller,
@@ -323,6 +325,7 @@ impl KairshipService {
         object_list(query.select(None, items))
     }
 
+    /// [`KairshipApi::list_member_objects`](crate::api::KairshipApi::list_member_objects).
     pub(super) async fn member_objects(
         &self,
         caller: &Caller,
@@ -356,6 +359,7 @@ impl KairshipService {
         object_list(query.select(None, items))
     }
 
+    /// [`KairshipApi::get_member_object`](crate::api::KairshipApi::get_member_object).
     pub(super) async fn member_object(
         &self,
         caller: &Caller,

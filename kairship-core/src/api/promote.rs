@@ -258,6 +258,7 @@ impl Planned {
 }
 
 impl KairshipService {
+    /// [`KairshipApi::promote_workload`](crate::api::KairshipApi::promote_workload).
     pub(super) async fn promote(
         &self,
         caller: &Caller,

@@ -177,11 +177,11 @@ legacy = members.get_member_namespaced_object(
     INSTANCE, MEMBER, NAMESPACE, "apps", "v1", "deployments", "legacy"
 )
 report("member_deployment", cluster=legacy["metadata"]["annotations"][CLUSTER_ANNOTATION])
-namespaces = members.list_member_cluster_objects(
+namespaces = members.list_member_objects(
     INSTANCE, MEMBER, "core", "v1", "namespaces", name=NAMESPACE
 )
 report("member_namespaces", total=namespaces.pagination.total)
-node = members.get_member_cluster_object(INSTANCE, MEMBER, "core", "v1", "nodes", names(nodes)[0])
+node = members.get_member_object(INSTANCE, MEMBER, "core", "v1", "nodes", names(nodes)[0])
 report("member_node", name=node["metadata"]["name"])
 try:
     members.list_member_nodes(INSTANCE, "no-such-member")
