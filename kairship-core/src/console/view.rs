@@ -1387,7 +1387,7 @@ mod tests {
     #[test]
     fn workload_page_escapes_and_hides_writes_from_viewers() {
         let w = workload(EVIL);
-        let html = workload_page(&viewer(), "karmada-a", &w, true);
+        let html = workload_page(&viewer(), "karmada-a", &w, true, Html::new());
         assert_no_injection(&html);
         assert!(html.contains("id=\"action-restart\""));
         assert!(html.contains("2026-01-01T00:00:00Z"));
@@ -1396,7 +1396,7 @@ mod tests {
             html.contains("/workloads/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"),
             "names are encoded in URLs: {html}"
         );
-        let html = workload_page(&viewer(), "karmada-a", &w, false);
+        let html = workload_page(&viewer(), "karmada-a", &w, false, Html::new());
         assert!(!html.contains("action-"), "{html}");
     }
 
@@ -1415,6 +1415,11 @@ mod tests {
                 "spec": {"resourceSelectors": [{"kind": EVIL, "name": EVIL}]}})],
             overrides: vec![],
             can_write: true,
+            recent_events: Some(Ok(crate::api::ObjectList {
+                items: vec![json!({"type": EVIL, "reason": EVIL, "message": EVIL,
+                    "involvedObject": {"kind": EVIL, "name": EVIL}, "lastTimestamp": EVIL})],
+                pagination: Default::default(),
+            })),
         };
         assert_no_injection(&overview_page(&viewer(), EVIL, &o, false));
         let err = ApiError::invalid(EVIL)
