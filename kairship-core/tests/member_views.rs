@@ -284,7 +284,7 @@ impl Env {
         }
         send(
             &admin,
-            &"POST",
+            "POST",
             &format!("/apis/apps/v1/namespaces/{NS}/deployments"),
             Some(deployment("web", 3)),
         )

@@ -142,10 +142,12 @@ pub fn impersonation(username: &str, groups: &[String]) -> Vec<(HeaderName, Head
     out
 }
 
+/// Clients by endpoint and CA bundle.
+type Clients = Mutex<HashMap<(String, Option<String>), reqwest::Client>>;
+
 /// One HTTP client per endpoint and CA bundle.
 fn client(connection: &Connection) -> Result<reqwest::Client, ApiError> {
-    static CLIENTS: OnceLock<Mutex<HashMap<(String, Option<String>), reqwest::Client>>> =
-        OnceLock::new();
+    static CLIENTS: OnceLock<Clients> = OnceLock::new();
     let key = (connection.endpoint.clone(), connection.ca_pem.clone());
     let mut clients = CLIENTS
         .get_or_init(Default::default)
