@@ -239,7 +239,7 @@ impl Env {
             .await;
         }
         // Users may use the cluster proxy (as Karmada's docs grant it); the members decide.
-        for user in ["viewer", "editor"] {
+        for user in ["viewer", "editor", "nobody"] {
             instance
                 .auth()
                 .add_token(&format!("{user}-token"), UserInfo::new(user, &[]));
@@ -470,6 +470,15 @@ async fn the_cluster_proxy_forwards_as_the_caller_and_the_member_decides() {
     assert_eq!(
         status["message"],
         "clusters.cluster.karmada.io \"nope\" not found"
+    );
+    // Without `clusters/proxy` in the instance, the instance itself refuses.
+    let (code, status) = env
+        .through_proxy("GET", "/east/proxy/api/v1/pods", "nobody-token", None)
+        .await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "clusters.cluster.karmada.io/proxy \"east\" is forbidden: User \"nobody\" cannot get resource \"clusters/proxy\" in API group \"cluster.karmada.io\" at the cluster scope"
     );
     // A read is forwarded to the member.
     let (code, pods) = env
