@@ -18,6 +18,22 @@ mod support;
 
 use support::*;
 
+/// A client of member `member`, with the kubeconfig the sandbox wrote for it.
+async fn member_client(dir: &std::path::Path, member: &str) -> kube::Client {
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(dir.join(format!("{member}.kubeconfig"))).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// Whether the page shows exactly what the members hold, every pod running on a node.
+fn settled(held: &BTreeSet<Vec<String>>, rows: &BTreeSet<Vec<String>>) -> bool {
+    let running = held.iter().all(|p| p[2] == "Running" && !p[3].is_empty());
+    running && held.len() == 3 && rows == held
+}
+
 /// `(cluster, pod, phase, node)` of the pods of `app` in `demo`, as the members hold them.
 async fn held_by_members(
     dir: &std::path::Path,
@@ -26,13 +42,7 @@ async fn held_by_members(
 ) -> BTreeSet<Vec<String>> {
     let mut out = BTreeSet::new();
     for member in members {
-        let kubeconfig =
-            kube::config::Kubeconfig::read_from(dir.join(format!("{member}.kubeconfig"))).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        let client = kube::Client::try_from(config).unwrap();
-        let pods: kube::Api<Pod> = kube::Api::namespaced(client, "demo");
+        let pods: kube::Api<Pod> = kube::Api::namespaced(member_client(dir, member).await, "demo");
         for pod in pods
             .list(&ListParams::default().labels(&format!("app={app}")))
             .await
@@ -122,8 +132,7 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
         browser.find("#pods").await;
         let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
         let rows = shown(&browser).await;
-        let running = held.iter().all(|p| p[2] == "Running" && !p[3].is_empty());
-        if running && held.len() == 3 && rows == held {
+        if settled(&held, &rows) {
             break (held, rows);
         }
         assert!(
@@ -148,6 +157,25 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
         "{events}"
     );
     browser.screenshot(&shots, "workload-pods").await;
+
+    // Live: a pod deleted in a member is replaced there, and the page shows the replacement
+    // without being reloaded.
+    let gone = rows.iter().find(|r| r[0] == "a-west").unwrap()[1].clone();
+    let west: kube::Api<Pod> = kube::Api::namespaced(member_client(&dir, "a-west").await, "demo");
+    west.delete(&gone, &Default::default()).await.unwrap();
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
+        let rows = shown(&browser).await;
+        if settled(&held, &rows) && !rows.iter().any(|r| r[1] == gone) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page shows {rows:?}, the members hold {held:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 
     // The overview shows the instance's recent events.
     browser

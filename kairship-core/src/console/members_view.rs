@@ -4,8 +4,13 @@
 
 use serde_json::Value;
 
-use super::html::Html;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+
+use super::html::{Html, url_segment};
 use super::view::error_box;
+use super::{Shared, html, signed_in};
 use crate::access::Caller;
 use crate::api::{
     ApiError, CLUSTER_ANNOTATION, KairshipApi, ListEventsRequest, ListOptions,
@@ -110,10 +115,30 @@ pub async fn load_events(
     .await
 }
 
-/// The pods per cluster table (`id="pods"`, one row per pod with `data-cluster`).
-pub fn pods_section(pods: &Result<ObjectList, ApiError>) -> Html {
+/// Where the pods part of a workload page refreshes from.
+pub fn pods_url(instance: &str, namespace: &str, name: &str) -> String {
+    format!(
+        "/ui/instances/{}/namespaces/{}/workloads/{}/pods",
+        url_segment(instance),
+        url_segment(namespace),
+        url_segment(name)
+    )
+}
+
+/// The pods per cluster table (`id="pods"`, one row per pod with `data-cluster`), refreshed
+/// from `refresh` every 5 s.
+pub fn pods_section(refresh: &str, pods: &Result<ObjectList, ApiError>) -> Html {
     let mut h = Html::new();
-    h.raw("<section><h2>Pods per cluster</h2>");
+    h.open(
+        "section",
+        &[
+            ("id", "pods-live"),
+            ("hx-get", refresh),
+            ("hx-trigger", "every 5s"),
+            ("hx-swap", "outerHTML"),
+        ],
+    );
+    h.raw("<h2>Pods per cluster</h2>");
     match pods {
         Err(err) => error_box(&mut h, err),
         Ok(list) => {
@@ -142,6 +167,28 @@ pub fn pods_section(pods: &Result<ObjectList, ApiError>) -> Html {
     }
     h.raw("</section>");
     h
+}
+
+/// `GET …/workloads/{name}/pods`: the pods part of a workload page, for its refresh.
+pub(super) async fn workload_pods(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+    Path((instance, namespace, name)): Path<(String, String, String)>,
+) -> Response {
+    let signed = match signed_in(&console, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let pods = load_pods(
+        console.api.as_ref(),
+        &signed.caller,
+        &instance,
+        &namespace,
+        &name,
+    )
+    .await;
+    let section = pods_section(&pods_url(&instance, &namespace, &name), &pods);
+    html(StatusCode::OK, section.finish())
 }
 
 /// The recent events table (`id="events"`).
@@ -192,7 +239,7 @@ mod tests {
             })],
             pagination: Pagination::default(),
         });
-        let html = pods_section(&pods).finish();
+        let html = pods_section("/ui/x", &pods).finish();
         assert!(html.contains("data-cluster=\"east\""), "{html}");
         assert!(html.contains("<td class=\"phase\">Running</td>"), "{html}");
         assert!(html.contains("<td class=\"node\">east-n1</td>"), "{html}");
@@ -201,7 +248,8 @@ mod tests {
             html.contains("web-1&lt;script&gt;") && !html.contains("<script>"),
             "{html}"
         );
-        let none = pods_section(&Ok(ObjectList::default())).finish();
+        assert!(html.contains("hx-get=\"/ui/x\""), "{html}");
+        let none = pods_section("/ui/x", &Ok(ObjectList::default())).finish();
         assert!(none.contains("No pods"));
     }
 

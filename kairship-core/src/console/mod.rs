@@ -114,6 +114,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
             get(create_form).post(create),
         )
         .route(w, get(workload))
+        .route(&format!("{w}/pods"), get(members_view::workload_pods))
         .route(&format!("{w}/{{action}}"), post(workload_action))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(console)
@@ -890,7 +891,8 @@ async fn workload(
             members_view::load_pods(api, &signed.caller, &instance, &namespace, &name),
             members_view::load_events(api, &signed.caller, &instance, Some(&namespace), object),
         );
-        let mut members = members_view::pods_section(&pods);
+        let refresh = members_view::pods_url(&instance, &namespace, &name);
+        let mut members = members_view::pods_section(&refresh, &pods);
         members.append(members_view::events_section(&events));
         view::workload_page(&signed.viewer(), &instance, &w, can_write, members)
     };
