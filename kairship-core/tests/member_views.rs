@@ -537,6 +537,23 @@ async fn the_cluster_proxy_forwards_as_the_caller_and_the_member_decides() {
         .find(|e| e.resource == "configmaps" && e.code == 201)
         .unwrap();
     assert_eq!(made.user, "editor");
+    // Watches stream through the proxy.
+    let mut watch = env
+        .http
+        .get(format!(
+            "{}/apis/cluster.karmada.io/v1alpha1/clusters/east/proxy/api/v1/namespaces/{NS}/configmaps?watch=true",
+            env.instance_url
+        ))
+        .bearer_auth("viewer-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+    let first = watch.chunk().await.unwrap().unwrap();
+    let line = String::from_utf8_lossy(&first);
+    let event: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_eq!(event["type"], "ADDED", "{event}");
+    assert_eq!(event["object"]["kind"], "ConfigMap", "{event}");
     // A Cluster whose impersonator Secret is missing, and one that cannot be reached.
     let admin = env.instance.client();
     for (name, endpoint, impersonator) in [
@@ -757,6 +774,27 @@ async fn promote_copies_the_workload_and_its_config_all_or_nothing() {
         .collect();
     assert_eq!(kinds, ["ConfigMap", "Deployment", "PropagationPolicy"]);
     assert_eq!(plan["dryRun"], true);
+    // gRPC plans the same.
+    let grpc_plan = env
+        .grpc()
+        .await
+        .promote_workload(with_token(pb::PromoteWorkloadRequest {
+            instance: INSTANCE.into(),
+            cluster: "east".into(),
+            namespace: NS.into(),
+            kind: "deployments".into(),
+            name: "legacy".into(),
+            dry_run: true,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let grpc_plan = kairship_core::grpc::members::promote_response_from_pb(grpc_plan);
+    assert!(grpc_plan.dry_run);
+    assert_eq!(
+        serde_json::to_value(&grpc_plan.objects).unwrap(),
+        plan["objects"]
+    );
     assert!(!exists(cm_path.clone()).await && !exists(deploy_path.clone()).await);
 
     // The policy (third object) fails: nothing is kept.
