@@ -48,6 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-1";
 const NS: &str = "team-a";
+const MEMBER: &str = "member-1";
 const INSTALL: &str = "python3 -m venv ~/.cache/kubeocean-rs/venv && \
      ~/.cache/kubeocean-rs/venv/bin/pip install 'openapi-generator-cli==7.26.0' \
      'pydantic==2.14.4' 'python-dateutil==4.0.0' 'urllib3==2.8.0' 'typing-extensions==4.16.0' \
@@ -111,10 +112,95 @@ fn scratch_dir() -> PathBuf {
 struct Server {
     host: kube_sandbox::Cluster,
     instance: KarmadaInstance,
+    member: kube_sandbox::Cluster,
     base: String,
     stop: CancellationToken,
     /// A member cluster to join, served over loopback HTTP.
-    member: (kube_sandbox::Cluster, kube_sandbox::Served),
+    joinable: (kube_sandbox::Cluster, kube_sandbox::Served),
+}
+
+/// Member cluster `member-1` of the instance (one node, the workload controllers, Deployment
+/// `legacy` with ConfigMap `legacy-config` made there before Karmada), registered in the
+/// instance as Karmada's Push mode does, so the instance's cluster proxy reaches it.
+async fn start_member(instance: &KarmadaInstance) -> kube_sandbox::Cluster {
+    use base64::Engine as _;
+    let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+    let member = kube_sandbox::Cluster::with_options(
+        MEMBER,
+        kube_sandbox::ClusterOptions {
+            workload_controllers: true,
+            ..kube_sandbox::ClusterOptions::default()
+        },
+    );
+    member
+        .add_node(&kube_sandbox::SimNode::new("member-1-node", "4", "8Gi"))
+        .unwrap();
+    let mc = member.client();
+    ensure_namespace(&mc, NS).await;
+    let post = |client: kube::Client, path: String, body: Value| async move {
+        let request = http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(body.to_string().into_bytes())
+            .unwrap();
+        client.request_text(request).await.unwrap();
+    };
+    post(
+        mc.clone(),
+        format!("/api/v1/namespaces/{NS}/configmaps"),
+        serde_json::json!({
+            "metadata": {"name": "legacy-config"}, "data": {"mode": "legacy"}
+        }),
+    )
+    .await;
+    post(
+        mc.clone(),
+        format!("/apis/apps/v1/namespaces/{NS}/deployments"),
+        serde_json::json!({
+            "metadata": {"name": "legacy", "labels": {"app": "legacy"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "legacy"}},
+                "template": {"metadata": {"labels": {"app": "legacy"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}],
+                        "volumes": [{"name": "cfg", "configMap": {"name": "legacy-config"}}]}}}
+        }),
+    )
+    .await;
+    let served = member
+        .serve(kube_sandbox::ServeOptions::default())
+        .await
+        .unwrap();
+    let ic = instance.client();
+    ensure_namespace(&ic, "karmada-cluster").await;
+    // The admin token stands in for the impersonator's: it may impersonate anyone.
+    post(
+        ic.clone(),
+        "/api/v1/namespaces/karmada-cluster/secrets".into(),
+        serde_json::json!({
+            "metadata": {"name": MEMBER},
+            "data": {"token": b64(member.admin_token()), "caBundle": b64(served.cluster_ca_pem())}
+        }),
+    )
+    .await;
+    post(
+        ic.clone(),
+        "/apis/cluster.karmada.io/v1alpha1/clusters".into(),
+        serde_json::json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": MEMBER},
+            "spec": {"syncMode": "Push", "apiEndpoint": served.url,
+                "secretRef": {"namespace": "karmada-cluster", "name": MEMBER},
+                "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": MEMBER}}
+        }),
+    )
+    .await;
+    kube_sandbox::testing::install_crds(
+        &ic,
+        vec![common::load_crd(
+            "karmada/work.karmada.io_resourcebindings.yaml",
+        )],
+    )
+    .await;
+    std::mem::forget(served);
+    member
 }
 
 impl Drop for Server {
@@ -128,8 +214,22 @@ impl Drop for Server {
 async fn start_server() -> Server {
     kube_kit::client::install_crypto_provider();
     let host = common::host().await;
-    let instance = KarmadaInstance::start(INSTANCE).await;
+    let instance = KarmadaInstance::start_with(
+        INSTANCE,
+        kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy(
+            kube_sandbox::ClusterOptions::default(),
+        ),
+    )
+    .await;
     ensure_namespace(&instance.client(), NS).await;
+    let member = start_member(&instance).await;
+    // The member's pod runs before the client asks for it.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(member.client(), NS);
+    common::eventually("the legacy pod", Duration::from_secs(30), || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        (list.items.len() == 1).then_some(())
+    })
+    .await;
     register_adopted(&host.client(), INSTANCE, &instance).await;
 
     let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
@@ -167,23 +267,24 @@ async fn start_server() -> Server {
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
     tokio::spawn(serve(listener, app, None, stop.clone()));
-    let member = kube_sandbox::Cluster::with_options(
+    let joinable = kube_sandbox::Cluster::with_options(
         "py-member",
         kube_sandbox::ClusterOptions {
             workload_controllers: true,
             ..kube_sandbox::ClusterOptions::default()
         },
     );
-    let served = member
+    let served = joinable
         .serve(kube_sandbox::ServeOptions::default())
         .await
         .unwrap();
     Server {
         host,
         instance,
+        member,
         base: format!("http://{addr}"),
         stop,
-        member: (member, served),
+        joinable: (joinable, served),
     }
 }
 
@@ -234,7 +335,7 @@ async fn a_generated_python_client_drives_the_api() {
     // The script blocks on HTTP calls to this process: run it off the runtime's threads.
     let python = tools.python.clone();
     let base = server.base.clone();
-    let member_kubeconfig = server.member.1.kubeconfig_yaml.clone();
+    let member_kubeconfig = server.joinable.1.kubeconfig_yaml.clone();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python)
             .arg(script)
@@ -242,6 +343,7 @@ async fn a_generated_python_client_drives_the_api() {
             .env("KAIRSHIP_URL", base)
             .env("KAIRSHIP_INSTANCE", INSTANCE)
             .env("KAIRSHIP_NAMESPACE", NS)
+            .env("KAIRSHIP_MEMBER", MEMBER)
             .env("KAIRSHIP_ADMIN_TOKEN", "admin-token")
             .env("KAIRSHIP_VIEWER_TOKEN", "viewer-token")
             .env("KAIRSHIP_MEMBER_KUBECONFIG", member_kubeconfig)
@@ -357,6 +459,47 @@ async fn a_generated_python_client_drives_the_api() {
     assert_eq!(step("resume_cronjob")["suspend"], false);
     let shop: Api<Deployment> = Api::namespaced(server.instance.client(), NS);
     assert!(shop.get_opt("shop").await.unwrap().is_some());
+    // The member views and :promote.
+    let member_pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(server.member.client(), NS);
+    let pod = member_pods.list(&Default::default()).await.unwrap().items[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    assert_eq!(
+        step("member_nodes")["names"],
+        serde_json::json!(["member-1-node"])
+    );
+    assert_eq!(
+        step("member_deployments")["names"],
+        serde_json::json!(["legacy"])
+    );
+    assert_eq!(step("member_deployment")["cluster"], MEMBER);
+    assert_eq!(step("member_namespaces")["total"], 1);
+    assert_eq!(step("member_node")["name"], "member-1-node");
+    assert_eq!(
+        step("promote_dry_run")["kinds"],
+        serde_json::json!(["ConfigMap", "Deployment", "PropagationPolicy"])
+    );
+    assert_eq!(step("promote")["dry_run"], false);
+    assert_eq!(
+        step("workload_pods")["pods"],
+        serde_json::json!([[MEMBER, pod]])
+    );
+    let unknown_member = step("member_unknown");
+    assert_eq!(
+        (
+            unknown_member["status"].clone(),
+            unknown_member["code"].clone()
+        ),
+        (404.into(), 5.into())
+    );
+    let promoted: Api<ConfigMap> = Api::namespaced(server.instance.client(), NS);
+    assert_eq!(
+        promoted.get("legacy-config").await.unwrap().data.unwrap()["mode"],
+        "legacy"
+    );
 
     // The instance holds what the client created, and nothing the viewer tried.
     let configmaps: Api<ConfigMap> = Api::namespaced(server.instance.client(), NS);
@@ -404,7 +547,7 @@ async fn a_generated_python_client_drives_the_api() {
     assert_eq!(step("update_member")["labels"]["tier"], "gold");
     assert_eq!(step("remove_member")["name"], "py-member");
     assert!(
-        !stdout.contains(server.member.0.admin_token()),
+        !stdout.contains(server.joinable.0.admin_token()),
         "a member credential in the client's answers"
     );
     std::fs::remove_dir_all(&dir).ok();

@@ -39,6 +39,7 @@ pub use apiserver::auth::UserInfo;
 pub use apiserver::error::ApiError;
 pub use apiserver::faults::{FaultAction, FaultRule, Faults};
 pub use apiserver::pki::{CertificateError, ClusterPki, IssuedCertificate};
+pub use apiserver::proxy_hooks::{ProxyFuture, ProxyHandler, ProxyHandlers, ProxyRequest};
 pub use apiserver::requests::{RequestCounts, RequestKind};
 pub use apiserver::state::{ClusterOptions, ClusterState};
 pub use sim::{KubeletState, SimNode, Simulator};

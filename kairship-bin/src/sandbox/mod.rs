@@ -5,6 +5,7 @@
 //! controller-manager and the API server in-process, an admin and a viewer with their tokens
 //! and issued kubeconfigs. Prints what to try, then runs until interrupted.
 
+mod members;
 mod samples;
 mod spare;
 mod users;
@@ -43,6 +44,9 @@ const NAMESPACE: &str = "kairship-system";
 
 /// The instance the viewer may read (the admin administers all of them).
 const VIEWER_INSTANCE: &str = "karmada-a";
+
+/// The member of the viewer's instance holding the workload Karmada does not manage.
+const PROMOTE_FROM: &str = "a-east";
 
 /// Flags of `kairship sandbox`.
 #[derive(clap::Args, Debug)]
@@ -101,11 +105,16 @@ async fn karmada_instance(
     name: &str,
     members: &[(&str, bool, i32, &str, &str)],
     options: &ServeOptions,
-) -> anyhow::Result<(kube_sandbox::Cluster, Served)> {
+) -> anyhow::Result<(kube_sandbox::Cluster, Served, Vec<members::Member>)> {
     // A Karmada control plane runs no Deployment controller (its workloads run in the
-    // members, which the sandbox represents by their Cluster objects and the bindings'
-    // aggregated status), so the instance clusters keep the workload controllers off.
-    let cluster = kube_sandbox::Cluster::new(name);
+    // members), so the instance clusters keep the workload controllers off; they serve
+    // Karmada's cluster proxy to their members.
+    let cluster = kube_sandbox::Cluster::with_options(
+        name,
+        kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy(
+            kube_sandbox::ClusterOptions::default(),
+        ),
+    );
     let client = cluster.client();
     create_crds(
         &client,
@@ -156,13 +165,23 @@ async fn karmada_instance(
     )
     .await?;
     let clusters: Api<kairship_core::models::cluster::Cluster> = Api::all(client.clone());
+    let mut running = Vec::new();
     for (member, ready, nodes, cpu, memory) in members {
+        // Served as the instance is, its admin kubeconfig next to the instance's.
+        let serve = ServeOptions {
+            kubeconfig_path: options
+                .kubeconfig_path
+                .as_ref()
+                .map(|p| p.with_file_name(format!("{member}.kubeconfig"))),
+            ..options.clone()
+        };
+        let started = members::start(member, *ready, *nodes, cpu, memory, &serve).await?;
+        let spec = members::register(&client, &started).await?;
+        running.push(started);
         let created = clusters
             .create(
                 &PostParams::default(),
-                &serde_json::from_value(
-                    json!({"metadata": {"name": member}, "spec": {"syncMode": "Push"}}),
-                )?,
+                &serde_json::from_value(json!({"metadata": {"name": member}, "spec": spec}))?,
             )
             .await
             .with_context(|| format!("creating member {member} in {name}"))?;
@@ -183,8 +202,18 @@ async fn karmada_instance(
     }
     let ready: Vec<&str> = members.iter().filter(|m| m.1).map(|m| m.0).collect();
     samples::create(&client, name, &ready).await?;
+    let placed: Vec<&members::Member> = running
+        .iter()
+        .filter(|m| ready.contains(&m.cluster.name()))
+        .collect();
+    for (index, member) in placed.iter().enumerate() {
+        members::propagate(&member.cluster.client(), index, placed.len()).await?;
+    }
+    if let Some(first) = placed.first() {
+        members::create_legacy(&first.cluster.client()).await?;
+    }
     let served = cluster.serve(options.clone()).await?;
-    Ok((cluster, served))
+    Ok((cluster, served, running))
 }
 
 /// Runs the sandbox until SIGTERM/SIGINT. A port that cannot be bound exits with status 2.
@@ -252,10 +281,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         ),
     ];
     let mut running = Vec::new();
+    let mut member_clusters = Vec::new();
     let secrets: Api<Secret> = Api::namespaced(hc.clone(), NAMESPACE);
     let instance_api: Api<Instance> = Api::all(hc.clone());
     for (name, members) in &instances {
-        let (cluster, served) = karmada_instance(name, members, &options(name)).await?;
+        let (cluster, served, started) = karmada_instance(name, members, &options(name)).await?;
+        member_clusters.push((*name, started));
         let secret_name = format!("{name}-kubeconfig");
         let secret = Secret {
             metadata: ObjectMeta {
@@ -322,6 +353,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     }
     // A member cluster no instance has joined yet, to try a join with.
     running.push(spare::start(&options(spare::NAME)).await?);
+    // The members decide for the callers Karmada's cluster proxy impersonates.
+    for (instance, started) in &member_clusters {
+        for member in started {
+            users::grant_inside(&member.cluster.client(), instance, &users).await?;
+        }
+    }
 
     let config = ControllerConfig {
         probe_interval: Duration::from_secs(2),
@@ -453,6 +490,9 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     for (cluster, _) in &running {
         cluster.shutdown();
     }
+    for member in member_clusters.iter().flat_map(|(_, m)| m) {
+        member.cluster.shutdown();
+    }
     Ok(())
 }
 
@@ -508,6 +548,14 @@ fn try_these(base: &str, addr: SocketAddr, dir: &Path, users: &[User], tls: bool
     ));
     line(format!(
         "{curl} -H \"$ADMIN\" -X POST $KS/instances/{i}/namespaces/{ns}/deployments/web:restart | jq .metadata.name"
+    ));
+    line(format!(
+        "{curl} -H \"$VIEWER\" $KS/instances/{i}/namespaces/{ns}/deployments/web/pods | jq -r '.items[] | [.metadata.annotations[\"{}\"], .metadata.name, .status.phase, .spec.nodeName] | @tsv'   # pods per member cluster",
+        kairship_core::api::CLUSTER_ANNOTATION
+    ));
+    line(format!(
+        "{curl} -H \"$ADMIN\" -X POST \"$KS/instances/{i}/clusters/{PROMOTE_FROM}/namespaces/{ns}/deployments/{}:promote?dryRun=true\" | jq -r '.objects[].kind'",
+        members::LEGACY_DEPLOYMENT
     ));
     if !tls {
         // kubectl (client-go) only sends a kubeconfig's credentials over HTTPS.

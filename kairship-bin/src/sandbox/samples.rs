@@ -37,7 +37,8 @@ pub fn divide(replicas: i32, clusters: usize) -> Vec<i32> {
         .collect()
 }
 
-fn deployment(name: &str, replicas: i32) -> Value {
+/// Sample Deployment `name` with `replicas`.
+pub fn deployment(name: &str, replicas: i32) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name}},
@@ -49,6 +50,14 @@ fn deployment(name: &str, replicas: i32) -> Value {
                 "spec": {"containers": [{"name": name, "image": "nginx:1.27"}]}
             }
         }
+    })
+}
+
+/// The sample ConfigMap.
+pub fn config_map() -> Value {
+    json!({
+        "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
+        "data": {"greeting": "hello from Kairship"}
     })
 }
 
@@ -129,13 +138,7 @@ pub async fn create(client: &Client, instance: &str, members: &[&str]) -> anyhow
         .await
         .with_context(|| what("the sample namespace"))?;
     Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE)
-        .create(
-            &pp,
-            &object(json!({
-                "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
-                "data": {"greeting": "hello from Kairship"}
-            }))?,
-        )
+        .create(&pp, &object(config_map())?)
         .await
         .with_context(|| what("the sample ConfigMap"))?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);

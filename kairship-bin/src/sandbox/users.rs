@@ -73,7 +73,7 @@ impl User {
 }
 
 /// 32 random bytes from the system generator, hex-encoded.
-fn random_token() -> anyhow::Result<String> {
+pub fn random_token() -> anyhow::Result<String> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new()

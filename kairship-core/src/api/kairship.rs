@@ -46,6 +46,11 @@ use crate::router::{
     ResourceTarget, RouterError,
 };
 
+#[path = "member_views.rs"]
+mod member_views;
+#[path = "promote.rs"]
+mod promote;
+
 /// Settings of [`KairshipService`].
 #[derive(Clone, Debug)]
 pub struct ServiceConfig {
@@ -1320,5 +1325,45 @@ impl KairshipApi for KairshipService {
         req: CronJobActionRequest,
     ) -> Result<Object, ApiError> {
         self.run_cronjob_action(caller, req).await
+    }
+
+    async fn list_workload_pods(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListWorkloadPodsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        self.workload_pods(caller, req).await
+    }
+
+    async fn list_member_nodes(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListMemberNodesRequest,
+    ) -> Result<ObjectList, ApiError> {
+        self.member_nodes(caller, req).await
+    }
+
+    async fn list_member_objects(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListMemberObjectsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        self.member_objects(caller, req).await
+    }
+
+    async fn get_member_object(
+        &self,
+        caller: &Caller,
+        req: super::member_types::GetMemberObjectRequest,
+    ) -> Result<Object, ApiError> {
+        self.member_object(caller, req).await
+    }
+
+    async fn promote_workload(
+        &self,
+        caller: &Caller,
+        req: super::member_types::PromoteWorkloadRequest,
+    ) -> Result<super::member_types::PromoteWorkloadResponse, ApiError> {
+        self.promote(caller, req).await
     }
 }

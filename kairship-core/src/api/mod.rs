@@ -41,6 +41,11 @@
 //! | `create_application` | [`CreateApplicationRequest`] | [`ApplicationResult`] | `POST instances/{i}/namespaces/{ns}/applications` |
 //! | `restart_job` | [`RestartJobRequest`] | [`Object`] | `POST …/jobs/{name}:restart` |
 //! | `cronjob_action` | [`CronJobActionRequest`] | [`Object`] | `POST …/cronjobs/{name}:pause\|:resume` |
+//! | `list_workload_pods` | [`ListWorkloadPodsRequest`] | [`ObjectList`] | `GET …/namespaces/{ns}/{kind}/{name}/pods` |
+//! | `list_member_nodes` | [`ListMemberNodesRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}/nodes` |
+//! | `list_member_objects` | [`ListMemberObjectsRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}` |
+//! | `get_member_object` | [`GetMemberObjectRequest`] | [`Object`] | `GET …/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}/{name}` |
+//! | `promote_workload` | [`PromoteWorkloadRequest`] | [`PromoteWorkloadResponse`] | `POST instances/{i}/clusters/{c}/namespaces/{ns}/{kind}/{name}:promote` |
 //!
 //! REST paths are under [`API_PREFIX`]. Messages are plain serde structs (camelCase JSON,
 //! unknown fields rejected); Kubernetes objects travel as JSON ([`Object`];
@@ -73,6 +78,7 @@ pub mod job_actions;
 pub mod kairship;
 pub mod kubeconfig;
 pub mod list;
+pub mod member_types;
 pub mod members;
 pub mod openapi;
 pub mod references;
@@ -108,6 +114,11 @@ pub use types::{
     ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
     RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
     UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
+};
+
+pub use member_types::{
+    CLUSTER_ANNOTATION, GetMemberObjectRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
+    ListWorkloadPodsRequest, PromoteWorkloadRequest, PromoteWorkloadResponse, WorkloadKind,
 };
 
 /// Prefix of every REST path.

@@ -285,4 +285,71 @@ pub trait KairshipApi: Send + Sync {
         caller: &Caller,
         req: UpdateMemberRequest,
     ) -> Result<Object, ApiError>;
+
+    /// Pods of a workload in every member cluster its ResourceBinding places it on, read
+    /// through Karmada's cluster proxy, each marked with its cluster.
+    async fn list_workload_pods(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListWorkloadPodsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let _ = (caller, req);
+        Err(ApiError::new(
+            super::error::Code::Unimplemented,
+            "member-cluster views are not served by this implementation",
+        ))
+    }
+
+    /// Nodes of one member cluster, through Karmada's cluster proxy.
+    async fn list_member_nodes(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListMemberNodesRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let _ = (caller, req);
+        Err(ApiError::new(
+            super::error::Code::Unimplemented,
+            "member-cluster views are not served by this implementation",
+        ))
+    }
+
+    /// Objects of any resource of one member cluster, through Karmada's cluster proxy.
+    async fn list_member_objects(
+        &self,
+        caller: &Caller,
+        req: super::member_types::ListMemberObjectsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        let _ = (caller, req);
+        Err(ApiError::new(
+            super::error::Code::Unimplemented,
+            "member-cluster views are not served by this implementation",
+        ))
+    }
+
+    /// One object of a member cluster, through Karmada's cluster proxy.
+    async fn get_member_object(
+        &self,
+        caller: &Caller,
+        req: super::member_types::GetMemberObjectRequest,
+    ) -> Result<Object, ApiError> {
+        let _ = (caller, req);
+        Err(ApiError::new(
+            super::error::Code::Unimplemented,
+            "member-cluster views are not served by this implementation",
+        ))
+    }
+
+    /// Takes a workload of a member cluster into the instance with the ConfigMaps and Secrets
+    /// it refers to and a PropagationPolicy keeping it there; all or nothing, or a dry run.
+    async fn promote_workload(
+        &self,
+        caller: &Caller,
+        req: super::member_types::PromoteWorkloadRequest,
+    ) -> Result<super::member_types::PromoteWorkloadResponse, ApiError> {
+        let _ = (caller, req);
+        Err(ApiError::new(
+            super::error::Code::Unimplemented,
+            "member-cluster views are not served by this implementation",
+        ))
+    }
 }

@@ -13,6 +13,7 @@ pub mod applications;
 pub mod form;
 pub mod html;
 pub mod members;
+pub mod members_view;
 pub mod session;
 pub mod view;
 
@@ -115,6 +116,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
             get(create_form).post(create),
         )
         .route(w, get(workload))
+        .route(&format!("{w}/pods"), get(members_view::workload_pods))
         .route(&format!("{w}/{{action}}"), post(workload_action))
         .merge(applications::routes())
         .merge(members::routes())
@@ -632,6 +634,7 @@ pub async fn load_overview(
         propagation: pp.items.into_iter().chain(cpp.items).collect(),
         overrides: op.items.into_iter().chain(cop.items).collect(),
         can_write: false,
+        recent_events: Some(members_view::load_events(api, caller, instance, None, None).await),
     })
 }
 
@@ -890,7 +893,16 @@ async fn workload(
     let body = if is_htmx(&headers) {
         view::workload_live(&instance, &w, can_write, &signed.session.csrf, None).finish()
     } else {
-        view::workload_page(&signed.viewer(), &instance, &w, can_write)
+        let api = console.api.as_ref();
+        let object = Some(("apps", "v1", "deployments", name.as_str()));
+        let (pods, events) = futures::join!(
+            members_view::load_pods(api, &signed.caller, &instance, &namespace, &name),
+            members_view::load_events(api, &signed.caller, &instance, Some(&namespace), object),
+        );
+        let refresh = members_view::pods_url(&instance, &namespace, &name);
+        let mut members = members_view::pods_section(&refresh, &pods);
+        members.append(members_view::events_section(&events));
+        view::workload_page(&signed.viewer(), &instance, &w, can_write, members)
     };
     html(StatusCode::OK, body)
 }

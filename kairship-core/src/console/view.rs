@@ -592,6 +592,8 @@ pub struct Overview {
     pub overrides: Vec<Value>,
     /// Whether the viewer may create objects inside the instance (controls only).
     pub can_write: bool,
+    /// Recent events of the instance, when loaded.
+    pub recent_events: Option<Result<crate::api::ObjectList, ApiError>>,
 }
 
 fn s<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -632,6 +634,9 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
     clusters_section(&mut live, &o.clusters);
     workloads_section(&mut live, &base, o);
     policies_section(&mut live, o);
+    if let Some(events) = &o.recent_events {
+        live.append(super::members_view::events_section(events));
+    }
     live.close("div");
     if fragment {
         return live.finish();
@@ -1107,7 +1112,13 @@ pub fn workload_live(
 }
 
 /// A workload's page: the live part and the Deployment as YAML.
-pub fn workload_page(viewer: &Viewer<'_>, instance: &str, w: &Workload, can_write: bool) -> String {
+pub fn workload_page(
+    viewer: &Viewer<'_>,
+    instance: &str,
+    w: &Workload,
+    can_write: bool,
+    members: Html,
+) -> String {
     let mut h = Html::new();
     let back = format!(
         "/ui/instances/{}?ns={}",
@@ -1124,6 +1135,8 @@ pub fn workload_page(viewer: &Viewer<'_>, instance: &str, w: &Workload, can_writ
         .text(&w.name)
         .close("h1");
     h.append(workload_live(instance, w, can_write, viewer.csrf, None));
+    // Pods per member cluster and events (console/members_view.rs).
+    h.append(members);
     h.raw("<h2>YAML</h2>");
     let yaml = serde_saphyr::to_string(&w.deployment)
         .unwrap_or_else(|e| format!("# cannot render as YAML: {e}"));
@@ -1396,7 +1409,7 @@ mod tests {
     #[test]
     fn workload_page_escapes_and_hides_writes_from_viewers() {
         let w = workload(EVIL);
-        let html = workload_page(&viewer(), "karmada-a", &w, true);
+        let html = workload_page(&viewer(), "karmada-a", &w, true, Html::new());
         assert_no_injection(&html);
         assert!(html.contains("id=\"action-restart\""));
         assert!(html.contains("2026-01-01T00:00:00Z"));
@@ -1405,7 +1418,7 @@ mod tests {
             html.contains("/workloads/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"),
             "names are encoded in URLs: {html}"
         );
-        let html = workload_page(&viewer(), "karmada-a", &w, false);
+        let html = workload_page(&viewer(), "karmada-a", &w, false, Html::new());
         assert!(!html.contains("action-"), "{html}");
     }
 
@@ -1424,6 +1437,11 @@ mod tests {
                 "spec": {"resourceSelectors": [{"kind": EVIL, "name": EVIL}]}})],
             overrides: vec![],
             can_write: true,
+            recent_events: Some(Ok(crate::api::ObjectList {
+                items: vec![json!({"type": EVIL, "reason": EVIL, "message": EVIL,
+                    "involvedObject": {"kind": EVIL, "name": EVIL}, "lastTimestamp": EVIL})],
+                pagination: Default::default(),
+            })),
         };
         assert_no_injection(&overview_page(&viewer(), EVIL, &o, false));
         let err = ApiError::invalid(EVIL)

@@ -19,6 +19,7 @@ use crate::api::rest::handlers::{ServedOverTls, request_base_url};
 
 pub mod convert;
 pub mod convert_apps;
+pub mod member_views;
 pub mod members;
 mod service;
 

@@ -412,4 +412,74 @@ impl KairshipService for GrpcApi {
         let (caller, req) = self.accept(request, super::members::update_member).await?;
         object(self.api.update_member(&caller, req).await)
     }
+
+    async fn list_workload_pods(
+        &self,
+        request: Request<pb::ListWorkloadPodsRequest>,
+    ) -> Answer<pb::ObjectList> {
+        let (caller, req) = self
+            .accept(request, super::member_views::list_workload_pods)
+            .await?;
+        answer(
+            self.api
+                .list_workload_pods(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
+    async fn list_member_nodes(
+        &self,
+        request: Request<pb::ListMemberNodesRequest>,
+    ) -> Answer<pb::ObjectList> {
+        let (caller, req) = self
+            .accept(request, super::member_views::list_member_nodes)
+            .await?;
+        answer(
+            self.api
+                .list_member_nodes(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
+    async fn list_member_objects(
+        &self,
+        request: Request<pb::ListMemberObjectsRequest>,
+    ) -> Answer<pb::ObjectList> {
+        let (caller, req) = self
+            .accept(request, super::member_views::list_member_objects)
+            .await?;
+        answer(
+            self.api
+                .list_member_objects(&caller, req)
+                .await
+                .and_then(convert::object_list),
+        )
+    }
+
+    async fn get_member_object(
+        &self,
+        request: Request<pb::GetMemberObjectRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::member_views::get_member_object(m)))
+            .await?;
+        object(self.api.get_member_object(&caller, req).await)
+    }
+
+    async fn promote_workload(
+        &self,
+        request: Request<pb::PromoteWorkloadRequest>,
+    ) -> Answer<pb::PromoteWorkloadResponse> {
+        let (caller, req) = self
+            .accept(request, super::member_views::promote_workload)
+            .await?;
+        answer(
+            self.api
+                .promote_workload(&caller, req)
+                .await
+                .and_then(super::member_views::promote_response),
+        )
+    }
 }

@@ -1,5 +1,7 @@
-//! Emulations of Karmada's own controllers, for sandboxes and tests where no Karmada runs
-//! (feature `karmada-sim`): they act on a Karmada-like API server as Karmada's controllers
-//! would, so that what Kairship creates behaves as it does in a real instance.
+//! Karmada's own behaviour for sandboxes and tests where no Karmada runs (feature
+//! `karmada-sim`): the cluster-status controller and the aggregated cluster proxy, acting on
+//! kube-sandbox clusters holding Karmada's resource types as Karmada would, so that what
+//! Kairship creates behaves as it does in a real instance.
 
+pub mod cluster_proxy;
 pub mod cluster_status;

@@ -49,7 +49,7 @@ fn crd_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds/upstream")
 }
 
-fn load_crd(relative: &str) -> CustomResourceDefinition {
+pub fn load_crd(relative: &str) -> CustomResourceDefinition {
     let path = crd_dir().join(relative);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
@@ -86,7 +86,13 @@ pub struct KarmadaInstance {
 
 impl KarmadaInstance {
     pub async fn start(name: &str) -> Self {
-        let cluster = kube_sandbox::Cluster::new(name);
+        Self::start_with(name, kube_sandbox::ClusterOptions::default()).await
+    }
+
+    /// An instance with `options` (e.g. serving Karmada's cluster proxy).
+    #[allow(dead_code)]
+    pub async fn start_with(name: &str, options: kube_sandbox::ClusterOptions) -> Self {
+        let cluster = kube_sandbox::Cluster::with_options(name, options);
         let mut crds = vec![serde_json::from_str(CLUSTER_CRD).unwrap()];
         for file in [
             "karmada/policy.karmada.io_propagationpolicies.yaml",

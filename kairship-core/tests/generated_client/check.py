@@ -261,3 +261,61 @@ updated = clusters.update_member(
 report("update_member", labels=updated["metadata"]["labels"])
 removed = clusters.remove_cluster(INSTANCE, "py-member")
 report("remove_member", name=removed["metadata"]["name"])
+# What the member clusters hold, through Karmada's cluster proxy, and :promote.
+from kairship_client.api.members_api import MembersApi  # noqa: E402
+from kairship_client.models.workload_kind import WorkloadKind  # noqa: E402
+
+MEMBER = os.environ["KAIRSHIP_MEMBER"]
+CLUSTER_ANNOTATION = "resource.karmada.io/cached-from-cluster"
+members = MembersApi(admin)
+
+nodes = members.list_member_nodes(INSTANCE, MEMBER)
+report("member_nodes", names=names(nodes))
+deployments = members.list_member_namespaced_objects(
+    INSTANCE, MEMBER, NAMESPACE, "apps", "v1", "deployments", name="leg"
+)
+report("member_deployments", names=names(deployments))
+legacy = members.get_member_namespaced_object(
+    INSTANCE, MEMBER, NAMESPACE, "apps", "v1", "deployments", "legacy"
+)
+report("member_deployment", cluster=legacy["metadata"]["annotations"][CLUSTER_ANNOTATION])
+namespaces = members.list_member_objects(
+    INSTANCE, MEMBER, "core", "v1", "namespaces", name=NAMESPACE
+)
+report("member_namespaces", total=namespaces.pagination.total)
+node = members.get_member_object(INSTANCE, MEMBER, "core", "v1", "nodes", names(nodes)[0])
+report("member_node", name=node["metadata"]["name"])
+try:
+    members.list_member_nodes(INSTANCE, "no-such-member")
+    raise AssertionError("an unknown member answered")
+except NotFoundException as err:
+    report("member_unknown", **error_facts(err))
+
+plan = members.promote_workload(
+    INSTANCE, MEMBER, NAMESPACE, WorkloadKind.DEPLOYMENTS, "legacy", dry_run=True
+)
+report("promote_dry_run", kinds=[o["kind"] for o in plan.objects])
+done = members.promote_workload(INSTANCE, MEMBER, NAMESPACE, WorkloadKind.DEPLOYMENTS, "legacy")
+report("promote", dry_run=done.dry_run, kinds=[o["kind"] for o in done.objects])
+# Karmada would now bind the promoted Deployment to the member: its binding, as it writes it.
+resources.create_namespaced_object(
+    INSTANCE,
+    NAMESPACE,
+    "work.karmada.io",
+    "v1alpha2",
+    "resourcebindings",
+    {
+        "metadata": {"name": "legacy-deployment"},
+        "spec": {
+            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "legacy",
+                         "namespace": NAMESPACE},
+            "clusters": [{"name": MEMBER, "replicas": 1}],
+        },
+    },
+)
+pods = members.list_workload_pods(INSTANCE, NAMESPACE, WorkloadKind.DEPLOYMENTS, "legacy")
+report(
+    "workload_pods",
+    pods=[[p["metadata"]["annotations"][CLUSTER_ANNOTATION], p["metadata"]["name"]]
+          for p in pods.items],
+)

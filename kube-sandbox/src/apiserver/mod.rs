@@ -16,6 +16,7 @@ pub mod impersonation;
 pub mod meta;
 pub mod openapi;
 pub mod pki;
+pub mod proxy_hooks;
 pub mod requests;
 pub mod resources;
 pub mod scale;

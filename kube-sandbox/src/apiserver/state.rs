@@ -43,6 +43,9 @@ pub struct ClusterOptions {
     /// How long the containers of a Job's pods run before they exit, unless the pod's
     /// `sandbox.kube/run-seconds` annotation says otherwise.
     pub job_pod_run_time: Duration,
+    /// Handlers of `{resource}/{name}/proxy/...` for resources whose proxy the embedder
+    /// serves (an aggregated API's, such as Karmada's `clusters/proxy`).
+    pub proxy_handlers: crate::apiserver::proxy_hooks::ProxyHandlers,
 }
 
 impl Default for ClusterOptions {
@@ -60,6 +63,7 @@ impl Default for ClusterOptions {
             node_monitor_grace: Duration::from_secs(40),
             workload_controllers: false,
             job_pod_run_time: Duration::from_secs(1),
+            proxy_handlers: Default::default(),
         }
     }
 }

@@ -402,6 +402,55 @@ fn write_context(req: &Request, query: &HashMap<String, String>) -> WriteContext
     }
 }
 
+/// A `proxy` subresource the embedder serves: authorized for the verb of the HTTP method on
+/// `{resource}/proxy`, then handed over.
+async fn serve_proxy_hook(
+    state: Arc<ClusterState>,
+    handler: Arc<dyn crate::apiserver::proxy_hooks::ProxyHandler>,
+    req: Request,
+    rt: &ResourceType,
+    p: &ResourcePath,
+    name: String,
+    user: UserInfo,
+) -> Result<Response, ApiError> {
+    use crate::apiserver::proxy_hooks::{ProxyRequest, proxied_path, verb};
+    let verb = verb(req.method());
+    let namespace = p.namespace.clone().unwrap_or_default();
+    let attrs = Attributes {
+        verb: verb.to_string(),
+        group: rt.group.clone(),
+        resource: rt.plural.clone(),
+        subresource: "proxy".into(),
+        namespace: namespace.clone(),
+        name: name.clone(),
+        path: None,
+    };
+    if !auth::authorize(&state.store, &user, &attrs).0 {
+        let scope = if namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace \"{namespace}\"")
+        };
+        return Err(ApiError::forbidden(format!(
+            "{}/proxy \"{name}\" is forbidden: User \"{}\" cannot {verb} resource \"{}/proxy\" in API group \"{}\" {scope}",
+            rt.qualified_plural(),
+            user.username,
+            rt.plural,
+            rt.group
+        )));
+    }
+    let path = proxied_path(req.uri().path(), &name);
+    handler
+        .serve(ProxyRequest {
+            state,
+            user,
+            name,
+            path,
+            request: req,
+        })
+        .await
+}
+
 #[allow(clippy::too_many_lines)]
 async fn serve_resource(
     sim: Arc<Simulator>,
@@ -417,6 +466,14 @@ async fn serve_resource(
         .ok_or_else(ApiError::no_route)?;
     if !rt.namespaced && p.namespace.is_some() {
         return Err(ApiError::no_route());
+    }
+    if p.subresource.as_deref() == Some("proxy")
+        && let (Some(handler), Some(name)) = (
+            state.options.proxy_handlers.find(&rt.group, &rt.plural),
+            p.name.clone(),
+        )
+    {
+        return serve_proxy_hook(state, handler, req, &rt, &p, name, user).await;
     }
     if let Some(sub) = &p.subresource
         && !rt.subresources.contains(&sub.as_str())

@@ -5,6 +5,7 @@ pub mod applications;
 pub mod auth;
 pub mod extract;
 pub mod handlers;
+pub mod members;
 pub mod objects;
 
 use std::sync::Arc;
@@ -85,6 +86,7 @@ pub const PROXY_TAG: &str = "proxy";
         (name = "workloads", description = "Deployments joined with their per-cluster propagation status"),
         (name = "applications", description = "Multicloud applications: a workload, its Service, PropagationPolicy and OverridePolicies created in one call"),
         (name = "proxy", description = "Native Kubernetes API of an instance, for kubectl and client libraries"),
+        (name = "members", description = "What the member clusters hold, through Karmada's cluster proxy, and promoting a member's workload"),
     ),
     components(schemas(
         ApiError, Code, KubeObject, ObjectList, Pagination, ListOptions, SortBy, SortDir,
@@ -106,6 +108,7 @@ pub const PROXY_TAG: &str = "proxy";
         crate::api::JoinMemberRequest, crate::api::RegisterMemberRequest,
         crate::api::RegisterMemberResponse, crate::api::UpdateMemberRequest,
         crate::api::MemberTaint,
+        crate::api::member_types::WorkloadKind, crate::api::member_types::PromoteWorkloadResponse,
     )),
     modifiers(&BearerAuth),
 )]
@@ -231,7 +234,13 @@ fn build() -> Builder {
         get_cluster_scoped,
         update_cluster_scoped,
         delete_cluster_scoped
-    ));
+    ))
+    .add(routes!(members::list_workload_pods))
+    .add(routes!(members::list_member_nodes))
+    .add(routes!(members::list_member_cluster_objects))
+    .add(routes!(members::get_member_cluster_object))
+    .add(routes!(members::list_member_namespaced_objects))
+    .add(routes!(members::get_member_namespaced_object));
     let builder = builder.add(routes!(applications::create_application));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder.router.route(VERB_ROUTE, post(object_verb));
@@ -256,6 +265,7 @@ fn build() -> Builder {
         path: VERB_ROUTE.into(),
         documented_as: documented,
     });
+    let router = members::add_promote(router, &mut routes);
     routes.sort();
     Builder { router, routes }
 }
@@ -446,7 +456,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 49, "{documented:#?}");
+        assert_eq!(documented.len(), 56, "{documented:#?}");
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! The console's member views in a real Chromium against `kairship sandbox`: the workload page
+//! lists the pods of each member cluster (name, cluster, phase, node, restarts) as the member
+//! clusters themselves hold them (read with each member's own kubeconfig), and shows events;
+//! the overview shows the instance's recent events.
+//!
+//! Needs `chromium` and `chromedriver` on PATH; without them the test prints a notice and
+//! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use serde_json::json;
+
+mod support;
+
+use support::*;
+
+/// A client of member `member`, with the kubeconfig the sandbox wrote for it.
+async fn member_client(dir: &std::path::Path, member: &str) -> kube::Client {
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(dir.join(format!("{member}.kubeconfig"))).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// Whether the page shows exactly what the members hold, every pod running on a node.
+fn settled(held: &BTreeSet<Vec<String>>, rows: &BTreeSet<Vec<String>>) -> bool {
+    let running = held.iter().all(|p| p[2] == "Running" && !p[3].is_empty());
+    running && held.len() == 3 && rows == held
+}
+
+/// `(cluster, pod, phase, node)` of the pods of `app` in `demo`, as the members hold them.
+async fn held_by_members(
+    dir: &std::path::Path,
+    members: &[&str],
+    app: &str,
+) -> BTreeSet<Vec<String>> {
+    let mut out = BTreeSet::new();
+    for member in members {
+        let pods: kube::Api<Pod> = kube::Api::namespaced(member_client(dir, member).await, "demo");
+        for pod in pods
+            .list(&ListParams::default().labels(&format!("app={app}")))
+            .await
+            .unwrap()
+        {
+            let status = pod.status.unwrap_or_default();
+            out.insert(vec![
+                (*member).to_owned(),
+                pod.metadata.name.unwrap_or_default(),
+                status.phase.unwrap_or_default(),
+                pod.spec.and_then(|s| s.node_name).unwrap_or_default(),
+            ]);
+        }
+    }
+    out
+}
+
+/// The rows of the page's pods table: `(cluster, pod, phase, node)`.
+async fn shown(browser: &Browser) -> BTreeSet<Vec<String>> {
+    let rows = browser
+        .script(
+            "return [...document.querySelectorAll('#pods tr[data-pod]')].map(r => [\
+               r.dataset.cluster, r.dataset.pod, r.querySelector('.phase').textContent,\
+               r.querySelector('.node').textContent]);",
+            json!([]),
+        )
+        .await;
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
+    let Some((chromium, chromedriver)) =
+        browser_or_skip("the_workload_page_shows_the_pods_of_each_member_cluster")
+    else {
+        return;
+    };
+    kube_kit::client::install_crypto_provider();
+    let tmp = std::env::temp_dir();
+    let dir = tmp.join(format!("kairship-console-views-{}", std::process::id()));
+    let shots = tmp.join("kairship-console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let port = free_port();
+    let _sandbox = start_sandbox(&dir, port, &[]);
+    let base = format!("http://127.0.0.1:{port}");
+    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
+
+    // An event about Deployment web, as a controller of the instance would record it.
+    let created = reqwest::Client::new()
+        .post(format!(
+            "{base}{P}/instances/karmada-a/namespaces/demo/resources/core/v1/events"
+        ))
+        .bearer_auth(&admin)
+        .json(&json!({
+            "metadata": {"name": "web.scaled"},
+            "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "demo"},
+            "type": "Normal", "reason": "ScalingReplicaSet", "message": "Scaled up replica set web to 3",
+            "lastTimestamp": "2026-01-01T00:00:00Z"
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        created.status().is_success(),
+        "{}",
+        created.text().await.unwrap()
+    );
+
+    let browser = Browser::start(&chromium, &chromedriver).await;
+    browser.sign_in(&base, &admin).await;
+    let page = format!("{base}/ui/instances/karmada-a/namespaces/demo/workloads/web");
+    // The members start the pods; the page is read again until it shows what they hold,
+    // with every pod running on a node.
+    let deadline = Instant::now() + LIMIT;
+    let (held, rows) = loop {
+        browser.goto(&page).await;
+        browser.find("#pods").await;
+        let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
+        let rows = shown(&browser).await;
+        if settled(&held, &rows) {
+            break (held, rows);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page shows {rows:?}, the members hold {held:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    // web's 3 replicas are divided 2 + 1 as its binding says.
+    let per_cluster: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(per_cluster, ["a-east", "a-east", "a-west"], "{held:?}");
+    let restarts = browser
+        .script(
+            "return [...document.querySelectorAll('#pods td.restarts')].map(c => c.textContent);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(restarts, json!(["0", "0", "0"]));
+    let events = browser.text("#events").await;
+    assert!(
+        events.contains("ScalingReplicaSet") && events.contains("Deployment/web"),
+        "{events}"
+    );
+    browser.screenshot(&shots, "workload-pods").await;
+
+    // Live: a pod deleted in a member is replaced there, and the page shows the replacement
+    // without being reloaded.
+    let gone = rows.iter().find(|r| r[0] == "a-west").unwrap()[1].clone();
+    let west: kube::Api<Pod> = kube::Api::namespaced(member_client(&dir, "a-west").await, "demo");
+    west.delete(&gone, &Default::default()).await.unwrap();
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
+        let rows = shown(&browser).await;
+        if settled(&held, &rows) && !rows.iter().any(|r| r[1] == gone) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page shows {rows:?}, the members hold {held:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // The overview shows the instance's recent events.
+    browser
+        .goto(&format!("{base}/ui/instances/karmada-a"))
+        .await;
+    let events = browser
+        .wait_text("#events", |t| t.contains("ScalingReplicaSet"))
+        .await;
+    assert!(
+        events.contains("Scaled up replica set web to 3"),
+        "{events}"
+    );
+    browser.assert_same_origin(&base).await;
+    browser.quit().await;
+}
