@@ -257,6 +257,42 @@ async fn sandbox_serves_the_api_to_an_admin_and_a_viewer() {
         [("a-east", 2, "Healthy"), ("a-west", 1, "Healthy")]
     );
 
+    // The members are real clusters whose status Karmada's (emulated) cluster-status
+    // controller writes: b-2's API server fails its readiness check, so b-2 is NotReady.
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let list = admin.ok("GET", "/instances/karmada-b/clusters").await;
+        let ready: Vec<(String, String)> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let name = c["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let reason = c["status"]["conditions"]
+                    .as_array()
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                    .and_then(|c| c["reason"].as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                (name, reason)
+            })
+            .collect();
+        let expected = [
+            ("b-1", "ClusterReady"),
+            ("b-2", "ClusterNotReady"),
+            ("b-3", "ClusterReady"),
+        ]
+        .map(|(n, r)| (n.to_owned(), r.to_owned()));
+        if ready == expected {
+            break;
+        }
+        assert!(Instant::now() < deadline, "member readiness: {ready:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
     // The issued kubeconfigs reach karmada-a through the native proxy as their user.
     let deployments: Api<Deployment> = Api::all(client_from(&dir.join("admin.kubeconfig")).await);
     let mut listed: Vec<String> = deployments

@@ -90,6 +90,8 @@ pub async fn start(
             cluster.stop_node(&node.name);
         }
     }
+    // Karmada marks a member whose API server is not healthy NotReady.
+    cluster.faults().set_storage_unhealthy(!ready);
     let client = cluster.client();
     let user = format!("system:serviceaccount:{SECRET_NAMESPACE}:{IMPERSONATOR}");
     let impersonator_token = random_token()?;

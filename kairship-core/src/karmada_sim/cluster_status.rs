@@ -247,6 +247,8 @@ async fn probe(karmada: &Client, cluster: &Value) -> Probe {
     let healthy = match readyz {
         Ok(req) => match tokio::time::timeout(PROBE_TIMEOUT, client.request_text(req)).await {
             Ok(Ok(text)) => text.trim() == "ok",
+            // An answer that is not `ok` (e.g. a 500 from a failing check): reached, unhealthy.
+            Ok(Err(kube::Error::Api(_))) => false,
             Ok(Err(e)) => return Probe::Unreachable(kube_kit::client::describe_kube_error(&e)),
             Err(_) => return Probe::Unreachable("timed out".into()),
         },

@@ -51,9 +51,23 @@ impl FaultRule {
 pub struct Faults {
     rules: Mutex<Vec<(u64, FaultRule)>>,
     next_id: Mutex<u64>,
+    storage_unhealthy: std::sync::atomic::AtomicBool,
 }
 
 impl Faults {
+    /// Makes `/readyz` and `/healthz` fail as kube-apiserver's do when etcd is unhealthy
+    /// (`/livez` and every other request still answer), or heal them again.
+    pub fn set_storage_unhealthy(&self, unhealthy: bool) {
+        self.storage_unhealthy
+            .store(unhealthy, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the storage health checks fail.
+    pub fn storage_unhealthy(&self) -> bool {
+        self.storage_unhealthy
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Adds a fault; returns its id for [`Faults::remove`].
     pub fn add(&self, rule: FaultRule) -> u64 {
         let mut next = self.next_id.lock().unwrap_or_else(|p| p.into_inner());

@@ -59,8 +59,8 @@ pub struct ResourcePath {
 pub enum Target {
     /// `/version`
     Version,
-    /// `/healthz`, `/readyz`, `/livez`
-    Health,
+    /// `/healthz`, `/readyz`, `/livez` (the check's name)
+    Health(String),
     /// `/api`
     CoreVersions,
     /// `/apis`
@@ -80,7 +80,9 @@ pub fn parse_path(path: &str) -> Option<Target> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     match segs.as_slice() {
         ["version"] => return Some(Target::Version),
-        ["healthz" | "readyz" | "livez", ..] => return Some(Target::Health),
+        [check @ ("healthz" | "readyz" | "livez"), ..] => {
+            return Some(Target::Health(check.to_string()));
+        }
         ["api"] => return Some(Target::CoreVersions),
         ["openapi", rest @ ..] => return Some(Target::OpenApi(rest.join("/"))),
         ["apis"] => return Some(Target::Groups),
@@ -296,7 +298,7 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
             StatusCode::OK,
             &discovery::version(&state.options.git_version),
         )),
-        Target::Health => Ok((StatusCode::OK, "ok").into_response()),
+        Target::Health(check) => Ok(health(&check, state.faults.storage_unhealthy())),
         Target::CoreVersions => {
             let host = req
                 .headers()
@@ -1140,6 +1142,22 @@ fn watch_response(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn health_checks_fail_like_kube_apiservers_when_the_storage_is_unhealthy() {
+        for (check, unhealthy, status) in [
+            ("readyz", false, StatusCode::OK),
+            ("readyz", true, StatusCode::INTERNAL_SERVER_ERROR),
+            ("healthz", true, StatusCode::INTERNAL_SERVER_ERROR),
+            ("livez", true, StatusCode::OK),
+        ] {
+            assert_eq!(
+                health(check, unhealthy).status(),
+                status,
+                "{check} {unhealthy}"
+            );
+        }
+    }
+
     use super::*;
 
     fn rp(
@@ -1235,4 +1253,15 @@ mod tests {
         );
         assert_eq!(decode_continue(&state, "!!").unwrap_err().code, 400);
     }
+}
+
+/// A health check's answer: `ok`, or kube-apiserver's failure report when the storage is
+/// unhealthy (`/livez` does not check the storage).
+fn health(check: &str, storage_unhealthy: bool) -> Response {
+    if !storage_unhealthy || check == "livez" {
+        return (StatusCode::OK, "ok").into_response();
+    }
+    let body =
+        format!("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n{check} check failed\n");
+    (StatusCode::INTERNAL_SERVER_ERROR, body).into_response()
 }
