@@ -69,7 +69,7 @@ impl Default for ServiceConfig {
 /// The Kairship API over a host cluster (Instances) and a [`ReadWriteRouter`] (everything
 /// inside the instances), with an [`Authorizer`] deciding who may do what.
 pub struct KairshipService {
-    host: Client,
+    pub(super) host: Client,
     pub(super) router: Arc<dyn ReadWriteRouter>,
     authorizer: Arc<dyn Authorizer>,
     config: ServiceConfig,
@@ -421,7 +421,7 @@ impl KairshipService {
     }
 
     /// Runs a host-cluster call with the configured timeout, mapping its errors.
-    async fn host_call<T>(
+    pub(super) async fn host_call<T>(
         &self,
         context: &str,
         call: impl Future<Output = Result<T, kube::Error>>,
@@ -1303,5 +1303,13 @@ impl KairshipApi for KairshipService {
         req: CronJobActionRequest,
     ) -> Result<Object, ApiError> {
         self.run_cronjob_action(caller, req).await
+    }
+
+    async fn adopt_instance(
+        &self,
+        caller: &Caller,
+        req: super::instance_create::AdoptInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        self.adopt_instance_inline(caller, req).await
     }
 }

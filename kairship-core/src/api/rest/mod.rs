@@ -1,6 +1,7 @@
 //! The REST transport: axum handlers described with utoipa, the OpenAPI 3.1 document, and
 //! bearer-token authentication.
 
+pub mod adopt;
 pub mod applications;
 pub mod auth;
 pub mod extract;
@@ -227,6 +228,7 @@ fn build() -> Builder {
         delete_cluster_scoped
     ));
     let builder = builder.add(routes!(applications::create_application));
+    let builder = builder.add(routes!(adopt::adopt_instance));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder.router.route(VERB_ROUTE, post(object_verb));
     let mut routes = builder.routes;
@@ -440,7 +442,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 46, "{documented:#?}");
+        assert_eq!(documented.len(), 47, "{documented:#?}");
     }
 
     #[test]
