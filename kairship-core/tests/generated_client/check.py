@@ -232,3 +232,27 @@ paused = resources.pause_cron_job(INSTANCE, NAMESPACE, "tick")
 report("pause_cronjob", suspend=paused["spec"]["suspend"])
 resumed = resources.resume_cron_job(INSTANCE, NAMESPACE, "tick")
 report("resume_cronjob", suspend=resumed["spec"]["suspend"])
+
+# Adopting an instance from a kubeconfig pasted into the call.
+from kairship_client.exceptions import BadRequestException  # noqa: E402
+from kairship_client.models.adopt_instance_options import AdoptInstanceOptions  # noqa: E402
+
+with open(os.environ["KAIRSHIP_KUBECONFIG_FILE"]) as f:
+    pasted = f.read()
+try:
+    instances.adopt_instance("py-bad", AdoptInstanceOptions(kubeconfig="clusters: [oops"))
+    raise AssertionError("a bad kubeconfig was accepted")
+except BadRequestException as err:
+    report("adopt_invalid", **error_facts(err))
+adopted = instances.adopt_instance(
+    "py-adopted", AdoptInstanceOptions(kubeconfig=pasted, alias="From Python")
+)
+answer = json.dumps(adopted)
+report(
+    "adopt_instance",
+    name=adopted["metadata"]["name"],
+    mode=adopted["spec"]["mode"],
+    alias=adopted["spec"]["alias"],
+    secret=adopted["spec"]["kubeconfigSecretRef"],
+    echoed=any(len(line.strip()) > 12 and line.strip() in answer for line in pasted.splitlines()),
+)
