@@ -440,10 +440,14 @@ async fn new_instance(State(console): State<Shared>, headers: HeaderMap) -> Resp
         Err(r) => return r,
     };
     if !may_create(&console, &signed.caller).await {
-        return forbidden(&format!(
+        let err = ApiError::forbidden(format!(
             "user {:?} may not create instances",
             signed.caller.user
         ));
+        return html(
+            StatusCode::FORBIDDEN,
+            super::view::error_page(Some(&signed.viewer()), "New instance", &err),
+        );
     }
     html(
         StatusCode::OK,
