@@ -261,6 +261,13 @@ impl KairshipApi for InMemory {
     ) -> Result<Object, ApiError> {
         Err(unused())
     }
+    async fn adopt_instance(
+        &self,
+        _: &Caller,
+        _: AdoptInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        Err(unused())
+    }
     async fn list_workloads(
         &self,
         _: &Caller,

@@ -12,7 +12,8 @@
 //! ConfigMap, lists its events, and meets 404 for a resource the instance does not serve; it
 //! previews and creates an application, restarts a Job and pauses and resumes a CronJob;
 //! it joins a sandbox member cluster from its kubeconfig, registers a Pull member, updates and
-//! unjoins a member. The test then checks
+//! unjoins a member; it adopts an instance from a pasted kubeconfig and meets 400 for a bad
+//! one. The test then checks
 //! the script's report and the instance's objects.
 //!
 //! The tools (`openapi-generator-cli`, Java, and a python with the generated client's
@@ -331,6 +332,8 @@ async fn a_generated_python_client_drives_the_api() {
     generate(&tools, &spec_path, &client_dir);
     eprintln!("client generated into {}", client_dir.display());
 
+    let kubeconfig_path = dir.join("pasted.kubeconfig");
+    std::fs::write(&kubeconfig_path, &server.instance.served.kubeconfig_yaml).unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/generated_client/check.py");
     // The script blocks on HTTP calls to this process: run it off the runtime's threads.
     let python = tools.python.clone();
@@ -347,6 +350,7 @@ async fn a_generated_python_client_drives_the_api() {
             .env("KAIRSHIP_ADMIN_TOKEN", "admin-token")
             .env("KAIRSHIP_VIEWER_TOKEN", "viewer-token")
             .env("KAIRSHIP_MEMBER_KUBECONFIG", member_kubeconfig)
+            .env("KAIRSHIP_KUBECONFIG_FILE", kubeconfig_path)
             .output()
             .expect("run python")
     })
@@ -457,6 +461,41 @@ async fn a_generated_python_client_drives_the_api() {
     assert_eq!(step("restart_job")["renewed"], true);
     assert_eq!(step("pause_cronjob")["suspend"], true);
     assert_eq!(step("resume_cronjob")["suspend"], false);
+
+    // Adopting from a pasted kubeconfig: a bad one is refused, a good one becomes the
+    // Instance and its Secret, and is not in the answer.
+    let invalid = step("adopt_invalid");
+    assert_eq!(
+        (invalid["status"].clone(), invalid["code"].clone()),
+        (400.into(), 3.into())
+    );
+    assert!(
+        invalid["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("kubeconfig")
+    );
+    let adopted = step("adopt_instance");
+    assert_eq!(
+        (&adopted["name"], &adopted["mode"], &adopted["alias"]),
+        (&"py-adopted".into(), &"Adopt".into(), &"From Python".into())
+    );
+    assert_eq!(adopted["secret"]["name"], "py-adopted-kubeconfig");
+    assert_eq!(adopted["echoed"], false);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(server.host.client(), common::KAIRSHIP_NS);
+    let stored = secrets.get("py-adopted-kubeconfig").await.unwrap();
+    assert_eq!(
+        stored.data.unwrap()["kubeconfig"].0,
+        server.instance.served.kubeconfig_yaml.as_bytes()
+    );
+    assert!(
+        secrets
+            .get_opt("py-bad-kubeconfig")
+            .await
+            .unwrap()
+            .is_none()
+    );
     let shop: Api<Deployment> = Api::namespaced(server.instance.client(), NS);
     assert!(shop.get_opt("shop").await.unwrap().is_some());
     // The member views and :promote.
@@ -524,7 +563,8 @@ async fn a_generated_python_client_drives_the_api() {
             .unwrap()
             .items
             .len(),
-        1
+        2,
+        "inst-1 and py-adopted"
     );
 
     // Member clusters: Push join, Pull registration, update, unjoin.

@@ -347,6 +347,8 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         write_private(&user.token_path(&dir), user.token().as_bytes())?;
     }
     users::bind(&hc, &users).await?;
+    // The admin also adopts and provisions new instances (the console's New instance page).
+    users::grant_instance_admin(&hc, "sandbox-admin").await?;
     // Writes reach the instances as the user who makes them: each instance grants its users.
     for (cluster, _) in &running {
         users::grant_inside(&cluster.client(), cluster.name(), &users).await?;

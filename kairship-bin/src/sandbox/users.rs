@@ -133,6 +133,31 @@ pub async fn bind(host: &Client, users: &[User]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Lets `user` create, list and delete Instances, and reach the instances it creates, as a
+/// platform team's Kairship administrator would be allowed (instance roles only cover the
+/// instances that exist).
+pub async fn grant_instance_admin(host: &Client, user: &str) -> anyhow::Result<()> {
+    let name = "kairship-sandbox:instance-admin";
+    let role: ClusterRole = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["kairship.io"], "resources": ["instances", "instances/proxy"], "verbs": ["*"]}],
+    }))?;
+    Api::<ClusterRole>::all(host.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .with_context(|| format!("creating ClusterRole {name}"))?;
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("{name}:{user}")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }))?;
+    Api::<ClusterRoleBinding>::all(host.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .with_context(|| format!("binding {user} to {name}"))?;
+    Ok(())
+}
+
 /// Waits (bounded) until the controller-manager has created the roles `users` are bound to:
 /// until then every check would be denied.
 pub async fn wait_for_roles(host: &Client, users: &[User]) -> anyhow::Result<()> {

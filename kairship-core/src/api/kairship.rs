@@ -429,7 +429,7 @@ impl KairshipService {
     }
 
     /// Runs a host-cluster call with the configured timeout, mapping its errors.
-    async fn host_call<T>(
+    pub(super) async fn host_call<T>(
         &self,
         context: &str,
         call: impl Future<Output = Result<T, kube::Error>>,
@@ -1365,5 +1365,13 @@ impl KairshipApi for KairshipService {
         req: super::member_types::PromoteWorkloadRequest,
     ) -> Result<super::member_types::PromoteWorkloadResponse, ApiError> {
         self.promote(caller, req).await
+    }
+
+    async fn adopt_instance(
+        &self,
+        caller: &Caller,
+        req: super::instance_create::AdoptInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        self.adopt_instance_inline(caller, req).await
     }
 }

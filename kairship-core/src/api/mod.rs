@@ -74,6 +74,7 @@ pub mod actions;
 pub mod applications;
 pub mod body;
 pub mod fields;
+pub mod instance_create;
 pub mod job_actions;
 pub mod kairship;
 pub mod kubeconfig;
@@ -93,6 +94,7 @@ pub use applications::{
 };
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
+pub use instance_create::{AdoptInstanceOptions, AdoptInstanceRequest};
 pub use job_actions::{CronJobAction, CronJobActionRequest, RestartJobRequest};
 pub use kairship::{KairshipService, ServiceConfig};
 pub use kinds::{

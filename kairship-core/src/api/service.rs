@@ -4,6 +4,7 @@ use async_trait::async_trait;
 
 use super::applications::{ApplicationResult, CreateApplicationRequest};
 use super::error::ApiError;
+use super::instance_create::AdoptInstanceRequest;
 use super::job_actions::{CronJobActionRequest, RestartJobRequest};
 use super::members::types::{
     JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse, UpdateMemberRequest,
@@ -352,4 +353,13 @@ pub trait KairshipApi: Send + Sync {
             "member-cluster views are not served by this implementation",
         ))
     }
+
+    /// Adopts a Karmada from a kubeconfig given inline: stores it in a Secret on the host
+    /// (labelled with the instance, owned by the Instance) and creates the Adopt-mode
+    /// Instance pointing at it, both or neither. The kubeconfig is never returned.
+    async fn adopt_instance(
+        &self,
+        caller: &Caller,
+        req: AdoptInstanceRequest,
+    ) -> Result<Object, ApiError>;
 }

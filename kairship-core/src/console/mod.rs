@@ -12,6 +12,7 @@
 pub mod applications;
 pub mod form;
 pub mod html;
+pub mod instance_forms;
 pub mod members;
 pub mod members_view;
 pub mod session;
@@ -105,7 +106,6 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .route("/ui/signout", post(signout))
         .route("/ui/assets/{file}", get(asset))
         .route("/ui/instances", get(instances))
-        .route("/ui/new-instance", get(adopt_form).post(adopt))
         .route("/ui/instances/{instance}", get(overview))
         .route(
             "/ui/instances/{instance}/delete",
@@ -120,6 +120,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .route(&format!("{w}/{{action}}"), post(workload_action))
         .merge(applications::routes())
         .merge(members::routes())
+        .merge(instance_forms::routes())
         .layer(axum::middleware::map_response(security_headers))
         .with_state(console)
 }
@@ -489,48 +490,6 @@ async fn instances(
             is_htmx(&headers),
         ),
     )
-}
-
-async fn adopt_form(State(console): State<Shared>, headers: HeaderMap) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    html(
-        StatusCode::OK,
-        view::adopt_page(&signed.viewer(), &view::AdoptForm::default(), None),
-    )
-}
-
-async fn adopt(State(console): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
-    let form = view::AdoptForm::from_fields(&fields);
-    match console
-        .api
-        .create_instance(
-            &signed.caller,
-            crate::api::CreateInstanceRequest {
-                body: form.instance(),
-            },
-        )
-        .await
-    {
-        Ok(_) => see_other(
-            &headers,
-            &format!("/ui/instances/{}", html::url_segment(&form.name)),
-        ),
-        Err(err) => html(
-            status_of(&err),
-            view::adopt_page(&signed.viewer(), &form, Some(&err)),
-        ),
-    }
 }
 
 /// The overview's query: the namespace of the workloads shown and their page.

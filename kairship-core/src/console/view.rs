@@ -308,7 +308,7 @@ pub fn instances_page(
     let mut h = Html::new();
     h.raw("<h1>Instances</h1>");
     if can_create {
-        h.raw("<p><a class=\"button\" id=\"new-instance\" href=\"/ui/new-instance\">Adopt a Karmada</a></p>");
+        h.raw("<p><a class=\"button\" id=\"new-instance\" href=\"/ui/new-instance\">New instance</a></p>");
     }
     h.raw("<form id=\"instance-filter\" class=\"toolbar\" method=\"get\" action=\"/ui/instances\" ")
         .raw("hx-get=\"/ui/instances\" hx-target=\"#instances\" hx-swap=\"outerHTML\" hx-push-url=\"true\" ")
@@ -520,53 +520,6 @@ impl AdoptForm {
             "spec": spec,
         })
     }
-}
-
-/// The "adopt an instance" page, with the API's answer when it refused.
-pub fn adopt_page(viewer: &Viewer<'_>, form: &AdoptForm, err: Option<&ApiError>) -> String {
-    let mut h = Html::new();
-    h.raw("<h1>Adopt a Karmada</h1>")
-        .raw("<p>Store the Karmada API server's kubeconfig in a Secret on the host cluster first (<code>kubectl -n kairship-system create secret generic prod-karmada --from-file=kubeconfig=karmada-apiserver.kubeconfig</code>), then name it here.</p>");
-    if let Some(err) = err {
-        error_box(&mut h, err);
-    }
-    h.raw("<form method=\"post\" action=\"/ui/new-instance\">");
-    csrf_field(&mut h, viewer.csrf);
-    let namespace = if form.secret_namespace.is_empty() {
-        "kairship-system"
-    } else {
-        &form.secret_namespace
-    };
-    for (label, name, value, required) in [
-        ("Name", "name", form.name.as_str(), true),
-        ("Display name", "alias", form.alias.as_str(), false),
-        ("Secret namespace", "secretNamespace", namespace, true),
-        ("Secret name", "secretName", form.secret_name.as_str(), true),
-        (
-            "Secret key (optional)",
-            "secretKey",
-            form.secret_key.as_str(),
-            false,
-        ),
-    ] {
-        h.raw("<label>").text(label).raw(" ");
-        if required {
-            h.open(
-                "input",
-                &[
-                    ("name", name),
-                    ("id", name),
-                    ("value", value),
-                    ("required", ""),
-                ],
-            );
-        } else {
-            h.open("input", &[("name", name), ("id", name), ("value", value)]);
-        }
-        h.raw("</label>");
-    }
-    h.raw("<button id=\"adopt\" type=\"submit\">Adopt</button> <a href=\"/ui/instances\">Cancel</a></form>");
-    page("Adopt a Karmada", Some(viewer), h)
 }
 
 /// What the overview of an instance shows.
@@ -1316,15 +1269,6 @@ mod tests {
             "config"
         );
         assert_eq!(with_key.instance()["spec"]["alias"], "Prod");
-        let evil = AdoptForm {
-            name: EVIL.into(),
-            ..form
-        };
-        assert_no_injection(&adopt_page(
-            &viewer(),
-            &evil,
-            Some(&ApiError::invalid(EVIL)),
-        ));
     }
 
     #[test]

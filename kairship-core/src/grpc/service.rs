@@ -482,4 +482,25 @@ impl KairshipService for GrpcApi {
                 .and_then(super::member_views::promote_response),
         )
     }
+
+    async fn adopt_instance(
+        &self,
+        request: Request<pb::AdoptInstanceRequest>,
+    ) -> Answer<prost_types::Struct> {
+        let (caller, req) = self
+            .accept(request, |m| {
+                Ok(crate::api::AdoptInstanceRequest {
+                    instance: m.instance,
+                    options: crate::api::AdoptInstanceOptions {
+                        kubeconfig: m.kubeconfig,
+                        alias: m.alias,
+                        deletion_policy: m.deletion_policy,
+                        secret_namespace: m.secret_namespace,
+                        labels: m.labels.into_iter().collect(),
+                    },
+                })
+            })
+            .await?;
+        object(self.api.adopt_instance(&caller, req).await)
+    }
 }

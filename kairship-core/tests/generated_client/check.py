@@ -319,3 +319,28 @@ report(
     pods=[[p["metadata"]["annotations"][CLUSTER_ANNOTATION], p["metadata"]["name"]]
           for p in pods.items],
 )
+
+
+# Adopting an instance from a kubeconfig pasted into the call.
+from kairship_client.exceptions import BadRequestException  # noqa: E402
+from kairship_client.models.adopt_instance_options import AdoptInstanceOptions  # noqa: E402
+
+with open(os.environ["KAIRSHIP_KUBECONFIG_FILE"]) as f:
+    pasted = f.read()
+try:
+    instances.adopt_instance("py-bad", AdoptInstanceOptions(kubeconfig="clusters: [oops"))
+    raise AssertionError("a bad kubeconfig was accepted")
+except BadRequestException as err:
+    report("adopt_invalid", **error_facts(err))
+adopted = instances.adopt_instance(
+    "py-adopted", AdoptInstanceOptions(kubeconfig=pasted, alias="From Python")
+)
+answer = json.dumps(adopted)
+report(
+    "adopt_instance",
+    name=adopted["metadata"]["name"],
+    mode=adopted["spec"]["mode"],
+    alias=adopted["spec"]["alias"],
+    secret=adopted["spec"]["kubeconfigSecretRef"],
+    echoed=any(len(line.strip()) > 12 and line.strip() in answer for line in pasted.splitlines()),
+)

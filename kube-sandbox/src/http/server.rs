@@ -1140,6 +1140,17 @@ fn watch_response(
     Ok(response)
 }
 
+/// A health check's answer: `ok`, or kube-apiserver's failure report when the storage is
+/// unhealthy (`/livez` does not check the storage).
+fn health(check: &str, storage_unhealthy: bool) -> Response {
+    if !storage_unhealthy || check == "livez" {
+        return (StatusCode::OK, "ok").into_response();
+    }
+    let body =
+        format!("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n{check} check failed\n");
+    (StatusCode::INTERNAL_SERVER_ERROR, body).into_response()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -1253,15 +1264,4 @@ mod tests {
         );
         assert_eq!(decode_continue(&state, "!!").unwrap_err().code, 400);
     }
-}
-
-/// A health check's answer: `ok`, or kube-apiserver's failure report when the storage is
-/// unhealthy (`/livez` does not check the storage).
-fn health(check: &str, storage_unhealthy: bool) -> Response {
-    if !storage_unhealthy || check == "livez" {
-        return (StatusCode::OK, "ok").into_response();
-    }
-    let body =
-        format!("[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n{check} check failed\n");
-    (StatusCode::INTERNAL_SERVER_ERROR, body).into_response()
 }

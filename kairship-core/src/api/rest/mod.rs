@@ -1,6 +1,7 @@
 //! The REST transport: axum handlers described with utoipa, the OpenAPI 3.1 document, and
 //! bearer-token authentication.
 
+pub mod adopt;
 pub mod applications;
 pub mod auth;
 pub mod extract;
@@ -242,6 +243,7 @@ fn build() -> Builder {
     .add(routes!(members::list_member_namespaced_objects))
     .add(routes!(members::get_member_namespaced_object));
     let builder = builder.add(routes!(applications::create_application));
+    let builder = builder.add(routes!(adopt::adopt_instance));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder.router.route(VERB_ROUTE, post(object_verb));
     let mut routes = builder.routes;
@@ -456,7 +458,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 56, "{documented:#?}");
+        assert_eq!(documented.len(), 57, "{documented:#?}");
     }
 
     #[test]
