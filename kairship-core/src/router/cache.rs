@@ -32,6 +32,12 @@ use super::error::RouterError;
 use super::query::{CompiledQuery, ListQuery, ObjectPage};
 use super::target::{ResourceKey, ResourceTarget};
 
+/// Objects per page of a cache's (re)list. A page is decoded whole (a `serde_json::Value` tree
+/// per object, many times its JSON) before its objects are rendered and dropped, so the page
+/// size, not the number of objects, sets the memory a sync needs on top of what it keeps;
+/// that memory stays with the process's allocator afterwards (docs/benchmarks.md).
+pub const CACHE_LIST_PAGE_SIZE: u32 = 100;
+
 /// How many changes a slow cache watcher may fall behind before its stream ends with
 /// `410 Expired` (and the client lists again, as with kube-apiserver).
 const WATCH_BUFFER: usize = 4096;
@@ -243,9 +249,12 @@ impl std::fmt::Debug for EmbeddedCacheBackend {
 
 impl EmbeddedCacheBackend {
     /// A cache reaching instances through `clients`, with kube-runtime's default watcher
-    /// configuration.
+    /// configuration but for lists of [`CACHE_LIST_PAGE_SIZE`] objects per page.
     pub fn new(clients: Arc<dyn InstanceClients>) -> Self {
-        Self::with_watcher_config(clients, watcher::Config::default())
+        Self::with_watcher_config(
+            clients,
+            watcher::Config::default().page_size(CACHE_LIST_PAGE_SIZE),
+        )
     }
 
     /// A cache whose watchers use `config` (page size, timeouts, ...).
