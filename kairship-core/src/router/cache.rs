@@ -63,14 +63,30 @@ struct CachedObject {
     json: Bytes,
 }
 
-/// Objects keyed by (name, namespace): iteration order is the default list order.
-type ObjectMap = BTreeMap<(String, Option<String>), CachedObject>;
+/// Objects keyed by (namespace, name), as kube-apiserver stores them: the objects of one
+/// namespace are one range, so listing a namespace costs what it holds, not what the whole
+/// resource holds.
+type ObjectMap = BTreeMap<(Option<String>, String), CachedObject>;
 
-fn object_key(object: &DynamicObject) -> (String, Option<String>) {
+fn object_key(object: &DynamicObject) -> (Option<String>, String) {
     (
-        object.metadata.name.clone().unwrap_or_default(),
         object.metadata.namespace.clone(),
+        object.metadata.name.clone().unwrap_or_default(),
     )
+}
+
+/// The objects of `namespace` (`None`: every object).
+fn objects_in<'a>(
+    objects: &'a ObjectMap,
+    namespace: Option<&'a str>,
+) -> impl Iterator<Item = &'a CachedObject> + 'a {
+    let range = match namespace {
+        Some(ns) => objects.range((Some(ns.to_owned()), String::new())..),
+        None => objects.range(..),
+    };
+    range
+        .take_while(move |((ns, _), _)| namespace.is_none_or(|want| ns.as_deref() == Some(want)))
+        .map(|(_, cached)| cached)
 }
 
 /// What the cache keeps of an object besides its JSON: the fields a list is selected,
@@ -120,11 +136,6 @@ fn decode(target: &ResourceTarget, json: &[u8]) -> Result<DynamicObject, RouterE
         target: target.describe(),
         source,
     })
-}
-
-/// Whether an object is in `namespace` (`None`: any).
-fn in_namespace(namespace: Option<&str>, meta: &DynamicObject) -> bool {
-    namespace.is_none_or(|ns| meta.metadata.namespace.as_deref() == Some(ns))
 }
 
 /// One resource of one instance, kept in memory.
@@ -401,10 +412,7 @@ impl EmbeddedCacheBackend {
         let namespace = target.namespace.as_deref();
         let decoded = compiled.reads_beyond_metadata();
         let mut page = if decoded {
-            let candidates: Vec<Bytes> = cache
-                .read()
-                .values()
-                .filter(|c| in_namespace(namespace, &c.meta))
+            let candidates: Vec<Bytes> = objects_in(&cache.read(), namespace)
                 .map(|c| c.json.clone())
                 .collect();
             let objects = candidates
@@ -414,9 +422,7 @@ impl EmbeddedCacheBackend {
             compiled.select_rendered(namespace, objects)
         } else {
             // Filter under the lock, sort and page outside it.
-            let matched: Vec<(Arc<DynamicObject>, Bytes)> = cache
-                .read()
-                .values()
+            let matched: Vec<(Arc<DynamicObject>, Bytes)> = objects_in(&cache.read(), namespace)
                 .filter(|c| compiled.matches(namespace, &c.meta))
                 .map(|c| (c.meta.clone(), c.json.clone()))
                 .collect();
@@ -551,7 +557,7 @@ impl ReadBackend for EmbeddedCacheBackend {
         name: &str,
     ) -> Result<Arc<DynamicObject>, RouterError> {
         let cache = self.ready_cache(target).await?;
-        let key = (name.to_owned(), target.namespace.clone());
+        let key = (target.namespace.clone(), name.to_owned());
         let json = cache.read().get(&key).map(|cached| cached.json.clone());
         match json {
             Some(json) => decode(target, &json).map(Arc::new),
@@ -608,17 +614,9 @@ impl ReadBackend for EmbeddedCacheBackend {
         let ns = namespace.as_deref();
         let needs_body = filter.reads_beyond_metadata();
         // Only the objects the metadata lets through are decoded.
-        let snapshot: Vec<Bytes> = cache
-            .read()
-            .values()
+        let snapshot: Vec<Bytes> = objects_in(&cache.read(), ns)
             .filter(|c| version_of(&c.meta) <= snapshot_version)
-            .filter(|c| {
-                if needs_body {
-                    in_namespace(ns, &c.meta)
-                } else {
-                    filter.matches(ns, &c.meta)
-                }
-            })
+            .filter(|c| needs_body || filter.matches(ns, &c.meta))
             .map(|c| c.json.clone())
             .collect();
         let mut initial: Vec<Result<WatchEvent<DynamicObject>, RouterError>> =
@@ -775,7 +773,7 @@ mod tests {
         assert_eq!(serde_json::to_vec(&decoded).unwrap(), cached.json);
         assert_eq!(
             object_key(&cached.meta),
-            ("web".into(), Some("shop".into()))
+            (Some("shop".into()), "web".into())
         );
         assert!(cached.meta.metadata.annotations.is_none());
         // An object the cache cannot decode is a decode error, which reads then take directly.
@@ -784,17 +782,38 @@ mod tests {
     }
 
     #[test]
-    fn in_namespace_table() {
-        let meta = list_metadata(&listed(json!({"name": "a", "namespace": "x"})));
-        let cluster_scoped = list_metadata(&listed(json!({"name": "a"})));
-        for (namespace, object, want) in [
-            (None, &meta, true),
-            (Some("x"), &meta, true),
-            (Some("y"), &meta, false),
-            (None, &cluster_scoped, true),
-            (Some("x"), &cluster_scoped, false),
+    fn objects_in_table() {
+        let mut objects = ObjectMap::new();
+        for (ns, name) in [
+            (None, "node-1"),
+            (Some("a"), "web"),
+            (Some("a"), "db"),
+            (Some("ab"), "x"),
+            (Some("b"), "y"),
+            (Some(""), "odd"),
         ] {
-            assert_eq!(in_namespace(namespace, object), want, "{namespace:?}");
+            let meta = match ns {
+                Some(ns) => json!({"name": name, "namespace": ns}),
+                None => json!({"name": name}),
+            };
+            let (cached, _) = render(&deployments(), listed(meta)).unwrap();
+            objects.insert(object_key(&cached.meta), cached);
+        }
+        let names = |namespace| -> Vec<String> {
+            objects_in(&objects, namespace)
+                .map(|c| c.meta.metadata.name.clone().unwrap())
+                .collect()
+        };
+        for (namespace, want) in [
+            (None, vec!["node-1", "odd", "db", "web", "x", "y"]),
+            (Some("a"), vec!["db", "web"]),
+            (Some("ab"), vec!["x"]),
+            (Some("b"), vec!["y"]),
+            (Some(""), vec!["odd"]),
+            (Some("c"), vec![]),
+            (Some("0"), vec![]),
+        ] {
+            assert_eq!(names(namespace), want, "{namespace:?}");
         }
     }
 }
