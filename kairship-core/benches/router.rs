@@ -1,7 +1,8 @@
 //! The read-write split router against one sandbox instance served over loopback HTTP holding
 //! 5,000 Deployments: a full LIST answered as JSON through the router (cache, items written
-//! out from their stored JSON, as the native proxy answers) vs directly from the instance (target: `cached_list_speedup` >= 5, router p99 <= 50
-//! ms), the same LIST over HTTP through the native proxy, the p50 latency a write gains by
+//! out from their stored JSON, as the native proxy answers) vs directly from the instance
+//! (target: `cached_list_speedup` >= 5, router p99 <= 50 ms), the same LIST over HTTP through
+//! the native proxy, the p50 latency a write gains by
 //! going through the router (target <= 1 ms), and cached GETs per second (target >= 5,000).
 //!
 //! `cargo bench -p kairship-core --bench router`; prints `BENCH name=value` lines.
