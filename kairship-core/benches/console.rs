@@ -1,6 +1,6 @@
 //! The console's server-side cost: the instance list with 50 instances and the overview of an
-//! instance holding 5,000 Deployments (one namespace; the overview lists them all for its
-//! namespace menu and renders a page of 50 workloads), each request going through the whole
+//! instance holding 5,000 Deployments (one namespace; the overview reads a bounded sample of
+//! them for its namespace menu and renders a page of 50 workloads), each request going through the whole
 //! console router (session lookup, authentication, authorization of the controls, the pages'
 //! API calls, rendering). The API behind it answers from memory, so this measures the
 //! console, not the read path (the `router` bench measures that: a 5,000-object LIST through
@@ -392,6 +392,8 @@ async fn measure(app: &axum::Router, path: &str, cookie: &str, name: &str) {
     println!("BENCH {name}_p50_ms={:.2}", ms(percentile(&samples, 50.0)));
     println!("BENCH {name}_p99_ms={:.2}", ms(percentile(&samples, 99.0)));
     println!("BENCH {name}_bytes={bytes}");
+    // Served uncompressed: the body is what goes over the wire (plus headers).
+    println!("BENCH {name}_kb={:.1}", bytes as f64 / 1000.0);
 }
 
 async fn run() {

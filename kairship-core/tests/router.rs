@@ -15,6 +15,7 @@ use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, EventStream, FallbackReason, InstanceWriter, ListQuery,
     ObjectPage, ReadBackend, ReadWriteRouter, ResourceTarget, RouterConfig, RouterError, SortBy,
     SortDir, SplitRouter, StaticInstanceClients, WatchQuery, WriteBackend, WriteOutcome,
+    render_list,
 };
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -98,6 +99,14 @@ impl ReadBackend for CountingRead {
     ) -> Result<ObjectPage, RouterError> {
         self.touch(target)?;
         self.inner.list(target, query).await
+    }
+    async fn list_rendered(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError> {
+        self.touch(target)?;
+        self.inner.list_rendered(target, query).await
     }
     async fn watch(
         &self,
@@ -606,17 +615,73 @@ async fn selectors_sorting_fuzzy_name_and_pages() {
             vec!["web-01", "web-00"],
             6,
         ),
+        // Queries the cache answers by decoding objects (fields beyond its list metadata).
+        (
+            &all,
+            q(&|q| q.field_selector = Some("spec.replicas=1,metadata.namespace=team-a".into())),
+            vec!["web-00", "web-01", "web-02", "web-03", "web-04", "web-05"],
+            6,
+        ),
+        (
+            &all,
+            q(&|q| q.field_selector = Some("spec.replicas!=1".into())),
+            vec![],
+            0,
+        ),
+        (
+            &all,
+            q(&|q| {
+                q.sort_field = Some(".spec.replicas".into());
+                q.page_size = Some(3);
+            }),
+            vec!["db-00", "db-01", "db-02"],
+            12,
+        ),
+        (
+            &all,
+            q(&|q| {
+                q.sort_field = Some(".metadata.labels.env".into());
+                q.sort_dir = SortDir::Desc;
+                q.page_size = Some(4);
+            }),
+            vec!["web-04", "web-02", "web-00", "web-05"],
+            12,
+        ),
     ];
     for (target, query, want, total) in cases {
         let page = s.router.list(target, &query).await.unwrap();
         assert_eq!(names(&page), want, "{query:?}");
+        // A page for a JSON answer (the native proxy's) holds the same objects, written out
+        // byte for byte as the decoded objects serialize.
+        let rendered = s.router.list_rendered(target, &query).await.unwrap();
+        assert_eq!(names(&rendered), want, "rendered {query:?}");
+        assert_eq!(rendered.pagination, page.pagination, "{query:?}");
+        // Unless the query reads beyond the cache's list metadata, nothing was decoded.
+        if !query.compile().unwrap().reads_beyond_metadata() {
+            assert!(rendered.items.iter().all(|o| o.data.is_null()), "{query:?}");
+        }
+        let mut serialized = page.clone();
+        serialized.rendered = None;
+        assert_eq!(
+            String::from_utf8(render_list(&rendered, "apps/v1", "DeploymentList").unwrap()),
+            String::from_utf8(render_list(&serialized, "apps/v1", "DeploymentList").unwrap()),
+            "{query:?}"
+        );
         assert_eq!(page.pagination.total, total, "{query:?}");
         assert_eq!(
             page.pagination.pages as usize,
             total.div_ceil(query.page_size.map_or(total.max(1), |p| p as usize)),
             "{query:?}"
         );
-        // The direct backend answers the same query alike (the fallback gives the same pages).
+        // The direct backend answers the same query alike (the fallback gives the same pages);
+        // the instance, like kube-apiserver, serves no field selector on a Deployment's spec.
+        if query
+            .field_selector
+            .as_deref()
+            .is_some_and(|f| f.contains("spec."))
+        {
+            continue;
+        }
         let direct = s.direct.list(target, &query).await.unwrap();
         assert_eq!(names(&direct), want, "direct {query:?}");
     }

@@ -230,9 +230,10 @@ async fn read(
                 field_selector: params.field_selector.clone(),
                 ..ListQuery::default()
             };
+            // Written out from the cache's JSON as it is, with no object decoded.
             let page = state
                 .router
-                .list(&target, &query)
+                .list_rendered(&target, &query)
                 .await?
                 .chunk(after.as_ref(), limit);
             let kind = format!("{}List", target.resource.kind);

@@ -1,7 +1,10 @@
 //! The embedded cache: one kube-runtime watcher per instance and resource, started on first
 //! use and shared by every reader, answering gets, lists and watches from memory. Each object
-//! is kept with its JSON, rendered once when its watch event arrives, so that list answers are
-//! assembled from bytes instead of serializing every object on every read.
+//! is kept once, as its JSON rendered when its watch event arrives, next to the little
+//! metadata lists are selected, ordered and paged by; list answers are assembled from those
+//! bytes, and a get or a watch decodes the objects it returns. A decoded `serde_json::Value`
+//! tree takes several times the size of its JSON, so keeping only bytes is what lets one
+//! process cache many instances (see docs/benchmarks.md, "embedded cache at scale").
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::core::{ApiResource, DynamicObject, Status, TypeMeta, WatchEvent};
 use kube::runtime::WatchStreamExt;
@@ -28,6 +32,12 @@ use super::error::RouterError;
 use super::query::{CompiledQuery, ListQuery, ObjectPage};
 use super::target::{ResourceKey, ResourceTarget};
 
+/// Objects per page of a cache's (re)list. A page is decoded whole (a `serde_json::Value` tree
+/// per object, many times its JSON) before its objects are rendered and dropped, so the page
+/// size, not the number of objects, sets the memory a sync needs on top of what it keeps;
+/// that memory stays with the process's allocator afterwards (docs/benchmarks.md).
+pub const CACHE_LIST_PAGE_SIZE: u32 = 100;
+
 /// How many changes a slow cache watcher may fall behind before its stream ends with
 /// `410 Expired` (and the client lists again, as with kube-apiserver).
 const WATCH_BUFFER: usize = 4096;
@@ -44,39 +54,87 @@ enum CacheEvent {
     Gone,
 }
 
-/// A cached object and its JSON.
+/// A cached object: its JSON, the only full copy kept, and the metadata lists read.
 #[derive(Clone)]
 struct CachedObject {
-    object: Arc<DynamicObject>,
+    /// [`list_metadata`] of the object.
+    meta: Arc<DynamicObject>,
+    /// The whole object (with `apiVersion` and `kind`) as JSON.
     json: Bytes,
 }
 
-/// Objects keyed by (name, namespace): iteration order is the default list order.
-type ObjectMap = BTreeMap<(String, Option<String>), CachedObject>;
+/// Objects keyed by (namespace, name), as kube-apiserver stores them: the objects of one
+/// namespace are one range, so listing a namespace costs what it holds, not what the whole
+/// resource holds.
+type ObjectMap = BTreeMap<(Option<String>, String), CachedObject>;
 
-fn object_key(object: &DynamicObject) -> (String, Option<String>) {
+fn object_key(object: &DynamicObject) -> (Option<String>, String) {
     (
-        object.metadata.name.clone().unwrap_or_default(),
         object.metadata.namespace.clone(),
+        object.metadata.name.clone().unwrap_or_default(),
     )
 }
 
+/// The objects of `namespace` (`None`: every object).
+fn objects_in<'a>(
+    objects: &'a ObjectMap,
+    namespace: Option<&'a str>,
+) -> impl Iterator<Item = &'a CachedObject> + 'a {
+    let range = match namespace {
+        Some(ns) => objects.range((Some(ns.to_owned()), String::new())..),
+        None => objects.range(..),
+    };
+    range
+        .take_while(move |((ns, _), _)| namespace.is_none_or(|want| ns.as_deref() == Some(want)))
+        .map(|(_, cached)| cached)
+}
+
+/// What the cache keeps of an object besides its JSON: the fields a list is selected,
+/// ordered and paged by without decoding anything (name, namespace, resourceVersion,
+/// creationTimestamp, labels; see [`CompiledQuery::reads_beyond_metadata`]).
+fn list_metadata(object: &DynamicObject) -> DynamicObject {
+    let meta = &object.metadata;
+    DynamicObject {
+        types: None,
+        metadata: ObjectMeta {
+            name: meta.name.clone(),
+            namespace: meta.namespace.clone(),
+            resource_version: meta.resource_version.clone(),
+            creation_timestamp: meta.creation_timestamp.clone(),
+            labels: meta.labels.clone(),
+            ..ObjectMeta::default()
+        },
+        data: serde_json::Value::Null,
+    }
+}
+
 /// Completes the object's `apiVersion`/`kind` (list items come without them) and renders its
-/// JSON once.
+/// JSON once; returns what the cache keeps and the completed object.
 fn render(
     resource: &ApiResource,
     mut object: DynamicObject,
-) -> Result<CachedObject, serde_json::Error> {
+) -> Result<(CachedObject, DynamicObject), serde_json::Error> {
     if object.types.is_none() {
         object.types = Some(TypeMeta {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
         });
     }
-    let json = Bytes::from(serde_json::to_vec(&object)?);
-    Ok(CachedObject {
-        object: Arc::new(object),
-        json,
+    let mut json = serde_json::to_vec(&object)?;
+    // The buffer grew by doubling while it was written: keep only the bytes.
+    json.shrink_to_fit();
+    let cached = CachedObject {
+        meta: Arc::new(list_metadata(&object)),
+        json: Bytes::from(json),
+    };
+    Ok((cached, object))
+}
+
+/// A cached object decoded from its JSON.
+fn decode(target: &ResourceTarget, json: &[u8]) -> Result<DynamicObject, RouterError> {
+    serde_json::from_slice(json).map_err(|source| RouterError::Decode {
+        target: target.describe(),
+        source,
     })
 }
 
@@ -202,9 +260,12 @@ impl std::fmt::Debug for EmbeddedCacheBackend {
 
 impl EmbeddedCacheBackend {
     /// A cache reaching instances through `clients`, with kube-runtime's default watcher
-    /// configuration.
+    /// configuration but for lists of [`CACHE_LIST_PAGE_SIZE`] objects per page.
     pub fn new(clients: Arc<dyn InstanceClients>) -> Self {
-        Self::with_watcher_config(clients, watcher::Config::default())
+        Self::with_watcher_config(
+            clients,
+            watcher::Config::default().page_size(CACHE_LIST_PAGE_SIZE),
+        )
     }
 
     /// A cache whose watchers use `config` (page size, timeouts, ...).
@@ -337,6 +398,40 @@ impl EmbeddedCacheBackend {
         }
     }
 
+    /// A page of the cache's objects and their JSON, and whether its `items` are the whole
+    /// objects (a query reading beyond the indexed metadata decodes them) rather than their
+    /// [`list_metadata`].
+    async fn select(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<(ObjectPage, bool), RouterError> {
+        let compiled = query.compile()?;
+        let cache = self.ready_cache(target).await?;
+        let seen = *cache.seen.borrow();
+        let namespace = target.namespace.as_deref();
+        let decoded = compiled.reads_beyond_metadata();
+        let mut page = if decoded {
+            let candidates: Vec<Bytes> = objects_in(&cache.read(), namespace)
+                .map(|c| c.json.clone())
+                .collect();
+            let objects = candidates
+                .into_iter()
+                .map(|json| Ok((Arc::new(decode(target, &json)?), json)))
+                .collect::<Result<Vec<_>, RouterError>>()?;
+            compiled.select_rendered(namespace, objects)
+        } else {
+            // Filter under the lock, sort and page outside it.
+            let matched: Vec<(Arc<DynamicObject>, Bytes)> = objects_in(&cache.read(), namespace)
+                .filter(|c| compiled.matches(namespace, &c.meta))
+                .map(|c| (c.meta.clone(), c.json.clone()))
+                .collect();
+            compiled.select_rendered(namespace, matched)
+        };
+        page.resource_version = Some(seen.to_string());
+        Ok((page, decoded))
+    }
+
     async fn ready_cache(
         &self,
         target: &ResourceTarget,
@@ -406,8 +501,8 @@ async fn run_watch(
             }
             Event::InitApply(obj) => {
                 listed_max = listed_max.max(version_of(&obj));
-                if let Some(cached) = rendered(obj) {
-                    listing.insert(object_key(&cached.object), cached);
+                if let Some((cached, _)) = rendered(obj) {
+                    listing.insert(object_key(&cached.meta), cached);
                 }
             }
             Event::InitDone => {
@@ -423,10 +518,11 @@ async fn run_watch(
             }
             Event::Apply(obj) => {
                 let version = version_of(&obj);
-                if let Some(cached) = rendered(obj) {
-                    let object = cached.object.clone();
+                if let Some((cached, object)) = rendered(obj) {
+                    let key = object_key(&cached.meta);
                     // Whether the object was already known decides ADDED vs MODIFIED.
-                    let known = cache.write().insert(object_key(&object), cached).is_some();
+                    let known = cache.write().insert(key, cached).is_some();
+                    let object = Arc::new(object);
                     cache.note_seen(version);
                     let change = if known {
                         CacheEvent::Modified(object)
@@ -461,12 +557,12 @@ impl ReadBackend for EmbeddedCacheBackend {
         name: &str,
     ) -> Result<Arc<DynamicObject>, RouterError> {
         let cache = self.ready_cache(target).await?;
-        let key = (name.to_owned(), target.namespace.clone());
-        cache
-            .read()
-            .get(&key)
-            .map(|cached| cached.object.clone())
-            .ok_or_else(|| RouterError::not_found(target, name))
+        let key = (target.namespace.clone(), name.to_owned());
+        let json = cache.read().get(&key).map(|cached| cached.json.clone());
+        match json {
+            Some(json) => decode(target, &json).map(Arc::new),
+            None => Err(RouterError::not_found(target, name)),
+        }
     }
 
     async fn list(
@@ -474,20 +570,22 @@ impl ReadBackend for EmbeddedCacheBackend {
         target: &ResourceTarget,
         query: &ListQuery,
     ) -> Result<ObjectPage, RouterError> {
-        let compiled = query.compile()?;
-        let cache = self.ready_cache(target).await?;
-        let seen = *cache.seen.borrow();
-        let namespace = target.namespace.as_deref();
-        // Filter under the lock, sort and page outside it.
-        let matched: Vec<(Arc<DynamicObject>, Bytes)> = cache
-            .read()
-            .values()
-            .filter(|c| compiled.matches(namespace, &c.object))
-            .map(|c| (c.object.clone(), c.json.clone()))
-            .collect();
-        let mut page = compiled.select_rendered(namespace, matched);
-        page.resource_version = Some(seen.to_string());
+        let (mut page, decoded) = self.select(target, query).await?;
+        if !decoded && let Some(rendered) = &page.rendered {
+            page.items = rendered
+                .iter()
+                .map(|json| decode(target, json).map(Arc::new))
+                .collect::<Result<_, _>>()?;
+        }
         Ok(page)
+    }
+
+    async fn list_rendered(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError> {
+        Ok(self.select(target, query).await?.0)
     }
 
     async fn watch(
@@ -513,14 +611,22 @@ impl ReadBackend for EmbeddedCacheBackend {
         let receiver = cache.events.subscribe();
         let snapshot_version = *cache.seen.borrow();
         let namespace = target.namespace.clone();
-        let snapshot: Vec<Arc<DynamicObject>> =
-            cache.read().values().map(|c| c.object.clone()).collect();
-        let initial: Vec<Result<WatchEvent<DynamicObject>, RouterError>> = snapshot
-            .into_iter()
-            .filter(|o| version_of(o) <= snapshot_version)
-            .filter(|o| filter.matches(namespace.as_deref(), o))
-            .map(|o| Ok(WatchEvent::Added((*o).clone())))
+        let ns = namespace.as_deref();
+        let needs_body = filter.reads_beyond_metadata();
+        // Only the objects the metadata lets through are decoded.
+        let snapshot: Vec<Bytes> = objects_in(&cache.read(), ns)
+            .filter(|c| version_of(&c.meta) <= snapshot_version)
+            .filter(|c| needs_body || filter.matches(ns, &c.meta))
+            .map(|c| c.json.clone())
             .collect();
+        let mut initial: Vec<Result<WatchEvent<DynamicObject>, RouterError>> =
+            Vec::with_capacity(snapshot.len());
+        for json in snapshot {
+            let object = decode(target, &json)?;
+            if !needs_body || filter.matches(ns, &object) {
+                initial.push(Ok(WatchEvent::Added(object)));
+            }
+        }
         let instance = target.instance.clone();
         let live = futures::stream::unfold(
             Some((receiver, filter, namespace, instance)),
@@ -587,6 +693,127 @@ impl ReadBackend for EmbeddedCacheBackend {
             }
             () = stop.cancelled() => false,
             () = cache.gone.cancelled() => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployments() -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+        )
+    }
+
+    fn listed(metadata: serde_json::Value) -> DynamicObject {
+        // As list items arrive: without apiVersion and kind.
+        serde_json::from_value(json!({
+            "metadata": metadata,
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+            "status": {"readyReplicas": 2},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn list_metadata_keeps_what_lists_read_and_nothing_else() {
+        let full = json!({
+            "name": "web", "namespace": "shop", "uid": "u-1", "resourceVersion": "42",
+            "generation": 3, "creationTimestamp": "2026-01-02T03:04:05Z",
+            "labels": {"app": "web", "tier": "front"},
+            "annotations": {"note": "x"}, "finalizers": ["f"],
+            "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": "u-0"}],
+        });
+        // (metadata of the object, metadata kept)
+        let cases = [
+            (
+                full,
+                json!({"name": "web", "namespace": "shop", "resourceVersion": "42",
+                       "creationTimestamp": "2026-01-02T03:04:05Z",
+                       "labels": {"app": "web", "tier": "front"}}),
+            ),
+            (json!({"name": "node-1"}), json!({"name": "node-1"})),
+            (json!({}), json!({})),
+        ];
+        for (metadata, want) in cases {
+            let kept = list_metadata(&listed(metadata.clone()));
+            assert!(kept.types.is_none(), "{metadata}");
+            assert_eq!(kept.data, serde_json::Value::Null, "{metadata}");
+            assert_eq!(
+                serde_json::to_value(&kept.metadata).unwrap(),
+                want,
+                "{metadata}"
+            );
+        }
+    }
+
+    #[test]
+    fn rendered_json_is_the_object_and_decodes_back_to_it() {
+        let object = listed(
+            json!({"name": "web", "namespace": "shop", "resourceVersion": "7",
+                                   "annotations": {"a": "b"}}),
+        );
+        let (cached, completed) = render(&deployments(), object).unwrap();
+        assert_eq!(
+            completed.types,
+            Some(TypeMeta {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into()
+            })
+        );
+        assert_eq!(cached.json, serde_json::to_vec(&completed).unwrap());
+        let target = ResourceTarget::namespaced("i", deployments(), "shop");
+        let decoded = decode(&target, &cached.json).unwrap();
+        assert_eq!(decoded, completed);
+        assert_eq!(serde_json::to_vec(&decoded).unwrap(), cached.json);
+        assert_eq!(
+            object_key(&cached.meta),
+            (Some("shop".into()), "web".into())
+        );
+        assert!(cached.meta.metadata.annotations.is_none());
+        // An object the cache cannot decode is a decode error, which reads then take directly.
+        let err = decode(&target, b"{\"metadata\": 1}").unwrap_err();
+        assert!(err.is_cache_failure(), "{err}");
+    }
+
+    #[test]
+    fn objects_in_table() {
+        let mut objects = ObjectMap::new();
+        for (ns, name) in [
+            (None, "node-1"),
+            (Some("a"), "web"),
+            (Some("a"), "db"),
+            (Some("ab"), "x"),
+            (Some("b"), "y"),
+            (Some(""), "odd"),
+        ] {
+            let meta = match ns {
+                Some(ns) => json!({"name": name, "namespace": ns}),
+                None => json!({"name": name}),
+            };
+            let (cached, _) = render(&deployments(), listed(meta)).unwrap();
+            objects.insert(object_key(&cached.meta), cached);
+        }
+        let names = |namespace| -> Vec<String> {
+            objects_in(&objects, namespace)
+                .map(|c| c.meta.metadata.name.clone().unwrap())
+                .collect()
+        };
+        for (namespace, want) in [
+            (None, vec!["node-1", "odd", "db", "web", "x", "y"]),
+            (Some("a"), vec!["db", "web"]),
+            (Some("ab"), vec!["x"]),
+            (Some("b"), vec!["y"]),
+            (Some(""), vec!["odd"]),
+            (Some("c"), vec![]),
+            (Some("0"), vec![]),
+        ] {
+            assert_eq!(names(namespace), want, "{namespace:?}");
         }
     }
 }

@@ -30,7 +30,7 @@ mod split;
 mod target;
 
 pub use backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
-pub use cache::EmbeddedCacheBackend;
+pub use cache::{CACHE_LIST_PAGE_SIZE, EmbeddedCacheBackend};
 pub use clients::{
     InstanceClients, InstanceConnection, InstanceIdentity, StaticInstanceClients, end_when_lost,
     identity_lost, still_current,

@@ -203,7 +203,10 @@ pub struct ObjectPage {
     pub resource_version: Option<String>,
     /// Each item's JSON (with `apiVersion` and `kind`), in the same order, when the backend
     /// keeps objects pre-rendered (the embedded cache); answers are then assembled from these
-    /// bytes instead of serializing every object again.
+    /// bytes instead of serializing every object again. In a page from
+    /// [`ReadBackend::list_rendered`](super::ReadBackend::list_rendered), these bytes are the
+    /// objects and `items` may hold only the metadata the page was selected, ordered and
+    /// paged by.
     pub rendered: Option<Vec<Bytes>>,
 }
 
@@ -259,7 +262,43 @@ impl ObjectPage {
     }
 }
 
+/// The field selector paths answered from an object's name, namespace and resourceVersion.
+const METADATA_FIELD_SELECTORS: [&str; 3] = [
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.resourceVersion",
+];
+
+/// Whether a sort field is one of the metadata kept for lists: name, namespace,
+/// resourceVersion, creationTimestamp or (a) label.
+fn sorts_on_list_metadata(path: &[String]) -> bool {
+    match path {
+        [first, second, ..] if first == "metadata" => matches!(
+            second.as_str(),
+            "name" | "namespace" | "resourceVersion" | "creationTimestamp" | "labels"
+        ),
+        _ => false,
+    }
+}
+
 impl CompiledQuery {
+    /// Whether the query reads more of an object than its name, namespace, resourceVersion,
+    /// creationTimestamp and labels (a field selector or a sort field on other fields): a
+    /// backend that keeps only those next to each object's JSON must then decode the objects
+    /// to answer it.
+    pub fn reads_beyond_metadata(&self) -> bool {
+        let fields = self
+            .fields
+            .0
+            .iter()
+            .any(|r| !METADATA_FIELD_SELECTORS.contains(&r.path.as_str()));
+        let sort = self
+            .sort_field
+            .as_deref()
+            .is_some_and(|path| !sorts_on_list_metadata(path));
+        fields || sort
+    }
+
     /// Whether `object` in `namespace` (`None`: any) passes the selectors and the name filter.
     pub fn matches(&self, namespace: Option<&str>, object: &DynamicObject) -> bool {
         let meta = &object.metadata;
@@ -832,6 +871,78 @@ mod tests {
         assert_eq!(rendered.len(), 2);
         let decoded: DynamicObject = serde_json::from_slice(&rendered[1]).unwrap();
         assert_eq!(decoded.metadata.name.as_deref(), Some("db"));
+    }
+
+    #[test]
+    fn reads_beyond_metadata_table() {
+        let q = |f: fn(&mut ListQuery)| {
+            let mut q = ListQuery::default();
+            f(&mut q);
+            q.compile().unwrap()
+        };
+        let cases: Vec<(&str, CompiledQuery, bool)> = vec![
+            ("nothing", q(|_| {}), false),
+            (
+                "labels, name, namespaces, sort and paging",
+                q(|q| {
+                    q.label_selector = Some("app in (web,db),!legacy".into());
+                    q.name = Some("web".into());
+                    q.namespaces = vec!["a".into()];
+                    q.sort_by = SortBy::CreationTimestamp;
+                    q.sort_dir = SortDir::Desc;
+                    q.page_size = Some(10);
+                }),
+                false,
+            ),
+            (
+                "field selector on name and namespace",
+                q(|q| q.field_selector = Some("metadata.name=web,metadata.namespace!=b".into())),
+                false,
+            ),
+            (
+                "field selector on resourceVersion",
+                q(|q| q.field_selector = Some("metadata.resourceVersion=7".into())),
+                false,
+            ),
+            (
+                "field selector on uid",
+                q(|q| q.field_selector = Some("metadata.uid=x".into())),
+                true,
+            ),
+            (
+                "field selector on status",
+                q(|q| q.field_selector = Some("metadata.name=web,status.phase=Running".into())),
+                true,
+            ),
+            (
+                "sort by a label",
+                q(|q| q.sort_field = Some(".metadata.labels.app".into())),
+                false,
+            ),
+            (
+                "sort by creationTimestamp",
+                q(|q| q.sort_field = Some("metadata.creationTimestamp".into())),
+                false,
+            ),
+            (
+                "sort by an annotation",
+                q(|q| q.sort_field = Some(".metadata.annotations.owner".into())),
+                true,
+            ),
+            (
+                "sort by the whole metadata",
+                q(|q| q.sort_field = Some(".metadata".into())),
+                true,
+            ),
+            (
+                "sort by a printer column",
+                q(|q| q.sort_field = Some(".spec.replicas".into())),
+                true,
+            ),
+        ];
+        for (what, query, want) in cases {
+            assert_eq!(query.reads_beyond_metadata(), want, "{what}");
+        }
     }
 
     #[test]

@@ -37,6 +37,17 @@ pub trait ReadWriteRouter: WriteBackend {
         query: &ListQuery,
     ) -> Result<ObjectPage, RouterError>;
 
+    /// Lists objects for an answer written out as JSON (see [`ReadBackend::list_rendered`]:
+    /// `items` may hold only metadata when the page has `rendered`). The default is
+    /// [`ReadWriteRouter::list`].
+    async fn list_rendered(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError> {
+        self.list(target, query).await
+    }
+
     /// Watches objects.
     async fn watch(
         &self,
@@ -110,6 +121,7 @@ impl std::fmt::Debug for SplitRouter {
 enum ReadCall<'a> {
     Get(&'a str),
     List(&'a ListQuery),
+    ListRendered(&'a ListQuery),
     Watch(&'a WatchQuery),
 }
 
@@ -123,7 +135,7 @@ impl ReadCall<'_> {
     fn operation(&self) -> Operation {
         match self {
             ReadCall::Get(_) => Operation::Get,
-            ReadCall::List(_) => Operation::List,
+            ReadCall::List(_) | ReadCall::ListRendered(_) => Operation::List,
             ReadCall::Watch(q) => Operation::Watch {
                 from_version: q.resumes(),
             },
@@ -138,6 +150,9 @@ impl ReadCall<'_> {
         Ok(match self {
             ReadCall::Get(name) => ReadAnswer::Object(backend.get(target, name).await?),
             ReadCall::List(query) => ReadAnswer::Page(backend.list(target, query).await?),
+            ReadCall::ListRendered(query) => {
+                ReadAnswer::Page(backend.list_rendered(target, query).await?)
+            }
             ReadCall::Watch(query) => ReadAnswer::Stream(backend.watch(target, query).await?),
         })
     }
@@ -410,6 +425,17 @@ impl ReadWriteRouter for SplitRouter {
         query: &ListQuery,
     ) -> Result<ObjectPage, RouterError> {
         match self.read(target, ReadCall::List(query)).await? {
+            ReadAnswer::Page(page) => Ok(page),
+            _ => Err(mismatch("list")),
+        }
+    }
+
+    async fn list_rendered(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError> {
+        match self.read(target, ReadCall::ListRendered(query)).await? {
             ReadAnswer::Page(page) => Ok(page),
             _ => Err(mismatch("list")),
         }
