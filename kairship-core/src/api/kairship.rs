@@ -1,7 +1,7 @@
 //! [`KairshipService`], the implementation of [`KairshipApi`]: Instances on the host cluster,
 //! everything inside an instance through the read-write split router.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ use super::types::{
     PatchObjectRequest, PatchType, RemoveClusterRequest, UpdateClusterRequest,
     UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
 };
-use super::workload::{deployment_binding_name, parse_binding, workload};
+use super::workload::{deployment_binding_name, named_objects, parse_binding, workload};
 use crate::access::{Authorizer, Caller, InstanceResource, Verb};
 use crate::instance::{FORCE_DELETE_ANNOTATION, Instance};
 use crate::router::{
@@ -527,17 +527,24 @@ impl KairshipService {
     }
 
     /// The ResourceBindings of `namespace` by name (empty when Karmada serves none).
-    async fn bindings_by_name(
+    /// The namespace's ResourceBindings named in `wanted` (none when the instance serves no
+    /// ResourceBindings).
+    async fn bindings_named(
         &self,
         instance: &str,
         namespace: &str,
+        wanted: &HashSet<String>,
     ) -> Result<HashMap<String, Arc<DynamicObject>>, ApiError> {
         let target = ResourceTarget::namespaced(instance, resource_bindings_resource(), namespace);
-        let items = items_or_none_served(self.router.list(&target, &ListQuery::default()).await)?;
-        Ok(items
-            .into_iter()
-            .filter_map(|b| b.metadata.name.clone().map(|n| (n, b)))
-            .collect())
+        match self
+            .router
+            .list_rendered(&target, &ListQuery::default())
+            .await
+        {
+            Ok(page) => Ok(named_objects(&page, wanted)),
+            Err(err) if err.is_not_found() => Ok(HashMap::new()),
+            Err(err) => Err(err.into()),
+        }
     }
 }
 
@@ -1247,7 +1254,12 @@ impl KairshipApi for KairshipService {
         .listing(&req.options);
         self.inside(caller, call, |c| async move {
             let page = self.router.list(&c.target, &c.query).await?;
-            let bindings = self.bindings_by_name(instance, namespace).await?;
+            let wanted: HashSet<String> = page
+                .items
+                .iter()
+                .filter_map(|d| d.metadata.name.as_deref().map(deployment_binding_name))
+                .collect();
+            let bindings = self.bindings_named(instance, namespace, &wanted).await?;
             let items = page
                 .items
                 .iter()
