@@ -282,7 +282,6 @@ async fn adopted_instance_runs_and_sums_its_members() {
 
     // A change that leaves the summary as it is writes nothing.
     let before = get_instance(&hc, "prod").await.unwrap();
-    let writes = ctx.writes.statistics();
     let passes = ctx.writes.statistics_passes();
     let mut labelled = karmada.clusters().get("m1").await.unwrap();
     labelled
@@ -300,7 +299,8 @@ async fn adopted_instance_runs_and_sums_its_members() {
     })
     .await;
     let after = get_instance(&hc, "prod").await.unwrap();
-    assert_eq!(ctx.writes.statistics(), writes, "no summary write");
+    // The resourceVersion, not the write counter: the previous pass's write is visible to a
+    // GET before that pass counts it, so a counter read here could still be one behind.
     assert_eq!(
         after.metadata.resource_version, before.metadata.resource_version,
         "the Instance was not written"
