@@ -74,12 +74,13 @@ impl WorkerPod {
     }
 }
 
+/// What the index keeps of one pod, with its uid (`None` for a pod without a uid).
+pub type IndexEntry = Option<(String, CachedPod)>;
+
 /// A change of worker pods split in two: the change of the whole objects kept (`None` when
 /// an added, modified or deleted pod was not kept; a re-list is always passed on, so that
 /// what disappeared is dropped), and the change of the index entries.
-pub fn split_pod_change(
-    change: Change<WorkerPod>,
-) -> (Option<Change<Pod>>, Change<Option<(String, CachedPod)>>) {
+pub fn split_pod_change(change: Change<WorkerPod>) -> (Option<Change<Pod>>, Change<IndexEntry>) {
     match change {
         Change::Applied(pod) => (
             pod.object.map(|p| Change::Applied(*p)),
