@@ -205,8 +205,8 @@ impl Store {
     }
 
     /// Lists objects in key order, optionally within a namespace, starting after `after`,
-    /// keeping those `keep` accepts, at most `limit` of them (0 = no limit). The page's
-    /// `remaining` is `None`: see [`Store::list_page`] for a count.
+    /// keeping those `keep` accepts, at most `limit` of them (0 = no limit), counting the
+    /// matching objects after a full page. The API's LIST uses [`Store::list_page`].
     pub fn list(
         &self,
         resource: &GroupResource,
@@ -215,7 +215,54 @@ impl Store {
         limit: usize,
         keep: &dyn Fn(&Stored) -> bool,
     ) -> Page {
-        self.list_page(resource, namespace, after, limit, Some(keep))
+        let inner = self.lock();
+        let rv = inner.rv;
+        let Some(table) = inner.tables.get(resource) else {
+            return Page {
+                items: Vec::new(),
+                rv,
+                next: None,
+                remaining: Some(0),
+            };
+        };
+        let lower = match (after, namespace) {
+            (Some(key), _) => Bound::Excluded(key.clone()),
+            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let mut items = Vec::new();
+        let mut remaining = 0;
+        for (key, stored) in table.range((lower, Bound::Unbounded)) {
+            if let Some(ns) = namespace
+                && key.0 != ns
+            {
+                break;
+            }
+            if !keep(stored) {
+                continue;
+            }
+            if limit > 0 && items.len() >= limit {
+                remaining += 1;
+                continue;
+            }
+            items.push(stored.clone());
+        }
+        let next = match items.last() {
+            Some(last) if remaining > 0 => {
+                let meta = &last.value["metadata"];
+                Some((
+                    meta["namespace"].as_str().unwrap_or("").to_string(),
+                    meta["name"].as_str().unwrap_or("").to_string(),
+                ))
+            }
+            _ => None,
+        };
+        Page {
+            items,
+            rv,
+            next,
+            remaining: Some(remaining),
+        }
     }
 
     /// A page of a LIST: objects in key order, optionally within a namespace, starting after
