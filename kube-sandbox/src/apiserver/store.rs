@@ -138,8 +138,9 @@ pub struct Page {
     pub rv: u64,
     /// The key after which the next page starts, if there is more.
     pub next: Option<ObjectKey>,
-    /// How many matching objects follow this page (an estimate is allowed by the API).
-    pub remaining: usize,
+    /// How many objects follow this page, when the list was not filtered (kube-apiserver
+    /// sets `remainingItemCount` only then); `None` for a filtered list.
+    pub remaining: Option<usize>,
 }
 
 impl Store {
@@ -204,7 +205,8 @@ impl Store {
     }
 
     /// Lists objects in key order, optionally within a namespace, starting after `after`,
-    /// keeping those `keep` accepts, at most `limit` of them (0 = no limit).
+    /// keeping those `keep` accepts, at most `limit` of them (0 = no limit), counting the
+    /// matching objects after a full page. The API's LIST uses [`Store::list_page`].
     pub fn list(
         &self,
         resource: &GroupResource,
@@ -220,7 +222,7 @@ impl Store {
                 items: Vec::new(),
                 rv,
                 next: None,
-                remaining: 0,
+                remaining: Some(0),
             };
         };
         let lower = match (after, namespace) {
@@ -255,6 +257,64 @@ impl Store {
             }
             _ => None,
         };
+        Page {
+            items,
+            rv,
+            next,
+            remaining: Some(remaining),
+        }
+    }
+
+    /// A page of a LIST: objects in key order, optionally within a namespace, starting after
+    /// `after`, at most `limit` of them (0 = no limit), all of them or those `keep` accepts.
+    /// As kube-apiserver does, the objects after a full page are counted (`remaining`) only
+    /// when nothing is filtered out; a filtered page reads on only until it finds one more
+    /// match (so a client paging through N objects costs O(N), not O(N^2) filter calls).
+    pub fn list_page(
+        &self,
+        resource: &GroupResource,
+        namespace: Option<&str>,
+        after: Option<&ObjectKey>,
+        limit: usize,
+        keep: Option<&dyn Fn(&Stored) -> bool>,
+    ) -> Page {
+        let inner = self.lock();
+        let rv = inner.rv;
+        let Some(table) = inner.tables.get(resource) else {
+            return Page {
+                items: Vec::new(),
+                rv,
+                next: None,
+                remaining: keep.is_none().then_some(0),
+            };
+        };
+        let lower = match (after, namespace) {
+            (Some(key), _) => Bound::Excluded(key.clone()),
+            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let mut in_scope = table
+            .range((lower, Bound::Unbounded))
+            .take_while(|(key, _)| namespace.is_none_or(|ns| key.0 == ns))
+            .filter(|(_, stored)| keep.is_none_or(|keep| keep(stored)));
+        let mut items = Vec::new();
+        let mut last_key = None;
+        let mut has_more = false;
+        for (key, stored) in in_scope.by_ref() {
+            if limit > 0 && items.len() >= limit {
+                has_more = true;
+                break;
+            }
+            items.push(stored.clone());
+            last_key = Some(key);
+        }
+        let remaining = match (has_more, keep) {
+            (false, None) => Some(0),
+            // The one object found past the page, and the rest (nothing to filter).
+            (true, None) => Some(1 + in_scope.count()),
+            (_, Some(_)) => None,
+        };
+        let next = last_key.filter(|_| has_more).cloned();
         Page {
             items,
             rv,
@@ -555,15 +615,115 @@ mod tests {
                 put(&store, ns, &format!("p{i}"));
             }
         }
-        let page = store.list(&gr, Some("b"), None, 2, &|_| true);
+        let page = store.list_page(&gr, Some("b"), None, 2, None);
         assert_eq!(page.items.len(), 2);
-        assert_eq!(page.remaining, 1);
+        assert_eq!(page.remaining, Some(1));
         let next = page.next.unwrap();
         assert_eq!(next, ("b".to_string(), "p1".to_string()));
         let page = store.list(&gr, Some("b"), Some(&next), 2, &|_| true);
         assert_eq!(page.items.len(), 1);
         assert!(page.next.is_none());
         assert_eq!(store.list(&gr, None, None, 0, &|_| true).items.len(), 9);
+    }
+
+    #[test]
+    fn pages_count_what_follows_only_when_unfiltered() {
+        let store = Store::new(100);
+        let gr = GroupResource::new("", "pods");
+        for ns in ["a", "b"] {
+            for i in 0..5 {
+                put(&store, ns, &format!("p{i}"));
+            }
+        }
+        let even = |s: &Stored| {
+            s.value["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with(['0', '2', '4']))
+        };
+        let key = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+        // (namespace, after, limit, filtered, names, next, remaining)
+        type Case<'a> = (
+            Option<&'a str>,
+            Option<ObjectKey>,
+            usize,
+            bool,
+            Vec<&'a str>,
+            Option<ObjectKey>,
+            Option<usize>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                None,
+                None,
+                3,
+                false,
+                vec!["p0", "p1", "p2"],
+                Some(key("a", "p2")),
+                Some(7),
+            ),
+            (
+                Some("a"),
+                None,
+                3,
+                false,
+                vec!["p0", "p1", "p2"],
+                Some(key("a", "p2")),
+                Some(2),
+            ),
+            (
+                Some("a"),
+                Some(key("a", "p2")),
+                3,
+                false,
+                vec!["p3", "p4"],
+                None,
+                Some(0),
+            ),
+            (
+                Some("b"),
+                None,
+                0,
+                false,
+                vec!["p0", "p1", "p2", "p3", "p4"],
+                None,
+                Some(0),
+            ),
+            // Filtered: no count, and no next page when nothing else matches.
+            (
+                None,
+                None,
+                2,
+                true,
+                vec!["p0", "p2"],
+                Some(key("a", "p2")),
+                None,
+            ),
+            (Some("a"), None, 3, true, vec!["p0", "p2", "p4"], None, None),
+            (
+                Some("a"),
+                Some(key("a", "p2")),
+                1,
+                true,
+                vec!["p4"],
+                None,
+                None,
+            ),
+            (Some("c"), None, 2, false, vec![], None, Some(0)),
+        ];
+        for (i, (ns, after, limit, filtered, names, next, remaining)) in
+            cases.into_iter().enumerate()
+        {
+            let keep: Option<&dyn Fn(&Stored) -> bool> = filtered.then_some(&even as _);
+            let page = store.list_page(&gr, ns, after.as_ref(), limit, keep);
+            let got: Vec<&str> = page
+                .items
+                .iter()
+                .map(|s| s.value["metadata"]["name"].as_str().unwrap_or(""))
+                .collect();
+            assert_eq!(got, names, "case {i}");
+            assert_eq!(page.next, next, "case {i}");
+            assert_eq!(page.remaining, remaining, "case {i}");
+        }
     }
 
     #[test]

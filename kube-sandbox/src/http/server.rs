@@ -986,22 +986,27 @@ fn list(
         None => None,
         Some(token) => Some(decode_continue(state, token)?),
     };
-    let page = state.store.list(
+    let keep = |s: &Stored| {
+        labels.matches(s.labels())
+            && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
+    };
+    // Unfiltered pages are counted as kube-apiserver counts them (remainingItemCount).
+    let filtered = !(labels.is_empty() && fields.is_empty());
+    let page = state.store.list_page(
         &rt.group_resource(),
         namespace,
         after.as_ref(),
         limit,
-        &|s| {
-            labels.matches(s.labels())
-                && fields.matches(|f| selectors::field_value(&rt.plural, &s.value, f))
-        },
+        filtered.then_some(&keep as &dyn Fn(&Stored) -> bool),
     );
     if as_table {
         let objects: Vec<&Value> = page.items.iter().map(|i| &i.value).collect();
         let mut meta = json!({"resourceVersion": page.rv.to_string()});
         if let Some(next) = &page.next {
             meta["continue"] = json!(encode_continue(page.rv, next));
-            meta["remainingItemCount"] = json!(page.remaining);
+            if let Some(remaining) = page.remaining {
+                meta["remainingItemCount"] = json!(remaining);
+            }
         }
         let table =
             crate::apiserver::table::table(rt, &objects, version, meta, table_include(query)?);
@@ -1012,7 +1017,9 @@ fn list(
     let mut meta = json!({"resourceVersion": page.rv.to_string()});
     if let Some(next) = &page.next {
         meta["continue"] = json!(encode_continue(page.rv, next));
-        meta["remainingItemCount"] = json!(page.remaining);
+        if let Some(remaining) = page.remaining {
+            meta["remainingItemCount"] = json!(remaining);
+        }
     }
     buf.put_slice(
         format!(

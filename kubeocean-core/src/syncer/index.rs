@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::ResourceExt;
 
+use super::reflector::Change;
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
 use crate::leasing::host_ports::{HostPort, distinct_host_ports, host_ports_of};
@@ -29,6 +30,76 @@ pub struct CachedPod {
     pub mapped: PodUsage,
     /// Host ports it holds there.
     pub host_ports: Vec<HostPort>,
+}
+
+impl CachedPod {
+    /// What the index keeps of `pod`, with its uid; `None` for a pod without a uid.
+    pub fn of(pod: &Pod) -> Option<(String, CachedPod)> {
+        let uid = pod.metadata.uid.clone()?;
+        let cached = CachedPod {
+            node: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default(),
+            key: (pod.namespace().unwrap_or_default(), pod.name_any()),
+            resource_version: pod.resource_version().unwrap_or_default(),
+            usage: PodUsage::of(pod),
+            mapped: PodUsage::of_mapped(pod),
+            host_ports: host_ports_of(pod),
+        };
+        Some((uid, cached))
+    }
+}
+
+/// A worker pod as the pod watch hands it on: what the worker index keeps of it, and the
+/// whole object only when the top-down half keeps it too (Kubeocean's own pods). A re-list
+/// of a large worker then holds these, not every Pod object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerPod {
+    /// Its uid and what the index keeps; `None` for a pod without a uid.
+    pub indexed: Option<(String, CachedPod)>,
+    /// The object, when `keep_whole` said so (boxed: a Pod is large even when absent, and a
+    /// re-list holds one of these per pod).
+    pub object: Option<Box<Pod>>,
+}
+
+impl WorkerPod {
+    /// What is kept of `pod`: the whole object too when `keep_whole` accepts it.
+    pub fn new(pod: Pod, keep_whole: impl FnOnce(&Pod) -> bool) -> WorkerPod {
+        WorkerPod {
+            indexed: CachedPod::of(&pod),
+            object: keep_whole(&pod).then(|| Box::new(pod)),
+        }
+    }
+}
+
+/// What the index keeps of one pod, with its uid (`None` for a pod without a uid).
+pub type IndexEntry = Option<(String, CachedPod)>;
+
+/// A change of worker pods split in two: the change of the whole objects kept (`None` when
+/// an added, modified or deleted pod was not kept; a re-list is always passed on, so that
+/// what disappeared is dropped), and the change of the index entries.
+pub fn split_pod_change(change: Change<WorkerPod>) -> (Option<Change<Pod>>, Change<IndexEntry>) {
+    match change {
+        Change::Applied(pod) => (
+            pod.object.map(|p| Change::Applied(*p)),
+            Change::Applied(pod.indexed),
+        ),
+        Change::Deleted(pod) => (
+            pod.object.map(|p| Change::Deleted(*p)),
+            Change::Deleted(pod.indexed),
+        ),
+        Change::Relisted(all) => {
+            let mut objects = Vec::new();
+            let mut indexed = Vec::with_capacity(all.len());
+            for pod in all {
+                objects.extend(pod.object.map(|p| *p));
+                indexed.push(pod.indexed);
+            }
+            (Some(Change::Relisted(objects)), Change::Relisted(indexed))
+        }
+    }
 }
 
 /// The worker cluster as the syncer sees it.
@@ -133,30 +204,18 @@ impl WorkerIndex {
 
     /// Records a pod; affected: its old and new node, when its usage there changed.
     pub fn apply_pod(&mut self, pod: &Pod) -> Vec<String> {
-        let Some(uid) = pod.metadata.uid.clone() else {
-            return Vec::new();
-        };
-        let node = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.clone())
-            .unwrap_or_default();
-        let resource_version = pod.resource_version().unwrap_or_default();
-        if let Some(old) = self.pods.get(&uid)
-            && old.resource_version == resource_version
-        {
-            return Vec::new();
+        match CachedPod::of(pod) {
+            Some((uid, cached)) => self.apply_cached(uid, cached),
+            None => Vec::new(),
         }
-        let cached = CachedPod {
-            node,
-            key: (pod.namespace().unwrap_or_default(), pod.name_any()),
-            resource_version,
-            usage: PodUsage::of(pod),
-            mapped: PodUsage::of_mapped(pod),
-            host_ports: host_ports_of(pod),
-        };
+    }
+
+    /// Records what is kept of the pod `uid` (see [`CachedPod::of`]); affected: its old and
+    /// new node, when its usage there changed.
+    pub fn apply_cached(&mut self, uid: String, cached: CachedPod) -> Vec<String> {
         let mut affected = Vec::new();
         match self.pods.get(&uid) {
+            Some(old) if old.resource_version == cached.resource_version => return affected,
             Some(old)
                 if old.node == cached.node
                     && old.usage == cached.usage
@@ -182,30 +241,41 @@ impl WorkerIndex {
 
     /// Forgets a pod; affected: its node.
     pub fn delete_pod(&mut self, pod: &Pod) -> Vec<String> {
-        let Some(uid) = pod.metadata.uid.clone() else {
-            return Vec::new();
-        };
-        let node = self.remove_pod_links(&uid);
-        self.pods.remove(&uid);
+        match &pod.metadata.uid {
+            Some(uid) => self.delete_uid(uid),
+            None => Vec::new(),
+        }
+    }
+
+    /// Forgets the pod `uid`; affected: its node.
+    pub fn delete_uid(&mut self, uid: &str) -> Vec<String> {
+        let node = self.remove_pod_links(uid);
+        self.pods.remove(uid);
         node.into_iter().filter(|n| !n.is_empty()).collect()
     }
 
     /// Replaces every pod (after a re-list).
     pub fn replace_pods(&mut self, pods: Vec<Pod>) -> Vec<String> {
-        let listed: HashSet<String> = pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+        self.replace_cached(pods.iter().filter_map(CachedPod::of).collect())
+    }
+
+    /// Replaces every pod (after a re-list) with what is kept of each.
+    pub fn replace_cached(&mut self, pods: Vec<(String, CachedPod)>) -> Vec<String> {
+        let listed: HashSet<&str> = pods.iter().map(|(uid, _)| uid.as_str()).collect();
         let gone: Vec<String> = self
             .pods
             .keys()
-            .filter(|uid| !listed.contains(*uid))
+            .filter(|uid| !listed.contains(uid.as_str()))
             .cloned()
             .collect();
+        drop(listed);
         let mut affected: HashSet<String> = HashSet::new();
         for uid in gone {
             affected.extend(self.remove_pod_links(&uid));
             self.pods.remove(&uid);
         }
-        for pod in &pods {
-            affected.extend(self.apply_pod(pod));
+        for (uid, cached) in pods {
+            affected.extend(self.apply_cached(uid, cached));
         }
         affected.remove("");
         affected.into_iter().collect()
@@ -544,6 +614,111 @@ mod tests {
         }
         assert!(index.has_pod("default", "p-u1"));
         assert!(!index.has_pod("default", "p-u2"));
+    }
+
+    #[test]
+    fn worker_pods_keep_the_object_only_when_asked_and_split_by_half() {
+        let ours = |p: &Pod| p.metadata.name.as_deref() == Some("p-ours");
+        let worker_pod = |uid: &str| WorkerPod::new(pod(uid, "1", "n1", "1", "Running"), ours);
+        let mut no_uid = pod("x", "1", "n1", "1", "Running");
+        no_uid.metadata.uid = None;
+        // (change, objects passed on (None: nothing), index entries)
+        type Want = (Option<Vec<&'static str>>, Vec<Option<&'static str>>);
+        let table: Vec<(Change<WorkerPod>, Want)> = vec![
+            (
+                Change::Applied(worker_pod("ours")),
+                (Some(vec!["p-ours"]), vec![Some("ours")]),
+            ),
+            (
+                Change::Applied(worker_pod("other")),
+                (None, vec![Some("other")]),
+            ),
+            (
+                Change::Deleted(worker_pod("ours")),
+                (Some(vec!["p-ours"]), vec![Some("ours")]),
+            ),
+            (
+                Change::Deleted(worker_pod("other")),
+                (None, vec![Some("other")]),
+            ),
+            (
+                Change::Applied(WorkerPod::new(no_uid, |_| false)),
+                (None, vec![None]),
+            ),
+            // A re-list is always passed on, with only the objects kept.
+            (
+                Change::Relisted(vec![worker_pod("ours"), worker_pod("other")]),
+                (Some(vec!["p-ours"]), vec![Some("ours"), Some("other")]),
+            ),
+            (Change::Relisted(vec![]), (Some(vec![]), vec![])),
+        ];
+        for (i, (change, (want_objects, want_indexed))) in table.into_iter().enumerate() {
+            let kind = |c: &Change<Pod>| match c {
+                Change::Applied(_) => "applied",
+                Change::Deleted(_) => "deleted",
+                Change::Relisted(_) => "relisted",
+            };
+            let want_kind = match &change {
+                Change::Applied(_) => "applied",
+                Change::Deleted(_) => "deleted",
+                Change::Relisted(_) => "relisted",
+            };
+            let (objects, indexed) = split_pod_change(change);
+            let names = objects.as_ref().map(|c| {
+                assert_eq!(kind(c), want_kind, "case {i}");
+                match c {
+                    Change::Applied(p) | Change::Deleted(p) => vec![p.name_any()],
+                    Change::Relisted(all) => all.iter().map(ResourceExt::name_any).collect(),
+                }
+            });
+            let want_names =
+                want_objects.map(|v| v.into_iter().map(str::to_owned).collect::<Vec<_>>());
+            assert_eq!(names, want_names, "case {i}");
+            let uids: Vec<Option<String>> = match indexed {
+                Change::Applied(e) | Change::Deleted(e) => vec![e.map(|(uid, _)| uid)],
+                Change::Relisted(all) => all.into_iter().map(|e| e.map(|(uid, _)| uid)).collect(),
+            };
+            let want_uids: Vec<Option<String>> = want_indexed
+                .into_iter()
+                .map(|u| u.map(str::to_owned))
+                .collect();
+            assert_eq!(uids, want_uids, "case {i}");
+        }
+    }
+
+    #[test]
+    fn cached_entries_index_as_the_pods_they_come_from() {
+        // The same events through the objects and through their cached entries.
+        let events = [
+            pod("u1", "1", "n1", "1", "Running"),
+            pod("u2", "2", "n2", "500m", "Pending"),
+            pod("u1", "3", "n2", "1", "Running"),
+            pod("u2", "4", "n2", "500m", "Succeeded"),
+        ];
+        let mut by_object = WorkerIndex::new();
+        let mut by_entry = WorkerIndex::new();
+        for event in &events {
+            let (uid, cached) = CachedPod::of(event).unwrap();
+            assert_eq!(
+                sorted(by_object.apply_pod(event)),
+                sorted(by_entry.apply_cached(uid, cached)),
+                "{:?}",
+                event.metadata
+            );
+        }
+        for node in ["n1", "n2"] {
+            assert_eq!(
+                by_object.node_usage(node),
+                by_entry.node_usage(node),
+                "{node}"
+            );
+        }
+        assert_eq!(by_entry.delete_uid("u1"), vec!["n2"]);
+        assert_eq!(by_entry.delete_uid("u1"), Vec::<String>::new());
+        let relisted = vec![CachedPod::of(&events[3]).unwrap()];
+        assert_eq!(by_entry.replace_cached(relisted), Vec::<String>::new());
+        assert_eq!(by_entry.pod_count(), 1);
+        assert!(!by_entry.has_pod("default", "p-u1"));
     }
 
     #[test]

@@ -33,15 +33,36 @@ pub async fn reflect<K, F>(
     what: &'static str,
     synced: oneshot::Sender<()>,
     token: CancellationToken,
-    mut handle: F,
+    handle: F,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     K::DynamicType: Clone + Default + Eq + std::hash::Hash,
     F: FnMut(Change<K>) + Send,
 {
+    reflect_compact(api, config, what, synced, token, |obj| obj, handle).await;
+}
+
+/// [`reflect`], with every object turned into what the handler keeps of it (`compact`) as
+/// soon as it arrives: a re-list then holds the compact forms until it is complete, not the
+/// objects (the worker's pods: hundreds of thousands of them in a large worker).
+pub async fn reflect_compact<K, T, C, F>(
+    api: Api<Slim<K>>,
+    config: watcher::Config,
+    what: &'static str,
+    synced: oneshot::Sender<()>,
+    token: CancellationToken,
+    mut compact: C,
+    mut handle: F,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Clone + Default + Eq + std::hash::Hash,
+    T: Send,
+    C: FnMut(K) -> T + Send,
+    F: FnMut(Change<T>) + Send,
+{
     let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
-    let mut buffer: Vec<K> = Vec::new();
+    let mut buffer: Vec<T> = Vec::new();
     let mut synced = Some(synced);
     let mut failing = false;
     loop {
@@ -57,10 +78,14 @@ pub async fn reflect<K, F>(
                     failing = false;
                 }
                 match event {
-                    watcher::Event::Apply(obj) => handle(Change::Applied(obj.into_inner())),
-                    watcher::Event::Delete(obj) => handle(Change::Deleted(obj.into_inner())),
+                    watcher::Event::Apply(obj) => {
+                        handle(Change::Applied(compact(obj.into_inner())));
+                    }
+                    watcher::Event::Delete(obj) => {
+                        handle(Change::Deleted(compact(obj.into_inner())));
+                    }
                     watcher::Event::Init => buffer.clear(),
-                    watcher::Event::InitApply(obj) => buffer.push(obj.into_inner()),
+                    watcher::Event::InitApply(obj) => buffer.push(compact(obj.into_inner())),
                     watcher::Event::InitDone => {
                         handle(Change::Relisted(std::mem::take(&mut buffer)));
                         if let Some(tx) = synced.take() {
@@ -99,4 +124,36 @@ pub(crate) fn spawn_reflector<K, F>(
     let (tx, rx) = oneshot::channel();
     synced.push(rx);
     tasks.spawn(reflect(api, config, what, tx, token.clone(), handle));
+}
+
+/// [`spawn_reflector`] with [`reflect_compact`]: `handle` sees what `compact` keeps of each
+/// object.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spawn_compact_reflector<K, T, C, F>(
+    tasks: &mut JoinSet<()>,
+    synced: &mut Vec<oneshot::Receiver<()>>,
+    api: Api<Slim<K>>,
+    config: watcher::Config,
+    what: &'static str,
+    token: &CancellationToken,
+    compact: C,
+    handle: F,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Clone + Default + Eq + std::hash::Hash,
+    T: Send + 'static,
+    C: FnMut(K) -> T + Send + 'static,
+    F: FnMut(Change<T>) + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    synced.push(rx);
+    tasks.spawn(reflect_compact(
+        api,
+        config,
+        what,
+        tx,
+        token.clone(),
+        compact,
+        handle,
+    ));
 }

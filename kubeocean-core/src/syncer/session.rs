@@ -15,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::bottomup::hostport::{HostPortWorker, HostPorts};
 use super::bottomup::{lease, physical_node, policy};
 use super::context::Context;
-use super::reflector::{self, Change, spawn_reflector};
+use super::index::{WorkerPod, split_pod_change};
+use super::reflector::{self, Change, spawn_compact_reflector, spawn_reflector};
 use super::topdown::session as topdown_session;
 use super::topdown::{BindingSettings, TopDown};
 use super::upstream;
@@ -165,7 +166,9 @@ pub(super) async fn run_session(
             }
         },
     );
-    spawn_reflector::<Pod, _>(
+    // Each pod is cut down to what the index keeps as it arrives (the whole object only for
+    // the top-down half's own pods), so a re-list never holds every Pod of the worker.
+    spawn_compact_reflector::<Pod, WorkerPod, _, _>(
         &mut tasks,
         &mut synced,
         Api::all(ctx.worker.clone()),
@@ -173,20 +176,32 @@ pub(super) async fn run_session(
         "physical pods",
         &token,
         {
+            let td = topdown.clone();
+            move |pod| {
+                WorkerPod::new(pod, |p| {
+                    td.as_ref().is_some_and(|td| td.keeps_physical_pod(p))
+                })
+            }
+        },
+        {
             let c = ctx.clone();
             let td = topdown.clone();
             let hp = hostports.clone();
             move |change| {
+                let (objects, indexed) = split_pod_change(change);
                 // One watch feeds both halves: the top-down store keeps our pods.
-                if let Some(td) = &td {
-                    td.on_physical_pods(&c, &change);
+                if let (Some(td), Some(objects)) = (&td, &objects) {
+                    td.on_physical_pods(&c, objects);
                 }
                 let affected = {
                     let mut index = c.worker_index_mut();
-                    match change {
-                        Change::Applied(p) => index.apply_pod(&p),
-                        Change::Deleted(p) => index.delete_pod(&p),
-                        Change::Relisted(all) => index.replace_pods(all),
+                    match indexed {
+                        Change::Applied(Some((uid, pod))) => index.apply_cached(uid, pod),
+                        Change::Deleted(Some((uid, _))) => index.delete_uid(&uid),
+                        Change::Applied(None) | Change::Deleted(None) => Vec::new(),
+                        Change::Relisted(all) => {
+                            index.replace_cached(all.into_iter().flatten().collect())
+                        }
                     }
                 };
                 hp.queue.add_all(affected.iter().map(String::as_str));

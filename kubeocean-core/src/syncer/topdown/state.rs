@@ -371,13 +371,16 @@ impl TopDown {
         self.set_pod_metrics(ctx, Side::Computing);
     }
 
+    /// Whether the top-down half keeps this worker pod: one of ours, in the mount namespace.
+    pub fn keeps_physical_pod(&self, pod: &Pod) -> bool {
+        pod.metadata.namespace.as_deref() == Some(self.settings.mount_namespace.as_str())
+            && is_managed(&pod.metadata)
+    }
+
     /// Physical pod changes, from the bottom-up worker pod watch (all namespaces): only our
-    /// pods of the mount namespace are kept.
+    /// pods of the mount namespace are kept ([`TopDown::keeps_physical_pod`]).
     pub fn on_physical_pods(&self, ctx: &Context, change: &Change<Pod>) {
-        let ours = |p: &Pod| {
-            p.metadata.namespace.as_deref() == Some(self.settings.mount_namespace.as_str())
-                && is_managed(&p.metadata)
-        };
+        let ours = |p: &Pod| self.keeps_physical_pod(p);
         let mut physical: Vec<String> = Vec::new();
         let mut virtual_keys: Vec<String> = Vec::new();
         {
