@@ -96,6 +96,16 @@ impl ReadBackend for HotKindsBackend {
         self.cache.list(target, query).await
     }
 
+    // The native proxy's LISTs: the cache writes them from its stored JSON, decoding nothing.
+    async fn list_rendered(
+        &self,
+        target: &ResourceTarget,
+        query: &ListQuery,
+    ) -> Result<ObjectPage, RouterError> {
+        self.count(target);
+        self.cache.list_rendered(target, query).await
+    }
+
     async fn watch(
         &self,
         target: &ResourceTarget,
