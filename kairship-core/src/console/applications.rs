@@ -16,7 +16,10 @@ use serde_json::{Value, json};
 
 use super::html::{Html, url_segment};
 use super::view::{Viewer, csrf_field, error_box, notice_box, page};
-use super::{Shared, allowed, check_csrf, forbidden, form, html, see_other, signed_in, status_of};
+use super::{
+    Shared, allowed, check_csrf, forbidden, form, html, see_other, signed_in, signed_post,
+    status_of,
+};
 use crate::access::{InstanceResource, Verb};
 use crate::api::{
     ApiError, ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec,
@@ -494,14 +497,10 @@ async fn application_submit(
     Path(instance): Path<String>,
     body: Bytes,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
     let form = AppForm::from_fields(&fields);
     let dry_run = fields.get("op").map(String::as_str) != Some("create");
     let result = match form.spec(dry_run) {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::html::{Html, url_segment};
 use super::view::{AdoptForm, Viewer, csrf_field, error_box, page};
-use super::{Shared, check_csrf, forbidden, form, html, see_other, signed_in, status_of};
+use super::{Shared, html, see_other, signed_in, signed_post, status_of};
 use crate::access::{InstanceResource, Verb};
 use crate::api::{AdoptInstanceOptions, AdoptInstanceRequest, ApiError, CreateInstanceRequest};
 use crate::instance::KarmadaComponent;
@@ -456,14 +456,10 @@ async fn new_instance(State(console): State<Shared>, headers: HeaderMap) -> Resp
 }
 
 async fn submit(State(console): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    let signed = match signed_in(&console, &headers).await {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
     let mode = Mode::from_field(fields.get("mode"));
     let mut p = NewInstancePage::default();
     let (name, result) = match mode {

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::html::{Html, url_segment};
 use super::view::{Viewer, csrf_field, error_box, notice_box, page};
-use super::{Shared, allowed, check_csrf, forbidden, form, html, see_other, signed_in, status_of};
+use super::{Shared, allowed, html, see_other, signed_in, signed_post, status_of};
 use crate::access::{InstanceResource, Verb};
 use crate::api::members::types::{
     JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse,
@@ -419,14 +419,10 @@ async fn join(
     Path(instance): Path<String>,
     body: Bytes,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
     let form = JoinForm::from_fields(&fields);
     let result = match form.join_request(&instance) {
         Ok(req) => console.api.join_member(&signed.caller, req).await,
@@ -471,14 +467,10 @@ async fn register(
     Path(instance): Path<String>,
     body: Bytes,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
     let form = JoinForm::from_fields(&fields);
     let result = match form.register_request(&instance) {
         Ok(req) => console.api.register_member(&signed.caller, req).await,
@@ -517,14 +509,10 @@ async fn unjoin(
     Path((instance, cluster)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
     let req = RemoveClusterRequest {
         instance: instance.clone(),
         cluster: cluster.clone(),

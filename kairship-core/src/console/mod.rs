@@ -268,6 +268,19 @@ fn check_csrf(
     }
 }
 
+/// A form POST made in a session: the session (else a redirect to sign in) and the form's
+/// fields, once the CSRF check passed (else 403).
+async fn signed_post(
+    console: &Console,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(SignedIn, HashMap<String, String>), Response> {
+    let signed = signed_in(console, headers).await?;
+    let fields = form::parse(body);
+    check_csrf(&signed, headers, &fields).map_err(forbidden)?;
+    Ok((signed, fields))
+}
+
 async fn allowed(
     console: &Console,
     caller: &Caller,
@@ -748,14 +761,10 @@ async fn create(
     Path(instance): Path<String>,
     body: Bytes,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
     let yaml = fields.get("yaml").map(String::as_str).unwrap_or_default();
     let ns = fields
         .get("namespace")
@@ -922,14 +931,10 @@ async fn workload_action(
     Path((instance, namespace, name, action)): Path<(String, String, String, String)>,
     body: Bytes,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let fields = form::parse(&body);
-    if let Err(reason) = check_csrf(&signed, &headers, &fields) {
-        return forbidden(reason);
-    }
     let result = if action == "scale" {
         let replicas = fields.get("replicas").map(String::as_str).unwrap_or("");
         scale(
