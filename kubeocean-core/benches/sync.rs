@@ -218,6 +218,32 @@ async fn wait_pods_running(worker: &Cluster, count: usize) -> BenchResult<()> {
     }
 }
 
+type Requests = std::collections::BTreeMap<kube_sandbox::apiserver::requests::RequestKind, u64>;
+
+/// Prints (on stderr) the requests each cluster served between two snapshots, per kind.
+fn print_requests(phase: &str, before: &(Requests, Requests), after: (Requests, Requests)) {
+    for (cluster, before, after) in [
+        ("computing", &before.0, &after.0),
+        ("worker", &before.1, &after.1),
+    ] {
+        for (kind, count) in after {
+            let grown = count - before.get(kind).copied().unwrap_or(0);
+            if grown > 0 {
+                eprintln!(
+                    "requests {phase}: {cluster} {} {}{} x{grown}",
+                    kind.verb,
+                    kind.resource,
+                    if kind.subresource.is_empty() {
+                        String::new()
+                    } else {
+                        format!("/{}", kind.subresource)
+                    },
+                );
+            }
+        }
+    }
+}
+
 /// Kills the child syncer on drop (by its own handle).
 struct ChildSyncer(Child);
 
@@ -332,6 +358,11 @@ async fn bench_size(nodes: usize, pods_per_node: usize) -> BenchResult<()> {
     let deadline = Duration::from_secs(120) + Duration::from_millis(nodes as u64 * 20);
 
     let rss_before = memory_mib("self", "VmRSS");
+    let cpu_before = cpu_time("self");
+    let requests_before = (
+        computing.requests().snapshot(),
+        worker.requests().snapshot(),
+    );
     let started = Instant::now();
     let child = Command::new(std::env::current_exe()?)
         .env(SYNCER_MODE_ENV, &kubeconfig)
@@ -347,6 +378,26 @@ async fn bench_size(nodes: usize, pods_per_node: usize) -> BenchResult<()> {
         started.elapsed().as_secs_f64()
     );
     let synced_rss = memory_mib(&pid, "VmRSS");
+    println!(
+        "BENCH bench_process_cpu_until_synced_{nodes}_s={:.2}",
+        (cpu_time("self") - cpu_before).as_secs_f64()
+    );
+    println!(
+        "BENCH syncer_cpu_until_synced_{nodes}_s={:.2}",
+        cpu_time(&pid).as_secs_f64()
+    );
+    print_requests(
+        "until synced",
+        &requests_before,
+        (
+            computing.requests().snapshot(),
+            worker.requests().snapshot(),
+        ),
+    );
+    let requests_synced = (
+        computing.requests().snapshot(),
+        worker.requests().snapshot(),
+    );
 
     let started = Instant::now();
     let patch = json!({ "spec": { "resourceLimits": [{ "resource": "cpu", "percent": 20 }] } });
@@ -357,6 +408,14 @@ async fn bench_size(nodes: usize, pods_per_node: usize) -> BenchResult<()> {
     println!(
         "BENCH policy_edit_{nodes}_nodes_s={:.3}",
         started.elapsed().as_secs_f64()
+    );
+    print_requests(
+        "for the edit",
+        &requests_synced,
+        (
+            computing.requests().snapshot(),
+            worker.requests().snapshot(),
+        ),
     );
     eprintln!("syncer VmRSS {synced_rss:.1} MiB right after the sync");
     println!(

@@ -278,6 +278,30 @@ impl Store {
         limit: usize,
         keep: Option<&dyn Fn(&Stored) -> bool>,
     ) -> Page {
+        self.list_page_after(
+            resource,
+            namespace,
+            after.map(|key| (key, None)),
+            limit,
+            keep,
+        )
+    }
+
+    /// [`Store::list_page`], continuing after `after` with how many objects the pages before
+    /// held, when known. The count of what follows an unfiltered page of every namespace is
+    /// then the table's size minus what was served (an estimate if objects were added or
+    /// removed meanwhile, as `remainingItemCount` may be) instead of a walk over every
+    /// following object: a large list read page by page would otherwise cost its size squared.
+    pub fn list_page_after(
+        &self,
+        resource: &GroupResource,
+        namespace: Option<&str>,
+        after: Option<(&ObjectKey, Option<usize>)>,
+        limit: usize,
+        keep: Option<&dyn Fn(&Stored) -> bool>,
+    ) -> Page {
+        let served_before = after.and_then(|(_, n)| n);
+        let after = after.map(|(key, _)| key);
         let inner = self.lock();
         let rv = inner.rv;
         let Some(table) = inner.tables.get(resource) else {
@@ -311,7 +335,12 @@ impl Store {
         let remaining = match (has_more, keep) {
             (false, None) => Some(0),
             // The one object found past the page, and the rest (nothing to filter).
-            (true, None) => Some(1 + in_scope.count()),
+            (true, None) => match (namespace, served_before) {
+                (None, Some(before)) => {
+                    Some(table.len().saturating_sub(before + items.len()).max(1))
+                }
+                _ => Some(1 + in_scope.count()),
+            },
             (_, Some(_)) => None,
         };
         let next = last_key.filter(|_| has_more).cloned();
@@ -624,6 +653,50 @@ mod tests {
         assert_eq!(page.items.len(), 1);
         assert!(page.next.is_none());
         assert_eq!(store.list(&gr, None, None, 0, &|_| true).items.len(), 9);
+    }
+
+    #[test]
+    fn paging_with_the_served_count_gives_the_walked_count() {
+        let store = Store::new(100);
+        let gr = GroupResource::new("", "pods");
+        for ns in ["a", "b", "c"] {
+            for i in 0..4 {
+                put(&store, ns, &format!("p{i}"));
+            }
+        }
+        // Every page of every namespace, walked and from the served count, agree.
+        let mut after: Option<ObjectKey> = None;
+        let mut served = 0;
+        let mut remaining = Vec::new();
+        loop {
+            let walked = store.list_page(&gr, None, after.as_ref(), 5, None);
+            let counted = store.list_page_after(
+                &gr,
+                None,
+                after.as_ref().map(|k| (k, Some(served))),
+                5,
+                None,
+            );
+            assert_eq!(counted.remaining, walked.remaining);
+            assert_eq!(counted.next, walked.next);
+            served += counted.items.len();
+            remaining.push(counted.remaining);
+            match counted.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(remaining, vec![Some(7), Some(2), Some(0)]);
+        // An object removed meanwhile makes it an estimate, never below one while more follow.
+        let first = store.list_page(&gr, None, None, 5, None);
+        let key = first.next.clone().unwrap();
+        for i in 0..4 {
+            store
+                .write(&gr, "c", &format!("p{i}"), |_| Ok(WriteOp::Remove))
+                .unwrap();
+        }
+        let page = store.list_page_after(&gr, None, Some((&key, Some(11))), 1, None);
+        assert_eq!(page.remaining, Some(1));
     }
 
     #[test]

@@ -992,18 +992,19 @@ fn list(
     };
     // Unfiltered pages are counted as kube-apiserver counts them (remainingItemCount).
     let filtered = !(labels.is_empty() && fields.is_empty());
-    let page = state.store.list_page(
+    let page = state.store.list_page_after(
         &rt.group_resource(),
         namespace,
-        after.as_ref(),
+        after.as_ref().map(|(key, served)| (key, *served)),
         limit,
         filtered.then_some(&keep as &dyn Fn(&Stored) -> bool),
     );
+    let served = after.as_ref().and_then(|(_, n)| *n).unwrap_or(0) + page.items.len();
     if as_table {
         let objects: Vec<&Value> = page.items.iter().map(|i| &i.value).collect();
         let mut meta = json!({"resourceVersion": page.rv.to_string()});
         if let Some(next) = &page.next {
-            meta["continue"] = json!(encode_continue(page.rv, next));
+            meta["continue"] = json!(encode_continue(page.rv, next, served));
             if let Some(remaining) = page.remaining {
                 meta["remainingItemCount"] = json!(remaining);
             }
@@ -1016,7 +1017,7 @@ fn list(
         BytesMut::with_capacity(page.items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 256);
     let mut meta = json!({"resourceVersion": page.rv.to_string()});
     if let Some(next) = &page.next {
-        meta["continue"] = json!(encode_continue(page.rv, next));
+        meta["continue"] = json!(encode_continue(page.rv, next, served));
         if let Some(remaining) = page.remaining {
             meta["remainingItemCount"] = json!(remaining);
         }
@@ -1050,12 +1051,20 @@ fn table_include(
     .map_err(ApiError::bad_request)
 }
 
-fn encode_continue(rv: u64, key: &(String, String)) -> String {
-    let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "ns": key.0, "name": key.1});
+/// A continue token: the list's version, the last key served and how many objects the pages
+/// so far held (`remainingItemCount` of the next page is counted from it).
+fn encode_continue(rv: u64, key: &(String, String), served: usize) -> String {
+    let token =
+        json!({"v": "meta.k8s.io/v1", "rv": rv, "ns": key.0, "name": key.1, "served": served});
     URL_SAFE_NO_PAD.encode(token.to_string())
 }
 
-fn decode_continue(state: &ClusterState, token: &str) -> Result<(String, String), ApiError> {
+/// The key to continue after, and how many objects were served before (absent from tokens
+/// that do not say).
+fn decode_continue(
+    state: &ClusterState,
+    token: &str,
+) -> Result<((String, String), Option<usize>), ApiError> {
     let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
     let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
@@ -1065,7 +1074,7 @@ fn decode_continue(state: &ClusterState, token: &str) -> Result<(String, String)
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
         ));
     }
-    Ok((
+    let key = (
         v.get("ns")
             .and_then(Value::as_str)
             .ok_or_else(bad)?
@@ -1074,7 +1083,12 @@ fn decode_continue(state: &ClusterState, token: &str) -> Result<(String, String)
             .and_then(Value::as_str)
             .ok_or_else(bad)?
             .to_string(),
-    ))
+    );
+    let served = v
+        .get("served")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok());
+    Ok((key, served))
 }
 
 fn watch_response(
@@ -1264,10 +1278,10 @@ mod tests {
     #[test]
     fn continue_tokens_round_trip() {
         let state = ClusterState::new("t", Default::default());
-        let token = encode_continue(state.store.current_rv(), &("ns".into(), "p".into()));
+        let token = encode_continue(state.store.current_rv(), &("ns".into(), "p".into()), 7);
         assert_eq!(
             decode_continue(&state, &token).unwrap(),
-            ("ns".into(), "p".into())
+            (("ns".into(), "p".into()), Some(7))
         );
         assert_eq!(decode_continue(&state, "!!").unwrap_err().code, 400);
     }

@@ -136,10 +136,19 @@ impl Context {
     }
 
     /// Records a virtual node the syncer just wrote, so the next reconcile sees it before
-    /// its watch event arrives.
-    pub fn remember_vnode(&self, mut node: Node) {
+    /// its watch event arrives (and that event, of the same resourceVersion, changes
+    /// nothing); returns it as recorded.
+    pub fn remember_vnode(&self, mut node: Node) -> Arc<Node> {
         node.metadata.managed_fields = None;
-        self.computing_index_mut().apply_vnode(node);
+        let node = Arc::new(node);
+        self.computing_index_mut().apply_vnode_arc(node.clone());
+        node
+    }
+
+    /// Records a physical node the syncer just wrote (see [`Context::remember_vnode`]).
+    pub fn remember_physical_node(&self, mut node: Node) {
+        node.metadata.managed_fields = None;
+        self.worker_index_mut().apply_node(node);
     }
 
     pub(crate) fn enqueue_nodes(&self, names: Vec<String>) {

@@ -9,7 +9,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::ResourceExt;
 
+use super::pod_table::PodTable;
 use super::reflector::Change;
+pub use super::worker_pod::WorkerPod;
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
 use crate::leasing::host_ports::{HostPort, distinct_host_ports, host_ports_of};
@@ -30,6 +32,8 @@ pub struct CachedPod {
     pub mapped: PodUsage,
     /// Host ports it holds there.
     pub host_ports: Vec<HostPort>,
+    /// Whether it is one of Kubeocean's own pods (label `kubeocean.io/managed-by`).
+    pub own: bool,
 }
 
 impl CachedPod {
@@ -47,31 +51,18 @@ impl CachedPod {
             usage: PodUsage::of(pod),
             mapped: PodUsage::of_mapped(pod),
             host_ports: host_ports_of(pod),
+            own: is_own(pod),
         };
         Some((uid, cached))
     }
 }
 
-/// A worker pod as the pod watch hands it on: what the worker index keeps of it, and the
-/// whole object only when the top-down half keeps it too (Kubeocean's own pods). A re-list
-/// of a large worker then holds these, not every Pod object.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorkerPod {
-    /// Its uid and what the index keeps; `None` for a pod without a uid.
-    pub indexed: Option<(String, CachedPod)>,
-    /// The object, when `keep_whole` said so (boxed: a Pod is large even when absent, and a
-    /// re-list holds one of these per pod).
-    pub object: Option<Box<Pod>>,
-}
-
-impl WorkerPod {
-    /// What is kept of `pod`: the whole object too when `keep_whole` accepts it.
-    pub fn new(pod: Pod, keep_whole: impl FnOnce(&Pod) -> bool) -> WorkerPod {
-        WorkerPod {
-            indexed: CachedPod::of(&pod),
-            object: keep_whole(&pod).then(|| Box::new(pod)),
-        }
-    }
+fn is_own(pod: &Pod) -> bool {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::MANAGED_BY))
+        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
 }
 
 /// What the index keeps of one pod, with its uid (`None` for a pod without a uid).
@@ -106,9 +97,9 @@ pub fn split_pod_change(change: Change<WorkerPod>) -> (Option<Change<Pod>>, Chan
 #[derive(Default)]
 pub struct WorkerIndex {
     nodes: HashMap<String, Arc<Node>>,
-    pods: HashMap<String, CachedPod>,
-    pods_by_node: HashMap<String, HashSet<String>>,
-    pod_uids: HashMap<(String, String), String>,
+    pods: PodTable,
+    /// The pods of a re-list in progress, swapped in when it completes.
+    listing: Option<PodTable>,
     policies: BTreeMap<String, Arc<ResourceLeasingPolicy>>,
     csinodes: HashMap<String, Arc<CSINode>>,
 }
@@ -144,44 +135,42 @@ impl WorkerIndex {
         self.csinodes.get(name).cloned()
     }
 
-    /// Whether a pod `namespace/name` exists.
-    pub fn has_pod(&self, namespace: &str, name: &str) -> bool {
-        self.pod_uids
-            .contains_key(&(namespace.to_owned(), name.to_owned()))
+    /// Whether one of Kubeocean's own pods `namespace/name` exists (label
+    /// `kubeocean.io/managed-by=kubeocean`; the physical pods of virtual pods are).
+    pub fn has_own_pod(&self, namespace: &str, name: &str) -> bool {
+        self.pods.has_own_pod(namespace, name)
     }
 
     /// The summed usage of the pods bound to `node`.
     pub fn node_usage(&self, node: &str) -> NodeUsage {
-        let uids = self.pods_by_node.get(node).into_iter().flatten();
-        NodeUsage::from_pods(uids.filter_map(|uid| self.pods.get(uid).map(|p| &p.usage)))
+        self.pods.node_usage(node)
     }
 
     /// The summed requests of Kubeocean's own pods bound to `node` (what virtual pods take).
     pub fn mapped_usage(&self, node: &str) -> NodeUsage {
-        let uids = self.pods_by_node.get(node).into_iter().flatten();
-        NodeUsage::from_pods(uids.filter_map(|uid| self.pods.get(uid).map(|p| &p.mapped)))
+        self.pods.mapped_usage(node)
     }
 
     /// The host ports the pods bound to `node` hold (see [`host_ports_of`]).
     pub fn host_ports(&self, node: &str) -> Vec<HostPort> {
-        let uids = self.pods_by_node.get(node).into_iter().flatten();
-        distinct_host_ports(
-            uids.filter_map(|uid| self.pods.get(uid))
-                .flat_map(|p| p.host_ports.iter().cloned())
-                .collect(),
-        )
+        distinct_host_ports(self.pods.host_ports(node).cloned().collect())
     }
 
-    /// Number of pods indexed.
+    /// Number of pods bound to a node.
     pub fn pod_count(&self) -> usize {
         self.pods.len()
     }
 
-    /// Records a node; returns it as affected.
+    /// Records a node; returns it as affected, unless it is the version already known (the
+    /// watch event of the syncer's own write, see [`same_version`]).
     pub fn apply_node(&mut self, node: Node) -> Vec<String> {
         let name = node.name_any();
+        let known = self
+            .nodes
+            .get(&name)
+            .is_some_and(|n| same_version(n, &node));
         self.nodes.insert(name.clone(), Arc::new(node));
-        vec![name]
+        if known { Vec::new() } else { vec![name] }
     }
 
     /// Forgets a node.
@@ -214,29 +203,10 @@ impl WorkerIndex {
     /// new node, when its usage there changed.
     pub fn apply_cached(&mut self, uid: String, cached: CachedPod) -> Vec<String> {
         let mut affected = Vec::new();
-        match self.pods.get(&uid) {
-            Some(old) if old.resource_version == cached.resource_version => return affected,
-            Some(old)
-                if old.node == cached.node
-                    && old.usage == cached.usage
-                    && old.mapped == cached.mapped
-                    && old.host_ports == cached.host_ports => {}
-            Some(old) => {
-                affected.push(old.node.clone());
-                affected.push(cached.node.clone());
-            }
-            None => affected.push(cached.node.clone()),
-        }
-        self.remove_pod_links(&uid);
-        self.pods_by_node
-            .entry(cached.node.clone())
-            .or_default()
-            .insert(uid.clone());
-        self.pod_uids.insert(cached.key.clone(), uid.clone());
-        self.pods.insert(uid, cached);
-        affected.retain(|n| !n.is_empty());
-        affected.dedup();
-        affected
+        self.pods.apply(&uid, cached, &mut affected);
+        let mut names: Vec<String> = affected.iter().map(|n| n.to_string()).collect();
+        names.dedup();
+        names
     }
 
     /// Forgets a pod; affected: its node.
@@ -249,9 +219,11 @@ impl WorkerIndex {
 
     /// Forgets the pod `uid`; affected: its node.
     pub fn delete_uid(&mut self, uid: &str) -> Vec<String> {
-        let node = self.remove_pod_links(uid);
-        self.pods.remove(uid);
-        node.into_iter().filter(|n| !n.is_empty()).collect()
+        self.pods
+            .delete(uid)
+            .map(|n| n.to_string())
+            .into_iter()
+            .collect()
     }
 
     /// Replaces every pod (after a re-list).
@@ -261,38 +233,43 @@ impl WorkerIndex {
 
     /// Replaces every pod (after a re-list) with what is kept of each.
     pub fn replace_cached(&mut self, pods: Vec<(String, CachedPod)>) -> Vec<String> {
-        let listed: HashSet<&str> = pods.iter().map(|(uid, _)| uid.as_str()).collect();
-        let gone: Vec<String> = self
-            .pods
-            .keys()
-            .filter(|uid| !listed.contains(uid.as_str()))
-            .cloned()
-            .collect();
-        drop(listed);
-        let mut affected: HashSet<String> = HashSet::new();
-        for uid in gone {
-            affected.extend(self.remove_pod_links(&uid));
-            self.pods.remove(&uid);
-        }
+        self.begin_pod_relist();
         for (uid, cached) in pods {
-            affected.extend(self.apply_cached(uid, cached));
+            self.list_pod(&uid, cached);
         }
-        affected.remove("");
-        affected.into_iter().collect()
+        self.finish_pod_relist()
     }
 
-    fn remove_pod_links(&mut self, uid: &str) -> Option<String> {
-        let old = self.pods.get(uid)?;
-        if let Some(set) = self.pods_by_node.get_mut(&old.node) {
-            set.remove(uid);
-            if set.is_empty() {
-                self.pods_by_node.remove(&old.node);
-            }
-        }
-        if self.pod_uids.get(&old.key).is_some_and(|u| u == uid) {
-            self.pod_uids.remove(&old.key);
-        }
-        Some(old.node.clone())
+    /// Starts a re-list of the pods: [`WorkerIndex::list_pod`] each listed pod, then
+    /// [`WorkerIndex::finish_pod_relist`]. Until then, the pods known before are used.
+    pub fn begin_pod_relist(&mut self) {
+        self.listing = Some(PodTable::default());
+    }
+
+    /// One pod of the re-list in progress (started if it was not).
+    pub fn list_pod(&mut self, uid: &str, cached: CachedPod) {
+        let mut ignored = Vec::new();
+        self.listing
+            .get_or_insert_with(PodTable::default)
+            .apply(uid, cached, &mut ignored);
+    }
+
+    /// Completes the re-list: the listed pods replace the known ones. Affected: the nodes
+    /// whose pods take different amounts than before.
+    pub fn finish_pod_relist(&mut self) -> Vec<String> {
+        let listed = self.listing.take().unwrap_or_default();
+        let affected = if self.pods.is_empty() {
+            // The first list: every node with pods is new.
+            listed.nodes().map(|n| n.to_string()).collect()
+        } else {
+            listed
+                .nodes_differing(&self.pods)
+                .into_iter()
+                .map(|n| n.to_string())
+                .collect()
+        };
+        self.pods = listed;
+        affected
     }
 
     /// Records a policy. Returns the nodes to re-evaluate (none when only its status
@@ -444,11 +421,26 @@ impl ComputingIndex {
         self.vnodes.len()
     }
 
-    /// Records a virtual node (also after the syncer wrote it); affected: its physical node.
+    /// Records a virtual node (also after the syncer wrote it); affected: its physical node,
+    /// unless it is the version already known (see [`same_version`]).
     pub fn apply_vnode(&mut self, node: Node) -> Vec<String> {
+        self.apply_vnode_arc(Arc::new(node))
+    }
+
+    /// [`ComputingIndex::apply_vnode`] of a shared node.
+    pub fn apply_vnode_arc(&mut self, node: Arc<Node>) -> Vec<String> {
         let physical = physical_node_of(&node);
-        self.vnodes.insert(node.name_any(), Arc::new(node));
-        physical.into_iter().collect()
+        let name = node.name_any();
+        let known = self
+            .vnodes
+            .get(&name)
+            .is_some_and(|n| same_version(n, &node));
+        self.vnodes.insert(name, node);
+        if known {
+            Vec::new()
+        } else {
+            physical.into_iter().collect()
+        }
     }
 
     /// Forgets a virtual node.
@@ -507,6 +499,13 @@ impl ComputingIndex {
             .collect();
         affected
     }
+}
+
+/// Whether two objects are the same version (an equal, non-empty resourceVersion): the watch
+/// event of a write the syncer already recorded from its answer changes nothing.
+fn same_version(a: &Node, b: &Node) -> bool {
+    a.metadata.resource_version.is_some()
+        && a.metadata.resource_version == b.metadata.resource_version
 }
 
 /// The physical node a virtual node stands for (its `kubeocean.io/physical-node-name` label).
@@ -612,8 +611,8 @@ mod tests {
             assert_eq!(cpu("n1"), cpu1, "step {i} n1");
             assert_eq!(cpu("n2"), cpu2, "step {i} n2");
         }
-        assert!(index.has_pod("default", "p-u1"));
-        assert!(!index.has_pod("default", "p-u2"));
+        // Only Kubeocean's own pods are known by name.
+        assert!(!index.has_own_pod("default", "p-u1"));
     }
 
     #[test]
@@ -718,7 +717,7 @@ mod tests {
         let relisted = vec![CachedPod::of(&events[3]).unwrap()];
         assert_eq!(by_entry.replace_cached(relisted), Vec::<String>::new());
         assert_eq!(by_entry.pod_count(), 1);
-        assert!(!by_entry.has_pod("default", "p-u1"));
+        assert!(!by_entry.has_own_pod("default", "p-u1"));
     }
 
     #[test]

@@ -23,12 +23,14 @@ pub mod index;
 pub mod kubelet_port;
 pub mod metadata;
 pub mod metrics;
+pub mod pod_table;
 pub mod queue;
 pub mod reflector;
 pub mod session;
 pub mod topdown;
 pub mod upstream;
 pub mod worker;
+pub mod worker_pod;
 
 use std::sync::Arc;
 

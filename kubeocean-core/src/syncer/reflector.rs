@@ -39,14 +39,67 @@ pub async fn reflect<K, F>(
     K::DynamicType: Clone + Default + Eq + std::hash::Hash,
     F: FnMut(Change<K>) + Send,
 {
-    reflect_compact(api, config, what, synced, token, |obj| obj, handle).await;
+    reflect_compact(api, config, what, synced, token, Slim::into_inner, handle).await;
 }
 
 /// [`reflect`], with every object turned into what the handler keeps of it (`compact`) as
 /// soon as it arrives: a re-list then holds the compact forms until it is complete, not the
-/// objects (the worker's pods: hundreds of thousands of them in a large worker).
+/// objects. `K` is the type the objects are decoded into (`Slim<Pod>`, or a type decoding
+/// less, such as [`WirePod`](super::worker_pod::WirePod)).
 pub async fn reflect_compact<K, T, C, F>(
-    api: Api<Slim<K>>,
+    api: Api<K>,
+    config: watcher::Config,
+    what: &'static str,
+    synced: oneshot::Sender<()>,
+    token: CancellationToken,
+    compact: C,
+    mut handle: F,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Clone + Default + Eq + std::hash::Hash,
+    T: Send,
+    C: FnMut(K) -> T + Send,
+    F: FnMut(Change<T>) + Send,
+{
+    let mut buffer: Vec<T> = Vec::new();
+    reflect_streamed(
+        api,
+        config,
+        what,
+        synced,
+        token,
+        compact,
+        move |change| match change {
+            Streamed::Applied(obj) => handle(Change::Applied(obj)),
+            Streamed::Deleted(obj) => handle(Change::Deleted(obj)),
+            Streamed::ListStarted => buffer.clear(),
+            Streamed::Listed(obj) => buffer.push(obj),
+            Streamed::ListDone => handle(Change::Relisted(std::mem::take(&mut buffer))),
+        },
+    )
+    .await;
+}
+
+/// A change seen by a watch, with a re-list handed on object by object.
+pub enum Streamed<T> {
+    /// An object was added or modified.
+    Applied(T),
+    /// An object was deleted.
+    Deleted(T),
+    /// The watch (re)lists: the objects follow as [`Streamed::Listed`].
+    ListStarted,
+    /// One object of the list in progress.
+    Listed(T),
+    /// The list is complete: the objects listed since [`Streamed::ListStarted`] are all the
+    /// objects there are.
+    ListDone,
+}
+
+/// [`reflect_compact`] without holding a re-list: each listed object goes to `handle` as it
+/// arrives, so that a handler can build its state from them directly (the worker's pods:
+/// hundreds of thousands of them in a large worker).
+pub async fn reflect_streamed<K, T, C, F>(
+    api: Api<K>,
     config: watcher::Config,
     what: &'static str,
     synced: oneshot::Sender<()>,
@@ -58,11 +111,10 @@ pub async fn reflect_compact<K, T, C, F>(
     K::DynamicType: Clone + Default + Eq + std::hash::Hash,
     T: Send,
     C: FnMut(K) -> T + Send,
-    F: FnMut(Change<T>) + Send,
+    F: FnMut(Streamed<T>) + Send,
 {
     let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
-    let mut buffer: Vec<T> = Vec::new();
     let mut synced = Some(synced);
     let mut failing = false;
     loop {
@@ -78,16 +130,12 @@ pub async fn reflect_compact<K, T, C, F>(
                     failing = false;
                 }
                 match event {
-                    watcher::Event::Apply(obj) => {
-                        handle(Change::Applied(compact(obj.into_inner())));
-                    }
-                    watcher::Event::Delete(obj) => {
-                        handle(Change::Deleted(compact(obj.into_inner())));
-                    }
-                    watcher::Event::Init => buffer.clear(),
-                    watcher::Event::InitApply(obj) => buffer.push(compact(obj.into_inner())),
+                    watcher::Event::Apply(obj) => handle(Streamed::Applied(compact(obj))),
+                    watcher::Event::Delete(obj) => handle(Streamed::Deleted(compact(obj))),
+                    watcher::Event::Init => handle(Streamed::ListStarted),
+                    watcher::Event::InitApply(obj) => handle(Streamed::Listed(compact(obj))),
                     watcher::Event::InitDone => {
-                        handle(Change::Relisted(std::mem::take(&mut buffer)));
+                        handle(Streamed::ListDone);
                         if let Some(tx) = synced.take() {
                             // The receiver may have given up waiting; nothing to do then.
                             let _ = tx.send(());
@@ -126,13 +174,13 @@ pub(crate) fn spawn_reflector<K, F>(
     tasks.spawn(reflect(api, config, what, tx, token.clone(), handle));
 }
 
-/// [`spawn_reflector`] with [`reflect_compact`]: `handle` sees what `compact` keeps of each
-/// object.
+/// [`spawn_reflector`] with [`reflect_streamed`]: `handle` sees what `compact` keeps of each
+/// object, a re-list object by object.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn spawn_compact_reflector<K, T, C, F>(
+pub(crate) fn spawn_streamed_reflector<K, T, C, F>(
     tasks: &mut JoinSet<()>,
     synced: &mut Vec<oneshot::Receiver<()>>,
-    api: Api<Slim<K>>,
+    api: Api<K>,
     config: watcher::Config,
     what: &'static str,
     token: &CancellationToken,
@@ -143,11 +191,11 @@ pub(crate) fn spawn_compact_reflector<K, T, C, F>(
     K::DynamicType: Clone + Default + Eq + std::hash::Hash,
     T: Send + 'static,
     C: FnMut(K) -> T + Send + 'static,
-    F: FnMut(Change<T>) + Send + 'static,
+    F: FnMut(Streamed<T>) + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
     synced.push(rx);
-    tasks.spawn(reflect_compact(
+    tasks.spawn(reflect_streamed(
         api,
         config,
         what,

@@ -15,11 +15,12 @@ use tokio_util::sync::CancellationToken;
 use super::bottomup::hostport::{HostPortWorker, HostPorts};
 use super::bottomup::{lease, physical_node, policy};
 use super::context::Context;
-use super::index::{WorkerPod, split_pod_change};
-use super::reflector::{self, Change, spawn_compact_reflector, spawn_reflector};
+use super::index::{self, split_pod_change};
+use super::reflector::{self, Change, Streamed, spawn_reflector, spawn_streamed_reflector};
 use super::topdown::session as topdown_session;
 use super::topdown::{BindingSettings, TopDown};
 use super::upstream;
+use super::worker_pod::{WirePod, WorkerPod};
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
 
@@ -97,6 +98,12 @@ pub(super) async fn run_session(
                     }
                     Change::Deleted(_) | Change::Relisted(_) => true,
                 };
+                // The node's own physical node: `affected` leaves it out when the event is
+                // the syncer's own write, already recorded.
+                let physical = match &change {
+                    Change::Applied(n) | Change::Deleted(n) => index::physical_node_of(n),
+                    Change::Relisted(_) => None,
+                };
                 let (affected, count) = {
                     let mut index = c.computing_index_mut();
                     let affected = match change {
@@ -111,7 +118,8 @@ pub(super) async fn run_session(
                 }
                 // Placeholders follow virtual nodes that appear or go, not their updates.
                 if hostport_news {
-                    hp.queue.add_all(affected.iter().map(String::as_str));
+                    hp.queue
+                        .add_all(affected.iter().chain(&physical).map(String::as_str));
                 }
                 c.enqueue_nodes(affected);
                 if let Some(td) = &td {
@@ -166,9 +174,9 @@ pub(super) async fn run_session(
             }
         },
     );
-    // Each pod is cut down to what the index keeps as it arrives (the whole object only for
-    // the top-down half's own pods), so a re-list never holds every Pod of the worker.
-    spawn_compact_reflector::<Pod, WorkerPod, _, _>(
+    // Each pod is decoded into what the index keeps (the whole object only for the top-down
+    // half's own pods), so a re-list never decodes nor holds every Pod of the worker.
+    spawn_streamed_reflector::<WirePod, WorkerPod, _, _>(
         &mut tasks,
         &mut synced,
         Api::all(ctx.worker.clone()),
@@ -177,33 +185,48 @@ pub(super) async fn run_session(
         &token,
         {
             let td = topdown.clone();
-            move |pod| {
-                WorkerPod::new(pod, |p| {
-                    td.as_ref().is_some_and(|td| td.keeps_physical_pod(p))
-                })
+            move |pod: WirePod| {
+                pod.into_worker_pod(|p| td.as_ref().is_some_and(|td| td.keeps_physical_pod(p)))
             }
         },
         {
             let c = ctx.clone();
             let td = topdown.clone();
             let hp = hostports.clone();
+            // The top-down half's pods of a re-list in progress.
+            let mut listed_objects: Vec<Pod> = Vec::new();
             move |change| {
-                let (objects, indexed) = split_pod_change(change);
+                let (objects, affected) = match change {
+                    // A re-list goes into the index pod by pod, never held whole.
+                    Streamed::ListStarted => {
+                        listed_objects.clear();
+                        c.worker_index_mut().begin_pod_relist();
+                        return;
+                    }
+                    Streamed::Listed(pod) => {
+                        listed_objects.extend(pod.object.map(|p| *p));
+                        if let Some((uid, cached)) = pod.indexed {
+                            c.worker_index_mut().list_pod(&uid, cached);
+                        }
+                        return;
+                    }
+                    Streamed::ListDone => (
+                        Some(Change::Relisted(std::mem::take(&mut listed_objects))),
+                        c.worker_index_mut().finish_pod_relist(),
+                    ),
+                    Streamed::Applied(pod) => {
+                        let (objects, indexed) = split_pod_change(Change::Applied(pod));
+                        (objects, apply_indexed(&c, indexed))
+                    }
+                    Streamed::Deleted(pod) => {
+                        let (objects, indexed) = split_pod_change(Change::Deleted(pod));
+                        (objects, apply_indexed(&c, indexed))
+                    }
+                };
                 // One watch feeds both halves: the top-down store keeps our pods.
                 if let (Some(td), Some(objects)) = (&td, &objects) {
                     td.on_physical_pods(&c, objects);
                 }
-                let affected = {
-                    let mut index = c.worker_index_mut();
-                    match indexed {
-                        Change::Applied(Some((uid, pod))) => index.apply_cached(uid, pod),
-                        Change::Deleted(Some((uid, _))) => index.delete_uid(&uid),
-                        Change::Applied(None) | Change::Deleted(None) => Vec::new(),
-                        Change::Relisted(all) => {
-                            index.replace_cached(all.into_iter().flatten().collect())
-                        }
-                    }
-                };
                 hp.queue.add_all(affected.iter().map(String::as_str));
                 c.enqueue_nodes_after_pod_changes(affected);
             }
@@ -305,6 +328,17 @@ pub(super) async fn run_session(
     }
     token.cancelled().await;
     while tasks.join_next().await.is_some() {}
+}
+
+/// Applies an added, modified or deleted pod's index entry; returns the affected nodes.
+fn apply_indexed(ctx: &Context, indexed: Change<index::IndexEntry>) -> Vec<String> {
+    let mut index = ctx.worker_index_mut();
+    match indexed {
+        Change::Applied(Some((uid, pod))) => index.apply_cached(uid, pod),
+        Change::Deleted(Some((uid, _))) => index.delete_uid(&uid),
+        Change::Applied(None) | Change::Deleted(None) => Vec::new(),
+        Change::Relisted(all) => index.replace_cached(all.into_iter().flatten().collect()),
+    }
 }
 
 /// What a session was started with; a change of either restarts it.

@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use kube_kit::client::is_not_found;
+use kube_kit::slim::Slim;
 use tokio_util::sync::CancellationToken;
 
 use super::physical_node::NODE_LEASE_NAMESPACE;
@@ -139,7 +140,8 @@ async fn report_reachability(ctx: &Context, problem: Option<&String>) {
 /// Renews one Lease (created when missing).
 async fn renew(ctx: &Context, vnode: &Node, duration_seconds: i32) -> Result<(), SyncError> {
     let name = vnode.name_any();
-    let api: Api<Lease> = Api::namespaced(ctx.computing.clone(), NODE_LEASE_NAMESPACE);
+    // Answers are read without managedFields: nothing here reads them.
+    let api: Api<Slim<Lease>> = Api::namespaced(ctx.computing.clone(), NODE_LEASE_NAMESPACE);
     let lease = node_lease(vnode, duration_seconds, ctx.config.clock.now());
     let fail = |action, source| SyncError::Lease {
         action,
@@ -152,11 +154,13 @@ async fn renew(ctx: &Context, vnode: &Node, duration_seconds: i32) -> Result<(),
         .await
     {
         Ok(_) => Ok(()),
-        Err(err) if is_not_found(&err) => match api.create(&PostParams::default(), &lease).await {
-            Ok(_) => Ok(()),
-            Err(err) if api_code(&err) == Some(409) => Ok(()),
-            Err(err) => Err(fail("create", err)),
-        },
+        Err(err) if is_not_found(&err) => {
+            match api.create(&PostParams::default(), &Slim(lease)).await {
+                Ok(_) => Ok(()),
+                Err(err) if api_code(&err) == Some(409) => Ok(()),
+                Err(err) => Err(fail("create", err)),
+            }
+        }
         Err(err) => Err(fail("renew", err)),
     }
 }

@@ -17,6 +17,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use kube_kit::client::is_not_found;
 use kube_kit::finalizer;
+use kube_kit::slim::Slim;
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -171,37 +172,37 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
     }
     let endpoint = kubelet_port::endpoint_of(ctx, &vnode_name, current.as_deref())?;
     let desired = desired_virtual_node(physical, &decision, binding, &endpoint);
-    let api: Api<Node> = Api::all(ctx.computing.clone());
+    // Answers are read without managedFields: only the object itself is kept.
+    let api: Api<Slim<Node>> = Api::all(ctx.computing.clone());
     let fail = |action, source| SyncError::VirtualNode {
         action,
         name: vnode_name.clone(),
         source,
     };
-    let vnode = match current {
+    let vnode: Arc<Node> = match current {
         None => {
             let created = api
-                .create(&PostParams::default(), &new_virtual_node(&desired))
+                .create(&PostParams::default(), &Slim(new_virtual_node(&desired)))
                 .await
                 .map_err(|e| fail("create", e))?;
             tracing::info!(node = %name, vnode = %vnode_name, "virtual node created");
-            ctx.remember_vnode(created.clone());
-            created
+            ctx.remember_vnode(created.into_inner())
         }
         Some(current) => {
-            let mut vnode = current.as_ref().clone();
+            let mut vnode = current;
             if let Some(update) = updated_virtual_node(&vnode, &desired) {
-                vnode = api
-                    .replace(&vnode_name, &PostParams::default(), &update)
+                let written = api
+                    .replace(&vnode_name, &PostParams::default(), &Slim(update))
                     .await
                     .map_err(|e| fail("update", e))?;
-                ctx.remember_vnode(vnode.clone());
+                vnode = ctx.remember_vnode(written.into_inner());
             }
             if let Some(update) = updated_status(&vnode, &desired) {
-                vnode = api
-                    .replace_status(&vnode_name, &PostParams::default(), &update)
+                let written = api
+                    .replace_status(&vnode_name, &PostParams::default(), &Slim(update))
                     .await
                     .map_err(|e| fail("update the status of", e))?;
-                ctx.remember_vnode(vnode.clone());
+                vnode = ctx.remember_vnode(written.into_inner());
             }
             vnode
         }
@@ -269,12 +270,15 @@ async fn label_policy_applied(
     }
     let name = physical.name_any();
     let patch = json!({ "metadata": { "labels": { labels::POLICY_APPLIED: policy } } });
-    let api: Api<Node> = Api::all(ctx.worker.clone());
+    let api: Api<Slim<Node>> = Api::all(ctx.worker.clone());
     match api
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
-        Ok(_) => Ok(()),
+        Ok(patched) => {
+            ctx.remember_physical_node(patched.into_inner());
+            Ok(())
+        }
         // The node went away; its deletion event re-evaluates it.
         Err(err) if is_not_found(&err) => Ok(()),
         Err(source) => Err(SyncError::PhysicalNode { name, source }),

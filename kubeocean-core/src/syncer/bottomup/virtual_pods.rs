@@ -48,7 +48,7 @@ fn physical_pod_alive(ctx: &Context, pod: &Pod) -> bool {
         annotations.get(labels::PHYSICAL_POD_NAMESPACE),
         annotations.get(labels::PHYSICAL_POD_NAME),
     ) {
-        (Some(ns), Some(name)) => ctx.worker_index().has_pod(ns, name),
+        (Some(ns), Some(name)) => ctx.worker_index().has_own_pod(ns, name),
         _ => false,
     }
 }
