@@ -34,10 +34,14 @@ use super::query::{CompiledQuery, ListQuery, ObjectPage};
 use super::raw::RawObject;
 use super::target::{ResourceKey, ResourceTarget};
 
-/// Objects per page of a cache's (re)list: kube-runtime's default. A page is read as its JSON
-/// text and then as one [`RawObject`] per object (the object's JSON again, and the few fields
-/// the cache indexes), so a sync needs about twice a page's JSON on top of what it keeps.
-pub const CACHE_LIST_PAGE_SIZE: u32 = 500;
+/// Objects per page of a cache's (re)list. A page is read whole as its JSON text (copied once
+/// more by the client) and then as one [`RawObject`] per object (that object's JSON again and
+/// the few fields the cache indexes) before its objects are kept, so a sync needs a few times
+/// a page's JSON on top of what it keeps, and the allocator holds on to that memory afterwards.
+/// With 100 objects per page that stays under 2 MiB per process for 5 KB Deployments;
+/// kube-runtime's default of 500 saves round trips but kept about 9 MiB more
+/// (docs/benchmarks.md, "embedded cache at scale").
+pub const CACHE_LIST_PAGE_SIZE: u32 = 100;
 
 /// How many changes a slow cache watcher may fall behind before its stream ends with
 /// `410 Expired` (and the client lists again, as with kube-apiserver).
@@ -354,7 +358,7 @@ impl EmbeddedCacheBackend {
 
     /// A page of the cache's objects and their JSON, and whether its `items` are the whole
     /// objects (a query reading beyond the indexed metadata decodes them) rather than only
-    /// their indexed metadata ([`CachedObject::metadata_object`]).
+    /// their names and namespaces ([`CachedObject::identity_object`]).
     async fn select(
         &self,
         target: &ResourceTarget,
@@ -382,7 +386,7 @@ impl EmbeddedCacheBackend {
                 .collect();
             let (page, pagination) = compiled.select_by(namespace, matched, |c| c.as_ref());
             ObjectPage {
-                items: page.iter().map(|c| Arc::new(c.metadata_object())).collect(),
+                items: page.iter().map(|c| Arc::new(c.identity_object())).collect(),
                 pagination,
                 resource_version: None,
                 rendered: Some(page.iter().map(|c| c.json.clone()).collect()),

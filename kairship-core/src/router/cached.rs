@@ -8,7 +8,6 @@
 //! [`CompiledQuery::reads_beyond_metadata`]: super::CompiledQuery::reads_beyond_metadata
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -161,25 +160,17 @@ impl CachedObject {
         (self.namespace.clone(), self.name.clone())
     }
 
-    /// The object with only its indexed metadata (name, namespace, resourceVersion,
-    /// creationTimestamp, labels), as a page of [`ReadBackend::list_rendered`] carries it next
-    /// to the JSON.
+    /// The object with only its name and namespace, as a page of
+    /// [`ReadBackend::list_rendered`] carries it next to the JSON: what paging and `continue`
+    /// tokens read, built for the page's objects only, in as few allocations as it can be.
     ///
     /// [`ReadBackend::list_rendered`]: super::ReadBackend::list_rendered
-    pub(super) fn metadata_object(&self) -> DynamicObject {
+    pub(super) fn identity_object(&self) -> DynamicObject {
         DynamicObject {
             types: None,
             metadata: ObjectMeta {
                 name: Some(self.name.to_string()),
                 namespace: self.namespace.as_deref().map(str::to_owned),
-                resource_version: self.version.text().map(Cow::into_owned),
-                creation_timestamp: self.created.map(Time),
-                labels: self.labels.as_ref().map(|labels| {
-                    labels
-                        .iter()
-                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                        .collect::<BTreeMap<_, _>>()
-                }),
                 ..ObjectMeta::default()
             },
             data: Value::Null,

@@ -256,8 +256,7 @@ pub struct ObjectPage {
     /// keeps objects pre-rendered (the embedded cache); answers are then assembled from these
     /// bytes instead of serializing every object again. In a page from
     /// [`ReadBackend::list_rendered`](super::ReadBackend::list_rendered), these bytes are the
-    /// objects and `items` may hold only the metadata the page was selected, ordered and
-    /// paged by.
+    /// objects and `items` may hold only each object's name and namespace.
     pub rendered: Option<Vec<Bytes>>,
 }
 

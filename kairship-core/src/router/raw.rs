@@ -534,7 +534,7 @@ mod tests {
     }
 
     #[test]
-    fn cached_objects_index_what_list_metadata_kept() {
+    fn cached_objects_index_what_lists_read() {
         for object in [
             json!({"metadata": {"name": "web", "namespace": "shop", "uid": "u-1",
                 "resourceVersion": "42", "generation": 3,
@@ -549,20 +549,43 @@ mod tests {
             let text = object.to_string();
             let decoded: DynamicObject = serde_json::from_str(&text).unwrap();
             let kept = cached(&text).unwrap();
-            // As the cache kept it before: only these fields of the metadata.
+            // What the cache kept of the object before, as a DynamicObject, it now indexes.
             let meta = &decoded.metadata;
-            let want = ObjectMeta {
-                name: meta.name.clone(),
-                namespace: meta.namespace.clone(),
-                resource_version: meta.resource_version.clone(),
-                creation_timestamp: meta.creation_timestamp.clone(),
-                labels: meta.labels.clone(),
-                ..ObjectMeta::default()
-            };
-            let metadata_object = kept.metadata_object();
-            assert_eq!(metadata_object.metadata, want, "{object}");
-            assert!(metadata_object.types.is_none());
-            assert!(metadata_object.data.is_null());
+            assert_eq!(Some(&*kept.name), meta.name.as_deref(), "{object}");
+            assert_eq!(
+                kept.namespace.as_deref(),
+                meta.namespace.as_deref(),
+                "{object}"
+            );
+            assert_eq!(
+                kept.version.text().as_deref(),
+                meta.resource_version.as_deref(),
+                "{object}"
+            );
+            assert_eq!(
+                kept.created,
+                meta.creation_timestamp.as_ref().map(|t| t.0),
+                "{object}"
+            );
+            let labels = kept.labels.as_ref().map(|l| {
+                l.iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect::<std::collections::BTreeMap<_, _>>()
+            });
+            assert_eq!(labels, meta.labels, "{object}");
+            // A rendered page's item: the name and namespace only.
+            let identity = kept.identity_object();
+            assert_eq!(
+                identity.metadata,
+                ObjectMeta {
+                    name: meta.name.clone(),
+                    namespace: meta.namespace.clone(),
+                    ..ObjectMeta::default()
+                },
+                "{object}"
+            );
+            assert!(identity.types.is_none());
+            assert!(identity.data.is_null());
             assert_eq!(
                 kept.version.number(),
                 crate::router::decision::version_of(&decoded)
