@@ -38,7 +38,7 @@ use super::target::{ResourceKey, ResourceTarget};
 /// more by the client) and then as one [`RawObject`] per object (that object's JSON again and
 /// the few fields the cache indexes) before its objects are kept, so a sync needs a few times
 /// a page's JSON on top of what it keeps, and the allocator holds on to that memory afterwards.
-/// With 100 objects per page that stays under 2 MiB per process for 5 KB Deployments;
+/// With 100 objects per page that stays within about 3 MiB per process for 5 KB Deployments;
 /// kube-runtime's default of 500 saves round trips but kept about 9 MiB more
 /// (docs/benchmarks.md, "embedded cache at scale").
 pub const CACHE_LIST_PAGE_SIZE: u32 = 100;
