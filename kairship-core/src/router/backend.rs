@@ -55,9 +55,8 @@ pub trait ReadBackend: Send + Sync {
     ) -> Result<ObjectPage, RouterError>;
 
     /// A page like [`ReadBackend::list`], for answers written out as JSON: when the page has
-    /// [`ObjectPage::rendered`], those bytes are its objects and `items` may hold only the
-    /// metadata the page was selected, ordered and paged by (enough for
-    /// [`ObjectPage::chunk`] and `continue` tokens). A backend that keeps objects as JSON
+    /// [`ObjectPage::rendered`], those bytes are its objects and `items` may hold only each
+    /// object's name and namespace (enough for [`ObjectPage::chunk`] and `continue` tokens). A backend that keeps objects as JSON
     /// answers without decoding them; the default is [`ReadBackend::list`].
     async fn list_rendered(
         &self,

@@ -1,10 +1,13 @@
 //! The embedded cache: one kube-runtime watcher per instance and resource, started on first
 //! use and shared by every reader, answering gets, lists and watches from memory. Each object
-//! is kept once, as its JSON rendered when its watch event arrives, next to the little
-//! metadata lists are selected, ordered and paged by; list answers are assembled from those
-//! bytes, and a get or a watch decodes the objects it returns. A decoded `serde_json::Value`
-//! tree takes several times the size of its JSON, so keeping only bytes is what lets one
-//! process cache many instances (see docs/benchmarks.md, "embedded cache at scale").
+//! is kept once, as the JSON it arrived as (`apiVersion` and `kind` added where list items lack
+//! them), next to a compact index of what lists are selected, ordered and paged by
+//! ([`CachedObject`]: a few hundred bytes). The watcher decodes pages and events into
+//! [`RawObject`]s, which read those few fields from the JSON and build nothing else of it. List
+//! answers are assembled from the stored bytes, and a get or a watch decodes the objects it
+//! returns. A decoded `serde_json::Value` tree takes many times the size of its JSON, so never
+//! building one, neither to keep nor while syncing, is what lets one process cache many
+//! instances (see docs/benchmarks.md, "embedded cache at scale").
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,28 +17,30 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
-use kube::core::{ApiResource, DynamicObject, Status, TypeMeta, WatchEvent};
+use kube::core::{ApiResource, DynamicObject, Status, WatchEvent};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{EventStream, ReadBackend, WatchQuery};
+use super::cached::{CachedObject, ObjectKey};
 use super::clients::{
     InstanceClients, InstanceIdentity, identity_lost, instance_changed_event, still_current,
 };
-use super::decision::version_of;
-use super::direct::dynamic_api;
 use super::error::RouterError;
 use super::query::{CompiledQuery, ListQuery, ObjectPage};
+use super::raw::RawObject;
 use super::target::{ResourceKey, ResourceTarget};
 
-/// Objects per page of a cache's (re)list. A page is decoded whole (a `serde_json::Value` tree
-/// per object, many times its JSON) before its objects are rendered and dropped, so the page
-/// size, not the number of objects, sets the memory a sync needs on top of what it keeps;
-/// that memory stays with the process's allocator afterwards (docs/benchmarks.md).
+/// Objects per page of a cache's (re)list. A page is read whole as its JSON text (copied once
+/// more by the client) and then as one [`RawObject`] per object (that object's JSON again and
+/// the few fields the cache indexes) before its objects are kept, so a sync needs a few times
+/// a page's JSON on top of what it keeps, and the allocator holds on to that memory afterwards.
+/// With 100 objects per page that stays within about 3 MiB per process for 5 KB Deployments;
+/// kube-runtime's default of 500 saves round trips but kept about 9 MiB more
+/// (docs/benchmarks.md, "embedded cache at scale").
 pub const CACHE_LIST_PAGE_SIZE: u32 = 100;
 
 /// How many changes a slow cache watcher may fall behind before its stream ends with
@@ -45,43 +50,32 @@ const WATCH_BUFFER: usize = 4096;
 /// A change applied to a cache, fanned out to its watchers.
 #[derive(Clone)]
 enum CacheEvent {
-    Added(Arc<DynamicObject>),
-    Modified(Arc<DynamicObject>),
-    Deleted(Arc<DynamicObject>),
+    Added(Arc<CachedObject>),
+    Modified(Arc<CachedObject>),
+    Deleted(Arc<CachedObject>),
     /// The watcher listed again: watchers may have missed changes and must start over.
     Relisted,
     /// The cache was dropped (its instance was deleted or changed): watchers end.
     Gone,
 }
 
-/// A cached object: its JSON, the only full copy kept, and the metadata lists read.
-#[derive(Clone)]
-struct CachedObject {
-    /// [`list_metadata`] of the object.
-    meta: Arc<DynamicObject>,
-    /// The whole object (with `apiVersion` and `kind`) as JSON.
-    json: Bytes,
-}
-
 /// Objects keyed by (namespace, name), as kube-apiserver stores them: the objects of one
 /// namespace are one range, so listing a namespace costs what it holds, not what the whole
 /// resource holds.
-type ObjectMap = BTreeMap<(Option<String>, String), CachedObject>;
+type ObjectMap = BTreeMap<ObjectKey, Arc<CachedObject>>;
 
-fn object_key(object: &DynamicObject) -> (Option<String>, String) {
-    (
-        object.metadata.namespace.clone(),
-        object.metadata.name.clone().unwrap_or_default(),
-    )
+/// The key of the object `name` in `namespace`.
+fn key_of(namespace: Option<&str>, name: &str) -> ObjectKey {
+    (namespace.map(Arc::from), Arc::from(name))
 }
 
 /// The objects of `namespace` (`None`: every object).
 fn objects_in<'a>(
     objects: &'a ObjectMap,
     namespace: Option<&'a str>,
-) -> impl Iterator<Item = &'a CachedObject> + 'a {
+) -> impl Iterator<Item = &'a Arc<CachedObject>> + 'a {
     let range = match namespace {
-        Some(ns) => objects.range((Some(ns.to_owned()), String::new())..),
+        Some(ns) => objects.range(key_of(Some(ns), "")..),
         None => objects.range(..),
     };
     range
@@ -89,45 +83,12 @@ fn objects_in<'a>(
         .map(|(_, cached)| cached)
 }
 
-/// What the cache keeps of an object besides its JSON: the fields a list is selected,
-/// ordered and paged by without decoding anything (name, namespace, resourceVersion,
-/// creationTimestamp, labels; see [`CompiledQuery::reads_beyond_metadata`]).
-fn list_metadata(object: &DynamicObject) -> DynamicObject {
-    let meta = &object.metadata;
-    DynamicObject {
-        types: None,
-        metadata: ObjectMeta {
-            name: meta.name.clone(),
-            namespace: meta.namespace.clone(),
-            resource_version: meta.resource_version.clone(),
-            creation_timestamp: meta.creation_timestamp.clone(),
-            labels: meta.labels.clone(),
-            ..ObjectMeta::default()
-        },
-        data: serde_json::Value::Null,
-    }
-}
-
-/// Completes the object's `apiVersion`/`kind` (list items come without them) and renders its
-/// JSON once; returns what the cache keeps and the completed object.
-fn render(
-    resource: &ApiResource,
-    mut object: DynamicObject,
-) -> Result<(CachedObject, DynamicObject), serde_json::Error> {
-    if object.types.is_none() {
-        object.types = Some(TypeMeta {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-        });
-    }
-    let mut json = serde_json::to_vec(&object)?;
-    // The buffer grew by doubling while it was written: keep only the bytes.
-    json.shrink_to_fit();
-    let cached = CachedObject {
-        meta: Arc::new(list_metadata(&object)),
-        json: Bytes::from(json),
-    };
-    Ok((cached, object))
+/// The string of `namespace` the objects of `objects` already share, or a new one.
+fn shared_namespace(objects: &ObjectMap, namespace: &str) -> Arc<str> {
+    objects_in(objects, Some(namespace))
+        .next()
+        .and_then(|cached| cached.namespace.clone())
+        .unwrap_or_else(|| Arc::from(namespace))
 }
 
 /// A cached object decoded from its JSON.
@@ -365,10 +326,7 @@ impl EmbeddedCacheBackend {
             events,
             last_error: Mutex::new(None),
         });
-        let api = dynamic_api(
-            client,
-            &ResourceTarget::all(key.instance.clone(), resource.clone()),
-        );
+        let api: Api<RawObject> = Api::all_with(client, resource);
         tracing::debug!(cache = %key, "starting cache watch");
         let stop = CancellationToken::new();
         let lost = identity_lost(&self.clients, &key.instance, &identity);
@@ -399,8 +357,8 @@ impl EmbeddedCacheBackend {
     }
 
     /// A page of the cache's objects and their JSON, and whether its `items` are the whole
-    /// objects (a query reading beyond the indexed metadata decodes them) rather than their
-    /// [`list_metadata`].
+    /// objects (a query reading beyond the indexed metadata decodes them) rather than only
+    /// their names and namespaces ([`CachedObject::identity_object`]).
     async fn select(
         &self,
         target: &ResourceTarget,
@@ -422,11 +380,17 @@ impl EmbeddedCacheBackend {
             compiled.select_rendered(namespace, objects)
         } else {
             // Filter under the lock, sort and page outside it.
-            let matched: Vec<(Arc<DynamicObject>, Bytes)> = objects_in(&cache.read(), namespace)
-                .filter(|c| compiled.matches(namespace, &c.meta))
-                .map(|c| (c.meta.clone(), c.json.clone()))
+            let matched: Vec<Arc<CachedObject>> = objects_in(&cache.read(), namespace)
+                .filter(|c| compiled.matches(namespace, c.as_ref()))
+                .cloned()
                 .collect();
-            compiled.select_rendered(namespace, matched)
+            let (page, pagination) = compiled.select_by(namespace, matched, |c| c.as_ref());
+            ObjectPage {
+                items: page.iter().map(|c| Arc::new(c.identity_object())).collect(),
+                pagination,
+                resource_version: None,
+                rendered: Some(page.iter().map(|c| c.json.clone()).collect()),
+            }
         };
         page.resource_version = Some(seen.to_string());
         Ok((page, decoded))
@@ -459,12 +423,13 @@ impl Drop for EmbeddedCacheBackend {
     }
 }
 
-/// Feeds the cache from a watcher: renders each object once, classifies changes for cache
-/// watchers and tracks the newest applied resourceVersion.
+/// Feeds the cache from a watcher: keeps each object's JSON and index, classifies changes for
+/// cache watchers and tracks the newest applied resourceVersion. An object whose index cannot be
+/// read from its JSON is logged and left out (a former version of it too).
 async fn run_watch(
     key: ResourceKey,
     cache: Arc<ResourceCache>,
-    api: Api<DynamicObject>,
+    api: Api<RawObject>,
     config: watcher::Config,
 ) {
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
@@ -487,11 +452,18 @@ async fn run_watch(
                 continue;
             }
         };
-        let rendered = |obj: DynamicObject| match render(&cache.resource, obj) {
-            Ok(cached) => Some(cached),
-            Err(err) => {
-                tracing::warn!(cache = %key, error = %err, "cannot render an object; left out of the cache");
-                None
+        // What the cache keeps of `raw`, sharing the namespace string of `objects`.
+        let keep = |raw: RawObject, objects: &mut ObjectMap| {
+            let identity = raw.identity().map(|(ns, name)| key_of(ns, name));
+            match raw.into_cached(&cache.resource, |ns| shared_namespace(objects, ns)) {
+                Ok(cached) => Some(Arc::new(cached)),
+                Err(reason) => {
+                    tracing::warn!(cache = %key, object = ?identity, %reason, "cannot index an object; left out of the cache");
+                    if let Some(identity) = identity {
+                        objects.remove(&identity);
+                    }
+                    None
+                }
             }
         };
         match event {
@@ -499,10 +471,10 @@ async fn run_watch(
                 listed_max = 0;
                 listing.clear();
             }
-            Event::InitApply(obj) => {
-                listed_max = listed_max.max(version_of(&obj));
-                if let Some((cached, _)) = rendered(obj) {
-                    listing.insert(object_key(&cached.meta), cached);
+            Event::InitApply(raw) => {
+                listed_max = listed_max.max(raw.version());
+                if let Some(cached) = keep(raw, &mut listing) {
+                    listing.insert(cached.key(), cached);
                 }
             }
             Event::InitDone => {
@@ -516,28 +488,41 @@ async fn run_watch(
                 cache.healthy.store(true, Ordering::Release);
                 tracing::debug!(cache = %key, objects = cache.len(), "cache synced");
             }
-            Event::Apply(obj) => {
-                let version = version_of(&obj);
-                if let Some((cached, object)) = rendered(obj) {
-                    let key = object_key(&cached.meta);
-                    // Whether the object was already known decides ADDED vs MODIFIED.
-                    let known = cache.write().insert(key, cached).is_some();
-                    let object = Arc::new(object);
+            Event::Apply(raw) => {
+                let version = raw.version();
+                let change = {
+                    let mut objects = cache.write();
+                    keep(raw, &mut objects).map(|cached| {
+                        // Whether the object was already known decides ADDED vs MODIFIED.
+                        let known = objects.insert(cached.key(), cached.clone()).is_some();
+                        if known {
+                            CacheEvent::Modified(cached)
+                        } else {
+                            CacheEvent::Added(cached)
+                        }
+                    })
+                };
+                if let Some(change) = change {
                     cache.note_seen(version);
-                    let change = if known {
-                        CacheEvent::Modified(object)
-                    } else {
-                        CacheEvent::Added(object)
-                    };
                     // No receivers is fine: nobody is watching.
                     let _ = cache.events.send(change);
                 }
                 cache.healthy.store(true, Ordering::Release);
             }
-            Event::Delete(obj) => {
-                cache.write().remove(&object_key(&obj));
-                cache.note_seen(version_of(&obj));
-                let _ = cache.events.send(CacheEvent::Deleted(Arc::new(obj)));
+            Event::Delete(raw) => {
+                let version = raw.version();
+                let deleted = {
+                    let mut objects = cache.write();
+                    let identity = raw.identity().map(|(ns, name)| key_of(ns, name));
+                    if let Some(identity) = &identity {
+                        objects.remove(identity);
+                    }
+                    keep(raw, &mut objects)
+                };
+                cache.note_seen(version);
+                if let Some(deleted) = deleted {
+                    let _ = cache.events.send(CacheEvent::Deleted(deleted));
+                }
                 cache.healthy.store(true, Ordering::Release);
             }
         }
@@ -557,7 +542,7 @@ impl ReadBackend for EmbeddedCacheBackend {
         name: &str,
     ) -> Result<Arc<DynamicObject>, RouterError> {
         let cache = self.ready_cache(target).await?;
-        let key = (target.namespace.clone(), name.to_owned());
+        let key = key_of(target.namespace.as_deref(), name);
         let json = cache.read().get(&key).map(|cached| cached.json.clone());
         match json {
             Some(json) => decode(target, &json).map(Arc::new),
@@ -613,10 +598,10 @@ impl ReadBackend for EmbeddedCacheBackend {
         let namespace = target.namespace.clone();
         let ns = namespace.as_deref();
         let needs_body = filter.reads_beyond_metadata();
-        // Only the objects the metadata lets through are decoded.
+        // Only the objects the index lets through are decoded.
         let snapshot: Vec<Bytes> = objects_in(&cache.read(), ns)
-            .filter(|c| version_of(&c.meta) <= snapshot_version)
-            .filter(|c| needs_body || filter.matches(ns, &c.meta))
+            .filter(|c| c.version.number() <= snapshot_version)
+            .filter(|c| needs_body || filter.matches(ns, c.as_ref()))
             .map(|c| c.json.clone())
             .collect();
         let mut initial: Vec<Result<WatchEvent<DynamicObject>, RouterError>> =
@@ -628,34 +613,55 @@ impl ReadBackend for EmbeddedCacheBackend {
             }
         }
         let instance = target.instance.clone();
+        let described = target.describe();
         let live = futures::stream::unfold(
             Some((receiver, filter, namespace, instance)),
-            move |state| async move {
-                let (mut receiver, filter, namespace, instance) = state?;
-                loop {
-                    let (object, wrap): (Arc<DynamicObject>, fn(DynamicObject) -> _) =
-                        match receiver.recv().await {
-                            Ok(CacheEvent::Added(o)) => (o, WatchEvent::Added),
-                            Ok(CacheEvent::Modified(o)) => (o, WatchEvent::Modified),
-                            Ok(CacheEvent::Deleted(o)) => (o, WatchEvent::Deleted),
-                            Ok(CacheEvent::Relisted) => {
-                                return Some((Ok(expired("the cache listed again")), None));
+            move |state| {
+                let described = described.clone();
+                async move {
+                    let (mut receiver, filter, namespace, instance) = state?;
+                    loop {
+                        let (cached, wrap): (Arc<CachedObject>, fn(DynamicObject) -> _) =
+                            match receiver.recv().await {
+                                Ok(CacheEvent::Added(o)) => (o, WatchEvent::Added),
+                                Ok(CacheEvent::Modified(o)) => (o, WatchEvent::Modified),
+                                Ok(CacheEvent::Deleted(o)) => (o, WatchEvent::Deleted),
+                                Ok(CacheEvent::Relisted) => {
+                                    return Some((Ok(expired("the cache listed again")), None));
+                                }
+                                Ok(CacheEvent::Gone) => {
+                                    return Some((Ok(instance_changed_event(&instance)), None));
+                                }
+                                Err(broadcast::error::RecvError::Lagged(_)) => {
+                                    return Some((Ok(expired("the watcher fell behind")), None));
+                                }
+                                Err(broadcast::error::RecvError::Closed) => return None,
+                            };
+                        let ns = namespace.as_deref();
+                        let needs_body = filter.reads_beyond_metadata();
+                        if cached.version.number() <= snapshot_version
+                            || (!needs_body && !filter.matches(ns, cached.as_ref()))
+                        {
+                            continue;
+                        }
+                        let object = match serde_json::from_slice::<DynamicObject>(&cached.json) {
+                            Ok(object) => object,
+                            Err(source) => {
+                                let err = RouterError::Decode {
+                                    target: described,
+                                    source,
+                                };
+                                return Some((Err(err), None));
                             }
-                            Ok(CacheEvent::Gone) => {
-                                return Some((Ok(instance_changed_event(&instance)), None));
-                            }
-                            Err(broadcast::error::RecvError::Lagged(_)) => {
-                                return Some((Ok(expired("the watcher fell behind")), None));
-                            }
-                            Err(broadcast::error::RecvError::Closed) => return None,
                         };
-                    if version_of(&object) <= snapshot_version
-                        || !filter.matches(namespace.as_deref(), &object)
-                    {
-                        continue;
+                        if needs_body && !filter.matches(ns, &object) {
+                            continue;
+                        }
+                        return Some((
+                            Ok(wrap(object)),
+                            Some((receiver, filter, namespace, instance)),
+                        ));
                     }
-                    let event = wrap((*object).clone());
-                    return Some((Ok(event), Some((receiver, filter, namespace, instance))));
                 }
             },
         );
@@ -709,76 +715,17 @@ mod tests {
         )
     }
 
-    fn listed(metadata: serde_json::Value) -> DynamicObject {
+    /// Keeps `metadata`'s object in `objects` as the watcher does with a listed object.
+    fn keep(objects: &mut ObjectMap, metadata: serde_json::Value) -> Arc<CachedObject> {
         // As list items arrive: without apiVersion and kind.
-        serde_json::from_value(json!({
-            "metadata": metadata,
-            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
-            "status": {"readyReplicas": 2},
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn list_metadata_keeps_what_lists_read_and_nothing_else() {
-        let full = json!({
-            "name": "web", "namespace": "shop", "uid": "u-1", "resourceVersion": "42",
-            "generation": 3, "creationTimestamp": "2026-01-02T03:04:05Z",
-            "labels": {"app": "web", "tier": "front"},
-            "annotations": {"note": "x"}, "finalizers": ["f"],
-            "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
-            "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": "u-0"}],
-        });
-        // (metadata of the object, metadata kept)
-        let cases = [
-            (
-                full,
-                json!({"name": "web", "namespace": "shop", "resourceVersion": "42",
-                       "creationTimestamp": "2026-01-02T03:04:05Z",
-                       "labels": {"app": "web", "tier": "front"}}),
-            ),
-            (json!({"name": "node-1"}), json!({"name": "node-1"})),
-            (json!({}), json!({})),
-        ];
-        for (metadata, want) in cases {
-            let kept = list_metadata(&listed(metadata.clone()));
-            assert!(kept.types.is_none(), "{metadata}");
-            assert_eq!(kept.data, serde_json::Value::Null, "{metadata}");
-            assert_eq!(
-                serde_json::to_value(&kept.metadata).unwrap(),
-                want,
-                "{metadata}"
-            );
-        }
-    }
-
-    #[test]
-    fn rendered_json_is_the_object_and_decodes_back_to_it() {
-        let object = listed(
-            json!({"name": "web", "namespace": "shop", "resourceVersion": "7",
-                                   "annotations": {"a": "b"}}),
+        let json = json!({"metadata": metadata, "spec": {"replicas": 2}}).to_string();
+        let raw: RawObject = serde_json::from_str(&json).unwrap();
+        let cached = Arc::new(
+            raw.into_cached(&deployments(), |ns| shared_namespace(objects, ns))
+                .unwrap(),
         );
-        let (cached, completed) = render(&deployments(), object).unwrap();
-        assert_eq!(
-            completed.types,
-            Some(TypeMeta {
-                api_version: "apps/v1".into(),
-                kind: "Deployment".into()
-            })
-        );
-        assert_eq!(cached.json, serde_json::to_vec(&completed).unwrap());
-        let target = ResourceTarget::namespaced("i", deployments(), "shop");
-        let decoded = decode(&target, &cached.json).unwrap();
-        assert_eq!(decoded, completed);
-        assert_eq!(serde_json::to_vec(&decoded).unwrap(), cached.json);
-        assert_eq!(
-            object_key(&cached.meta),
-            (Some("shop".into()), "web".into())
-        );
-        assert!(cached.meta.metadata.annotations.is_none());
-        // An object the cache cannot decode is a decode error, which reads then take directly.
-        let err = decode(&target, b"{\"metadata\": 1}").unwrap_err();
-        assert!(err.is_cache_failure(), "{err}");
+        objects.insert(cached.key(), cached.clone());
+        cached
     }
 
     #[test]
@@ -796,12 +743,11 @@ mod tests {
                 Some(ns) => json!({"name": name, "namespace": ns}),
                 None => json!({"name": name}),
             };
-            let (cached, _) = render(&deployments(), listed(meta)).unwrap();
-            objects.insert(object_key(&cached.meta), cached);
+            keep(&mut objects, meta);
         }
         let names = |namespace| -> Vec<String> {
             objects_in(&objects, namespace)
-                .map(|c| c.meta.metadata.name.clone().unwrap())
+                .map(|c| c.name.to_string())
                 .collect()
         };
         for (namespace, want) in [
@@ -814,6 +760,133 @@ mod tests {
             (Some("0"), vec![]),
         ] {
             assert_eq!(names(namespace), want, "{namespace:?}");
+        }
+    }
+
+    #[test]
+    fn objects_of_a_namespace_share_its_name() {
+        let mut objects = ObjectMap::new();
+        let a = keep(&mut objects, json!({"name": "a", "namespace": "team"}));
+        let b = keep(&mut objects, json!({"name": "b", "namespace": "team"}));
+        let c = keep(&mut objects, json!({"name": "c", "namespace": "other"}));
+        let (a_ns, b_ns, c_ns) = (
+            a.namespace.clone().unwrap(),
+            b.namespace.clone().unwrap(),
+            c.namespace.clone().unwrap(),
+        );
+        assert!(Arc::ptr_eq(&a_ns, &b_ns));
+        assert!(!Arc::ptr_eq(&a_ns, &c_ns));
+        // The key holds the same strings, not copies.
+        let (key, _) = objects.first_key_value().unwrap();
+        assert_eq!(key.1.as_ref(), "c");
+        assert!(Arc::ptr_eq(key.0.as_ref().unwrap(), &c_ns));
+    }
+
+    #[test]
+    fn cached_json_decodes_to_the_completed_object() {
+        let mut objects = ObjectMap::new();
+        let cached = keep(
+            &mut objects,
+            json!({"name": "web", "namespace": "shop", "resourceVersion": "7",
+                   "annotations": {"a": "b"}}),
+        );
+        let target = ResourceTarget::namespaced("i", deployments(), "shop");
+        let decoded = decode(&target, &cached.json).unwrap();
+        let types = decoded.types.clone().unwrap();
+        assert_eq!(
+            (types.api_version.as_str(), types.kind.as_str()),
+            ("apps/v1", "Deployment")
+        );
+        assert_eq!(decoded.metadata.name.as_deref(), Some("web"));
+        assert_eq!(decoded.data["spec"]["replicas"], 2);
+        assert_eq!(cached.version.number(), 7);
+        // An object the cache cannot decode is a decode error, which reads then take directly.
+        let err = decode(&target, b"{\"metadata\": 1}").unwrap_err();
+        assert!(err.is_cache_failure(), "{err}");
+    }
+
+    #[test]
+    fn the_index_answers_queries_as_the_whole_objects_do() {
+        use crate::router::query::{SortBy, SortDir};
+        let fixture = [
+            json!({"name": "web-1", "namespace": "a", "resourceVersion": "12",
+                   "creationTimestamp": "2024-01-03T00:00:00Z",
+                   "labels": {"app": "web", "env": "prod"}}),
+            json!({"name": "db", "namespace": "a", "resourceVersion": "9",
+                   "creationTimestamp": "2024-01-01T00:00:00Z", "labels": {"app": "db"}}),
+            json!({"name": "Web-2", "namespace": "b", "resourceVersion": "100",
+                   "creationTimestamp": "2024-01-02T00:00:00Z",
+                   "labels": {"app": "web", "env": "dev"}}),
+            json!({"name": "cache", "namespace": "b", "resourceVersion": "x7",
+                   "creationTimestamp": "2024-01-02T00:00:00Z", "labels": {}}),
+            json!({"name": "node-1", "resourceVersion": "007"}),
+            json!({"name": "web-3", "namespace": "c", "resourceVersion": "5",
+                   "labels": {"app": "web", "tier": "front"}}),
+        ];
+        let mut objects = ObjectMap::new();
+        let mut whole: Vec<Arc<DynamicObject>> = Vec::new();
+        for metadata in fixture {
+            let cached = keep(&mut objects, metadata);
+            whole.push(Arc::new(serde_json::from_slice(&cached.json).unwrap()));
+        }
+        let indexed: Vec<Arc<CachedObject>> = objects.values().cloned().collect();
+        let q = |f: &dyn Fn(&mut ListQuery)| {
+            let mut q = ListQuery::default();
+            f(&mut q);
+            q
+        };
+        let queries = [
+            q(&|_| {}),
+            q(&|q| q.sort_dir = SortDir::Desc),
+            q(&|q| q.sort_by = SortBy::CreationTimestamp),
+            q(&|q| {
+                q.sort_by = SortBy::CreationTimestamp;
+                q.sort_dir = SortDir::Desc;
+            }),
+            q(&|q| q.sort_by = SortBy::Namespace),
+            q(&|q| q.name = Some("WEB".into())),
+            q(&|q| q.label_selector = Some("app=web".into())),
+            q(&|q| q.label_selector = Some("app in (web,db),env!=prod".into())),
+            q(&|q| q.label_selector = Some("!app".into())),
+            q(&|q| q.label_selector = Some("tier notin (front),app".into())),
+            q(&|q| q.field_selector = Some("metadata.namespace=b".into())),
+            q(&|q| q.field_selector = Some("metadata.name!=db".into())),
+            q(&|q| q.field_selector = Some("metadata.resourceVersion=007".into())),
+            q(&|q| q.field_selector = Some("metadata.resourceVersion=12".into())),
+            q(&|q| q.namespaces = vec!["a".into(), "c".into()]),
+            q(&|q| q.sort_field = Some(".metadata.labels.env".into())),
+            q(&|q| {
+                q.sort_field = Some("metadata.labels".into());
+                q.sort_dir = SortDir::Desc;
+            }),
+            q(&|q| q.sort_field = Some("metadata.creationTimestamp".into())),
+            q(&|q| q.sort_field = Some(".metadata.resourceVersion".into())),
+            q(&|q| q.sort_field = Some(".metadata.namespace".into())),
+            q(&|q| q.sort_field = Some(".metadata.name.deeper".into())),
+            q(&|q| {
+                q.sort_by = SortBy::CreationTimestamp;
+                q.page_size = Some(4);
+                q.page = Some(2);
+            }),
+        ];
+        let identity = |o: &dyn crate::router::ListFields| {
+            (
+                o.namespace().map(str::to_owned),
+                o.name().map(str::to_owned),
+            )
+        };
+        for query in queries {
+            let compiled = query.compile().unwrap();
+            assert!(!compiled.reads_beyond_metadata(), "{query:?}");
+            for namespace in [None, Some("a"), Some("b"), Some("z")] {
+                let want = compiled.select(namespace, whole.clone());
+                let (got, pagination) =
+                    compiled.select_by(namespace, indexed.clone(), |c| c.as_ref());
+                let want_ids: Vec<_> = want.items.iter().map(|o| identity(o.as_ref())).collect();
+                let got_ids: Vec<_> = got.iter().map(|c| identity(c.as_ref())).collect();
+                assert_eq!(got_ids, want_ids, "{query:?} in {namespace:?}");
+                assert_eq!(pagination, want.pagination, "{query:?} in {namespace:?}");
+            }
         }
     }
 }

@@ -15,6 +15,7 @@
 
 mod backend;
 mod cache;
+mod cached;
 mod clients;
 mod clusterpedia;
 mod decision;
@@ -24,6 +25,7 @@ mod error;
 mod forward;
 mod metrics;
 mod query;
+mod raw;
 mod render;
 mod selector;
 mod split;
@@ -49,12 +51,13 @@ pub use error::RouterError;
 pub use forward::InstanceWriter;
 pub use metrics::{RouterMetrics, RouterMetricsSnapshot};
 pub use query::{
-    CompiledQuery, ContinueToken, ListQuery, MAX_PAGE_SIZE, ObjectPage, Pagination, SortBy,
-    SortDir, page_bounds,
+    CompiledQuery, ContinueToken, ListFields, ListQuery, MAX_PAGE_SIZE, ObjectPage, Pagination,
+    SortBy, SortDir, page_bounds,
 };
 pub use render::{list_meta, render_list};
 pub use selector::{
-    FieldRequirement, FieldSelector, field_value, labels_match, parse_label_selector,
+    FieldRequirement, FieldSelector, expressions_match, field_value, labels_match,
+    parse_label_selector,
 };
 pub use split::{ReadWriteRouter, RouterConfig, SplitRouter};
 pub use target::{ResourceKey, ResourceTarget, collection_path};

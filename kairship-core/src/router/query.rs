@@ -1,14 +1,17 @@
 //! List queries (selectors, fuzzy name, sorting, pagination) and their evaluation over a set of
 //! objects. Pure: the cache and the direct backend share it, so both answer alike.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kube::core::{DynamicObject, Selector};
+use k8s_openapi::jiff::Timestamp;
+use kube::core::{DynamicObject, Expression, Selector};
+use serde_json::Value;
 
 use super::error::RouterError;
-use super::selector::{FieldSelector, labels_match, parse_label_selector};
+use super::selector::{FieldSelector, expressions_match, field_value, parse_label_selector};
 
 /// The largest page size a client may ask for.
 pub const MAX_PAGE_SIZE: u32 = 10_000;
@@ -72,10 +75,10 @@ pub struct ContinueToken {
 
 impl ContinueToken {
     /// The token of `object`.
-    pub fn of(object: &DynamicObject) -> Self {
+    pub fn of(object: &(impl ListFields + ?Sized)) -> Self {
         ContinueToken {
-            namespace: object.metadata.namespace.clone(),
-            name: object.metadata.name.clone().unwrap_or_default(),
+            namespace: object.namespace().map(str::to_owned),
+            name: object.name().unwrap_or_default().to_owned(),
         }
     }
 
@@ -114,11 +117,57 @@ impl ContinueToken {
     }
 }
 
+/// What a list is selected, ordered and paged by, read from a whole object or from a
+/// backend's compact index of one (the embedded cache keeps one next to each object's JSON).
+/// [`CompiledQuery`] reads objects only through it, so both forms answer a query alike.
+pub trait ListFields {
+    /// `metadata.name`.
+    fn name(&self) -> Option<&str>;
+    /// `metadata.namespace`.
+    fn namespace(&self) -> Option<&str>;
+    /// `metadata.creationTimestamp`.
+    fn creation_timestamp(&self) -> Option<Timestamp>;
+    /// The value of the label `key`.
+    fn label(&self, key: &str) -> Option<&str>;
+    /// The field at a field selector's dotted `path`, rendered as [`field_value`] does.
+    fn field_value(&self, path: &str) -> Cow<'_, str>;
+    /// The value at a sort field's `path` (`metadata.*` included), if any.
+    fn sort_value(&self, path: &[String]) -> Option<Cow<'_, Value>>;
+}
+
+impl ListFields for DynamicObject {
+    fn name(&self) -> Option<&str> {
+        self.metadata.name.as_deref()
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.metadata.namespace.as_deref()
+    }
+
+    fn creation_timestamp(&self) -> Option<Timestamp> {
+        self.metadata.creation_timestamp.as_ref().map(|t| t.0)
+    }
+
+    fn label(&self, key: &str) -> Option<&str> {
+        self.metadata.labels.as_ref()?.get(key).map(String::as_str)
+    }
+
+    fn field_value(&self, path: &str) -> Cow<'_, str> {
+        Cow::Owned(field_value(self, path))
+    }
+
+    fn sort_value(&self, path: &[String]) -> Option<Cow<'_, Value>> {
+        field_at(self, path)
+    }
+}
+
 /// A [`ListQuery`] with its selectors parsed and its paging validated.
 #[derive(Clone, Debug)]
 pub struct CompiledQuery {
     /// Parsed label selector.
     pub labels: Selector,
+    /// The expressions of `labels`, which objects are matched against.
+    label_expressions: Vec<Expression>,
     /// Parsed field selector.
     pub fields: FieldSelector,
     /// Lower-cased fuzzy name filter.
@@ -160,8 +209,10 @@ impl ListQuery {
             .as_deref()
             .map(parse_sort_field)
             .transpose()?;
+        let labels = parse_label_selector(self.label_selector.as_deref().unwrap_or(""))?;
         Ok(CompiledQuery {
-            labels: parse_label_selector(self.label_selector.as_deref().unwrap_or(""))?,
+            label_expressions: labels.clone().into_iter().collect(),
+            labels,
             fields: FieldSelector::parse(self.field_selector.as_deref().unwrap_or(""))?,
             name: self
                 .name
@@ -205,8 +256,7 @@ pub struct ObjectPage {
     /// keeps objects pre-rendered (the embedded cache); answers are then assembled from these
     /// bytes instead of serializing every object again. In a page from
     /// [`ReadBackend::list_rendered`](super::ReadBackend::list_rendered), these bytes are the
-    /// objects and `items` may hold only the metadata the page was selected, ordered and
-    /// paged by.
+    /// objects and `items` may hold only each object's name and namespace.
     pub rendered: Option<Vec<Bytes>>,
 }
 
@@ -224,7 +274,7 @@ impl ObjectPage {
         if self.remaining() == 0 {
             return None;
         }
-        self.items.last().map(|o| ContinueToken::of(o))
+        self.items.last().map(|o| ContinueToken::of(o.as_ref()))
     }
 
     /// A Kubernetes-style chunk of a whole list sorted by name ascending (the default
@@ -300,29 +350,28 @@ impl CompiledQuery {
     }
 
     /// Whether `object` in `namespace` (`None`: any) passes the selectors and the name filter.
-    pub fn matches(&self, namespace: Option<&str>, object: &DynamicObject) -> bool {
-        let meta = &object.metadata;
+    pub fn matches(&self, namespace: Option<&str>, object: &(impl ListFields + ?Sized)) -> bool {
         if let Some(ns) = namespace
-            && meta.namespace.as_deref() != Some(ns)
+            && object.namespace() != Some(ns)
         {
             return false;
         }
         if !self.namespaces.is_empty()
-            && !meta
-                .namespace
-                .as_ref()
-                .is_some_and(|ns| self.namespaces.contains(ns))
+            && !object
+                .namespace()
+                .is_some_and(|ns| self.namespaces.iter().any(|n| n == ns))
         {
             return false;
         }
         if let Some(needle) = &self.name {
-            let name = meta.name.as_deref().unwrap_or_default();
+            let name = object.name().unwrap_or_default();
             if !contains_ignore_case(name, needle) {
                 return false;
             }
         }
-        labels_match(&self.labels, meta.labels.as_ref())
-            && (self.fields.selects_all() || self.fields.matches(object))
+        expressions_match(&self.label_expressions, |key| object.label(key))
+            && (self.fields.selects_all()
+                || self.fields.matches_with(|path| object.field_value(path)))
     }
 
     /// Filters, sorts and pages `objects`.
@@ -330,7 +379,7 @@ impl CompiledQuery {
     where
         I: IntoIterator<Item = Arc<DynamicObject>>,
     {
-        let (items, pagination) = self.select_by(namespace, objects, |o| o);
+        let (items, pagination) = self.select_by(namespace, objects, |o| o.as_ref());
         ObjectPage {
             items,
             pagination,
@@ -345,7 +394,7 @@ impl CompiledQuery {
     where
         I: IntoIterator<Item = (Arc<DynamicObject>, Bytes)>,
     {
-        let (page, pagination) = self.select_by(namespace, objects, |(o, _)| o);
+        let (page, pagination) = self.select_by(namespace, objects, |(o, _)| o.as_ref());
         let (items, rendered) = page.into_iter().unzip();
         ObjectPage {
             items,
@@ -355,32 +404,48 @@ impl CompiledQuery {
         }
     }
 
-    fn select_by<T, I, F>(
+    /// Filters, sorts and pages `objects`, each read through `fields`: the items of the page
+    /// and its paging facts.
+    pub fn select_by<T, I, F, O>(
         &self,
         namespace: Option<&str>,
         objects: I,
-        object: F,
+        fields: F,
     ) -> (Vec<T>, Pagination)
     where
         I: IntoIterator<Item = T>,
-        F: Fn(&T) -> &Arc<DynamicObject>,
+        F: Fn(&T) -> &O,
+        O: ListFields + ?Sized,
     {
         let mut matched: Vec<T> = objects
             .into_iter()
-            .filter(|o| self.matches(namespace, object(o)))
+            .filter(|o| self.matches(namespace, fields(o)))
             .collect();
         let (sort_by, sort_dir) = (self.sort_by, self.sort_dir);
         match &self.sort_field {
-            Some(path) => matched.sort_by(|a, b| {
-                let ord = compare_field(path, object(a), object(b))
-                    .then_with(|| compare(SortBy::Name, SortDir::Asc, object(a), object(b)));
-                match sort_dir {
-                    SortDir::Asc => ord,
-                    SortDir::Desc => ord.reverse(),
-                }
-            }),
+            Some(path) => {
+                // Each object's value is read once, not once per comparison.
+                let values: Vec<Option<Cow<'_, Value>>> =
+                    matched.iter().map(|o| fields(o).sort_value(path)).collect();
+                let mut order: Vec<usize> = (0..matched.len()).collect();
+                order.sort_by(|&i, &j| {
+                    let (a, b) = (fields(&matched[i]), fields(&matched[j]));
+                    let ord = compare_values(values[i].as_deref(), values[j].as_deref())
+                        .then_with(|| compare(SortBy::Name, SortDir::Asc, a, b));
+                    match sort_dir {
+                        SortDir::Asc => ord,
+                        SortDir::Desc => ord.reverse(),
+                    }
+                });
+                drop(values);
+                let mut slots: Vec<Option<T>> = matched.into_iter().map(Some).collect();
+                matched = order
+                    .into_iter()
+                    .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+                    .collect();
+            }
             None => {
-                matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, object(a), object(b)))
+                matched.sort_unstable_by(|a, b| compare(sort_by, sort_dir, fields(a), fields(b)))
             }
         }
         let total = matched.len();
@@ -463,11 +528,7 @@ fn parse_sort_field(path: &str) -> Result<Vec<String>, RouterError> {
 }
 
 /// The value at `path` of an object (`metadata.*` included), if any.
-fn field_at<'a>(
-    object: &'a DynamicObject,
-    path: &[String],
-) -> Option<std::borrow::Cow<'a, serde_json::Value>> {
-    use std::borrow::Cow;
+fn field_at<'a>(object: &'a DynamicObject, path: &[String]) -> Option<Cow<'a, Value>> {
     if path.first().map(String::as_str) == Some("metadata") {
         let meta = serde_json::to_value(&object.metadata).ok()?;
         return path[1..]
@@ -483,8 +544,7 @@ fn field_at<'a>(
 
 /// Orders field values: missing, null, booleans, numbers (by value), strings, then arrays and
 /// objects (by their JSON text).
-fn compare_field(path: &[String], a: &DynamicObject, b: &DynamicObject) -> Ordering {
-    use serde_json::Value;
+fn compare_values(va: Option<&Value>, vb: Option<&Value>) -> Ordering {
     fn rank(v: Option<&Value>) -> u8 {
         match v {
             None => 0,
@@ -495,8 +555,6 @@ fn compare_field(path: &[String], a: &DynamicObject, b: &DynamicObject) -> Order
             Some(_) => 5,
         }
     }
-    let (va, vb) = (field_at(a, path), field_at(b, path));
-    let (va, vb) = (va.as_deref(), vb.as_deref());
     rank(va).cmp(&rank(vb)).then_with(|| match (va, vb) {
         (Some(Value::Bool(x)), Some(Value::Bool(y))) => x.cmp(y),
         (Some(Value::Number(x)), Some(Value::Number(y))) => {
@@ -509,25 +567,22 @@ fn compare_field(path: &[String], a: &DynamicObject, b: &DynamicObject) -> Order
     })
 }
 
-fn compare(by: SortBy, dir: SortDir, a: &DynamicObject, b: &DynamicObject) -> Ordering {
-    let (ma, mb) = (&a.metadata, &b.metadata);
+fn compare<O: ListFields + ?Sized>(by: SortBy, dir: SortDir, a: &O, b: &O) -> Ordering {
     let by_name = || {
-        ma.name
-            .cmp(&mb.name)
-            .then_with(|| ma.namespace.cmp(&mb.namespace))
+        a.name()
+            .cmp(&b.name())
+            .then_with(|| a.namespace().cmp(&b.namespace()))
     };
     let ord = match by {
         SortBy::Name => by_name(),
-        SortBy::CreationTimestamp => ma
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0)
-            .cmp(&mb.creation_timestamp.as_ref().map(|t| t.0))
+        SortBy::CreationTimestamp => a
+            .creation_timestamp()
+            .cmp(&b.creation_timestamp())
             .then_with(by_name),
-        SortBy::Namespace => ma
-            .namespace
-            .cmp(&mb.namespace)
-            .then_with(|| ma.name.cmp(&mb.name)),
+        SortBy::Namespace => a
+            .namespace()
+            .cmp(&b.namespace())
+            .then_with(|| a.name().cmp(&b.name())),
     };
     match dir {
         SortDir::Asc => ord,

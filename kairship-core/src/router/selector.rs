@@ -2,6 +2,7 @@
 //! [`Selector`]/[`Expression`] types (labels) and a small field matcher, evaluated on cached
 //! objects.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::core::{DynamicObject, Expression, Selector, SelectorExt};
@@ -25,6 +26,23 @@ pub fn labels_match(selector: &Selector, labels: Option<&BTreeMap<String, String
     }
     static EMPTY: BTreeMap<String, String> = BTreeMap::new();
     selector.matches(labels.unwrap_or(&EMPTY))
+}
+
+/// Whether the labels that `label` looks up satisfy every one of `expressions`, with kube's
+/// semantics (`!=` and `notin` match an absent label): the same answer as [`labels_match`] for
+/// labels kept in any form.
+pub fn expressions_match<'a>(
+    expressions: &[Expression],
+    label: impl Fn(&str) -> Option<&'a str>,
+) -> bool {
+    expressions.iter().all(|expression| match expression {
+        Expression::In(key, values) => label(key).is_some_and(|v| values.contains(v)),
+        Expression::NotIn(key, values) => label(key).is_none_or(|v| !values.contains(v)),
+        Expression::Equal(key, value) => label(key) == Some(value.as_str()),
+        Expression::NotEqual(key, value) => label(key) != Some(value.as_str()),
+        Expression::Exists(key) => label(key).is_some(),
+        Expression::DoesNotExist(key) => label(key).is_none(),
+    })
 }
 
 fn invalid(reason: impl Into<String>) -> RouterError {
@@ -215,10 +233,15 @@ impl FieldSelector {
 
     /// Whether `object` satisfies every requirement.
     pub fn matches(&self, object: &DynamicObject) -> bool {
-        self.0.iter().all(|req| {
-            let actual = field_value(object, &req.path);
-            (actual == req.value) != req.negated
-        })
+        self.matches_with(|path| Cow::Owned(field_value(object, path)))
+    }
+
+    /// Whether the fields that `value` renders (as [`field_value`] does) satisfy every
+    /// requirement.
+    pub fn matches_with<'a>(&self, value: impl Fn(&str) -> Cow<'a, str>) -> bool {
+        self.0
+            .iter()
+            .all(|req| (value(&req.path) == req.value.as_str()) != req.negated)
     }
 
     /// The selector in query syntax.
@@ -300,6 +323,40 @@ mod tests {
         }
         assert!(labels_match(&parse_label_selector("!x").unwrap(), None));
         assert!(!labels_match(&parse_label_selector("x").unwrap(), None));
+    }
+
+    #[test]
+    fn expressions_match_answers_as_kube_does() {
+        let label_sets = [
+            labels(&[("app", "web"), ("tier", "front"), ("env", "prod")]),
+            labels(&[("app", "db"), ("tier", "back")]),
+            labels(&[("app", "")]),
+            labels(&[]),
+        ];
+        for selector in [
+            "",
+            "app=web",
+            "app!=web",
+            "app=",
+            "app!=",
+            "env",
+            "!env",
+            "tier in (front,back)",
+            "tier notin (back)",
+            "app in (web, db), !env",
+            "app notin (web),tier",
+        ] {
+            let parsed = parse_label_selector(selector).unwrap();
+            let expressions: Vec<Expression> = parsed.clone().into_iter().collect();
+            for set in &label_sets {
+                let lookup = |key: &str| set.get(key).map(String::as_str);
+                assert_eq!(
+                    expressions_match(&expressions, lookup),
+                    labels_match(&parsed, Some(set)),
+                    "{selector} on {set:?}"
+                );
+            }
+        }
     }
 
     #[test]
