@@ -371,6 +371,48 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 }
 
+/// A string read from JSON: borrowed from the text when it holds no escapes (no allocation),
+/// copied otherwise. For decoders that read a few fields of large objects and compare or
+/// copy them once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonStr<'a>(pub Cow<'a, str>);
+
+impl JsonStr<'_> {
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for StrVisitor<'a> {
+            type Value = JsonStr<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                v: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(StrVisitor(std::marker::PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +498,26 @@ mod tests {
             "[]",
         ] {
             assert!(serde_json::from_str::<Slim<Pod>>(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn json_strings_are_borrowed_unless_escaped() {
+        // (JSON, string, borrowed)
+        for (json, want, borrowed) in [
+            (r#""plain""#, Some("plain"), true),
+            (r#""a\"b""#, Some("a\"b"), false),
+            (r#""caf\u00e9""#, Some("café"), false),
+            ("7", None, false),
+            ("null", None, false),
+        ] {
+            match serde_json::from_str::<JsonStr<'_>>(json) {
+                Ok(s) => {
+                    assert_eq!(Some(s.as_str()), want, "{json}");
+                    assert_eq!(matches!(s.0, Cow::Borrowed(_)), borrowed, "{json}");
+                }
+                Err(_) => assert_eq!(want, None, "{json}"),
+            }
         }
     }
 }

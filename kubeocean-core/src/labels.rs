@@ -5,6 +5,14 @@
 pub const MANAGED_BY: &str = "kubeocean.io/managed-by";
 /// Value of [`MANAGED_BY`].
 pub const MANAGED_BY_VALUE: &str = "kubeocean";
+
+/// Whether an object carries `kubeocean.io/managed-by=kubeocean` (one Kubeocean created).
+pub fn is_managed(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_BY))
+        .is_some_and(|v| v == MANAGED_BY_VALUE)
+}
 /// Label on virtual nodes: name of the ClusterBinding they come from.
 pub const CLUSTER_BINDING: &str = "kubeocean.io/cluster-binding";
 /// Label on virtual nodes: `clusterID` of the worker cluster.

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::core::{ApiResource, DynamicResourceScope, Resource};
+use kube_kit::slim::JsonStr;
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -269,35 +270,6 @@ struct SlimMeta<'a> {
 /// Whether a member is there, whatever its value.
 fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
     IgnoredAny::deserialize(deserializer).map(|_| true)
-}
-
-/// A string, borrowed from the JSON text unless it holds escapes.
-struct JsonStr<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StrVisitor<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for StrVisitor<'a> {
-            type Value = JsonStr<'a>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(JsonStr(Cow::Borrowed(v)))
-            }
-
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(JsonStr(Cow::Owned(v.to_owned())))
-            }
-
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(JsonStr(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(StrVisitor(PhantomData))
-    }
 }
 
 /// A label map's (key, value) pairs in the order of the JSON.

@@ -23,12 +23,7 @@ pub struct HostPort {
 /// The host ports `pod` holds on its node: none for Kubeocean's own pods (their virtual pods
 /// already hold them on the virtual node, as upstream counts them) and for finished pods.
 pub fn host_ports_of(pod: &Pod) -> Vec<HostPort> {
-    let managed = pod
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE);
+    let managed = labels::is_managed(&pod.metadata);
     let finished = matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")

@@ -100,12 +100,7 @@ pub fn pod_counts(pod: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("Pending");
-    let ours = pod
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE);
+    let ours = labels::is_managed(&pod.metadata);
     matches!(phase, "Pending" | "Running") && !ours
 }
 
@@ -314,12 +309,7 @@ impl PodUsage {
             .as_ref()
             .and_then(|s| s.phase.as_deref())
             .unwrap_or("Pending");
-        let ours = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(labels::MANAGED_BY))
-            .is_some_and(|v| v == labels::MANAGED_BY_VALUE);
+        let ours = labels::is_managed(&pod.metadata);
         if !ours || !matches!(phase, "Pending" | "Running") {
             return PodUsage::default();
         }

@@ -51,18 +51,10 @@ impl CachedPod {
             usage: PodUsage::of(pod),
             mapped: PodUsage::of_mapped(pod),
             host_ports: host_ports_of(pod),
-            own: is_own(pod),
+            own: labels::is_managed(&pod.metadata),
         };
         Some((uid, cached))
     }
-}
-
-fn is_own(pod: &Pod) -> bool {
-    pod.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
 }
 
 /// What the index keeps of one pod, with its uid (`None` for a pod without a uid).

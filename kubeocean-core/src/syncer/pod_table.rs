@@ -186,15 +186,6 @@ impl PodTable {
             .collect()
     }
 
-    /// All uids (bound to a node or Kubeocean's own).
-    pub fn uids(&self) -> impl Iterator<Item = &Arc<str>> + '_ {
-        self.node_of.keys().chain(
-            self.own_keys
-                .keys()
-                .filter(|uid| !self.node_of.contains_key(*uid)),
-        )
-    }
-
     fn intern_node(&self, node: &str) -> Arc<str> {
         self.by_node
             .get_key_value(node)

@@ -13,8 +13,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_kit::slim::JsonStr;
+use serde::Deserialize;
 use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::index::CachedPod;
@@ -47,8 +48,7 @@ impl WorkerPod {
 /// (label `kubeocean.io/managed-by=kubeocean`). Use it as the object type of the pod watch
 /// (`Api<WirePod>`); `managedFields` are never decoded.
 ///
-/// It decodes only from `serde_json` (it keeps parts of the JSON aside while it reads). It
-/// serializes as the whole pod when it has it, otherwise as its metadata alone.
+/// It decodes only from `serde_json` (it keeps parts of the JSON aside while it reads).
 #[derive(Clone, Debug, PartialEq)]
 pub struct WirePod {
     meta: ObjectMeta,
@@ -102,19 +102,6 @@ impl kube::Resource for WirePod {
 
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.meta
-    }
-}
-
-impl Serialize for WirePod {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.whole {
-            Some(pod) => pod.serialize(serializer),
-            None => Pod {
-                metadata: self.meta.clone(),
-                ..Pod::default()
-            }
-            .serialize(serializer),
-        }
     }
 }
 
@@ -176,39 +163,14 @@ impl<'de> Visitor<'de> for ManagedLabelVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ManagedLabel, A::Error> {
         let mut managed = false;
-        while let Some(key) = map.next_key::<Text<'de>>()? {
+        while let Some(key) = map.next_key::<JsonStr<'de>>()? {
             if key.0 == labels::MANAGED_BY {
-                managed = map.next_value::<Text<'de>>()?.0 == labels::MANAGED_BY_VALUE;
+                managed = map.next_value::<JsonStr<'de>>()?.0 == labels::MANAGED_BY_VALUE;
             } else {
-                map.next_value::<Text<'de>>()?;
+                map.next_value::<JsonStr<'de>>()?;
             }
         }
         Ok(ManagedLabel(managed))
-    }
-}
-
-/// A string borrowed from the JSON when it has no escapes (no allocation), copied otherwise.
-struct Text<'de>(std::borrow::Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Text<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Text<'de>, D::Error> {
-        struct TextVisitor;
-        impl<'de> Visitor<'de> for TextVisitor {
-            type Value = Text<'de>;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-
-            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Borrowed(v)))
-            }
-
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Owned(v.to_owned())))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor)
     }
 }
 

@@ -275,11 +275,7 @@ pub fn back_reference(physical: &ObjectMeta) -> BackReference {
 /// older syncer) is ours when it carries our label and names the same namespace and name.
 pub fn ownership(physical: &ObjectMeta, virtual_obj: &ObjectMeta) -> Ownership {
     let recorded = back_reference(physical);
-    let managed = physical
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE);
+    let managed = is_managed(physical);
     if !managed && recorded == BackReference::default() {
         return Ownership::Unowned;
     }
@@ -299,13 +295,7 @@ pub fn ownership(physical: &ObjectMeta, virtual_obj: &ObjectMeta) -> Ownership {
     }
 }
 
-/// Whether a physical object carries `kubeocean.io/managed-by=kubeocean`.
-pub fn is_managed(meta: &ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(labels::MANAGED_BY))
-        .is_some_and(|v| v == labels::MANAGED_BY_VALUE)
-}
+pub use crate::labels::is_managed;
 
 /// Whether the physical object `physical` is a copy of the virtual `namespace/name` (an
 /// earlier object of that name included): labelled ours and pointing back at it.
