@@ -1,5 +1,5 @@
 //! What kubectl reads besides the resources, over loopback HTTP, compared with the recordings
-//! of a real kube-apiserver v1.36 (`shared/reference/kube-apiserver-v1.36`): aggregated
+//! of a real kube-apiserver v1.36 (`kube-sandbox/testdata/kube-apiserver-v1.36`): aggregated
 //! discovery, the OpenAPI v2/v3 documents, and Tables.
 
 #![allow(clippy::unwrap_used)]
@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 const REFERENCE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/reference/kube-apiserver-v1.36"
+    "/testdata/kube-apiserver-v1.36"
 );
 const AGGREGATED: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
@@ -19,7 +19,7 @@ fn reference(file: &str) -> Value {
     let path = format!("{REFERENCE}/{file}");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "reference recording {path} is missing ({e}); shared/ must sit beside the repository"
+            "reference recording {path} is missing ({e}); it is kept under kube-sandbox/testdata"
         )
     });
     serde_json::from_str(&text).unwrap()

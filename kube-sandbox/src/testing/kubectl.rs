@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::charts::workspace_root;
 use super::tools::skip_or_fail;
 
 /// The oldest kubectl minor version the tests speak for (what the users run).
@@ -175,13 +174,13 @@ fn failure_text(args: &[&str], out: Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The folder of the recorded kube-apiserver v1.36 answers (`shared/` beside the workspace).
+/// The folder of the recorded kube-apiserver v1.36 answers, kept in the repository
+/// (`kube-sandbox/testdata/kube-apiserver-v1.36`).
 pub fn reference_dir() -> PathBuf {
-    workspace_root()
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(".."))
-        .join("shared/reference/kube-apiserver-v1.36")
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/kube-apiserver-v1.36"
+    ))
 }
 
 /// A recorded reference file (e.g. `tables/api_v1_nodes.json`), parsed; panics naming the path.

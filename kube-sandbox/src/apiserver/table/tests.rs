@@ -1,18 +1,18 @@
 //! Tables compared column for column with what a real kube-apiserver v1.36 answered
-//! (`shared/reference/kube-apiserver-v1.36/tables`), plus the kinds it did not record.
+//! (`kube-sandbox/testdata/kube-apiserver-v1.36/tables`), plus the kinds it did not record.
 
 use super::*;
 use crate::apiserver::resources::{builtin_types, type_from_crd};
 
 const REFERENCE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/reference/kube-apiserver-v1.36"
+    "/testdata/kube-apiserver-v1.36"
 );
 
 fn reference(file: &str) -> Value {
     let path = format!("{REFERENCE}/{file}");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("reference recording {path} is missing ({e}); the shared/ folder must sit beside the repository")
+        panic!("reference recording {path} is missing ({e}); it is kept under kube-sandbox/testdata")
     });
     serde_json::from_str(&text).unwrap()
 }
