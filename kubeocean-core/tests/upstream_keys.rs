@@ -38,6 +38,8 @@ fn pod(name: &str, owner: Option<(&str, &str)>, labels: Value) -> Pod {
         "metadata": meta,
         "spec": { "nodeName": VNODE,
             "tolerations": [{ "key": "kubeocean.io/vnode", "operator": "Exists" }],
+            "volumes": [{ "name": "token", "projected": { "sources": [
+                { "serviceAccountToken": { "path": "token", "expirationSeconds": 3600 } }] } }],
             "containers": [{ "name": "app", "image": "nginx" }] },
     }))
 }
@@ -148,12 +150,10 @@ async fn physical_pods_carry_the_workload_labels_and_the_virtual_node_upstreams_
         .await
         .unwrap();
     assert_eq!(of_web.items.len(), 1);
+    // The token Secrets of the mapped pods carry upstream's label.
     let tokens = Api::<Secret>::namespaced(pair.w.clone(), MOUNT)
         .list(&ListParams::default().labels("kubeocean.io/service-account-token=true"))
         .await
         .unwrap();
-    assert!(
-        !tokens.items.is_empty(),
-        "the token Secrets of the mapped pods carry upstream's label"
-    );
+    assert_eq!(tokens.items.len(), cases.len());
 }

@@ -176,13 +176,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const VALUE_REGEX: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue' or 'my_value' or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-    const NAME_REGEX: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    const VALUE_REGEX: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    const NAME_REGEX: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
     const PREFIX_REGEX: &str = "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
     #[test]
     fn label_values_as_is_valid_label_value() {
         let long = "a".repeat(64);
+        let longest = "a".repeat(63);
         let long_and_bad = format!("{}-", "a".repeat(63));
         // (value, messages of IsValidLabelValue)
         let table: Vec<(&str, Vec<&str>)> = vec![
@@ -190,7 +191,7 @@ mod tests {
             ("kubeocean", vec![]),
             ("kubeocean.io-syncer", vec![]),
             ("My_Value.1", vec![]),
-            (&"a".repeat(63), vec![]),
+            (&longest, vec![]),
             ("kubeocean.io/syncer", vec![VALUE_REGEX]),
             ("-lead", vec![VALUE_REGEX]),
             ("trail.", vec![VALUE_REGEX]),
@@ -209,7 +210,7 @@ mod tests {
 
     #[test]
     fn label_keys_as_is_qualified_name() {
-        let too_many = "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
+        let too_many = "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
         let long_name = format!("example.com/{}", "a".repeat(64));
         let long_prefix = format!("{}/a", "a".repeat(254));
         let table: Vec<(&str, Vec<&str>)> = vec![
