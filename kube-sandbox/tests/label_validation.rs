@@ -149,15 +149,13 @@ async fn every_problem_of_every_label_is_a_cause_in_key_order() {
             .map(|c| {
                 assert_eq!(c["field"], "metadata.labels");
                 assert_eq!(c["reason"], "FieldValueInvalid");
-                let message = c["message"].as_str().unwrap().to_owned();
-                let detail = message.splitn(2, "\": ").nth(1).unwrap().to_owned();
-                let value = message
+                let message = c["message"].as_str().unwrap();
+                let (value, detail) = message
                     .strip_prefix("Invalid value: \"")
                     .unwrap()
-                    .split("\": ")
-                    .next()
-                    .unwrap()
-                    .to_owned();
+                    .split_once("\": ")
+                    .unwrap();
+                let (value, detail) = (value.to_owned(), detail.to_owned());
                 (value, detail)
             })
             .collect();
@@ -181,7 +179,9 @@ async fn every_problem_of_every_label_is_a_cause_in_key_order() {
         );
         let message = status["message"].as_str().unwrap();
         assert!(
-            message.starts_with("ConfigMap \"cm\" is invalid: [metadata.labels: Invalid value: \"a/b/c\": "),
+            message.starts_with(
+                "ConfigMap \"cm\" is invalid: [metadata.labels: Invalid value: \"a/b/c\": "
+            ),
             "{message}"
         );
 

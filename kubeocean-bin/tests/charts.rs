@@ -515,9 +515,9 @@ async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
     use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
     use k8s_openapi::api::discovery::v1::EndpointSlice;
-    use kube::api::{Patch, PatchParams};
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     use kube::api::{DeleteParams, ListParams, PostParams};
+    use kube::api::{Patch, PatchParams};
     use kube::{Api, ResourceExt};
     use kube_kit::admin::Metrics;
     use kube_kit::controller::ControllerMetrics;

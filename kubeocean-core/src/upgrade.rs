@@ -83,10 +83,7 @@ pub fn without_finalizer(current: &[String], finalizer: &str) -> Option<Vec<Stri
 /// `kubeocean.io/physical-namespace` and `kubeocean.io/deleting-<clusterID>`. As a JSON
 /// merge patch guarded by the object's `resourceVersion`; `None` when the object holds
 /// neither that finalizer nor that label (not upstream's copy for this cluster).
-pub fn release_synced_patch(
-    meta: &ObjectMeta,
-    cluster_id: &str,
-) -> Option<serde_json::Value> {
+pub fn release_synced_patch(meta: &ObjectMeta, cluster_id: &str) -> Option<serde_json::Value> {
     use serde_json::{Map, Value, json};
     let finalizer = upstream_synced_finalizer(cluster_id);
     let synced_by = format!("{UPSTREAM_SYNCED_BY_LABEL_PREFIX}{cluster_id}");
@@ -235,7 +232,8 @@ mod tests {
 
     #[test]
     fn release_synced_patch_table() {
-        let meta = |value: serde_json::Value| -> ObjectMeta { serde_json::from_value(value).unwrap() };
+        let meta =
+            |value: serde_json::Value| -> ObjectMeta { serde_json::from_value(value).unwrap() };
         // As `UpdateVirtualResourceLabelsAndAnnotations` leaves a virtual Secret a PV uses,
         // plus `AddClusterBindingDeletingAnnotation` and a user's keys.
         let upstream_copy = json!({

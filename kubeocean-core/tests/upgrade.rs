@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -30,9 +33,6 @@ use kubeocean_core::manager::{
 };
 use kubeocean_core::naming::physical_name;
 use kubeocean_core::syncer::SyncerConfig;
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use k8s_openapi::api::core::v1::Taint;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -340,9 +340,8 @@ async fn upstream_leftovers(pair: &ServedPair) -> (String, String, String) {
     // `buildPhysicalPodAnnotations` (its record: the virtual pod's own labels and annotations,
     // base64 of JSON, `outputExpectedPodMetadataToAnnotation`).
     let physical_pod_name = physical_name("default", "web");
-    let pod_record = STANDARD.encode(
-        serde_json::to_vec(&json!({ "labels": { "app": "web" } })).unwrap(),
-    );
+    let pod_record =
+        STANDARD.encode(serde_json::to_vec(&json!({ "labels": { "app": "web" } })).unwrap());
     let ppod = Api::<Pod>::namespaced(w.clone(), MOUNT)
         .create(
             &PostParams::default(),

@@ -89,9 +89,11 @@ async fn physical_pods_carry_the_workload_labels_and_the_virtual_node_upstreams_
         .address;
     let nodes: Api<Node> = Api::all(pair.c.clone());
     eventually("the virtual node with upstream's keys", || async {
-        nodes.get_opt(VNODE).await.unwrap().is_some_and(|n| {
-            n.annotations().contains_key("kubeocean.io/prometheus-url")
-        })
+        nodes
+            .get_opt(VNODE)
+            .await
+            .unwrap()
+            .is_some_and(|n| n.annotations().contains_key("kubeocean.io/prometheus-url"))
     })
     .await;
     let vnode = nodes.get(VNODE).await.unwrap();
@@ -134,7 +136,10 @@ async fn physical_pods_carry_the_workload_labels_and_the_virtual_node_upstreams_
         let p = physical.get(&physical_name).await.unwrap();
         let labels = p.labels();
         assert_eq!(labels["kubeocean.io/virtual-namespace"], NS, "{name}");
-        assert_eq!(labels["kubeocean.io/workload-type"], workload_type, "{name}");
+        assert_eq!(
+            labels["kubeocean.io/workload-type"], workload_type,
+            "{name}"
+        );
         assert_eq!(
             labels.get("kubeocean.io/workload-name").map(String::as_str),
             workload_name,

@@ -227,11 +227,11 @@ mod tests {
             ("Example.com/a", vec![PREFIX_REGEX]),
             ("a/b/c", vec![too_many]),
             ("-a", vec![NAME_REGEX]),
+            (&long_name, vec!["name part must be no more than 63 bytes"]),
             (
-                &long_name,
-                vec!["name part must be no more than 63 bytes"],
+                &long_prefix,
+                vec!["prefix part must be no more than 253 bytes"],
             ),
-            (&long_prefix, vec!["prefix part must be no more than 253 bytes"]),
         ];
         for (key, want) in table {
             assert_eq!(label_key_errors(key), want, "{key:?}");

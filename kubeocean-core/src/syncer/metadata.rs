@@ -299,7 +299,10 @@ mod tests {
         let table = [
             (plain.to_owned(), Some((want.clone(), Encoding::PlainJson))),
             (base64.clone(), Some((want.clone(), Encoding::Base64Json))),
-            (format!(" {base64}\n"), Some((want.clone(), Encoding::Base64Json))),
+            (
+                format!(" {base64}\n"),
+                Some((want.clone(), Encoding::Base64Json)),
+            ),
             ("".to_owned(), None),
             ("e30".to_owned(), None),
         ];
@@ -312,10 +315,8 @@ mod tests {
         let upstreams: serde_json::Value = serde_json::from_str(plain).unwrap();
         assert_eq!(written, upstreams);
         // Upstream's own record of the annotation is not an annotation to merge.
-        let nested = STANDARD.encode(r#"{"annotations":{"kubeocean.io/expected-metadata":"old","u":"1"}}"#);
-        assert_eq!(
-            decode(&nested).unwrap().0.annotations,
-            map(&[("u", "1")])
-        );
+        let nested =
+            STANDARD.encode(r#"{"annotations":{"kubeocean.io/expected-metadata":"old","u":"1"}}"#);
+        assert_eq!(decode(&nested).unwrap().0.annotations, map(&[("u", "1")]));
     }
 }

@@ -591,7 +591,8 @@ mod tests {
         no_ip.status.as_mut().unwrap().addresses = None;
         let binding = binding();
         assert!(
-            !virtual_node_labels(&no_ip, "v", &binding).contains_key(labels::PHYSICAL_NODE_INNER_IP)
+            !virtual_node_labels(&no_ip, "v", &binding)
+                .contains_key(labels::PHYSICAL_NODE_INNER_IP)
         );
     }
 
