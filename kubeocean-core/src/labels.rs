@@ -88,6 +88,11 @@ pub const USED_BY_PV: &str = "kubeocean.io/used-by-pv";
 /// Prefix of upstream's annotation `kubeocean.io/deleting-<clusterID>` (value: binding name)
 /// on virtual objects whose binding is being deleted.
 pub const DELETING_PREFIX: &str = "kubeocean.io/deleting-";
+/// Upstream's annotation on virtual objects: name of their physical copy (ours never writes
+/// it; removed on take-over).
+pub const PHYSICAL_NAME: &str = "kubeocean.io/physical-name";
+/// Upstream's annotation on virtual objects: namespace of their physical copy.
+pub const PHYSICAL_NAMESPACE: &str = "kubeocean.io/physical-namespace";
 /// Upstream's declared (never written) finalizer of synced resources.
 pub const SYNCED_RESOURCE_FINALIZER: &str = "kubeocean.io/synced-resource";
 

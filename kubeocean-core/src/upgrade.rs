@@ -125,8 +125,8 @@ pub fn release_synced_patch(meta: &ObjectMeta, cluster_id: &str) -> Option<serde
     let removed_annotations = nulls(
         &annotations,
         vec![
-            UPSTREAM_PHYSICAL_NAME.to_owned(),
-            UPSTREAM_PHYSICAL_NAMESPACE.to_owned(),
+            labels::PHYSICAL_NAME.to_owned(),
+            labels::PHYSICAL_NAMESPACE.to_owned(),
             format!("{}{cluster_id}", labels::DELETING_PREFIX),
         ],
     );
@@ -135,11 +135,6 @@ pub fn release_synced_patch(meta: &ObjectMeta, cluster_id: &str) -> Option<serde
     }
     Some(json!({ "metadata": patch_meta }))
 }
-
-/// Upstream's annotation on virtual copies: the physical object's name.
-pub const UPSTREAM_PHYSICAL_NAME: &str = "kubeocean.io/physical-name";
-/// Upstream's annotation on virtual copies: the physical object's namespace.
-pub const UPSTREAM_PHYSICAL_NAMESPACE: &str = "kubeocean.io/physical-namespace";
 
 /// Order in which bindings claim a `clusterID`: older `creationTimestamp` first, then name.
 /// A binding without a timestamp (not from an API server) sorts last.
