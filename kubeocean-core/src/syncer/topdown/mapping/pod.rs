@@ -1823,4 +1823,53 @@ mod tests {
             Err(MapError::Unnamed { kind: "Pod", .. })
         ));
     }
+
+    #[test]
+    fn workload_of_table() {
+        // (first owner kind and name, pod-template-hash label, expected type and name), as
+        // upstream's `getWorkloadInfo` answers.
+        let cases: [(Option<(&str, &str)>, Option<&str>, (&str, Option<&str>)); 8] = [
+            (None, None, ("pod", None)),
+            (
+                Some(("ReplicaSet", "web-7d9f8c6b5")),
+                Some("7d9f8c6b5"),
+                ("deployment", Some("web")),
+            ),
+            (
+                Some(("ReplicaSet", "my-web-app-7d9f8c6b5")),
+                Some("7d9f8c6b5"),
+                ("deployment", Some("my-web-app")),
+            ),
+            // A ReplicaSet of no Deployment.
+            (Some(("ReplicaSet", "rs")), None, ("replicaset", Some("rs"))),
+            (
+                Some(("ReplicaSet", "rs-abc")),
+                Some("xyz"),
+                ("replicaset", Some("rs-abc")),
+            ),
+            (
+                Some(("StatefulSet", "db")),
+                None,
+                ("statefulset", Some("db")),
+            ),
+            (Some(("Job", "once")), None, ("job", Some("once"))),
+            (Some(("MyKind", "x")), None, ("mykind", Some("x"))),
+        ];
+        for (owner, hash, (kind, name)) in cases {
+            let mut meta = serde_json::json!({ "name": "p", "namespace": "ns" });
+            if let Some((owner_kind, owner_name)) = owner {
+                meta["ownerReferences"] = serde_json::json!([{ "apiVersion": "apps/v1",
+                    "kind": owner_kind, "name": owner_name, "uid": "u" }]);
+            }
+            if let Some(hash) = hash {
+                meta["labels"] = serde_json::json!({ "pod-template-hash": hash });
+            }
+            let pod: Pod = serde_json::from_value(serde_json::json!({ "metadata": meta })).unwrap();
+            assert_eq!(
+                workload_of(&pod),
+                (kind.to_owned(), name.map(str::to_owned)),
+                "{owner:?} {hash:?}"
+            );
+        }
+    }
 }
