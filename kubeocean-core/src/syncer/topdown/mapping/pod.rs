@@ -1828,7 +1828,9 @@ mod tests {
     fn workload_of_table() {
         // (first owner kind and name, pod-template-hash label, expected type and name), as
         // upstream's `getWorkloadInfo` answers.
-        let cases: [(Option<(&str, &str)>, Option<&str>, (&str, Option<&str>)); 8] = [
+        type Owner<'a> = Option<(&'a str, &'a str)>;
+        type Workload<'a> = (&'a str, Option<&'a str>);
+        let cases: [(Owner, Option<&str>, Workload); 8] = [
             (None, None, ("pod", None)),
             (
                 Some(("ReplicaSet", "web-7d9f8c6b5")),
