@@ -505,15 +505,19 @@ async fn create_rendered(client: &kube::Client, doc: &Value) {
 /// The worker chart as docs/kubeocean/bind-worker.md installs it, applied to a sandbox worker
 /// (which enforces RBAC for every token but its admin's); the manager (embedded, syncer only)
 /// reaches the worker with a token of the chart's ServiceAccount. The binding becomes Ready
-/// (the chart's PriorityClass included), a pod is mapped, and deleting the binding with an
-/// object left in the mount namespace completes: the syncer removes what it labelled with
-/// the chart's rights alone.
+/// (the chart's PriorityClass included), a pod is mapped, a Service of a `serviceNamespaces`
+/// namespace is reflected with its EndpointSlice (accepted by a worker that validates labels
+/// as kube-apiserver does), and deleting the binding with an object left in the mount
+/// namespace completes: the syncer removes what it labelled, the reflected slice included
+/// (`deletecollection`), with the chart's rights alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
     use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
     use k8s_openapi::api::scheduling::v1::PriorityClass;
     use kube::api::{DeleteParams, ListParams, PostParams};
+    use kube::api::{Patch, PatchParams};
     use kube::{Api, ResourceExt};
     use kube_kit::admin::Metrics;
     use kube_kit::controller::ControllerMetrics;
@@ -618,6 +622,46 @@ async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
     )
     .await
     .unwrap();
+    // A Service of `shop`, reflected into the mount namespace with its EndpointSlice.
+    Api::<ClusterBinding>::all(c.clone())
+        .patch(
+            "worker-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"serviceNamespaces": ["shop"]}})),
+        )
+        .await
+        .unwrap();
+    Api::<Namespace>::all(c.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "shop"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    Api::<Service>::namespaced(c.clone(), "shop")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "db"},
+                "spec": {"ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}]}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    Api::<EndpointSlice>::namespaced(c.clone(), "shop")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "db-abcde", "labels": {
+                    "kubernetes.io/service-name": "db",
+                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.244.1.1"], "conditions": {"ready": true}}],
+                "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
     let shutdown = CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();
     let mut base = SyncerConfig::new("unused");
@@ -688,6 +732,11 @@ async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
         mapped.spec.unwrap().priority_class_name.as_deref(),
         Some(kubeocean_core::crd::DEFAULT_POD_PRIORITY_CLASS_NAME)
     );
+    let worker_slices: Api<EndpointSlice> = Api::namespaced(w.clone(), mount);
+    eventually("the reflected EndpointSlice", || async {
+        worker_slices.list(&managed).await.unwrap().items.len() == 1
+    })
+    .await;
     // Left behind in the mount namespace (as after a syncer crash): the cleanup removes it
     // with deletecollection.
     let leftover: ConfigMap = serde_json::from_value(json!({
@@ -716,6 +765,7 @@ async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
         0
     );
     assert!(config_maps.get_opt("leftover").await.unwrap().is_none());
+    assert!(worker_slices.list(&managed).await.unwrap().items.is_empty());
     eventually("the binding's syncer stopped", || async {
         runner.names().is_empty()
     })

@@ -4,13 +4,17 @@
 //!
 //! Upstream holds ClusterBindings with `kubeocean.io/clusterbinding-manager` and
 //! `kubeocean.io/clusterbinding-syncer`, the virtual ConfigMaps, Secrets, PVCs and PVs it
-//! copied with `kubeocean.io/finalizer-<clusterID>`, and ResourceLeasingPolicies with
+//! copied with `kubeocean.io/finalizer-<clusterID>` (and marks them with labels and
+//! annotations, [`release_synced_patch`]), and ResourceLeasingPolicies with
 //! `policy.kubeocean.io/finalizer`. Nothing of ours removes them unless told to, so after a
 //! switch every deletion of such an object would hang.
 
 use std::cmp::Ordering;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 use crate::crd::ClusterBinding;
+use crate::labels;
 
 /// Upstream manager's finalizer on ClusterBindings.
 pub const UPSTREAM_BINDING_MANAGER_FINALIZER: &str = "kubeocean.io/clusterbinding-manager";
@@ -68,6 +72,68 @@ pub fn without_finalizer(current: &[String], finalizer: &str) -> Option<Vec<Stri
             .cloned()
             .collect()
     })
+}
+
+/// What upstream's syncer marks the virtual ConfigMaps, Secrets, PVCs and PVs it copied for
+/// `cluster_id` with, removed as upstream removes it when the copy is no longer needed
+/// (`pkg/syncer/topdown/common/common.go`, `RemoveSyncedResourceFinalizerAndLabels`): the
+/// finalizer `kubeocean.io/finalizer-<clusterID>`; the labels `kubeocean.io/synced-by-
+/// <clusterID>` and `kubeocean.io/used-by-pv`, and `kubeocean.io/managed-by` when no other
+/// cluster's finalizer is left; the annotations `kubeocean.io/physical-name`,
+/// `kubeocean.io/physical-namespace` and `kubeocean.io/deleting-<clusterID>`. As a JSON
+/// merge patch guarded by the object's `resourceVersion`; `None` when the object holds
+/// neither that finalizer nor that label (not upstream's copy for this cluster).
+pub fn release_synced_patch(meta: &ObjectMeta, cluster_id: &str) -> Option<serde_json::Value> {
+    use serde_json::{Map, Value, json};
+    let finalizer = upstream_synced_finalizer(cluster_id);
+    let synced_by = format!("{UPSTREAM_SYNCED_BY_LABEL_PREFIX}{cluster_id}");
+    let finalizers = meta.finalizers.clone().unwrap_or_default();
+    let held = finalizers.contains(&finalizer);
+    let current_labels = meta.labels.clone().unwrap_or_default();
+    if !held && !current_labels.contains_key(&synced_by) {
+        return None;
+    }
+    let mut patch_meta = Map::new();
+    patch_meta.insert(
+        "resourceVersion".to_owned(),
+        json!(meta.resource_version.clone().unwrap_or_default()),
+    );
+    let remaining = without_finalizer(&finalizers, &finalizer);
+    let last_cluster = remaining.as_ref().is_some_and(|rest| {
+        !rest
+            .iter()
+            .any(|f| f.starts_with(UPSTREAM_SYNCED_FINALIZER_PREFIX))
+    });
+    if let Some(rest) = remaining {
+        patch_meta.insert("finalizers".to_owned(), json!(rest));
+    }
+    let nulls = |present: &std::collections::BTreeMap<String, String>, keys: Vec<String>| {
+        keys.into_iter()
+            .filter(|k| present.contains_key(k))
+            .map(|k| (k, Value::Null))
+            .collect::<Map<String, Value>>()
+    };
+    let mut label_keys = vec![synced_by, labels::USED_BY_PV.to_owned()];
+    if last_cluster {
+        label_keys.push(labels::MANAGED_BY.to_owned());
+    }
+    let removed_labels = nulls(&current_labels, label_keys);
+    if !removed_labels.is_empty() {
+        patch_meta.insert("labels".to_owned(), Value::Object(removed_labels));
+    }
+    let annotations = meta.annotations.clone().unwrap_or_default();
+    let removed_annotations = nulls(
+        &annotations,
+        vec![
+            labels::PHYSICAL_NAME.to_owned(),
+            labels::PHYSICAL_NAMESPACE.to_owned(),
+            format!("{}{cluster_id}", labels::DELETING_PREFIX),
+        ],
+    );
+    if !removed_annotations.is_empty() {
+        patch_meta.insert("annotations".to_owned(), Value::Object(removed_annotations));
+    }
+    Some(json!({ "metadata": patch_meta }))
 }
 
 /// Order in which bindings claim a `clusterID`: older `creationTimestamp` first, then name.
@@ -157,6 +223,67 @@ mod tests {
             without_finalizer(&strings(&["kubeocean.io/finalizer-c2"]), &f),
             None
         );
+    }
+
+    #[test]
+    fn release_synced_patch_table() {
+        let meta =
+            |value: serde_json::Value| -> ObjectMeta { serde_json::from_value(value).unwrap() };
+        // As `UpdateVirtualResourceLabelsAndAnnotations` leaves a virtual Secret a PV uses,
+        // plus `AddClusterBindingDeletingAnnotation` and a user's keys.
+        let upstream_copy = json!({
+            "name": "s", "resourceVersion": "7",
+            "finalizers": ["kubeocean.io/finalizer-c1", "user/f"],
+            "labels": { "kubeocean.io/managed-by": "kubeocean", "kubeocean.io/synced-by-c1": "true",
+                        "kubeocean.io/used-by-pv": "true", "app": "x" },
+            "annotations": { "kubeocean.io/physical-name": "s-0123", "kubeocean.io/physical-namespace": "m",
+                             "kubeocean.io/deleting-c1": "b1", "note": "y" },
+        });
+        let mut shared = upstream_copy.clone();
+        shared["finalizers"] = json!(["kubeocean.io/finalizer-c1", "kubeocean.io/finalizer-c2"]);
+        let cases = [
+            (
+                upstream_copy.clone(),
+                Some(json!({ "metadata": {
+                    "resourceVersion": "7",
+                    "finalizers": ["user/f"],
+                    "labels": { "kubeocean.io/managed-by": null, "kubeocean.io/synced-by-c1": null,
+                                "kubeocean.io/used-by-pv": null },
+                    "annotations": { "kubeocean.io/physical-name": null,
+                                     "kubeocean.io/physical-namespace": null,
+                                     "kubeocean.io/deleting-c1": null },
+                } })),
+            ),
+            // Another cluster still holds it: managed-by stays.
+            (
+                shared,
+                Some(json!({ "metadata": {
+                    "resourceVersion": "7",
+                    "finalizers": ["kubeocean.io/finalizer-c2"],
+                    "labels": { "kubeocean.io/synced-by-c1": null, "kubeocean.io/used-by-pv": null },
+                    "annotations": { "kubeocean.io/physical-name": null,
+                                     "kubeocean.io/physical-namespace": null,
+                                     "kubeocean.io/deleting-c1": null },
+                } })),
+            ),
+            // The label without the finalizer: the label goes, managed-by stays.
+            (
+                json!({ "name": "s", "resourceVersion": "3",
+                        "labels": { "kubeocean.io/synced-by-c1": "true", "kubeocean.io/managed-by": "kubeocean" } }),
+                Some(json!({ "metadata": { "resourceVersion": "3",
+                    "labels": { "kubeocean.io/synced-by-c1": null } } })),
+            ),
+            // Another cluster's copy, or a user's object: untouched.
+            (
+                json!({ "name": "s", "finalizers": ["kubeocean.io/finalizer-c2"],
+                        "labels": { "kubeocean.io/synced-by-c2": "true" } }),
+                None,
+            ),
+            (json!({ "name": "s", "labels": { "app": "x" } }), None),
+        ];
+        for (i, (object, want)) in cases.into_iter().enumerate() {
+            assert_eq!(release_synced_patch(&meta(object), "c1"), want, "case {i}");
+        }
     }
 
     fn binding(name: &str, cluster_id: &str, created: Option<&str>) -> ClusterBinding {

@@ -1075,7 +1075,13 @@ async fn a_missing_deletecollection_is_reported_live_and_while_deleting() {
         (status.as_str(), reason.as_str()),
         ("False", "PermissionDenied")
     );
-    for resource in ["pods", "configmaps", "secrets", "persistentvolumeclaims"] {
+    for resource in [
+        "pods",
+        "configmaps",
+        "secrets",
+        "persistentvolumeclaims",
+        "endpointslices.discovery.k8s.io",
+    ] {
         let missing = format!("{resource} in namespace {MOUNT_NS}: deletecollection");
         assert!(message.contains(&missing), "{missing} in {message}");
     }

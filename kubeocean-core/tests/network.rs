@@ -453,7 +453,7 @@ async fn services_of_service_namespaces_are_reflected_with_their_endpoints() {
     let labels = worker_slice.metadata.labels.unwrap();
     assert_eq!(
         labels["endpointslice.kubernetes.io/managed-by"],
-        "kubeocean.io/syncer"
+        "kubeocean.io-syncer"
     );
     assert!(
         worker_slice

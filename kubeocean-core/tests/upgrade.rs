@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -30,8 +33,32 @@ use kubeocean_core::manager::{
 };
 use kubeocean_core::naming::physical_name;
 use kubeocean_core::syncer::SyncerConfig;
+use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+
+/// Upstream's `ExpectedNodeMetadata` (`physical_node_controller.go`) and
+/// `ExpectedPodMetadata` (`virtual_pod_controller.go`): the fields its decoder reads, unknown
+/// ones ignored as Go's `encoding/json` does.
+#[derive(Debug, Default, Deserialize)]
+struct UpstreamExpected {
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    taints: Vec<Taint>,
+}
+
+/// Upstream's decoder (`getExpectedMetadataFromAnnotation`,
+/// `getExpectedPodMetadataFromAnnotation`): `base64.StdEncoding.DecodeString`, then
+/// `json.Unmarshal`; an error where upstream's would fail.
+fn upstream_decode(annotation: &str) -> Result<UpstreamExpected, String> {
+    let json = STANDARD
+        .decode(annotation)
+        .map_err(|e| format!("failed to base64 decode expected metadata: {e}"))?;
+    serde_json::from_slice(&json).map_err(|e| format!("failed to unmarshal expected metadata: {e}"))
+}
 
 const NS: &str = "kubeocean-system";
 const MOUNT: &str = "kubeocean-worker";
@@ -120,8 +147,8 @@ fn binding_json(name: &str, cluster_id: &str, finalizers: &[&str]) -> ClusterBin
 
 /// The worker and computing objects upstream Kubeocean leaves for binding `b1` (clusterID
 /// `c1`) with one lent node `n1`, one mapped pod `default/web` and the ConfigMap it mounts.
-/// Returns the UIDs of the virtual node and of the physical pod.
-async fn upstream_leftovers(pair: &ServedPair) -> (String, String) {
+/// Returns the UIDs of the virtual node, of the physical pod and of the physical node.
+async fn upstream_leftovers(pair: &ServedPair) -> (String, String, String) {
     let (c, w) = (&pair.c, &pair.w);
     // Worker: the mount namespace, the PriorityClass, a lent node, upstream's policies.
     create_namespace(w, MOUNT).await;
@@ -186,33 +213,56 @@ async fn upstream_leftovers(pair: &ServedPair) -> (String, String) {
         .await
         .unwrap();
 
-    // The virtual node as upstream's syncer writes it (labels, annotations, expected
-    // metadata in upstream's shape, its vnode finalizer and default taint).
+    // The virtual node as upstream's syncer writes it (`physical_node_controller.go`
+    // `createOrUpdateVirtualNode`): the physical node's labels (its policy-applied label and a
+    // `pool` label it has lost since included) with upstream's own over them
+    // (`buildVirtualNodeLabels`: identity, innerip, proxier_port from upstream's range), its
+    // annotations (`buildVirtualNodeAnnotations`), and what it wrote recorded as base64 of
+    // JSON (`saveExpectedMetadataToAnnotation`). Then a user's label and annotation.
+    let n1_ip = Api::<Node>::all(w.clone())
+        .get("n1")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .addresses
+        .unwrap()
+        .into_iter()
+        .find(|a| a.type_ == "InternalIP")
+        .unwrap()
+        .address;
     let upstream_labels = json!({
         "kubernetes.io/hostname": VNODE, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+        "kubeocean.io/policy-applied": "lend", "pool": "retired",
         "kubeocean.io/cluster-binding": BINDING, "kubeocean.io/physical-cluster-id": CLUSTER_ID,
         "kubeocean.io/physical-node-name": "n1", "kubeocean.io/physical-node-uid": n1_uid,
         "kubeocean.io/managed-by": "kubeocean", "type": "virtual-kubelet",
         "node.kubernetes.io/instance-type": "vnode", "beta.kubernetes.io/instance-type": "vnode",
-        "kubeocean.io/proxier-port": "9006",
+        "kubeocean.io/physical-node-innerip": n1_ip,
+        "kubeocean.io/proxier_port": "10300",
     });
     let upstream_annotations = json!({
         "kubeocean.io/last-sync-time": "2025-06-01T00:00:00Z",
         "kubeocean.io/physical-node-name": "n1", "kubeocean.io/physical-node-uid": n1_uid,
-        "kubeocean.io/policies-applied": "lend",
+        "kubeocean.io/policies-applied": "lend", "kubeocean.io/policy-details": "lend",
+        "kubeocean.io/prometheus-url": format!("10.0.0.9:9006/{VNODE}"),
     });
     let expected = json!({
         "labels": upstream_labels, "annotations": upstream_annotations,
         "taints": [{ "key": "kubeocean.io/vnode", "effect": "NoSchedule" }],
     });
     let mut annotations = upstream_annotations.clone();
-    annotations["kubeocean.io/expected-metadata"] = json!(expected.to_string());
+    annotations["kubeocean.io/expected-metadata"] =
+        json!(STANDARD.encode(serde_json::to_vec(&expected).unwrap()));
+    annotations["note"] = json!("mine");
+    let mut node_labels = upstream_labels.clone();
+    node_labels["team"] = json!("blue");
     let nodes: Api<Node> = Api::all(c.clone());
     let vnode = nodes
         .create(
             &PostParams::default(),
             &from_json(json!({
-                "metadata": { "name": VNODE, "labels": upstream_labels, "annotations": annotations,
+                "metadata": { "name": VNODE, "labels": node_labels, "annotations": annotations,
                               "finalizers": ["kubeocean.io/vnode"] },
                 "spec": { "taints": [{ "key": "kubeocean.io/vnode", "effect": "NoSchedule" }] },
             })),
@@ -224,16 +274,18 @@ async fn upstream_leftovers(pair: &ServedPair) -> (String, String) {
         "capacity": { "cpu": "8", "memory": "16Gi", "pods": "110" },
         "allocatable": { "cpu": "8", "memory": "16Gi", "pods": "110" },
         "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady" }],
-        "addresses": [{ "type": "InternalIP", "address": "10.0.0.9" }],
-        "daemonEndpoints": { "kubeletEndpoint": { "Port": 9006 } },
+        "addresses": [{ "type": "InternalIP", "address": "10.0.0.9" },
+                      { "type": "Hostname", "address": VNODE }],
+        "daemonEndpoints": { "kubeletEndpoint": { "Port": 10300 } },
     })));
     nodes
         .replace_status(VNODE, &PostParams::default(), &with_status)
         .await
         .unwrap();
 
-    // The ConfigMaps upstream copied: the virtual ones held by kubeocean.io/finalizer-c1 and
-    // labelled kubeocean.io/synced-by-c1; the physical copy of the one the pod mounts.
+    // The ConfigMaps upstream copied: the virtual ones held by kubeocean.io/finalizer-c1,
+    // labelled and annotated by `common.go` `UpdateVirtualResourceLabelsAndAnnotations` (and
+    // a user's keys); the physical copy of the one the pod mounts.
     let vconfigs: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
     for name in ["app-config", "unused-config"] {
         vconfigs
@@ -242,9 +294,10 @@ async fn upstream_leftovers(pair: &ServedPair) -> (String, String) {
                 &from_json(json!({
                     "metadata": { "name": name, "namespace": "default",
                         "finalizers": ["kubeocean.io/finalizer-c1"],
-                        "labels": { "kubeocean.io/synced-by-c1": "true", "kubeocean.io/managed-by": "kubeocean" },
+                        "labels": { "kubeocean.io/synced-by-c1": "true", "kubeocean.io/managed-by": "kubeocean",
+                                    "team": "blue" },
                         "annotations": { "kubeocean.io/physical-name": physical_name("default", name),
-                                         "kubeocean.io/physical-namespace": MOUNT } },
+                                         "kubeocean.io/physical-namespace": MOUNT, "note": "mine" } },
                     "data": { "key": "value" },
                 })),
             )
@@ -282,17 +335,26 @@ async fn upstream_leftovers(pair: &ServedPair) -> (String, String) {
         )
         .await
         .unwrap();
+    // The physical pod as upstream's `virtual_pod_controller.go` builds it:
+    // `buildPhysicalPodLabels` (a pod without owner is workload type `pod`, no name) and
+    // `buildPhysicalPodAnnotations` (its record: the virtual pod's own labels and annotations,
+    // base64 of JSON, `outputExpectedPodMetadataToAnnotation`).
     let physical_pod_name = physical_name("default", "web");
+    let pod_record =
+        STANDARD.encode(serde_json::to_vec(&json!({ "labels": { "app": "web" } })).unwrap());
     let ppod = Api::<Pod>::namespaced(w.clone(), MOUNT)
         .create(
             &PostParams::default(),
             &from_json(json!({
                 "metadata": { "name": physical_pod_name, "namespace": MOUNT,
-                    "labels": { "app": "web", "kubeocean.io/managed-by": "kubeocean" },
+                    "labels": { "app": "web", "kubeocean.io/managed-by": "kubeocean",
+                        "kubeocean.io/virtual-namespace": "default",
+                        "kubeocean.io/workload-type": "pod" },
                     "annotations": { "kubeocean.io/virtual-pod-namespace": "default",
                         "kubeocean.io/virtual-pod-name": "web",
                         "kubeocean.io/virtual-pod-uid": vpod.uid().unwrap(),
-                        "kubeocean.io/virtual-node-name": VNODE } },
+                        "kubeocean.io/virtual-node-name": VNODE,
+                        "kubeocean.io/expected-metadata": pod_record } },
                 "spec": { "nodeName": "n1", "priorityClassName": "kubeocean-default",
                     "automountServiceAccountToken": false,
                     "containers": [{ "name": "app", "image": "nginx:1",
@@ -321,7 +383,7 @@ async fn upstream_leftovers(pair: &ServedPair) -> (String, String) {
         .replace("web", &PostParams::default(), &annotated)
         .await
         .unwrap();
-    (vnode.uid().unwrap(), ppod.uid().unwrap())
+    (vnode.uid().unwrap(), ppod.uid().unwrap(), n1_uid)
 }
 
 async fn managed(w: &Client) -> (Vec<Pod>, Vec<ConfigMap>) {
@@ -342,7 +404,7 @@ async fn managed(w: &Client) -> (Vec<Pod>, Vec<ConfigMap>) {
 #[tokio::test]
 async fn objects_left_by_upstream_converge_without_duplicates_and_every_deletion_goes_through() {
     let pair = common::served_pair("upgrade-test").await;
-    let (vnode_uid, ppod_uid) = upstream_leftovers(&pair).await;
+    let (vnode_uid, ppod_uid, n1_uid) = upstream_leftovers(&pair).await;
     let (c, w) = (pair.c.clone(), pair.w.clone());
     start_manager(&c, pair.sandboxes.token());
 
@@ -354,16 +416,66 @@ async fn objects_left_by_upstream_converge_without_duplicates_and_every_deletion
     })
     .await;
     let nodes: Api<Node> = Api::all(c.clone());
-    eventually("the virtual node taken over with our labels", || async {
+    eventually("the virtual node taken over", || async {
         let n = nodes.get(VNODE).await.unwrap();
-        n.labels().get("kubeocean.io/proxier-port").is_none()
-            && n.annotations()
-                .get("kubeocean.io/policies-applied")
-                .is_none()
-            && n.labels().get("kubeocean.io/physical-node-uid").is_some()
+        !n.labels().contains_key("kubeocean.io/proxier_port")
+            && !n.annotations().contains_key("kubeocean.io/last-sync-time")
     })
     .await;
     let vnode = nodes.get(VNODE).await.unwrap();
+    let (labels, annotations) = (vnode.labels(), vnode.annotations());
+    // What upstream recorded and we do not write is gone: its port (ours has none with one
+    // shared proxier port), the copied policy-applied label, the label the physical node
+    // lost, and its bookkeeping annotations.
+    for gone in [
+        "kubeocean.io/proxier_port",
+        "kubeocean.io/policy-applied",
+        "pool",
+    ] {
+        assert!(!labels.contains_key(gone), "label {gone}: {labels:?}");
+    }
+    for gone in [
+        "kubeocean.io/last-sync-time",
+        "kubeocean.io/policy-details",
+        "kubeocean.io/physical-node-name",
+        "kubeocean.io/physical-node-uid",
+    ] {
+        assert!(
+            !annotations.contains_key(gone),
+            "annotation {gone}: {annotations:?}"
+        );
+    }
+    // Upstream's keys we write, with our values; the users' keys stay.
+    let n1_ip = Api::<Node>::all(w.clone())
+        .get("n1")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .addresses
+        .unwrap()
+        .into_iter()
+        .find(|a| a.type_ == "InternalIP")
+        .unwrap()
+        .address;
+    assert_eq!(labels["kubeocean.io/physical-node-innerip"], n1_ip);
+    assert_eq!(labels["kubeocean.io/physical-node-uid"], n1_uid);
+    assert_eq!(labels["team"], "blue");
+    assert_eq!(annotations["note"], "mine");
+    assert_eq!(annotations["kubeocean.io/policies-applied"], "lend");
+    // Ours: the proxier address this syncer advertises (none configured here: pending).
+    assert_eq!(
+        annotations["kubeocean.io/prometheus-url"],
+        format!("<pending>:9006/{VNODE}")
+    );
+    // What we recorded decodes with upstream's decoder into upstream's fields: our keys, not
+    // the users' (so after a roll-back upstream keeps theirs and takes over ours).
+    let record = upstream_decode(&annotations["kubeocean.io/expected-metadata"]).unwrap();
+    assert_eq!(record.labels["kubeocean.io/cluster-binding"], BINDING);
+    assert!(!record.labels.contains_key("team"));
+    assert_eq!(record.annotations["kubeocean.io/policies-applied"], "lend");
+    assert!(!record.annotations.contains_key("note"));
+    assert!(record.taints.iter().any(|t| t.key == "kubeocean.io/vnode"));
     assert_eq!(
         vnode.uid().unwrap(),
         vnode_uid,
@@ -405,11 +517,45 @@ async fn objects_left_by_upstream_converge_without_duplicates_and_every_deletion
         },
     )
     .await;
+    for name in ["app-config", "unused-config"] {
+        let config = vconfigs.get(name).await.unwrap();
+        // As upstream's `RemoveSyncedResourceFinalizerAndLabels` leaves them.
+        for gone in ["kubeocean.io/synced-by-c1", "kubeocean.io/managed-by"] {
+            assert!(!config.labels().contains_key(gone), "{name}: {gone}");
+        }
+        for gone in [
+            "kubeocean.io/physical-name",
+            "kubeocean.io/physical-namespace",
+        ] {
+            assert!(!config.annotations().contains_key(gone), "{name}: {gone}");
+        }
+        assert_eq!(config.labels()["team"], "blue");
+        assert_eq!(config.annotations()["note"], "mine");
+    }
     let (pods, configs) = managed(&w).await;
     assert_eq!(
         pods.iter().map(|p| p.uid().unwrap()).collect::<Vec<_>>(),
         vec![ppod_uid],
         "one physical pod, the one upstream made"
+    );
+    // The adopted physical pod keeps upstream's labels; our record decodes with upstream's
+    // pod decoder and holds only the virtual pod's own keys, as upstream's does.
+    let physical_pod = &pods[0];
+    assert_eq!(physical_pod.labels()["kubeocean.io/workload-type"], "pod");
+    assert_eq!(
+        physical_pod.labels()["kubeocean.io/virtual-namespace"],
+        "default"
+    );
+    let record =
+        upstream_decode(&physical_pod.annotations()["kubeocean.io/expected-metadata"]).unwrap();
+    assert_eq!(
+        record.labels,
+        BTreeMap::from([("app".to_owned(), "web".to_owned())])
+    );
+    assert!(
+        !record
+            .annotations
+            .contains_key("kubeocean.io/virtual-pod-uid")
     );
     assert_eq!(
         configs

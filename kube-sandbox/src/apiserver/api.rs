@@ -10,7 +10,8 @@ use crate::apiserver::resources::{self, GroupResource, ResourceType};
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::{EventType, Stored, WriteOp};
 use crate::patch;
-use crate::validation::schema;
+use crate::validation::gocompat::go_quote;
+use crate::validation::{labels, schema};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -129,6 +130,19 @@ fn kind_mismatch(rt: &ResourceType, version: &str, body: &Value) -> Option<ApiEr
     }
 }
 
+/// `metadata.labels` of `obj` as `ValidateObjectMeta` checks it for every kind, create and
+/// update alike: one `FieldValueInvalid` per problem, all on the path `metadata.labels`.
+fn label_causes(obj: &Value) -> Vec<Cause> {
+    labels::invalid_object_labels(obj)
+        .into_iter()
+        .map(|e| Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {}: {}", go_quote(&e.bad_value), e.detail),
+            field: "metadata.labels".into(),
+        })
+        .collect()
+}
+
 fn field_causes(errors: Vec<schema::FieldError>) -> Vec<Cause> {
     errors
         .into_iter()
@@ -199,33 +213,31 @@ fn equal_except(a: &Value, b: &Value, top: &[&str], meta: &[&str]) -> bool {
 }
 
 impl ClusterState {
-    /// Validates and defaults a custom resource against its CRD schema.
-    fn check_custom(
+    /// Validates an object: its metadata (`meta_causes`, reported first as kube-apiserver's
+    /// strategies do), and a custom resource against its CRD schema (defaulted first).
+    fn check_object(
         &self,
         rt: &ResourceType,
         version: &str,
         obj: &mut Value,
         old: Option<&Value>,
         name: &str,
+        meta_causes: Vec<Cause>,
     ) -> Result<(), ApiError> {
-        let Some(schema) = rt
-            .schema(version)
-            .or_else(|| rt.schema(rt.storage_version()))
-        else {
-            return Ok(());
-        };
-        schema::prune_unknown(schema, obj);
-        schema::default_object(schema, obj);
-        let errors = schema::validate_object(schema, obj, old);
-        if errors.is_empty() {
+        let mut causes = meta_causes;
+        if rt.custom.is_some()
+            && let Some(schema) = rt
+                .schema(version)
+                .or_else(|| rt.schema(rt.storage_version()))
+        {
+            schema::prune_unknown(schema, obj);
+            schema::default_object(schema, obj);
+            causes.extend(field_causes(schema::validate_object(schema, obj, old)));
+        }
+        if causes.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::invalid(
-                &rt.group,
-                &rt.kind,
-                name,
-                field_causes(errors),
-            ))
+            Err(ApiError::invalid(&rt.group, &rt.kind, name, causes))
         }
     }
 
@@ -319,17 +331,15 @@ impl ClusterState {
         } else {
             meta::dns1123_subdomain_error(&name)
         };
+        let meta_causes = label_causes(&obj);
         if let Some(why) = name_error {
-            return Err(ApiError::invalid(
-                &rt.group,
-                &rt.kind,
-                &name,
-                vec![Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: format!("metadata.name: Invalid value: \"{name}\": {why}"),
-                    field: "metadata.name".into(),
-                }],
-            ));
+            let mut causes = vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("metadata.name: Invalid value: \"{name}\": {why}"),
+                field: "metadata.name".into(),
+            }];
+            causes.extend(meta_causes);
+            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
         }
         self.check_namespace(rt, namespace, true)?;
         let api_version = rt.api_version(rt.storage_version());
@@ -371,9 +381,7 @@ impl ClusterState {
                 map.insert("status".into(), status);
             }
         }
-        if rt.custom.is_some() {
-            self.check_custom(rt, version, &mut obj, None, &name)?;
-        }
+        self.check_object(rt, version, &mut obj, None, &name, meta_causes)?;
         admission::on_create(self, rt, &mut obj)?;
         if !applied {
             patch::record_update(None, &mut obj, &ctx.field_manager, &api_version, &now);
@@ -588,9 +596,8 @@ impl ClusterState {
                     }
                 }
             }
-            if rt.custom.is_some() {
-                self.check_custom(rt, version, &mut new, Some(old), name)?;
-            }
+            let meta_causes = label_causes(&new);
+            self.check_object(rt, version, &mut new, Some(old), name, meta_causes)?;
             admission::on_update(self, rt, old, &mut new, status_write)?;
             if same_content(old, &new) {
                 return Ok(WriteOp::Noop);

@@ -124,7 +124,8 @@ pub const MOUNT_NAMESPACE_RESOURCES: [&str; 4] =
 /// - PersistentVolumes (cluster-scoped) are copied, and removed the same way;
 /// - the binding's PriorityClass (`kubeocean-default` unless set) is read: physical pods
 ///   cannot be created without it;
-/// - Services and EndpointSlices are written in the mount namespace (`serviceNamespaces`).
+/// - Services and EndpointSlices are written in the mount namespace (`serviceNamespaces`);
+///   the slices are removed with `deletecollection` too.
 pub const SYNCER_GRANTS: &[Grant] = &[
     Grant {
         scope: Scope::Cluster,
@@ -190,7 +191,8 @@ pub const SYNCER_GRANTS: &[Grant] = &[
         verbs: &["get"],
     },
     // Services of serviceNamespaces and their EndpointSlices, reflected into the mount
-    // namespace (Services have no deletecollection: they are removed one by one).
+    // namespace. The cleanup removes the slices with deletecollection; Services have no
+    // deletecollection, so they are removed one by one.
     Grant {
         scope: Scope::MountNamespace,
         group: "",
@@ -201,7 +203,15 @@ pub const SYNCER_GRANTS: &[Grant] = &[
         scope: Scope::MountNamespace,
         group: "discovery.k8s.io",
         resources: &["endpointslices"],
-        verbs: &["get", "list", "watch", "create", "update", "delete"],
+        verbs: &[
+            "get",
+            "list",
+            "watch",
+            "create",
+            "update",
+            "delete",
+            "deletecollection",
+        ],
     },
     // Releasing upstream Kubeocean's finalizer of policies being deleted.
     Grant {
@@ -316,6 +326,8 @@ mod tests {
                 true,
             ),
             ("deletecollection", "persistentvolumes", None, true),
+            ("deletecollection", "endpointslices", Some("mnt"), true),
+            ("deletecollection", "services", Some("mnt"), false),
             ("list", "configmaps", Some("mnt"), true),
             ("get", "priorityclasses", None, true),
             ("deletecollection", "pods", None, false),

@@ -1,15 +1,27 @@
 //! Three-way merge of a virtual node's labels, annotations and taints: what the syncer wants
 //! now, what it wrote last time (kept in the `kubeocean.io/expected-metadata` annotation) and
 //! what the node holds. Keys the syncer never wrote are the users'; they survive.
+//!
+//! The annotation is upstream Kubeocean's: base64 (standard alphabet, padded) of the JSON of
+//! `{"labels": {..}, "annotations": {..}, "taints": [..]}` (upstream's
+//! `physical_node_controller.go`, `saveExpectedMetadataToAnnotation` /
+//! `getExpectedMetadataFromAnnotation`, struct `ExpectedNodeMetadata`). We write that, so
+//! upstream's syncer reads what we recorded after a roll-back, and read both it and the
+//! plain JSON earlier releases of ours wrote, so that a take-over removes what upstream
+//! recorded and we do not want.
 
 use std::collections::BTreeMap;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use k8s_openapi::api::core::v1::Taint;
 use serde::{Deserialize, Serialize};
 
 use crate::labels;
 
-/// What the syncer last wrote to a virtual node's metadata and taints.
+/// What the syncer last wrote to a virtual node's metadata and taints. The field names are
+/// upstream's (`ExpectedNodeMetadata`); `unschedulable` is ours, and upstream's decoder
+/// ignores it as Go's `encoding/json` ignores unknown fields.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExpectedMetadata {
     /// Labels the syncer set.
@@ -26,20 +38,53 @@ pub struct ExpectedMetadata {
     pub unschedulable: bool,
 }
 
+/// How an expected-metadata annotation was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// Base64 of JSON: upstream's, and ours since we write upstream's.
+    Base64Json,
+    /// Plain JSON, as earlier releases of ours wrote it.
+    PlainJson,
+}
+
+/// Decodes an expected-metadata annotation value, in either encoding; `None` when it is
+/// neither (then nothing is known to have been written).
+pub fn decode(value: &str) -> Option<(ExpectedMetadata, Encoding)> {
+    let value = value.trim();
+    let (mut metadata, encoding) = if value.starts_with('{') {
+        (
+            serde_json::from_str::<ExpectedMetadata>(value).ok()?,
+            Encoding::PlainJson,
+        )
+    } else {
+        let json = STANDARD.decode(value).ok()?;
+        (
+            serde_json::from_slice::<ExpectedMetadata>(&json).ok()?,
+            Encoding::Base64Json,
+        )
+    };
+    // Upstream records its annotations after writing this one, so its record holds an older
+    // copy of itself; it is no annotation of the node's to merge.
+    metadata.annotations.remove(labels::EXPECTED_METADATA);
+    Some((metadata, encoding))
+}
+
 impl ExpectedMetadata {
-    /// Reads the annotation from a node's annotations; missing or unreadable means the
-    /// syncer wrote nothing yet (so nothing is removed, only set).
+    /// Reads the annotation from a node's annotations (either encoding); missing or
+    /// unreadable means the syncer wrote nothing yet (so nothing is removed, only set).
     pub fn from_annotations(annotations: Option<&BTreeMap<String, String>>) -> ExpectedMetadata {
         annotations
             .and_then(|a| a.get(labels::EXPECTED_METADATA))
-            .and_then(|json| serde_json::from_str(json).ok())
+            .and_then(|value| decode(value))
+            .map(|(metadata, _)| metadata)
             .unwrap_or_default()
     }
 
-    /// The annotation value.
+    /// The annotation value: base64 of the JSON, as upstream writes it.
     pub fn to_annotation(&self) -> String {
         // Serialising plain maps and taints cannot fail; fall back to "nothing written".
-        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+        let json = serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec());
+        STANDARD.encode(json)
     }
 }
 
@@ -228,14 +273,50 @@ mod tests {
             ExpectedMetadata::from_annotations(Some(&annotations)),
             expected
         );
-        let garbage = map(&[(labels::EXPECTED_METADATA, "{not json")]);
-        assert_eq!(
-            ExpectedMetadata::from_annotations(Some(&garbage)),
-            ExpectedMetadata::default()
-        );
+        for garbage in ["{not json", "not base64!", "bm90IGpzb24="] {
+            let garbage = map(&[(labels::EXPECTED_METADATA, garbage)]);
+            assert_eq!(
+                ExpectedMetadata::from_annotations(Some(&garbage)),
+                ExpectedMetadata::default()
+            );
+        }
         assert_eq!(
             ExpectedMetadata::from_annotations(None),
             ExpectedMetadata::default()
         );
+    }
+
+    #[test]
+    fn both_encodings_are_read_and_upstreams_is_written() {
+        let plain = r#"{"labels":{"a":"x"},"taints":[{"key":"k","effect":"NoSchedule"}]}"#;
+        let base64 = STANDARD.encode(plain);
+        let want = ExpectedMetadata {
+            labels: map(&[("a", "x")]),
+            taints: vec![taint("k", None, "NoSchedule")],
+            ..ExpectedMetadata::default()
+        };
+        // (annotation value, what it decodes to)
+        let table = [
+            (plain.to_owned(), Some((want.clone(), Encoding::PlainJson))),
+            (base64.clone(), Some((want.clone(), Encoding::Base64Json))),
+            (
+                format!(" {base64}\n"),
+                Some((want.clone(), Encoding::Base64Json)),
+            ),
+            ("".to_owned(), None),
+            ("e30".to_owned(), None),
+        ];
+        for (value, decoded) in table {
+            assert_eq!(decode(&value), decoded, "{value:?}");
+        }
+        // Base64 of the same JSON document (members in any order, as JSON allows).
+        let written: serde_json::Value =
+            serde_json::from_slice(&STANDARD.decode(want.to_annotation()).unwrap()).unwrap();
+        let upstreams: serde_json::Value = serde_json::from_str(plain).unwrap();
+        assert_eq!(written, upstreams);
+        // Upstream's own record of the annotation is not an annotation to merge.
+        let nested =
+            STANDARD.encode(r#"{"annotations":{"kubeocean.io/expected-metadata":"old","u":"1"}}"#);
+        assert_eq!(decode(&nested).unwrap().0.annotations, map(&[("u", "1")]));
     }
 }

@@ -1,6 +1,7 @@
 //! Releasing the finalizers upstream Kubeocean left (see [`crate::upgrade`]): a guarded
 //! finalizer write, and the one sweep over the virtual ConfigMaps, Secrets, PVCs and PVs that
-//! upstream's syncer held with `kubeocean.io/finalizer-<clusterID>`.
+//! upstream's syncer held with `kubeocean.io/finalizer-<clusterID>` and marked with its
+//! labels and annotations.
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::context::Context;
 
-use crate::upgrade::{upstream_synced_finalizer, without_finalizer};
+use crate::upgrade::release_synced_patch;
 
 /// Sets the finalizers of the object `meta` describes (as read) to `wanted` with a guarded
 /// JSON patch: it fails (409/422) if they changed meanwhile, and the caller retries on fresh
@@ -38,36 +39,38 @@ where
     }
 }
 
-/// Removes `kubeocean.io/finalizer-<cluster_id>` from every virtual ConfigMap, Secret, PVC
-/// and PV of the computing cluster that holds it; returns how many were released. Our syncer
-/// never adds it, so one sweep per session is enough.
+/// Removes `kubeocean.io/finalizer-<cluster_id>`, and upstream's labels and annotations of
+/// its copies, from every virtual ConfigMap, Secret, PVC and PV of the computing cluster
+/// that upstream copied for `cluster_id`; returns how many were released. Our syncer never
+/// adds them, so one sweep per session is enough.
 pub async fn release_synced_finalizers(
     computing: &Client,
     cluster_id: &str,
 ) -> Result<usize, kube::Error> {
-    let finalizer = upstream_synced_finalizer(cluster_id);
     let c = computing;
-    let released = release_all::<ConfigMap>(c, &finalizer, |c, ns| {
+    let released = release_all::<ConfigMap>(c, cluster_id, |c, ns| {
         Api::namespaced(c.clone(), &ns.unwrap_or_default())
     })
     .await?
-        + release_all::<Secret>(c, &finalizer, |c, ns| {
+        + release_all::<Secret>(c, cluster_id, |c, ns| {
             Api::namespaced(c.clone(), &ns.unwrap_or_default())
         })
         .await?
-        + release_all::<PersistentVolumeClaim>(c, &finalizer, |c, ns| {
+        + release_all::<PersistentVolumeClaim>(c, cluster_id, |c, ns| {
             Api::namespaced(c.clone(), &ns.unwrap_or_default())
         })
         .await?
-        + release_all::<PersistentVolume>(c, &finalizer, |c, _| Api::all(c.clone())).await?;
+        + release_all::<PersistentVolume>(c, cluster_id, |c, _| Api::all(c.clone())).await?;
     Ok(released)
 }
 
-/// Releases `finalizer` from every object of kind `K`; `api_for` gives the Api to write one
-/// object with (namespaced or not).
+/// Releases upstream's copy of every object of kind `K` made for `cluster_id` (its
+/// finalizer, labels and annotations, [`release_synced_patch`]); `api_for` gives the Api to
+/// write one object with (namespaced or not). A write that meets a newer object fails (the
+/// patch is guarded by its resourceVersion) and the sweep is retried.
 async fn release_all<K>(
     client: &Client,
-    finalizer: &str,
+    cluster_id: &str,
     api_for: impl Fn(&Client, Option<String>) -> Api<K>,
 ) -> Result<usize, kube::Error>
 where
@@ -78,11 +81,22 @@ where
         .await?;
     let mut released = 0;
     for object in listed.items {
-        let Some(wanted) = without_finalizer(object.finalizers(), finalizer) else {
+        let Some(patch) = release_synced_patch(&object.metadata, cluster_id) else {
             continue;
         };
         let api = api_for(client, object.namespace());
-        set_finalizers(&api, &object.metadata, &wanted).await?;
+        match api
+            .patch(
+                &object.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(err) if is_not_found(&err) => {}
+            Err(err) => return Err(err),
+        }
         released += 1;
     }
     Ok(released)

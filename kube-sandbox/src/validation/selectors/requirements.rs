@@ -1,6 +1,7 @@
 //! Requirement validation: labels.NewRequirement and the content package.
 
 use super::*;
+use crate::validation::labels::{label_key_errors, label_value_errors};
 
 pub(super) fn new_requirement(
     key: &str,
@@ -77,125 +78,6 @@ pub(super) fn aggregate(errs: Vec<String>) -> String {
     } else {
         format!("[{}]", unique.join(", "))
     }
-}
-
-pub(super) const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-pub(super) const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-pub(super) const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-pub(super) const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-pub(super) const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-
-/// `content.RegexError`: the message, examples and regex, with the apiserver's spacing.
-pub(super) fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-    let mut out = format!("{msg} (e.g. ");
-    for (i, ex) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push_str(&format!("'{ex}', "));
-    }
-    out.push_str(&format!("regex used for validation is '{re}')"));
-    out
-}
-
-/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`
-pub(super) fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    let (Some(first), Some(last)) = (b.first(), b.last()) else {
-        return false;
-    };
-    first.is_ascii_alphanumeric()
-        && last.is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-pub(super) fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    let (Some(first), Some(last)) = (b.first(), b.last()) else {
-        return false;
-    };
-    let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    ok(first) && ok(last) && b.iter().all(|c| ok(c) || *c == b'-')
-}
-
-pub(super) fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push("must be no more than 253 bytes".to_string());
-    }
-    if !s.split('.').all(is_dns1123_label) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
-}
-
-/// `content.IsLabelKey`.
-pub(super) fn label_key_errors(key: &str) -> Vec<String> {
-    let parts: Vec<&str> = key.split('/').collect();
-    let mut errs = Vec::new();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                errs.extend(
-                    dns1123_subdomain_errors(prefix)
-                        .into_iter()
-                        .map(|e| format!("prefix part {e}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(
-                    LABEL_KEY_ERR,
-                    LABEL_KEY_FMT,
-                    &["MyName", "my.name", "123-abc"]
-                )
-            )];
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 bytes".to_string());
-    }
-    if !is_label_name(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(
-                LABEL_KEY_ERR,
-                LABEL_KEY_FMT,
-                &["MyName", "my.name", "123-abc"]
-            )
-        ));
-    }
-    errs
-}
-
-/// `content.IsLabelValue`.
-pub(super) fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push("must be no more than 63 bytes".to_string());
-    }
-    if !value.is_empty() && !is_label_name(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR,
-            &format!("({LABEL_KEY_FMT})?"),
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
 }
 
 /// A `field.Invalid` error for a bad key, or `None` when the key is valid.

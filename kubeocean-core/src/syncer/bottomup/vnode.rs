@@ -21,6 +21,8 @@ pub struct DesiredVirtualNode {
     pub name: String,
     /// Labels the syncer sets.
     pub labels: BTreeMap<String, String>,
+    /// Annotations the syncer sets (the expected-metadata record aside).
+    pub annotations: BTreeMap<String, String>,
     /// Taints the syncer sets.
     pub taints: Vec<Taint>,
     /// The whole status.
@@ -28,8 +30,9 @@ pub struct DesiredVirtualNode {
 }
 
 /// The labels of a virtual node: the physical node's (except its policy-applied marker), then
-/// Kubeocean's identity labels; both instance-type keys say `vnode` (not the physical
-/// node's type), as upstream sets them.
+/// Kubeocean's identity labels and the physical node's `InternalIP`; both instance-type keys
+/// say `vnode` (not the physical node's type), as upstream sets them
+/// (`physical_node_controller.go` `buildVirtualNodeLabels`).
 pub fn virtual_node_labels(
     physical: &Node,
     vnode_name: &str,
@@ -68,7 +71,52 @@ pub fn virtual_node_labels(
     ] {
         out.insert(key.to_owned(), value);
     }
+    // Upstream's proxier reads it; written only when it is a label value (an IPv6 address
+    // is, an empty one is not written, as upstream).
+    if let Some(ip) = internal_ip(physical).filter(|ip| labels::is_label_value(ip)) {
+        out.insert(labels::PHYSICAL_NODE_INNER_IP.to_owned(), ip.to_owned());
+    }
     out
+}
+
+/// The first `InternalIP` of a node, if any.
+fn internal_ip(node: &Node) -> Option<&str> {
+    node.status
+        .as_ref()?
+        .addresses
+        .as_ref()?
+        .iter()
+        .find(|a| a.type_ == "InternalIP" && !a.address.is_empty())
+        .map(|a| a.address.as_str())
+}
+
+/// The annotations of a virtual node, as upstream writes them
+/// (`physical_node_controller.go` `buildVirtualNodeAnnotations`): the policy applied
+/// (empty when none) and where the node's metrics are scraped, from the proxier pod IP the
+/// node advertises (`<pending>` while it is unknown).
+pub fn virtual_node_annotations(
+    decision: &LeasingDecision,
+    proxier: &ProxierEndpoint,
+) -> BTreeMap<String, String> {
+    let host = proxier
+        .address
+        .as_deref()
+        .filter(|a| !a.is_empty())
+        .unwrap_or(labels::PROMETHEUS_URL_PENDING_HOST);
+    BTreeMap::from([
+        (
+            labels::POLICIES_APPLIED.to_owned(),
+            decision.policy.clone().unwrap_or_default(),
+        ),
+        (
+            labels::PROMETHEUS_URL.to_owned(),
+            format!(
+                "{host}:{}/{}",
+                labels::PROMETHEUS_VNODE_PORT,
+                decision.virtual_node_name
+            ),
+        ),
+    ])
 }
 
 /// Whether `vnode` was made for another physical node of the same name: its recorded
@@ -131,6 +179,7 @@ pub fn desired_virtual_node(
     }
     DesiredVirtualNode {
         labels,
+        annotations: virtual_node_annotations(decision, proxier),
         taints: decision.taints.clone(),
         status: virtual_node_status(physical, decision, proxier),
         name,
@@ -141,18 +190,20 @@ pub fn desired_virtual_node(
 pub fn new_virtual_node(desired: &DesiredVirtualNode) -> Node {
     let expected = ExpectedMetadata {
         labels: desired.labels.clone(),
-        annotations: BTreeMap::new(),
+        annotations: desired.annotations.clone(),
         taints: untimed(&desired.taints),
         unschedulable: false,
     };
+    let mut annotations = desired.annotations.clone();
+    annotations.insert(
+        labels::EXPECTED_METADATA.to_owned(),
+        expected.to_annotation(),
+    );
     Node {
         metadata: ObjectMeta {
             name: Some(desired.name.clone()),
             labels: Some(desired.labels.clone()),
-            annotations: Some(BTreeMap::from([(
-                labels::EXPECTED_METADATA.to_owned(),
-                expected.to_annotation(),
-            )])),
+            annotations: Some(annotations),
             finalizers: Some(vec![labels::FINALIZER_VNODE.to_owned()]),
             ..ObjectMeta::default()
         },
@@ -182,12 +233,16 @@ pub fn updated_virtual_node(current: &Node, desired: &DesiredVirtualNode) -> Opt
     );
     let expected = ExpectedMetadata {
         labels: desired.labels.clone(),
-        annotations: BTreeMap::new(),
+        annotations: desired.annotations.clone(),
         taints: untimed(&desired.taints),
         unschedulable: false,
     };
     let current_annotations = meta.annotations.clone().unwrap_or_default();
-    let mut annotations = merge_map(&current_annotations, &last.annotations, &BTreeMap::new());
+    let mut annotations = merge_map(
+        &current_annotations,
+        &last.annotations,
+        &desired.annotations,
+    );
     annotations.insert(
         labels::EXPECTED_METADATA.to_owned(),
         expected.to_annotation(),
@@ -372,6 +427,17 @@ mod tests {
             assert_eq!(d.labels.get(key).map(String::as_str), Some(value), "{key}");
         }
         assert!(!d.labels.contains_key(labels::POLICY_APPLIED));
+        assert_eq!(d.labels[labels::PHYSICAL_NODE_INNER_IP], "10.0.0.1");
+        assert_eq!(
+            d.annotations,
+            BTreeMap::from([
+                (labels::POLICIES_APPLIED.to_owned(), "p".to_owned()),
+                (
+                    labels::PROMETHEUS_URL.to_owned(),
+                    "10.9.9.9:9006/vnode-c1-n1".to_owned()
+                ),
+            ])
+        );
         let keys: Vec<&str> = d.taints.iter().map(|t| t.key.as_str()).collect();
         assert_eq!(
             keys,
@@ -506,5 +572,76 @@ mod tests {
                 "recorded {recorded:?}, physical {current:?}"
             );
         }
+    }
+
+    #[test]
+    fn prometheus_url_is_pending_without_a_proxier_address() {
+        let node = physical();
+        let decision = LeasingDecision::not_lent(
+            "vnode-c1-n1".to_owned(),
+            crate::leasing::NotLentReason::NodeGone,
+        );
+        let annotations = virtual_node_annotations(&decision, &ProxierEndpoint::default());
+        assert_eq!(
+            annotations[labels::PROMETHEUS_URL],
+            "<pending>:9006/vnode-c1-n1"
+        );
+        assert_eq!(annotations[labels::POLICIES_APPLIED], "");
+        let mut no_ip = node.clone();
+        no_ip.status.as_mut().unwrap().addresses = None;
+        let binding = binding();
+        assert!(
+            !virtual_node_labels(&no_ip, "v", &binding)
+                .contains_key(labels::PHYSICAL_NODE_INNER_IP)
+        );
+    }
+
+    #[test]
+    fn take_over_removes_what_upstreams_record_holds_and_we_do_not_want() {
+        use base64::Engine as _;
+        let d = desired(json!({ "cluster": "b1" }));
+        let mut node = new_virtual_node(&d);
+        // As upstream leaves it (`buildVirtualNodeLabels` / `buildVirtualNodeAnnotations`,
+        // recorded by `saveExpectedMetadataToAnnotation`): a port of its own, a label the
+        // physical node lost since, its annotations; plus a user's label.
+        let upstream_record = json!({
+            "labels": { "kubeocean.io/proxier_port": "10300", "gone": "x",
+                "kubeocean.io/policy-applied": "p", "zone": "a" },
+            "annotations": { "kubeocean.io/last-sync-time": "2025-01-01T00:00:00Z",
+                "kubeocean.io/policy-details": "p", "kubeocean.io/policies-applied": "p" },
+            "taints": [{ "key": "kubeocean.io/vnode", "effect": "NoSchedule" }],
+        });
+        let encoded = base64::engine::general_purpose::STANDARD
+            .encode(serde_json::to_vec(&upstream_record).unwrap());
+        let meta = &mut node.metadata;
+        let l = meta.labels.as_mut().unwrap();
+        for (k, v) in [
+            ("kubeocean.io/proxier_port", "10300"),
+            ("gone", "x"),
+            ("kubeocean.io/policy-applied", "p"),
+            ("team", "blue"),
+        ] {
+            l.insert(k.into(), v.into());
+        }
+        let a = meta.annotations.as_mut().unwrap();
+        a.insert(labels::EXPECTED_METADATA.into(), encoded);
+        a.insert(labels::LAST_SYNC_TIME.into(), "2025-01-01T00:00:00Z".into());
+        a.insert(labels::POLICY_DETAILS.into(), "p".into());
+        let updated = updated_virtual_node(&node, &d).unwrap();
+        let l = updated.metadata.labels.as_ref().unwrap();
+        for gone in ["kubeocean.io/proxier_port", "gone", labels::POLICY_APPLIED] {
+            assert!(!l.contains_key(gone), "{gone}");
+        }
+        assert_eq!(l["team"], "blue");
+        assert_eq!(l["zone"], "a");
+        let a = updated.metadata.annotations.as_ref().unwrap();
+        assert!(!a.contains_key(labels::LAST_SYNC_TIME));
+        assert!(!a.contains_key(labels::POLICY_DETAILS));
+        assert_eq!(a[labels::POLICIES_APPLIED], "p");
+        // Written as upstream writes it, and read back.
+        let record = ExpectedMetadata::from_annotations(Some(a));
+        assert_eq!(record.labels, d.labels);
+        assert_eq!(record.annotations, d.annotations);
+        assert!(!a[labels::EXPECTED_METADATA].starts_with('{'));
     }
 }

@@ -71,10 +71,7 @@ pub const VIRTUAL_NAME: &str = "kubeocean.io/virtual-name";
 /// Annotation on physical ConfigMaps, Secrets, PVCs and PVs: UID of the virtual object
 /// **(ours)**; copies written without it are recognised by namespace and name.
 pub const VIRTUAL_UID: &str = "kubeocean.io/virtual-uid";
-/// Annotation on virtual objects: name of their physical copy.
-pub const PHYSICAL_NAME: &str = "kubeocean.io/physical-name";
-/// Annotation on virtual objects: namespace of their physical copy.
-pub const PHYSICAL_NAMESPACE: &str = "kubeocean.io/physical-namespace";
+pub use crate::labels::{PHYSICAL_NAME, PHYSICAL_NAMESPACE};
 
 /// Namespaces whose pods are never mapped.
 pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];

@@ -161,6 +161,82 @@ fn is_daemonset_pod(meta: &ObjectMeta) -> bool {
         .any(|owner| owner.kind == "DaemonSet")
 }
 
+/// The workload a virtual pod belongs to, as upstream labels physical pods with it
+/// (`virtual_pod_controller.go` `getWorkloadInfo`): from the first owner reference, the
+/// owner's kind in lower case and its name; `("pod", None)` without owner. A ReplicaSet
+/// owned by a Deployment counts as that Deployment: upstream reads the ReplicaSet's owner,
+/// we take the Deployment's name from the ReplicaSet's, which the Deployment controller
+/// writes as `<deployment>-<pod-template-hash>` (the hash is the pod's label of that name),
+/// so no ReplicaSet has to be watched.
+pub fn workload_of(pod: &Pod) -> (String, Option<String>) {
+    let meta = &pod.metadata;
+    let Some(owner) = meta.owner_references.iter().flatten().next() else {
+        return ("pod".to_owned(), None);
+    };
+    let name = Some(owner.name.clone()).filter(|n| !n.is_empty());
+    if owner.kind == "ReplicaSet" {
+        let hash = meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(POD_TEMPLATE_HASH))
+            .filter(|h| !h.is_empty());
+        let deployment = hash.and_then(|hash| {
+            owner
+                .name
+                .strip_suffix(hash.as_str())?
+                .strip_suffix('-')
+                .filter(|d| !d.is_empty())
+        });
+        if let Some(deployment) = deployment {
+            return ("deployment".to_owned(), Some(deployment.to_owned()));
+        }
+    }
+    (owner.kind.to_lowercase(), name)
+}
+
+/// The pod label the Deployment controller sets to the hash in its ReplicaSets' names.
+const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
+/// Labels upstream's record of a physical pod leaves out (`filterVirtualPodLabels`, and
+/// the ones `buildPhysicalPodLabels` adds): ours too, so that after a roll-back upstream's
+/// merge does not take them for keys removed from the virtual pod.
+const UNRECORDED_POD_LABELS: [&str; 4] = [
+    labels::MANAGED_BY,
+    labels::VIRTUAL_NAMESPACE_LABEL,
+    labels::WORKLOAD_TYPE,
+    labels::WORKLOAD_NAME,
+];
+/// Annotations upstream's record of a physical pod leaves out (the bookkeeping
+/// `buildPhysicalPodAnnotations` adds), for the same reason.
+const UNRECORDED_POD_ANNOTATIONS: [&str; 5] = [
+    labels::EXPECTED_METADATA,
+    labels::VIRTUAL_POD_NAMESPACE,
+    labels::VIRTUAL_POD_NAME,
+    labels::VIRTUAL_POD_UID,
+    VIRTUAL_NODE_NAME,
+];
+
+/// What is recorded in a physical pod's `kubeocean.io/expected-metadata`: the labels and
+/// annotations copied from the virtual pod, as upstream records them
+/// (`buildPhysicalPodAnnotations`). The keys left out are set on every write anyway, so the
+/// three-way merge never needs the record to remove them.
+fn pod_record(
+    pod_labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> ExpectedMetadata {
+    let keep = |unrecorded: &[&str], map: &BTreeMap<String, String>| {
+        map.iter()
+            .filter(|(k, _)| !unrecorded.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    ExpectedMetadata {
+        labels: keep(&UNRECORDED_POD_LABELS, pod_labels),
+        annotations: keep(&UNRECORDED_POD_ANNOTATIONS, annotations),
+        ..ExpectedMetadata::default()
+    }
+}
+
 /// Name of the physical pod of `pod`.
 pub fn physical_pod_name(pod: &Pod) -> Result<String, MapError> {
     let (namespace, name) = namespaced_identity(&pod.metadata, "Pod")?;
@@ -267,14 +343,23 @@ pub fn physical_pod(pod: &Pod, ctx: &MappingContext<'_>) -> Result<Pod, MapError
     ] {
         annotations.insert(key.to_owned(), value.to_owned());
     }
-    let pod_labels = physical_labels(&pod.metadata);
+    let mut pod_labels = physical_labels(&pod.metadata);
+    // Upstream's labels of physical pods (`buildPhysicalPodLabels`), which worker quotas,
+    // monitoring and chargeback select on. A workload name too long for a label value is
+    // left out (upstream's create would be refused).
+    let (workload_type, workload_name) = workload_of(pod);
+    for (key, value) in [
+        (labels::VIRTUAL_NAMESPACE_LABEL, Some(namespace.to_owned())),
+        (labels::WORKLOAD_TYPE, Some(workload_type)),
+        (labels::WORKLOAD_NAME, workload_name),
+    ] {
+        if let Some(value) = value.filter(|v| !v.is_empty() && labels::is_label_value(v)) {
+            pod_labels.insert(key.to_owned(), value);
+        }
+    }
     // Recorded so that later updates can tell keys removed from the virtual pod from keys
     // that others added to the physical pod.
-    let written = ExpectedMetadata {
-        labels: pod_labels.clone(),
-        annotations: annotations.clone(),
-        ..ExpectedMetadata::default()
-    };
+    let written = pod_record(&pod_labels, &annotations);
     annotations.insert(
         labels::EXPECTED_METADATA.to_owned(),
         written.to_annotation(),
@@ -340,11 +425,7 @@ pub fn physical_pod_update(desired: &Pod, existing: &Pod) -> Option<Pod> {
         &last.annotations,
         &want_annotations,
     );
-    let written = ExpectedMetadata {
-        labels: want_labels,
-        annotations: want_annotations,
-        ..ExpectedMetadata::default()
-    };
+    let written = pod_record(&want_labels, &want_annotations);
     merged_annotations.insert(
         labels::EXPECTED_METADATA.to_owned(),
         written.to_annotation(),
@@ -1741,5 +1822,56 @@ mod tests {
             ResourceMapper::<Pod>::physical_name(&mapper, &unnamed),
             Err(MapError::Unnamed { kind: "Pod", .. })
         ));
+    }
+
+    #[test]
+    fn workload_of_table() {
+        // (first owner kind and name, pod-template-hash label, expected type and name), as
+        // upstream's `getWorkloadInfo` answers.
+        type Owner<'a> = Option<(&'a str, &'a str)>;
+        type Workload<'a> = (&'a str, Option<&'a str>);
+        let cases: [(Owner, Option<&str>, Workload); 8] = [
+            (None, None, ("pod", None)),
+            (
+                Some(("ReplicaSet", "web-7d9f8c6b5")),
+                Some("7d9f8c6b5"),
+                ("deployment", Some("web")),
+            ),
+            (
+                Some(("ReplicaSet", "my-web-app-7d9f8c6b5")),
+                Some("7d9f8c6b5"),
+                ("deployment", Some("my-web-app")),
+            ),
+            // A ReplicaSet of no Deployment.
+            (Some(("ReplicaSet", "rs")), None, ("replicaset", Some("rs"))),
+            (
+                Some(("ReplicaSet", "rs-abc")),
+                Some("xyz"),
+                ("replicaset", Some("rs-abc")),
+            ),
+            (
+                Some(("StatefulSet", "db")),
+                None,
+                ("statefulset", Some("db")),
+            ),
+            (Some(("Job", "once")), None, ("job", Some("once"))),
+            (Some(("MyKind", "x")), None, ("mykind", Some("x"))),
+        ];
+        for (owner, hash, (kind, name)) in cases {
+            let mut meta = serde_json::json!({ "name": "p", "namespace": "ns" });
+            if let Some((owner_kind, owner_name)) = owner {
+                meta["ownerReferences"] = serde_json::json!([{ "apiVersion": "apps/v1",
+                    "kind": owner_kind, "name": owner_name, "uid": "u" }]);
+            }
+            if let Some(hash) = hash {
+                meta["labels"] = serde_json::json!({ "pod-template-hash": hash });
+            }
+            let pod: Pod = serde_json::from_value(serde_json::json!({ "metadata": meta })).unwrap();
+            assert_eq!(
+                workload_of(&pod),
+                (kind.to_owned(), name.map(str::to_owned)),
+                "{owner:?} {hash:?}"
+            );
+        }
     }
 }

@@ -26,8 +26,12 @@ use crate::naming::physical_name;
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// Label of an EndpointSlice: who manages it.
 pub const SLICE_MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
-/// [`SLICE_MANAGED_BY_LABEL`] of reflected slices.
-pub const SLICE_MANAGER: &str = "kubeocean.io/syncer";
+/// [`SLICE_MANAGED_BY_LABEL`] of reflected slices: a label value, so no `/` (the worker's
+/// API server refuses `kubeocean.io/syncer`, the value of earlier releases, with 422).
+/// Nothing selects on it: reflected slices are found by name and by
+/// `kubeocean.io/managed-by`, so slices a sandbox once stored with the old value are
+/// rewritten with this one like any other difference.
+pub const SLICE_MANAGER: &str = "kubeocean.io-syncer";
 /// Annotation on reflected EndpointSlices: the virtual Service they belong to.
 pub const VIRTUAL_SERVICE: &str = "kubeocean.io/virtual-service";
 

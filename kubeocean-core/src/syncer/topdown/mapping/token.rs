@@ -190,10 +190,15 @@ pub fn token_secret(
         metadata: ObjectMeta {
             name: Some(token_secret_name(pod)?),
             namespace: Some(ctx.binding.mount_namespace.clone()),
-            labels: Some(BTreeMap::from([(
-                labels::MANAGED_BY.to_owned(),
-                labels::MANAGED_BY_VALUE.to_owned(),
-            )])),
+            // Upstream's labels of its token Secrets (`virtual_pod_controller.go`, the token
+            // Secret it builds): its syncer collects unused ones by the second.
+            labels: Some(BTreeMap::from([
+                (
+                    labels::MANAGED_BY.to_owned(),
+                    labels::MANAGED_BY_VALUE.to_owned(),
+                ),
+                (labels::SERVICE_ACCOUNT_TOKEN.to_owned(), "true".to_owned()),
+            ])),
             annotations: Some(annotations),
             ..ObjectMeta::default()
         },
