@@ -118,6 +118,8 @@ pub struct KubeletPorts {
     proxier_address: RwLock<Option<String>>,
     /// `address:port` endpoints seen answering.
     answering: Mutex<HashSet<(String, u16)>>,
+    /// Failed tries of `address:port` endpoints not answering yet.
+    tries: Mutex<HashMap<(String, u16), u32>>,
 }
 
 impl KubeletPorts {
@@ -193,21 +195,56 @@ impl KubeletPorts {
             return true;
         }
         if !accepts_connections(address, port).await {
+            *self
+                .tries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(key)
+                .or_insert(0) += 1;
             return false;
         }
+        self.tries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
         self.answering
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(key);
         true
     }
+
+    /// When to try `address:port` again after it did not answer: [`UNPUBLISHED_RETRY`],
+    /// doubling with each failed try up to [`UNPUBLISHED_RETRY_MAX`] (a proxier the syncer
+    /// cannot reach must not keep every node busy).
+    pub fn retry_delay(&self, address: &str, port: u16) -> Duration {
+        let tries = self
+            .tries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(address.to_owned(), port))
+            .copied()
+            .unwrap_or(0);
+        retry_delay(tries)
+    }
+}
+
+/// The delay before trying a port again after `tries` failed tries.
+pub fn retry_delay(tries: u32) -> Duration {
+    let factor = 1u32 << tries.saturating_sub(1).min(10);
+    UNPUBLISHED_RETRY
+        .saturating_mul(factor)
+        .min(UNPUBLISHED_RETRY_MAX)
 }
 
 /// How long a kubelet port may take to accept a connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// How soon a node whose port did not answer is looked at again.
+/// How soon a node whose port did not answer is looked at again, at first.
 pub const UNPUBLISHED_RETRY: Duration = Duration::from_millis(500);
+
+/// The longest wait between tries of a port that does not answer.
+pub const UNPUBLISHED_RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// Whether `address:port` accepts a TCP connection within [`PROBE_TIMEOUT`].
 async fn accepts_connections(address: &str, port: u16) -> bool {
@@ -231,6 +268,8 @@ pub struct NodeEndpoint {
     /// The port to publish in `daemonEndpoints`: the node's own once it answers, the shared
     /// endpoint's until then.
     pub published: i32,
+    /// When the node's own port is not published yet: when to try it again.
+    pub retry: Duration,
 }
 
 impl NodeEndpoint {
@@ -276,6 +315,7 @@ pub async fn endpoint_of(
         return Ok(NodeEndpoint {
             published: proxier.port,
             proxier,
+            retry: Duration::ZERO,
         });
     };
     let stored = current.and_then(stored_port);
@@ -298,12 +338,17 @@ pub async fn endpoint_of(
         None => None,
     };
     let published = published_port(i32::from(port), proxier.port, answers);
+    let retry = match (&proxier.address, answers) {
+        (Some(address), Some(false)) => ctx.kubelet_ports.retry_delay(address, port),
+        _ => Duration::ZERO,
+    };
     Ok(NodeEndpoint {
         proxier: ProxierEndpoint {
             port: i32::from(port),
             ..proxier
         },
         published,
+        retry,
     })
 }
 
@@ -600,8 +645,12 @@ mod tests {
                 ..ProxierEndpoint::default()
             },
             published: 10250,
+            retry: UNPUBLISHED_RETRY,
         };
         assert!(endpoint.pending());
+        for (tries, want) in [(0, 500), (1, 500), (2, 1000), (3, 2000), (7, 30_000), (40, 30_000)] {
+            assert_eq!(retry_delay(tries), Duration::from_millis(want), "{tries}");
+        }
         let mut status = k8s_openapi::api::core::v1::NodeStatus::default();
         endpoint.publish(&mut status);
         assert_eq!(

@@ -227,9 +227,7 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
     let mut next = decision.next_change;
     if endpoint.pending() {
         let now = ctx.config.clock.now();
-        let soon = now
-            .checked_add(kubelet_port::UNPUBLISHED_RETRY)
-            .unwrap_or(now);
+        let soon = now.checked_add(endpoint.retry).unwrap_or(now);
         next = Some(next.map_or(soon, |n| n.min(soon)));
     }
     if let Some(step) = &reclaim_step {
