@@ -117,9 +117,7 @@ async fn new_pods_tolerate_not_ready_and_unreachable_nodes_for_five_minutes() {
             .map(|t| serde_json::to_value(t).unwrap())
             .collect()
     };
-    let default = |key: &str| {
-        json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
-    };
+    let default = |key: &str| json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300});
     assert_eq!(
         tolerations(pods.get("plain").await.unwrap()),
         [

@@ -11,11 +11,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{LogParams, PostParams};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::Api;
+use kube::api::{LogParams, PostParams};
 use kube_sandbox::testing::process::Background;
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
-use kubeocean_core::crd::{ClusterBinding, ResourceLeasingPolicy};
+use kubeocean_core::crd::{
+    ClusterBinding, DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME,
+    DEFAULT_POD_PRIORITY_VALUE, ResourceLeasingPolicy,
+};
 use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
 use serde_json::json;
 
@@ -71,6 +75,19 @@ async fn logs_through_the_api_server_in_embedded_mode_with_the_documented_flags(
         )
         .await
         .unwrap();
+    // As the kubeocean-worker chart creates it.
+    Api::<PriorityClass>::all(w.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": DEFAULT_POD_PRIORITY_CLASS_NAME},
+                "value": DEFAULT_POD_PRIORITY_VALUE,
+                "preemptionPolicy": DEFAULT_POD_PREEMPTION_POLICY}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
     worker.add_node(&SimNode::new("n1", "8", "32Gi")).unwrap();
     Api::<ResourceLeasingPolicy>::all(w.clone())
         .create(
@@ -116,17 +133,37 @@ async fn logs_through_the_api_server_in_embedded_mode_with_the_documented_flags(
         "--leader-elect=false",
         "--embedded-proxier-listen-ip=0.0.0.0",
         "--embedded-proxier-address=127.0.0.1",
-        &format!(
-            "--embedded-proxier-ports={}-{}",
-            ports.start(),
-            ports.end()
-        ),
+        &format!("--embedded-proxier-ports={}-{}", ports.start(), ports.end()),
         "--metrics-addr=127.0.0.1:0",
         "--probe-addr=127.0.0.1:0",
     ]);
-    let _manager = Background::spawn(command);
+    let manager = Background::spawn(command);
 
-    within(60, "the binding Ready", || async {
+    let binding_state = || async {
+        let binding = Api::<ClusterBinding>::all(c.clone()).get("worker-1").await;
+        format!("{:?}", binding.map(|b| b.status))
+    };
+    let ready = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let phase = Api::<ClusterBinding>::all(c.clone())
+                .get("worker-1")
+                .await
+                .ok()
+                .and_then(|b| b.status)
+                .and_then(|s| s.phase);
+            if phase.is_some_and(|p| format!("{p:?}") == "Ready") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    assert!(
+        ready.is_ok(),
+        "the binding Ready: {}",
+        binding_state().await
+    );
+    within(1, "the binding Ready", || async {
         Api::<ClusterBinding>::all(c.clone())
             .get("worker-1")
             .await
@@ -163,6 +200,7 @@ async fn logs_through_the_api_server_in_embedded_mode_with_the_documented_flags(
         logs.as_ref().is_ok_and(|text| !text.trim().is_empty()),
         "{logs:?}"
     );
+    drop(manager);
     computing_served.stop();
     worker_served.stop();
     computing.shutdown();

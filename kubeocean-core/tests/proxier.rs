@@ -1228,7 +1228,9 @@ async fn plain_get(addr: SocketAddr, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .await
         .unwrap();
     let mut answer = Vec::new();
@@ -1303,8 +1305,10 @@ async fn refusals_say_what_happened_in_words() {
     // A pod that failed before it ran (its physical pod removed by the scheduling timeout).
     let failed = add_virtual_pod(&env.c, "never-ran", VIRTUAL_NODE, Some("never-ran-0123")).await;
     let mut failed = failed;
-    failed.status = Some(from_json(json!({"phase": "Failed", "reason": "Unschedulable",
-        "message": "the physical pod found no node in the worker within 5m0s"})));
+    failed.status = Some(from_json(
+        json!({"phase": "Failed", "reason": "Unschedulable",
+        "message": "the physical pod found no node in the worker within 5m0s"}),
+    ));
     Api::<Pod>::namespaced(env.c.clone(), "default")
         .replace_status("never-ran", &PostParams::default(), &failed)
         .await

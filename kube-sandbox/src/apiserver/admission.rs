@@ -279,15 +279,20 @@ fn default_toleration_seconds(spec: &mut Map<String, Value>) {
     let Some(tolerations) = tolerations.as_array_mut() else {
         return;
     };
-    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
         let tolerated = tolerations.iter().any(|t| {
             let field = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("");
             (field("key") == key || field("key").is_empty())
                 && (field("effect") == "NoExecute" || field("effect").is_empty())
         });
         if !tolerated {
-            tolerations.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute",
-                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}));
+            tolerations.push(
+                json!({"key": key, "operator": "Exists", "effect": "NoExecute",
+                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}),
+            );
         }
     }
 }

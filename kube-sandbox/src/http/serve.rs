@@ -275,7 +275,8 @@ pub async fn serve(
 
 /// Namespace and name of the ConfigMap in which kube-apiserver publishes the CA of the client
 /// certificates it accepts.
-pub const CLIENT_CA_CONFIG_MAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");
+pub const CLIENT_CA_CONFIG_MAP: (&str, &str) =
+    ("kube-system", "extension-apiserver-authentication");
 
 /// Publishes `client-ca-file` in `kube-system/extension-apiserver-authentication`, as
 /// kube-apiserver's ClusterAuthenticationTrustController keeps it (kubernetes

@@ -157,26 +157,38 @@ fn evict(sim: &Simulator, pod: &Value) {
         return;
     };
     let field = |path: &[&str]| at(pod, path).and_then(Value::as_str).unwrap_or("");
-    let (namespace, name) = (field(&["metadata", "namespace"]), field(&["metadata", "name"]));
+    let (namespace, name) = (
+        field(&["metadata", "namespace"]),
+        field(&["metadata", "name"]),
+    );
     let ctx = WriteContext::system("taint-eviction-controller");
     let now = crate::apiserver::meta::now_rfc3339();
-    let _ = state.update_with(&rt, "v1", namespace, name, Some("status"), &ctx, None, |old| {
-        let mut new = old.clone();
-        let status = new
-            .as_object_mut()
-            .map(|m| m.entry("status").or_insert_with(|| json!({})));
-        if let Some(Value::Object(status)) = status {
-            let conditions = status.entry("conditions").or_insert_with(|| json!([]));
-            if let Value::Array(conditions) = conditions {
-                conditions.retain(|c| c["type"] != "DisruptionTarget");
-                conditions.push(json!({"type": "DisruptionTarget", "status": "True",
+    let _ = state.update_with(
+        &rt,
+        "v1",
+        namespace,
+        name,
+        Some("status"),
+        &ctx,
+        None,
+        |old| {
+            let mut new = old.clone();
+            let status = new
+                .as_object_mut()
+                .map(|m| m.entry("status").or_insert_with(|| json!({})));
+            if let Some(Value::Object(status)) = status {
+                let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+                if let Value::Array(conditions) = conditions {
+                    conditions.retain(|c| c["type"] != "DisruptionTarget");
+                    conditions.push(json!({"type": "DisruptionTarget", "status": "True",
                     "reason": "DeletionByTaintManager",
                     "message": "Taint manager: deleting due to NoExecute taint",
                     "lastTransitionTime": now}));
+                }
             }
-        }
-        Ok(new)
-    });
+            Ok(new)
+        },
+    );
     let options = DeleteOptions {
         precondition_uid: at(pod, &["metadata", "uid"])
             .and_then(Value::as_str)
@@ -195,7 +207,8 @@ mod tests {
     }
 
     fn plus(seconds: i64) -> Timestamp {
-        t0().checked_add(SignedDuration::from_secs(seconds)).unwrap()
+        t0().checked_add(SignedDuration::from_secs(seconds))
+            .unwrap()
     }
 
     #[test]

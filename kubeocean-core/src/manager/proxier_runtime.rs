@@ -144,7 +144,8 @@ async fn advertised_ports(computing: &Client, binding: &str) -> Vec<u16> {
 
 /// Where kube-apiserver publishes the CA of the client certificates it accepts (its
 /// `--client-ca-file`), readable by every authenticated client that may read ConfigMaps there.
-pub const CLIENT_CA_CONFIG_MAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");
+pub const CLIENT_CA_CONFIG_MAP: (&str, &str) =
+    ("kube-system", "extension-apiserver-authentication");
 
 /// The key of [`CLIENT_CA_CONFIG_MAP`] holding the CA bundle.
 pub const CLIENT_CA_KEY: &str = "client-ca-file";
@@ -155,7 +156,8 @@ pub const CLIENT_CA_KEY: &str = "client-ca-file";
 /// node. An error says what is missing.
 pub async fn published_client_ca(computing: &Client) -> Result<String, String> {
     let (namespace, name) = CLIENT_CA_CONFIG_MAP;
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(computing.clone(), namespace);
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(computing.clone(), namespace);
     let config_map = api
         .get_opt(name)
         .await

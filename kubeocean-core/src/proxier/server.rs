@@ -310,7 +310,8 @@ async fn dispatch(
     else {
         return Err(Failure::client(StatusCode::NOT_FOUND, "not a pod request"));
     };
-    let explain = |failure: Failure| explain_worker_failure(&context.binding, &pod, &target, failure);
+    let explain =
+        |failure: Failure| explain_worker_failure(&context.binding, &pod, &target, failure);
     if parsed.is_upgrade() {
         let description = format!(
             "{} {}/{} -> {}/{} by {}",
@@ -399,10 +400,7 @@ pub fn explain_worker_failure(
     target: &super::mapping::PodTarget,
     failure: Failure,
 ) -> Failure {
-    let physical = format!(
-        "{}/{}",
-        target.physical_namespace, target.physical_name
-    );
+    let physical = format!("{}/{}", target.physical_namespace, target.physical_name);
     let message = match (failure.status, &target.failed) {
         (StatusCode::NOT_FOUND, Some(failed)) => format!(
             "pod {}/{} failed before it could run in the worker cluster of ClusterBinding {binding}, \
@@ -526,13 +524,25 @@ mod tests {
                 true,
                 "neither a client certificate signed by its client CA nor a bearer token",
             ),
-            (Presented::Token, true, true, "TokenReview did not authenticate it"),
-            (Presented::Token, true, false, "does not accept bearer tokens"),
+            (
+                Presented::Token,
+                true,
+                true,
+                "TokenReview did not authenticate it",
+            ),
+            (
+                Presented::Token,
+                true,
+                false,
+                "does not accept bearer tokens",
+            ),
             (Presented::Certificate, true, false, "subject"),
         ] {
             let message = unauthenticated_message("b1", presented, client_ca, review);
             assert!(
-                message.starts_with("Unauthorized: the kubelet endpoint of the virtual nodes of ClusterBinding b1"),
+                message.starts_with(
+                    "Unauthorized: the kubelet endpoint of the virtual nodes of ClusterBinding b1"
+                ),
                 "{message}"
             );
             assert!(message.contains(says), "{presented:?}: {message}");
@@ -561,14 +571,17 @@ mod tests {
         );
         assert_eq!(failed.status, StatusCode::NOT_FOUND);
         assert!(
-            failed.message.contains("team/web failed before it could run")
+            failed
+                .message
+                .contains("team/web failed before it could run")
                 && failed.message.ends_with("Unschedulable: no node fits"),
             "{}",
             failed.message
         );
         let gone = explain_worker_failure("b1", &pod, &target(None), not_found());
         assert!(
-            gone.message.contains("physical pod mount/web-123 is not in the worker cluster"),
+            gone.message
+                .contains("physical pod mount/web-123 is not in the worker cluster"),
             "{}",
             gone.message
         );

@@ -83,7 +83,9 @@ pub fn vnode_cadvisor_metrics(
                 container.to_owned()
             };
             let (namespace, name) = (virtual_pod.namespace.clone(), virtual_pod.name.clone());
-            sample.labels.retain(|(key, _)| !PHYSICAL_LABELS.contains(&key.as_str()));
+            sample
+                .labels
+                .retain(|(key, _)| !PHYSICAL_LABELS.contains(&key.as_str()));
             sample.put_label("namespace", &namespace);
             sample.put_label("pod", &name);
             sample.put_label("container", &container);
@@ -140,7 +142,9 @@ async fn handle(context: &Context, request: Request<Incoming>) -> Response<Respo
     }
     let vnode = match vnode_of_path(request.uri().path()) {
         Ok(vnode) => vnode.to_owned(),
-        Err((status, message)) => return text(status, format!("Error {}: {message}", status.as_u16())),
+        Err((status, message)) => {
+            return text(status, format!("Error {}: {message}", status.as_u16()));
+        }
     };
     let computing_failure = |what: &str, e: kube::Error| {
         text(
@@ -181,14 +185,21 @@ async fn handle(context: &Context, request: Request<Incoming>) -> Response<Respo
         &selected,
         context.stats_timeout,
         |virtual_node, physical, error| {
-            tracing::warn!(virtual_node, physical_node = physical, error, "worker did not answer the node's cAdvisor metrics");
+            tracing::warn!(
+                virtual_node,
+                physical_node = physical,
+                error,
+                "worker did not answer the node's cAdvisor metrics"
+            );
         },
     )
     .await;
     let Some(text_body) = fetched.into_iter().find_map(|(_, text)| text) else {
         return text(
             StatusCode::BAD_GATEWAY,
-            format!("the worker cluster did not answer the cAdvisor metrics of {physical}, the physical node of {vnode}"),
+            format!(
+                "the worker cluster did not answer the cAdvisor metrics of {physical}, the physical node of {vnode}"
+            ),
         );
     };
     let families = vnode_cadvisor_metrics(parse_metrics(&text_body), &pods, &vnode);

@@ -633,11 +633,7 @@ mod tests {
             (20001, 10400, Some(false), 10400),
             (20001, 10400, None, 20001),
         ] {
-            assert_eq!(
-                published_port(own, shared, answers),
-                want,
-                "{answers:?}"
-            );
+            assert_eq!(published_port(own, shared, answers), want, "{answers:?}");
         }
         let endpoint = NodeEndpoint {
             proxier: ProxierEndpoint {
@@ -648,7 +644,14 @@ mod tests {
             retry: UNPUBLISHED_RETRY,
         };
         assert!(endpoint.pending());
-        for (tries, want) in [(0, 500), (1, 500), (2, 1000), (3, 2000), (7, 30_000), (40, 30_000)] {
+        for (tries, want) in [
+            (0, 500),
+            (1, 500),
+            (2, 1000),
+            (3, 2000),
+            (7, 30_000),
+            (40, 30_000),
+        ] {
             assert_eq!(retry_delay(tries), Duration::from_millis(want), "{tries}");
         }
         let mut status = k8s_openapi::api::core::v1::NodeStatus::default();

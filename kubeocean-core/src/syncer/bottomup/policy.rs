@@ -396,7 +396,10 @@ mod tests {
             ("False", reason::BINDING_GONE)
         );
         assert!(condition.message.contains("ClusterBinding b"));
-        assert_eq!(find(&gone.conditions, "Valid").unwrap().reason, reason::VALID);
+        assert_eq!(
+            find(&gone.conditions, "Valid").unwrap().reason,
+            reason::VALID
+        );
         // Written once: the same status an hour later.
         let t2: Timestamp = "2025-01-06T14:00:00Z".parse().unwrap();
         assert_eq!(binding_gone_status(&p, Some(&gone), "b", t2), gone);
