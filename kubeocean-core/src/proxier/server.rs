@@ -311,7 +311,7 @@ async fn dispatch(
         return Err(Failure::client(StatusCode::NOT_FOUND, "not a pod request"));
     };
     let explain =
-        |failure: Failure| explain_worker_failure(&context.binding, &pod, &target, failure);
+        |failure: Failure| explain_worker_failure(&context.binding, pod, &target, failure);
     if parsed.is_upgrade() {
         let description = format!(
             "{} {}/{} -> {}/{} by {}",
