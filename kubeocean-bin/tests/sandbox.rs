@@ -174,6 +174,23 @@ async fn sandbox_lends_worker_nodes_and_runs_a_pod() {
             "{resource}"
         );
     }
+    // As upstream: the proxier's IP and the virtual node's own name as its Hostname.
+    let addresses: Vec<(String, String)> = vnode
+        .status
+        .clone()
+        .unwrap()
+        .addresses
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| (a.type_, a.address))
+        .collect();
+    assert_eq!(
+        addresses,
+        [
+            ("InternalIP".to_owned(), "127.0.0.1".to_owned()),
+            ("Hostname".to_owned(), "vnode-w1-w1-node-2".to_owned())
+        ]
+    );
     let labels = vnode.metadata.labels.unwrap();
     assert_eq!(labels["kubeocean.io/cluster-binding"], "worker-1");
 

@@ -749,6 +749,20 @@ async fn csinodes_are_mirrored_and_deleting_the_binding_drains_its_virtual_nodes
     })
     .await;
     assert!(csinodes.get_opt("vnode-w1-n1").await.unwrap().is_none());
+    // The policy no longer says Active: its binding is gone.
+    eventually("the policy Inactive, reason BindingGone", || async {
+        let policy = Api::<ResourceLeasingPolicy>::all(env.w.clone())
+            .get("all")
+            .await
+            .unwrap();
+        let status = policy.status.unwrap_or_default();
+        status.phase == Some(crd::ResourceLeasingPolicyPhase::Inactive)
+            && status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Active" && c.status == "False" && c.reason == "BindingGone")
+    })
+    .await;
 }
 
 /// The out-of-time-windows taint of `name`, if any.
