@@ -1,5 +1,5 @@
 //! `kubeocean sandbox`: Kubeocean on one machine with no cluster. A computing sandbox cluster
-//! and `--workers` worker sandbox clusters (simulated nodes, a few online pods, a
+//! (with the DNS and API server Services mapped pods use) and `--workers` worker sandbox clusters (simulated nodes, a few online pods, a
 //! ResourceLeasingPolicy each — the second one with a time window), all served over loopback
 //! HTTPS; the manager in embedded mode (a syncer and a proxier per worker, in this process);
 //! kubeconfigs in `--dir`. Prints what to try, then a short report every `--report-interval`
