@@ -170,7 +170,9 @@ pub struct ManagerArgs {
     )]
     embedded_proxier_node_ports_per_binding: u16,
 
-    /// Embedded mode: CA (PEM) of the API server's kubelet-client certificates.
+    /// Embedded mode: CA (PEM) of the API server's kubelet-client certificates; without it,
+    /// each binding's proxier reads `client-ca-file` of the ConfigMap
+    /// kube-system/extension-apiserver-authentication, which kube-apiserver publishes.
     #[arg(long, env = "EMBEDDED_PROXIER_CLIENT_CA_FILE", value_name = "FILE")]
     embedded_proxier_client_ca_file: Option<PathBuf>,
 

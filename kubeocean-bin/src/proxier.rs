@@ -30,6 +30,12 @@ pub struct ProxierArgs {
     #[arg(long, env = "PROXIER_NODE_PORTS", default_value = "0", value_parser = crate::manager::parse_port_range)]
     node_ports: crate::manager::PortRange,
 
+    /// Port (on the IP of --listen) of upstream Kubeocean's single-port cAdvisor endpoint,
+    /// plain HTTP `/{vnode}/metrics`, which the `kubeocean.io/prometheus-url` annotation of
+    /// the virtual nodes points at; `0`: not served.
+    #[arg(long, env = "VNODE_METRICS_PORT", default_value_t = kubeocean_core::proxier::vnode_metrics::DEFAULT_PORT)]
+    vnode_metrics_port: u16,
+
     /// Serving certificate (PEM, leaf first).
     #[arg(long, env = "TLS_CERT_FILE", value_name = "FILE")]
     tls_cert_file: PathBuf,
@@ -137,6 +143,7 @@ async fn run(args: ProxierArgs, files: TlsFiles) -> anyhow::Result<()> {
     config.client_options = options;
     config.metrics = Some(metrics);
     config.node_ports = args.node_ports.0.clone();
+    config.vnode_metrics_port = (args.vnode_metrics_port != 0).then_some(args.vnode_metrics_port);
     let bound = Proxier::new(client, config)
         .bind()
         .await

@@ -1,5 +1,5 @@
 //! `kubeocean sandbox`: Kubeocean on one machine with no cluster. A computing sandbox cluster
-//! and `--workers` worker sandbox clusters (simulated nodes, a few online pods, a
+//! (with the DNS and API server Services mapped pods use) and `--workers` worker sandbox clusters (simulated nodes, a few online pods, a
 //! ResourceLeasingPolicy each — the second one with a time window), all served over loopback
 //! HTTPS; the manager in embedded mode (a syncer and a proxier per worker, in this process);
 //! kubeconfigs in `--dir`. Prints what to try, then a short report every `--report-interval`
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use jiff::{SignedDuration, Timestamp, tz::TimeZone};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -375,6 +375,30 @@ where
     Ok(())
 }
 
+/// The computing cluster's Services that mapped pods reach its DNS and API server through
+/// (the syncer's `--dns-service` and `--api-server-service` defaults, upstream's names), as an
+/// operator creates them in a real computing cluster: without them mapped pods would keep the
+/// worker's DNS.
+async fn create_in_cluster_services(c: &Client) -> anyhow::Result<()> {
+    create(
+        &Api::<Service>::namespaced(c.clone(), "kube-system"),
+        json!({"metadata": {"name": "kube-dns-intranet", "namespace": "kube-system",
+                            "labels": {"k8s-app": "kube-dns"}},
+               "spec": {"selector": {"k8s-app": "kube-dns"},
+                        "ports": [{"name": "dns", "port": 53, "protocol": "UDP"},
+                                  {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}}),
+        "Service kube-system/kube-dns-intranet",
+    )
+    .await?;
+    create(
+        &Api::<Service>::namespaced(c.clone(), "default"),
+        json!({"metadata": {"name": "kubernetes-intranet", "namespace": "default"},
+               "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}}),
+        "Service default/kubernetes-intranet",
+    )
+    .await
+}
+
 /// Worker `i`: CRDs, the priority class physical pods use, the mount namespace, simulated
 /// nodes, two online pods on the first node, its leasing policy; served over HTTPS.
 async fn start_worker(
@@ -474,6 +498,7 @@ async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     install_crds(&c)
         .await
         .context("installing the CRDs in the computing cluster")?;
+    create_in_cluster_services(&c).await?;
     let computing_served = computing
         .serve(ServeOptions {
             tls: true,
@@ -492,10 +517,10 @@ async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     base.secret_namespace = SYSTEM_NAMESPACE.to_owned();
     base.lease_renew_interval = Duration::from_secs(5);
     base.connect_retry_interval = Duration::from_secs(1);
-    // The API server reaches the proxiers with a kubelet-client certificate signed by its CA;
-    // bearer tokens are checked by TokenReview.
+    // The API server reaches the proxiers with a kubelet-client certificate signed by its CA,
+    // which each proxier reads from kube-system/extension-apiserver-authentication as in a
+    // real cluster; bearer tokens are checked by TokenReview.
     let mut proxier = EmbeddedProxierConfig::new([127, 0, 0, 1].into());
-    proxier.client_ca_pem = computing_served.ca_pem.clone();
     proxier.token_review = true;
     // Each virtual node its own port, so its stats are its own (kubectl get --raw
     // /api/v1/nodes/<node>/proxy/stats/summary).

@@ -174,6 +174,23 @@ async fn sandbox_lends_worker_nodes_and_runs_a_pod() {
             "{resource}"
         );
     }
+    // As upstream: the proxier's IP and the virtual node's own name as its Hostname.
+    let addresses: Vec<(String, String)> = vnode
+        .status
+        .clone()
+        .unwrap()
+        .addresses
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| (a.type_, a.address))
+        .collect();
+    assert_eq!(
+        addresses,
+        [
+            ("InternalIP".to_owned(), "127.0.0.1".to_owned()),
+            ("Hostname".to_owned(), "vnode-w1-w1-node-2".to_owned())
+        ]
+    );
     let labels = vnode.metadata.labels.unwrap();
     assert_eq!(labels["kubeocean.io/cluster-binding"], "worker-1");
 
@@ -262,4 +279,91 @@ async fn sandbox_spreads_a_deployment_over_both_workers() {
     bindings.sort();
     bindings.dedup();
     assert_eq!(bindings, ["worker-1", "worker-2"]);
+}
+
+/// `kubectl logs` of a pod as soon as it is Running answers, twenty times in a row: a virtual
+/// node publishes a kubelet port only once it answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn logs_answer_as_soon_as_a_pod_runs() {
+    let (_sandbox, c) = started("logs-at-once").await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    for i in 0..20 {
+        let name = format!("at-once-{i}");
+        let pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"tolerations": [{"key": "kubeocean.io/vnode", "operator": "Exists"}],
+                     "containers": [{"name": "app", "image": "nginx",
+                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]},
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        within(60, &format!("{name} Running"), || async {
+            pods.get(&name)
+                .await
+                .unwrap()
+                .status
+                .and_then(|s| s.phase)
+                .as_deref()
+                == Some("Running")
+        })
+        .await;
+        let logs = pods.logs(&name, &LogParams::default()).await;
+        assert!(
+            logs.as_ref().is_ok_and(|text| !text.trim().is_empty()),
+            "logs of {name} right after Running: {logs:?}"
+        );
+    }
+}
+
+/// The demo's computing cluster has the DNS and API server Services the syncer reads, so a
+/// mapped pod gets the computing cluster's DNS, hostAliases and `KUBERNETES_SERVICE_HOST`.
+#[tokio::test(flavor = "multi_thread")]
+async fn mapped_pods_get_the_computing_clusters_dns_and_api_server() {
+    use k8s_openapi::api::core::v1::Service;
+    let (sandbox, c) = started("dns").await;
+    let dns = Api::<Service>::namespaced(c.clone(), "kube-system")
+        .get("kube-dns-intranet")
+        .await
+        .unwrap();
+    let api = Api::<Service>::namespaced(c.clone(), "default")
+        .get("kubernetes-intranet")
+        .await
+        .unwrap();
+    let dns_ip = dns.spec.unwrap().cluster_ip.unwrap();
+    let api_ip = api.spec.unwrap().cluster_ip.unwrap();
+
+    let running = run_demo_pod(&c).await;
+    let annotations = running.metadata.annotations.unwrap();
+    let node = running.spec.unwrap().node_name.unwrap();
+    let worker = if node.starts_with("vnode-w1-") {
+        "worker-1"
+    } else {
+        "worker-2"
+    };
+    let w = client(&sandbox.dir.join(format!("{worker}.kubeconfig"))).await;
+    let physical = Api::<Pod>::namespaced(w, &annotations["kubeocean.io/physical-pod-namespace"])
+        .get(&annotations["kubeocean.io/physical-pod-name"])
+        .await
+        .unwrap();
+    let spec = physical.spec.unwrap();
+    assert_eq!(spec.dns_policy.as_deref(), Some("None"));
+    assert_eq!(
+        spec.dns_config.unwrap().nameservers.unwrap_or_default(),
+        [dns_ip]
+    );
+    let aliases = spec.host_aliases.unwrap_or_default();
+    assert!(
+        aliases.iter().any(|a| a.ip == api_ip
+            && a.hostnames
+                .iter()
+                .flatten()
+                .any(|h| h == "kubernetes.default.svc")),
+        "{aliases:?}"
+    );
+    let env = spec.containers[0].env.clone().unwrap_or_default();
+    let host = env
+        .iter()
+        .find(|e| e.name == "KUBERNETES_SERVICE_HOST")
+        .and_then(|e| e.value.clone());
+    assert_eq!(host.as_deref(), Some(api_ip.as_str()));
 }

@@ -749,10 +749,35 @@ async fn csinodes_are_mirrored_and_deleting_the_binding_drains_its_virtual_nodes
     })
     .await;
     assert!(csinodes.get_opt("vnode-w1-n1").await.unwrap().is_none());
+    // The policy no longer says Active: its binding is gone.
+    eventually("the policy Inactive, reason BindingGone", || async {
+        let policy = Api::<ResourceLeasingPolicy>::all(env.w.clone())
+            .get("all")
+            .await
+            .unwrap();
+        let status = policy.status.unwrap_or_default();
+        status.phase == Some(crd::ResourceLeasingPolicyPhase::Inactive)
+            && status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Active" && c.status == "False" && c.reason == "BindingGone")
+    })
+    .await;
+}
+
+/// The out-of-time-windows taint of `name`, if any.
+async fn window_taint(c: &Client, name: &str) -> Option<k8s_openapi::api::core::v1::Taint> {
+    vnode(c, name)
+        .await?
+        .spec?
+        .taints?
+        .into_iter()
+        .find(|t| t.key == "kubeocean.io/out-of-time-windows")
 }
 
 #[tokio::test]
-async fn force_reclaim_deletes_intolerant_virtual_pods_after_the_grace_period() {
+async fn force_reclaim_evicts_only_after_the_grace_period() {
+    const GRACE: i64 = 600;
     let env = env(Some("kubeconfig")).await;
     env.worker
         .add_node(&SimNode::new("n1", "4", "8Gi"))
@@ -764,12 +789,13 @@ async fn force_reclaim_deletes_intolerant_virtual_pods_after_the_grace_period() 
     create_policy(
         &env.w,
         "nights",
-        json!({ "cluster": BINDING, "forceReclaim": true, "gracefulReclaimPeriodSeconds": 1,
+        json!({ "cluster": BINDING, "forceReclaim": true, "gracefulReclaimPeriodSeconds": GRACE,
             "timeWindows": [{ "start": hhmm, "end": hhmm }] }),
     )
     .await
     .unwrap();
-    // Virtual pods bound to the virtual node before the syncer runs: one tolerates the taint.
+    // Virtual pods bound to the virtual node before the syncer runs: one does not tolerate
+    // the taint, one tolerates it for ever, one for a second once it is NoExecute.
     let vpods: Api<Pod> = Api::namespaced(env.c.clone(), "default");
     for (name, tolerations) in [
         (
@@ -780,6 +806,11 @@ async fn force_reclaim_deletes_intolerant_virtual_pods_after_the_grace_period() 
             "tolerant",
             json!([{ "key": "kubeocean.io/out-of-time-windows", "operator": "Exists" }]),
         ),
+        (
+            "tolerant-for-a-second",
+            json!([{ "key": "kubeocean.io/out-of-time-windows", "operator": "Exists",
+                     "effect": "NoExecute", "tolerationSeconds": 1 }]),
+        ),
     ] {
         let pod: Pod = from_json(json!({
             "metadata": { "name": name, "namespace": "default" },
@@ -788,29 +819,58 @@ async fn force_reclaim_deletes_intolerant_virtual_pods_after_the_grace_period() 
         }));
         vpods.create(&PostParams::default(), &pod).await.unwrap();
     }
-    start(&env, Clock::system());
+    let first = env.token.child_token();
+    tokio::spawn(Syncer::new(env.c.clone(), config(Clock::system())).run(first.clone()));
 
+    // During the grace period the taint is NoSchedule: the computing cluster's taint-eviction
+    // controller leaves every pod where it is.
+    eventually("the out-of-time-windows taint", || async {
+        window_taint(&env.c, "vnode-w1-n1").await.is_some()
+    })
+    .await;
+    let taint = window_taint(&env.c, "vnode-w1-n1").await.unwrap();
+    assert_eq!(taint.effect, "NoSchedule", "{taint:?}");
+    let grace_end = taint.time_added.clone().unwrap().0 + SignedDuration::from_secs(GRACE);
+    for _ in 0..20 {
+        assert!(Timestamp::now() < grace_end);
+        for name in ["intolerant", "tolerant", "tolerant-for-a-second"] {
+            let pod = vpods.get_opt(name).await.unwrap();
+            assert!(
+                pod.is_some_and(|p| p.metadata.deletion_timestamp.is_none()),
+                "{name} evicted during the grace period"
+            );
+        }
+        let taint = window_taint(&env.c, "vnode-w1-n1").await.unwrap();
+        assert_eq!(taint.effect, "NoSchedule");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A syncer whose clock is past the grace end: NoExecute, the intolerant pod reclaimed,
+    // the one tolerating it for a second evicted by the taint-eviction controller, the
+    // tolerant one kept.
+    first.cancel();
+    let shifted = Clock::with_offset(SignedDuration::from_secs(GRACE + 1));
+    start(&env, shifted);
+    eventually("the taint turned NoExecute", || async {
+        window_taint(&env.c, "vnode-w1-n1")
+            .await
+            .is_some_and(|t| t.effect == "NoExecute")
+    })
+    .await;
     eventually("the intolerant pod reclaimed", || async {
         vpods.get_opt("intolerant").await.unwrap().is_none()
     })
     .await;
-    let reclaimed_seen = Timestamp::now();
-    let node = vnode(&env.c, "vnode-w1-n1").await.unwrap();
-    let taint = node
-        .spec
-        .unwrap()
-        .taints
-        .unwrap()
-        .into_iter()
-        .find(|t| t.key == "kubeocean.io/out-of-time-windows")
-        .unwrap();
-    assert_eq!(taint.effect, "NoExecute");
-    let added = taint.time_added.unwrap().0;
-    assert!(
-        reclaimed_seen >= added + SignedDuration::from_secs(1),
-        "reclaimed before the grace period ended"
-    );
-    assert!(vpods.get_opt("tolerant").await.unwrap().is_some());
+    eventually("the pod tolerating it for a second evicted", || async {
+        vpods
+            .get_opt("tolerant-for-a-second")
+            .await
+            .unwrap()
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    let tolerant = vpods.get_opt("tolerant").await.unwrap().unwrap();
+    assert!(tolerant.metadata.deletion_timestamp.is_none());
 }
 
 #[tokio::test]

@@ -986,11 +986,13 @@ async fn per_node_env() -> PerNode {
         create_in(&pair.c, "default", json!({"metadata": {"name": "default"}})).await;
     let range = free_port_range();
 
-    // The proxier trusts the computing cluster's CA, as it does kube-apiserver's.
+    // The proxier trusts the computing cluster's CA, as it does kube-apiserver's. It listens
+    // on every loopback address: a replacement proxier pod "at" 127.0.0.2 answers there, and
+    // the syncer publishes a node's port only once it answers.
     let (serving_cert, serving_key) = self_signed_serving_cert(&[]).unwrap();
     let mut config = ProxierConfig::new(
         PER_NODE_BINDING,
-        "127.0.0.1:0".parse().unwrap(),
+        "0.0.0.0:0".parse().unwrap(),
         serving_cert,
         serving_key,
     );
@@ -1219,4 +1221,129 @@ async fn virtual_nodes_follow_the_proxier_pod_and_keep_their_ports() {
         .unwrap();
     assert_eq!(wait_endpoint_at(&c, "vnode-w1-n1", "127.0.0.2").await, p1);
     assert_eq!(wait_endpoint_at(&c, "vnode-w1-n2", "127.0.0.2").await, p2);
+}
+
+/// Sends `GET path` over plain HTTP/1.1 to `addr`; the status and the body.
+async fn plain_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn the_single_port_endpoint_answers_a_virtual_nodes_cadvisor_metrics() {
+    let env = env().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (serving_cert, serving_key) = self_signed_serving_cert(&[]).unwrap();
+    let mut config = ProxierConfig::new(
+        BINDING,
+        "127.0.0.1:0".parse().unwrap(),
+        serving_cert,
+        serving_key,
+    );
+    config.secret_namespace = SECRET_NS.to_owned();
+    config.token_review = true;
+    config.vnode_metrics_port = Some(port);
+    let bound = Proxier::new(env.computing.client(), config)
+        .bind()
+        .await
+        .unwrap();
+    let metrics = bound.vnode_metrics_addr().unwrap();
+    assert_eq!(metrics.port(), port);
+    tokio::spawn(bound.run(env._sandboxes.token().clone()));
+
+    // The worker's kubelet has series of the physical pod under its physical names.
+    let (status, body) = plain_get(metrics, &format!("/{VIRTUAL_NODE}/metrics")).await;
+    assert_eq!(status, 200, "{body}");
+    let series: Vec<&str> = body.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(
+        series
+            .iter()
+            .any(|l| l.starts_with("container_cpu_usage_seconds_total{")),
+        "{body}"
+    );
+    for line in &series {
+        assert!(line.contains("pod=\"web\""), "{line}");
+        assert!(line.contains("namespace=\"default\""), "{line}");
+        assert!(line.contains(&format!("node=\"{VIRTUAL_NODE}\"")), "{line}");
+        assert!(!line.contains(PHYSICAL_POD), "{line}");
+    }
+    let (status, body) = plain_get(metrics, "/vnode-unknown/metrics").await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("vnode-unknown"), "{body}");
+    let (status, _) = plain_get(metrics, "/nothing").await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn refusals_say_what_happened_in_words() {
+    let env = env().await;
+    let client = env.apiserver().await;
+
+    // A pod that failed before it ran (its physical pod removed by the scheduling timeout).
+    let failed = add_virtual_pod(&env.c, "never-ran", VIRTUAL_NODE, Some("never-ran-0123")).await;
+    let mut failed = failed;
+    failed.status = Some(from_json(
+        json!({"phase": "Failed", "reason": "Unschedulable",
+        "message": "the physical pod found no node in the worker within 5m0s"}),
+    ));
+    Api::<Pod>::namespaced(env.c.clone(), "default")
+        .replace_status("never-ran", &PostParams::default(), &failed)
+        .await
+        .unwrap();
+    let (status, body) = get(&client, "/containerLogs/default/never-ran/app")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(
+        body.contains("pod default/never-ran failed before it could run")
+            && body.contains("found no node in the worker"),
+        "{body}"
+    );
+
+    // The worker cannot reach its kubelet: a sentence, not a Status in JSON.
+    env.workers[0].stop_node(PHYSICAL_NODE);
+    let (status, body) = get(&client, "/containerLogs/default/web/app")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(!body.trim_start().starts_with('{'), "{body}");
+    assert!(
+        body.contains(&format!("physical pod {MOUNT_NS}/{PHYSICAL_POD}"))
+            && body.contains("error dialing backend"),
+        "{body}"
+    );
+
+    // No credentials: the 401 says it is the virtual node's kubelet endpoint refusing.
+    let anonymous = env.client(Identity::Anonymous).await;
+    let (status, body) = get(&anonymous, "/containerLogs/default/web/app")
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        body.contains("kubelet endpoint of the virtual nodes of ClusterBinding b1"),
+        "{body}"
+    );
 }

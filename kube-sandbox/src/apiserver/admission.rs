@@ -238,6 +238,7 @@ fn create_pod(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Resul
         set_default(spec, "terminationGracePeriodSeconds", json!(30));
         set_default(spec, "serviceAccountName", json!("default"));
         set_default(spec, "enableServiceLinks", json!(true));
+        default_toleration_seconds(spec);
         if let Some(p) = priority {
             spec.insert("priority".into(), json!(p));
         } else {
@@ -258,6 +259,42 @@ fn create_pod(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Resul
     }
     obj["status"] = json!({"phase": "Pending", "qosClass": qos});
     Ok(())
+}
+
+/// How long pods tolerate a not-ready or unreachable node unless they say otherwise
+/// (kube-apiserver's `--default-not-ready-toleration-seconds` and
+/// `--default-unreachable-toleration-seconds`).
+pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+
+/// The DefaultTolerationSeconds admission plugin, on by default in kube-apiserver
+/// (kubernetes `plugin/pkg/admission/defaulttolerationseconds/admission.go`, `Admit`): a new
+/// pod that does not tolerate `node.kubernetes.io/not-ready:NoExecute` (resp.
+/// `unreachable`) with a toleration of that key or an empty key, and the effect `NoExecute`
+/// or none, gets one with `tolerationSeconds: 300`.
+fn default_toleration_seconds(spec: &mut Map<String, Value>) {
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if tolerations.is_null() {
+        *tolerations = json!([]);
+    }
+    let Some(tolerations) = tolerations.as_array_mut() else {
+        return;
+    };
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        let tolerated = tolerations.iter().any(|t| {
+            let field = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("");
+            (field("key") == key || field("key").is_empty())
+                && (field("effect") == "NoExecute" || field("effect").is_empty())
+        });
+        if !tolerated {
+            tolerations.push(
+                json!({"key": key, "operator": "Exists", "effect": "NoExecute",
+                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}),
+            );
+        }
+    }
 }
 
 /// The pod's QoS class from its containers' requests and limits.

@@ -36,6 +36,9 @@ pub struct ClusterOptions {
     pub node_lease_renew: Duration,
     /// After how long without Lease renewal a node turns Ready=Unknown.
     pub node_monitor_grace: Duration,
+    /// Whether the taint-eviction controller deletes pods on nodes with `NoExecute` taints
+    /// they do not tolerate (on by default, as in kube-controller-manager).
+    pub taint_eviction: bool,
     /// Whether the workload controllers run (Deployments, ReplicaSets, StatefulSets,
     /// DaemonSets, Jobs, CronJobs, EndpointSlices and Endpoints of Services). Off by default,
     /// so that tests see only what they create; `kube-sandbox serve` turns them on.
@@ -61,6 +64,7 @@ impl Default for ClusterOptions {
             max_termination_delay: Duration::from_millis(200),
             node_lease_renew: Duration::from_secs(10),
             node_monitor_grace: Duration::from_secs(40),
+            taint_eviction: true,
             workload_controllers: false,
             job_pod_run_time: Duration::from_secs(1),
             proxy_handlers: Default::default(),

@@ -218,6 +218,7 @@ pub async fn serve(
     let kubelet_acceptor = pki
         .tls_acceptor(&kubelet_serving, true)
         .map_err(|e| ServeError::Certificates(e.to_string()))?;
+    publish_client_ca(state, pki.ca_pem());
     let scheme = if options.tls { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
     let ca_pem = options.tls.then(|| pki.ca_pem().to_string());
@@ -270,6 +271,27 @@ pub async fn serve(
         pki,
         stop,
     })
+}
+
+/// Namespace and name of the ConfigMap in which kube-apiserver publishes the CA of the client
+/// certificates it accepts.
+pub const CLIENT_CA_CONFIG_MAP: (&str, &str) =
+    ("kube-system", "extension-apiserver-authentication");
+
+/// Publishes `client-ca-file` in `kube-system/extension-apiserver-authentication`, as
+/// kube-apiserver's ClusterAuthenticationTrustController keeps it (kubernetes
+/// `pkg/controlplane/controller/clusterauthenticationtrust`): the CA of the client
+/// certificates the API server accepts, which also signs its kubelet-client certificate.
+fn publish_client_ca(state: &crate::apiserver::state::ClusterState, ca_pem: &str) {
+    let Some(rt) = state.resource_type("", "configmaps") else {
+        return;
+    };
+    let (namespace, name) = CLIENT_CA_CONFIG_MAP;
+    let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"client-ca-file": ca_pem}});
+    let ctx = crate::apiserver::api::WriteContext::system("kube-apiserver");
+    let _ = state.create(&rt, "v1", namespace, body, &ctx);
 }
 
 fn serving_hosts(ip: IpAddr) -> Vec<String> {

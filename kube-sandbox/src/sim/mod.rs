@@ -1,8 +1,9 @@
 //! The simulated node side of a sandbox cluster: a scheduler that binds pending pods to nodes
 //! that fit them, a kubelet that "runs" pods on simulated nodes (status, IPs, logs, graceful
 //! termination, node Leases), the node lifecycle rule that turns a node Ready=Unknown when
-//! its Lease stops being renewed, the kubelet API those nodes serve and the API server's proxy
-//! to it.
+//! its Lease stops being renewed, the taint-eviction controller (pods on nodes with `NoExecute`
+//! taints they do not tolerate are deleted), the kubelet API those nodes serve and the API
+//! server's proxy to it.
 //!
 //! The loop follows the store's change history like a watch, so each change is looked at once.
 //! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
@@ -14,6 +15,7 @@ pub mod kubelet_stats;
 pub mod node_lifecycle;
 pub mod node_proxy;
 pub mod scheduler;
+pub mod taint_eviction;
 
 use crate::apiserver::api::DeleteOptions;
 use crate::apiserver::resources::GroupResource;
@@ -42,6 +44,8 @@ pub struct Simulator {
     pub(crate) kubelet_clients: node_proxy::KubeletClients,
     /// How far the controllers' clock runs ahead of the wall clock, in milliseconds.
     clock_offset_ms: std::sync::atomic::AtomicI64,
+    /// The taint-eviction controller's pods waiting out their `tolerationSeconds`.
+    taint_evictions: taint_eviction::Scheduled,
 }
 
 impl Simulator {
@@ -52,6 +56,7 @@ impl Simulator {
             kubelet: KubeletState::default(),
             kubelet_clients: Default::default(),
             clock_offset_ms: Default::default(),
+            taint_evictions: Default::default(),
         }
     }
 
@@ -102,6 +107,7 @@ pub async fn run(sim: Arc<Simulator>) {
     let mut starting: HashSet<(String, String)> = HashSet::new();
     let mut last_lease = Instant::now();
     let mut last_lifecycle = Instant::now();
+    let mut last_eviction = Instant::now();
     let mut last_retry = Instant::now();
     let mut usage = NodeUsage::default();
     let mut nodes: Option<Vec<NodeView>> = None;
@@ -267,6 +273,13 @@ pub async fn run(sim: Arc<Simulator>) {
         if last_lifecycle.elapsed() >= Duration::from_secs(1) {
             last_lifecycle = Instant::now();
             node_lifecycle_pass(state);
+        }
+        if state.options.taint_eviction
+            && (nodes_changed || last_eviction.elapsed() >= Duration::from_secs(1))
+            && last_eviction.elapsed() >= Duration::from_millis(200)
+        {
+            last_eviction = Instant::now();
+            taint_eviction::taint_eviction_pass(&sim);
         }
 
         let next_timer = timers.peek().map(|Reverse((at, _))| *at);

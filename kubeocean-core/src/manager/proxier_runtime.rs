@@ -33,9 +33,13 @@ pub struct EmbeddedProxierConfig {
     /// Address written into the virtual nodes (defaults to `listen_ip`); it must be reachable
     /// from the computing cluster's API server.
     pub advertise_address: Option<String>,
-    /// CA (PEM) that signs the API server's kubelet-client certificate; none accepts only
-    /// bearer tokens.
+    /// CA (PEM) that signs the API server's kubelet-client certificate; when none, the CA
+    /// kube-apiserver publishes ([`published_client_ca`]) if `client_ca_from_cluster`, else
+    /// only bearer tokens are accepted.
     pub client_ca_pem: Option<String>,
+    /// Without `client_ca_pem`, read the client CA from the computing cluster when each
+    /// binding's proxier starts.
+    pub client_ca_from_cluster: bool,
     /// Check bearer tokens with TokenReview on the computing cluster.
     pub token_review: bool,
     /// Where the proxiers count requests (none by default).
@@ -138,6 +142,39 @@ async fn advertised_ports(computing: &Client, binding: &str) -> Vec<u16> {
     list.items.iter().filter_map(stored_port).collect()
 }
 
+/// Where kube-apiserver publishes the CA of the client certificates it accepts (its
+/// `--client-ca-file`), readable by every authenticated client that may read ConfigMaps there.
+pub const CLIENT_CA_CONFIG_MAP: (&str, &str) =
+    ("kube-system", "extension-apiserver-authentication");
+
+/// The key of [`CLIENT_CA_CONFIG_MAP`] holding the CA bundle.
+pub const CLIENT_CA_KEY: &str = "client-ca-file";
+
+/// The client CA kube-apiserver publishes in [`CLIENT_CA_CONFIG_MAP`]: the CA that signs the
+/// client certificates it accepts, and (as kubeadm and most distributions set it up) its own
+/// kubelet-client certificate, which is what it presents to the kubelet endpoint of a virtual
+/// node. An error says what is missing.
+pub async fn published_client_ca(computing: &Client) -> Result<String, String> {
+    let (namespace, name) = CLIENT_CA_CONFIG_MAP;
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(computing.clone(), namespace);
+    let config_map = api
+        .get_opt(name)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot read ConfigMap {namespace}/{name}: {}",
+                kube_kit::client::describe_kube_error(&e)
+            )
+        })?
+        .ok_or_else(|| format!("ConfigMap {namespace}/{name} does not exist"))?;
+    config_map
+        .data
+        .and_then(|mut d| d.remove(CLIENT_CA_KEY))
+        .filter(|pem| pem.contains("BEGIN CERTIFICATE"))
+        .ok_or_else(|| format!("ConfigMap {namespace}/{name} has no {CLIENT_CA_KEY}"))
+}
+
 /// The blocks of per-node ports held by the bindings of this process.
 #[derive(Default)]
 struct HeldBlocks(Mutex<HashMap<String, RangeInclusive<u16>>>);
@@ -172,6 +209,7 @@ impl EmbeddedProxierConfig {
             listen_ip,
             advertise_address: None,
             client_ca_pem: None,
+            client_ca_from_cluster: true,
             token_review: true,
             metrics: None,
             ports: Some(DEFAULT_EMBEDDED_PROXIER_PORTS),
@@ -294,6 +332,22 @@ impl SyncerProxierRuntime {
             .first()
             .copied()
             .filter(|p| !node_ports.as_ref().is_some_and(|r| r.contains(p)));
+        let client_ca_pem = match &self.proxier.client_ca_pem {
+            Some(pem) => Some(pem.clone()),
+            None if self.proxier.client_ca_from_cluster => {
+                match published_client_ca(&self.computing).await {
+                    Ok(pem) => Some(pem),
+                    Err(message) => {
+                        tracing::warn!(
+                            binding = %name,
+                            "{message}: the proxier accepts bearer tokens only, so the API server's logs, exec and port-forward to virtual nodes are refused; give --embedded-proxier-client-ca-file"
+                        );
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
         let mut candidates = port_candidates(&name, shared, self.proxier.ports.as_ref());
         if let Some(range) = &node_ports {
             candidates.retain(|p| !range.contains(p));
@@ -306,7 +360,7 @@ impl SyncerProxierRuntime {
                 key.to_owned(),
             );
             config.node_ports = node_ports.clone();
-            config.client_ca_pem = self.proxier.client_ca_pem.clone();
+            config.client_ca_pem = client_ca_pem.clone();
             config.token_review = self.proxier.token_review;
             config.secret_namespace = self.base.secret_namespace.clone();
             config.client_options = self.base.client_options.clone();

@@ -438,6 +438,13 @@ pub fn proxier_deployment(binding: &ClusterBinding, templates: &Templates) -> De
             protocol: Some("TCP".to_owned()),
             ..ContainerPort::default()
         });
+        // Upstream's single-port cAdvisor endpoint (`--vnode-metrics-port`, on by default).
+        ports.push(ContainerPort {
+            name: Some("vnode-metrics".to_owned()),
+            container_port: i32::from(crate::proxier::vnode_metrics::DEFAULT_PORT),
+            protocol: Some("TCP".to_owned()),
+            ..ContainerPort::default()
+        });
     }
     container.volume_mounts = Some(vec![
         VolumeMount {

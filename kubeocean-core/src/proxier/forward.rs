@@ -113,7 +113,45 @@ pub async fn forward_logs(
             Failure::client(StatusCode::BAD_REQUEST, format!("invalid worker path: {e}"))
         })?;
     let response = send_or_forget(worker, &client, request, timeout).await?;
+    if !response.status().is_success() {
+        return Err(worker_refusal(response).await);
+    }
     Ok(pass_through(response))
+}
+
+/// Largest worker error body read into a message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// The message of a worker's error answer: a Status's `message`, else its text. kube-apiserver
+/// puts the body of a kubelet's error answer into its own Status message as it is, so a
+/// passed-through Status would reach users as JSON inside JSON.
+pub fn worker_error_message(status: StatusCode, body: &[u8]) -> String {
+    let message = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("message")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
+    if message.is_empty() {
+        format!("the worker API server answered {status}")
+    } else {
+        message
+    }
+}
+
+/// A worker's error answer as a failure with a readable message and the worker's status.
+async fn worker_refusal(response: Response<kube::client::Body>) -> Failure {
+    let status = response.status();
+    let limited = http_body_util::Limited::new(response.into_body(), ERROR_BODY_LIMIT);
+    let body = limited
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    let message = worker_error_message(status, &body);
+    if status.is_server_error() {
+        Failure::upstream(status, message)
+    } else {
+        Failure::client(status, message)
+    }
 }
 
 /// Sends `request` to the worker and waits up to `timeout` for its answer (the kube client
@@ -186,6 +224,9 @@ pub async fn forward_upgrade<B>(
     let client_upgrade = hyper::upgrade::on(&mut request);
     let mut response = send_or_forget(worker, &client, upstream, timeout).await?;
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        if !response.status().is_success() {
+            return Err(worker_refusal(response).await);
+        }
         return Ok(pass_through(response));
     }
     let handshake = upgrade_response_headers(response.headers());
@@ -268,6 +309,31 @@ mod tests {
                 upgrade_request_headers(&not_upgrade).is_none(),
                 "{not_upgrade:?}"
             );
+        }
+    }
+
+    #[test]
+    fn worker_errors_read_as_text() {
+        let status = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"error dialing backend: dial tcp 10.0.0.5:10250: connect: connection refused","code":500}"#;
+        for (code, body, want) in [
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &status[..],
+                "error dialing backend: dial tcp 10.0.0.5:10250: connect: connection refused",
+            ),
+            (
+                StatusCode::NOT_FOUND,
+                b"pods \"p\" not found\n",
+                "pods \"p\" not found",
+            ),
+            (
+                StatusCode::BAD_GATEWAY,
+                b"",
+                "the worker API server answered 502 Bad Gateway",
+            ),
+            (StatusCode::BAD_REQUEST, b"{\"other\": 1}", "{\"other\": 1}"),
+        ] {
+            assert_eq!(worker_error_message(code, body), want, "{code}");
         }
     }
 

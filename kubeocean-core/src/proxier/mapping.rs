@@ -22,6 +22,8 @@ pub struct PodTarget {
     pub physical_namespace: String,
     /// Name of the physical pod in the worker cluster.
     pub physical_name: String,
+    /// Why the virtual pod ended, when it is `Failed` (its status reason and message).
+    pub failed: Option<String>,
 }
 
 /// Why a virtual pod cannot be served (all answered 404).
@@ -129,9 +131,29 @@ pub fn pod_target(
             virtual_node,
             physical_namespace,
             physical_name,
+            failed: failure_note(pod),
         }),
         _ => Err(MappingError::NotMapped { namespace, name }),
     }
+}
+
+/// Why `pod` ended, when it is `Failed`: `reason: message` of its status (either alone when
+/// the other is empty).
+pub fn failure_note(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    if status.phase.as_deref() != Some("Failed") {
+        return None;
+    }
+    let parts: Vec<&str> = [status.reason.as_deref(), status.message.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect();
+    Some(if parts.is_empty() {
+        "Failed".to_owned()
+    } else {
+        parts.join(": ")
+    })
 }
 
 /// A virtual pod as the stats endpoints report it.
@@ -313,6 +335,32 @@ mod tests {
     }
 
     #[test]
+    fn failure_notes() {
+        let with_status = |status: serde_json::Value| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "status": status})).unwrap()
+        };
+        for (status, want) in [
+            (json!({"phase": "Running"}), None),
+            (json!({}), None),
+            (json!({"phase": "Failed"}), Some("Failed")),
+            (
+                json!({"phase": "Failed", "reason": "Unschedulable", "message": "no node in the worker fits it"}),
+                Some("Unschedulable: no node in the worker fits it"),
+            ),
+            (
+                json!({"phase": "Failed", "reason": "", "message": "gone"}),
+                Some("gone"),
+            ),
+        ] {
+            assert_eq!(
+                failure_note(&with_status(status.clone())).as_deref(),
+                want,
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
     fn pod_targets() {
         let mine = node("vnode-a", Some("b1"), "n1");
         let theirs = node("vnode-b", Some("b2"), "n1");
@@ -322,6 +370,7 @@ mod tests {
             virtual_node: "vnode-a".into(),
             physical_namespace: "mount".into(),
             physical_name: "web-123".into(),
+            failed: None,
         };
         // (what, pod, its node, UID in the path, target or error variant)
         type Case<'a> = (

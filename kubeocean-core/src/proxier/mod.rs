@@ -12,7 +12,9 @@
 //!   physical pod, as a transparent protocol upgrade (SPDY or WebSocket);
 //! - `/stats/summary`, `/metrics/resource`, `/metrics/cadvisor` -> the worker's node proxy for
 //!   the physical node(s), keeping only mapped pods under their virtual names (see [`stats`]);
-//! - `/healthz` (unauthenticated, like the kubelet's health port).
+//! - `/healthz` (unauthenticated, like the kubelet's health port);
+//! - with [`ProxierConfig::vnode_metrics_port`], upstream's single-port cAdvisor endpoint
+//!   `http://{ip}:{port}/{vnode}/metrics` (plain HTTP, see [`vnode_metrics`]).
 //!
 //! `{ns}/{pod}` name the virtual pod; it must run on a virtual node of this binding (on a
 //! per-node port: on that node) and carry the physical-pod annotations, otherwise the answer
@@ -44,6 +46,7 @@ pub mod response;
 pub(crate) mod server;
 pub mod stats;
 pub mod tls;
+pub mod vnode_metrics;
 pub mod worker;
 pub mod x509;
 
@@ -104,6 +107,10 @@ pub struct ProxierConfig {
     pub node_ports: Option<RangeInclusive<u16>>,
     /// How often the virtual nodes are listed to open and close their ports.
     pub node_resync_interval: Duration,
+    /// Port (on `listen`'s IP) of upstream's single-port cAdvisor endpoint
+    /// `/{vnode}/metrics` ([`vnode_metrics`], upstream's default
+    /// [`vnode_metrics::DEFAULT_PORT`]); `None` serves none.
+    pub vnode_metrics_port: Option<u16>,
 }
 
 impl ProxierConfig {
@@ -138,6 +145,7 @@ impl ProxierConfig {
             metrics: None,
             node_ports: None,
             node_resync_interval: Duration::from_secs(5),
+            vnode_metrics_port: None,
         }
     }
 }
@@ -169,6 +177,7 @@ impl std::fmt::Debug for ProxierConfig {
             .field("stats_timeout", &self.stats_timeout)
             .field("node_ports", &self.node_ports)
             .field("node_resync_interval", &self.node_resync_interval)
+            .field("vnode_metrics_port", &self.vnode_metrics_port)
             .finish_non_exhaustive()
     }
 }
@@ -247,6 +256,16 @@ impl Proxier {
             addr: config.listen,
             cause,
         })?;
+        let vnode_metrics = match config.vnode_metrics_port {
+            Some(port) => {
+                let addr = SocketAddr::new(config.listen.ip(), port);
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .map_err(|cause| ProxierError::Bind { addr, cause })?;
+                Some(listener)
+            }
+            None => None,
+        };
         if config.client_ca_pem.is_none() && !config.token_review {
             tracing::warn!(
                 binding = %config.binding_name,
@@ -275,6 +294,7 @@ impl Proxier {
             worker,
             auth,
             token_review: config.token_review,
+            client_ca: config.client_ca_pem.is_some(),
             metrics: config.metrics.clone(),
             streams: forward::StreamSupervisor {
                 stop: stop.clone(),
@@ -288,6 +308,7 @@ impl Proxier {
         Ok(BoundProxier {
             listener,
             local_addr,
+            vnode_metrics,
             node_ports: config.node_ports.clone(),
             node_resync_interval: config.node_resync_interval,
             acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
@@ -301,6 +322,7 @@ impl Proxier {
 pub struct BoundProxier {
     listener: TcpListener,
     local_addr: SocketAddr,
+    vnode_metrics: Option<TcpListener>,
     node_ports: Option<RangeInclusive<u16>>,
     node_resync_interval: Duration,
     acceptor: tokio_rustls::TlsAcceptor,
@@ -312,6 +334,13 @@ impl BoundProxier {
     /// The bound address (with the chosen port when the config asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The bound address of the single-port cAdvisor endpoint, when one is served.
+    pub fn vnode_metrics_addr(&self) -> Option<SocketAddr> {
+        self.vnode_metrics
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// Serves until `token` is cancelled, then closes connections and upgraded streams and
@@ -334,6 +363,14 @@ impl BoundProxier {
                 self.stop.clone(),
             ))
         });
+        let vnode_metrics = self.vnode_metrics.map(|listener| {
+            tracing::info!(binding = %self.context.binding, addr = ?listener.local_addr().ok(), "serving /{{vnode}}/metrics");
+            tokio::spawn(vnode_metrics::serve(
+                self.context.clone(),
+                listener,
+                self.stop.clone(),
+            ))
+        });
         server::serve(
             self.context.clone(),
             self.listener,
@@ -344,6 +381,9 @@ impl BoundProxier {
         .await;
         if let Some(per_node) = per_node {
             let _ = per_node.await;
+        }
+        if let Some(vnode_metrics) = vnode_metrics {
+            let _ = vnode_metrics.await;
         }
         self.context.streams.tracker.close();
         self.context.streams.tracker.wait().await;

@@ -96,6 +96,8 @@ pub(crate) async fn run(
             Ok(list) => {
                 let desired = desired_ports(&list.items, &context.binding, &range);
                 let (to_open, to_close) = port_changes(open.keys().copied(), &desired);
+                // Known before its listener opens, so a first request is not refused.
+                context.node_ports.set(desired.clone());
                 for port in to_close {
                     if let Some(token) = open.remove(&port) {
                         token.cancel();
@@ -123,7 +125,6 @@ pub(crate) async fn run(
                         }
                     }
                 }
-                context.node_ports.set(desired);
             }
             Err(err) => tracing::warn!(
                 binding = %context.binding,

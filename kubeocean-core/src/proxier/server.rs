@@ -44,6 +44,8 @@ pub struct Context {
     pub auth: Authenticator,
     /// Whether bearer tokens are reviewed.
     pub token_review: bool,
+    /// Whether client certificates are accepted (a client CA is configured).
+    pub client_ca: bool,
     /// Where to count requests.
     pub metrics: Option<ProxierMetrics>,
     /// Upgraded streams.
@@ -223,11 +225,23 @@ async fn dispatch(
         request.headers(),
         context.token_review,
     );
+    let presented = presented(peer.subject.is_some(), request.headers());
     let user = context
         .auth
         .authenticate(credentials)
         .await
-        .map_err(auth_failure)?;
+        .map_err(|err| match err {
+            AuthError::Unauthenticated => Failure::client(
+                StatusCode::UNAUTHORIZED,
+                unauthenticated_message(
+                    &context.binding,
+                    presented,
+                    context.client_ca,
+                    context.token_review,
+                ),
+            ),
+            other => auth_failure(other),
+        })?;
     let (verb, subresource) = authorization_attributes(parsed.endpoint(), request.method());
     let port_node = match peer.node_port {
         Some(port) => Some(context.node_ports.node(port).ok_or_else(|| {
@@ -296,6 +310,8 @@ async fn dispatch(
     else {
         return Err(Failure::client(StatusCode::NOT_FOUND, "not a pod request"));
     };
+    let explain =
+        |failure: Failure| explain_worker_failure(&context.binding, pod, &target, failure);
     if parsed.is_upgrade() {
         let description = format!(
             "{} {}/{} -> {}/{} by {}",
@@ -316,9 +332,91 @@ async fn dispatch(
             context.upstream_timeout,
         )
         .await
+        .map_err(explain)
     } else {
-        forward_logs(&context.worker, &path, context.upstream_timeout).await
+        forward_logs(&context.worker, &path, context.upstream_timeout)
+            .await
+            .map_err(explain)
     }
+}
+
+/// What a client presented, for the message of a 401.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presented {
+    /// Neither a client certificate nor a bearer token.
+    Nothing,
+    /// A client certificate.
+    Certificate,
+    /// A bearer token.
+    Token,
+}
+
+fn presented(certificate: bool, headers: &http::HeaderMap) -> Presented {
+    if certificate {
+        Presented::Certificate
+    } else if super::auth::bearer_token(headers).is_some() {
+        Presented::Token
+    } else {
+        Presented::Nothing
+    }
+}
+
+/// The message of a 401. kube-apiserver relays it to `kubectl logs/exec/port-forward` users,
+/// who would otherwise take a bare "Unauthorized" for their own credentials: it says that the
+/// kubelet endpoint of a virtual node refused the API server, and why.
+pub fn unauthenticated_message(
+    binding: &str,
+    presented: Presented,
+    client_ca: bool,
+    token_review: bool,
+) -> String {
+    let who = format!(
+        "Unauthorized: the kubelet endpoint of the virtual nodes of ClusterBinding {binding} (the Kubeocean proxier)"
+    );
+    match presented {
+        Presented::Token if token_review => {
+            format!("{who} did not accept the bearer token: TokenReview did not authenticate it")
+        }
+        Presented::Token => format!("{who} does not accept bearer tokens (token review is off)"),
+        Presented::Certificate => {
+            format!("{who} could not read a user from the client certificate's subject")
+        }
+        Presented::Nothing if !client_ca => format!(
+            "{who} has no client CA, so it cannot accept the API server's kubelet-client certificate; \
+             give the proxier the CA that signs it (see docs/kubeocean/troubleshooting.md)"
+        ),
+        Presented::Nothing => format!(
+            "{who} got neither a client certificate signed by its client CA nor a bearer token"
+        ),
+    }
+}
+
+/// A worker's refusal of a pod request, said of the virtual pod: a physical pod the worker
+/// does not have (404) is explained by the virtual pod's failure when it failed (e.g. it never
+/// found a node in the worker), others name the physical pod and pass the worker's message.
+pub fn explain_worker_failure(
+    binding: &str,
+    pod: &super::request::PodPath,
+    target: &super::mapping::PodTarget,
+    failure: Failure,
+) -> Failure {
+    let physical = format!("{}/{}", target.physical_namespace, target.physical_name);
+    let message = match (failure.status, &target.failed) {
+        (StatusCode::NOT_FOUND, Some(failed)) => format!(
+            "pod {}/{} failed before it could run in the worker cluster of ClusterBinding {binding}, \
+             so it has no containers to serve: {failed}",
+            pod.namespace, pod.name
+        ),
+        (StatusCode::NOT_FOUND, None) => format!(
+            "pod {}/{}: its physical pod {physical} is not in the worker cluster of ClusterBinding {binding} (it may have been removed there): {}",
+            pod.namespace, pod.name, failure.message
+        ),
+        _ => format!(
+            "pod {}/{} (physical pod {physical} in the worker cluster of ClusterBinding {binding}): {}",
+            pod.namespace, pod.name, failure.message
+        ),
+    };
+    Failure { message, ..failure }
 }
 
 async fn node_level(
@@ -406,5 +504,97 @@ async fn node_level(
 fn count_upstream_error(context: &Context, endpoint: Endpoint) {
     if let Some(metrics) = &context.metrics {
         metrics.upstream_error(&context.binding, endpoint.as_str());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxier::mapping::PodTarget;
+    use crate::proxier::request::PodPath;
+
+    #[test]
+    fn unauthenticated_messages_point_at_the_proxier() {
+        // (presented, client CA, token review, what the message says)
+        for (presented, client_ca, review, says) in [
+            (Presented::Nothing, false, true, "has no client CA"),
+            (
+                Presented::Nothing,
+                true,
+                true,
+                "neither a client certificate signed by its client CA nor a bearer token",
+            ),
+            (
+                Presented::Token,
+                true,
+                true,
+                "TokenReview did not authenticate it",
+            ),
+            (
+                Presented::Token,
+                true,
+                false,
+                "does not accept bearer tokens",
+            ),
+            (Presented::Certificate, true, false, "subject"),
+        ] {
+            let message = unauthenticated_message("b1", presented, client_ca, review);
+            assert!(
+                message.starts_with(
+                    "Unauthorized: the kubelet endpoint of the virtual nodes of ClusterBinding b1"
+                ),
+                "{message}"
+            );
+            assert!(message.contains(says), "{presented:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn worker_refusals_are_said_of_the_virtual_pod() {
+        let pod = PodPath {
+            namespace: "team".into(),
+            name: "web".into(),
+            uid: None,
+        };
+        let target = |failed: Option<&str>| PodTarget {
+            virtual_node: "vnode-a".into(),
+            physical_namespace: "mount".into(),
+            physical_name: "web-123".into(),
+            failed: failed.map(str::to_owned),
+        };
+        let not_found = || Failure::client(StatusCode::NOT_FOUND, "pods \"web-123\" not found");
+        let failed = explain_worker_failure(
+            "b1",
+            &pod,
+            &target(Some("Unschedulable: no node fits")),
+            not_found(),
+        );
+        assert_eq!(failed.status, StatusCode::NOT_FOUND);
+        assert!(
+            failed
+                .message
+                .contains("team/web failed before it could run")
+                && failed.message.ends_with("Unschedulable: no node fits"),
+            "{}",
+            failed.message
+        );
+        let gone = explain_worker_failure("b1", &pod, &target(None), not_found());
+        assert!(
+            gone.message
+                .contains("physical pod mount/web-123 is not in the worker cluster"),
+            "{}",
+            gone.message
+        );
+        let dial = explain_worker_failure(
+            "b1",
+            &pod,
+            &target(None),
+            Failure::upstream(StatusCode::INTERNAL_SERVER_ERROR, "error dialing backend"),
+        );
+        assert!(dial.upstream);
+        assert_eq!(
+            dial.message,
+            "pod team/web (physical pod mount/web-123 in the worker cluster of ClusterBinding b1): error dialing backend"
+        );
     }
 }

@@ -140,7 +140,8 @@ pub struct Sample {
 }
 
 impl Sample {
-    fn label(&self, key: &str) -> Option<&str> {
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
         self.labels
             .iter()
             .find(|(k, _)| k == key)
@@ -150,6 +151,14 @@ impl Sample {
     fn set_label(&mut self, key: &str, value: &str) {
         if let Some(entry) = self.labels.iter_mut().find(|(k, _)| k == key) {
             entry.1 = value.to_owned();
+        }
+    }
+
+    /// Sets label `key` to `value`, adding it when missing.
+    pub fn put_label(&mut self, key: &str, value: &str) {
+        match self.labels.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value.to_owned(),
+            None => self.labels.push((key.to_owned(), value.to_owned())),
         }
     }
 }

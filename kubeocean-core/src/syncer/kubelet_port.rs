@@ -8,10 +8,17 @@
 //! gets the first free port from the one its name hashes to ([`choose_port`]), so the same
 //! node name tends to get the same port again after a removal. [`KubeletPorts`] only keeps
 //! concurrent reconciles of one session from handing out the same port twice.
+//!
+//! A node's own port is published (`daemonEndpoints.kubeletEndpoint.Port`, where
+//! kube-apiserver dials for logs and exec) only once it answers: the proxier opens it after
+//! reading the label from the node, so until then the node advertises the binding's shared
+//! endpoint, which serves every virtual node's pods ([`endpoint_of`], [`NodeEndpoint`]).
+//! Otherwise `kubectl logs` of a pod that has just started could meet a closed port.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
@@ -109,6 +116,10 @@ struct PortTable {
 pub struct KubeletPorts {
     table: Mutex<PortTable>,
     proxier_address: RwLock<Option<String>>,
+    /// `address:port` endpoints seen answering.
+    answering: Mutex<HashSet<(String, u16)>>,
+    /// Failed tries of `address:port` endpoints not answering yet.
+    tries: Mutex<HashMap<(String, u16), u32>>,
 }
 
 impl KubeletPorts {
@@ -165,17 +176,135 @@ impl KubeletPorts {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(port) = table.by_node.remove(name) {
             table.by_port.remove(&port);
+            self.answering
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|(_, p)| *p != port);
         }
+    }
+
+    /// Whether `address:port` answers: remembered once it did, else tried now.
+    async fn answers(&self, address: &str, port: u16) -> bool {
+        let key = (address.to_owned(), port);
+        if self
+            .answering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&key)
+        {
+            return true;
+        }
+        if !accepts_connections(address, port).await {
+            *self
+                .tries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(key)
+                .or_insert(0) += 1;
+            return false;
+        }
+        self.tries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        self.answering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key);
+        true
+    }
+
+    /// When to try `address:port` again after it did not answer: [`UNPUBLISHED_RETRY`],
+    /// doubling with each failed try up to [`UNPUBLISHED_RETRY_MAX`] (a proxier the syncer
+    /// cannot reach must not keep every node busy).
+    pub fn retry_delay(&self, address: &str, port: u16) -> Duration {
+        let tries = self
+            .tries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(address.to_owned(), port))
+            .copied()
+            .unwrap_or(0);
+        retry_delay(tries)
+    }
+}
+
+/// The delay before trying a port again after `tries` failed tries.
+pub fn retry_delay(tries: u32) -> Duration {
+    let factor = 1u32 << tries.saturating_sub(1).min(10);
+    UNPUBLISHED_RETRY
+        .saturating_mul(factor)
+        .min(UNPUBLISHED_RETRY_MAX)
+}
+
+/// How long a kubelet port may take to accept a connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How soon a node whose port did not answer is looked at again, at first.
+pub const UNPUBLISHED_RETRY: Duration = Duration::from_millis(500);
+
+/// The longest wait between tries of a port that does not answer.
+pub const UNPUBLISHED_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Whether `address:port` accepts a TCP connection within [`PROBE_TIMEOUT`].
+async fn accepts_connections(address: &str, port: u16) -> bool {
+    let host = address.trim_start_matches('[').trim_end_matches(']');
+    let target = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => std::net::SocketAddr::new(ip, port).to_string(),
+        Err(_) => format!("{host}:{port}"),
+    };
+    matches!(
+        tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(target)).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Where a virtual node is served, and which port it publishes now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeEndpoint {
+    /// The proxier endpoint of the node: its own port with per-node ports (written in the
+    /// [`labels::PROXIER_PORT`] label, from which the proxier opens it).
+    pub proxier: ProxierEndpoint,
+    /// The port to publish in `daemonEndpoints`: the node's own once it answers, the shared
+    /// endpoint's until then.
+    pub published: i32,
+    /// When the node's own port is not published yet: when to try it again.
+    pub retry: Duration,
+}
+
+impl NodeEndpoint {
+    /// Whether the node's own port is not published yet (look again soon).
+    pub fn pending(&self) -> bool {
+        self.published != self.proxier.port
+    }
+
+    /// Writes the published port into `status`.
+    pub fn publish(&self, status: &mut k8s_openapi::api::core::v1::NodeStatus) {
+        status.daemon_endpoints = Some(k8s_openapi::api::core::v1::NodeDaemonEndpoints {
+            kubelet_endpoint: Some(k8s_openapi::api::core::v1::DaemonEndpoint {
+                port: self.published,
+            }),
+        });
+    }
+}
+
+/// The port to publish: the node's own (`own`) when it answers, else the shared one; the
+/// node's own when there is no address to try (the shared endpoint is then no better known).
+pub fn published_port(own: i32, shared: i32, answers: Option<bool>) -> i32 {
+    match answers {
+        Some(false) => shared,
+        Some(true) | None => own,
     }
 }
 
 /// Where virtual node `name` (stored as `current`, if it exists) is served: with per-node
-/// ports, the proxier's address and the node's own port; otherwise the shared endpoint.
-pub fn endpoint_of(
+/// ports, the proxier's address and the node's own port, published once it answers;
+/// otherwise the shared endpoint.
+pub async fn endpoint_of(
     ctx: &Context,
     name: &str,
     current: Option<&Node>,
-) -> Result<ProxierEndpoint, SyncError> {
+) -> Result<NodeEndpoint, SyncError> {
     let mut proxier = ctx.config.proxier.clone();
     if proxier.pods.is_some()
         && let Some(address) = ctx.kubelet_ports.proxier_address()
@@ -183,7 +312,11 @@ pub fn endpoint_of(
         proxier.address = Some(address);
     }
     let Some(range) = proxier.node_ports.clone() else {
-        return Ok(proxier);
+        return Ok(NodeEndpoint {
+            published: proxier.port,
+            proxier,
+            retry: Duration::ZERO,
+        });
     };
     let stored = current.and_then(stored_port);
     let port = ctx
@@ -200,9 +333,22 @@ pub fn endpoint_of(
             first: *range.start(),
             last: *range.end(),
         })?;
-    Ok(ProxierEndpoint {
-        port: i32::from(port),
-        ..proxier
+    let answers = match &proxier.address {
+        Some(address) => Some(ctx.kubelet_ports.answers(address, port).await),
+        None => None,
+    };
+    let published = published_port(i32::from(port), proxier.port, answers);
+    let retry = match (&proxier.address, answers) {
+        (Some(address), Some(false)) => ctx.kubelet_ports.retry_delay(address, port),
+        _ => Duration::ZERO,
+    };
+    Ok(NodeEndpoint {
+        proxier: ProxierEndpoint {
+            port: i32::from(port),
+            ..proxier
+        },
+        published,
+        retry,
     })
 }
 
@@ -477,6 +623,62 @@ mod tests {
                 "{what}"
             );
         }
+    }
+
+    #[test]
+    fn a_port_is_published_once_it_answers() {
+        // (own, shared, answers, want)
+        for (own, shared, answers, want) in [
+            (20001, 10400, Some(true), 20001),
+            (20001, 10400, Some(false), 10400),
+            (20001, 10400, None, 20001),
+        ] {
+            assert_eq!(published_port(own, shared, answers), want, "{answers:?}");
+        }
+        let endpoint = NodeEndpoint {
+            proxier: ProxierEndpoint {
+                port: 20001,
+                ..ProxierEndpoint::default()
+            },
+            published: 10250,
+            retry: UNPUBLISHED_RETRY,
+        };
+        assert!(endpoint.pending());
+        for (tries, want) in [
+            (0, 500),
+            (1, 500),
+            (2, 1000),
+            (3, 2000),
+            (7, 30_000),
+            (40, 30_000),
+        ] {
+            assert_eq!(retry_delay(tries), Duration::from_millis(want), "{tries}");
+        }
+        let mut status = k8s_openapi::api::core::v1::NodeStatus::default();
+        endpoint.publish(&mut status);
+        assert_eq!(
+            status
+                .daemon_endpoints
+                .and_then(|d| d.kubelet_endpoint)
+                .map(|e| e.port),
+            Some(10250)
+        );
+    }
+
+    #[tokio::test]
+    async fn answering_ports_are_found_and_remembered() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let open = listener.local_addr().unwrap().port();
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let ports = KubeletPorts::default();
+        assert!(ports.answers("127.0.0.1", open).await);
+        assert!(!ports.answers("127.0.0.1", closed).await);
+        drop(listener);
+        // Remembered: a proxier restarting does not move the node back and forth.
+        assert!(ports.answers("127.0.0.1", open).await);
     }
 
     #[test]

@@ -389,5 +389,13 @@ fn on_binding(
     };
     if changed {
         ctx.enqueue_all_nodes();
+        // A binding being deleted turns its policies Inactive (bottomup/policy.rs).
+        let policies: Vec<String> = ctx
+            .worker_index()
+            .policies()
+            .iter()
+            .map(|p| kube::ResourceExt::name_any(p.as_ref()))
+            .collect();
+        ctx.policies.add_all(policies.iter().map(String::as_str));
     }
 }

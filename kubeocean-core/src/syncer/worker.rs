@@ -26,7 +26,7 @@ pub trait Failure: Display {
 /// One queue-driven reconciler, as the worker loop sees it.
 pub trait Reconciler: Send + Sync {
     /// What a reconcile fails with.
-    type Error: Failure + Send;
+    type Error: Failure + std::error::Error + Send + 'static;
 
     /// Name in metrics and logs.
     fn name(&self) -> &'static str;
@@ -82,18 +82,32 @@ pub async fn run<R: Reconciler>(ctx: Arc<Context>, reconciler: R, token: Cancell
             }
             Err(err) => {
                 let failures = reconciler.failures(&ctx).failed(&key);
+                let message = readable(&err.to_string());
+                reconciler.on_failure(&ctx, err.reason());
+                queue.add_at(&key, Instant::now() + backoff.delay(failures));
+                if is_conflict(&err) && failures <= QUIET_CONFLICTS {
+                    // Another writer got there first: the retry reads the new version.
+                    tracing::debug!(
+                        binding = %ctx.config.binding_name,
+                        reconciler = name,
+                        key = %key,
+                        failures,
+                        error = %message,
+                        "write conflict; retrying"
+                    );
+                    queue.done(&key);
+                    continue;
+                }
                 tracing::warn!(
                     binding = %ctx.config.binding_name,
                     reconciler = name,
                     key = %key,
                     failures,
-                    error = %err,
+                    error = %message,
                     "reconcile failed; retrying"
                 );
-                reconciler.on_failure(&ctx, err.reason());
-                queue.add_at(&key, Instant::now() + backoff.delay(failures));
                 if let Some(target) = reconciler.failure_target(&ctx, &key) {
-                    ctx.publish(&target, EventType::Warning, err.reason(), &err.to_string())
+                    ctx.publish(&target, EventType::Warning, err.reason(), &message)
                         .await;
                 }
             }
@@ -102,11 +116,103 @@ pub async fn run<R: Reconciler>(ctx: Arc<Context>, reconciler: R, token: Cancell
     }
 }
 
+/// How many conflicts in a row on one key are retried without a Warning: a write conflict
+/// (409) means another writer changed the object meanwhile, which the next read sees.
+const QUIET_CONFLICTS: u32 = 3;
+
+/// Whether `err` comes from a 409 Conflict of the API server (anywhere in its causes).
+pub fn is_conflict(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        if let Some(kube::Error::Api(status)) = current.downcast_ref::<kube::Error>() {
+            return status.code == 409;
+        }
+        cause = current.source();
+    }
+    false
+}
+
+/// `message` without the Rust debug dumps kube's API errors carry (`ApiError: m: Reason
+/// (Status { .. })` reads `m: Reason`), for Events and logs that people read.
+pub fn readable(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(" (Status {") {
+        out.push_str(&rest[..at]);
+        // Skip to the parenthesis that closes the dump (quoted text may hold parentheses).
+        let mut depth = 0usize;
+        let mut quoted = false;
+        let mut escaped = false;
+        let mut end = rest.len();
+        for (i, c) in rest[at + 1..].char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' if quoted => escaped = true,
+                '"' => quoted = !quoted,
+                '(' if !quoted => depth += 1,
+                ')' if !quoted => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = at + 1 + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out.replace("ApiError: ", "")
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    fn api_error(code: u16, message: &str, reason: &str) -> kube::Error {
+        kube::Error::Api(Box::new(
+            serde_json::from_value(serde_json::json!({
+                "status": "Failure", "message": message, "reason": reason, "code": code,
+            }))
+            .unwrap(),
+        ))
+    }
+
+    #[test]
+    fn api_errors_read_without_debug_dumps() {
+        let conflict = api_error(
+            409,
+            "Operation cannot be fulfilled on nodes \"vnode-a\": the object has been modified (please retry)",
+            "Conflict",
+        );
+        let err = super::super::error::SyncError::VirtualNode {
+            action: "update",
+            name: "vnode-a".into(),
+            source: conflict,
+        };
+        let text = err.to_string();
+        assert!(text.contains("Status {"), "{text}");
+        assert_eq!(
+            readable(&text),
+            "cannot update virtual node vnode-a: Operation cannot be fulfilled on nodes \"vnode-a\": the object has been modified (please retry): Conflict"
+        );
+        assert!(is_conflict(&err));
+        let forbidden = super::super::error::SyncError::PhysicalNode {
+            name: "n1".into(),
+            source: api_error(403, "nodes \"n1\" is forbidden", "Forbidden"),
+        };
+        assert!(!is_conflict(&forbidden));
+        assert_eq!(
+            readable(&forbidden.to_string()),
+            "cannot label physical node n1: nodes \"n1\" is forbidden: Forbidden"
+        );
+        for plain in ["no free proxier port", "a (b) c", ""] {
+            assert_eq!(readable(plain), plain);
+        }
+    }
 
     #[test]
     fn retries_back_off_from_the_retry_interval_to_the_maximum() {

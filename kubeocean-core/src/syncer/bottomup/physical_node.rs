@@ -12,7 +12,6 @@ use std::sync::atomic::Ordering;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::api::storage::v1::CSINode;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use kube_kit::client::is_not_found;
@@ -29,7 +28,7 @@ use super::vnode::{
 };
 use super::{csinode, reclaim};
 use crate::labels;
-use crate::leasing::{LeasingDecision, LeasingInput, NO_EXECUTE, NotLentReason, node_base};
+use crate::leasing::{LeasingDecision, LeasingInput, NotLentReason, node_base};
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
 use crate::syncer::error::SyncError;
@@ -161,17 +160,21 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
         .as_deref()
         .and_then(|p| policies.iter().find(|policy| policy.name_any() == p));
     let force_reclaim = applied.filter(|p| p.spec.force_reclaim && !decision.in_window);
-    if force_reclaim.is_some() {
-        // Records when the taint first appeared (kept by the merge on later passes).
-        let now = Time(ctx.config.clock.now());
-        for taint in &mut decision.taints {
-            if taint.key == labels::TAINT_OUT_OF_TIME_WINDOWS && taint.effect == NO_EXECUTE {
-                taint.time_added = Some(now.clone());
-            }
-        }
+    // NoSchedule during the grace period, NoExecute after it (see reclaim.rs).
+    let reclaim_step = force_reclaim.map(|policy| {
+        reclaim::reclaim_step(
+            current.as_deref(),
+            policy.spec.graceful_reclaim_period_seconds.unwrap_or(0),
+            ctx.config.clock.now(),
+        )
+    });
+    if let Some(step) = &reclaim_step {
+        reclaim::with_reclaim_taint(&mut decision.taints, step);
     }
-    let endpoint = kubelet_port::endpoint_of(ctx, &vnode_name, current.as_deref())?;
-    let desired = desired_virtual_node(physical, &decision, binding, &endpoint);
+    let endpoint = kubelet_port::endpoint_of(ctx, &vnode_name, current.as_deref()).await?;
+    let mut desired = desired_virtual_node(physical, &decision, binding, &endpoint.proxier);
+    // The node's own kubelet port only once it answers (see kubelet_port.rs).
+    endpoint.publish(&mut desired.status);
     // Answers are read without managedFields: only the object itself is kept.
     let api: Api<Slim<Node>> = Api::all(ctx.computing.clone());
     let fail = |action, source| SyncError::VirtualNode {
@@ -222,21 +225,19 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
     let physical_csinode = ctx.worker_index().csinode(name);
     csinode::sync(ctx, &vnode, physical_csinode.as_deref()).await?;
     let mut next = decision.next_change;
-    if let Some(policy) = force_reclaim
-        && let Some(taint) = reclaim::reclaim_taint(&vnode)
-        && let Some(added) = &taint.time_added
-    {
-        let due = reclaim::reclaim_at(
-            added.0,
-            policy.spec.graceful_reclaim_period_seconds.unwrap_or(0),
-        );
-        if ctx.config.clock.now() >= due {
+    if endpoint.pending() {
+        let now = ctx.config.clock.now();
+        let soon = now.checked_add(endpoint.retry).unwrap_or(now);
+        next = Some(next.map_or(soon, |n| n.min(soon)));
+    }
+    if let Some(step) = &reclaim_step {
+        if let Some(taint) = reclaim::reclaim_taint(&vnode) {
             let reclaimed = reclaim::reclaim(ctx, &vnode_name, taint).await?;
             if reclaimed > 0 {
                 tracing::info!(vnode = %vnode_name, pods = reclaimed, "virtual pods reclaimed");
             }
         } else {
-            next = Some(next.map_or(due, |n| n.min(due)));
+            next = Some(next.map_or(step.due, |n| n.min(step.due)));
         }
     }
     Ok(next.map(|at| ctx.config.clock.instant_at(at)))

@@ -43,6 +43,50 @@ pub mod reason {
     pub const OUT_OF_TIME_WINDOW: &str = "OutOfTimeWindow";
     /// Not evaluated because the policy is invalid.
     pub const INVALID: &str = "InvalidPolicy";
+    /// The ClusterBinding the policy names is being deleted or gone: nothing is lent.
+    pub const BINDING_GONE: &str = "BindingGone";
+}
+
+/// The status of a policy whose ClusterBinding (`binding`) is being deleted: `Inactive`, and
+/// `Active=False` with reason [`reason::BINDING_GONE`], whatever its windows say (its nodes
+/// are drained and no longer lent); the `Valid` condition as [`desired_status`] has it.
+pub fn binding_gone_status(
+    policy: &ResourceLeasingPolicy,
+    current: Option<&ResourceLeasingPolicyStatus>,
+    binding: &str,
+    now: Timestamp,
+) -> ResourceLeasingPolicyStatus {
+    let (mut status, _) = desired_status(policy, current, now);
+    if status.phase != Some(ResourceLeasingPolicyPhase::Failed) {
+        status.last_applied_time = current
+            .filter(|c| c.phase == Some(ResourceLeasingPolicyPhase::Inactive))
+            .and_then(|c| c.last_applied_time.clone())
+            .or(Some(Time(now)));
+        status.phase = Some(ResourceLeasingPolicyPhase::Inactive);
+        status.active_time_window = Some(false);
+    }
+    // From the stored condition, so that its transition time stays once written.
+    if let Some(previous) = current.and_then(|c| {
+        c.conditions
+            .iter()
+            .find(|c| c.type_ == leasing_policy_condition::ACTIVE)
+    }) && let Some(slot) = status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == leasing_policy_condition::ACTIVE)
+    {
+        *slot = previous.clone();
+    }
+    let active = condition(
+        leasing_policy_condition::ACTIVE,
+        false,
+        reason::BINDING_GONE,
+        format!("ClusterBinding {binding} is being deleted or no longer exists: nothing is lent"),
+        policy.metadata.generation,
+        now,
+    );
+    upsert_condition(&mut status.conditions, active);
+    status
 }
 
 /// The status a policy should have at `now`, and the next instant it can change.
@@ -178,7 +222,21 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
         return Ok(None);
     }
     let now = ctx.config.clock.now();
-    let (status, next) = desired_status(&policy, policy.status.as_ref(), now);
+    let binding_live = ctx
+        .computing_index()
+        .binding()
+        .is_some_and(|b| b.metadata.deletion_timestamp.is_none());
+    let (status, next) = if binding_live {
+        desired_status(&policy, policy.status.as_ref(), now)
+    } else {
+        let status = binding_gone_status(
+            &policy,
+            policy.status.as_ref(),
+            &ctx.config.binding_name,
+            now,
+        );
+        (status, None)
+    };
     let unchanged = policy.status.as_ref().is_some_and(|have| {
         have.phase == status.phase
             && have.active_time_window == status.active_time_window
@@ -319,6 +377,38 @@ mod tests {
         let message = &find(&status.conditions, "Valid").unwrap().message;
         assert!(message.contains("spec.timezone"), "{message}");
         assert!(message.contains("Mars/Olympus_Mons"), "{message}");
+    }
+
+    #[test]
+    fn a_policy_of_a_binding_being_deleted_is_inactive_with_a_reason() {
+        let t0: Timestamp = "2025-01-06T12:00:00Z".parse().unwrap();
+        let t1: Timestamp = "2025-01-06T13:00:00Z".parse().unwrap();
+        let p = policy(json!({ "cluster": "b" }));
+        let (active, _) = desired_status(&p, None, t0);
+        assert_eq!(active.phase, Some(ResourceLeasingPolicyPhase::Active));
+        let gone = binding_gone_status(&p, Some(&active), "b", t1);
+        assert_eq!(gone.phase, Some(ResourceLeasingPolicyPhase::Inactive));
+        assert_eq!(gone.active_time_window, Some(false));
+        assert_eq!(gone.last_applied_time, Some(Time(t1)));
+        let condition = find(&gone.conditions, "Active").unwrap();
+        assert_eq!(
+            (condition.status.as_str(), condition.reason.as_str()),
+            ("False", reason::BINDING_GONE)
+        );
+        assert!(condition.message.contains("ClusterBinding b"));
+        assert_eq!(
+            find(&gone.conditions, "Valid").unwrap().reason,
+            reason::VALID
+        );
+        // Written once: the same status an hour later.
+        let t2: Timestamp = "2025-01-06T14:00:00Z".parse().unwrap();
+        assert_eq!(binding_gone_status(&p, Some(&gone), "b", t2), gone);
+        // An invalid policy stays Failed.
+        let invalid = policy(json!({ "cluster": "b", "timezone": "Mars/Olympus_Mons" }));
+        assert_eq!(
+            binding_gone_status(&invalid, None, "b", t1).phase,
+            Some(ResourceLeasingPolicyPhase::Failed)
+        );
     }
 
     #[test]

@@ -144,11 +144,19 @@ pub fn virtual_node_status(
 ) -> NodeStatus {
     let source = physical.status.clone().unwrap_or_default();
     let lent = decision.allocatable_for_node();
+    // Upstream's `buildVirtualNodeAddresses` (physical_node_controller.go): the proxier's IP
+    // and the virtual node's name as its Hostname.
     let addresses = match &proxier.address {
-        Some(address) => Some(vec![NodeAddress {
-            type_: "InternalIP".to_owned(),
-            address: address.clone(),
-        }]),
+        Some(address) => Some(vec![
+            NodeAddress {
+                type_: "InternalIP".to_owned(),
+                address: address.clone(),
+            },
+            NodeAddress {
+                type_: "Hostname".to_owned(),
+                address: decision.virtual_node_name.clone(),
+            },
+        ]),
         None => source.addresses,
     };
     NodeStatus {
@@ -450,7 +458,17 @@ mod tests {
         let alloc = d.status.allocatable.clone().unwrap();
         assert_eq!(alloc["cpu"].0, "2");
         assert_eq!(d.status.capacity, d.status.allocatable);
-        assert_eq!(d.status.addresses.as_ref().unwrap()[0].address, "10.9.9.9");
+        let addresses: Vec<(&str, &str)> = d
+            .status
+            .addresses
+            .iter()
+            .flatten()
+            .map(|a| (a.type_.as_str(), a.address.as_str()))
+            .collect();
+        assert_eq!(
+            addresses,
+            [("InternalIP", "10.9.9.9"), ("Hostname", "vnode-c1-n1")]
+        );
         assert_eq!(
             d.status
                 .daemon_endpoints

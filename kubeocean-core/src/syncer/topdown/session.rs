@@ -396,6 +396,11 @@ async fn ensure_mount_namespace(ctx: &Context, td: &TopDown) {
     match created {
         Ok(_) => tracing::info!(namespace = %name, "mount namespace created in the worker"),
         Err(err) if err.code() == Some(409) => {}
+        // The worker chart creates the namespace and grants no namespace creation: expected.
+        // Were it missing, creating the physical pods would say so.
+        Err(err) if err.code() == Some(403) => {
+            tracing::debug!(namespace = %name, error = %err, "not allowed to create the mount namespace; it is expected to exist")
+        }
         Err(err) => tracing::warn!(error = %err, "cannot make sure the mount namespace exists"),
     }
 }
