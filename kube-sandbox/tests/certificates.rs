@@ -120,10 +120,26 @@ async fn bootstrap_tokens_authenticate_as_kube_apiserver_does() {
     let cases: Vec<(&str, Option<Vec<(&str, &str)>>, u16)> = vec![
         (TOKEN, Some(vec![auth, group, ("expiration", future)]), 200),
         ("abcdeg.0123456789abcdef", Some(vec![auth, group]), 200),
-        ("abcdeh.0123456789abcdef", Some(vec![auth, group, ("expiration", "2020-01-01T00:00:00Z")]), 401),
-        ("abcdei.0123456789abcdef", Some(vec![group, ("expiration", future)]), 401),
-        ("abcdej.0123456789abcdef", Some(vec![("usage-bootstrap-authentication", "false"), group]), 401),
-        ("abcdek.0123456789abcdef", Some(vec![auth, ("auth-extra-groups", "system:masters")]), 401),
+        (
+            "abcdeh.0123456789abcdef",
+            Some(vec![auth, group, ("expiration", "2020-01-01T00:00:00Z")]),
+            401,
+        ),
+        (
+            "abcdei.0123456789abcdef",
+            Some(vec![group, ("expiration", future)]),
+            401,
+        ),
+        (
+            "abcdej.0123456789abcdef",
+            Some(vec![("usage-bootstrap-authentication", "false"), group]),
+            401,
+        ),
+        (
+            "abcdek.0123456789abcdef",
+            Some(vec![auth, ("auth-extra-groups", "system:masters")]),
+            401,
+        ),
         ("abcdel.0123456789abcdef", None, 401),
         ("abcdef.0123456789abcdee", None, 401),
         ("not-a-bootstrap-token", None, 401),
@@ -132,7 +148,10 @@ async fn bootstrap_tokens_authenticate_as_kube_apiserver_does() {
         if let Some(fields) = fields {
             let (id, secret) = token.split_once('.').unwrap();
             secrets
-                .create(&PostParams::default(), &bootstrap_secret(id, secret, fields))
+                .create(
+                    &PostParams::default(),
+                    &bootstrap_secret(id, secret, fields),
+                )
                 .await
                 .unwrap();
         }
@@ -171,10 +190,17 @@ async fn bootstrap_tokens_authenticate_as_kube_apiserver_does() {
         .await
         .unwrap();
     assert_eq!(review["status"]["authenticated"], true, "{review}");
-    assert_eq!(review["status"]["user"]["username"], "system:bootstrap:abcdef");
+    assert_eq!(
+        review["status"]["user"]["username"],
+        "system:bootstrap:abcdef"
+    );
     assert_eq!(
         review["status"]["user"]["groups"],
-        json!(["system:bootstrappers", "system:bootstrappers:test", "system:authenticated"])
+        json!([
+            "system:bootstrappers",
+            "system:bootstrappers:test",
+            "system:authenticated"
+        ])
     );
 }
 
@@ -244,22 +270,36 @@ async fn an_approved_csr_becomes_a_client_certificate_of_the_cluster_ca() {
         .await
         .unwrap();
     // The requester is recorded from the credential, whatever the body said.
-    assert_eq!(created.spec.username.as_deref(), Some("system:bootstrap:abcdef"));
+    assert_eq!(
+        created.spec.username.as_deref(),
+        Some("system:bootstrap:abcdef")
+    );
     assert!(created.status.is_none());
     let approval = |csr: &CertificateSigningRequest| {
         let mut approved = serde_json::to_value(csr).unwrap();
-        approved["status"] = json!({"conditions": [{"type": "Approved", "status": "True", "reason": "Test"}]});
+        approved["status"] =
+            json!({"conditions": [{"type": "Approved", "status": "True", "reason": "Test"}]});
         approved
     };
     // Updating /approval is not enough: approving needs `approve` on the signer.
     let err = csrs
-        .replace_subresource("approval", "agent-1", &PostParams::default(), &approval(&created))
+        .replace_subresource(
+            "approval",
+            "agent-1",
+            &PostParams::default(),
+            &approval(&created),
+        )
         .await
         .unwrap_err();
     assert_eq!(status_code(&err), 403);
     let admin_csrs: Api<CertificateSigningRequest> = Api::all(admin.clone());
     admin_csrs
-        .replace_subresource("approval", "agent-1", &PostParams::default(), &approval(&created))
+        .replace_subresource(
+            "approval",
+            "agent-1",
+            &PostParams::default(),
+            &approval(&created),
+        )
         .await
         .unwrap();
     let certificate = eventually_some("the certificate", Duration::from_secs(20), || {

@@ -195,7 +195,12 @@ mod tests {
                 TOKEN,
                 None,
             ),
-            ("wrong secret", with("", None), "abcdef.0123456789abcdee", None),
+            (
+                "wrong secret",
+                with("", None),
+                "abcdef.0123456789abcdee",
+                None,
+            ),
             ("wrong id", with("token-id", Some("abcdeg")), TOKEN, None),
             (
                 "usage missing",
@@ -215,14 +220,19 @@ mod tests {
                 TOKEN,
                 None,
             ),
+            ("wrong type", secret(&good, "Opaque"), TOKEN, None),
             (
-                "wrong type",
-                secret(&good, "Opaque"),
-                TOKEN,
+                "malformed token",
+                with("", None),
+                "abcdef-0123456789abcdef",
                 None,
             ),
-            ("malformed token", with("", None), "abcdef-0123456789abcdef", None),
-            ("upper case token", with("", None), "ABCDEF.0123456789abcdef", None),
+            (
+                "upper case token",
+                with("", None),
+                "ABCDEF.0123456789abcdef",
+                None,
+            ),
         ];
         for (name, secret, token, want) in cases {
             let got = user_of(&secret, token, now);

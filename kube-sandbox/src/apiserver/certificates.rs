@@ -171,7 +171,8 @@ pub fn prepare_create(obj: &mut Value, user: &UserInfo) -> Result<(), ApiError> 
         ));
     }
     // plugin/pkg/admission/certificates/subjectrestriction: no system:masters certificates.
-    if signer == KUBE_APISERVER_CLIENT && subject.organizations.iter().any(|o| o == "system:masters")
+    if signer == KUBE_APISERVER_CLIENT
+        && subject.organizations.iter().any(|o| o == "system:masters")
     {
         return Err(ApiError::forbidden(format!(
             "certificatesigningrequests.certificates.k8s.io \"{name}\" is forbidden: use of {KUBE_APISERVER_CLIENT} signer with system:masters group is not allowed"
@@ -218,9 +219,9 @@ fn condition_type(c: &Value) -> &str {
 
 /// Whether the CSR has a condition of `kind` with status True.
 pub fn has_condition(csr: &Value, kind: &str) -> bool {
-    conditions(csr)
-        .iter()
-        .any(|c| condition_type(c) == kind && c.get("status").and_then(Value::as_str) != Some("False"))
+    conditions(csr).iter().any(|c| {
+        condition_type(c) == kind && c.get("status").and_then(Value::as_str) != Some("False")
+    })
 }
 
 fn with_conditions(mut csr: Value, conditions: Vec<Value>) -> Value {
@@ -254,7 +255,9 @@ fn check_conditions(name: &str, conditions: &[Value], old: &Value) -> Result<(),
                 name,
                 "status.conditions",
                 "FieldValueForbidden",
-                format!("status.conditions: Forbidden: updates may not remove a condition of type \"{kind}\""),
+                format!(
+                    "status.conditions: Forbidden: updates may not remove a condition of type \"{kind}\""
+                ),
             ));
         }
     }
@@ -277,7 +280,8 @@ fn stamp(mut conditions: Vec<Value>) -> Vec<Value> {
         if let Some(map) = c.as_object_mut() {
             map.entry("status").or_insert_with(|| json!("True"));
             map.entry("lastUpdateTime").or_insert_with(|| json!(now));
-            map.entry("lastTransitionTime").or_insert_with(|| json!(now));
+            map.entry("lastTransitionTime")
+                .or_insert_with(|| json!(now));
         }
     }
     conditions
@@ -513,11 +517,15 @@ mod tests {
         assert!(has_condition(&signed, "Approved"));
         assert!(!has_condition(&signed, "Denied"));
         assert_eq!(signed["status"]["certificate"], "Y2VydA==");
-        assert!(sets_certificate(&approved, &json!({"status": {"certificate": "Y2VydA=="}})));
-        assert!(!sets_certificate(&signed, &json!({"status": {"certificate": "Y2VydA=="}})));
-        assert!(
-            status_update(&signed, &json!({"status": {"certificate": "b3RoZXI="}})).is_err()
-        );
+        assert!(sets_certificate(
+            &approved,
+            &json!({"status": {"certificate": "Y2VydA=="}})
+        ));
+        assert!(!sets_certificate(
+            &signed,
+            &json!({"status": {"certificate": "Y2VydA=="}})
+        ));
+        assert!(status_update(&signed, &json!({"status": {"certificate": "b3RoZXI="}})).is_err());
         // The object itself: spec and status stay.
         let mut body = signed.clone();
         body["spec"]["username"] = json!("mallory");

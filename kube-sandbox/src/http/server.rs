@@ -4,7 +4,6 @@
 use crate::apiserver::api::{DeleteOptions, PatchType, WriteContext};
 use crate::apiserver::audit::{AuditEvent, AuditLog};
 use crate::apiserver::auth::{self, Attributes, UserInfo};
-use crate::apiserver::{bootstrap_token, certificates};
 use crate::apiserver::discovery;
 use crate::apiserver::error::ApiError;
 use crate::apiserver::faults::FaultAction;
@@ -15,6 +14,7 @@ use crate::apiserver::resources::ResourceType;
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::Stored;
 use crate::apiserver::watch::{self, WatchRequest, encode_object};
+use crate::apiserver::{bootstrap_token, certificates};
 use crate::http::negotiate;
 use crate::sim::Simulator;
 use crate::validation::selectors::{self, FieldSelector, LabelSelector};
@@ -988,13 +988,20 @@ fn update_csr(
         _ => {}
     }
     let as_status = sub.map(|_| "status");
-    state.update_with(rt, version, "", name, as_status, ctx, expected_rv, move |old| {
-        match sub {
+    state.update_with(
+        rt,
+        version,
+        "",
+        name,
+        as_status,
+        ctx,
+        expected_rv,
+        move |old| match sub {
             Some("approval") => certificates::approval_update(old, &body),
             Some("status") => certificates::status_update(old, &body),
             _ => Ok(certificates::object_update(old, &body)),
-        }
-    })
+        },
+    )
 }
 
 fn selectors_from(

@@ -9,8 +9,7 @@
 use super::Pass;
 use super::objects::{Writer, str_at};
 use crate::apiserver::certificates::{
-    KUBE_APISERVER_CLIENT, MIN_EXPIRATION_SECONDS, has_condition, request_pem, signer_name,
-    usages,
+    KUBE_APISERVER_CLIENT, MIN_EXPIRATION_SECONDS, has_condition, request_pem, signer_name, usages,
 };
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -168,11 +167,19 @@ mod tests {
                 },
             ),
             (
-                csr(approved.clone(), client.clone(), json!({"expirationSeconds": 3600})),
+                csr(
+                    approved.clone(),
+                    client.clone(),
+                    json!({"expirationSeconds": 3600}),
+                ),
                 Action::Sign { seconds: 3600 },
             ),
             (
-                csr(approved.clone(), client.clone(), json!({"expirationSeconds": 999_999_999})),
+                csr(
+                    approved.clone(),
+                    client.clone(),
+                    json!({"expirationSeconds": 999_999_999}),
+                ),
                 Action::Sign {
                     seconds: CLUSTER_SIGNING_SECONDS,
                 },
@@ -187,7 +194,11 @@ mod tests {
                 Action::Nothing,
             ),
             (
-                csr(approved.clone(), client.clone(), json!({"signerName": "example.com/other"})),
+                csr(
+                    approved.clone(),
+                    client.clone(),
+                    json!({"signerName": "example.com/other"}),
+                ),
                 Action::Nothing,
             ),
             (
