@@ -117,7 +117,8 @@ async fn bootstrap_tokens_authenticate_as_kube_apiserver_does() {
     let auth = ("usage-bootstrap-authentication", "true");
     let group = ("auth-extra-groups", "system:bootstrappers:test");
     // (token, its Secret's extra fields, status of a GET the token's group may do)
-    let cases: Vec<(&str, Option<Vec<(&str, &str)>>, u16)> = vec![
+    type Fields<'a> = Option<Vec<(&'a str, &'a str)>>;
+    let cases: Vec<(&str, Fields, u16)> = vec![
         (TOKEN, Some(vec![auth, group, ("expiration", future)]), 200),
         ("abcdeg.0123456789abcdef", Some(vec![auth, group]), 200),
         (

@@ -435,7 +435,8 @@ mod tests {
             json!(["system:bootstrappers", "system:authenticated"])
         );
         assert!(ok.get("status").is_none());
-        let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, u16)> = vec![
+        type Change = Box<dyn Fn(&mut Value)>;
+        let cases: Vec<(&str, Change, u16)> = vec![
             (
                 "masters",
                 Box::new(|c: &mut Value| *c = csr("x", Some("system:masters"))),
