@@ -293,6 +293,18 @@ async fn an_approved_csr_becomes_a_client_certificate_of_the_cluster_ca() {
         .await
         .unwrap_err();
     assert_eq!(status_code(&err), 403);
+    let err = csrs
+        .patch_subresource(
+            "approval",
+            "agent-1",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"status": {"conditions": [{"type": "Approved", "status": "True"}]}}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status_code(&err), 403);
     let admin_csrs: Api<CertificateSigningRequest> = Api::all(admin.clone());
     admin_csrs
         .replace_subresource(

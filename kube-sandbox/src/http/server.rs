@@ -716,6 +716,56 @@ async fn serve_resource(
                 &field_validation::warnings(mode, &unknown),
             ))
         }
+        ("patch", Some(name), None | Some("status") | Some("approval"))
+            if rt.group == certificates::GROUP && rt.plural == certificates::RESOURCE =>
+        {
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|c| c.to_str().ok())
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let ctx = write_context(&req, &query);
+            let body = read_body(&state, req).await?;
+            let parsed: Value = serde_json::from_slice(&body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            let current = state
+                .store
+                .get(&rt.group_resource(), "", &name)
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
+            // The patched object then follows the rules of a PUT of the same subresource.
+            let failed = |e| crate::apiserver::api::patch_error(&rt, &name, e);
+            let patched = match content_type.as_str() {
+                "application/merge-patch+json" => {
+                    let mut new = current.value.clone();
+                    crate::patch::merge_patch(&mut new, &parsed);
+                    new
+                }
+                "application/json-patch+json" => {
+                    crate::patch::json_patch(&current.value, &parsed).map_err(failed)?
+                }
+                "application/strategic-merge-patch+json" => {
+                    crate::patch::strategic_merge_patch(&current.value, &parsed, &rt.kind)
+                        .map_err(failed)?
+                }
+                other => return Err(ApiError::unsupported_media_type(other)),
+            };
+            let obj = update_csr(
+                &state,
+                &rt,
+                &version,
+                &name,
+                patched,
+                sub.as_deref(),
+                &ctx,
+                &user,
+            )?;
+            Ok(object_response(StatusCode::OK, &obj, &rt, &version))
+        }
         ("patch", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
             let content_type = req
                 .headers()
