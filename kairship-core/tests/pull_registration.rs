@@ -30,7 +30,7 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
 use kube_kit::client::ClientOptions;
-use kube_sandbox::{ClusterOptions, ServeOptions};
+use kube_sandbox::ServeOptions;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -120,18 +120,12 @@ impl Drop for Env {
 }
 
 impl Env {
-    /// The instance serves HTTPS (client certificates authenticate) and runs
-    /// kube-controller-manager's controllers (the CSR signer among them).
+    /// The instance serves HTTPS (client certificates authenticate); its CSR signer runs as
+    /// Karmada's kube-controller-manager's does.
     async fn start() -> Env {
         kube_kit::client::install_crypto_provider();
         let host = common::host().await;
-        let cluster = kube_sandbox::Cluster::with_options(
-            INSTANCE,
-            ClusterOptions {
-                workload_controllers: true,
-                ..ClusterOptions::default()
-            },
-        );
+        let cluster = kube_sandbox::Cluster::new(INSTANCE);
         kube_sandbox::testing::install_crds(
             &cluster.client(),
             vec![

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, PostParams};
 use kube::{Client, Config};
 use kube_sandbox::testing::eventually_some;
-use kube_sandbox::{ClusterOptions, ServeOptions, Served};
+use kube_sandbox::{ServeOptions, Served};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "abcdef.0123456789abcdef";
@@ -208,13 +208,8 @@ async fn bootstrap_tokens_authenticate_as_kube_apiserver_does() {
 #[tokio::test]
 async fn an_approved_csr_becomes_a_client_certificate_of_the_cluster_ca() {
     kube_kit::client::install_crypto_provider();
-    let cluster = kube_sandbox::Cluster::with_options(
-        "csr",
-        ClusterOptions {
-            workload_controllers: true,
-            ..ClusterOptions::default()
-        },
-    );
+    // The signer runs without the workload controllers.
+    let cluster = kube_sandbox::Cluster::new("csr");
     let served = cluster
         .serve(ServeOptions {
             tls: true,

@@ -5,16 +5,24 @@
 //! by the cluster CA, so that it authenticates to this API server as CN = user, O = groups. A
 //! request whose usages the signer does not allow gets a `Failed` condition
 //! (`SignerValidationFailure`), as upstream. Other signers are left to their own controllers.
+//!
+//! It runs in every sandbox cluster, whatever `workload_controllers` says: the clusters the
+//! sandbox stands for run it (kube-controller-manager's default controllers; Karmada's control
+//! plane runs it for the karmada-agent's certificates), and it acts only on CSRs someone
+//! approved, so a test sees nothing it did not ask for.
 
 use super::Pass;
 use super::objects::{Writer, str_at};
 use crate::apiserver::certificates::{
     KUBE_APISERVER_CLIENT, MIN_EXPIRATION_SECONDS, has_condition, request_pem, signer_name, usages,
 };
+use crate::apiserver::resources::GroupResource;
+use crate::sim::Simulator;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rcgen::{ExtendedKeyUsagePurpose, KeyUsagePurpose};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 const MANAGER: &str = "kube-controller-manager";
 /// `--cluster-signing-duration`'s default: one year.
@@ -137,6 +145,29 @@ pub fn sync_all(pass: &Pass) {
                 }
             },
         );
+    }
+}
+
+/// Signs CSRs whenever they change, until the cluster shuts down.
+pub async fn run(sim: Arc<Simulator>) {
+    let state = &sim.state;
+    let mut changes = state.store.subscribe_resource(&GroupResource::new(
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+    ));
+    loop {
+        sync_all(&Pass {
+            state,
+            now: sim.controller_now(),
+        });
+        tokio::select! {
+            _ = state.shutdown.cancelled() => return,
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+        }
     }
 }
 

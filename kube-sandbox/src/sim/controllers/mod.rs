@@ -1,7 +1,8 @@
 //! Workload controllers, as kube-controller-manager runs them: Deployment -> ReplicaSet -> Pods,
 //! StatefulSet, DaemonSet, Job, CronJob, the EndpointSlice and Endpoints controllers of
-//! Services, the `default` ServiceAccount of each namespace, the tokens of
-//! service-account token Secrets and the signing of approved client CSRs. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
+//! Services, the `default` ServiceAccount of each namespace and the tokens of
+//! service-account token Secrets; and, always on (`csr_signing.rs`), the signing of approved
+//! client CSRs. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
 //!
 //! Each controller is level-triggered: a pass reads the current objects from the store and
 //! writes what differs (writes that change nothing are not made). A pass runs whenever one of
@@ -45,7 +46,6 @@ const WATCHED: &[(&str, &str)] = &[
     ("apps", "daemonsets"),
     ("batch", "jobs"),
     ("batch", "cronjobs"),
-    ("certificates.k8s.io", "certificatesigningrequests"),
 ];
 
 /// One pass of every controller: the cluster and the controllers' clock.
@@ -92,7 +92,6 @@ pub fn run_pass(pass: &Pass) {
     endpoints::sync_all(pass);
     serviceaccount::sync_all(pass);
     token::sync_all(pass);
-    csr_signing::sync_all(pass);
 }
 
 /// Runs the workload controllers of a cluster until it shuts down.
