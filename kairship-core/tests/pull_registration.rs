@@ -16,7 +16,7 @@ use base64::engine::general_purpose::STANDARD;
 use common::{KarmadaInstance, register_adopted};
 use http::StatusCode;
 use kairship_core::access::{
-    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
+    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb, WriteIdentity,
 };
 use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
@@ -123,6 +123,13 @@ impl Env {
     /// The instance serves HTTPS (client certificates authenticate); its CSR signer runs as
     /// Karmada's kube-controller-manager's does.
     async fn start() -> Env {
+        Self::start_as(false).await
+    }
+
+    /// With `gateway`, Kairship reaches the instance as the user `kairship-gateway` holding
+    /// exactly the ClusterRole of docs/kairship/access.md and writes impersonating the caller
+    /// (`admin`, given every right inside the instance), as the chart deploys it.
+    async fn start_as(gateway: bool) -> Env {
         kube_kit::client::install_crypto_provider();
         let host = common::host().await;
         let cluster = kube_sandbox::Cluster::new(INSTANCE);
@@ -141,7 +148,14 @@ impl Env {
             })
             .await
             .unwrap();
-        let instance = KarmadaInstance { cluster, served };
+        let mut instance = KarmadaInstance { cluster, served };
+        if gateway {
+            documented_gateway(&instance).await;
+            instance.served.kubeconfig_yaml = instance
+                .served
+                .kubeconfig_yaml
+                .replace(instance.cluster.auth().admin_token(), GATEWAY_TOKEN);
+        }
         register_adopted(&host.client(), INSTANCE, &instance).await;
         // What the connection controller writes: the instance's Karmada version.
         Api::<Instance>::all(host.client())
@@ -162,7 +176,11 @@ impl Env {
         let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::new(
             Arc::new(EmbeddedCacheBackend::new(clients.clone())),
             Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients)),
+            Arc::new(if gateway {
+                InstanceWriter::new(clients).with_identity(WriteIdentity::Impersonate)
+            } else {
+                InstanceWriter::new(clients)
+            }),
         ));
         let service = KairshipService::new(
             host.client(),
@@ -224,6 +242,53 @@ impl Env {
             .await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         answer
+    }
+}
+
+const GATEWAY_TOKEN: &str = "kairship-gateway-token";
+
+/// The ClusterRole docs/kairship/access.md gives Kairship's identity in an instance, for the
+/// user `kairship-gateway`; and every right inside the instance for the caller `admin`.
+async fn documented_gateway(instance: &KarmadaInstance) {
+    instance.cluster.auth().add_token(
+        GATEWAY_TOKEN,
+        kube_sandbox::auth::UserInfo::new("kairship-gateway", &[]),
+    );
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/kairship/access.md"
+    ))
+    .unwrap();
+    let start = doc.find("metadata: {name: kairship-gateway}").unwrap();
+    let block = &doc[doc[..start].rfind("```yaml").unwrap() + 7..];
+    let block = &block[..block.find("```").unwrap()];
+    let mut objects: Vec<Value> = block
+        .split("---")
+        .map(|d| serde_saphyr::from_str::<Value>(d).unwrap())
+        .collect();
+    for o in &mut objects {
+        if o["kind"] == "ClusterRoleBinding" {
+            o["subjects"] = json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "kairship-gateway"}]);
+        }
+    }
+    objects.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "everything"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}));
+    objects.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "admin-everything"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "admin"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "everything"}}));
+    for o in objects {
+        let kind = o["kind"].as_str().unwrap().to_owned();
+        let resource = ar(
+            "rbac.authorization.k8s.io",
+            "v1",
+            &kind,
+            &format!("{}s", kind.to_lowercase()),
+        );
+        Api::<DynamicObject>::all_with(instance.client(), &resource)
+            .create(&PostParams::default(), &serde_json::from_value(o).unwrap())
+            .await
+            .unwrap();
     }
 }
 
@@ -604,4 +669,38 @@ async fn the_pull_manifests_run_karmadas_agent_release() {
     let left = labelled(&env.admin(), "edge-2").await;
     let still: Vec<&String> = left.iter().filter(|o| !o.starts_with("Cluster ")).collect();
     assert!(still.is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn the_documented_gateway_role_suffices_to_register() {
+    let env = Env::start_as(true).await;
+    let answer = env
+        .register(json!({"name": "edge-3", "apiEndpoint": "https://edge-3.example:6443"}))
+        .await;
+    let manifests: Vec<Value> = serde_json::from_value(answer["manifests"].clone()).unwrap();
+    let (agent, _) = agent_client(&manifests).await;
+    Api::<DynamicObject>::all_with(agent, &clusters_resource())
+        .get("edge-3")
+        .await
+        .unwrap();
+    // The approval is Kairship's own (its identity in the instance), the rest the caller's.
+    let csrs = Api::<DynamicObject>::all_with(env.admin(), &csrs_resource());
+    let csr = csrs
+        .list(&ListParams::default().labels(&format!("{LABEL}=edge-3")))
+        .await
+        .unwrap()
+        .items
+        .pop()
+        .unwrap();
+    assert_eq!(csr.data["status"]["conditions"][0]["type"], "Approved");
+    let audit: Vec<_> = env
+        .instance
+        .cluster
+        .audit_events()
+        .into_iter()
+        .filter(|e| e.subresource == "approval")
+        .collect();
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0].user, "kairship-gateway");
+    assert_eq!(audit[0].code, 200);
 }
