@@ -78,6 +78,7 @@ impl Cluster {
         let sim = Arc::new(Simulator::new(state.clone()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(sim::run(sim.clone()));
+            handle.spawn(sim::controllers::csr_signing::run(sim.clone()));
             if state.options.workload_controllers {
                 handle.spawn(sim::controllers::run(sim.clone()));
             }

@@ -298,8 +298,8 @@ pub fn register_page(
         notice_box(
             &mut h,
             &format!(
-                "Apply these manifests in member cluster {} (kubectl apply -f manifests.yaml). The bootstrap token {} expires at {}; the agent reaches the instance at {}.",
-                done.cluster, done.token_id, done.expiration, done.karmada_endpoint
+                "Apply these manifests in member cluster {} (kubectl apply -f manifests.yaml). They hold the agent's client certificate, which expires at {}; the agent reaches the instance at {}.",
+                done.cluster, done.expiration, done.karmada_endpoint
             ),
         );
         h.el("pre", &[("id", "manifests")], &done.yaml);
@@ -310,7 +310,7 @@ pub fn register_page(
         );
         return page("Join a member cluster (Pull)", Some(viewer), h);
     }
-    h.raw("<p>Pull mode: Kairship creates a bootstrap token and the Cluster in the instance and shows the karmada-agent's manifests to apply in the member.</p>");
+    h.raw("<p>Pull mode: Kairship creates the agent's RBAC and the Cluster in the instance, obtains the agent's client certificate, and shows the karmada-agent's manifests to apply in the member.</p>");
     if let Some(err) = err {
         error_box(&mut h, err);
     }

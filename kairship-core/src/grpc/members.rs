@@ -39,6 +39,7 @@ pub fn register_member(m: pb::RegisterMemberRequest) -> RegisterMemberRequest {
         instance: m.instance,
         name: m.name,
         karmada_endpoint: m.karmada_endpoint,
+        api_endpoint: m.api_endpoint,
         token_ttl_seconds: m.token_ttl_seconds,
         agent_image: m.agent_image,
         labels: m.labels.into_iter().collect(),

@@ -1066,7 +1066,7 @@ fn apply_error(rt: &ResourceType, name: &str, err: patch::ApplyError) -> ApiErro
     }
 }
 
-fn patch_error(rt: &ResourceType, name: &str, err: patch::PatchError) -> ApiError {
+pub(crate) fn patch_error(rt: &ResourceType, name: &str, err: patch::PatchError) -> ApiError {
     match err.status_code() {
         415 => ApiError::unsupported_media_type("application/strategic-merge-patch+json"),
         422 => ApiError::invalid(

@@ -1,5 +1,5 @@
 //! Identity and access: bearer tokens (the admin token, static tokens, signed service-account
-//! tokens from TokenRequest), TokenReview, and authorization by the RBAC objects stored in the
+//! tokens from TokenRequest; bootstrap tokens are in `bootstrap_token.rs`), TokenReview, and authorization by the RBAC objects stored in the
 //! cluster (SubjectAccessReview and every request), with `system:masters` allowed everything.
 
 use crate::apiserver::resources::GroupResource;
@@ -191,8 +191,9 @@ impl Auth {
         Some(TokenClaims { user, audiences })
     }
 
-    /// Answers a TokenReview body.
-    pub fn token_review(&self, review: &Value) -> Value {
+    /// Answers a TokenReview body (bootstrap tokens are checked against `store`, as
+    /// kube-apiserver's authenticator chain does).
+    pub fn token_review(&self, review: &Value, store: &Store) -> Value {
         let token = review
             .pointer("/spec/token")
             .and_then(Value::as_str)
@@ -200,7 +201,9 @@ impl Auth {
         let wanted: Vec<String> =
             crate::apiserver::meta::string_list(review.pointer("/spec/audiences"));
         let sa_claims = self.verify_service_account_token(token);
-        let user = self.authenticate(token);
+        let user = self
+            .authenticate(token)
+            .or_else(|| crate::apiserver::bootstrap_token::authenticate(store, token));
         let audience_ok = match &sa_claims {
             Some(claims) if !wanted.is_empty() => {
                 wanted.iter().any(|a| claims.audiences.contains(a))
@@ -462,7 +465,10 @@ mod tests {
         assert!(auth.authenticate(&tampered).is_none());
         let other = Auth::new();
         assert!(other.authenticate(&token).is_none());
-        let review = auth.token_review(&json!({"spec": {"token": token, "audiences": ["other"]}}));
+        let review = auth.token_review(
+            &json!({"spec": {"token": token, "audiences": ["other"]}}),
+            &Store::new(10),
+        );
         assert_eq!(review["status"]["authenticated"], false);
         assert!(auth.authenticate(auth.admin_token()).unwrap().is_master());
     }

@@ -89,7 +89,7 @@ fn subresource_info(
 ) {
     let same = parent.kind.clone();
     match sub {
-        "status" => (same, None, None, vec!["get", "patch", "update"]),
+        "status" | "approval" => (same, None, None, vec!["get", "patch", "update"]),
         "scale" => (
             "Scale".into(),
             Some("autoscaling"),

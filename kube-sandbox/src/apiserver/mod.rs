@@ -1,6 +1,6 @@
 //! The API server: the cluster state and store, the resource types it serves, request handling
 //! (CRUD, list and watch, subresources, admission, garbage collection), identity (tokens,
-//! RBAC, the cluster CA and client certificates), errors as `kind: Status`, injected faults
+//! bootstrap tokens, RBAC, the cluster CA and client certificates), errors as `kind: Status`, injected faults
 //! and request counts. It depends on `validation/`, `patch/` and `protobuf/` (schemas of built-in kinds), never on the simulator or
 //! the HTTP layer.
 
@@ -8,6 +8,8 @@ pub mod admission;
 pub mod api;
 pub mod audit;
 pub mod auth;
+pub mod bootstrap_token;
+pub mod certificates;
 pub mod discovery;
 pub mod error;
 pub mod faults;

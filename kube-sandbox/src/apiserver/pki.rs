@@ -207,6 +207,37 @@ impl ClusterPki {
         issue(&self.issuer, common_name, None, hosts)
     }
 
+    /// Signs a PEM certificate request (PKCS#10) with this CA, as kube-controller-manager's
+    /// csrsigning controller does with `--cluster-signing-cert-file`: the certificate keeps the
+    /// request's subject and public key, is valid from five minutes ago (upstream's backdate)
+    /// for `valid_seconds`, and carries `key_usages` and `extended_key_usages`. The request's
+    /// signature must verify. Returns the certificate (PEM).
+    pub fn sign_request(
+        &self,
+        request_pem: &str,
+        key_usages: Vec<KeyUsagePurpose>,
+        extended_key_usages: Vec<ExtendedKeyUsagePurpose>,
+        valid_seconds: i64,
+    ) -> Result<String, CertificateError> {
+        let request = rcgen::CertificateSigningRequestParams::from_pem(request_pem)
+            .map_err(|e| CertificateError::Rejected(format!("the certificate request: {e}")))?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = request.params.distinguished_name.clone();
+        let now = time::OffsetDateTime::now_utc();
+        params.not_before = now - time::Duration::minutes(5);
+        params.not_after = now + time::Duration::seconds(valid_seconds);
+        params.key_usages = key_usages;
+        params.extended_key_usages = extended_key_usages;
+        params.use_authority_key_identifier_extension = true;
+        let mut serial = crate::apiserver::meta::random_bytes::<16>();
+        serial[0] &= 0x7f;
+        params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
+        let cert = params
+            .signed_by(&request.public_key, &self.issuer)
+            .map_err(generate("the signed certificate"))?;
+        Ok(cert.pem())
+    }
+
     /// The user a client certificate chain (leaf first) names, if this CA signed it.
     pub fn authenticate_certificate(
         &self,
@@ -241,6 +272,28 @@ impl ClusterPki {
             },
         }
     }
+}
+
+/// The subject of a PEM certificate request whose signature verifies (kube-apiserver's CSR
+/// validation parses the request and checks its signature).
+pub fn request_subject(request_pem: &str) -> Result<CertificateSubject, String> {
+    let request =
+        rcgen::CertificateSigningRequestParams::from_pem(request_pem).map_err(|e| e.to_string())?;
+    let text = |value: &rcgen::DnValue| match value {
+        rcgen::DnValue::Utf8String(s) => Some(s.clone()),
+        rcgen::DnValue::PrintableString(s) => Some(s.as_str().to_owned()),
+        rcgen::DnValue::Ia5String(s) => Some(s.as_str().to_owned()),
+        _ => None,
+    };
+    let mut subject = CertificateSubject::default();
+    for (kind, value) in request.params.distinguished_name.iter() {
+        match kind {
+            DnType::CommonName => subject.common_name = text(value),
+            DnType::OrganizationName => subject.organizations.extend(text(value)),
+            _ => {}
+        }
+    }
+    Ok(subject)
 }
 
 fn issue(

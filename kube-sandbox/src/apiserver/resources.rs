@@ -401,6 +401,15 @@ const BUILTINS: &[Builtin] = &[
         &[],
         &[],
     ),
+    b(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        false,
+        &["csr"],
+        &["approval", "status"],
+    ),
     with_generation(b(
         "apiextensions.k8s.io",
         "v1",

@@ -14,6 +14,7 @@ use crate::apiserver::resources::ResourceType;
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::Stored;
 use crate::apiserver::watch::{self, WatchRequest, encode_object};
+use crate::apiserver::{bootstrap_token, certificates};
 use crate::http::negotiate;
 use crate::sim::Simulator;
 use crate::validation::selectors::{self, FieldSelector, LabelSelector};
@@ -221,6 +222,7 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
         (None, Some(token)) => state
             .auth
             .authenticate(&token)
+            .or_else(|| bootstrap_token::authenticate(&state.store, &token))
             .ok_or_else(ApiError::unauthorized)?,
         (None, None) => return Err(ApiError::unauthorized()),
     };
@@ -546,7 +548,11 @@ async fn serve_resource(
         .is_some_and(crate::apiserver::table::wants_table);
     let sub = p.subresource.clone();
     match (verb, name, sub.as_deref()) {
-        ("get", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
+        (
+            "get",
+            Some(name),
+            None | Some("status") | Some("approval") | Some("ephemeralcontainers"),
+        ) => {
             let obj = state
                 .store
                 .get(&rt.group_resource(), &namespace, &name)
@@ -662,6 +668,25 @@ async fn serve_resource(
             let body = negotiate::decode_subresource_body(&media, body)?;
             crate::apiserver::subresources::create(&state, &rt, &namespace, &name, sub, &body, &ctx)
         }
+        ("update", Some(name), None | Some("status") | Some("approval"))
+            if rt.group == certificates::GROUP && rt.plural == certificates::RESOURCE =>
+        {
+            let ctx = write_context(&req, &query);
+            let media = negotiate::content_type(req.headers());
+            let body = read_body(&state, req).await?;
+            let value = negotiate::decode_body(&media, &body, &rt)?;
+            let obj = update_csr(
+                &state,
+                &rt,
+                &version,
+                &name,
+                value,
+                sub.as_deref(),
+                &ctx,
+                &user,
+            )?;
+            Ok(object_response(StatusCode::OK, &obj, &rt, &version))
+        }
         (
             "update",
             Some(name),
@@ -690,6 +715,56 @@ async fn serve_resource(
                 object_response(StatusCode::OK, &obj, &rt, &version),
                 &field_validation::warnings(mode, &unknown),
             ))
+        }
+        ("patch", Some(name), None | Some("status") | Some("approval"))
+            if rt.group == certificates::GROUP && rt.plural == certificates::RESOURCE =>
+        {
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|c| c.to_str().ok())
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let ctx = write_context(&req, &query);
+            let body = read_body(&state, req).await?;
+            let parsed: Value = serde_json::from_slice(&body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            let current = state
+                .store
+                .get(&rt.group_resource(), "", &name)
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &name))?;
+            // The patched object then follows the rules of a PUT of the same subresource.
+            let failed = |e| crate::apiserver::api::patch_error(&rt, &name, e);
+            let patched = match content_type.as_str() {
+                "application/merge-patch+json" => {
+                    let mut new = current.value.clone();
+                    crate::patch::merge_patch(&mut new, &parsed);
+                    new
+                }
+                "application/json-patch+json" => {
+                    crate::patch::json_patch(&current.value, &parsed).map_err(failed)?
+                }
+                "application/strategic-merge-patch+json" => {
+                    crate::patch::strategic_merge_patch(&current.value, &parsed, &rt.kind)
+                        .map_err(failed)?
+                }
+                other => return Err(ApiError::unsupported_media_type(other)),
+            };
+            let obj = update_csr(
+                &state,
+                &rt,
+                &version,
+                &name,
+                patched,
+                sub.as_deref(),
+                &ctx,
+                &user,
+            )?;
+            Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
         ("patch", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
             let content_type = req
@@ -880,7 +955,7 @@ fn create(
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("authentication.k8s.io", "tokenreviews") => Ok(value_response(
             StatusCode::CREATED,
-            &state.auth.token_review(&value),
+            &state.auth.token_review(&value, &state.store),
         )),
         (
             "authorization.k8s.io",
@@ -917,11 +992,66 @@ fn create(
             out["status"] = json!({"allowed": allowed, "reason": reason});
             Ok(value_response(StatusCode::CREATED, &out))
         }
+        (certificates::GROUP, certificates::RESOURCE) => {
+            let mut value = value;
+            certificates::prepare_create(&mut value, user)?;
+            let obj = state.create(rt, version, namespace, value, ctx)?;
+            Ok(object_response(StatusCode::CREATED, &obj, rt, version))
+        }
         _ => {
             let obj = state.create(rt, version, namespace, value, ctx)?;
             Ok(object_response(StatusCode::CREATED, &obj, rt, version))
         }
     }
+}
+
+/// A PUT of a CertificateSigningRequest, its `/approval` or its `/status`, with the rules of
+/// the registry strategies and the approval and signing admission plugins.
+#[allow(clippy::too_many_arguments)]
+fn update_csr(
+    state: &Arc<ClusterState>,
+    rt: &ResourceType,
+    version: &str,
+    name: &str,
+    body: Value,
+    sub: Option<&str>,
+    ctx: &WriteContext,
+    user: &UserInfo,
+) -> Result<Arc<Stored>, ApiError> {
+    let expected_rv = body
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+        .map(str::to_owned);
+    let store = &state.store;
+    // The stored object decides the signer the admission plugins check.
+    let current = store
+        .get(&rt.group_resource(), "", name)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    match sub {
+        Some("approval") => {
+            certificates::check_signer_permission(store, user, "approve", &current.value)?;
+        }
+        Some("status") if certificates::sets_certificate(&current.value, &body) => {
+            certificates::check_signer_permission(store, user, "sign", &current.value)?;
+        }
+        _ => {}
+    }
+    let as_status = sub.map(|_| "status");
+    state.update_with(
+        rt,
+        version,
+        "",
+        name,
+        as_status,
+        ctx,
+        expected_rv,
+        move |old| match sub {
+            Some("approval") => certificates::approval_update(old, &body),
+            Some("status") => certificates::status_update(old, &body),
+            _ => Ok(certificates::object_update(old, &body)),
+        },
+    )
 }
 
 fn selectors_from(

@@ -1,6 +1,7 @@
 //! Joining member clusters for real: Push joins from the member's kubeconfig (RBAC and token
 //! in the member, credential Secrets and the `Cluster` in the instance), Pull registrations
-//! (bootstrap token, agent RBAC and `Cluster` in the instance; the agent's manifests returned),
+//! (`pull.rs`: the agent's RBAC, `Cluster` and client certificate in the instance; the agent's
+//! manifests returned),
 //! typed updates of labels, taints and location, and unjoining with the check that no binding
 //! still schedules to the member.
 //!
@@ -10,7 +11,9 @@
 //! instead, so running the same join again converges. The member's kubeconfig and every token
 //! stay in memory for the call: nothing here logs or returns them.
 
+pub mod agent;
 pub mod objects;
+mod pull;
 pub mod rest;
 pub mod types;
 
@@ -23,21 +26,18 @@ use kube_kit::client::{ClientOptions, client_from_config, describe_kube_error};
 use serde_json::{Value, json};
 
 use self::objects::{
-    AgentParts, BOOTSTRAP_NAMESPACE, CLUSTER_NAMESPACE, MemberNames, Planned, Side, SyncMode,
-    agent_manifests, agent_rbac, bindings_targeting, bootstrap_token, bootstrap_token_secret,
-    check_member_name, check_placement, cluster_object, filled_token, impersonator_secret_name,
-    karmada_secrets, made_by_join, member_objects, namespaces, secrets, update_patch, yaml_stream,
+    BOOTSTRAP_NAMESPACE, CLUSTER_NAMESPACE, MemberNames, Planned, Side, SyncMode,
+    bindings_targeting, check_member_name, check_placement, cluster_object, filled_token,
+    impersonator_secret_name, karmada_secrets, made_by_join, member_objects, namespaces, secrets,
+    update_patch,
 };
-use self::types::{
-    JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse, UpdateMemberRequest,
-};
+use self::types::{JoinMemberRequest, UpdateMemberRequest};
 use super::error::{ApiError, Code};
 use super::inside::Inside;
 use super::kairship::KairshipService;
 use super::kinds::{cluster_resource_bindings_resource, resource_bindings_resource};
 use super::types::{Object, RemoveClusterRequest};
 use crate::access::{Caller, Verb};
-use crate::instance::Instance;
 use crate::router::{ListQuery, ResourceTarget, RouterError};
 
 /// How long a join waits for the member's token controller to fill the token Secrets.
@@ -47,8 +47,6 @@ const MEMBER_TIMEOUT: Duration = Duration::from_secs(15);
 /// Bootstrap token lifetime when the request names none, and the longest allowed.
 const DEFAULT_TOKEN_TTL: u32 = 86_400;
 const MAX_TOKEN_TTL: u32 = 7 * 86_400;
-/// Karmada release of the agent image when the instance does not say.
-const DEFAULT_AGENT_VERSION: &str = "v1.13.0";
 
 /// One object a call created, to be removed if a later step fails.
 struct Created {
@@ -488,167 +486,6 @@ impl KairshipService {
         .await
     }
 
-    /// Pull registration: see [`KairshipApi::register_member`](super::KairshipApi::register_member).
-    pub(super) async fn pull_register(
-        &self,
-        caller: &Caller,
-        req: RegisterMemberRequest,
-    ) -> Result<RegisterMemberResponse, ApiError> {
-        check_member_name(&req.name)?;
-        let placement = req.placement();
-        check_placement(&placement)?;
-        if let Some(endpoint) = &req.karmada_endpoint {
-            check_endpoint("karmadaEndpoint", endpoint)?;
-        }
-        let ttl = req.token_ttl_seconds.unwrap_or(DEFAULT_TOKEN_TTL);
-        if !(60..=MAX_TOKEN_TTL).contains(&ttl) {
-            return Err(ApiError::invalid_field(
-                "tokenTtlSeconds",
-                format!("must be between 60 and {MAX_TOKEN_TTL}"),
-            ));
-        }
-        if let Some(image) = &req.agent_image
-            && (image.is_empty() || image.len() > 512 || image.chars().any(char::is_whitespace))
-        {
-            return Err(ApiError::invalid_field(
-                "agentImage",
-                "is not an image reference",
-            ));
-        }
-        let call = Inside::clusters(&req.instance, Verb::Create, "join member clusters")
-            .named("cluster", &req.name);
-        self.inside(caller, call, |_| async {
-            let (instance_endpoint, instance_ca, version) =
-                self.instance_endpoint(&req.instance).await?;
-            let endpoint = match (&req.karmada_endpoint, instance_endpoint) {
-                (Some(e), _) => e.clone(),
-                (None, Some(e)) => e,
-                (None, None) => {
-                    return Err(ApiError::invalid_field(
-                        "karmadaEndpoint",
-                        "the instance's kubeconfig names no server: give the endpoint members reach",
-                    ));
-                }
-            };
-            let mut random = [0u8; 22];
-            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random)
-                .map_err(|_| ApiError::internal("no random bytes for the bootstrap token"))?;
-            let (id, secret) = bootstrap_token(&random);
-            let expiration = jiff::Timestamp::now()
-                .checked_add(jiff::SignedDuration::from_secs(i64::from(ttl)))
-                .map_err(|e| ApiError::internal(e.to_string()))?
-                .strftime("%Y-%m-%dT%H:%M:%SZ")
-                .to_string();
-            let mut join = Join {
-                service: self,
-                instance: &req.instance,
-                cluster: &req.name,
-                caller,
-                member: None,
-                created: Vec::new(),
-                step: 0,
-            };
-            let bootstrap_ns = Planned {
-                resource: namespaces(),
-                namespace: None,
-                name: BOOTSTRAP_NAMESPACE.to_owned(),
-                body: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": BOOTSTRAP_NAMESPACE}}),
-                shared: true,
-            };
-            join.ensure(Side::Karmada, &bootstrap_ns).await?;
-            join.ensure(
-                Side::Karmada,
-                &bootstrap_token_secret(&req.instance, &req.name, &id, &secret, &expiration),
-            )
-            .await?;
-            for p in agent_rbac(&req.instance, &req.name) {
-                join.ensure(Side::Karmada, &p).await?;
-            }
-            let cluster = Planned {
-                resource: super::kinds::clusters_resource(),
-                namespace: None,
-                name: req.name.clone(),
-                body: cluster_object(&req.instance, &req.name, SyncMode::Pull, None, None, &placement),
-                shared: false,
-            };
-            join.ensure(Side::Karmada, &cluster).await?;
-            let image = req.agent_image.clone().unwrap_or_else(|| {
-                format!(
-                    "docker.io/karmada/karmada-agent:{}",
-                    version.as_deref().unwrap_or(DEFAULT_AGENT_VERSION)
-                )
-            });
-            let token = format!("{id}.{secret}");
-            let manifests = agent_manifests(&AgentParts {
-                cluster: &req.name,
-                karmada_endpoint: &endpoint,
-                karmada_ca: instance_ca.as_deref(),
-                token: &token,
-                image: &image,
-                placement: &placement,
-            });
-            let yaml = yaml_stream(&manifests)?;
-            tracing::info!(instance = %req.instance, cluster = %req.name, "registered member cluster (Pull)");
-            Ok(RegisterMemberResponse {
-                cluster: req.name.clone(),
-                karmada_endpoint: endpoint,
-                token_id: id,
-                expiration,
-                manifests,
-                yaml,
-            })
-        })
-        .await
-    }
-
-    /// The server and CA of the instance's kubeconfig, and its Karmada version.
-    async fn instance_endpoint(
-        &self,
-        instance: &str,
-    ) -> Result<(Option<String>, Option<String>, Option<String>), ApiError> {
-        let object = self.read_instance(instance).await?;
-        let instance: Instance = serde_json::from_value(to_value(&object))
-            .map_err(|e| ApiError::internal(format!("instance {instance}: {e}")))?;
-        let version = instance
-            .status
-            .as_ref()
-            .and_then(|s| s.karmada_version.clone());
-        let kubeconfig = crate::controllers::connection::find_kubeconfig(
-            &self.host,
-            &instance,
-            self.config.host_timeout,
-        )
-        .await
-        .map_err(|e| ApiError::unavailable(format!("the instance's kubeconfig: {e}")))?;
-        let Some(kubeconfig) = kubeconfig
-            .as_ref()
-            .and_then(|k| kube::config::Kubeconfig::from_yaml(&k.yaml).ok())
-        else {
-            return Ok((None, None, version));
-        };
-        let context_name = kubeconfig.current_context.clone();
-        let cluster_name = kubeconfig
-            .contexts
-            .iter()
-            .find(|c| Some(&c.name) == context_name.as_ref())
-            .and_then(|c| c.context.as_ref())
-            .map(|c| c.cluster.clone());
-        let cluster = kubeconfig
-            .clusters
-            .iter()
-            .find(|c| cluster_name.is_none() || Some(&c.name) == cluster_name.as_ref())
-            .and_then(|c| c.cluster.as_ref());
-        let server = cluster.and_then(|c| c.server.clone());
-        let ca = cluster
-            .and_then(|c| c.certificate_authority_data.as_deref())
-            .and_then(|b| {
-                use base64::Engine;
-                base64::engine::general_purpose::STANDARD.decode(b).ok()
-            })
-            .and_then(|b| String::from_utf8(b).ok());
-        Ok((server, ca, version))
-    }
-
     /// Typed update: see [`KairshipApi::update_member`](super::KairshipApi::update_member).
     pub(super) async fn member_update(
         &self,
@@ -817,29 +654,31 @@ impl KairshipService {
                 join.target(&secrets(), Some(CLUSTER_NAMESPACE)),
                 impersonator_secret_name(name),
             ),
-            (
-                join.target(&objects::cluster_role_bindings(), None),
-                objects::agent_role_name(name),
-            ),
-            (
-                join.target(&objects::cluster_roles(), None),
-                objects::agent_role_name(name),
-            ),
         ];
-        let bootstrap = join.target(&secrets(), Some(BOOTSTRAP_NAMESPACE));
+        doomed.extend(
+            agent::registration_objects(name)
+                .into_iter()
+                .map(|(resource, ns, object)| (join.target(&resource, ns.as_deref()), object)),
+        );
         let query = ListQuery {
             label_selector: Some(format!("{}={name}", objects::MEMBER_LABEL)),
             ..ListQuery::default()
         };
-        match self.router.list(&bootstrap, &query).await {
-            Ok(page) => doomed.extend(
-                page.items
-                    .iter()
-                    .filter_map(|s| s.metadata.name.clone())
-                    .map(|n| (bootstrap.clone(), n)),
-            ),
-            Err(err) if err.is_not_found() => {}
-            Err(err) => return Err(err.into()),
+        // Bootstrap tokens and the agents' CSRs of Pull registrations, found by label.
+        for labelled in [
+            join.target(&secrets(), Some(BOOTSTRAP_NAMESPACE)),
+            join.target(&agent::certificate_signing_requests(), None),
+        ] {
+            match self.router.list(&labelled, &query).await {
+                Ok(page) => doomed.extend(
+                    page.items
+                        .iter()
+                        .filter_map(|s| s.metadata.name.clone())
+                        .map(|n| (labelled.clone(), n)),
+                ),
+                Err(err) if err.is_not_found() => {}
+                Err(err) => return Err(err.into()),
+            }
         }
         for (target, object) in doomed {
             let existing = match self.router.get(&target, &object).await {

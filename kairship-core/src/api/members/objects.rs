@@ -1,9 +1,7 @@
 //! The objects a join creates, as pure functions of the request: the member-side RBAC of a
 //! Push join (as `karmadactl join` creates it), the credential Secrets and the `Cluster` in the
-//! instance, the bootstrap token and the karmada-agent manifests of a Pull join, the patch of
-//! an update, and which bindings still schedule to a member.
-
-use std::collections::BTreeMap;
+//! instance, the patch of an update, and which bindings still schedule to a member (what only
+//! a Pull registration writes is in `agent.rs`).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -24,8 +22,6 @@ pub const INSTANCE_LABEL: &str = "kairship.io/instance";
 pub const MAX_MEMBER_NAME: usize = 48;
 /// Namespace of bootstrap token Secrets.
 pub const BOOTSTRAP_NAMESPACE: &str = "kube-system";
-/// Namespace of the karmada-agent in a Pull member.
-pub const AGENT_NAMESPACE: &str = "karmada-system";
 
 /// Which cluster an object lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +58,8 @@ pub struct Planned {
 }
 
 impl Planned {
-    fn new(resource: ApiResource, namespace: Option<&str>, body: Value) -> Planned {
+    /// A planned object; its name is the body's.
+    pub fn new(resource: ApiResource, namespace: Option<&str>, body: Value) -> Planned {
         let name = body["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -574,190 +571,6 @@ pub fn bindings_targeting(bindings: &[&DynamicObject], cluster: &str) -> Vec<Str
         .collect()
 }
 
-/// A bootstrap token: a 6-character id and a 16-character secret of `[a-z0-9]`, as
-/// kubeadm and karmadactl make them, from `random` bytes.
-pub fn bootstrap_token(random: &[u8; 22]) -> (String, String) {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let chars: String = random
-        .iter()
-        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-        .collect();
-    (chars[..6].to_owned(), chars[6..].to_owned())
-}
-
-/// The group a member's bootstrap token authenticates in (besides
-/// `system:bootstrappers`); the agent's rights in the instance are bound to it.
-pub fn bootstrap_group(cluster: &str) -> String {
-    format!("system:bootstrappers:kairship:{cluster}")
-}
-
-/// The `kube-system/bootstrap-token-<id>` Secret of a Pull join.
-pub fn bootstrap_token_secret(
-    instance: &str,
-    cluster: &str,
-    id: &str,
-    secret: &str,
-    expiration: &str,
-) -> Planned {
-    let labels = join_labels(instance, cluster);
-    let data: Map<String, Value> = [
-        ("token-id", id),
-        ("token-secret", secret),
-        ("expiration", expiration),
-        ("usage-bootstrap-authentication", "true"),
-        ("usage-bootstrap-signing", "true"),
-        ("auth-extra-groups", &bootstrap_group(cluster)),
-        (
-            "description",
-            &format!("karmada-agent of member cluster {cluster}, made by Kairship"),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), json!(STANDARD.encode(v))))
-    .collect();
-    Planned::new(
-        secrets(),
-        Some(BOOTSTRAP_NAMESPACE),
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
-               "metadata": meta(&format!("bootstrap-token-{id}"), Some(BOOTSTRAP_NAMESPACE), &labels),
-               "data": data}),
-    )
-}
-
-/// Name of the agent's ClusterRole and ClusterRoleBinding in the instance.
-pub fn agent_role_name(cluster: &str) -> String {
-    format!("kairship:karmada-agent:{cluster}")
-}
-
-/// The agent's rights in the instance, bound to its bootstrap token's group: its `Cluster`
-/// and status, its Works and leases, Events, and the Secrets of cluster credentials.
-pub fn agent_rbac(instance: &str, cluster: &str) -> Vec<Planned> {
-    let labels = join_labels(instance, cluster);
-    let name = agent_role_name(cluster);
-    vec![
-        Planned::new(
-            cluster_roles(),
-            None,
-            json!({
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                "metadata": meta(&name, None, &labels),
-                "rules": [
-                    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["get", "list", "watch", "create", "update", "patch"]},
-                    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/status"], "verbs": ["get", "update", "patch"]},
-                    {"apiGroups": ["work.karmada.io"], "resources": ["works", "works/status"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-                    {"apiGroups": ["config.karmada.io"], "resources": ["resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations"], "verbs": ["get", "list", "watch"]},
-                    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch", "create", "update", "patch"]},
-                    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
-                    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "patch"]},
-                    {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "update", "patch"]},
-                ],
-            }),
-        ),
-        Planned::new(
-            cluster_role_bindings(),
-            None,
-            json!({
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": meta(&name, None, &labels),
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": bootstrap_group(cluster)}],
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            }),
-        ),
-    ]
-}
-
-/// What the karmada-agent manifests of a Pull join need.
-#[derive(Clone, Debug)]
-pub struct AgentParts<'a> {
-    /// Member cluster name.
-    pub cluster: &'a str,
-    /// The instance's API endpoint.
-    pub karmada_endpoint: &'a str,
-    /// CA certificate (PEM) of the instance's API server, if it has one to trust.
-    pub karmada_ca: Option<&'a str>,
-    /// `<id>.<secret>`.
-    pub token: &'a str,
-    /// The agent's image.
-    pub image: &'a str,
-    /// Provider, region and zone the agent reports.
-    pub placement: &'a MemberPlacement,
-}
-
-/// The kubeconfig the agent reaches the instance with (bootstrap token authentication).
-pub fn agent_kubeconfig(parts: &AgentParts<'_>) -> String {
-    let mut cluster = json!({"server": parts.karmada_endpoint});
-    if let Some(ca) = parts.karmada_ca {
-        cluster["certificate-authority-data"] = json!(STANDARD.encode(ca));
-    }
-    let config = json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "karmada", "cluster": cluster}],
-        "users": [{"name": "karmada-agent", "user": {"token": parts.token}}],
-        "contexts": [{"name": "karmada", "context": {"cluster": "karmada", "user": "karmada-agent"}}],
-        "current-context": "karmada",
-    });
-    // JSON is YAML; a kubeconfig parser reads either.
-    serde_json::to_string_pretty(&config).unwrap_or_default()
-}
-
-/// The objects to apply in a Pull member: namespace, ServiceAccount, the agent's RBAC, the
-/// kubeconfig Secret and the karmada-agent Deployment.
-pub fn agent_manifests(parts: &AgentParts<'_>) -> Vec<Value> {
-    let ns = AGENT_NAMESPACE;
-    let labels = json!({"app": "karmada-agent"});
-    let mut args = vec![
-        "/bin/karmada-agent".to_owned(),
-        "--karmada-kubeconfig=/etc/kubeconfig/karmada-kubeconfig".to_owned(),
-        "--karmada-context=karmada".to_owned(),
-        format!("--cluster-name={}", parts.cluster),
-        "--cluster-status-update-frequency=10s".to_owned(),
-        format!("--leader-elect-resource-namespace={ns}"),
-    ];
-    for (flag, value) in [
-        ("--cluster-provider", &parts.placement.provider),
-        ("--cluster-region", &parts.placement.region),
-        ("--cluster-zones", &parts.placement.zone),
-    ] {
-        if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
-            args.push(format!("{flag}={v}"));
-        }
-    }
-    let mut string_data = BTreeMap::new();
-    string_data.insert("karmada-kubeconfig", agent_kubeconfig(parts));
-    vec![
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "karmada-agent-sa", "namespace": ns}}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": "karmada-agent"}, "rules": member_rules()}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": "karmada-agent"},
-               "subjects": [{"kind": "ServiceAccount", "name": "karmada-agent-sa", "namespace": ns}],
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "karmada-agent"}}),
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-               "metadata": {"name": "karmada-kubeconfig", "namespace": ns},
-               "stringData": string_data}),
-        json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "karmada-agent", "namespace": ns, "labels": labels},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": "karmada-agent-sa",
-                    "containers": [{
-                        "name": "karmada-agent",
-                        "image": parts.image,
-                        "command": args,
-                        "volumeMounts": [{"name": "kubeconfig", "mountPath": "/etc/kubeconfig"}],
-                    }],
-                    "volumes": [{"name": "kubeconfig", "secret": {"secretName": "karmada-kubeconfig"}}],
-                },
-            },
-        }}),
-    ]
-}
-
 /// Refuses a member kubeconfig that would make the server run a program (`exec`,
 /// `auth-provider`) or read its own files (`token-file`, `client-certificate`, `client-key`,
 /// `certificate-authority` paths) or go through a proxy: a member's kubeconfig must carry its
@@ -1026,80 +839,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn bootstrap_tokens_have_kubeadm_shape() {
-        let (id, secret) = bootstrap_token(&[7; 22]);
-        assert_eq!(id.len(), 6);
-        assert_eq!(secret.len(), 16);
-        let s = bootstrap_token_secret("i", "m1", &id, &secret, "2030-01-01T00:00:00Z");
-        assert_eq!(s.name, format!("bootstrap-token-{id}"));
-        assert_eq!(s.body["type"], "bootstrap.kubernetes.io/token");
-        assert_eq!(
-            s.body["data"]["expiration"],
-            STANDARD.encode("2030-01-01T00:00:00Z")
-        );
-    }
-
-    #[test]
-    fn agent_manifests_name_the_endpoint_and_the_token() {
-        let placement = MemberPlacement {
-            region: Some("r1".into()),
-            ..Default::default()
-        };
-        let parts = AgentParts {
-            cluster: "m1",
-            karmada_endpoint: "https://karmada:5443",
-            karmada_ca: Some("CA"),
-            token: "abcdef.0123456789abcdef",
-            image: "docker.io/karmada/karmada-agent:v1.13.0",
-            placement: &placement,
-        };
-        let objects = agent_manifests(&parts);
-        let kinds: Vec<&str> = objects
-            .iter()
-            .map(|o| o["kind"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                "Namespace",
-                "ServiceAccount",
-                "ClusterRole",
-                "ClusterRoleBinding",
-                "Secret",
-                "Deployment"
-            ]
-        );
-        let kubeconfig: Value = serde_json::from_str(
-            objects[4]["stringData"]["karmada-kubeconfig"]
-                .as_str()
-                .unwrap(),
-        )
-        .unwrap();
-        assert_eq!(
-            kubeconfig["clusters"][0]["cluster"]["server"],
-            "https://karmada:5443"
-        );
-        assert_eq!(
-            kubeconfig["users"][0]["user"]["token"],
-            "abcdef.0123456789abcdef"
-        );
-        let command = objects[5]["spec"]["template"]["spec"]["containers"][0]["command"].clone();
-        assert!(
-            command
-                .as_array()
-                .unwrap()
-                .contains(&json!("--cluster-name=m1"))
-        );
-        assert!(
-            command
-                .as_array()
-                .unwrap()
-                .contains(&json!("--cluster-region=r1"))
-        );
-        let yaml = yaml_stream(&objects).unwrap();
-        assert_eq!(yaml.matches("---\n").count(), 6);
     }
 }

@@ -93,9 +93,11 @@ impl std::fmt::Debug for JoinMemberRequest {
     }
 }
 
-/// `RegisterMember`: prepares a Pull-mode join. Kairship creates in the instance a bootstrap
-/// token, the agent's RBAC and the `Cluster`, and returns the manifests to apply in the
-/// member (the karmada-agent and a kubeconfig authenticating with the bootstrap token).
+/// `RegisterMember`: prepares a Pull-mode join as `karmadactl register` does. Kairship creates
+/// in the instance the agent's RBAC (karmadactl's) and the `Cluster`, obtains the agent's
+/// client certificate through a CSR posted with a short-lived bootstrap token (deleted once the
+/// certificate is issued), and returns the manifests to apply in the member (the karmada-agent
+/// and a kubeconfig holding that certificate and its key).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RegisterMemberRequest {
@@ -108,7 +110,13 @@ pub struct RegisterMemberRequest {
     /// kubeconfig when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub karmada_endpoint: Option<String>,
-    /// How long the bootstrap token is valid, in seconds (default 86400, at most 604800).
+    /// The member's API endpoint as Karmada reaches it (the agent's `--cluster-api-endpoint`
+    /// and the `Cluster`'s `spec.apiEndpoint`). Without it Karmada's cluster proxy cannot
+    /// reach the member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_endpoint: Option<String>,
+    /// The longest the bootstrap token may live, in seconds (default 86400, at most 604800);
+    /// it is deleted as soon as the agent's certificate is issued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_ttl_seconds: Option<u32>,
     /// The karmada-agent image (`docker.io/karmada/karmada-agent:<instance's Karmada
@@ -140,9 +148,10 @@ pub struct RegisterMemberResponse {
     pub cluster: String,
     /// The instance API endpoint the agent's kubeconfig names.
     pub karmada_endpoint: String,
-    /// The bootstrap token's id (its Secret is `kube-system/bootstrap-token-<id>`).
+    /// The id of the bootstrap token that posted the agent's certificate request (its Secret
+    /// `kube-system/bootstrap-token-<id>` is deleted once the certificate is issued).
     pub token_id: String,
-    /// When the bootstrap token expires (RFC 3339).
+    /// When the agent's client certificate expires (RFC 3339).
     pub expiration: String,
     /// The objects to apply in the member, in order.
     #[schema(value_type = Vec<Object>)]

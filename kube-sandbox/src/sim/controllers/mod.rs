@@ -1,7 +1,8 @@
 //! Workload controllers, as kube-controller-manager runs them: Deployment -> ReplicaSet -> Pods,
 //! StatefulSet, DaemonSet, Job, CronJob, the EndpointSlice and Endpoints controllers of
 //! Services, the `default` ServiceAccount of each namespace and the tokens of
-//! service-account token Secrets. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
+//! service-account token Secrets; and, always on (`csr_signing.rs`), the signing of approved
+//! client CSRs. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
 //!
 //! Each controller is level-triggered: a pass reads the current objects from the store and
 //! writes what differs (writes that change nothing are not made). A pass runs whenever one of
@@ -11,6 +12,7 @@
 
 pub mod cron;
 pub mod cronjob;
+pub mod csr_signing;
 pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
