@@ -246,7 +246,7 @@ impl KairshipService {
     /// The Works of the execution space of `cluster`; `None` when they cannot be read.
     async fn works_of(&self, instance: &str, cluster: &str, caller: &Caller) -> Option<Vec<Value>> {
         let target =
-            ResourceTarget::namespaced(instance, works_resource(), &execution_space(cluster))
+            ResourceTarget::namespaced(instance, works_resource(), execution_space(cluster))
                 .acting_as(caller.clone());
         match self.router.list(&target, &ListQuery::default()).await {
             Ok(page) => Some(page.items.iter().map(|w| to_value(w)).collect()),
