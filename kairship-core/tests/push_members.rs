@@ -54,7 +54,13 @@ struct Callers;
 impl Authenticator for Callers {
     async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
         match token {
-            "alice" | "editor" | "viewer" => Ok(Caller::new(token, vec![])),
+            "alice" => Ok(Caller::new(token, vec![])),
+            // Readers with uids: member reads need no `uids` impersonation right.
+            "editor" | "viewer" => {
+                let mut caller = Caller::new(token, vec![]);
+                caller.uid = Some(format!("uid-{token}"));
+                Ok(caller)
+            }
             _ => Err(AccessError::Unauthenticated("unknown token".into())),
         }
     }

@@ -2,7 +2,7 @@
 //! aggregated cluster proxy (`/apis/cluster.karmada.io/v1alpha1/clusters/{name}/proxy/...`),
 //! after the caller is authorized to read inside the instance as for any other read. Each
 //! read goes out with the instance's credentials and the caller's `Impersonate-User` and
-//! `Impersonate-Group` (and `Impersonate-Uid`): Karmada authorizes the caller for
+//! `Impersonate-Group`: Karmada authorizes the caller for
 //! `clusters/proxy` and its proxy impersonates the caller in the member, so the member's own
 //! RBAC decides and its audit log names the caller. Lists take the same options as every
 //! other list; the selection, sorting and paging run here over what the members answered.
@@ -150,7 +150,13 @@ impl KairshipService {
         what: &str,
     ) -> Result<Value, ApiError> {
         let mut request = request.map_err(|e| ApiError::invalid(format!("{what}: {e}")))?;
-        request.headers_mut().extend(impersonation_headers(caller));
+        // Name and groups only: Karmada's proxy forwards no uid to the member, so asking the
+        // instance to impersonate one would only need a right (`uids`) for nothing.
+        let caller = Caller {
+            uid: None,
+            ..caller.clone()
+        };
+        request.headers_mut().extend(impersonation_headers(&caller));
         let Some(discovery) = &self.discovery else {
             return Err(ApiError::unavailable(
                 "member clusters cannot be reached: this server has no instance clients",

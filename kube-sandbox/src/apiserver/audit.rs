@@ -75,7 +75,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_writes_are_recorded_and_the_oldest_go_first() {
+    fn writes_always_reads_on_request_and_the_oldest_go_first() {
         for (verb, recorded) in [
             ("create", true),
             ("patch", true),
