@@ -238,6 +238,11 @@ impl Drop for Env {
 
 impl Env {
     async fn start() -> Env {
+        Self::start_with(ServiceConfig::default().unjoin_wait).await
+    }
+
+    /// The environment, unjoins waiting at most `unjoin_wait` for Karmada.
+    async fn start_with(unjoin_wait: Duration) -> Env {
         kube_kit::client::install_crypto_provider();
         let host = common::host().await;
         let instance = KarmadaInstance::start_with(
@@ -330,7 +335,10 @@ impl Env {
             host.client(),
             router,
             Arc::new(Callers),
-            ServiceConfig::default(),
+            ServiceConfig {
+                unjoin_wait,
+                ..ServiceConfig::default()
+            },
         )
         .with_discovery(clients, Arc::new(DiscoveryCache::default()));
         let api: Arc<dyn KairshipApi> = Arc::new(service);
@@ -714,4 +722,86 @@ async fn a_forced_unjoin_of_an_unreachable_member_completes_and_says_what_stays(
             .await
             .contains("ConfigMap demo/edge-config")
     );
+}
+
+#[tokio::test]
+async fn an_unjoin_karmada_cannot_finish_in_time_says_so_and_the_same_call_finishes_later() {
+    let env = Env::start_with(Duration::from_secs(2)).await;
+    let member = Member::start("member-s").await;
+    env.join("m4", &member).await;
+    // A Work Karmada cannot clean up: it applied a kind the member does not serve.
+    let space = execution_space::execution_space("m4");
+    let spaces = Api::<DynamicObject>::all_with(
+        env.instance.client(),
+        &ar("", "v1", "Namespace", "namespaces"),
+    );
+    eventually("the execution space", Duration::from_secs(10), || async {
+        spaces.get_opt(&space).await.unwrap().map(|_| ())
+    })
+    .await;
+    let works = Api::<DynamicObject>::namespaced_with(
+        env.instance.client(),
+        &space,
+        &ar("work.karmada.io", "v1alpha1", "Work", "works"),
+    );
+    works
+        .create(
+            &PostParams::default(),
+            &dynamic(
+                json!({"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+                "metadata": {"name": "stuck", "namespace": space,
+                             "labels": {"work.karmada.io/permanent-id": "stuck-id"},
+                             "finalizers": [execution_space::EXECUTION_FINALIZER]},
+                "spec": {"workload": {"manifests": [{"apiVersion": "gadgets.example.com/v1",
+                    "kind": "Gadget", "metadata": {"name": "g", "namespace": "demo"}}]}}}),
+            ),
+        )
+        .await
+        .unwrap();
+
+    let path = format!("{P}/instances/{INSTANCE}/clusters/m4");
+    let (status, busy) = env.call("DELETE", &path, "alice", None).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{busy}");
+    let message = busy["message"].as_str().unwrap();
+    assert!(
+        message.contains("1 Works left in karmada-es-m4"),
+        "{message}"
+    );
+    assert!(message.contains("unjoin again"), "{message}");
+    // Meanwhile the Cluster shows its deletion, and the credentials stay for Karmada.
+    let cluster = env.clusters().get("m4").await.unwrap();
+    assert!(cluster.metadata.deletion_timestamp.is_some());
+    let secrets = Api::<DynamicObject>::namespaced_with(
+        env.instance.client(),
+        "karmada-cluster",
+        &ar("", "v1", "Secret", "secrets"),
+    );
+    assert!(secrets.get_opt("m4").await.unwrap().is_some());
+    assert!(
+        member
+            .left_by("m4")
+            .await
+            .contains("ServiceAccount karmada-cluster/karmada-impersonator")
+    );
+
+    // Whatever held Karmada up is resolved (here the Work no longer applies anything), and
+    // the same call finishes the unjoin.
+    works
+        .patch(
+            "stuck",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"workload": {"manifests": []}}})),
+        )
+        .await
+        .unwrap();
+    let (status, answer) = env.call("DELETE", &path, "alice", None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["unjoin"]["leftBehind"], json!([]), "{answer}");
+    assert!(secrets.get_opt("m4").await.unwrap().is_none());
+    eventually(
+        "the member to hold nothing of the join",
+        Duration::from_secs(15),
+        || async { member.left_by("m4").await.is_empty().then_some(()) },
+    )
+    .await;
 }

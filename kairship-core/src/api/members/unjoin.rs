@@ -30,9 +30,6 @@ use crate::api::kinds::{cluster_resource_bindings_resource, resource_bindings_re
 use crate::api::types::{Object, RemoveClusterRequest};
 use crate::router::{ListQuery, ResourceTarget};
 
-/// How long an unjoin waits for Karmada to remove the Cluster: `karmadactl unjoin --wait`'s
-/// default.
-pub const KARMADA_WAIT: Duration = Duration::from_secs(60);
 /// How often the Cluster is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
 
@@ -269,8 +266,9 @@ impl KairshipService {
             .unwrap_or_default()
     }
 
-    /// Waits (at most [`KARMADA_WAIT`]) until Karmada has removed the Cluster; past that, an
-    /// `Unavailable` error says how far Karmada got, and calling again waits again.
+    /// Waits (at most `unjoin_wait` of the service's configuration) until Karmada has removed
+    /// the Cluster; past that, an `Unavailable` error says how far Karmada got, and calling
+    /// again waits again.
     async fn wait_until_gone(
         &self,
         target: &ResourceTarget,
@@ -278,7 +276,8 @@ impl KairshipService {
         cluster: &str,
         caller: &Caller,
     ) -> Result<(), ApiError> {
-        let deadline = tokio::time::Instant::now() + KARMADA_WAIT;
+        let wait = self.config.unjoin_wait;
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
             match self.router.get(target, cluster).await {
                 Err(err) if err.is_not_found() => return Ok(()),
@@ -294,7 +293,7 @@ impl KairshipService {
                 };
                 return Err(ApiError::unavailable(format!(
                     "Karmada has not finished removing member cluster {cluster} of instance \
-                     {instance} within {KARMADA_WAIT:?} ({works}); the Cluster is being deleted \
+                     {instance} within {wait:?} ({works}); the Cluster is being deleted \
                      and the member's credentials are kept until it is gone: unjoin again to \
                      wait for it and finish"
                 )));
