@@ -167,16 +167,14 @@ async fn start_member(instance: &KarmadaInstance) -> kube_sandbox::Cluster {
     .await;
     // Member reads are made as the caller: the member lets `admin` read, and the instance
     // lets it use the cluster proxy.
-    let grant_read = |client: kube::Client, rules: Value| {
-        let post = post.clone();
-        async move {
-            post(
-                client.clone(),
-                "/apis/rbac.authorization.k8s.io/v1/clusterroles".into(),
-                serde_json::json!({"metadata": {"name": "api-admin-read"}, "rules": rules}),
-            )
-            .await;
-            post(
+    let grant_read = |client: kube::Client, rules: Value| async move {
+        post(
+            client.clone(),
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles".into(),
+            serde_json::json!({"metadata": {"name": "api-admin-read"}, "rules": rules}),
+        )
+        .await;
+        post(
                 client,
                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings".into(),
                 serde_json::json!({"metadata": {"name": "api-admin-read"},
@@ -184,7 +182,6 @@ async fn start_member(instance: &KarmadaInstance) -> kube_sandbox::Cluster {
                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "admin"}]}),
             )
             .await;
-        }
     };
     grant_read(
         mc.clone(),
