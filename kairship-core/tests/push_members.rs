@@ -331,6 +331,15 @@ impl Env {
                 InstanceWriter::new(clients.clone()).with_identity(WriteIdentity::Impersonate),
             ),
         ));
+        let proxy = kairship_core::proxy::proxy_routes(
+            kairship_core::proxy::ProxyState::new(
+                router.clone(),
+                clients.clone(),
+                Arc::new(Callers),
+                Arc::new(Callers),
+            )
+            .with_write_identity(WriteIdentity::Impersonate),
+        );
         let service = KairshipService::new(
             host.client(),
             router,
@@ -345,7 +354,7 @@ impl Env {
         let app = app(AppParts {
             api,
             authenticator: Arc::new(Callers),
-            proxy: None,
+            proxy: Some(proxy),
             grpc: None,
             console: None,
         });
@@ -494,6 +503,15 @@ async fn member_reads_are_the_callers_and_the_impersonator_names_only_proxy_user
     );
     let refusal = audit_of(&member, "nodes", "viewer").next().unwrap();
     assert_eq!(refusal.code, 403);
+    // Through the native proxy too: Karmada's cluster proxy is asked as the caller.
+    let native = format!(
+        "{P}/instances/{INSTANCE}/proxy/apis/cluster.karmada.io/v1alpha1/clusters/m1/proxy/api/v1/nodes"
+    );
+    let (status, nodes) = env.call("GET", &native, "editor", None).await;
+    assert_eq!(status, StatusCode::OK, "{nodes}");
+    assert_eq!(audit_of(&member, "nodes", "editor").count(), 2);
+    let (status, refused) = env.call("GET", &native, "viewer", None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
     // Nobody read the member as Kairship's own identity.
     assert_eq!(audit_of(&member, "nodes", "kairship").count(), 0);
     // Workload pods too: the editor's list of a member's pods is the editor's.
