@@ -111,6 +111,7 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
                 external_url: options.external_url,
                 ca_pem: options.ca_pem,
                 host_timeout: options.host_timeout,
+                ..ServiceConfig::default()
             },
         )
         .with_discovery(clients.clone(), discovery.clone()),

@@ -165,11 +165,39 @@ async fn start_member(instance: &KarmadaInstance) -> kube_sandbox::Cluster {
         }),
     )
     .await;
+    // Member reads are made as the caller: the member lets `admin` read, and the instance
+    // lets it use the cluster proxy.
+    let grant_read = |client: kube::Client, rules: Value| async move {
+        post(
+            client.clone(),
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles".into(),
+            serde_json::json!({"metadata": {"name": "api-admin-read"}, "rules": rules}),
+        )
+        .await;
+        post(
+                client,
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings".into(),
+                serde_json::json!({"metadata": {"name": "api-admin-read"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "api-admin-read"},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "admin"}]}),
+            )
+            .await;
+    };
+    grant_read(
+        mc.clone(),
+        serde_json::json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]),
+    )
+    .await;
     let served = member
         .serve(kube_sandbox::ServeOptions::default())
         .await
         .unwrap();
     let ic = instance.client();
+    grant_read(
+        ic.clone(),
+        serde_json::json!([{"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/proxy"], "verbs": ["get", "list", "watch"]}]),
+    )
+    .await;
     ensure_namespace(&ic, "karmada-cluster").await;
     // The admin token stands in for the impersonator's: it may impersonate anyone.
     post(

@@ -161,6 +161,8 @@ async fn member(name: &str, nodes: usize) -> Member {
     }))).await;
     grant(&client, "viewer", json!(["get", "list", "watch"])).await;
     grant(&client, "editor", json!(["*"])).await;
+    // Kairship's caller `admin` reads members as itself (impersonated by Karmada's proxy).
+    grant(&client, "admin", json!(["get", "list", "watch"])).await;
     send(
         &client,
         "POST",
@@ -252,7 +254,8 @@ impl Env {
             "metadata": {"name": "cluster-proxy"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-proxy"},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"},
-                         {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "editor"}]
+                         {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "editor"},
+                         {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "admin"}]
         }))).await;
         for m in &members {
             let name = m.cluster.name();

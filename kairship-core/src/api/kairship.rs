@@ -64,6 +64,9 @@ pub struct ServiceConfig {
     pub ca_pem: Option<String>,
     /// Time one call to the host cluster may take.
     pub host_timeout: Duration,
+    /// How long unjoining a member waits for Karmada to remove its `Cluster` before
+    /// answering that Karmada is not done yet (`karmadactl unjoin --wait`'s default: 60 s).
+    pub unjoin_wait: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -72,6 +75,7 @@ impl Default for ServiceConfig {
             external_url: None,
             ca_pem: None,
             host_timeout: Duration::from_secs(10),
+            unjoin_wait: Duration::from_secs(60),
         }
     }
 }

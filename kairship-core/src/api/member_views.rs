@@ -1,8 +1,11 @@
 //! Member-cluster views: what the members of an instance hold, read through Karmada's
-//! aggregated cluster proxy (`/apis/cluster.karmada.io/v1alpha1/clusters/{name}/proxy/...`)
-//! with the instance's credentials, after the caller is authorized to read inside the
-//! instance as for any other read. Lists take the same options as every other list; the
-//! selection, sorting and paging run here over what the members answered.
+//! aggregated cluster proxy (`/apis/cluster.karmada.io/v1alpha1/clusters/{name}/proxy/...`),
+//! after the caller is authorized to read inside the instance as for any other read. Each
+//! read goes out with the instance's credentials and the caller's `Impersonate-User` and
+//! `Impersonate-Group`: Karmada authorizes the caller for
+//! `clusters/proxy` and its proxy impersonates the caller in the member, so the member's own
+//! RBAC decides and its audit log names the caller. Lists take the same options as every
+//! other list; the selection, sorting and paging run here over what the members answered.
 
 use std::sync::Arc;
 
@@ -11,7 +14,7 @@ use kube::core::DynamicObject;
 use serde_json::Value;
 
 use super::{KairshipService, gvr, object_list, to_object};
-use crate::access::{Caller, InstanceResource, Verb};
+use crate::access::{Caller, InstanceResource, Verb, impersonation_headers};
 use crate::api::body::check_name;
 use crate::api::error::ApiError;
 use crate::api::inside::{Gvr, check_gvr};
@@ -137,15 +140,23 @@ fn item_kind(list: &Value) -> String {
 }
 
 impl KairshipService {
-    /// One GET through the cluster proxy of `cluster` in `instance`.
+    /// One GET through the cluster proxy of `cluster` in `instance`, made as `caller`.
     async fn member_request(
         &self,
+        caller: &Caller,
         instance: &str,
         cluster: &str,
         request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
         what: &str,
     ) -> Result<Value, ApiError> {
-        let request = request.map_err(|e| ApiError::invalid(format!("{what}: {e}")))?;
+        let mut request = request.map_err(|e| ApiError::invalid(format!("{what}: {e}")))?;
+        // Name and groups only: Karmada's proxy forwards no uid to the member, so asking the
+        // instance to impersonate one would only need a right (`uids`) for nothing.
+        let caller = Caller {
+            uid: None,
+            ..caller.clone()
+        };
+        request.headers_mut().extend(impersonation_headers(&caller));
         let Some(discovery) = &self.discovery else {
             return Err(ApiError::unavailable(
                 "member clusters cannot be reached: this server has no instance clients",
@@ -165,9 +176,11 @@ impl KairshipService {
         }
     }
 
-    /// Lists `gvr` in member `cluster` (`selector`: a label selector sent to the member).
+    /// Lists `gvr` in member `cluster` as `caller` (`selector`: a label selector sent to the
+    /// member).
     async fn member_list(
         &self,
+        caller: &Caller,
         instance: &str,
         cluster: &str,
         gvr: Gvr<'_>,
@@ -186,7 +199,7 @@ impl KairshipService {
         let request = kube::core::Request::new(path).list(&params);
         let what = format!("list {}", gvr.resource);
         let list = self
-            .member_request(instance, cluster, request, &what)
+            .member_request(caller, instance, cluster, request, &what)
             .await?;
         let api_version = list["apiVersion"].as_str().unwrap_or_default().to_owned();
         let kind = item_kind(&list);
@@ -282,6 +295,7 @@ impl KairshipService {
         let pods = gvr(CORE_GROUP, "v1", "pods");
         let lists = futures::future::join_all(clusters.iter().map(|cluster| {
             self.member_list(
+                caller,
                 &req.instance,
                 cluster,
                 pods,
@@ -315,6 +329,7 @@ impl KairshipService {
             .ok_or_else(|| ApiError::internal("a list without a query"))?;
         let items = self
             .member_list(
+                caller,
                 &req.instance,
                 &req.cluster,
                 gvr(CORE_GROUP, "v1", "nodes"),
@@ -349,6 +364,7 @@ impl KairshipService {
             .ok_or_else(|| ApiError::internal("a list without a query"))?;
         let items = self
             .member_list(
+                caller,
                 &req.instance,
                 &req.cluster,
                 target,
@@ -381,6 +397,7 @@ impl KairshipService {
         .await?;
         let mut object = self
             .member_get(
+                caller,
                 &req.instance,
                 &req.cluster,
                 target,
@@ -396,9 +413,10 @@ impl KairshipService {
         Ok(object)
     }
 
-    /// One object of member `cluster`, as the member holds it.
+    /// One object of member `cluster`, as the member holds it, read as `caller`.
     pub(super) async fn member_get(
         &self,
+        caller: &Caller,
         instance: &str,
         cluster: &str,
         gvr: Gvr<'_>,
@@ -412,6 +430,7 @@ impl KairshipService {
         );
         let request = kube::core::Request::new(path).get(name, &GetParams::default());
         self.member_request(
+            caller,
             instance,
             cluster,
             request,

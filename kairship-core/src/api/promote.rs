@@ -284,6 +284,7 @@ impl KairshipService {
         let ns = req.namespace.as_str();
         let workload = self
             .member_get(
+                caller,
                 &req.instance,
                 &req.cluster,
                 gvr(req.kind.group(), "v1", req.kind.plural()),
@@ -311,6 +312,7 @@ impl KairshipService {
             for (name, optional) in names {
                 let read = self
                     .member_get(
+                        caller,
                         &req.instance,
                         &req.cluster,
                         gvr(CORE_GROUP, "v1", plural),

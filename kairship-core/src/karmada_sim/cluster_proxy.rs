@@ -10,7 +10,10 @@
 //!   of the `spec.secretRef` Secret;
 //! - it carries the `token` of the `spec.impersonatorSecretRef` Secret and impersonates the
 //!   caller (`Impersonate-User`, `Impersonate-Group` without `system:authenticated`), so the
-//!   member's own RBAC decides and its audit trail names the caller;
+//!   member's own RBAC decides and its audit trail names the caller. The caller is the user
+//!   the request acts as, after kube-apiserver's impersonation filter: a gateway (Kairship)
+//!   that impersonates its own callers at the instance gets each of them impersonated in the
+//!   member, never itself;
 //! - a missing Secret is `404 secrets "x" not found`; a Cluster without endpoint, impersonator
 //!   or CA bundle, and a member that cannot be reached, are `500` with Karmada's message.
 

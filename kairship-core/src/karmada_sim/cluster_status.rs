@@ -194,7 +194,7 @@ fn decode(secret: &Value, key: &str) -> Option<String> {
 }
 
 /// A client of the member a Cluster names, with the credentials of its Secret.
-async fn member_client(karmada: &Client, cluster: &Value) -> Result<Client, String> {
+pub(crate) async fn member_client(karmada: &Client, cluster: &Value) -> Result<Client, String> {
     let endpoint = cluster
         .pointer("/spec/apiEndpoint")
         .and_then(Value::as_str)

@@ -67,6 +67,27 @@ fn forwarded_request_header(name: &HeaderName) -> bool {
         && !is_impersonation_header(name)
 }
 
+/// Whether a forwarded request goes out impersonating the caller: writes when the instance is
+/// asked to impersonate, and every request through Karmada's cluster proxy
+/// (`cluster.karmada.io` `clusters/{name}/proxy`), which impersonates whoever calls it in the
+/// member: made as the instance's identity, it would reach the member as that identity.
+pub fn acts_as_caller(
+    method: &Method,
+    resource: Option<&ResourcePath>,
+    identity: WriteIdentity,
+) -> bool {
+    let writes = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+    resource.is_some_and(is_member_proxy) || (writes && identity == WriteIdentity::Impersonate)
+}
+
+/// Whether `resource` is Karmada's cluster proxy of a member (`clusters/{name}/proxy/...` of
+/// `cluster.karmada.io`).
+fn is_member_proxy(resource: &ResourcePath) -> bool {
+    resource.group == "cluster.karmada.io"
+        && resource.resource == "clusters"
+        && resource.subresource.as_deref() == Some("proxy")
+}
+
 pub(super) async fn handle(
     State(state): State<ProxyState>,
     Path(params): Path<HashMap<String, String>>,
@@ -328,10 +349,17 @@ async fn forward(
             builder = builder.header(name, value);
         }
     }
-    // Writes act as the caller when the instance is asked to impersonate.
-    let writes = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
-    if writes && state.write_identity == WriteIdentity::Impersonate {
-        for (name, value) in impersonation_headers(caller) {
+    if acts_as_caller(&parts.method, resource, state.write_identity) {
+        // Through Karmada's cluster proxy, name and groups only: it passes no uid on.
+        let caller = if resource.is_some_and(is_member_proxy) {
+            Caller {
+                uid: None,
+                ..caller.clone()
+            }
+        } else {
+            caller.clone()
+        };
+        for (name, value) in impersonation_headers(&caller) {
             builder = builder.header(name, value);
         }
     }
@@ -409,6 +437,58 @@ async fn note_write(state: &ProxyState, instance: &str, resource: &ResourcePath,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_reads_and_impersonated_writes_act_as_the_caller() {
+        let member = "/apis/cluster.karmada.io/v1alpha1/clusters/m1/proxy/api/v1/nodes";
+        let cases = [
+            (Method::GET, member, WriteIdentity::Instance, true),
+            (Method::GET, member, WriteIdentity::Impersonate, true),
+            (Method::POST, member, WriteIdentity::Instance, true),
+            (
+                Method::GET,
+                "/api/v1/pods/p/log",
+                WriteIdentity::Impersonate,
+                false,
+            ),
+            (
+                Method::POST,
+                "/api/v1/namespaces/a/configmaps",
+                WriteIdentity::Impersonate,
+                true,
+            ),
+            (
+                Method::POST,
+                "/api/v1/namespaces/a/configmaps",
+                WriteIdentity::Instance,
+                false,
+            ),
+            (
+                Method::GET,
+                "/apis/cluster.karmada.io/v1alpha1/clusters/m1",
+                WriteIdentity::Instance,
+                false,
+            ),
+            (
+                Method::GET,
+                "/api/v1/nodes/n1/proxy/metrics",
+                WriteIdentity::Instance,
+                false,
+            ),
+        ];
+        for (method, path, identity, want) in cases {
+            let parsed = parse_kube_path(path);
+            let resource = match &parsed {
+                KubePath::Resource(r) => Some(r),
+                _ => None,
+            };
+            assert_eq!(
+                acts_as_caller(&method, resource, identity),
+                want,
+                "{method} {path}"
+            );
+        }
+    }
 
     #[test]
     fn kube_paths_follow_the_proxy_marker() {

@@ -1,7 +1,8 @@
 //! An audit trail of the writes a cluster served: who (the acting user, and who impersonated
 //! it), what (verb, resource, namespace, name) and the response code, as kube-apiserver's
-//! audit log records them at the `Metadata` level. Reads are not recorded, so the trail costs
-//! nothing on the read path. The newest [`AUDIT_LIMIT`] events are kept.
+//! audit log records them at the `Metadata` level. Reads are recorded only when the cluster's
+//! `audit_reads` option asks for them, so by default the trail costs nothing on the read path.
+//! The newest [`AUDIT_LIMIT`] events are kept.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -9,7 +10,7 @@ use std::sync::Mutex;
 /// How many events a cluster keeps.
 pub const AUDIT_LIMIT: usize = 10_000;
 
-/// One served write.
+/// One served request (a write; a read when reads are recorded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuditEvent {
     /// The user the request acted as.
@@ -18,7 +19,8 @@ pub struct AuditEvent {
     pub groups: Vec<String>,
     /// The authenticated requester, when it impersonated `user`.
     pub impersonated_by: Option<String>,
-    /// `create`, `update`, `patch`, `delete` or `deletecollection`.
+    /// `create`, `update`, `patch`, `delete` or `deletecollection`; `get`, `list` or `watch`
+    /// when reads are recorded.
     pub verb: String,
     /// API group, empty for core.
     pub group: String,
@@ -43,12 +45,13 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    /// Whether requests with `verb` are recorded.
-    pub fn records(verb: &str) -> bool {
-        matches!(
-            verb,
-            "create" | "update" | "patch" | "delete" | "deletecollection"
-        )
+    /// Whether requests with `verb` are recorded: writes always, reads when `reads`.
+    pub fn records(verb: &str, reads: bool) -> bool {
+        match verb {
+            "create" | "update" | "patch" | "delete" | "deletecollection" => true,
+            "get" | "list" | "watch" => reads,
+            _ => false,
+        }
     }
 
     /// Records one event, dropping the oldest beyond [`AUDIT_LIMIT`].
@@ -72,7 +75,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_writes_are_recorded_and_the_oldest_go_first() {
+    fn writes_always_reads_on_request_and_the_oldest_go_first() {
         for (verb, recorded) in [
             ("create", true),
             ("patch", true),
@@ -81,7 +84,8 @@ mod tests {
             ("list", false),
             ("watch", false),
         ] {
-            assert_eq!(AuditLog::records(verb), recorded, "{verb}");
+            assert_eq!(AuditLog::records(verb, false), recorded, "{verb}");
+            assert!(AuditLog::records(verb, true), "{verb} with reads recorded");
         }
         let log = AuditLog::default();
         for i in 0..AUDIT_LIMIT + 2 {

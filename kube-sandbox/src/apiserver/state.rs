@@ -49,6 +49,10 @@ pub struct ClusterOptions {
     /// Handlers of `{resource}/{name}/proxy/...` for resources whose proxy the embedder
     /// serves (an aggregated API's, such as Karmada's `clusters/proxy`).
     pub proxy_handlers: crate::apiserver::proxy_hooks::ProxyHandlers,
+    /// Whether the audit trail records reads (`get`, `list`, `watch`) too, as kube-apiserver
+    /// does under an audit policy with a `Metadata` rule for every request. Off by default:
+    /// the trail then costs nothing on the read path.
+    pub audit_reads: bool,
 }
 
 impl Default for ClusterOptions {
@@ -68,6 +72,7 @@ impl Default for ClusterOptions {
             workload_controllers: false,
             job_pod_run_time: Duration::from_secs(1),
             proxy_handlers: Default::default(),
+            audit_reads: false,
         }
     }
 }

@@ -353,7 +353,7 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
             Ok(response.map(Body::from))
         }
         Target::Resource(p) => {
-            let audit = AuditLog::records(verb).then(|| AuditEvent {
+            let audit = AuditLog::records(verb, state.options.audit_reads).then(|| AuditEvent {
                 user: user.username.clone(),
                 groups: user.groups.clone(),
                 impersonated_by,

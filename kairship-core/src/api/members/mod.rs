@@ -1,9 +1,8 @@
 //! Joining member clusters for real: Push joins from the member's kubeconfig (RBAC and token
 //! in the member, credential Secrets and the `Cluster` in the instance), Pull registrations
 //! (`pull.rs`: the agent's RBAC, `Cluster` and client certificate in the instance; the agent's
-//! manifests returned),
-//! typed updates of labels, taints and location, and unjoining with the check that no binding
-//! still schedules to the member.
+//! manifests returned), typed updates of labels, taints and location, and unjoining
+//! (`unjoin.rs`).
 //!
 //! Every join is a list of steps; each object a step creates is remembered, and a failing step
 //! removes them again (newest first), so a failed call leaves nothing behind. Objects that
@@ -16,10 +15,11 @@ pub mod objects;
 mod pull;
 pub mod rest;
 pub mod types;
+mod unjoin;
 
 use std::time::Duration;
 
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use kube_kit::client::{ClientOptions, client_from_config, describe_kube_error};
@@ -27,16 +27,14 @@ use serde_json::{Value, json};
 
 use self::objects::{
     BOOTSTRAP_NAMESPACE, CLUSTER_NAMESPACE, MemberNames, Planned, Side, SyncMode,
-    bindings_targeting, check_member_name, check_placement, cluster_object, filled_token,
-    impersonator_secret_name, karmada_secrets, made_by_join, member_objects, namespaces, secrets,
-    update_patch,
+    check_member_name, check_placement, cluster_object, filled_token, impersonator_secret_name,
+    karmada_secrets, made_by_join, member_objects, namespaces, secrets, update_patch,
 };
 use self::types::{JoinMemberRequest, UpdateMemberRequest};
 use super::error::{ApiError, Code};
 use super::inside::Inside;
 use super::kairship::KairshipService;
-use super::kinds::{cluster_resource_bindings_resource, resource_bindings_resource};
-use super::types::{Object, RemoveClusterRequest};
+use super::types::Object;
 use crate::access::{Caller, Verb};
 use crate::router::{ListQuery, ResourceTarget, RouterError};
 
@@ -429,8 +427,12 @@ impl KairshipService {
                 created: Vec::new(),
                 step: 0,
             };
+            // Who the member's impersonator may impersonate: whoever may use the instance's
+            // cluster proxy for this member (the proxy refuses everyone else before the member
+            // is asked), never system:masters.
+            let subjects = self.proxy_subjects(&req.instance, &req.name, caller).await?;
             // The member side: the anchor binding first, then its dependents.
-            let mut planned = member_objects(&req.instance, &req.name).into_iter();
+            let mut planned = member_objects(&req.instance, &req.name, &subjects).into_iter();
             let anchor_plan = planned.next().ok_or_else(|| ApiError::internal("no objects"))?;
             let anchor = join.ensure(Side::Member, &anchor_plan).await?;
             let owner = json!([{
@@ -438,9 +440,8 @@ impl KairshipService {
                 "name": anchor_plan.name, "uid": anchor["metadata"]["uid"],
             }]);
             for mut p in planned {
-                if !p.shared {
-                    p.body["metadata"]["ownerReferences"] = owner.clone();
-                }
+                // A shared object (the namespace) is owned only if this join creates it.
+                p.body["metadata"]["ownerReferences"] = owner.clone();
                 join.ensure(Side::Member, &p).await?;
             }
             let names = MemberNames::of(&req.name);
@@ -511,134 +512,38 @@ impl KairshipService {
         .await
     }
 
-    /// Unjoin: see [`KairshipApi::remove_cluster`](super::KairshipApi::remove_cluster).
-    pub(super) async fn unjoin(
+    /// The subjects the impersonator of member `cluster` may impersonate: those Karmada's RBAC
+    /// lets use the cluster proxy of `cluster`, as Karmada's unified-auth controller finds
+    /// them ([`objects::impersonated_subjects`]), read from the instance for `caller`.
+    async fn proxy_subjects(
         &self,
+        instance: &str,
+        cluster: &str,
         caller: &Caller,
-        req: RemoveClusterRequest,
-    ) -> Result<Object, ApiError> {
-        let cluster = req.cluster.as_str();
-        let instance = req.instance.as_str();
-        let force = req.force.unwrap_or(false);
-        let call = Inside::clusters(instance, Verb::Delete, "remove member clusters")
-            .named("cluster", cluster);
-        self.inside(caller, call, |c| async move {
-            let object = self.router.get(&c.target, cluster).await?;
-            let object = to_value(&object);
-            if !force {
-                let users = self.bindings_to(instance, cluster).await?;
-                if !users.is_empty() {
-                    return Err(ApiError::failed_precondition(format!(
-                        "member cluster {cluster} of instance {instance} is still the target of \
-                         {}: remove or re-target those first, or unjoin with force=true",
-                        users.join(", ")
-                    )));
-                }
-            }
-            let join = Join {
-                service: self,
-                instance,
-                cluster,
-                caller,
-                member: None,
-                created: Vec::new(),
-                step: 0,
-            };
-            let joined = made_by_join(&object, cluster);
-            let push = object.pointer("/spec/syncMode").and_then(Value::as_str) == Some("Push");
-            if joined
-                && push
-                && let Err(err) = self.remove_member_side(&join, &object).await
-            {
-                if !force {
-                    return Err(ApiError::new(
+    ) -> Result<Vec<objects::Subject>, ApiError> {
+        let mut lists = Vec::new();
+        for resource in [objects::cluster_roles(), objects::cluster_role_bindings()] {
+            let target = ResourceTarget::all(instance, resource).acting_as(caller.clone());
+            let page = self
+                .router
+                .list(&target, &ListQuery::default())
+                .await
+                .map_err(|err| {
+                    let err = ApiError::from(err);
+                    ApiError::new(
                         err.code,
                         format!(
-                            "cannot remove Kairship's objects from member cluster \
-                             {cluster}: {}; nothing was removed (unjoin with force=true to \
-                             remove the cluster from the instance anyway)",
+                            "reading who may use the cluster proxy of {cluster} in the instance \
+                             (the member's impersonator may impersonate only them): {}",
                             err.message
                         ),
-                    ));
-                }
-                tracing::warn!(instance, cluster, error = %err.message, "unjoin: the member's objects stay");
-            }
-            let outcome = self
-                .router
-                .delete(&c.target, cluster, &DeleteParams::default())
-                .await?;
-            if joined {
-                self.remove_karmada_side(&join).await?;
-            }
-            Ok(outcome.object)
-        })
-        .await
-    }
-
-    /// The bindings (`Kind namespace/name`) that schedule to `cluster`.
-    async fn bindings_to(&self, instance: &str, cluster: &str) -> Result<Vec<String>, ApiError> {
-        let mut items = Vec::new();
-        for resource in [
-            resource_bindings_resource(),
-            cluster_resource_bindings_resource(),
-        ] {
-            let target = ResourceTarget::all(instance, resource);
-            match self.router.list(&target, &ListQuery::default()).await {
-                Ok(page) => items.extend(page.items),
-                Err(err) if err.is_not_found() => {}
-                Err(err) => return Err(err.into()),
-            }
+                    )
+                })?;
+            lists.push(page.items.iter().map(|o| to_value(o)).collect::<Vec<_>>());
         }
-        let refs: Vec<&DynamicObject> = items.iter().map(AsRef::as_ref).collect();
-        Ok(bindings_targeting(&refs, cluster))
-    }
-
-    /// Deletes the member-side objects of a Push join with the credentials the instance
-    /// stores: the impersonator's objects, then the anchor binding, whose dependents (the
-    /// ServiceAccount, its token and ClusterRole) the member's garbage collector removes.
-    async fn remove_member_side(&self, join: &Join<'_>, cluster: &Value) -> Result<(), ApiError> {
-        let name = join.cluster;
-        let endpoint = cluster
-            .pointer("/spec/apiEndpoint")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::failed_precondition("the Cluster has no apiEndpoint"))?;
-        let secret_target = join.target(&secrets(), Some(CLUSTER_NAMESPACE));
-        let secret = self.router.get(&secret_target, name).await?;
-        let secret = to_value(&secret);
-        let token = decode_data(&secret, "token")
-            .ok_or_else(|| ApiError::failed_precondition("the credential Secret has no token"))?;
-        let ca = decode_data(&secret, "caBundle");
-        let client = stored_member_client(endpoint, &token, ca.as_deref()).await?;
-        let n = MemberNames::of(name);
-        let ns = Some(CLUSTER_NAMESPACE);
-        let order: [(ApiResource, Option<&str>, &str); 5] = [
-            (objects::cluster_role_bindings(), None, &n.impersonator_role),
-            (objects::cluster_roles(), None, &n.impersonator_role),
-            (secrets(), ns, &n.impersonator_token_secret),
-            (objects::service_accounts(), ns, &n.impersonator),
-            (objects::cluster_role_bindings(), None, &n.role),
-        ];
-        for (resource, namespace, object) in order {
-            let api = member_api(&client, &resource, namespace);
-            let existing = match timed(api.get(object)).await {
-                Ok(o) => to_value(&o),
-                Err(e) if is_status(&e, Code::NotFound) => continue,
-                Err(e) => return Err(e),
-            };
-            if !made_by_join(&existing, name) {
-                continue;
-            }
-            let params = DeleteParams {
-                propagation_policy: Some(PropagationPolicy::Background),
-                ..DeleteParams::default()
-            };
-            match timed(api.delete(object, &params)).await {
-                Ok(_) => {}
-                Err(e) if is_status(&e, Code::NotFound) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        Ok(objects::impersonated_subjects(
+            cluster, &lists[0], &lists[1],
+        ))
     }
 
     /// Deletes the instance-side objects of a join: credential Secrets (Push), bootstrap

@@ -311,9 +311,19 @@ pub fn made_by_join(object: &Value, cluster: &str) -> bool {
         == Some(cluster)
 }
 
-/// Names of the member-side objects of a Push join of `cluster` (karmadactl's names for the
-/// ServiceAccount and its ClusterRole; the impersonator's are per cluster so that unjoining
-/// one instance never removes another's).
+/// Name of the member-side ServiceAccount Karmada's cluster proxy acts as, and of the
+/// ClusterRole and ClusterRoleBinding that let it impersonate: `karmadactl join` creates the
+/// ServiceAccount as `names.GenerateServiceAccountName("impersonator")`
+/// (karmada-io/karmada `pkg/util/cluster.go`, `ObtainCredentialsFromMemberCluster`) and the
+/// unified-auth controller names its role and binding `karmadaImpersonatorName`
+/// (`pkg/controllers/unifiedauth/unified_auth_controller.go`).
+pub const IMPERSONATOR: &str = "karmada-impersonator";
+
+/// Names of the member-side objects of a Push join of `cluster`: karmadactl's for the
+/// ServiceAccount Karmada's controllers act as and its ClusterRole (`pkg/util/cluster.go`:
+/// `names.GenerateServiceAccountName(cluster)`, `names.GenerateRoleName(..)`), and Karmada's
+/// own for the impersonator (one per member, as in Karmada: a member serves the cluster proxy
+/// of one instance).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberNames {
     /// `karmada-<cluster>`.
@@ -322,11 +332,9 @@ pub struct MemberNames {
     pub role: String,
     /// `karmada-<cluster>-token`.
     pub token_secret: String,
-    /// `karmada-<cluster>-impersonator`.
+    /// `karmada-impersonator` (ServiceAccount, ClusterRole and ClusterRoleBinding).
     pub impersonator: String,
-    /// `karmada-controller-manager:karmada-<cluster>-impersonator`.
-    pub impersonator_role: String,
-    /// `karmada-<cluster>-impersonator-token`.
+    /// `karmada-impersonator-token`.
     pub impersonator_token_secret: String,
 }
 
@@ -334,20 +342,19 @@ impl MemberNames {
     /// The names for `cluster`.
     pub fn of(cluster: &str) -> MemberNames {
         let service_account = format!("karmada-{cluster}");
-        let impersonator = format!("karmada-{cluster}-impersonator");
         MemberNames {
             role: format!("karmada-controller-manager:{service_account}"),
             token_secret: format!("{service_account}-token"),
-            impersonator_role: format!("karmada-controller-manager:{impersonator}"),
-            impersonator_token_secret: format!("{impersonator}-token"),
+            impersonator: IMPERSONATOR.to_owned(),
+            impersonator_token_secret: format!("{IMPERSONATOR}-token"),
             service_account,
-            impersonator,
         }
     }
 }
 
 /// Rules of the member ServiceAccount Karmada's controllers act as: what `karmadactl join`
-/// grants (Karmada's execution controller writes any kind the instance propagates).
+/// grants (`ClusterPolicyRules` of `pkg/util/cluster.go`; Karmada's execution controller
+/// writes any kind the instance propagates).
 pub fn member_rules() -> Value {
     json!([
         {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
@@ -355,12 +362,120 @@ pub fn member_rules() -> Value {
     ])
 }
 
-/// Rules of the impersonator: impersonating the users, groups and ServiceAccounts Karmada's
-/// cluster proxy forwards, nothing else.
-pub fn impersonator_rules() -> Value {
-    json!([
-        {"apiGroups": [""], "resources": ["users", "groups", "serviceaccounts"], "verbs": ["impersonate"]},
-    ])
+/// A subject of an RBAC binding.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Subject {
+    /// A user name.
+    User(String),
+    /// A group name.
+    Group(String),
+    /// A ServiceAccount's name (Karmada's rules name it without its namespace).
+    ServiceAccount(String),
+}
+
+/// Groups the member impersonator is never allowed to impersonate, whoever holds the cluster
+/// proxy: impersonating them would make the proxy an administrator of the member.
+pub const NEVER_IMPERSONATED_GROUPS: &[&str] = &["system:masters"];
+
+fn rule_strings<'a>(rule: &'a Value, key: &str) -> Vec<&'a str> {
+    rule[key]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Whether one ClusterRole rule grants something on `clusters/proxy` of `cluster` (group
+/// `cluster.karmada.io`) or on `proxying/proxy` (`search.karmada.io`): Karmada's
+/// `findRBACSubjectsWithCluster` in `pkg/controllers/unifiedauth/unified_auth_controller.go`,
+/// with `util.PolicyRuleAPIGroupMatches`, `PolicyRuleResourceMatches` and
+/// `PolicyRuleResourceNameMatches`.
+pub fn rule_reaches_cluster_proxy(rule: &Value, cluster: &str) -> bool {
+    let groups = rule_strings(rule, "apiGroups");
+    let resources = rule_strings(rule, "resources");
+    let names = rule_strings(rule, "resourceNames");
+    let group = |g: &str| groups.iter().any(|x| *x == "*" || *x == g);
+    let resource = |r: &str| resources.iter().any(|x| *x == "*" || *x == r);
+    let named = names.is_empty() || names.contains(&cluster);
+    (group("cluster.karmada.io") && resource("clusters/proxy") && named)
+        || (group("search.karmada.io") && resource("proxying/proxy"))
+}
+
+/// The subjects the impersonator of member `cluster` may impersonate: those that Karmada's
+/// ClusterRoleBindings bind to a ClusterRole reaching the cluster proxy of `cluster` (the
+/// subjects Karmada's unified-auth controller collects), less [`NEVER_IMPERSONATED_GROUPS`].
+/// Sorted and without duplicates.
+pub fn impersonated_subjects(
+    cluster: &str,
+    cluster_roles: &[Value],
+    cluster_role_bindings: &[Value],
+) -> Vec<Subject> {
+    let reaching: std::collections::BTreeSet<&str> = cluster_roles
+        .iter()
+        .filter(|role| {
+            role["rules"]
+                .as_array()
+                .is_some_and(|rules| rules.iter().any(|r| rule_reaches_cluster_proxy(r, cluster)))
+        })
+        .filter_map(|role| role.pointer("/metadata/name").and_then(Value::as_str))
+        .collect();
+    let mut subjects = std::collections::BTreeSet::new();
+    for binding in cluster_role_bindings {
+        let role = &binding["roleRef"];
+        if role["kind"] != "ClusterRole"
+            || !role["name"].as_str().is_some_and(|n| reaching.contains(n))
+        {
+            continue;
+        }
+        for subject in binding["subjects"].as_array().into_iter().flatten() {
+            let Some(name) = subject["name"].as_str().filter(|n| !n.is_empty()) else {
+                continue;
+            };
+            let name = name.to_owned();
+            match subject["kind"].as_str() {
+                Some("User") => subjects.insert(Subject::User(name)),
+                Some("Group") if !NEVER_IMPERSONATED_GROUPS.contains(&name.as_str()) => {
+                    subjects.insert(Subject::Group(name))
+                }
+                Some("ServiceAccount") => subjects.insert(Subject::ServiceAccount(name)),
+                _ => false,
+            };
+        }
+    }
+    subjects.into_iter().collect()
+}
+
+/// Rules of the impersonator: `impersonate` on exactly `subjects` (`resourceNames` of
+/// `users`, `serviceaccounts` and `groups`), as Karmada's `util.GenerateImpersonationRules`
+/// (`pkg/util/rbac.go`) writes them; none at all without subjects. A group of
+/// [`NEVER_IMPERSONATED_GROUPS`] is left out even if given.
+pub fn impersonator_rules(subjects: &[Subject]) -> Value {
+    let mut users = Vec::new();
+    let mut accounts = Vec::new();
+    let mut groups = Vec::new();
+    for subject in subjects {
+        match subject {
+            Subject::User(n) => users.push(n.as_str()),
+            Subject::ServiceAccount(n) => accounts.push(n.as_str()),
+            Subject::Group(n) if !NEVER_IMPERSONATED_GROUPS.contains(&n.as_str()) => {
+                groups.push(n.as_str());
+            }
+            Subject::Group(_) => {}
+        }
+    }
+    let mut rules = Vec::new();
+    for (resource, names) in [
+        ("users", users),
+        ("serviceaccounts", accounts),
+        ("groups", groups),
+    ] {
+        let mut names = names;
+        names.sort_unstable();
+        names.dedup();
+        if !names.is_empty() {
+            rules.push(json!({"apiGroups": [""], "resources": [resource], "resourceNames": names, "verbs": ["impersonate"]}));
+        }
+    }
+    Value::Array(rules)
 }
 
 fn meta(name: &str, namespace: Option<&str>, labels: &Value) -> Value {
@@ -371,11 +486,12 @@ fn meta(name: &str, namespace: Option<&str>, labels: &Value) -> Value {
     m
 }
 
-/// The member-side objects of a Push join, in creation order. The first, the ClusterRoleBinding
-/// of the member ServiceAccount, is the anchor: every other object (the namespace only when
-/// the join creates it) becomes its dependent, so deleting it last removes the rest through the
-/// garbage collector even though the deletion takes away the caller's own rights.
-pub fn member_objects(instance: &str, cluster: &str) -> Vec<Planned> {
+/// The member-side objects of a Push join, in creation order, the impersonator allowed to
+/// impersonate `subjects`. The first, the ClusterRoleBinding of the member ServiceAccount, is
+/// the anchor: every other object becomes its dependent (the namespace only when the join
+/// creates it), so deleting it last removes the rest through the garbage collector even though
+/// the deletion takes away the caller's own rights.
+pub fn member_objects(instance: &str, cluster: &str, subjects: &[Subject]) -> Vec<Planned> {
     let n = MemberNames::of(cluster);
     let labels = join_labels(instance, cluster);
     let ns = Some(CLUSTER_NAMESPACE);
@@ -418,12 +534,12 @@ pub fn member_objects(instance: &str, cluster: &str) -> Vec<Planned> {
         Planned::new(
             cluster_roles(),
             None,
-            role(&n.impersonator_role, impersonator_rules()),
+            role(&n.impersonator, impersonator_rules(subjects)),
         ),
         Planned::new(
             cluster_role_bindings(),
             None,
-            binding(&n.impersonator_role, &n.impersonator),
+            binding(&n.impersonator, &n.impersonator),
         ),
         Planned::new(service_accounts(), ns, account(&n.impersonator)),
         Planned::new(
@@ -644,7 +760,108 @@ mod tests {
         let n = MemberNames::of("m1");
         assert_eq!(n.service_account, "karmada-m1");
         assert_eq!(n.role, "karmada-controller-manager:karmada-m1");
-        assert_eq!(n.impersonator, "karmada-m1-impersonator");
+        assert_eq!(n.impersonator, "karmada-impersonator");
+        assert_eq!(n.impersonator_token_secret, "karmada-impersonator-token");
+    }
+
+    #[test]
+    fn impersonated_subjects_are_who_holds_the_cluster_proxy_less_system_masters() {
+        let role = |name: &str, rules: Value| json!({"metadata": {"name": name}, "rules": rules});
+        let roles = [
+            role(
+                "cluster-admin",
+                json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+            ),
+            role(
+                "proxy-m1",
+                json!([{"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/proxy"], "resourceNames": ["m1"], "verbs": ["get"]}]),
+            ),
+            role(
+                "proxy-m2",
+                json!([{"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/proxy"], "resourceNames": ["m2"], "verbs": ["get"]}]),
+            ),
+            role(
+                "search",
+                json!([{"apiGroups": ["search.karmada.io"], "resources": ["proxying/proxy"], "verbs": ["get"]}]),
+            ),
+            role(
+                "pods",
+                json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]),
+            ),
+        ];
+        let binding = |role: &str, kind: &str, subjects: Value| json!({"roleRef": {"kind": kind, "name": role}, "subjects": subjects});
+        let bindings = [
+            binding(
+                "cluster-admin",
+                "ClusterRole",
+                json!([{"kind": "Group", "name": "system:masters"}, {"kind": "User", "name": "root"}]),
+            ),
+            binding(
+                "proxy-m1",
+                "ClusterRole",
+                json!([{"kind": "User", "name": "editor"}, {"kind": "Group", "name": "devs"}]),
+            ),
+            binding(
+                "proxy-m1",
+                "ClusterRole",
+                json!([{"kind": "User", "name": "editor"}]),
+            ),
+            binding(
+                "proxy-m2",
+                "ClusterRole",
+                json!([{"kind": "User", "name": "other"}]),
+            ),
+            binding(
+                "search",
+                "ClusterRole",
+                json!([{"kind": "ServiceAccount", "name": "kairship", "namespace": "karmada-system"}]),
+            ),
+            binding(
+                "pods",
+                "ClusterRole",
+                json!([{"kind": "User", "name": "reader"}]),
+            ),
+            binding(
+                "proxy-m1",
+                "Role",
+                json!([{"kind": "User", "name": "namespaced"}]),
+            ),
+        ];
+        assert_eq!(
+            impersonated_subjects("m1", &roles, &bindings),
+            [
+                Subject::User("editor".into()),
+                Subject::User("root".into()),
+                Subject::Group("devs".into()),
+                Subject::ServiceAccount("kairship".into()),
+            ]
+        );
+        // No ClusterRole reaches the proxy: nobody.
+        assert!(impersonated_subjects("m1", &roles[4..], &bindings).is_empty());
+    }
+
+    #[test]
+    fn impersonator_rules_name_each_subject_and_never_system_masters() {
+        let subjects = [
+            Subject::User("editor".into()),
+            Subject::User("admin".into()),
+            Subject::Group("system:masters".into()),
+            Subject::Group("devs".into()),
+            Subject::ServiceAccount("kairship".into()),
+        ];
+        assert_eq!(
+            impersonator_rules(&subjects),
+            json!([
+                {"apiGroups": [""], "resources": ["users"], "resourceNames": ["admin", "editor"], "verbs": ["impersonate"]},
+                {"apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": ["kairship"], "verbs": ["impersonate"]},
+                {"apiGroups": [""], "resources": ["groups"], "resourceNames": ["devs"], "verbs": ["impersonate"]},
+            ])
+        );
+        assert_eq!(impersonator_rules(&[]), json!([]));
+        assert_eq!(
+            impersonator_rules(&[Subject::Group("system:masters".into())]),
+            json!([])
+        );
     }
 
     #[test]
@@ -666,7 +883,7 @@ mod tests {
 
     #[test]
     fn the_anchor_comes_first_and_every_object_is_labelled() {
-        let objects = member_objects("inst", "m1");
+        let objects = member_objects("inst", "m1", &[Subject::User("u".into())]);
         assert_eq!(objects[0].resource.kind, "ClusterRoleBinding");
         assert_eq!(objects[0].name, "karmada-controller-manager:karmada-m1");
         assert_eq!(objects.len(), 9);
