@@ -20,6 +20,9 @@ pub const FINALIZER: &str = "kairship.io/instance-protection";
 /// Annotation that, set to `"true"`, lets an Instance be deleted while it still has member
 /// clusters.
 pub const FORCE_DELETE_ANNOTATION: &str = "kairship.io/force-delete";
+/// Annotation of an Adopt instance naming the host namespace its Karmada components run in
+/// (where its Karmada release is read from; `karmada-system` without it).
+pub const KARMADA_NAMESPACE_ANNOTATION: &str = "kairship.io/karmada-namespace";
 /// Label carried by every object Kairship creates on behalf of an Instance; its value is the
 /// Instance name.
 pub const INSTANCE_LABEL: &str = "kairship.io/instance";

@@ -1,7 +1,9 @@
 //! Karmada's own behaviour for sandboxes and tests where no Karmada runs (feature
-//! `karmada-sim`): the cluster-status controller and the aggregated cluster proxy, acting on
+//! `karmada-sim`): the cluster-status controller, the aggregated cluster proxy and the
+//! aggregated apiserver's Cluster strategy, acting on
 //! kube-sandbox clusters holding Karmada's resource types as Karmada would, so that what
 //! Kairship creates behaves as it does in a real instance.
 
 pub mod cluster_proxy;
 pub mod cluster_status;
+pub mod cluster_strategy;

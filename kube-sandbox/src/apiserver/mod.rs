@@ -21,6 +21,7 @@ pub mod requests;
 pub mod resources;
 pub mod scale;
 pub mod state;
+pub mod strategy_hooks;
 pub mod store;
 pub mod subresources;
 pub mod table;

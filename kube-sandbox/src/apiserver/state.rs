@@ -46,6 +46,9 @@ pub struct ClusterOptions {
     /// Handlers of `{resource}/{name}/proxy/...` for resources whose proxy the embedder
     /// serves (an aggregated API's, such as Karmada's `clusters/proxy`).
     pub proxy_handlers: crate::apiserver::proxy_hooks::ProxyHandlers,
+    /// Write strategies of resources the embedder serves for an aggregated API server (such
+    /// as Karmada's `clusters`): run on create and update, after the CRD's schema.
+    pub strategy_hooks: crate::apiserver::strategy_hooks::StrategyHooks,
 }
 
 impl Default for ClusterOptions {
@@ -64,6 +67,7 @@ impl Default for ClusterOptions {
             workload_controllers: false,
             job_pod_run_time: Duration::from_secs(1),
             proxy_handlers: Default::default(),
+            strategy_hooks: Default::default(),
         }
     }
 }
