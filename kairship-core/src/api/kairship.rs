@@ -407,7 +407,12 @@ impl KairshipApi for KairshipService {
             let how = format!(
                 "delete with force=true (or annotate the instance {FORCE_DELETE_ANNOTATION}=true)"
             );
-            match self.member_names(name).await {
+            // Bounded: an instance that does not answer in time cannot count its members.
+            let names = tokio::time::timeout(self.config.host_timeout, self.member_names(name))
+                .await
+                .ok()
+                .flatten();
+            match names {
                 Some(names) if !names.is_empty() => {
                     return Err(ApiError::failed_precondition(format!(
                         "instance {name} still has {} member cluster(s) ({}): remove them \
