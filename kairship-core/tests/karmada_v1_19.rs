@@ -261,10 +261,9 @@ async fn the_emulated_karmada_answers_zone_writes_as_the_recorded_one() {
     assert_eq!(status.code, 422);
     assert_eq!(status.reason, "Invalid");
     assert!(
-        status
-            .message
-            .starts_with("Cluster.cluster.karmada.io \"msb\" is invalid: spec.spec: Invalid value: ")
-            && status.message.ends_with(": Zone and Zones cannot co-exist"),
+        status.message.starts_with(
+            "Cluster.cluster.karmada.io \"msb\" is invalid: spec.spec: Invalid value: "
+        ) && status.message.ends_with(": Zone and Zones cannot co-exist"),
         "{}",
         status.message
     );
@@ -288,8 +287,12 @@ async fn zones_round_trip_and_placements_by_zone_select_them() {
     }
 
     // Set (REST), change (gRPC), clear (REST); read back through the API each time.
-    env.ok("PATCH", &cluster_path("m1"), Some(json!({"zone": "eu-west-1a"})))
-        .await;
+    env.ok(
+        "PATCH",
+        &cluster_path("m1"),
+        Some(json!({"zone": "eu-west-1a"})),
+    )
+    .await;
     let read = env.ok("GET", &cluster_path("m1"), None).await;
     assert_eq!(read["spec"]["zones"], json!(["eu-west-1a"]), "{read}");
     assert!(read["spec"].get("zone").is_none(), "{read}");
@@ -319,10 +322,18 @@ async fn zones_round_trip_and_placements_by_zone_select_them() {
     assert!(read["spec"].get("zones").is_none(), "{read}");
 
     // Both members in zones; an application placed by zone with weights selects them.
-    env.ok("PATCH", &cluster_path("m1"), Some(json!({"zone": "eu-west-1a"})))
-        .await;
-    env.ok("PATCH", &cluster_path("m2"), Some(json!({"zone": "eu-west-1b"})))
-        .await;
+    env.ok(
+        "PATCH",
+        &cluster_path("m1"),
+        Some(json!({"zone": "eu-west-1a"})),
+    )
+    .await;
+    env.ok(
+        "PATCH",
+        &cluster_path("m2"),
+        Some(json!({"zone": "eu-west-1b"})),
+    )
+    .await;
     let application = json!({
         "workload": {"kind": "Deployment", "metadata": {"name": "shop"}, "spec": {
             "replicas": 4,
@@ -383,8 +394,7 @@ async fn an_application_into_a_missing_namespace_creates_it() {
             "placement": {"clusterNames": ["m1"]}
         })
     };
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
-        Api::all(env.instance.client());
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.instance.client());
 
     // A dry run creates nothing, the namespace neither, and answers what it would create.
     let preview = env
@@ -452,7 +462,8 @@ async fn an_application_into_a_missing_namespace_creates_it() {
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{err}");
     let message = err["message"].as_str().unwrap();
     assert!(
-        message.contains("removed what this call had created: Deployment other/shop, Namespace other"),
+        message
+            .contains("removed what this call had created: Deployment other/shop, Namespace other"),
         "{message}"
     );
     eventually("the namespace removed", LIMIT, || async {
@@ -507,8 +518,10 @@ async fn typed_patch_answers_as_the_generic_one() {
         env.ok(
             "POST",
             &format!("{P}/instances/{INSTANCE}/clusterpropagationpolicies"),
-            Some(json!({"metadata": {"name": name}, "spec": {"resourceSelectors": [
-                {"apiVersion": "v1", "kind": "Namespace", "name": "x"}]}})),
+            Some(
+                json!({"metadata": {"name": name}, "spec": {"resourceSelectors": [
+                {"apiVersion": "v1", "kind": "Namespace", "name": "x"}]}}),
+            ),
         )
         .await;
     }
@@ -593,13 +606,26 @@ async fn typed_patch_answers_as_the_generic_one() {
             let path = path.replace("{}", name);
             let body = body.replace("NAME", name);
             let (status, value) = env
-                .send("PATCH", &format!("{path}{query}"), content_type, Some(&body))
+                .send(
+                    "PATCH",
+                    &format!("{path}{query}"),
+                    content_type,
+                    Some(&body),
+                )
                 .await;
             answers.push((status, stable(value)));
         }
         let [typed, generic] = [answers[0].clone(), answers[1].clone()];
-        assert_ne!(typed.0, StatusCode::METHOD_NOT_ALLOWED, "{content_type} {body}");
-        let differing_names = |v: &Value| v.to_string().replace("typed", "NAME").replace("generic", "NAME");
+        assert_ne!(
+            typed.0,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{content_type} {body}"
+        );
+        let differing_names = |v: &Value| {
+            v.to_string()
+                .replace("typed", "NAME")
+                .replace("generic", "NAME")
+        };
         assert_eq!(
             (typed.0, differing_names(&typed.1)),
             (generic.0, differing_names(&generic.1)),
@@ -653,15 +679,17 @@ async fn an_unreachable_instance_is_deleted_only_when_forced() {
     // Running, and counted once: no members.
     eventually("the instance counted", LIMIT, || async {
         let status = common::get_instance(&hc, INSTANCE).await?.status?;
-        (status.state == InstanceState::Running
-            && status.summary?.cluster_summary.total_num == 0)
+        (status.state == InstanceState::Running && status.summary?.cluster_summary.total_num == 0)
             .then_some(())
     })
     .await;
 
-    env.instance.cluster.faults().add(kube_sandbox::FaultRule::all(
-        kube_sandbox::FaultAction::Status(503),
-    ));
+    env.instance
+        .cluster
+        .faults()
+        .add(kube_sandbox::FaultRule::all(
+            kube_sandbox::FaultAction::Status(503),
+        ));
     common::wait_state(&hc, INSTANCE, InstanceState::Unavailable, LIMIT).await;
 
     // Through the API: refused, saying why and how to force it.
@@ -693,8 +721,12 @@ async fn an_unreachable_instance_is_deleted_only_when_forced() {
     assert!(common::get_instance(&hc, INSTANCE).await.is_some());
 
     // Forced: completes.
-    env.ok("DELETE", &format!("{P}/instances/{INSTANCE}?force=true"), None)
-        .await;
+    env.ok(
+        "DELETE",
+        &format!("{P}/instances/{INSTANCE}?force=true"),
+        None,
+    )
+    .await;
     eventually("the instance gone", LIMIT, || async {
         common::get_instance(&hc, INSTANCE)
             .await

@@ -1193,7 +1193,8 @@ mod tests {
             zones: vec!["eu-1b".into(), "eu-1c".into()],
             ..Default::default()
         };
-        let member = |spec: Value| MemberCluster::of(&json!({"metadata": {"name": "m"}, "spec": spec}));
+        let member =
+            |spec: Value| MemberCluster::of(&json!({"metadata": {"name": "m"}, "spec": spec}));
         // Karmada's `In` on zones: any zone of the cluster among the values.
         assert!(placement.selects(&member(json!({"zones": ["eu-1a", "eu-1b"]}))));
         assert!(placement.selects(&member(json!({"zone": "eu-1c"}))));

@@ -433,7 +433,8 @@ impl KairshipApi for KairshipService {
         }
         if req.force && !annotated {
             // The controller-manager's deletion check reads the annotation.
-            let patch = serde_json::json!({"metadata": {"annotations": {FORCE_DELETE_ANNOTATION: "true"}}});
+            let patch =
+                serde_json::json!({"metadata": {"annotations": {FORCE_DELETE_ANNOTATION: "true"}}});
             self.host_call(
                 &format!("annotate instance {name} for a forced delete"),
                 self.instances()

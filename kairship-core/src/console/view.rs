@@ -661,7 +661,11 @@ fn clusters_section(h: &mut Html, clusters: &[Value]) {
             _ => state_badge(h, "Unknown"),
         }
         h.raw("</td>");
-        for p in ["/status/kubernetesVersion", "/spec/provider", "/spec/region"] {
+        for p in [
+            "/status/kubernetesVersion",
+            "/spec/provider",
+            "/spec/region",
+        ] {
             h.el("td", &[], s(c, p).unwrap_or("–"));
         }
         let zones = crate::api::cluster_zones(c);

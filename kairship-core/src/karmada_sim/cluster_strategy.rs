@@ -91,9 +91,21 @@ mod tests {
         // (spec, refused, stored spec)
         let cases = [
             (json!({"zone": "a"}), false, json!({"zones": ["a"]})),
-            (json!({"zones": ["a", "b"]}), false, json!({"zones": ["a", "b"]})),
-            (json!({"zone": "", "zones": ["a"]}), false, json!({"zone": "", "zones": ["a"]})),
-            (json!({"zone": "b", "zones": []}), false, json!({"zones": ["b"]})),
+            (
+                json!({"zones": ["a", "b"]}),
+                false,
+                json!({"zones": ["a", "b"]}),
+            ),
+            (
+                json!({"zone": "", "zones": ["a"]}),
+                false,
+                json!({"zone": "", "zones": ["a"]}),
+            ),
+            (
+                json!({"zone": "b", "zones": []}),
+                false,
+                json!({"zones": ["b"]}),
+            ),
             (json!({"zone": "b", "zones": ["a"]}), true, Value::Null),
             (json!({"region": "r"}), false, json!({"region": "r"})),
         ];

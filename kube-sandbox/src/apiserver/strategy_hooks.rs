@@ -82,6 +82,9 @@ mod tests {
             .unwrap()
             .apply(None, &mut object)
             .unwrap();
-        assert_eq!(object["marked"], true, "the second registration replaced the first");
+        assert_eq!(
+            object["marked"], true,
+            "the second registration replaced the first"
+        );
     }
 }

@@ -292,7 +292,10 @@ pub fn zone_fields(zone: Option<&str>) -> Map<String, Value> {
         Some(z) => json!([z]),
         None => Value::Null,
     };
-    Map::from_iter([("zone".to_owned(), Value::Null), ("zones".to_owned(), zones)])
+    Map::from_iter([
+        ("zone".to_owned(), Value::Null),
+        ("zones".to_owned(), zones),
+    ])
 }
 
 fn taints_json(taints: &[MemberTaint]) -> Value {
@@ -541,7 +544,10 @@ pub fn cluster_object(
     if !placement.taints.is_empty() {
         spec["taints"] = taints_json(&placement.taints);
     }
-    for (field, value) in [("provider", &placement.provider), ("region", &placement.region)] {
+    for (field, value) in [
+        ("provider", &placement.provider),
+        ("region", &placement.region),
+    ] {
         if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
             spec[field] = json!(v);
         }
@@ -935,7 +941,9 @@ mod tests {
                     zone: Some("z1".into()),
                     ..Default::default()
                 },
-                Some(json!({"spec": {"taints": [], "region": null, "zone": null, "zones": ["z1"]}})),
+                Some(
+                    json!({"spec": {"taints": [], "region": null, "zone": null, "zones": ["z1"]}}),
+                ),
             ),
             (
                 UpdateMemberRequest {

@@ -25,7 +25,8 @@ use crate::api::types::{
     GetInstanceRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest, KubeObject,
     KubeconfigOptions, KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListOptions,
     ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList, PatchObjectRequest,
-    RemoveClusterRequest, UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+    RemoveClusterRequest, UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest,
+    Workload, WorkloadList,
 };
 
 /// What every REST handler shares.
@@ -303,7 +304,11 @@ impl KindCall {
 
     /// A typed PATCH is the generic one of the kind's resource: the same checks, patch types
     /// and answers.
-    async fn patch(self, options: PatchOptions, PatchBody(patch_type, patch): PatchBody) -> Written {
+    async fn patch(
+        self,
+        options: PatchOptions,
+        PatchBody(patch_type, patch): PatchBody,
+    ) -> Written {
         let (instance, kind, namespace) = self.at()?;
         let (group, version, _, plural) = kind.gvk_plural();
         let req = PatchObjectRequest {

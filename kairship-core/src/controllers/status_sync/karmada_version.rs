@@ -62,10 +62,12 @@ pub fn karmada_version_of(deployments: &[Deployment]) -> Option<String> {
         .filter_map(|c| c.image.as_deref())
         .collect();
     COMPONENT_IMAGES.iter().find_map(|component| {
-        images.iter().find_map(|image| match image_name_and_tag(image) {
-            (name, Some(tag)) if name == *component && is_release(tag) => Some(tag.to_owned()),
-            _ => None,
-        })
+        images
+            .iter()
+            .find_map(|image| match image_name_and_tag(image) {
+                (name, Some(tag)) if name == *component && is_release(tag) => Some(tag.to_owned()),
+                _ => None,
+            })
     })
 }
 
@@ -105,27 +107,22 @@ mod tests {
                 vec![vec!["docker.io/karmada/karmada-webhook:v1.17.1@sha256:abc"]],
                 Some("v1.17.1"),
             ),
-            (
-                vec![vec!["registry.k8s.io/kube-apiserver:v1.36.2"]],
-                None,
-            ),
+            (vec![vec!["registry.k8s.io/kube-apiserver:v1.36.2"]], None),
             (
                 vec![vec!["docker.io/karmada/karmada-controller-manager:latest"]],
                 None,
             ),
             (
-                vec![vec!["docker.io/karmada/karmada-controller-manager@sha256:abc"]],
+                vec![vec![
+                    "docker.io/karmada/karmada-controller-manager@sha256:abc",
+                ]],
                 None,
             ),
             (vec![], None),
         ];
         for (deployments, want) in cases {
             let ds: Vec<Deployment> = deployments.iter().map(|i| deployment(i)).collect();
-            assert_eq!(
-                karmada_version_of(&ds).as_deref(),
-                want,
-                "{deployments:?}"
-            );
+            assert_eq!(karmada_version_of(&ds).as_deref(), want, "{deployments:?}");
         }
     }
 
