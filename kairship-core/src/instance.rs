@@ -470,8 +470,9 @@ pub struct InstanceStatus {
     /// Whether the Karmada control plane currently answers.
     #[serde(default)]
     pub control_plane_ready: bool,
-    /// Karmada version: the operator's (Provision); for Adopt, the `gitVersion` the instance's API
-    /// server answers on `/version`.
+    /// Karmada release: the operator's (Provision); for Adopt, the image tag of Karmada's
+    /// component Deployments on the host (unset when none is found). Never the API server's
+    /// `/version`, which is the Kubernetes version (`kubernetesVersion`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub karmada_version: Option<String>,
     /// Kubernetes version reported by the Karmada apiserver's `/version`.
