@@ -292,6 +292,8 @@ fn controller_manager_rbac_holds_what_it_grants_and_what_it_does() {
             ("rbac.authorization.k8s.io", "rolebindings", "list"),
             ("rbac.authorization.k8s.io", "rolebindings", "delete"),
             ("", "secrets", "get"),
+            // An adopted instance's Karmada release, from its component Deployments.
+            ("apps", "deployments", "list"),
             ("operator.karmada.io", "karmadas", "create"),
             ("operator.karmada.io", "karmadas", "delete"),
             ("", "events", "create"),

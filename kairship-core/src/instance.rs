@@ -20,6 +20,9 @@ pub const FINALIZER: &str = "kairship.io/instance-protection";
 /// Annotation that, set to `"true"`, lets an Instance be deleted while it still has member
 /// clusters.
 pub const FORCE_DELETE_ANNOTATION: &str = "kairship.io/force-delete";
+/// Annotation of an Adopt instance naming the host namespace its Karmada components run in
+/// (where its Karmada release is read from; `karmada-system` without it).
+pub const KARMADA_NAMESPACE_ANNOTATION: &str = "kairship.io/karmada-namespace";
 /// Label carried by every object Kairship creates on behalf of an Instance; its value is the
 /// Instance name.
 pub const INSTANCE_LABEL: &str = "kairship.io/instance";
@@ -467,8 +470,9 @@ pub struct InstanceStatus {
     /// Whether the Karmada control plane currently answers.
     #[serde(default)]
     pub control_plane_ready: bool,
-    /// Karmada version: the operator's (Provision); for Adopt, the `gitVersion` the instance's API
-    /// server answers on `/version`.
+    /// Karmada release: the operator's (Provision); for Adopt, the image tag of Karmada's
+    /// component Deployments on the host (unset when none is found). Never the API server's
+    /// `/version`, which is the Kubernetes version (`kubernetesVersion`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub karmada_version: Option<String>,
     /// Kubernetes version reported by the Karmada apiserver's `/version`.

@@ -390,7 +390,8 @@ fn deployment(name: &str) -> Value {
 #[tokio::test]
 async fn instances_crud_sorting_and_visibility() {
     let env = Env::start().await;
-    // A second instance whose credentials are not published: deletable, and viewer cannot see it.
+    // A second instance whose credentials are not published: its members cannot be counted,
+    // so it is deleted only when forced; the viewer cannot see it.
     let created = env.ok("POST", &format!("{P}/instances"), Some(json!({"metadata": {"name": "inst-2", "labels": {"env": "dev"}},
         "spec": {"mode": "Adopt", "kubeconfigSecretRef": {"namespace": KAIRSHIP_NS, "name": "missing"}}}))).await;
     assert_eq!(created["kind"], "Instance");
@@ -536,7 +537,23 @@ async fn instances_crud_sorting_and_visibility() {
         )
         .await;
     assert_eq!(error_of(status, &body), (403, 7));
-    env.ok("DELETE", &format!("{P}/instances/inst-2"), None)
+    let (status, body) = env
+        .call(
+            "DELETE",
+            &format!("{P}/instances/inst-2"),
+            Some(ADMIN),
+            None,
+        )
+        .await;
+    assert_eq!(error_of(status, &body), (400, 9));
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be reached"),
+        "{body}"
+    );
+    env.ok("DELETE", &format!("{P}/instances/inst-2?force=true"), None)
         .await;
     let (status, body) = env
         .call("GET", &format!("{P}/instances/inst-2"), Some(ADMIN), None)

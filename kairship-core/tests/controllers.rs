@@ -849,22 +849,102 @@ async fn adopt_credentials_name_the_secret_and_key_without_fallback() {
         r#"Secret kairship-system/absent-kubeconfig not found (key "kubeconfig")"#
     );
     let running = wait_state(&hc, "fallback", InstanceState::Running, LIMIT).await;
-    // Adopt: the Version column shows what the instance's /version answers.
+    // `/version` of Karmada's API server is its Kubernetes version; no component Deployment
+    // on this host names the Karmada release, so that is unknown.
     let version = karmada
         .client()
         .apiserver_version()
         .await
         .unwrap()
         .git_version;
-    assert_eq!(
-        running.status.unwrap().karmada_version.as_deref(),
-        Some(version.as_str())
-    );
+    let status = running.status.unwrap();
+    assert_eq!(status.kubernetes_version.as_deref(), Some(version.as_str()));
+    assert_eq!(status.karmada_version, None);
     let keyed = get_instance(&hc, "keyed").await.unwrap().status.unwrap();
     assert_eq!(
         keyed.state,
         InstanceState::InProcess,
         "never read another key"
     );
+    stop.cancel();
+}
+
+/// Karmada's component Deployment on the host, as the Helm chart and `karmadactl init` run it.
+async fn karmada_component(hc: &Client, namespace: &str, image: &str) {
+    ensure_namespace(hc, namespace).await;
+    let labels = serde_json::json!({"app": "karmada-controller-manager"});
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "karmada-controller-manager", "labels": labels},
+        "spec": {"selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "karmada-controller-manager", "image": image}]}}}
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(hc.clone(), namespace)
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adopted_instance_reports_the_karmada_release_not_the_kubernetes_version() {
+    let host = host().await;
+    let hc = host.client();
+    let karmada = karmada_with_one_member(&hc, "released").await;
+    // A second Karmada whose components run in a namespace of their own, named by the
+    // annotation.
+    let other = karmada_with_one_member(&hc, "elsewhere").await;
+    karmada_component(
+        &hc,
+        "karmada-system",
+        "docker.io/karmada/karmada-controller-manager:v1.19.0",
+    )
+    .await;
+    karmada_component(
+        &hc,
+        "karmada-edge",
+        "registry.example/karmada/karmada-controller-manager:v1.18.2",
+    )
+    .await;
+    let (_ctx, stop) = start_manager(&hc, fast_config());
+    let instances: Api<Instance> = Api::all(hc.clone());
+    instances
+        .create(&PostParams::default(), &adopt_instance("released"))
+        .await
+        .unwrap();
+    let mut annotated = adopt_instance("elsewhere");
+    annotated.metadata.annotations = Some(BTreeMap::from([(
+        "kairship.io/karmada-namespace".to_owned(),
+        "karmada-edge".to_owned(),
+    )]));
+    instances
+        .create(&PostParams::default(), &annotated)
+        .await
+        .unwrap();
+    for (name, cluster, release) in [
+        ("released", &karmada, "v1.19.0"),
+        ("elsewhere", &other, "v1.18.2"),
+    ] {
+        let kubernetes = cluster
+            .client()
+            .apiserver_version()
+            .await
+            .unwrap()
+            .git_version;
+        assert_ne!(kubernetes, release);
+        let status = eventually("the Karmada release in the status", LIMIT, || async {
+            get_instance(&hc, name)
+                .await?
+                .status
+                .filter(|s| s.karmada_version.is_some() && s.kubernetes_version.is_some())
+        })
+        .await;
+        assert_eq!(status.karmada_version.as_deref(), Some(release), "{name}");
+        assert_eq!(
+            status.kubernetes_version.as_deref(),
+            Some(kubernetes.as_str()),
+            "{name}"
+        );
+    }
     stop.cancel();
 }

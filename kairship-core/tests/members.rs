@@ -792,7 +792,9 @@ async fn labels_taints_and_location_are_updated_over_rest_and_grpc() {
             .map_or(0, |t| t.as_array().map_or(0, Vec::len)),
         0
     );
-    assert_eq!(updated["spec"]["zone"], "z1");
+    // Karmada v1.19 keeps zones in `spec.zones`; the deprecated `zone` stays unset.
+    assert_eq!(updated["spec"]["zones"], json!(["z1"]));
+    assert_eq!(updated["spec"].get("zone"), None);
     assert_eq!(updated["spec"].get("region"), None);
     assert_eq!(updated["spec"]["secretRef"]["name"], "m7");
 
@@ -835,7 +837,7 @@ async fn labels_taints_and_location_are_updated_over_rest_and_grpc() {
     assert_eq!(answer["metadata"]["labels"].get("gpu"), None);
     assert_eq!(answer["spec"]["taints"][0]["effect"], "NoExecute");
     assert_eq!(answer["spec"]["provider"], "aws");
-    assert_eq!(answer["spec"]["zone"], "z1");
+    assert_eq!(answer["spec"]["zones"], json!(["z1"]));
 
     // A kubeconfig that would run a program on the server is refused before anything is made.
     let marker = std::env::temp_dir().join(format!("kairship-exec-{}", std::process::id()));

@@ -42,6 +42,7 @@ pub use apiserver::pki::{CertificateError, ClusterPki, IssuedCertificate};
 pub use apiserver::proxy_hooks::{ProxyFuture, ProxyHandler, ProxyHandlers, ProxyRequest};
 pub use apiserver::requests::{RequestCounts, RequestKind};
 pub use apiserver::state::{ClusterOptions, ClusterState};
+pub use apiserver::strategy_hooks::{StrategyHook, StrategyHooks};
 pub use sim::{KubeletState, SimNode, Simulator};
 
 // The modules' paths from before the layer folders, so that imports such as

@@ -7,10 +7,7 @@
 use kube_sandbox::{Cluster, ServeOptions, SimNode};
 use serde_json::{Value, json};
 
-const REFERENCE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/testdata/kube-apiserver-v1.36"
-);
+const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/kube-apiserver-v1.36");
 const AGGREGATED: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kairship_core::access::WriteIdentity;
@@ -25,7 +26,8 @@ use kairship_core::api::{BearerToken, CreateKubeconfigRequest, tls};
 use kairship_core::auth::SubjectAccessReviewAuthorizer;
 use kairship_core::controllers::{Context, ControllerConfig, NoopRegistry};
 use kairship_core::instance::{
-    DeletionPolicy, Instance, InstanceMode, InstanceSpec, InstanceState, SecretKeyReference,
+    DeletionPolicy, Instance, InstanceMode, InstanceSpec, InstanceState,
+    KARMADA_NAMESPACE_ANNOTATION, SecretKeyReference,
 };
 use kairship_core::rbac::InstanceRole;
 use kube::api::{ObjectMeta, PostParams};
@@ -100,6 +102,40 @@ async fn create_crds(client: &Client, crds: Vec<CustomResourceDefinition>) -> an
     Ok(())
 }
 
+/// The release the sandbox's Karmada instances stand for (the tag of their component images).
+const SANDBOX_KARMADA_VERSION: &str = "v1.19.0";
+
+/// Where a Karmada install runs its components on the host, as the Helm chart and `karmadactl
+/// init` do: the karmada-controller-manager Deployment, whose image tag names the release
+/// (what the controller-manager reports as the instance's `karmadaVersion`). Its pods stay
+/// Pending: the host has no nodes.
+async fn karmada_components(host: &Client, namespace: &str) -> anyhow::Result<()> {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+    Api::<Namespace>::all(host.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .with_context(|| format!("creating the namespace {namespace}"))?;
+    let labels = json!({"app": "karmada-controller-manager"});
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "karmada-controller-manager", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{
+                    "name": "karmada-controller-manager",
+                    "image": format!("docker.io/karmada/karmada-controller-manager:{SANDBOX_KARMADA_VERSION}"),
+                }]},
+            },
+        },
+    }))?;
+    Api::<Deployment>::namespaced(host.clone(), namespace)
+        .create(&PostParams::default(), &deployment)
+        .await
+        .with_context(|| format!("creating karmada-controller-manager in {namespace}"))?;
+    Ok(())
+}
+
 /// One Karmada instance: its resource types and `members` (name, ready, nodes, cpu, memory).
 async fn karmada_instance(
     name: &str,
@@ -111,8 +147,10 @@ async fn karmada_instance(
     // Karmada's cluster proxy to their members.
     let cluster = kube_sandbox::Cluster::with_options(
         name,
-        kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy(
-            kube_sandbox::ClusterOptions::default(),
+        kairship_core::karmada_sim::cluster_strategy::with_cluster_strategy(
+            kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy(
+                kube_sandbox::ClusterOptions::default(),
+            ),
         ),
     );
     let client = cluster.client();
@@ -300,7 +338,9 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
             ..Secret::default()
         };
         secrets.create(&PostParams::default(), &secret).await?;
-        let instance = Instance::new(
+        let components = format!("{name}-system");
+        karmada_components(&hc, &components).await?;
+        let mut instance = Instance::new(
             name,
             InstanceSpec {
                 mode: InstanceMode::Adopt,
@@ -314,6 +354,10 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
                 deletion_policy: DeletionPolicy::Retain,
             },
         );
+        instance.metadata.annotations = Some(BTreeMap::from([(
+            KARMADA_NAMESPACE_ANNOTATION.to_owned(),
+            components,
+        )]));
         instance_api
             .create(&PostParams::default(), &instance)
             .await?;

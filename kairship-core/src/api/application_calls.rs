@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
 use super::applications::{
@@ -22,6 +23,7 @@ use super::kairship::KairshipService;
 use super::kinds::ResourceKind;
 use super::types::{ListOptions, Object};
 use crate::access::{Caller, InstanceResource, Verb};
+use crate::router::ResourceTarget;
 
 /// How long a restarted Job's old object may take to disappear before the new one is created.
 const JOB_GONE_ATTEMPTS: u32 = 50;
@@ -35,7 +37,7 @@ fn kind_of(part: Part) -> Option<ResourceKind> {
         Part::Workload(W::Deployment) => Some(ResourceKind::Deployments),
         Part::Workload(W::Job) => Some(ResourceKind::Jobs),
         Part::Workload(W::CronJob) => Some(ResourceKind::Cronjobs),
-        Part::Workload(W::StatefulSet | W::DaemonSet) => None,
+        Part::Workload(W::StatefulSet | W::DaemonSet) | Part::Namespace => None,
         Part::Service => Some(ResourceKind::Services),
         Part::PropagationPolicy => Some(ResourceKind::Propagationpolicies),
         Part::OverridePolicy => Some(ResourceKind::Overridepolicies),
@@ -57,8 +59,9 @@ impl KairshipService {
         namespace: &str,
         planned: &Planned,
     ) -> Result<Checked, ApiError> {
+        let namespace = (planned.part != Part::Namespace).then_some(namespace);
         let call = match kind_of(planned.part) {
-            Some(kind) => Inside::resource(instance, kind, Some(namespace), Verb::Create, "create"),
+            Some(kind) => Inside::resource(instance, kind, namespace, Verb::Create, "create"),
             None => {
                 let (group, version, resource) = planned.part.gvr();
                 Inside::generic(
@@ -68,7 +71,7 @@ impl KairshipService {
                         version,
                         resource,
                     },
-                    Some(namespace),
+                    namespace,
                     Verb::Create,
                     "create",
                 )
@@ -98,7 +101,22 @@ impl KairshipService {
         .await
     }
 
-    /// Creates an application's objects in order, or none of them.
+    /// Whether the instance holds the namespace `namespace`.
+    async fn namespace_exists(&self, instance: &str, namespace: &str) -> Result<bool, ApiError> {
+        let namespaces = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "Namespace"),
+            "namespaces",
+        );
+        let target = ResourceTarget::all(instance, namespaces);
+        match self.router.get(&target, namespace).await {
+            Ok(_) => Ok(true),
+            Err(err) if err.is_not_found() => Ok(false),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Creates an application's objects in order, or none of them; a namespace the instance
+    /// does not hold is created first.
     pub(super) async fn run_create_application(
         &self,
         caller: &Caller,
@@ -116,10 +134,14 @@ impl KairshipService {
         )
         .await?;
         let spec = &req.application;
-        let planned = plan(namespace, spec)?;
+        let mut planned = plan(namespace, spec)?;
         if spec.placement.needs_members(&spec.overrides) {
             let members = self.member_clusters(caller, instance).await?;
             check_against_members(spec, &members)?;
+        }
+        let namespace_missing = !self.namespace_exists(instance, namespace).await?;
+        if namespace_missing {
+            planned.insert(0, Planned::namespace(namespace));
         }
         let mut prepared = Vec::with_capacity(planned.len());
         for p in planned {
@@ -134,6 +156,12 @@ impl KairshipService {
         let mut created: Vec<Created> = Vec::with_capacity(total);
         let mut objects = Vec::with_capacity(total);
         for (index, (checked, planned)) in prepared.into_iter().enumerate() {
+            if spec.dry_run && namespace_missing && planned.part != Part::Namespace {
+                // The instance refuses even a dry run in a namespace it does not hold yet:
+                // the object is answered as Kairship checked and prepared it.
+                objects.push(checked.body);
+                continue;
+            }
             match self
                 .router
                 .create(&checked.target, &checked.body, &params)

@@ -85,7 +85,7 @@ pub struct Placement {
     /// Member clusters in one of these regions (`spec.region`).
     #[serde(default)]
     pub regions: Vec<String>,
-    /// Member clusters in one of these zones (`spec.zone`).
+    /// Member clusters in one of these zones (`spec.zones`, or the deprecated `spec.zone`).
     #[serde(default)]
     pub zones: Vec<String>,
     /// Static weight per cluster name: replicas are divided by them (Karmada `Divided`,
@@ -233,6 +233,8 @@ impl WorkloadKind {
 /// What one object of an application is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
+    /// The namespace, when the instance does not hold it yet.
+    Namespace,
     /// The workload.
     Workload(WorkloadKind),
     /// Its Service.
@@ -247,6 +249,7 @@ impl Part {
     /// `(group, version, plural)` of the object, `core` for the core group.
     pub fn gvr(self) -> (&'static str, &'static str, &'static str) {
         match self {
+            Part::Namespace => ("core", "v1", "namespaces"),
             Part::Workload(kind) => kind.gvr(),
             Part::Service => ("core", "v1", "services"),
             Part::PropagationPolicy => (POLICY_GROUP, "v1alpha1", "propagationpolicies"),
@@ -267,9 +270,22 @@ pub struct Planned {
 }
 
 impl Planned {
-    /// `Kind namespace/name`, for messages.
+    /// The Namespace of an application whose namespace the instance does not hold yet
+    /// (created first, as `:promote` does).
+    pub fn namespace(namespace: &str) -> Planned {
+        Planned {
+            part: Part::Namespace,
+            name: namespace.to_owned(),
+            body: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+        }
+    }
+
+    /// `Kind namespace/name` (`Namespace name`), for messages.
     pub fn describe(&self) -> String {
         let kind = self.body["kind"].as_str().unwrap_or_default();
+        if self.part == Part::Namespace {
+            return format!("{kind} {}", self.name);
+        }
         let ns = self.body["metadata"]["namespace"]
             .as_str()
             .unwrap_or_default();
@@ -288,8 +304,30 @@ pub struct MemberCluster {
     pub provider: Option<String>,
     /// `spec.region`.
     pub region: Option<String>,
-    /// `spec.zone`.
-    pub zone: Option<String>,
+    /// `spec.zones`, with the deprecated `spec.zone` when set.
+    pub zones: Vec<String>,
+}
+
+/// The zones of a `Cluster`: `spec.zones`, and the deprecated `spec.zone` when it is set (a
+/// Karmada before v1.7, or a Cluster stored before `zones` existed).
+pub fn cluster_zones(cluster: &Value) -> Vec<String> {
+    let mut zones: Vec<String> = cluster
+        .pointer("/spec/zones")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|z| !z.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(zone) = cluster
+        .pointer("/spec/zone")
+        .and_then(Value::as_str)
+        .filter(|z| !z.is_empty() && !zones.iter().any(|known| known == z))
+    {
+        zones.push(zone.to_owned());
+    }
+    zones
 }
 
 impl MemberCluster {
@@ -314,7 +352,7 @@ impl MemberCluster {
                 .unwrap_or_default(),
             provider: text("/spec/provider"),
             region: text("/spec/region"),
-            zone: text("/spec/zone"),
+            zones: cluster_zones(cluster),
         }
     }
 }
@@ -340,7 +378,9 @@ impl Placement {
                 .all(|(k, v)| cluster.labels.get(k) == Some(v))
             && one_of(&self.providers, &cluster.provider)
             && one_of(&self.regions, &cluster.region)
-            && one_of(&self.zones, &cluster.zone)
+            // Karmada's `matchZones` for `In`: any zone of the cluster among the values
+            // (`pkg/util/selector.go`).
+            && (self.zones.is_empty() || cluster.zones.iter().any(|z| self.zones.contains(z)))
     }
 
     /// Clusters named by weights or overrides that the placement does not list by name: they
@@ -1133,6 +1173,33 @@ mod tests {
             planned[1].body["spec"]["resourceSelectors"],
             json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}])
         );
+    }
+
+    #[test]
+    fn zones_of_a_cluster_and_placement_by_zone() {
+        // (spec of the Cluster, zones placement sees)
+        let cases = [
+            (json!({"zones": ["eu-1a", "eu-1b"]}), vec!["eu-1a", "eu-1b"]),
+            (json!({"zone": "eu-1a"}), vec!["eu-1a"]),
+            (json!({"zone": "", "zones": ["eu-1b"]}), vec!["eu-1b"]),
+            (json!({"zone": "eu-1a", "zones": ["eu-1a"]}), vec!["eu-1a"]),
+            (json!({"region": "eu"}), vec![]),
+        ];
+        for (spec, want) in cases {
+            let cluster = json!({"metadata": {"name": "m"}, "spec": spec});
+            assert_eq!(cluster_zones(&cluster), want, "{spec}");
+        }
+        let placement = Placement {
+            zones: vec!["eu-1b".into(), "eu-1c".into()],
+            ..Default::default()
+        };
+        let member =
+            |spec: Value| MemberCluster::of(&json!({"metadata": {"name": "m"}, "spec": spec}));
+        // Karmada's `In` on zones: any zone of the cluster among the values.
+        assert!(placement.selects(&member(json!({"zones": ["eu-1a", "eu-1b"]}))));
+        assert!(placement.selects(&member(json!({"zone": "eu-1c"}))));
+        assert!(!placement.selects(&member(json!({"zones": ["eu-1a"]}))));
+        assert!(!placement.selects(&member(json!({}))));
     }
 
     #[test]

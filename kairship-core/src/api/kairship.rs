@@ -404,21 +404,47 @@ impl KairshipApi for KairshipService {
         )
         .await?;
         let instance = self.read_instance(name).await?;
-        if !force_delete_requested(&instance) {
-            // Ask the instance; when it cannot answer, its last status summary decides.
-            let (count, named) = match self.member_names(name).await {
-                Some(names) => (names.len(), format!(" ({})", names.join(", "))),
-                None => (
-                    usize::try_from(summary_members(&instance)).unwrap_or(0),
-                    String::new(),
-                ),
-            };
-            if count > 0 {
-                return Err(ApiError::failed_precondition(format!(
-                    "instance {name} still has {count} member cluster(s){named}: remove them \
-                     first, or annotate the instance {FORCE_DELETE_ANNOTATION}=true"
-                )));
+        let annotated = force_delete_requested(&instance);
+        if !req.force && !annotated {
+            // Ask the instance itself: its cache and its status summary may be what it held
+            // before it stopped answering.
+            let how = format!(
+                "delete with force=true (or annotate the instance {FORCE_DELETE_ANNOTATION}=true)"
+            );
+            // Bounded: an instance that does not answer in time cannot count its members.
+            let names = tokio::time::timeout(self.config.host_timeout, self.member_names(name))
+                .await
+                .ok()
+                .flatten();
+            match names {
+                Some(names) if !names.is_empty() => {
+                    return Err(ApiError::failed_precondition(format!(
+                        "instance {name} still has {} member cluster(s) ({}): remove them \
+                         first, or {how}",
+                        names.len(),
+                        names.join(", ")
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    let last = summary_members(&instance);
+                    return Err(ApiError::failed_precondition(format!(
+                        "instance {name} cannot be reached, so its member clusters cannot be \
+                         counted (its last status counted {last}): make it reachable, or {how}"
+                    )));
+                }
             }
+        }
+        if req.force && !annotated {
+            // The controller-manager's deletion check reads the annotation.
+            let patch =
+                serde_json::json!({"metadata": {"annotations": {FORCE_DELETE_ANNOTATION: "true"}}});
+            self.host_call(
+                &format!("annotate instance {name} for a forced delete"),
+                self.instances()
+                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await?;
         }
         let deleted = self
             .host_call(

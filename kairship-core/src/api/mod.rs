@@ -90,7 +90,7 @@ pub mod workload;
 
 pub use applications::{
     ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec, ClusterOverride,
-    CreateApplicationRequest, EnvVar, Placement,
+    CreateApplicationRequest, EnvVar, Placement, cluster_zones,
 };
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};

@@ -179,12 +179,17 @@ pub struct UpdateInstanceRequest {
     pub body: Object,
 }
 
-/// `DeleteInstance`: refused while member clusters are joined.
+/// `DeleteInstance`: refused while member clusters are joined, and while the instance
+/// cannot be reached to count them, unless forced.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteInstanceRequest {
     /// Instance name.
     pub instance: String,
+    /// Delete even with member clusters, or when they cannot be counted: sets the
+    /// `kairship.io/force-delete` annotation, then deletes.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// Body of `POST instances/{i}/kubeconfig` (optional).

@@ -676,6 +676,7 @@ async fn delete_instance(
             &signed.caller,
             DeleteInstanceRequest {
                 instance: instance.clone(),
+                force: form::parse(&body).get("force").is_some_and(|v| v == "true"),
             },
         )
         .await

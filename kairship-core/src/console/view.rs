@@ -457,10 +457,11 @@ pub fn delete_instance_page(viewer: &Viewer<'_>, instance: &str, err: Option<&Ap
     if let Some(err) = err {
         error_box(&mut h, err);
     }
-    h.raw("<p>Kairship refuses to delete an instance while member clusters are joined: unjoin them first (or set the force-delete annotation).</p>");
+    h.raw("<p>Kairship refuses to delete an instance while member clusters are joined, or while it cannot be reached to count them: unjoin them first, or delete anyway.</p>");
     let action = format!("/ui/instances/{}/delete", url_segment(instance));
     h.open("form", &[("method", "post"), ("action", &action)]);
     csrf_field(&mut h, viewer.csrf);
+    h.raw("<p><label><input type=\"checkbox\" name=\"force\" value=\"true\"> Delete anyway (member clusters stay joined to the Karmada)</label></p>");
     h.raw("<button id=\"confirm-delete\" class=\"danger\" type=\"submit\">Delete</button> ")
         .raw("<a href=\"/ui/instances\">Cancel</a></form>");
     page("Delete instance", Some(viewer), h)
@@ -664,10 +665,20 @@ fn clusters_section(h: &mut Html, clusters: &[Value]) {
             "/status/kubernetesVersion",
             "/spec/provider",
             "/spec/region",
-            "/spec/zone",
         ] {
             h.el("td", &[], s(c, p).unwrap_or("–"));
         }
+        let zones = crate::api::cluster_zones(c);
+        h.el(
+            "td",
+            &[("class", "zones")],
+            if zones.is_empty() {
+                "–".to_owned()
+            } else {
+                zones.join(", ")
+            }
+            .as_str(),
+        );
         h.el(
             "td",
             &[],
@@ -1364,6 +1375,26 @@ mod tests {
         );
         let html = workload_page(&viewer(), "karmada-a", &w, false, Html::new());
         assert!(!html.contains("action-"), "{html}");
+    }
+
+    #[test]
+    fn the_zone_column_shows_zones_and_the_deprecated_zone() {
+        let mut h = Html::new();
+        clusters_section(
+            &mut h,
+            &[
+                json!({"metadata": {"name": "a"}, "spec": {"zones": ["eu-1a", "eu-1b"]}}),
+                json!({"metadata": {"name": "b"}, "spec": {"zone": "us-1a"}}),
+                json!({"metadata": {"name": "c"}, "spec": {}}),
+            ],
+        );
+        let html = h.finish();
+        let zones: Vec<&str> = html
+            .split("<td class=\"zones\">")
+            .skip(1)
+            .map(|rest| rest.split("</td>").next().unwrap())
+            .collect();
+        assert_eq!(zones, ["eu-1a, eu-1b", "us-1a", "–"]);
     }
 
     #[test]

@@ -230,6 +230,7 @@ pub fn update_instance(m: pb::UpdateInstanceRequest) -> Result<UpdateInstanceReq
 pub fn delete_instance(m: pb::DeleteInstanceRequest) -> DeleteInstanceRequest {
     DeleteInstanceRequest {
         instance: m.instance,
+        force: m.force.unwrap_or(false),
     }
 }
 

@@ -40,9 +40,13 @@ pub struct ClusterSpec {
     /// Region the member runs in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// Zone the member runs in.
+    /// Zone the member runs in: deprecated by Karmada for `zones`, which its API server
+    /// fills from `zone` when only `zone` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
+    /// Zones the member runs in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
     /// Taints on the member cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,

@@ -35,6 +35,9 @@ fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
 
 /// Defaults and checks applied when an object is created.
 pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    if let Some(hook) = state.options.strategy_hooks.find(&rt.group, &rt.plural) {
+        hook.apply(None, obj)?;
+    }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => create_pod(state, rt, obj),
         ("", "secrets") => {
@@ -92,12 +95,15 @@ pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Re
 
 /// Defaults and checks applied when an object is replaced or patched.
 pub fn on_update(
-    _state: &ClusterState,
+    state: &ClusterState,
     rt: &ResourceType,
     old: &Value,
     new: &mut Value,
     status_write: bool,
 ) -> Result<(), ApiError> {
+    if !status_write && let Some(hook) = state.options.strategy_hooks.find(&rt.group, &rt.plural) {
+        hook.apply(Some(old), new)?;
+    }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "secrets") => {
             fold_string_data(new);

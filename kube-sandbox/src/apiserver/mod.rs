@@ -24,6 +24,7 @@ pub mod resources;
 pub mod scale;
 pub mod state;
 pub mod store;
+pub mod strategy_hooks;
 pub mod subresources;
 pub mod table;
 pub mod watch;

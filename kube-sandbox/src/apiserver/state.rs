@@ -53,6 +53,9 @@ pub struct ClusterOptions {
     /// does under an audit policy with a `Metadata` rule for every request. Off by default:
     /// the trail then costs nothing on the read path.
     pub audit_reads: bool,
+    /// Write strategies of resources the embedder serves for an aggregated API server (such
+    /// as Karmada's `clusters`): run on create and update, after the CRD's schema.
+    pub strategy_hooks: crate::apiserver::strategy_hooks::StrategyHooks,
 }
 
 impl Default for ClusterOptions {
@@ -73,6 +76,7 @@ impl Default for ClusterOptions {
             job_pod_run_time: Duration::from_secs(1),
             proxy_handlers: Default::default(),
             audit_reads: false,
+            strategy_hooks: Default::default(),
         }
     }
 }

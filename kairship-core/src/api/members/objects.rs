@@ -255,11 +255,7 @@ pub fn update_patch(req: &UpdateMemberRequest) -> Result<Value, ApiError> {
         check_taints(taints)?;
         spec.insert("taints".into(), taints_json(taints));
     }
-    for (field, value) in [
-        ("provider", &req.provider),
-        ("region", &req.region),
-        ("zone", &req.zone),
-    ] {
+    for (field, value) in [("provider", &req.provider), ("region", &req.region)] {
         if let Some(v) = value {
             check_place(Some(v), field)?;
             // An empty value clears the field.
@@ -268,6 +264,10 @@ pub fn update_patch(req: &UpdateMemberRequest) -> Result<Value, ApiError> {
                 if v.is_empty() { Value::Null } else { json!(v) },
             );
         }
+    }
+    if let Some(zone) = &req.zone {
+        check_place(Some(zone), "zone")?;
+        spec.extend(zone_fields(Some(zone)));
     }
     if !spec.is_empty() {
         patch["spec"] = Value::Object(spec);
@@ -278,6 +278,21 @@ pub fn update_patch(req: &UpdateMemberRequest) -> Result<Value, ApiError> {
         ));
     }
     Ok(patch)
+}
+
+/// The `spec` fields of a merge patch that sets a member's zone (`""` clears it). Karmada
+/// v1.19 keeps zones in `spec.zones`; the deprecated `spec.zone` is cleared with them, since
+/// Karmada refuses a Cluster holding both ("Zone and Zones cannot co-exist",
+/// `pkg/apis/cluster/validation.validateClusterSpecForFieldSelector`).
+pub fn zone_fields(zone: Option<&str>) -> Map<String, Value> {
+    let zones = match zone.filter(|z| !z.is_empty()) {
+        Some(z) => json!([z]),
+        None => Value::Null,
+    };
+    Map::from_iter([
+        ("zone".to_owned(), Value::Null),
+        ("zones".to_owned(), zones),
+    ])
 }
 
 fn taints_json(taints: &[MemberTaint]) -> Value {
@@ -645,11 +660,13 @@ pub fn cluster_object(
     for (field, value) in [
         ("provider", &placement.provider),
         ("region", &placement.region),
-        ("zone", &placement.zone),
     ] {
         if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
             spec[field] = json!(v);
         }
+    }
+    if placement.zone.as_deref().is_some_and(|z| !z.is_empty()) {
+        spec["zones"] = json!([placement.zone]);
     }
     json!({
         "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
@@ -924,8 +941,15 @@ mod tests {
         );
         assert_eq!(c["spec"]["taints"][0]["value"], "gpu");
         assert_eq!(c["spec"]["region"], "eu-west-1");
-        assert!(c["spec"].get("zone").is_none());
+        assert!(c["spec"].get("zone").is_none() && c["spec"].get("zones").is_none());
         assert_eq!(c["metadata"]["labels"]["env"], "prod");
+        let zoned = MemberPlacement {
+            zone: Some("eu-west-1a".into()),
+            ..placement.clone()
+        };
+        let c = cluster_object("i", "m1", SyncMode::Push, None, None, &zoned);
+        assert_eq!(c["spec"]["zones"], json!(["eu-west-1a"]));
+        assert!(c["spec"].get("zone").is_none());
         let pull = cluster_object("i", "m1", SyncMode::Pull, None, None, &placement);
         assert!(pull["spec"].get("secretRef").is_none());
     }
@@ -947,7 +971,16 @@ mod tests {
                     zone: Some("z1".into()),
                     ..Default::default()
                 },
-                Some(json!({"spec": {"taints": [], "region": null, "zone": "z1"}})),
+                Some(
+                    json!({"spec": {"taints": [], "region": null, "zone": null, "zones": ["z1"]}}),
+                ),
+            ),
+            (
+                UpdateMemberRequest {
+                    zone: Some(String::new()),
+                    ..Default::default()
+                },
+                Some(json!({"spec": {"zone": null, "zones": null}})),
             ),
             (UpdateMemberRequest::default(), None),
             (

@@ -34,7 +34,7 @@ pub struct MemberPlacement {
     pub provider: Option<String>,
     /// `spec.region`.
     pub region: Option<String>,
-    /// `spec.zone`.
+    /// `spec.zones: [zone]`.
     pub zone: Option<String>,
 }
 
@@ -71,7 +71,7 @@ pub struct JoinMemberRequest {
     /// Region (`spec.region`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// Zone (`spec.zone`).
+    /// Zone (stored as `spec.zones: [zone]`; Karmada deprecated `spec.zone`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
 }
@@ -135,7 +135,7 @@ pub struct RegisterMemberRequest {
     /// Region (`spec.region`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// Zone (`spec.zone`).
+    /// Zone (stored as `spec.zones: [zone]`; Karmada deprecated `spec.zone`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
 }
@@ -183,7 +183,7 @@ pub struct UpdateMemberRequest {
     /// The new region; `""` clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    /// The new zone; `""` clears it.
+    /// The new zone (`spec.zones: [zone]`, `spec.zone` cleared); `""` clears both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
 }

@@ -12,7 +12,8 @@ use http::HeaderMap;
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, OptionalJson};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, OptionalJson, PatchBody};
+use super::objects::PatchOptions;
 use crate::api::error::ApiError;
 use crate::api::fields::{WriteOptions, with_field_validation};
 use crate::api::kinds::ResourceKind;
@@ -23,8 +24,9 @@ use crate::api::types::{
     DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
     GetInstanceRequest, GetResourceRequest, GetWorkloadRequest, JoinClusterRequest, KubeObject,
     KubeconfigOptions, KubeconfigResponse, ListClustersRequest, ListInstancesRequest, ListOptions,
-    ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList, RemoveClusterRequest,
-    UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest, Workload, WorkloadList,
+    ListResourcesRequest, ListWorkloadsRequest, Object, ObjectList, PatchObjectRequest,
+    RemoveClusterRequest, UpdateClusterRequest, UpdateInstanceRequest, UpdateResourceRequest,
+    Workload, WorkloadList,
 };
 
 /// What every REST handler shares.
@@ -300,6 +302,33 @@ impl KindCall {
         .await
     }
 
+    /// A typed PATCH is the generic one of the kind's resource: the same checks, patch types
+    /// and answers.
+    async fn patch(
+        self,
+        options: PatchOptions,
+        PatchBody(patch_type, patch): PatchBody,
+    ) -> Written {
+        let (instance, kind, namespace) = self.at()?;
+        let (group, version, _, plural) = kind.gvk_plural();
+        let req = PatchObjectRequest {
+            instance,
+            group: if group.is_empty() { "core" } else { group }.to_owned(),
+            version: version.to_owned(),
+            resource: plural.to_owned(),
+            namespace,
+            name: self.name()?,
+            patch_type,
+            patch,
+            field_manager: options.field_manager,
+            force: options.force,
+        };
+        let write = WriteOptions {
+            field_validation: options.field_validation,
+        };
+        written(write, self.state.api.patch_object(&self.auth.caller, req)).await
+    }
+
     async fn delete(self) -> Answer<Object> {
         let (instance, kind, namespace) = self.at()?;
         let req = DeleteResourceRequest {
@@ -374,16 +403,32 @@ pub async fn update_instance(
     written(write, s.api.update_instance(&auth.caller, req)).await
 }
 
-/// Delete an instance (refused while member clusters are joined).
+/// Query parameters of an instance's deletion.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteInstanceOptions {
+    /// Delete even while member clusters are joined or cannot be counted (the instance cannot
+    /// be reached): sets the `kairship.io/force-delete` annotation first.
+    #[serde(default)]
+    pub force: Option<bool>,
+}
+
+/// Delete an instance (refused while member clusters are joined, or cannot be counted because
+/// the instance cannot be reached, unless `force=true`).
 #[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}", tag = "instances",
-    operation_id = "DeleteInstance", params(("instance" = String, Path, description = "Instance name")),
+    operation_id = "DeleteInstance", params(("instance" = String, Path, description = "Instance name"), DeleteInstanceOptions),
     responses((status = 200, body = Object, description = "The Instance being deleted, or a Status"), ErrorResponses))]
 pub async fn delete_instance(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath(instance): ApiPath<String>,
+    ApiQuery(options): ApiQuery<DeleteInstanceOptions>,
 ) -> Answer<Object> {
-    let req = DeleteInstanceRequest { instance };
+    let req = DeleteInstanceRequest {
+        instance,
+        force: options.force.unwrap_or(false),
+    };
     s.api.delete_instance(&auth.caller, req).await.map(Json)
 }
 
@@ -560,6 +605,26 @@ pub async fn update_namespaced(
     ApiJson(body): ApiJson<Object>,
 ) -> Written {
     call.update(write, body).await
+}
+
+/// Patch an object in a namespace; the `Content-Type` says how (as the generic
+/// `resources/{group}/{version}/{resource}/{name}` PATCH of the kind).
+#[utoipa::path(patch, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
+    tag = "resources", operation_id = "PatchNamespacedResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("namespace" = String, Path, description = "Namespace"),
+        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
+        ("name" = String, Path, description = "Object name"), PatchOptions),
+    request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch (built-in kinds), or the intended object for server-side apply (YAML or JSON)",
+        content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
+            (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
+    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
+pub async fn patch_namespaced(
+    call: KindCall,
+    ApiQuery(options): ApiQuery<PatchOptions>,
+    patch: PatchBody,
+) -> Written {
+    call.patch(options, patch).await
 }
 
 /// Delete an object in a namespace (a PropagationPolicy still in use is kept).
@@ -761,6 +826,25 @@ pub async fn update_cluster_scoped(
     ApiJson(body): ApiJson<Object>,
 ) -> Written {
     call.update(write, body).await
+}
+
+/// Patch a cluster-scoped object; the `Content-Type` says how (as the generic
+/// `resources/{group}/{version}/{resource}/{name}` PATCH of the kind).
+#[utoipa::path(patch, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
+    tag = "resources", operation_id = "PatchClusterResource",
+    params(("instance" = String, Path, description = "Instance name"),
+        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
+        ("name" = String, Path, description = "Object name"), PatchOptions),
+    request_body(description = "A JSON merge patch, a JSON patch (array of operations), or the intended object for server-side apply (YAML or JSON)",
+        content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
+            (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
+    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
+pub async fn patch_cluster_scoped(
+    call: KindCall,
+    ApiQuery(options): ApiQuery<PatchOptions>,
+    patch: PatchBody,
+) -> Written {
+    call.patch(options, patch).await
 }
 
 /// Delete a cluster-scoped object (a ClusterPropagationPolicy still in use is kept).

@@ -204,6 +204,7 @@ fn build() -> Builder {
     .add(routes!(
         get_namespaced,
         update_namespaced,
+        patch_namespaced,
         delete_namespaced
     ))
     .add(routes!(
@@ -234,6 +235,7 @@ fn build() -> Builder {
     .add(routes!(
         get_cluster_scoped,
         update_cluster_scoped,
+        patch_cluster_scoped,
         delete_cluster_scoped
     ))
     .add(routes!(members::list_workload_pods))
@@ -458,7 +460,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 57, "{documented:#?}");
+        assert_eq!(documented.len(), 59, "{documented:#?}");
     }
 
     #[test]

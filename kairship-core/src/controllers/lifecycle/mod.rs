@@ -82,13 +82,12 @@ async fn ensure_operator_karmada(ctx: &Context, instance: &Instance) -> Result<(
     Ok(())
 }
 
-/// Member clusters of `instance`: from the watch cache when synced, otherwise by a bounded
-/// direct list; `None` when neither answers.
+/// Member clusters of `instance`, by a bounded list in the instance itself; `None` when it
+/// does not answer. Never from the watch cache: a cache keeps its last list while its watch
+/// fails, so an unreachable instance would seem to have the members it last had (none, for
+/// an instance that had none), and deletion must not proceed on that.
 async fn member_count(ctx: &Context, instance: &Instance) -> Option<usize> {
     let name = instance.name_any();
-    if let Some(count) = ctx.workers.cache(&name).and_then(|c| c.member_count()) {
-        return Some(count);
-    }
     let timeout = ctx.config.request_timeout;
     let kubeconfig = find_kubeconfig(&ctx.host, instance, timeout).await.ok()??;
     let connection = connect(&name, &kubeconfig, timeout).await.ok()?;

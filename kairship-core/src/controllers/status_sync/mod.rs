@@ -6,12 +6,15 @@
 //!
 //! It also publishes the instance's [`Connection`], which the watch caches follow.
 
+pub mod karmada_version;
 pub mod state;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
+use kube::api::ListParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -50,6 +53,10 @@ pub struct ProbeReport {
     pub failures: u32,
     /// `gitVersion` from `/version`, when the probe succeeded.
     pub kubernetes_version: Option<String>,
+    /// Adopt mode: the Karmada release its component Deployments run on the host
+    /// ([`karmada_version::karmada_version_of`]); `Some(None)` when they were listed and none
+    /// names a release, `None` when they were not listed (Provision mode, or the list failed).
+    pub deployed_karmada_version: Option<Option<String>>,
     /// The operator's view (Provision mode only).
     pub operator: Option<OperatorView>,
     /// `spec.provision.karmadaVersion` (Provision mode only).
@@ -85,11 +92,13 @@ pub fn apply_probe(
         i32::try_from(report.failures.min(threshold.max(1))).unwrap_or(i32::MAX);
     if let Some(version) = &report.kubernetes_version {
         status.kubernetes_version = Some(version.clone());
-        // Adopt: no operator reports the release, so the Version column shows what the
-        // instance's API server answers on `/version`.
-        if report.operator.is_none() {
-            status.karmada_version = Some(version.clone());
-        }
+    }
+    // Adopt: the release of the components' images; never the API server's `/version`,
+    // which is the Kubernetes version Karmada's API server was built from.
+    if report.operator.is_none()
+        && let Some(deployed) = &report.deployed_karmada_version
+    {
+        status.karmada_version = deployed.clone();
     }
     if let Some(operator) = &report.operator {
         let version = operator.karmada_version.clone().or_else(|| {
@@ -198,6 +207,26 @@ pub async fn probe(connection: &Connection, timeout: Duration) -> (ProbeOutcome,
     }
 }
 
+/// Adopt mode: the Karmada release of the component Deployments in the instance's Karmada
+/// namespace on the host ([`karmada_version::karmada_namespace`]); `None` for other modes or
+/// when they cannot be listed.
+async fn deployed_karmada_version(ctx: &Context, instance: &Instance) -> Option<Option<String>> {
+    if instance.spec.mode != InstanceMode::Adopt {
+        return None;
+    }
+    let namespace = karmada_version::karmada_namespace(instance);
+    let api: Api<Deployment> = Api::namespaced(ctx.host.clone(), namespace);
+    let params = ListParams::default();
+    match tokio::time::timeout(ctx.config.request_timeout, api.list(&params)).await {
+        Ok(Ok(list)) => Some(karmada_version::karmada_version_of(&list.items)),
+        Ok(Err(err)) => {
+            tracing::debug!(namespace, error = %err, "cannot list Karmada's Deployments");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
 async fn operator_view(ctx: &Context, instance: &Instance) -> Option<OperatorView> {
     let provision = instance.spec.provision.as_ref()?;
     if instance.spec.mode != InstanceMode::Provision {
@@ -289,6 +318,7 @@ pub async fn run_instance(
             outcome,
             failures,
             kubernetes_version,
+            deployed_karmada_version: deployed_karmada_version(&ctx, &instance).await,
             operator: operator_view(&ctx, &instance).await,
             requested_karmada_version: instance
                 .spec
@@ -329,6 +359,7 @@ mod tests {
             outcome,
             failures,
             kubernetes_version: (outcome == ProbeOutcome::Ready).then(|| "v1.31.0".to_owned()),
+            deployed_karmada_version: None,
             operator: None,
             requested_karmada_version: None,
             credentials_problem: None,
@@ -421,7 +452,7 @@ mod tests {
     }
 
     #[test]
-    fn adopt_versions_come_from_the_instance() {
+    fn adopt_versions_come_from_the_instance_and_its_components() {
         let mut s = InstanceStatus::default();
         apply_probe(
             &mut s,
@@ -432,6 +463,7 @@ mod tests {
             now(),
         );
         assert_eq!(s.karmada_version, None);
+        // `/version` is the Kubernetes version: never taken for Karmada's.
         apply_probe(
             &mut s,
             &report(ProbeOutcome::Ready, 0),
@@ -440,9 +472,13 @@ mod tests {
             Some(1),
             now(),
         );
-        assert_eq!(s.karmada_version.as_deref(), Some("v1.31.0"));
+        assert_eq!(s.karmada_version, None);
         assert_eq!(s.kubernetes_version.as_deref(), Some("v1.31.0"));
-        // A failed probe keeps the last known version.
+        let mut found = report(ProbeOutcome::Ready, 0);
+        found.deployed_karmada_version = Some(Some("v1.19.0".into()));
+        apply_probe(&mut s, &found, 3, false, Some(1), now());
+        assert_eq!(s.karmada_version.as_deref(), Some("v1.19.0"));
+        // A failed probe (and a failed list) keeps the last known versions.
         apply_probe(
             &mut s,
             &report(ProbeOutcome::Failed, 1),
@@ -451,7 +487,13 @@ mod tests {
             Some(1),
             now(),
         );
-        assert_eq!(s.karmada_version.as_deref(), Some("v1.31.0"));
+        assert_eq!(s.karmada_version.as_deref(), Some("v1.19.0"));
+        assert_eq!(s.kubernetes_version.as_deref(), Some("v1.31.0"));
+        // Listed, and no component names a release any more: unknown.
+        let mut gone = report(ProbeOutcome::Ready, 0);
+        gone.deployed_karmada_version = Some(None);
+        apply_probe(&mut s, &gone, 3, false, Some(1), now());
+        assert_eq!(s.karmada_version, None);
     }
 
     #[test]

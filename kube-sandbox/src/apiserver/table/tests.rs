@@ -4,15 +4,14 @@
 use super::*;
 use crate::apiserver::resources::{builtin_types, type_from_crd};
 
-const REFERENCE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/testdata/kube-apiserver-v1.36"
-);
+const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/kube-apiserver-v1.36");
 
 fn reference(file: &str) -> Value {
     let path = format!("{REFERENCE}/{file}");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("reference recording {path} is missing ({e}); it is kept under kube-sandbox/testdata")
+        panic!(
+            "reference recording {path} is missing ({e}); it is kept under kube-sandbox/testdata"
+        )
     });
     serde_json::from_str(&text).unwrap()
 }
