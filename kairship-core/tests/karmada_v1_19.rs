@@ -1,4 +1,4 @@
-//! What a real Karmada v1.19 answered (`/work/shared/reference/karmada-v1.19/`), held against
+//! What a real Karmada v1.19 answered (its answers transcribed into the cases below), held against
 //! Kairship over real HTTP and gRPC: a sandbox host, a sandbox Karmada instance with
 //! Karmada's Cluster strategy (`karmada_sim::cluster_strategy`) and cluster proxy, the API
 //! server and, where deletion is concerned, the controller-manager.

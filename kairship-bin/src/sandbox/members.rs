@@ -15,10 +15,11 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{ObjectMeta, PostParams};
+use kairship_core::api::members::objects::{impersonated_subjects, impersonator_rules};
+use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use kube_sandbox::{ServeOptions, Served, SimNode, UserInfo};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::samples;
 use super::users::random_token;
@@ -99,11 +100,11 @@ pub async fn start(
         &impersonator_token,
         UserInfo::new(&user, &["system:serviceaccounts"]),
     );
-    // The impersonator may impersonate and nothing else: the member's RBAC decides for the
-    // callers it acts as.
+    // The impersonator may impersonate and nothing else, and nobody until
+    // `limit_impersonator` names the callers it acts for: the member's RBAC decides for them.
     let role: ClusterRole = serde_json::from_value(json!({
         "metadata": {"name": IMPERSONATOR},
-        "rules": [{"apiGroups": [""], "resources": ["users", "groups", "serviceaccounts"], "verbs": ["impersonate"]}]
+        "rules": impersonator_rules(&[])
     }))?;
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
         "metadata": {"name": IMPERSONATOR},
@@ -124,6 +125,40 @@ pub async fn start(
         served,
         impersonator_token,
     })
+}
+
+/// Lets the member's impersonator act for exactly the subjects that hold the member's cluster
+/// proxy in `instance`, as Karmada's unified-auth controller does (never `system:masters`).
+pub async fn limit_impersonator(instance: &Client, member: &Member) -> anyhow::Result<()> {
+    let name = member.cluster.name();
+    let roles = Api::<ClusterRole>::all(instance.clone())
+        .list(&ListParams::default())
+        .await
+        .with_context(|| format!("listing the ClusterRoles of the instance of {name}"))?;
+    let bindings = Api::<ClusterRoleBinding>::all(instance.clone())
+        .list(&ListParams::default())
+        .await
+        .with_context(|| format!("listing the ClusterRoleBindings of the instance of {name}"))?;
+    let roles: Vec<Value> = roles
+        .items
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    let bindings: Vec<Value> = bindings
+        .items
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    let rules = impersonator_rules(&impersonated_subjects(name, &roles, &bindings));
+    Api::<ClusterRole>::all(member.cluster.client())
+        .patch(
+            IMPERSONATOR,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"rules": rules})),
+        )
+        .await
+        .with_context(|| format!("limiting the impersonator of member {name}"))?;
+    Ok(())
 }
 
 fn secret(name: &str, data: &[(&str, &str)]) -> Secret {

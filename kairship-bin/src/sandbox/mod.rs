@@ -367,6 +367,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
             Duration::from_secs(2),
             shutdown.clone(),
         );
+        // And its cluster controller's handling of execution spaces: an unjoin waits for it.
+        kairship_core::karmada_sim::execution_space::spawn(
+            cluster.client(),
+            Duration::from_secs(2),
+            shutdown.clone(),
+        );
         running.push((cluster, served));
     }
 
@@ -399,10 +405,17 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     }
     // A member cluster no instance has joined yet, to try a join with.
     running.push(spare::start(&options(spare::NAME)).await?);
-    // The members decide for the callers Karmada's cluster proxy impersonates.
+    // The members decide for the callers Karmada's cluster proxy impersonates; each member's
+    // impersonator acts for those who hold its proxy in the instance, and nobody else.
     for (instance, started) in &member_clusters {
+        let instance_client = running
+            .iter()
+            .find(|(cluster, _)| cluster.name() == *instance)
+            .map(|(cluster, _)| cluster.client())
+            .with_context(|| format!("instance {instance} is not running"))?;
         for member in started {
             users::grant_inside(&member.cluster.client(), instance, &users).await?;
+            members::limit_impersonator(&instance_client, member).await?;
         }
     }
 
