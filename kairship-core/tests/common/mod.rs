@@ -26,10 +26,12 @@ use kube_kit::admin::Metrics;
 use kube_sandbox::{ServeOptions, Served};
 use tokio_util::sync::CancellationToken;
 
+pub mod api;
+
 pub const KAIRSHIP_NS: &str = "kairship-system";
 
 /// Karmada's `Cluster` is served by an aggregated apiserver upstream; here a small CRD.
-const CLUSTER_CRD: &str = r#"{
+pub const CLUSTER_CRD: &str = r#"{
   "apiVersion": "apiextensions.k8s.io/v1",
   "kind": "CustomResourceDefinition",
   "metadata": {"name": "clusters.cluster.karmada.io"},
@@ -222,13 +224,12 @@ pub async fn put_kubeconfig_secret(host: &Client, name: &str, key: &str, kubecon
 /// Registers `karmada` on the host as the Adopt-mode Instance `name`: its kubeconfig Secret,
 /// then the Instance.
 pub async fn register_adopted(host: &Client, name: &str, karmada: &KarmadaInstance) {
-    put_kubeconfig_secret(
-        host,
-        &format!("{name}-kubeconfig"),
-        "kubeconfig",
-        &karmada.served.kubeconfig_yaml,
-    )
-    .await;
+    register_adopted_with(host, name, &karmada.served.kubeconfig_yaml).await;
+}
+
+/// Registers the Adopt-mode Instance `name` reaching its Karmada with `kubeconfig`.
+pub async fn register_adopted_with(host: &Client, name: &str, kubeconfig: &str) {
+    put_kubeconfig_secret(host, &format!("{name}-kubeconfig"), "kubeconfig", kubeconfig).await;
     Api::<Instance>::all(host.clone())
         .create(&PostParams::default(), &adopt_instance(name))
         .await
