@@ -3,12 +3,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::time::Duration;
 
+use api_fixture::{ADMIN, ApiEnv, GrpcClient, P, VIEWER};
 use common::KarmadaInstance;
-use common::api::{ADMIN, ApiEnv, GrpcClient, P, VIEWER};
 use common::ensure_namespace;
 use http::StatusCode;
 use kairship_core::grpc::{convert as grpc_convert, convert_apps, pb};

@@ -11,12 +11,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::api::{ADMIN, AdminToken, ApiEnv, Everything, GrpcClient, P};
+use api_fixture::{ADMIN, AdminToken, ApiEnv, Everything, GrpcClient, P};
 use common::{KarmadaInstance, ensure_namespace, eventually};
 use http::StatusCode;
 use kairship_core::grpc::pb;

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::collections::BTreeSet;
@@ -12,7 +14,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::api::{ADMIN, ApiEnv, P, VIEWER};
+use api_fixture::{ADMIN, ApiEnv, P, VIEWER};
 use common::{KarmadaInstance, ensure_namespace, eventually};
 use http::StatusCode;
 use kairship_core::grpc::pb;

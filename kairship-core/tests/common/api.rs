@@ -1,6 +1,8 @@
 //! The Kairship API server in front of a sandbox host and one sandbox Karmada instance, as the
 //! REST and gRPC tests use it: token callers, the service with its router, and helpers to call
-//! the server with a bearer token.
+//! the server with a bearer token. Test files include it beside `mod common;` with
+//! `#[path = "common/api.rs"] mod api_fixture;` (not from `common/mod.rs`, which other crates'
+//! tests include without the HTTP and gRPC dependencies).
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -15,13 +17,13 @@ use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::router::{
     DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadWriteRouter, RouterConfig, SplitRouter,
+    ReadWriteRouter, RouterConfig, SplitRouter, WriteBackend,
 };
 use kube_kit::client::ClientOptions;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{KarmadaInstance, fast_config, register_adopted_with, start_manager};
+use crate::common::{KarmadaInstance, fast_config, register_adopted_with, start_manager};
 
 pub const P: &str = "/apis/kairship.io/v1alpha1";
 pub const ADMIN: &str = "admin-token";
@@ -106,8 +108,14 @@ pub type GrpcClient = kairship_core::grpc::pb::kairship_service_client::Kairship
 >;
 
 /// What differs between the API tests' setups; [`ApiEnv::builder`] starts from the common one.
+/// Wraps the writer that forwards writes to the instance (to count or fail them).
+pub type WrapWriter = Box<dyn FnOnce(InstanceWriter) -> Arc<dyn WriteBackend> + Send>;
+
 pub struct ApiEnvBuilder {
     name: String,
+    host: Option<kube_sandbox::Cluster>,
+    wrap_writer: Option<WrapWriter>,
+    tls: Option<rustls::ServerConfig>,
     user_agent: String,
     instance: Option<KarmadaInstance>,
     register: bool,
@@ -130,6 +138,27 @@ impl ApiEnvBuilder {
     /// The Karmada instance to serve, instead of a fresh `KarmadaInstance::start(name)`.
     pub fn instance(mut self, instance: KarmadaInstance) -> Self {
         self.instance = Some(instance);
+        self
+    }
+
+    /// The host to use, instead of a fresh `common::host()`.
+    pub fn host(mut self, host: kube_sandbox::Cluster) -> Self {
+        self.host = Some(host);
+        self
+    }
+
+    /// Writes reach the instance through `wrap(writer)`.
+    pub fn wrap_writer(
+        mut self,
+        wrap: impl FnOnce(InstanceWriter) -> Arc<dyn WriteBackend> + Send + 'static,
+    ) -> Self {
+        self.wrap_writer = Some(Box::new(wrap));
+        self
+    }
+
+    /// Serves HTTPS with `config`.
+    pub fn tls(mut self, config: Option<rustls::ServerConfig>) -> Self {
+        self.tls = config;
         self
     }
 
@@ -211,7 +240,10 @@ impl ApiEnvBuilder {
 
     pub async fn start(self) -> ApiEnv {
         kube_kit::client::install_crypto_provider();
-        let host = super::host().await;
+        let host = match self.host {
+            Some(host) => host,
+            None => crate::common::host().await,
+        };
         let instance = match self.instance {
             Some(instance) => instance,
             None => KarmadaInstance::start(&self.name).await,
@@ -238,12 +270,17 @@ impl ApiEnvBuilder {
         }
         let clients: Arc<dyn InstanceClients> = host_clients;
         let writer = InstanceWriter::new(clients.clone()).with_identity(self.write_identity);
-        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::with_config(
+        let writer: Arc<dyn WriteBackend> = match self.wrap_writer {
+            Some(wrap) => wrap(writer),
+            None => Arc::new(writer),
+        };
+        let split = Arc::new(SplitRouter::with_config(
             Arc::new(EmbeddedCacheBackend::new(clients.clone())),
             Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(writer),
+            writer,
             self.router,
         ));
+        let router: Arc<dyn ReadWriteRouter> = split.clone();
         let proxy = self.proxy.then(|| {
             kairship_core::proxy::proxy_routes(
                 kairship_core::proxy::ProxyState::new(
@@ -255,8 +292,7 @@ impl ApiEnvBuilder {
                 .with_write_identity(self.write_identity),
             )
         });
-        let mut service =
-            KairshipService::new(host.client(), router, self.authorizer, self.config);
+        let mut service = KairshipService::new(host.client(), router, self.authorizer, self.config);
         if self.discovery {
             service = service.with_discovery(clients, Arc::new(DiscoveryCache::default()));
         }
@@ -279,11 +315,13 @@ impl ApiEnvBuilder {
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, app, None, stop.clone()));
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        tokio::spawn(serve(listener, app, self.tls, stop.clone()));
         ApiEnv {
             host,
             instance,
-            base: format!("http://{addr}"),
+            router: split,
+            base: format!("{scheme}://{addr}"),
             http: reqwest::Client::new(),
             stop,
             manager_stop,
@@ -296,6 +334,7 @@ impl ApiEnvBuilder {
 pub struct ApiEnv {
     pub host: kube_sandbox::Cluster,
     pub instance: KarmadaInstance,
+    pub router: Arc<SplitRouter>,
     pub base: String,
     pub http: reqwest::Client,
     pub stop: CancellationToken,
@@ -317,6 +356,9 @@ impl ApiEnv {
     pub fn builder(name: &str) -> ApiEnvBuilder {
         ApiEnvBuilder {
             name: name.into(),
+            host: None,
+            wrap_writer: None,
+            tls: None,
             user_agent: "kairship-test".into(),
             instance: None,
             register: true,

@@ -26,8 +26,6 @@ use kube_kit::admin::Metrics;
 use kube_sandbox::{ServeOptions, Served};
 use tokio_util::sync::CancellationToken;
 
-pub mod api;
-
 pub const KAIRSHIP_NS: &str = "kairship-system";
 
 /// Karmada's `Cluster` is served by an aggregated apiserver upstream; here a small CRD.
@@ -229,7 +227,13 @@ pub async fn register_adopted(host: &Client, name: &str, karmada: &KarmadaInstan
 
 /// Registers the Adopt-mode Instance `name` reaching its Karmada with `kubeconfig`.
 pub async fn register_adopted_with(host: &Client, name: &str, kubeconfig: &str) {
-    put_kubeconfig_secret(host, &format!("{name}-kubeconfig"), "kubeconfig", kubeconfig).await;
+    put_kubeconfig_secret(
+        host,
+        &format!("{name}-kubeconfig"),
+        "kubeconfig",
+        kubeconfig,
+    )
+    .await;
     Api::<Instance>::all(host.clone())
         .create(&PostParams::default(), &adopt_instance(name))
         .await
