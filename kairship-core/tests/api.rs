@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use api_fixture::{ApiEnv, P};
 use async_trait::async_trait;
-use common::{KAIRSHIP_NS, KarmadaInstance, ensure_namespace};
+use common::{KAIRSHIP_NS, KarmadaInstance, ensure_namespace, install_karmada_crds};
 use http::StatusCode;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kairship_core::access::{
@@ -158,13 +158,6 @@ impl WriteBackend for CountingWrite {
     }
 }
 
-fn load_crd(relative: &str) -> Value {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/crds/upstream/karmada")
-        .join(relative);
-    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 /// The shared API fixture, with the writes that reached the instance and the checks made.
 struct Env {
     api: ApiEnv,
@@ -188,24 +181,14 @@ impl Env {
         kube_kit::client::install_crypto_provider();
         let host = common::host().await;
         let instance = KarmadaInstance::start(INSTANCE).await;
-        let crds: Api<kube::core::DynamicObject> = Api::all_with(
-            instance.client(),
-            &ApiResource::from_gvk_with_plural(
-                &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-                "customresourcedefinitions",
-            ),
-        );
-        for file in [
-            "work.karmada.io_resourcebindings.yaml",
-            "work.karmada.io_clusterresourcebindings.yaml",
-        ] {
-            crds.create(
-                &PostParams::default(),
-                &serde_json::from_value(load_crd(file)).unwrap(),
-            )
-            .await
-            .unwrap();
-        }
+        install_karmada_crds(
+            &instance.client(),
+            &[
+                "work.karmada.io_resourcebindings.yaml",
+                "work.karmada.io_clusterresourcebindings.yaml",
+            ],
+        )
+        .await;
         ensure_namespace(&instance.client(), NS).await;
         let rights = Arc::new(Rights::default());
         let authorizer: Arc<dyn Authorizer> = match access {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api_fixture::{ADMIN, ApiEnv, P, VIEWER};
-use common::{KarmadaInstance, ensure_namespace, eventually};
+use common::{KarmadaInstance, ensure_namespace, eventually, install_karmada_crds};
 use http::StatusCode;
 use kairship_core::grpc::pb;
 use kairship_core::karmada_sim::cluster_status;
@@ -61,20 +61,6 @@ fn logs() -> Logs {
         logs
     })
     .clone()
-}
-
-fn crd_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-        "customresourcedefinitions",
-    )
-}
-
-fn load_crd(relative: &str) -> Value {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/crds/upstream/karmada")
-        .join(relative);
-    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -153,18 +139,14 @@ type Env = ApiEnv;
 impl ApiEnv {
     async fn start() -> Env {
         let instance = KarmadaInstance::start(INSTANCE).await;
-        let crds: Api<DynamicObject> = Api::all_with(instance.client(), &crd_resource());
-        for file in [
-            "work.karmada.io_resourcebindings.yaml",
-            "work.karmada.io_clusterresourcebindings.yaml",
-        ] {
-            crds.create(
-                &PostParams::default(),
-                &serde_json::from_value(load_crd(file)).unwrap(),
-            )
-            .await
-            .unwrap();
-        }
+        install_karmada_crds(
+            &instance.client(),
+            &[
+                "work.karmada.io_resourcebindings.yaml",
+                "work.karmada.io_clusterresourcebindings.yaml",
+            ],
+        )
+        .await;
         let env = ApiEnv::builder(INSTANCE)
             .instance(instance)
             .user_agent("kairship-members-test")

@@ -22,7 +22,7 @@ use std::time::Duration;
 use api_fixture::{ApiEnv, P};
 use async_trait::async_trait;
 use base64::Engine as _;
-use common::{KarmadaInstance, eventually};
+use common::{KarmadaInstance, eventually, install_karmada_crds};
 use http::StatusCode;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb, WriteIdentity,
@@ -134,13 +134,6 @@ async fn grant(client: &Client, name: &str, rules: Value, users: &[&str]) {
     .await;
 }
 
-fn load_crd(relative: &str) -> Value {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/crds/upstream/karmada")
-        .join(relative);
-    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 struct Member {
     cluster: kube_sandbox::Cluster,
     served: Served,
@@ -231,24 +224,15 @@ impl ApiEnv {
         )
         .await;
         let admin = instance.client();
-        let crds: Api<DynamicObject> = Api::all_with(
-            admin.clone(),
-            &ar(
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-                "customresourcedefinitions",
-            ),
-        );
-        for file in [
-            "work.karmada.io_resourcebindings.yaml",
-            "work.karmada.io_clusterresourcebindings.yaml",
-            "work.karmada.io_works.yaml",
-        ] {
-            crds.create(&PostParams::default(), &dynamic(load_crd(file)))
-                .await
-                .unwrap();
-        }
+        install_karmada_crds(
+            &admin,
+            &[
+                "work.karmada.io_resourcebindings.yaml",
+                "work.karmada.io_clusterresourcebindings.yaml",
+                "work.karmada.io_works.yaml",
+            ],
+        )
+        .await;
         // Kairship's identity: impersonation and reads only (docs/kairship/access.md).
         instance
             .cluster

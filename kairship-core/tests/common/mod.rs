@@ -64,6 +64,18 @@ use kube_sandbox::testing::install_crds;
 #[allow(unused_imports)]
 pub use kube_sandbox::testing::eventually_some as eventually;
 
+/// Installs Karmada's CRDs `deploy/crds/upstream/karmada/<file>` in an instance, beyond the ones
+/// [`KarmadaInstance::start`] installs (bindings, Works).
+pub async fn install_karmada_crds(client: &Client, files: &[&str]) {
+    install_crds(
+        client,
+        files
+            .iter()
+            .map(|file| load_crd(&format!("karmada/{file}"))),
+    )
+    .await;
+}
+
 /// The host cluster with every CRD the controllers use.
 pub async fn host() -> kube_sandbox::Cluster {
     let host = kube_sandbox::Cluster::new("host");
