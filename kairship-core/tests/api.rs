@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::collections::BTreeSet;
@@ -11,41 +13,34 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use api_fixture::{ApiEnv, P};
 use async_trait::async_trait;
-use common::{KAIRSHIP_NS, KarmadaInstance, ensure_namespace, register_adopted};
+use common::{KAIRSHIP_NS, KarmadaInstance, ensure_namespace, install_karmada_crds};
 use http::StatusCode;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
 };
 use kairship_core::api::openapi::{check_structure, path_templates};
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{
-    HostInstanceClients, KairshipApi, KairshipService, ServiceConfig, rest, tls,
-};
+use kairship_core::api::{rest, tls};
 use kairship_core::auth::{ReviewCacheConfig, SubjectAccessReviewAuthorizer};
 use kairship_core::grpc::{self, convert as grpc_convert, pb};
 use kairship_core::instance::Instance;
-use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::rbac::{
     InstanceRole, SubjectKind, cluster_role_binding, instance_cluster_roles,
 };
 use kairship_core::router::{
-    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, FallbackReason, InstanceClients,
-    InstanceWriter, ReadWriteRouter, ResourceTarget, RouterConfig, RouterError, SplitRouter,
-    WriteBackend, WriteOutcome,
+    FallbackReason, InstanceWriter, ResourceTarget, RouterConfig, RouterError, WriteBackend,
+    WriteOutcome,
 };
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
-use kube_kit::client::ClientOptions;
 use kube_sandbox::{FaultAction, FaultRule};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-1";
 const NS: &str = "team-a";
-const P: &str = "/apis/kairship.io/v1alpha1";
 const ADMIN: &str = "admin-token";
 const VIEWER: &str = "viewer-token";
 const EDITOR: &str = "editor-token";
@@ -118,7 +113,7 @@ enum Access {
 /// Counts the writes that reach the instance through the router.
 struct CountingWrite {
     inner: InstanceWriter,
-    writes: AtomicUsize,
+    writes: Arc<AtomicUsize>,
 }
 
 #[async_trait]
@@ -163,27 +158,17 @@ impl WriteBackend for CountingWrite {
     }
 }
 
-fn load_crd(relative: &str) -> Value {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/crds/upstream/karmada")
-        .join(relative);
-    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
+/// The shared API fixture, with the writes that reached the instance and the checks made.
 struct Env {
-    host: kube_sandbox::Cluster,
-    instance: KarmadaInstance,
-    base: String,
-    http: reqwest::Client,
-    writes: Arc<CountingWrite>,
-    router: Arc<SplitRouter>,
+    api: ApiEnv,
+    writes: Arc<AtomicUsize>,
     rights: Arc<Rights>,
-    stop: CancellationToken,
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.stop.cancel();
+impl std::ops::Deref for Env {
+    type Target = ApiEnv;
+    fn deref(&self) -> &ApiEnv {
+        &self.api
     }
 }
 
@@ -196,46 +181,15 @@ impl Env {
         kube_kit::client::install_crypto_provider();
         let host = common::host().await;
         let instance = KarmadaInstance::start(INSTANCE).await;
-        let crds: Api<kube::core::DynamicObject> = Api::all_with(
-            instance.client(),
-            &ApiResource::from_gvk_with_plural(
-                &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-                "customresourcedefinitions",
-            ),
-        );
-        for file in [
-            "work.karmada.io_resourcebindings.yaml",
-            "work.karmada.io_clusterresourcebindings.yaml",
-        ] {
-            crds.create(
-                &PostParams::default(),
-                &serde_json::from_value(load_crd(file)).unwrap(),
-            )
-            .await
-            .unwrap();
-        }
+        install_karmada_crds(
+            &instance.client(),
+            &[
+                "work.karmada.io_resourcebindings.yaml",
+                "work.karmada.io_clusterresourcebindings.yaml",
+            ],
+        )
+        .await;
         ensure_namespace(&instance.client(), NS).await;
-        register_adopted(&host.client(), INSTANCE, &instance).await;
-
-        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
-            host.client(),
-            ClientOptions::new("kairship-api-test"),
-            Duration::from_secs(5),
-            Duration::from_secs(30),
-        ));
-        let writes = Arc::new(CountingWrite {
-            inner: InstanceWriter::new(clients.clone()),
-            writes: AtomicUsize::new(0),
-        });
-        let router = Arc::new(SplitRouter::with_config(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-            Arc::new(DirectBackend::new(clients.clone())),
-            writes.clone(),
-            RouterConfig {
-                read_your_writes_timeout: Duration::from_secs(2),
-            },
-        ));
-        let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
         let rights = Arc::new(Rights::default());
         let authorizer: Arc<dyn Authorizer> = match access {
             Access::Fixed => rights.clone(),
@@ -247,44 +201,30 @@ impl Env {
                 ))
             }
         };
-        let service = KairshipService::new(
-            host.client(),
-            router_dyn.clone(),
-            authorizer.clone(),
-            ServiceConfig::default(),
-        )
-        .with_discovery(clients.clone(), Arc::new(DiscoveryCache::default()));
-        let proxy = proxy_routes(ProxyState::new(
-            router_dyn,
-            clients,
-            Arc::new(Tokens),
-            authorizer,
-        ));
-        let api: Arc<dyn KairshipApi> = Arc::new(service);
-        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
-            .await
-            .unwrap();
-        let app = app(AppParts {
-            api,
-            authenticator: Arc::new(Tokens),
-            proxy: Some(proxy),
-            grpc: Some(grpc),
-            console: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        let stop = CancellationToken::new();
-        tokio::spawn(serve(listener, app, tls, stop.clone()));
+        let writes = Arc::new(AtomicUsize::new(0));
+        let counter = writes.clone();
+        let api = ApiEnv::builder(INSTANCE)
+            .host(host)
+            .instance(instance)
+            .callers(Arc::new(Tokens), authorizer)
+            .user_agent("kairship-api-test")
+            .router(RouterConfig {
+                read_your_writes_timeout: Duration::from_secs(2),
+            })
+            .wrap_writer(move |inner| {
+                Arc::new(CountingWrite {
+                    inner,
+                    writes: counter,
+                })
+            })
+            .with_proxy()
+            .tls(tls)
+            .start()
+            .await;
         Env {
-            host,
-            instance,
-            base: format!("{scheme}://{addr}"),
-            http: reqwest::Client::new(),
+            api,
             writes,
-            router,
             rights,
-            stop,
         }
     }
 
@@ -320,7 +260,7 @@ impl Env {
     }
 
     fn writes(&self) -> usize {
-        self.writes.writes.load(Ordering::SeqCst)
+        self.writes.load(Ordering::SeqCst)
     }
 }
 

@@ -3,129 +3,39 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use common::{KarmadaInstance, ensure_namespace, register_adopted};
+use api_fixture::{ADMIN, ApiEnv, GrpcClient, P, VIEWER};
+use common::KarmadaInstance;
+use common::ensure_namespace;
 use http::StatusCode;
-use kairship_core::access::{
-    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
-};
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::{convert as grpc_convert, convert_apps, pb};
-use kairship_core::router::{
-    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadWriteRouter, RouterConfig, SplitRouter,
-};
+use kairship_core::router::RouterConfig;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
-use kube_kit::client::ClientOptions;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-1";
 const NS: &str = "team-a";
-const P: &str = "/apis/kairship.io/v1alpha1";
-const ADMIN: &str = "admin-token";
-const VIEWER: &str = "viewer-token";
 
-struct Tokens;
+type Env = ApiEnv;
 
-#[async_trait]
-impl Authenticator for Tokens {
-    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
-        match token {
-            ADMIN => Ok(Caller::new("admin", vec![])),
-            VIEWER => Ok(Caller::new("viewer", vec![])),
-            _ => Err(AccessError::Unauthenticated("unknown token".into())),
-        }
-    }
-}
-
-/// admin: everything; viewer: reads only.
-struct Rights;
-
-#[async_trait]
-impl Authorizer for Rights {
-    async fn allowed(
-        &self,
-        caller: &Caller,
-        verb: Verb,
-        _: InstanceResource,
-        _: Option<&str>,
-    ) -> Result<bool, AccessError> {
-        Ok(caller.user == "admin" || !verb.is_write())
-    }
-}
-
-struct Env {
-    _host: kube_sandbox::Cluster,
-    instance: KarmadaInstance,
-    base: String,
-    http: reqwest::Client,
-    stop: CancellationToken,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-impl Env {
+impl ApiEnv {
     async fn start() -> Env {
-        kube_kit::client::install_crypto_provider();
-        let host = common::host().await;
         let instance = KarmadaInstance::start(INSTANCE).await;
         ensure_namespace(&instance.client(), NS).await;
-        register_adopted(&host.client(), INSTANCE, &instance).await;
-        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
-            host.client(),
-            ClientOptions::new("kairship-applications-test"),
-            Duration::from_secs(5),
-            Duration::from_secs(30),
-        ));
-        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::with_config(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-            Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients.clone())),
-            RouterConfig {
+        ApiEnv::builder(INSTANCE)
+            .instance(instance)
+            .user_agent("kairship-applications-test")
+            .router(RouterConfig {
                 read_your_writes_timeout: Duration::from_secs(2),
-            },
-        ));
-        let service = KairshipService::new(
-            host.client(),
-            router,
-            Arc::new(Rights),
-            ServiceConfig::default(),
-        )
-        .with_discovery(clients, Arc::new(DiscoveryCache::default()));
-        let api: Arc<dyn KairshipApi> = Arc::new(service);
-        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
+            })
+            .start()
             .await
-            .unwrap();
-        let app = app(AppParts {
-            api,
-            authenticator: Arc::new(Tokens),
-            proxy: None,
-            grpc: Some(grpc),
-            console: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = CancellationToken::new();
-        tokio::spawn(serve(listener, app, None, stop.clone()));
-        Env {
-            _host: host,
-            instance,
-            base: format!("http://{addr}"),
-            http: reqwest::Client::new(),
-            stop,
-        }
     }
 
     async fn call(
@@ -135,26 +45,11 @@ impl Env {
         token: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{path}", self.base))
-            .bearer_auth(token);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        self.call_as(method, path, token, body).await
     }
 
     async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let (status, value) = self.call(method, path, ADMIN, body).await;
-        assert_eq!(status, StatusCode::OK, "{method} {path}: {value}");
-        value
+        self.ok_as_admin(method, path, body).await
     }
 
     /// The status of `GET` on the object `kind/name` of the namespace.
@@ -173,32 +68,7 @@ impl Env {
     }
 
     async fn grpc(&self, token: &'static str) -> GrpcClient {
-        let channel = tonic::transport::Endpoint::from_shared(self.base.clone())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        pb::kairship_service_client::KairshipServiceClient::with_interceptor(
-            channel,
-            BearerMetadata(token),
-        )
-    }
-}
-
-type GrpcClient = pb::kairship_service_client::KairshipServiceClient<
-    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, BearerMetadata>,
->;
-
-#[derive(Clone)]
-struct BearerMetadata(&'static str);
-
-impl tonic::service::Interceptor for BearerMetadata {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        req.metadata_mut().insert(
-            "authorization",
-            format!("Bearer {}", self.0).parse().unwrap(),
-        );
-        Ok(req)
+        self.grpc_as(token).await
     }
 }
 

@@ -7,99 +7,35 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use api_fixture::{ADMIN as TOKEN, AdminToken, ApiEnv, Everything, GrpcClient, P};
 use common::{
-    KAIRSHIP_NS, KarmadaInstance, adopt_instance, ensure_namespace, eventually, fast_config,
-    get_instance, start_manager, wait_state,
+    KAIRSHIP_NS, KarmadaInstance, adopt_instance, ensure_namespace, eventually, get_instance,
+    wait_state,
 };
 use http::StatusCode;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kairship_core::access::{
-    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
-};
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::{convert as grpc_convert, pb};
 use kairship_core::instance::{INSTANCE_LABEL, Instance, InstanceState};
-use kairship_core::router::{
-    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadWriteRouter, SplitRouter,
-};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kube_kit::client::ClientOptions;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const NS: &str = "demo";
-const P: &str = "/apis/kairship.io/v1alpha1";
-const TOKEN: &str = "admin-token";
 const LIMIT: Duration = Duration::from_secs(30);
 
-struct Admin;
+type Env = ApiEnv;
 
-#[async_trait]
-impl Authenticator for Admin {
-    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
-        if token == TOKEN {
-            Ok(Caller::new("admin", vec![]))
-        } else {
-            Err(AccessError::Unauthenticated("unknown token".into()))
-        }
-    }
-}
-
-#[async_trait]
-impl Authorizer for Admin {
-    async fn allowed(
-        &self,
-        _: &Caller,
-        _: Verb,
-        _: InstanceResource,
-        _: Option<&str>,
-    ) -> Result<bool, AccessError> {
-        Ok(true)
-    }
-}
-
-#[derive(Clone)]
-struct Bearer;
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        req.metadata_mut()
-            .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
-        Ok(req)
-    }
-}
-
-struct Env {
-    host: kube_sandbox::Cluster,
-    karmada: KarmadaInstance,
-    base: String,
-    http: reqwest::Client,
-    stop: CancellationToken,
-    manager_stop: CancellationToken,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        self.manager_stop.cancel();
-    }
-}
-
-impl Env {
+impl ApiEnv {
     /// The host (with the controllers running), one Karmada holding the ConfigMap `hello`
     /// in `demo`, and the API server (REST and gRPC) in front of them.
     async fn start() -> Env {
-        kube_kit::client::install_crypto_provider();
-        let host = common::host().await;
         let karmada = KarmadaInstance::start("karmada-pasted").await;
         ensure_namespace(&karmada.client(), NS).await;
         Api::<ConfigMap>::namespaced(karmada.client(), NS)
@@ -115,86 +51,33 @@ impl Env {
             )
             .await
             .unwrap();
-        let (_, manager_stop) = start_manager(&host.client(), fast_config());
-        let stop = CancellationToken::new();
-        let host_clients = Arc::new(HostInstanceClients::new(
-            host.client(),
-            ClientOptions::new("kairship-adopt-test"),
-            Duration::from_secs(5),
-            Duration::from_secs(1),
-        ));
-        tokio::spawn(host_clients.clone().watch_instances(stop.clone()));
-        let clients: Arc<dyn InstanceClients> = host_clients;
-        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::new(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-            Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients.clone())),
-        ));
-        let api: Arc<dyn KairshipApi> = Arc::new(
-            KairshipService::new(
-                host.client(),
-                router,
-                Arc::new(Admin),
-                ServiceConfig::default(),
-            )
-            .with_discovery(clients, Arc::new(DiscoveryCache::default())),
-        );
-        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Admin))
+        ApiEnv::builder("karmada-pasted")
+            .instance(karmada)
+            .unregistered()
+            .with_manager()
+            .callers(Arc::new(AdminToken), Arc::new(Everything))
+            .user_agent("kairship-adopt-test")
+            .client_timings(Duration::from_secs(5), Duration::from_secs(1))
+            .start()
             .await
-            .unwrap();
-        let app = app(AppParts {
-            api,
-            authenticator: Arc::new(Admin),
-            proxy: None,
-            grpc: Some(grpc),
-            console: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, app, None, stop.clone()));
-        Env {
-            host,
-            karmada,
-            base: format!("http://{addr}"),
-            http: reqwest::Client::new(),
-            stop,
-            manager_stop,
-        }
     }
 
     fn kubeconfig(&self) -> String {
-        self.karmada.served.kubeconfig_yaml.clone()
+        self.instance.served.kubeconfig_yaml.clone()
     }
 
     /// The Karmada's server URL: what must never come back in an answer.
     fn server_url(&self) -> String {
-        self.karmada.served.url.clone()
+        self.instance.served.url.clone()
     }
 
     /// Status and raw body text.
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, String) {
-        let mut req = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{path}", self.base))
-            .bearer_auth(TOKEN);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status(), resp.text().await.unwrap())
+        self.send_as(method, path, TOKEN, body).await
     }
 
-    async fn grpc(
-        &self,
-    ) -> pb::kairship_service_client::KairshipServiceClient<
-        tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Bearer>,
-    > {
-        let channel = tonic::transport::Endpoint::from_shared(self.base.clone())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        pb::kairship_service_client::KairshipServiceClient::with_interceptor(channel, Bearer)
+    async fn grpc(&self) -> GrpcClient {
+        self.grpc_as(TOKEN).await
     }
 
     fn secrets(&self) -> Api<Secret> {

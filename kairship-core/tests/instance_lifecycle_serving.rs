@@ -7,21 +7,21 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use api_fixture::{ADMIN as TOKEN, AdminToken, Bearer, Everything, GrpcClient, P};
 use async_trait::async_trait;
 use common::{KAIRSHIP_NS, KarmadaInstance, ensure_namespace, eventually, register_adopted};
 use futures::StreamExt;
 use http::StatusCode;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kairship_core::access::{
-    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
-};
 use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::{convert as grpc_convert, pb};
@@ -43,54 +43,11 @@ use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "prod";
 const NS: &str = "demo";
-const P: &str = "/apis/kairship.io/v1alpha1";
-const TOKEN: &str = "admin-token";
 /// How long after the host reports a change (deletion, re-creation) or after the kubeconfig
 /// refresh period (rotation) every path must have switched over.
 const BOUND: Duration = Duration::from_secs(5);
 /// `--instance-client-refresh` of the test server: how often kubeconfig Secrets are re-read.
 const REFRESH: Duration = Duration::from_secs(1);
-
-struct Admin;
-
-#[async_trait]
-impl Authenticator for Admin {
-    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
-        if token == TOKEN {
-            Ok(Caller::new("admin", vec![]))
-        } else {
-            Err(AccessError::Unauthenticated("unknown token".into()))
-        }
-    }
-}
-
-#[async_trait]
-impl Authorizer for Admin {
-    async fn allowed(
-        &self,
-        _: &Caller,
-        _: Verb,
-        _: InstanceResource,
-        _: Option<&str>,
-    ) -> Result<bool, AccessError> {
-        Ok(true)
-    }
-}
-
-type GrpcClient = pb::kairship_service_client::KairshipServiceClient<
-    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Bearer>,
->;
-
-#[derive(Clone)]
-struct Bearer;
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        req.metadata_mut()
-            .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
-        Ok(req)
-    }
-}
 
 fn configmaps() -> ApiResource {
     ApiResource::erase::<ConfigMap>(&())
@@ -144,7 +101,7 @@ impl Env {
             KairshipService::new(
                 host.client(),
                 router.clone(),
-                Arc::new(Admin),
+                Arc::new(Everything),
                 ServiceConfig::default(),
             )
             .with_discovery(clients.clone(), Arc::new(DiscoveryCache::default())),
@@ -152,15 +109,15 @@ impl Env {
         let proxy = proxy_routes(ProxyState::new(
             router,
             clients,
-            Arc::new(Admin),
-            Arc::new(Admin),
+            Arc::new(AdminToken),
+            Arc::new(Everything),
         ));
-        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Admin))
+        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(AdminToken))
             .await
             .unwrap();
         let app = app(AppParts {
             api,
-            authenticator: Arc::new(Admin),
+            authenticator: Arc::new(AdminToken),
             proxy: Some(proxy),
             grpc: Some(grpc),
             console: None,
@@ -218,7 +175,7 @@ impl Env {
             .connect()
             .await
             .unwrap();
-        pb::kairship_service_client::KairshipServiceClient::with_interceptor(channel, Bearer)
+        pb::kairship_service_client::KairshipServiceClient::with_interceptor(channel, Bearer(TOKEN))
     }
 
     async fn grpc_list(&self) -> Result<Vec<String>, tonic::Status> {

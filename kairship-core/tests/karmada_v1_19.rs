@@ -11,141 +11,45 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use common::{KarmadaInstance, ensure_namespace, eventually, register_adopted};
+use api_fixture::{ADMIN, AdminToken, ApiEnv, Everything, GrpcClient, P};
+use common::{KarmadaInstance, ensure_namespace, eventually};
 use http::StatusCode;
-use kairship_core::access::{
-    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
-};
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::pb;
 use kairship_core::instance::{Instance, InstanceState};
 use kairship_core::karmada_sim::{cluster_proxy, cluster_strategy};
-use kairship_core::router::{
-    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadWriteRouter, RouterConfig, SplitRouter,
-};
+use kairship_core::router::RouterConfig;
 use kube::Api;
 use kube::api::DeleteParams;
-use kube_kit::client::ClientOptions;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "k1";
 const NS: &str = "demo";
-const P: &str = "/apis/kairship.io/v1alpha1";
-const ADMIN: &str = "admin-token";
 const LIMIT: Duration = Duration::from_secs(20);
 
-struct Admin;
+type Env = ApiEnv;
 
-#[async_trait]
-impl Authenticator for Admin {
-    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
-        if token == ADMIN {
-            Ok(Caller::new("admin", vec![]))
-        } else {
-            Err(AccessError::Unauthenticated("unknown token".into()))
-        }
-    }
-}
-
-#[async_trait]
-impl Authorizer for Admin {
-    async fn allowed(
-        &self,
-        _: &Caller,
-        _: Verb,
-        _: InstanceResource,
-        _: Option<&str>,
-    ) -> Result<bool, AccessError> {
-        Ok(true)
-    }
-}
-
-#[derive(Clone)]
-struct Bearer;
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        req.metadata_mut()
-            .insert("authorization", format!("Bearer {ADMIN}").parse().unwrap());
-        Ok(req)
-    }
-}
-
-struct Env {
-    host: kube_sandbox::Cluster,
-    instance: KarmadaInstance,
-    base: String,
-    http: reqwest::Client,
-    stop: CancellationToken,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-impl Env {
+impl ApiEnv {
     async fn start() -> Env {
-        kube_kit::client::install_crypto_provider();
-        let host = common::host().await;
         let options = cluster_strategy::with_cluster_strategy(cluster_proxy::with_cluster_proxy(
             kube_sandbox::ClusterOptions::default(),
         ));
-        let instance = KarmadaInstance::start_with(INSTANCE, options).await;
-        register_adopted(&host.client(), INSTANCE, &instance).await;
-        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
-            host.client(),
-            ClientOptions::new("kairship-karmada-v1-19-test"),
-            Duration::from_secs(2),
-            Duration::from_secs(30),
-        ));
-        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::with_config(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-            Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients.clone())),
-            RouterConfig {
+        ApiEnv::builder(INSTANCE)
+            .instance(KarmadaInstance::start_with(INSTANCE, options).await)
+            .callers(Arc::new(AdminToken), Arc::new(Everything))
+            .user_agent("kairship-karmada-v1-19-test")
+            .client_timings(Duration::from_secs(2), Duration::from_secs(30))
+            .router(RouterConfig {
                 read_your_writes_timeout: Duration::from_secs(2),
-            },
-        ));
-        let service = KairshipService::new(
-            host.client(),
-            router,
-            Arc::new(Admin),
-            ServiceConfig::default(),
-        )
-        .with_discovery(clients, Arc::new(DiscoveryCache::default()));
-        let api: Arc<dyn KairshipApi> = Arc::new(service);
-        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Admin))
+            })
+            .start()
             .await
-            .unwrap();
-        let app = app(AppParts {
-            api,
-            authenticator: Arc::new(Admin),
-            proxy: None,
-            grpc: Some(grpc),
-            console: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = CancellationToken::new();
-        tokio::spawn(serve(listener, app, None, stop.clone()));
-        Env {
-            host,
-            instance,
-            base: format!("http://{addr}"),
-            http: reqwest::Client::new(),
-            stop,
-        }
     }
 
     /// `method path` with `body` sent as `content_type`; the status and the JSON answer.
@@ -181,24 +85,13 @@ impl Env {
     }
 
     async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let (status, value) = self.call(method, path, body).await;
-        assert_eq!(status, StatusCode::OK, "{method} {path}: {value}");
-        value
+        self.ok_as_admin(method, path, body).await
     }
 
     async fn grpc(&self) -> GrpcClient {
-        let channel = tonic::transport::Endpoint::from_shared(self.base.clone())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        pb::kairship_service_client::KairshipServiceClient::with_interceptor(channel, Bearer)
+        self.grpc_as(ADMIN).await
     }
 }
-
-type GrpcClient = pb::kairship_service_client::KairshipServiceClient<
-    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Bearer>,
->;
 
 fn cluster_path(name: &str) -> String {
     format!("{P}/instances/{INSTANCE}/clusters/{name}")

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::collections::BTreeSet;
@@ -12,62 +14,19 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use common::{KarmadaInstance, ensure_namespace, eventually, register_adopted};
+use api_fixture::{ADMIN, ApiEnv, P, VIEWER};
+use common::{KarmadaInstance, ensure_namespace, eventually, install_karmada_crds};
 use http::StatusCode;
-use kairship_core::access::{
-    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
-};
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::pb;
 use kairship_core::karmada_sim::cluster_status;
-use kairship_core::router::{
-    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadWriteRouter, SplitRouter,
-};
 use kube::api::{ListParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
-use kube_kit::client::ClientOptions;
 use kube_sandbox::{ClusterOptions, ServeOptions, Served, SimNode};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-1";
-const P: &str = "/apis/kairship.io/v1alpha1";
-const ADMIN: &str = "admin-token";
-const VIEWER: &str = "viewer-token";
 const LABEL: &str = "kairship.io/member-cluster";
-
-struct Tokens;
-
-#[async_trait]
-impl Authenticator for Tokens {
-    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
-        match token {
-            ADMIN => Ok(Caller::new("admin", vec![])),
-            VIEWER => Ok(Caller::new("viewer", vec![])),
-            _ => Err(AccessError::Unauthenticated("unknown token".into())),
-        }
-    }
-}
-
-/// admin: everything; viewer: reads only.
-struct Rights;
-
-#[async_trait]
-impl Authorizer for Rights {
-    async fn allowed(
-        &self,
-        caller: &Caller,
-        verb: Verb,
-        _: InstanceResource,
-        _: Option<&str>,
-    ) -> Result<bool, AccessError> {
-        Ok(caller.user == "admin" || !verb.is_write())
-    }
-}
 
 /// Everything the service logs, to look for credentials in it.
 #[derive(Clone, Default)]
@@ -102,20 +61,6 @@ fn logs() -> Logs {
         logs
     })
     .clone()
-}
-
-fn crd_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-        "customresourcedefinitions",
-    )
-}
-
-fn load_crd(relative: &str) -> Value {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/crds/upstream/karmada")
-        .join(relative);
-    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -189,79 +134,30 @@ async fn labelled(client: &Client, cluster: &str) -> BTreeSet<String> {
     found
 }
 
-struct Env {
-    _host: kube_sandbox::Cluster,
-    instance: KarmadaInstance,
-    base: String,
-    http: reqwest::Client,
-    stop: CancellationToken,
-}
+type Env = ApiEnv;
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-impl Env {
+impl ApiEnv {
     async fn start() -> Env {
-        kube_kit::client::install_crypto_provider();
-        let host = common::host().await;
         let instance = KarmadaInstance::start(INSTANCE).await;
-        let crds: Api<DynamicObject> = Api::all_with(instance.client(), &crd_resource());
-        for file in [
-            "work.karmada.io_resourcebindings.yaml",
-            "work.karmada.io_clusterresourcebindings.yaml",
-        ] {
-            crds.create(
-                &PostParams::default(),
-                &serde_json::from_value(load_crd(file)).unwrap(),
-            )
-            .await
-            .unwrap();
-        }
-        register_adopted(&host.client(), INSTANCE, &instance).await;
-        let stop = CancellationToken::new();
-        cluster_status::spawn(instance.client(), Duration::from_millis(300), stop.clone());
-        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
-            host.client(),
-            ClientOptions::new("kairship-members-test"),
-            Duration::from_secs(5),
-            Duration::from_secs(30),
-        ));
-        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::new(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-            Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients.clone())),
-        ));
-        let service = KairshipService::new(
-            host.client(),
-            router,
-            Arc::new(Rights),
-            ServiceConfig::default(),
+        install_karmada_crds(
+            &instance.client(),
+            &[
+                "work.karmada.io_resourcebindings.yaml",
+                "work.karmada.io_clusterresourcebindings.yaml",
+            ],
         )
-        .with_discovery(clients, Arc::new(DiscoveryCache::default()));
-        let api: Arc<dyn KairshipApi> = Arc::new(service);
-        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
-            .await
-            .unwrap();
-        let app = app(AppParts {
-            api,
-            authenticator: Arc::new(Tokens),
-            proxy: None,
-            grpc: Some(grpc),
-            console: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, app, None, stop.clone()));
-        Env {
-            _host: host,
-            instance,
-            base: format!("http://{addr}"),
-            http: reqwest::Client::new(),
-            stop,
-        }
+        .await;
+        let env = ApiEnv::builder(INSTANCE)
+            .instance(instance)
+            .user_agent("kairship-members-test")
+            .start()
+            .await;
+        cluster_status::spawn(
+            env.instance.client(),
+            Duration::from_millis(300),
+            env.stop.clone(),
+        );
+        env
     }
 
     /// Status and body text of a call.
@@ -272,15 +168,7 @@ impl Env {
         token: &str,
         body: Option<Value>,
     ) -> (StatusCode, String) {
-        let mut req = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{path}", self.base))
-            .bearer_auth(token);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status(), resp.text().await.unwrap())
+        self.send_as(method, path, token, body).await
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {

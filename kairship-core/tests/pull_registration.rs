@@ -5,84 +5,31 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use api_fixture::{ADMIN, AdminToken, ApiEnv, Everything, P};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{KarmadaInstance, register_adopted};
+use common::{CLUSTER_CRD, KarmadaInstance};
 use http::StatusCode;
-use kairship_core::access::{
-    AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb, WriteIdentity,
-};
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
+use kairship_core::access::WriteIdentity;
 use kairship_core::grpc::pb;
 use kairship_core::instance::Instance;
-use kairship_core::router::{
-    DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter, ReadWriteRouter,
-    SplitRouter,
-};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
-use kube_kit::client::ClientOptions;
 use kube_sandbox::ServeOptions;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-pull";
-const P: &str = "/apis/kairship.io/v1alpha1";
-const ADMIN: &str = "admin-token";
 const LABEL: &str = "kairship.io/member-cluster";
 /// What the connection controller records of a Karmada v1.19.0-rc.0 build.
 const KARMADA_VERSION: &str = "v1.19.0-rc.0-18-gf8fdd02df";
-
-struct Tokens;
-
-#[async_trait]
-impl Authenticator for Tokens {
-    async fn authenticate(&self, token: &str) -> Result<Caller, AccessError> {
-        match token {
-            ADMIN => Ok(Caller::new("admin", vec![])),
-            _ => Err(AccessError::Unauthenticated("unknown token".into())),
-        }
-    }
-}
-
-struct Everything;
-
-#[async_trait]
-impl Authorizer for Everything {
-    async fn allowed(
-        &self,
-        _: &Caller,
-        _: Verb,
-        _: InstanceResource,
-        _: Option<&str>,
-    ) -> Result<bool, AccessError> {
-        Ok(true)
-    }
-}
-
-const CLUSTER_CRD: &str = r#"{
-  "apiVersion": "apiextensions.k8s.io/v1",
-  "kind": "CustomResourceDefinition",
-  "metadata": {"name": "clusters.cluster.karmada.io"},
-  "spec": {
-    "group": "cluster.karmada.io",
-    "scope": "Cluster",
-    "names": {"plural": "clusters", "singular": "cluster", "kind": "Cluster"},
-    "versions": [{
-      "name": "v1alpha1", "served": true, "storage": true,
-      "subresources": {"status": {}},
-      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-    }]
-  }
-}"#;
 
 fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
@@ -105,21 +52,9 @@ fn csrs_resource() -> ApiResource {
     )
 }
 
-struct Env {
-    _host: kube_sandbox::Cluster,
-    instance: KarmadaInstance,
-    base: String,
-    http: reqwest::Client,
-    stop: CancellationToken,
-}
+type Env = ApiEnv;
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-impl Env {
+impl ApiEnv {
     /// The instance serves HTTPS (client certificates authenticate); its CSR signer runs as
     /// Karmada's kube-controller-manager's does.
     async fn start() -> Env {
@@ -130,8 +65,6 @@ impl Env {
     /// exactly the ClusterRole of docs/kairship/access.md and writes impersonating the caller
     /// (`admin`, given every right inside the instance), as the chart deploys it.
     async fn start_as(gateway: bool) -> Env {
-        kube_kit::client::install_crypto_provider();
-        let host = common::host().await;
         let cluster = kube_sandbox::Cluster::new(INSTANCE);
         kube_sandbox::testing::install_crds(
             &cluster.client(),
@@ -149,16 +82,21 @@ impl Env {
             .await
             .unwrap();
         let mut instance = KarmadaInstance { cluster, served };
+        let mut builder = ApiEnv::builder(INSTANCE)
+            .callers(Arc::new(AdminToken), Arc::new(Everything))
+            .user_agent("kairship-pull-test")
+            .without_discovery();
         if gateway {
             documented_gateway(&instance).await;
             instance.served.kubeconfig_yaml = instance
                 .served
                 .kubeconfig_yaml
                 .replace(instance.cluster.auth().admin_token(), GATEWAY_TOKEN);
+            builder = builder.write_identity(WriteIdentity::Impersonate);
         }
-        register_adopted(&host.client(), INSTANCE, &instance).await;
+        let env = builder.instance(instance).start().await;
         // What the connection controller writes: the instance's Karmada version.
-        Api::<Instance>::all(host.client())
+        Api::<Instance>::all(env.host.client())
             .patch_status(
                 INSTANCE,
                 &PatchParams::default(),
@@ -166,66 +104,11 @@ impl Env {
             )
             .await
             .unwrap();
-        let stop = CancellationToken::new();
-        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
-            host.client(),
-            ClientOptions::new("kairship-pull-test"),
-            std::time::Duration::from_secs(5),
-            std::time::Duration::from_secs(30),
-        ));
-        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::new(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-            Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(if gateway {
-                InstanceWriter::new(clients).with_identity(WriteIdentity::Impersonate)
-            } else {
-                InstanceWriter::new(clients)
-            }),
-        ));
-        let service = KairshipService::new(
-            host.client(),
-            router,
-            Arc::new(Everything),
-            ServiceConfig::default(),
-        );
-        let api: Arc<dyn KairshipApi> = Arc::new(service);
-        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
-            .await
-            .unwrap();
-        let app = app(AppParts {
-            api,
-            authenticator: Arc::new(Tokens),
-            proxy: None,
-            grpc: Some(grpc),
-            console: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, app, None, stop.clone()));
-        Env {
-            _host: host,
-            instance,
-            base: format!("http://{addr}"),
-            http: reqwest::Client::new(),
-            stop,
-        }
+        env
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{path}", self.base))
-            .bearer_auth(ADMIN);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        self.call_as(method, path, ADMIN, body).await
     }
 
     fn admin(&self) -> Client {

@@ -11,37 +11,31 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
 mod common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use api_fixture::{ApiEnv, P};
 use async_trait::async_trait;
 use base64::Engine as _;
-use common::{KarmadaInstance, adopt_instance, eventually, put_kubeconfig_secret};
+use common::{KarmadaInstance, eventually, install_karmada_crds};
 use http::StatusCode;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb, WriteIdentity,
 };
-use kairship_core::api::server::{AppParts, app, serve};
-use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
-use kairship_core::instance::Instance;
+use kairship_core::api::ServiceConfig;
 use kairship_core::karmada_sim::{cluster_proxy, cluster_status, execution_space};
-use kairship_core::router::{
-    DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
-    ReadWriteRouter, SplitRouter,
-};
 use kube::api::{ListParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
-use kube_kit::client::ClientOptions;
 use kube_sandbox::{ClusterOptions, ServeOptions, Served, SimNode, UserInfo};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const INSTANCE: &str = "inst-p";
-const P: &str = "/apis/kairship.io/v1alpha1";
 const LABEL: &str = "kairship.io/member-cluster";
 /// Kairship's identity in the instance (docs/kairship/access.md, `kairship-gateway`).
 const KAIRSHIP_TOKEN: &str = "kairship-identity-token";
@@ -140,13 +134,6 @@ async fn grant(client: &Client, name: &str, rules: Value, users: &[&str]) {
     .await;
 }
 
-fn load_crd(relative: &str) -> Value {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../deploy/crds/upstream/karmada")
-        .join(relative);
-    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 struct Member {
     cluster: kube_sandbox::Cluster,
     served: Served,
@@ -222,53 +209,30 @@ impl Member {
     }
 }
 
-struct Env {
-    _host: kube_sandbox::Cluster,
-    instance: KarmadaInstance,
-    base: String,
-    http: reqwest::Client,
-    stop: CancellationToken,
-}
+type Env = ApiEnv;
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-impl Env {
+impl ApiEnv {
     async fn start() -> Env {
         Self::start_with(ServiceConfig::default().unjoin_wait).await
     }
 
     /// The environment, unjoins waiting at most `unjoin_wait` for Karmada.
     async fn start_with(unjoin_wait: Duration) -> Env {
-        kube_kit::client::install_crypto_provider();
-        let host = common::host().await;
         let instance = KarmadaInstance::start_with(
             INSTANCE,
             cluster_proxy::with_cluster_proxy(ClusterOptions::default()),
         )
         .await;
         let admin = instance.client();
-        let crds: Api<DynamicObject> = Api::all_with(
-            admin.clone(),
-            &ar(
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-                "customresourcedefinitions",
-            ),
-        );
-        for file in [
-            "work.karmada.io_resourcebindings.yaml",
-            "work.karmada.io_clusterresourcebindings.yaml",
-            "work.karmada.io_works.yaml",
-        ] {
-            crds.create(&PostParams::default(), &dynamic(load_crd(file)))
-                .await
-                .unwrap();
-        }
+        install_karmada_crds(
+            &admin,
+            &[
+                "work.karmada.io_resourcebindings.yaml",
+                "work.karmada.io_clusterresourcebindings.yaml",
+                "work.karmada.io_works.yaml",
+            ],
+        )
+        .await;
         // Kairship's identity: impersonation and reads only (docs/kairship/access.md).
         instance
             .cluster
@@ -304,70 +268,23 @@ impl Env {
             .kubeconfig_yaml
             .replace(instance.cluster.admin_token(), KAIRSHIP_TOKEN);
         assert_ne!(kubeconfig, instance.served.kubeconfig_yaml);
-        put_kubeconfig_secret(
-            &host.client(),
-            &format!("{INSTANCE}-kubeconfig"),
-            "kubeconfig",
-            &kubeconfig,
-        )
-        .await;
-        Api::<Instance>::all(host.client())
-            .create(&PostParams::default(), &adopt_instance(INSTANCE))
-            .await
-            .unwrap();
-        let stop = CancellationToken::new();
-        cluster_status::spawn(admin.clone(), Duration::from_millis(300), stop.clone());
-        execution_space::spawn(admin.clone(), Duration::from_millis(300), stop.clone());
-        let clients: Arc<dyn InstanceClients> = Arc::new(HostInstanceClients::new(
-            host.client(),
-            ClientOptions::new("kairship-push-members-test"),
-            Duration::from_secs(5),
-            Duration::from_secs(30),
-        ));
-        let router: Arc<dyn ReadWriteRouter> = Arc::new(SplitRouter::new(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-            Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(
-                InstanceWriter::new(clients.clone()).with_identity(WriteIdentity::Impersonate),
-            ),
-        ));
-        let proxy = kairship_core::proxy::proxy_routes(
-            kairship_core::proxy::ProxyState::new(
-                router.clone(),
-                clients.clone(),
-                Arc::new(Callers),
-                Arc::new(Callers),
-            )
-            .with_write_identity(WriteIdentity::Impersonate),
-        );
-        let service = KairshipService::new(
-            host.client(),
-            router,
-            Arc::new(Callers),
-            ServiceConfig {
+        let env = ApiEnv::builder(INSTANCE)
+            .instance(instance)
+            .kubeconfig(kubeconfig)
+            .callers(Arc::new(Callers), Arc::new(Callers))
+            .user_agent("kairship-push-members-test")
+            .write_identity(WriteIdentity::Impersonate)
+            .with_proxy()
+            .without_grpc()
+            .config(ServiceConfig {
                 unjoin_wait,
                 ..ServiceConfig::default()
-            },
-        )
-        .with_discovery(clients, Arc::new(DiscoveryCache::default()));
-        let api: Arc<dyn KairshipApi> = Arc::new(service);
-        let app = app(AppParts {
-            api,
-            authenticator: Arc::new(Callers),
-            proxy: Some(proxy),
-            grpc: None,
-            console: None,
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, app, None, stop.clone()));
-        Env {
-            _host: host,
-            instance,
-            base: format!("http://{addr}"),
-            http: reqwest::Client::new(),
-            stop,
-        }
+            })
+            .start()
+            .await;
+        cluster_status::spawn(admin.clone(), Duration::from_millis(300), env.stop.clone());
+        execution_space::spawn(admin, Duration::from_millis(300), env.stop.clone());
+        env
     }
 
     async fn call(
@@ -377,20 +294,7 @@ impl Env {
         token: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{path}", self.base))
-            .bearer_auth(token);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        self.call_as(method, path, token, body).await
     }
 
     /// Joins `member` as `name` (as alice) and waits until it is Ready.

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 pub const KAIRSHIP_NS: &str = "kairship-system";
 
 /// Karmada's `Cluster` is served by an aggregated apiserver upstream; here a small CRD.
-const CLUSTER_CRD: &str = r#"{
+pub const CLUSTER_CRD: &str = r#"{
   "apiVersion": "apiextensions.k8s.io/v1",
   "kind": "CustomResourceDefinition",
   "metadata": {"name": "clusters.cluster.karmada.io"},
@@ -63,6 +63,18 @@ use kube_sandbox::testing::install_crds;
 /// Polls `check` every 50 ms until it returns `Some`, for at most `limit`.
 #[allow(unused_imports)]
 pub use kube_sandbox::testing::eventually_some as eventually;
+
+/// Installs Karmada's CRDs `deploy/crds/upstream/karmada/<file>` in an instance, beyond the ones
+/// [`KarmadaInstance::start`] installs (bindings, Works).
+pub async fn install_karmada_crds(client: &Client, files: &[&str]) {
+    install_crds(
+        client,
+        files
+            .iter()
+            .map(|file| load_crd(&format!("karmada/{file}"))),
+    )
+    .await;
+}
 
 /// The host cluster with every CRD the controllers use.
 pub async fn host() -> kube_sandbox::Cluster {
@@ -222,11 +234,16 @@ pub async fn put_kubeconfig_secret(host: &Client, name: &str, key: &str, kubecon
 /// Registers `karmada` on the host as the Adopt-mode Instance `name`: its kubeconfig Secret,
 /// then the Instance.
 pub async fn register_adopted(host: &Client, name: &str, karmada: &KarmadaInstance) {
+    register_adopted_with(host, name, &karmada.served.kubeconfig_yaml).await;
+}
+
+/// Registers the Adopt-mode Instance `name` reaching its Karmada with `kubeconfig`.
+pub async fn register_adopted_with(host: &Client, name: &str, kubeconfig: &str) {
     put_kubeconfig_secret(
         host,
         &format!("{name}-kubeconfig"),
         "kubeconfig",
-        &karmada.served.kubeconfig_yaml,
+        kubeconfig,
     )
     .await;
     Api::<Instance>::all(host.clone())
