@@ -204,19 +204,19 @@ pub fn schema_for(api_version: &str, kind: &str) -> Option<&'static Value> {
         ("batch/v1", "Job") => once!(derived::<Job>()),
         ("batch/v1", "CronJob") => once!(derived::<CronJob>()),
         ("policy.karmada.io/v1alpha1", "PropagationPolicy") => once!(karmada_policy(include_str!(
-            "../../../deploy/crds/upstream/karmada/policy.karmada.io_propagationpolicies.yaml"
+            "../../crds/karmada/policy.karmada.io_propagationpolicies.yaml"
         ))),
         ("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy") => {
             once!(karmada_policy(include_str!(
-                "../../../deploy/crds/upstream/karmada/policy.karmada.io_clusterpropagationpolicies.yaml"
+                "../../crds/karmada/policy.karmada.io_clusterpropagationpolicies.yaml"
             )))
         }
         ("policy.karmada.io/v1alpha1", "OverridePolicy") => once!(karmada_policy(include_str!(
-            "../../../deploy/crds/upstream/karmada/policy.karmada.io_overridepolicies.yaml"
+            "../../crds/karmada/policy.karmada.io_overridepolicies.yaml"
         ))),
         ("policy.karmada.io/v1alpha1", "ClusterOverridePolicy") => {
             once!(karmada_policy(include_str!(
-                "../../../deploy/crds/upstream/karmada/policy.karmada.io_clusteroverridepolicies.yaml"
+                "../../crds/karmada/policy.karmada.io_clusteroverridepolicies.yaml"
             )))
         }
         ("kairship.io/v1alpha1", "Instance") => once!({

@@ -1,0 +1,1 @@
+//! Nothing here: the test in `tests/` is the point of this crate.
