@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use futures::StreamExt;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use kube_kit::quantity::{Format, Quantity};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+use super::cluster_passes::{clusters, on_cluster_changes};
 
 /// Field manager of the status writes.
 pub const MANAGER: &str = "karmada-controller-manager";
@@ -178,13 +178,6 @@ pub fn summarize(
     )
 }
 
-fn clusters() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("cluster.karmada.io", "v1alpha1", "Cluster"),
-        "clusters",
-    )
-}
-
 fn decode(secret: &Value, key: &str) -> Option<String> {
     secret
         .pointer(&format!("/data/{key}"))
@@ -326,23 +319,14 @@ pub async fn sync_once(karmada: &Client) -> Result<(), kube::Error> {
 /// Runs the emulated cluster-status controller on `karmada` until `shutdown`: a pass on every
 /// change of a Cluster and every `interval`.
 pub async fn run(karmada: Client, interval: Duration, shutdown: CancellationToken) {
-    let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &clusters());
-    let mut changes = watcher(api, watcher::Config::default()).boxed();
-    loop {
-        if let Err(err) = sync_once(&karmada).await {
-            tracing::debug!(error = %err, "cannot list clusters");
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(interval) => {}
-            event = changes.next() => {
-                if event.is_none() {
-                    // The watch ended; keep the periodic passes.
-                    changes = futures::stream::pending().boxed();
-                }
-            }
-        }
-    }
+    on_cluster_changes(
+        karmada,
+        interval,
+        shutdown,
+        "cluster status",
+        |k| async move { sync_once(&k).await },
+    )
+    .await;
 }
 
 /// Starts [`run`] in the background.

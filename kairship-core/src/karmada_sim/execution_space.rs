@@ -18,14 +18,13 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::cluster_passes::{clusters, on_cluster_changes};
 use super::cluster_status;
 
 /// The cluster controller's finalizer on Clusters.
@@ -42,10 +41,6 @@ pub fn execution_space(cluster: &str) -> String {
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-fn clusters() -> ApiResource {
-    resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters")
 }
 
 fn works() -> ApiResource {
@@ -254,22 +249,14 @@ pub async fn sync_once(karmada: &Client) -> Result<(), kube::Error> {
 /// Runs the emulation on `karmada` until `shutdown`: a pass on every change of a Cluster and
 /// every `interval`.
 pub async fn run(karmada: Client, interval: Duration, shutdown: CancellationToken) {
-    let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &clusters());
-    let mut changes = watcher(api, watcher::Config::default()).boxed();
-    loop {
-        if let Err(err) = sync_once(&karmada).await {
-            tracing::debug!(error = %err, "execution spaces: cannot list clusters");
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(interval) => {}
-            event = changes.next() => {
-                if event.is_none() {
-                    changes = futures::stream::pending().boxed();
-                }
-            }
-        }
-    }
+    on_cluster_changes(
+        karmada,
+        interval,
+        shutdown,
+        "execution spaces",
+        |k| async move { sync_once(&k).await },
+    )
+    .await;
 }
 
 /// Starts [`run`] in the background.

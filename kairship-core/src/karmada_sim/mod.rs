@@ -5,6 +5,7 @@
 //! kube-sandbox clusters holding Karmada's resource types as Karmada would, so that what
 //! Kairship creates behaves as it does in a real instance.
 
+mod cluster_passes;
 pub mod cluster_proxy;
 pub mod cluster_status;
 pub mod cluster_strategy;
