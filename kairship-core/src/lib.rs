@@ -15,6 +15,7 @@ pub mod api;
 pub mod auth;
 pub mod console;
 pub mod controllers;
+pub mod drift;
 pub mod grpc;
 pub mod instance;
 #[cfg(feature = "karmada-sim")]
