@@ -12,6 +12,7 @@
 
 pub mod access;
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod console;
 pub mod controllers;

@@ -28,6 +28,7 @@ pub mod conditions;
 pub mod controller;
 pub mod fields;
 pub mod finalizer;
+pub mod labels;
 pub mod leader;
 pub mod process;
 pub mod quantity;
