@@ -113,7 +113,10 @@ pub fn fuzzy_search(name: &str) -> FuzzySearch {
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.'))
         .map(|part| part.trim_matches(|c: char| !c.is_ascii_alphanumeric()))
         .filter(|part| !part.is_empty() && part.len() <= 63)
-        .max_by_key(|part| part.len())
+        .fold(None::<&str>, |best, part| match best {
+            Some(best) if best.len() >= part.len() => Some(best),
+            _ => Some(part),
+        })
         .map(str::to_owned);
     FuzzySearch {
         label,
@@ -666,13 +669,26 @@ mod tests {
                 true,
             ),
             (
-                // A fuzzy name that cannot be a label value is matched locally, so nothing is
-                // paged or sorted by Clusterpedia.
+                // A fuzzy name that cannot be a label value is narrowed by its longest part
+                // and matched locally, so nothing is paged or sorted by Clusterpedia.
                 request(|q| {
                     q.name = Some("web app".into());
                     q.page_size = Some(5);
                 }),
-                vec![],
+                pairs(&[(
+                    "labelSelector",
+                    "internalstorage.clusterpedia.io/fuzzy-name=web",
+                )]),
+                0,
+                false,
+            ),
+            (
+                // `_` would be a wildcard in Clusterpedia's LIKE.
+                request(|q| q.name = Some("svc_01".into())),
+                pairs(&[(
+                    "labelSelector",
+                    "internalstorage.clusterpedia.io/fuzzy-name=svc",
+                )]),
                 0,
                 false,
             ),
@@ -681,6 +697,112 @@ mod tests {
             assert_eq!(got.params, params);
             assert_eq!(got.offset, offset);
             assert_eq!(got.server_side, server_side);
+        }
+    }
+
+    #[test]
+    fn fuzzy_searches_escape_like_wildcards() {
+        for (name, label, exact) in [
+            ("Web", Some("web"), true),
+            ("0_1", Some("0"), false),
+            ("a-_b-", Some("a"), false),
+            ("%", None, false),
+            ("web_app%x", Some("web"), false),
+            ("db.x_cache", Some("cache"), false),
+        ] {
+            let got = fuzzy_search(name);
+            assert_eq!((got.label.as_deref(), got.exact), (label, exact), "{name}");
+        }
+    }
+
+    #[test]
+    fn names_are_escaped_in_paths() {
+        assert_eq!(
+            clusterpedia_path("kairship-i1", &deployments(), Some("a b"), Some("x?y/z")),
+            "/apis/clusterpedia.io/v1beta1/resources/clusters/kairship-i1/apis/apps/v1/namespaces/a%20b/deployments/x%3Fy%2Fz"
+        );
+    }
+
+    #[test]
+    fn clusterpedias_marks_are_removed() {
+        let object = |v: serde_json::Value| -> DynamicObject { serde_json::from_value(v).unwrap() };
+        let stored = object(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "resourceVersion": "7",
+                "annotations": {SHADOW_CLUSTER_ANNOTATION: "kairship-i1", "keep": "1"}},
+            "spec": {"template": {"metadata": {"creationTimestamp": null, "labels": {"a": "b"}}}}
+        }));
+        let clean = without_clusterpedia_marks(stored);
+        assert_eq!(
+            clean
+                .metadata
+                .annotations
+                .as_ref()
+                .map(|a| a.keys().collect::<Vec<_>>()),
+            Some(vec![&"keep".to_owned()])
+        );
+        assert_eq!(
+            clean.data["spec"]["template"]["metadata"],
+            serde_json::json!({"labels": {"a": "b"}})
+        );
+        let only_shadow = object(serde_json::json!({
+            "metadata": {"name": "x", "annotations": {SHADOW_CLUSTER_ANNOTATION: "c"}},
+            "spec": {"template": {"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}}
+        }));
+        let clean = without_clusterpedia_marks(only_shadow);
+        assert!(clean.metadata.annotations.is_none());
+        assert_eq!(
+            clean.data["spec"]["template"]["metadata"]["creationTimestamp"],
+            "2026-01-01T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn lists_continue_from_their_newest_object() {
+        let at = |rv: &str| -> DynamicObject {
+            serde_json::from_value(
+                serde_json::json!({"metadata": {"name": "x", "resourceVersion": rv}}),
+            )
+            .unwrap()
+        };
+        assert_eq!(list_continuation(&[at("5"), at("12"), at("9")]), Some(12));
+        assert_eq!(list_continuation(&[]), None);
+        assert_eq!(list_continuation(&[at("")]), None);
+    }
+
+    #[test]
+    fn synced_resources_are_those_named_in_their_version() {
+        let group = |group: &str, versions: &[&str], resources: &[&str]| ClusterGroupResources {
+            group: group.into(),
+            versions: versions.iter().map(|v| (*v).into()).collect(),
+            resources: resources.iter().map(|r| (*r).into()).collect(),
+            extra: Default::default(),
+        };
+        let bindings = |version: &str| {
+            ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("work.karmada.io", version, "ResourceBinding"),
+                "resourcebindings",
+            )
+        };
+        let sync = vec![
+            group("apps", &["v1"], &["deployments"]),
+            group("work.karmada.io", &["v1alpha2"], &["resourcebindings"]),
+            group("batch", &[], &["*"]),
+        ];
+        let job =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch", "v1", "Job"), "jobs");
+        let secret = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "Secret"),
+            "secrets",
+        );
+        for (resource, want) in [
+            (deployments(), true),
+            (bindings("v1alpha2"), true),
+            (bindings("v1alpha1"), false),
+            (job, true),
+            (secret, false),
+        ] {
+            assert_eq!(syncs(&sync, &resource), want, "{resource:?}");
         }
     }
 
