@@ -148,6 +148,11 @@ impl Env {
     }
 
     async fn replica(&self, router_config: RouterConfig) -> Replica {
+        self.replica_reading(router_config, false).await
+    }
+
+    /// A replica reading through Clusterpedia, or through the embedded cache when `embedded`.
+    async fn replica_reading(&self, router_config: RouterConfig, embedded: bool) -> Replica {
         let clients = Arc::new(HostInstanceClients::new(
             self.host.client(),
             ClientOptions::new("kairship-test"),
@@ -163,9 +168,16 @@ impl Env {
             },
         ));
         let direct = Arc::new(DirectBackend::new(clients.clone()));
+        let read: Arc<dyn ReadBackend> = if embedded {
+            Arc::new(kairship_core::router::EmbeddedCacheBackend::new(
+                clients.clone(),
+            ))
+        } else {
+            backend.clone()
+        };
         let router = Arc::new(
             SplitRouter::with_config(
-                backend.clone(),
+                read,
                 direct.clone(),
                 Arc::new(InstanceWriter::new(clients.clone())),
                 router_config,
@@ -859,5 +871,73 @@ fn clusterpedias_like_treats_underscore_and_percent_as_wildcards() {
         ("abc", "%%", true),
     ] {
         assert_eq!(sql_like(text, pattern), want, "{text} {pattern}");
+    }
+}
+
+/// p50 of `rounds` GETs of `url` in milliseconds, each answer read to the end.
+async fn p50_ms(http: &reqwest::Client, url: &str, token: &str, rounds: usize) -> f64 {
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = std::time::Instant::now();
+        let response = http.get(url).bearer_auth(token).send().await.unwrap();
+        assert!(response.status().is_success(), "{url}");
+        let body = response.bytes().await.unwrap();
+        assert!(!body.is_empty());
+        samples.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// The cost of a list of 200 Deployments through REST and through the native proxy, on
+/// Clusterpedia and on the embedded cache, beside Karmada's own answer: prints `BENCH` lines
+/// (docs/benchmarks.md). A measurement, not a check: `cargo test -p kairship-core --test
+/// clusterpedia -- --ignored --nocapture list_costs`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run on demand"]
+async fn list_costs() {
+    const COUNT: usize = 200;
+    const ROUNDS: usize = 60;
+    let env = Env::start(stock_with_gate()).await;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(env.karmada.client(), "team-a", &deployments());
+    let mut names = Vec::new();
+    for i in 0..COUNT {
+        let name = format!("bench-{i:03}");
+        api.create(
+            &PostParams::default(),
+            &deployment(&name, json!({"tier": "bench"})),
+        )
+        .await
+        .unwrap();
+        names.push(name);
+    }
+    let last = names.last().unwrap().clone();
+    env.stored(&[last.as_str()]).await;
+    let http = env.http();
+    let direct = format!(
+        "{}/apis/apps/v1/namespaces/team-a/deployments",
+        env.karmada.served.url
+    );
+    let karmada_ms = p50_ms(&http, &direct, env.karmada.cluster.admin_token(), ROUNDS).await;
+    println!("BENCH karmada_list_{COUNT}_p50_ms={karmada_ms:.2}");
+    for (label, embedded) in [("clusterpedia", false), ("embedded", true)] {
+        let r = env.replica_reading(RouterConfig::default(), embedded).await;
+        let proxy = format!(
+            "{}{P}/instances/{INSTANCE}/proxy/apis/apps/v1/namespaces/team-a/deployments",
+            r.base
+        );
+        let rest = format!(
+            "{}{P}/instances/{INSTANCE}/namespaces/team-a/resources/apps/v1/deployments",
+            r.base
+        );
+        // Warm up: caches synced, clients connected.
+        p50_ms(&http, &proxy, ADMIN, 5).await;
+        p50_ms(&http, &rest, ADMIN, 5).await;
+        let proxy_ms = p50_ms(&http, &proxy, ADMIN, ROUNDS).await;
+        let rest_ms = p50_ms(&http, &rest, ADMIN, ROUNDS).await;
+        println!("BENCH {label}_proxy_list_{COUNT}_p50_ms={proxy_ms:.2}");
+        println!("BENCH {label}_rest_list_{COUNT}_p50_ms={rest_ms:.2}");
+        println!("BENCH {label}_rest_over_proxy={:.2}", rest_ms / proxy_ms);
     }
 }
