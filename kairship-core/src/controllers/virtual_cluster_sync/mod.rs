@@ -34,8 +34,7 @@ use crate::instance::{
 use crate::models::pedia::PediaCluster;
 use crate::naming::{pedia_cluster_name, pedia_kubeconfig_secret_name};
 use pedia_cluster::{
-    PediaReadiness, default_sync_resources, pedia_cluster, pedia_cluster_up_to_date,
-    pedia_readiness,
+    PediaReadiness, pedia_cluster, pedia_cluster_up_to_date, pedia_readiness, sync_resources_for,
 };
 
 /// Controller name (metrics, events).
@@ -175,7 +174,8 @@ async fn register(
     }
     let pedia_name = pedia_cluster_name(&name);
     let pedias: Api<PediaCluster> = Api::all(ctx.host.clone());
-    let mut desired = pedia_cluster(&name, default_sync_resources());
+    let sync = sync_resources_for(instance.metadata.annotations.as_ref());
+    let mut desired = pedia_cluster(&name, sync);
     desired.metadata.owner_references = Some(owner);
     let current = pedias
         .get_opt(&pedia_name)

@@ -57,6 +57,24 @@ pub fn default_sync_resources() -> Vec<ClusterGroupResources> {
     ]
 }
 
+/// Instance annotation asking Clusterpedia to sync the instance's Secrets too (`"true"`).
+pub const SYNC_SECRETS_ANNOTATION: &str = "kairship.io/clusterpedia-sync-secrets";
+
+/// The resources synced for an instance with `annotations`: [`default_sync_resources`], plus
+/// core `secrets` when [`SYNC_SECRETS_ANNOTATION`] is `"true"`.
+pub fn sync_resources_for(
+    annotations: Option<&BTreeMap<String, String>>,
+) -> Vec<ClusterGroupResources> {
+    let mut sync = default_sync_resources();
+    let asked = annotations
+        .and_then(|a| a.get(SYNC_SECRETS_ANNOTATION))
+        .is_some_and(|v| v == "true");
+    if asked && let Some(core) = sync.iter_mut().find(|g| g.group.is_empty()) {
+        core.resources.push("secrets".to_owned());
+    }
+    sync
+}
+
 /// Condition reason on the Instance while Clusterpedia has said nothing of the PediaCluster.
 pub const WAITING_FOR_CLUSTERPEDIA: &str = "WaitingForClusterpedia";
 /// Condition reason on the Instance when the PediaCluster is Ready.
@@ -200,6 +218,24 @@ mod tests {
             json["spec"].get("kubeconfig").is_none(),
             "no inline credentials"
         );
+    }
+
+    #[test]
+    fn secrets_are_synced_only_when_asked() {
+        let has_secrets = |sync: &[ClusterGroupResources]| {
+            sync.iter()
+                .any(|g| g.group.is_empty() && g.resources.iter().any(|r| r == "secrets"))
+        };
+        for (value, want) in [(None, false), (Some("false"), false), (Some("true"), true)] {
+            let annotations = value.map(|v: &str| {
+                BTreeMap::from([(SYNC_SECRETS_ANNOTATION.to_owned(), v.to_owned())])
+            });
+            assert_eq!(
+                has_secrets(&sync_resources_for(annotations.as_ref())),
+                want,
+                "{value:?}"
+            );
+        }
     }
 
     #[test]
