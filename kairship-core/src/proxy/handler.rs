@@ -443,13 +443,10 @@ async fn note_write(
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
         return None;
     };
-    let Some(version) = value
+    let version = value
         .pointer("/metadata/resourceVersion")
         .and_then(serde_json::Value::as_str)
-        .filter(|v| !v.is_empty())
-    else {
-        return None;
-    };
+        .filter(|v| !v.is_empty())?;
     // Writes change objects of the path's resource, whatever the subresource.
     let collection = ResourcePath {
         subresource: None,

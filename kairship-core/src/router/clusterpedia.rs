@@ -302,6 +302,9 @@ pub fn clusterpedia_pagination(
     }
 }
 
+/// An instance's `PediaCluster` as last read (`None`: absent or unreadable), and when.
+type ReadCluster = (Instant, Option<Arc<PediaCluster>>);
+
 /// A [`ReadBackend`] reading an instance's resources from Clusterpedia on the host cluster.
 ///
 /// Clusterpedia filters, sorts and pages; it serves no watches, so watches fail with
@@ -315,8 +318,7 @@ pub fn clusterpedia_pagination(
 pub struct ClusterpediaBackend {
     host: kube::Client,
     config: ClusterpediaConfig,
-    /// The instance's `PediaCluster` as last read (`None`: absent or unreadable).
-    readiness: Mutex<HashMap<String, (Instant, Option<Arc<PediaCluster>>)>>,
+    readiness: Mutex<HashMap<String, ReadCluster>>,
     seen: Mutex<HashMap<ResourceKey, u64>>,
 }
 
