@@ -25,6 +25,7 @@ use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::controllers::ReadBackend as Backend;
 use kairship_core::controllers::virtual_cluster_sync::READ_BACKEND_READY;
+use kairship_core::controllers::virtual_cluster_sync::pedia_cluster::SYNC_SECRETS_ANNOTATION;
 use kairship_core::models::pedia::PediaCluster;
 use kairship_core::router::{
     ClusterpediaBackend, ClusterpediaConfig, DirectBackend, DiscoveryCache, FallbackReason,
@@ -422,6 +423,23 @@ async fn reads_through_clusterpedia_answer_like_the_instance() {
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Secret"), "secrets");
     assert!(!r.backend.synced(INSTANCE, &secrets).await);
     assert!(r.backend.synced(INSTANCE, &deployments()).await);
+
+    // Asked for, Secrets are synced too.
+    let instances: Api<kairship_core::instance::Instance> = Api::all(env.host.client());
+    let ask = json!({"metadata": {"annotations": {SYNC_SECRETS_ANNOTATION: "true"}}});
+    instances
+        .patch(INSTANCE, &PatchParams::default(), &Patch::Merge(ask))
+        .await
+        .unwrap();
+    eventually("Clusterpedia to sync Secrets", LIMIT, || async {
+        let stored = env.pedia.stored_resources(CLUSTER);
+        stored.iter().any(|r| r == "/v1/secrets").then_some(())
+    })
+    .await;
+    eventually("Secrets to read through Clusterpedia", LIMIT, || async {
+        r.backend.synced(INSTANCE, &secrets).await.then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
