@@ -24,7 +24,7 @@ use crate::access::{
 };
 use crate::router::{
     EventStream, InstanceConnection, ListQuery, ResourceTarget, RouterError, identity_lost,
-    render_list,
+    render_list, written_cookie, written_version,
 };
 
 /// Headers that describe one connection, not the message: never forwarded either way.
@@ -133,7 +133,10 @@ pub(super) async fn handle(
             forward(&state, &instance, &raw_path, resource, &caller, request).await
         }
         (handling, Some(resource)) => {
-            match read(&state, &instance, resource, &read_params, handling).await {
+            let cookies = request.headers().get(header::COOKIE);
+            let cookies = cookies.and_then(|c| c.to_str().ok()).map(str::to_owned);
+            let read = read(&state, &instance, resource, &read_params, handling, cookies);
+            match read.await {
                 Ok(Some(response)) => response,
                 // The instance does not serve the resource as the path says: let it answer.
                 Ok(None) => {
@@ -229,10 +232,15 @@ async fn read(
     resource: &ResourcePath,
     params: &ReadParams,
     handling: Handling,
+    cookies: Option<String>,
 ) -> Result<Option<Response>, RouterError> {
     let Some(target) = target_of(state, instance, resource).await? else {
         return Ok(None);
     };
+    // A write through another replica: wait for it as for one through this replica.
+    if let Some(version) = cookies.as_deref().and_then(|c| written_version(c, &target)) {
+        state.router.await_version(&target, version);
+    }
     let decode = |source| RouterError::Decode {
         target: target.describe(),
         source,
@@ -399,7 +407,19 @@ async fn forward(
                     );
                 }
             };
-            note_write(state, instance, resource, &bytes).await;
+            if let Some(cookie) = note_write(state, instance, resource, &bytes).await {
+                let scope = parts
+                    .uri
+                    .path()
+                    .find(&format!("/instances/{instance}/proxy"));
+                let scope = scope.map(|at| &parts.uri.path()[..at]).unwrap_or_default();
+                let scope = format!("{scope}/instances/{instance}");
+                if let Some(value) = written_cookie(&cookie.0, &cookie.1, &scope)
+                    .and_then(|c| http::HeaderValue::from_str(&c).ok())
+                {
+                    response.headers_mut().append(header::SET_COOKIE, value);
+                }
+            }
             *response.body_mut() = Body::from(bytes);
         }
         // Everything else streams through (watches, logs), for as long as the instance stays.
@@ -412,26 +432,29 @@ async fn forward(
     response
 }
 
-/// Tells the router about a write the instance accepted, by the resourceVersion it returned.
-async fn note_write(state: &ProxyState, instance: &str, resource: &ResourcePath, body: &[u8]) {
+/// Tells the router about a write the instance accepted, by the resourceVersion it returned;
+/// the target and version, for the caller to carry to other replicas.
+async fn note_write(
+    state: &ProxyState,
+    instance: &str,
+    resource: &ResourcePath,
+    body: &[u8],
+) -> Option<(ResourceTarget, String)> {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return;
+        return None;
     };
-    let Some(version) = value
+    let version = value
         .pointer("/metadata/resourceVersion")
         .and_then(serde_json::Value::as_str)
-        .filter(|v| !v.is_empty())
-    else {
-        return;
-    };
+        .filter(|v| !v.is_empty())?;
     // Writes change objects of the path's resource, whatever the subresource.
     let collection = ResourcePath {
         subresource: None,
         ..resource.clone()
     };
-    if let Ok(Some(target)) = target_of(state, instance, &collection).await {
-        state.router.observe_write(&target, version);
-    }
+    let target = target_of(state, instance, &collection).await.ok()??;
+    state.router.observe_write(&target, version);
+    Some((target, version.to_owned()))
 }
 
 #[cfg(test)]

@@ -66,6 +66,14 @@ pub trait ReadBackend: Send + Sync {
         self.list(target, query).await
     }
 
+    /// Whether [`ReadBackend::get`] answers objects exactly as the instance stores them. One
+    /// read back to be edited and written (kubectl apply, edit, a REST GET-modify-PUT) must be:
+    /// a backend that prunes or annotates (Clusterpedia) says `false`, and the router reads
+    /// single objects from the instance instead.
+    fn objects_as_stored(&self) -> bool {
+        true
+    }
+
     /// A stream of changes.
     async fn watch(
         &self,

@@ -110,14 +110,17 @@ impl ReadBackend for DirectBackend {
     ) -> Result<EventStream, RouterError> {
         let connection = self.clients.connect(&target.instance).await?;
         let api = dynamic_api(connection.client, target);
-        let mut params = WatchParams::default();
+        // Bookmarks only when asked: the proxy's callers did not ask, and a BOOKMARK passed to
+        // kubectl prints as `<unknown>`.
+        let mut params = WatchParams::default().disable_bookmarks();
         if let Some(labels) = query.label_selector.as_deref().filter(|s| !s.is_empty()) {
             params = params.labels(labels);
         }
         if let Some(fields) = query.field_selector.as_deref().filter(|s| !s.is_empty()) {
             params = params.fields(fields);
         }
-        let version = query.resource_version.as_deref().unwrap_or("0");
+        // Unset stays unset ("most recent", as the caller asked), not "0" ("any").
+        let version = query.resource_version.as_deref().unwrap_or("");
         let described = target.describe();
         let stream = api
             .watch(&params, version)

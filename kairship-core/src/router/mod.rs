@@ -30,6 +30,7 @@ mod render;
 mod selector;
 mod split;
 mod target;
+mod written;
 
 pub use backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
 pub use cache::{CACHE_LIST_PAGE_SIZE, EmbeddedCacheBackend};
@@ -39,8 +40,9 @@ pub use clients::{
 };
 pub use clusterpedia::{
     CLUSTERPEDIA_RESOURCES_PATH, ClusterpediaBackend, ClusterpediaConfig, ClusterpediaListRequest,
-    FUZZY_NAME_LABEL, clusterpedia_list_request, clusterpedia_pagination, clusterpedia_path,
-    encode_component, encode_query, is_label_value,
+    FUZZY_NAME_LABEL, FuzzySearch, SHADOW_CLUSTER_ANNOTATION, clusterpedia_list_request,
+    clusterpedia_pagination, clusterpedia_path, encode_component, encode_query, fuzzy_search,
+    is_label_value, list_continuation, syncs, without_clusterpedia_marks,
 };
 pub use decision::{
     CacheState, FallbackReason, Freshness, Operation, Route, decide, freshness, parse_version,
@@ -61,3 +63,7 @@ pub use selector::{
 };
 pub use split::{ReadWriteRouter, RouterConfig, SplitRouter};
 pub use target::{ResourceKey, ResourceTarget, collection_path};
+pub use written::{
+    WRITTEN_COOKIE_MAX_AGE_SECONDS, WRITTEN_COOKIE_PREFIX, written_cookie, written_cookie_name,
+    written_version,
+};

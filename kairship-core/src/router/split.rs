@@ -1,5 +1,6 @@
 //! The read-write split router: reads to the read backend (the cache), writes to the
-//! instance, direct reads while the cache cannot answer, and read-your-writes.
+//! instance, direct reads while the cache cannot answer (and single objects when the backend
+//! does not keep them as the instance stores them), and read-your-writes.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -59,6 +60,13 @@ pub trait ReadWriteRouter: WriteBackend {
     /// the native proxy forwarded) that returned `resource_version`, so that reads of the
     /// resource wait for it like for the router's own writes. The default does nothing.
     fn observe_write(&self, target: &ResourceTarget, resource_version: &str) {
+        let _ = (target, resource_version);
+    }
+
+    /// Makes the next reads of the resource wait (bounded) until the read backend has seen
+    /// `resource_version`, written through another replica (see [`super::written`]). The
+    /// default does nothing.
+    fn await_version(&self, target: &ResourceTarget, resource_version: &str) {
         let _ = (target, resource_version);
     }
 }
@@ -376,6 +384,11 @@ impl SplitRouter {
         call: &ReadCall<'_>,
         op: Operation,
     ) -> Result<ReadAnswer, RouterError> {
+        // An object read back to be edited and written must be the instance's own: a backend
+        // that changes objects answers lists only.
+        if matches!(call, ReadCall::Get(_)) && !self.read.objects_as_stored() {
+            return call.run(self.direct.as_ref(), target).await;
+        }
         let mut failed = false;
         loop {
             match self.read_route(target, op, failed).await {
@@ -454,6 +467,14 @@ impl ReadWriteRouter for SplitRouter {
 
     fn observe_write(&self, target: &ResourceTarget, resource_version: &str) {
         self.metrics.write();
+        let identity = self
+            .instances
+            .as_ref()
+            .and_then(|clients| clients.current(&target.instance));
+        self.note_version(target, resource_version, identity);
+    }
+
+    fn await_version(&self, target: &ResourceTarget, resource_version: &str) {
         let identity = self
             .instances
             .as_ref()

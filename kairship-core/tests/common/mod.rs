@@ -26,6 +26,8 @@ use kube_kit::admin::Metrics;
 use kube_sandbox::{ServeOptions, Served};
 use tokio_util::sync::CancellationToken;
 
+pub mod clusterpedia;
+
 pub const KAIRSHIP_NS: &str = "kairship-system";
 
 /// Karmada's `Cluster` is served by an aggregated apiserver upstream; here a small CRD.

@@ -2,6 +2,12 @@
 //! `PediaCluster` named `kairship-<instance>` reading through a kubeconfig Secret in
 //! Clusterpedia's namespace; with the embedded cache there is nothing to create. Deleting the
 //! instance unregisters it ([`cleanup`], called by the lifecycle controller).
+//!
+//! Condition `Registered` says the registration exists; with Clusterpedia,
+//! [`READ_BACKEND_READY`] says whether the backend serves the instance: it mirrors the PediaCluster's readiness
+//! in Clusterpedia's words ([`pedia_cluster::pedia_readiness`]), so a PediaCluster Clusterpedia
+//! refused (say, `authenticationFrom` without the `ClusterAuthenticationFromSecret` gate)
+//! shows on the Instance instead of every read silently going to Karmada.
 
 pub mod pedia_cluster;
 
@@ -27,7 +33,9 @@ use crate::instance::{
 };
 use crate::models::pedia::PediaCluster;
 use crate::naming::{pedia_cluster_name, pedia_kubeconfig_secret_name};
-use pedia_cluster::{default_sync_resources, pedia_cluster, pedia_cluster_up_to_date};
+use pedia_cluster::{
+    PediaReadiness, pedia_cluster, pedia_cluster_up_to_date, pedia_readiness, sync_resources_for,
+};
 
 /// Controller name (metrics, events).
 pub const NAME: &str = "virtual-cluster-sync";
@@ -35,31 +43,50 @@ pub const NAME: &str = "virtual-cluster-sync";
 /// How often a registration is refreshed (kubeconfig rotation) without any change.
 const RESYNC: Duration = Duration::from_secs(60);
 
+/// Instance condition: the read backend serves the instance (Clusterpedia: its PediaCluster
+/// is Ready).
+pub const READ_BACKEND_READY: &str = "ReadBackendReady";
+
 /// Reconciles one Instance.
 pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Action, Error> {
     if instance.is_deleting() {
         return Ok(Action::await_change());
     }
     let name = instance.name_any();
-    let (registered, why, message, requeue) = match &ctx.config.read_backend {
+    let (registered, why, message, serving, requeue) = match &ctx.config.read_backend {
         ReadBackend::Embedded => (
             true,
             reason::REGISTERED,
             "read through the embedded cache".to_owned(),
+            None,
             Action::await_change(),
         ),
         ReadBackend::Clusterpedia { namespace } => {
             match register(&ctx, &instance, namespace).await? {
-                Ok(()) => (
-                    true,
-                    reason::REGISTERED,
-                    format!("registered as PediaCluster {}", pedia_cluster_name(&name)),
-                    Action::requeue(RESYNC),
-                ),
+                // Clusterpedia's verdict is polled until it is Ready: nothing here watches it.
+                Ok(readiness) => {
+                    let requeue = if readiness.ready {
+                        RESYNC
+                    } else {
+                        ctx.config.probe_interval
+                    };
+                    (
+                        true,
+                        reason::REGISTERED,
+                        format!("registered as PediaCluster {}", pedia_cluster_name(&name)),
+                        Some(readiness),
+                        Action::requeue(requeue),
+                    )
+                }
                 Err(missing) => (
                     false,
                     reason::WAITING_FOR_CREDENTIALS,
-                    missing,
+                    missing.clone(),
+                    Some(PediaReadiness {
+                        ready: false,
+                        reason: reason::WAITING_FOR_CREDENTIALS.to_owned(),
+                        message: missing,
+                    }),
                     Action::requeue(ctx.config.probe_interval),
                 ),
             }
@@ -75,18 +102,29 @@ pub async fn reconcile(instance: Arc<Instance>, ctx: Arc<Context>) -> Result<Act
             fresh.metadata.generation,
             jiff::Timestamp::now(),
         );
+        if let Some(serving) = &serving {
+            set_condition(
+                &mut status.conditions,
+                READ_BACKEND_READY,
+                serving.ready,
+                &serving.reason,
+                &serving.message,
+                fresh.metadata.generation,
+                jiff::Timestamp::now(),
+            );
+        }
     })
     .await?;
     Ok(requeue)
 }
 
-/// Ensures the kubeconfig Secret and the `PediaCluster`; `Ok(Err(what is missing))` while the
-/// instance has no kubeconfig yet.
+/// Ensures the kubeconfig Secret and the `PediaCluster`, and says what Clusterpedia reports of
+/// it; `Ok(Err(what is missing))` while the instance has no kubeconfig yet.
 async fn register(
     ctx: &Context,
     instance: &Instance,
     namespace: &str,
-) -> Result<Result<(), String>, Error> {
+) -> Result<Result<PediaReadiness, String>, Error> {
     let name = instance.name_any();
     let kubeconfig =
         match lookup_kubeconfig(&ctx.host, instance, ctx.config.request_timeout).await? {
@@ -136,23 +174,25 @@ async fn register(
     }
     let pedia_name = pedia_cluster_name(&name);
     let pedias: Api<PediaCluster> = Api::all(ctx.host.clone());
-    let mut desired = pedia_cluster(&name, default_sync_resources());
+    let sync = sync_resources_for(instance.metadata.annotations.as_ref());
+    let mut desired = pedia_cluster(&name, sync);
     desired.metadata.owner_references = Some(owner);
     let current = pedias
         .get_opt(&pedia_name)
         .await
         .map_err(Error::kube("read PediaCluster", &pedia_name))?;
-    if !current.is_some_and(|c| pedia_cluster_up_to_date(&c, &desired)) {
-        pedias
+    let cluster = match current.filter(|c| pedia_cluster_up_to_date(c, &desired)) {
+        Some(current) => current,
+        None => pedias
             .patch(
                 &pedia_name,
                 &PatchParams::apply(MANAGER_NAME).force(),
                 &Patch::Apply(&desired),
             )
             .await
-            .map_err(Error::kube("apply PediaCluster", &pedia_name))?;
-    }
-    Ok(Ok(()))
+            .map_err(Error::kube("apply PediaCluster", &pedia_name))?,
+    };
+    Ok(Ok(pedia_readiness(&cluster)))
 }
 
 /// Unregisters `instance` from the read backend; absent objects are fine.
