@@ -19,7 +19,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use kube_kit::admin::Metrics;
 use kube_kit::controller::ControllerMetrics;
 use kube_sandbox::testing::Sandboxes;
-use kube_sandbox::{ServeOptions, SimNode};
+use kube_sandbox::{ClusterOptions, ServeOptions, SimNode};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::manager::{EmbeddedRunner, Manager, ManagerConfig, SyncerRuntime, Templates};
 use kubeocean_core::syncer::SyncerConfig;
@@ -197,7 +197,14 @@ async fn bind_twice_changes_nothing_and_unbind_restores_the_worker() {
 
     let mut workers = Vec::new();
     for i in 1..=2 {
-        let worker = sandboxes.cluster(&format!("worker-{i}"));
+        // A worker runs kube-controller-manager: its token controller fills the token Secret.
+        let worker = sandboxes.cluster_with_options(
+            &format!("worker-{i}"),
+            ClusterOptions {
+                workload_controllers: true,
+                ..ClusterOptions::default()
+            },
+        );
         worker.add_node(&SimNode::new("n1", "4", "8Gi")).unwrap();
         let served = worker.serve(ServeOptions::default()).await.unwrap();
         let kubeconfig = dir.write(&format!("worker-{i}.kubeconfig"), &served.kubeconfig_yaml);
