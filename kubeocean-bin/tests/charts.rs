@@ -861,6 +861,17 @@ async fn workload_values_reach_the_syncer_and_proxier_deployments() {
     )
     .await
     .unwrap();
+    // Physical pods' PriorityClass, which the worker chart installs; the manager checks it.
+    Api::<k8s_openapi::api::scheduling::v1::PriorityClass>::all(w.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": DEFAULT_POD_PRIORITY_CLASS_NAME}, "value": 0}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
     let mut templates = Templates::new(NAMESPACE, "kubeocean:1", "kubeocean:1");
     templates.syncer.pod = syncer_pod;
     templates.proxier.pod = proxier_pod;
@@ -939,5 +950,32 @@ async fn workload_values_reach_the_syncer_and_proxier_deployments() {
     assert!(
         stderr.contains("syncer.volumes is not a workload setting"),
         "{stderr}"
+    );
+}
+
+/// `kubeocean bind` installs the worker chart's templates as rendered
+/// (`kubeocean_core::bind::WORKER_CHART_MANIFEST`): the embedded copy is what `helm template`
+/// renders today, so a change of the chart reaches `bind` (regenerate with the command in the
+/// file's header).
+#[test]
+fn bind_installs_what_the_worker_chart_renders() {
+    let Some(helm) = helm_or_skip("bind_installs_what_the_worker_chart_renders") else {
+        return;
+    };
+    let rendered = output_of(
+        Command::new(&helm)
+            .args(["template", "kubeocean-worker"])
+            .arg(chart_dir("kubeocean-worker"))
+            .args(["--namespace", NAMESPACE])
+            .args(["--set", "tokenSecret.create=true"]),
+    );
+    let embedded: String = kubeocean_core::bind::WORKER_CHART_MANIFEST
+        .lines()
+        .skip_while(|l| l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        embedded, rendered,
+        "kubeocean-core/src/bind/worker-chart.yaml is not what the worker chart renders"
     );
 }
