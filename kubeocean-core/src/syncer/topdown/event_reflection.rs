@@ -161,3 +161,37 @@ pub(crate) async fn reconcile(
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_pods_and_claims_of_the_mount_namespace_have_keys() {
+        let event = |kind: &str, namespace: &str| -> Event {
+            serde_json::from_value(json!({
+                "metadata": {"name": "e", "namespace": namespace},
+                "involvedObject": {"kind": kind, "namespace": namespace, "name": "x"},
+            }))
+            .unwrap()
+        };
+        for (kind, namespace, want) in [
+            ("Pod", "mount", Some("Pod/x")),
+            (
+                "PersistentVolumeClaim",
+                "mount",
+                Some("PersistentVolumeClaim/x"),
+            ),
+            ("Pod", "elsewhere", None),
+            ("Node", "mount", None),
+            ("ConfigMap", "mount", None),
+        ] {
+            assert_eq!(
+                event_key(&event(kind, namespace), "mount").as_deref(),
+                want,
+                "{kind} in {namespace}"
+            );
+        }
+    }
+}

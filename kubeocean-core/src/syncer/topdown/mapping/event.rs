@@ -396,4 +396,41 @@ mod tests {
         assert!(out.iter().all(|e| e.reason.as_deref() != Some("Reason0")));
         assert!(out.iter().any(|e| e.reason.as_deref() == Some("Reason39")));
     }
+
+    #[test]
+    fn claim_events_reach_the_virtual_claim() {
+        let claim = ReflectedObject {
+            kind: "PersistentVolumeClaim".to_owned(),
+            physical_namespace: "mount".to_owned(),
+            physical_name: "data-abc".to_owned(),
+            physical_uid: "c-uid".to_owned(),
+            virtual_ref: serde_json::from_value(json!({"apiVersion": "v1",
+                "kind": "PersistentVolumeClaim", "namespace": "shop", "name": "data", "uid": "v"}))
+            .unwrap(),
+            nodes: BTreeMap::new(),
+        };
+        let event: Event = serde_json::from_value(json!({
+            "metadata": {"name": "e", "namespace": "mount"},
+            "involvedObject": {"kind": "PersistentVolumeClaim", "namespace": "mount",
+                "name": "data-abc", "uid": "c-uid"},
+            "type": "Warning", "reason": "ProvisioningFailed",
+            "message": "failed to provision volume for claim \"mount/data-abc\"",
+            "source": {"component": "persistentvolume-controller"},
+        }))
+        .unwrap();
+        // A pod's Event of the same name is not the claim's.
+        let mut pod_event = event.clone();
+        pod_event.involved_object.kind = Some("Pod".to_owned());
+        let out = reflected_events(&claim, &[&event, &pod_event]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].message.as_deref(),
+            Some("failed to provision volume for claim \"shop/data\"")
+        );
+        assert_eq!(out[0].count, Some(1));
+        assert_eq!(
+            out[0].involved_object.kind.as_deref(),
+            Some("PersistentVolumeClaim")
+        );
+    }
 }
