@@ -161,9 +161,11 @@ fn bind_args(
     ]
 }
 
-/// Two fresh sandbox workers, each bound with one `kubeocean bind`: Ready bindings with
-/// virtual nodes; a second run reports everything unchanged and changes no object; `unbind`
-/// leaves each worker as it was before (same objects, same node labels).
+/// Two fresh sandbox workers, each bound with one `kubeocean bind` (the command of
+/// docs/kubeocean/bind-worker.md, with a shorter timeout): Ready bindings with Ready virtual
+/// nodes; a second run reports everything unchanged and changes no object; `unbind` leaves
+/// each worker as it was before (same objects, same node labels), and a second `unbind`
+/// finds nothing to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bind_twice_changes_nothing_and_unbind_restores_the_worker() {
     let mut sandboxes = Sandboxes::new();
@@ -234,14 +236,15 @@ async fn bind_twice_changes_nothing_and_unbind_restores_the_worker() {
         }
         // A Ready virtual node of this worker's node.
         let vnode = format!("vnode-w{i}-n1");
-        let node = Api::<Node>::all(c.clone()).get(&vnode).await.unwrap();
-        let ready = node
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        assert!(ready, "{vnode} is Ready");
+        kube_sandbox::testing::eventually(&format!("{vnode} Ready"), || async {
+            let node = Api::<Node>::all(c.clone()).get_opt(&vnode).await.unwrap();
+            node.and_then(|n| n.status)
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .into_iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+        .await;
 
         // The second run: nothing created or updated, no version moved.
         let worker_before = worker_state(&worker.client()).await;
@@ -285,10 +288,20 @@ async fn bind_twice_changes_nothing_and_unbind_restores_the_worker() {
             i,
             policy,
         ));
-        let out = kubeocean(full).await;
+        let out = kubeocean(full.clone()).await;
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let after = worker_state(&worker.client()).await;
         assert_eq!(names(before), names(&after), "worker-{i} as it was");
+        // Unbinding again finds nothing to do.
+        let again = kubeocean(full).await;
+        assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+        let again_out = String::from_utf8_lossy(&again.stdout).into_owned();
+        assert!(!again_out.contains("deleted "), "{}", text(&again));
+        assert!(
+            again_out.contains("absent    ClusterBinding"),
+            "{}",
+            text(&again)
+        );
         assert!(
             Api::<ClusterBinding>::all(c.clone())
                 .get_opt(&format!("worker-{i}"))
