@@ -321,10 +321,11 @@ pub fn computing_rules(binding: &str) -> Vec<PolicyRule> {
         // The namespace of the host-port placeholder pods.
         rule(&[""], &["namespaces"], &["get", "create"]),
         rule(&[""], &["serviceaccounts/token"], &["create"]),
+        // `get`: reflected worker Events are compared with what was written.
         rule(
             &["", "events.k8s.io"],
             &["events"],
-            &["create", "patch", "update"],
+            &["get", "create", "patch", "update"],
         ),
         rule(&["coordination.k8s.io"], &["leases"], WRITE),
         rule(&["storage.k8s.io"], &["csinodes"], WRITE),
