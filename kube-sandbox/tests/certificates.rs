@@ -340,3 +340,121 @@ async fn an_approved_csr_becomes_a_client_certificate_of_the_cluster_ca() {
     assert_eq!(status_code(&err), 403);
     assert!(err.to_string().contains("User \"agent-1\""), "{err}");
 }
+
+/// A kubelet-serving request as a kubelet (or Kubeocean's proxier) makes one: CN
+/// `system:node:<node>`, O `system:nodes`, the node's DNS name and IP.
+fn serving_request(cn: &str, dns: &str, ip: &str) -> String {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec![dns.to_owned()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "system:nodes");
+    params
+        .subject_alt_names
+        .push(rcgen::SanType::IpAddress(ip.parse().unwrap()));
+    params.serialize_request(&key).unwrap().pem().unwrap()
+}
+
+/// `kubernetes.io/kubelet-serving`: an approved request that passes kube-controller-manager's
+/// checks gets a certificate of the cluster CA carrying its DNS and IP names, which a client
+/// verifying against that CA accepts for those names (and no other); one whose subject is
+/// not a node's gets `Failed` with reason `SignerValidationFailure` and upstream's message.
+#[tokio::test]
+async fn an_approved_kubelet_serving_csr_is_signed_for_its_names() {
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    kube_kit::client::install_crypto_provider();
+    let cluster = kube_sandbox::Cluster::new("serving");
+    let admin = cluster.client();
+    let csrs: Api<CertificateSigningRequest> = Api::all(admin.clone());
+    let serving = |name: &str, pem: &str| -> CertificateSigningRequest {
+        serde_json::from_value(json!({
+            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"name": name},
+            "spec": {"request": STANDARD.encode(pem), "signerName": "kubernetes.io/kubelet-serving",
+                     "usages": ["digital signature", "key encipherment", "server auth"]},
+        }))
+        .unwrap()
+    };
+    let approve = |csr: CertificateSigningRequest| {
+        let mut approved = serde_json::to_value(&csr).unwrap();
+        approved["status"] =
+            json!({"conditions": [{"type": "Approved", "status": "True", "reason": "Test"}]});
+        approved
+    };
+    for (name, pem) in [
+        (
+            "good",
+            serving_request("system:node:vnode-w1-n1", "vnode-w1-n1", "127.0.0.7"),
+        ),
+        (
+            "not-a-node",
+            serving_request("proxier", "vnode-w1-n1", "127.0.0.7"),
+        ),
+    ] {
+        let created = csrs
+            .create(&PostParams::default(), &serving(name, &pem))
+            .await
+            .unwrap();
+        csrs.replace_subresource("approval", name, &PostParams::default(), &approve(created))
+            .await
+            .unwrap();
+    }
+    let certificate = eventually_some("the serving certificate", Duration::from_secs(20), || {
+        let csrs = csrs.clone();
+        async move {
+            csrs.get("good")
+                .await
+                .ok()
+                .and_then(|c| c.status)
+                .and_then(|s| s.certificate)
+        }
+    })
+    .await;
+    let failed = eventually_some("the refusal", Duration::from_secs(20), || {
+        let csrs = csrs.clone();
+        async move {
+            csrs.get("not-a-node")
+                .await
+                .ok()
+                .and_then(|c| c.status)
+                .and_then(|s| s.conditions)
+                .and_then(|c| c.into_iter().find(|c| c.type_ == "Failed"))
+        }
+    })
+    .await;
+    assert_eq!(failed.reason.as_deref(), Some("SignerValidationFailure"));
+    assert_eq!(
+        failed.message.as_deref(),
+        Some("subject CN must begin with \"system:node:\"")
+    );
+
+    let ca_pem = cluster.state().pki().unwrap().ca_pem().to_owned();
+    let der = |pem: &str| -> CertificateDer<'static> {
+        let start = pem.find("-----BEGIN CERTIFICATE-----").unwrap();
+        let body: String = pem[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with("-----END"))
+            .collect();
+        CertificateDer::from(STANDARD.decode(body).unwrap())
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der(&ca_pem)).unwrap();
+    let verifier = rustls::client::WebPkiServerVerifier::builder(std::sync::Arc::new(roots))
+        .build()
+        .unwrap();
+    let leaf = der(&String::from_utf8(certificate.0).unwrap());
+    for (name, accepted) in [
+        ("vnode-w1-n1", true),
+        ("127.0.0.7", true),
+        ("vnode-w1-n2", false),
+    ] {
+        let server = ServerName::try_from(name.to_owned()).unwrap();
+        let verified = verifier.verify_server_cert(&leaf, &[], &server, &[], UnixTime::now());
+        assert_eq!(verified.is_ok(), accepted, "{name}: {verified:?}");
+    }
+}

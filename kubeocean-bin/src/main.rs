@@ -1,5 +1,6 @@
 //! The `kubeocean` binary: parses flags and calls into `kubeocean-core`.
 
+mod bind;
 mod manager;
 mod proxier;
 #[cfg_attr(not(feature = "sandbox"), path = "sandbox_unavailable.rs")]
@@ -36,6 +37,10 @@ enum Command {
     Manager(Box<manager::ManagerArgs>),
     /// Run Kubeocean on this machine: sandbox computing and worker clusters, the manager embedded.
     Sandbox(Box<sandbox::SandboxArgs>),
+    /// Bind a worker in one command: its RBAC and token, the kubeconfig Secret, the ClusterBinding, an optional policy; waits until Ready.
+    Bind(Box<bind::BindArgs>),
+    /// Undo `kubeocean bind`: delete the ClusterBinding (the worker is drained first) and what bind created.
+    Unbind(Box<bind::BindArgs>),
     /// Leasing tools.
     Leasing {
         #[command(subcommand)]
@@ -70,6 +75,8 @@ fn main() -> ExitCode {
         Command::Proxier(args) => proxier::main(*args),
         Command::Manager(args) => manager::main(*args),
         Command::Sandbox(args) => sandbox::main(*args),
+        Command::Bind(args) => bind::bind_main(*args),
+        Command::Unbind(args) => bind::unbind_main(*args),
         Command::Syncer(args) => kube_kit::process::run(args.runtime_threads, syncer::run(*args)),
         Command::Crds { out: None } => match crd::crds_yaml() {
             Ok(yaml) => write_stdout(&yaml),

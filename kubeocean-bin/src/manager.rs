@@ -17,7 +17,8 @@ use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
 use kubeocean_core::crd::ClusterBinding;
 use kubeocean_core::manager::{
     BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, MANAGER_NAME, Manager, ManagerConfig,
-    ManagerMetrics, SyncerProxierRuntime, SyncerRuntime, Templates,
+    ManagerMetrics, PodSettings, SyncerProxierRuntime, SyncerRuntime, Templates,
+    parse_workload_template,
 };
 use kubeocean_core::naming::is_dns1123_label;
 use kubeocean_core::proxier::ProxierMetrics;
@@ -87,6 +88,13 @@ pub struct ManagerArgs {
         value_parser = parse_port_range
     )]
     proxier_node_ports: PortRange,
+
+    /// YAML file of the syncer and proxier pods' settings: sections `global`, `syncer` and
+    /// `proxier`, each with imagePullSecrets, resources, nodeSelector, tolerations, affinity,
+    /// priorityClassName, podLabels, podAnnotations, podSecurityContext and
+    /// containerSecurityContext (docs/kubeocean/install.md). Not used with --embedded.
+    #[arg(long, env = "WORKLOAD_TEMPLATE", value_name = "FILE")]
+    workload_template: Option<PathBuf>,
 
     /// ConfigMap (key ca.crt) with the CA the proxiers trust for client certificates.
     #[arg(
@@ -214,6 +222,8 @@ pub(crate) fn parse_port_range(text: &str) -> Result<PortRange, String> {
 struct Resolved {
     /// The embedded proxier, when one runs.
     embedded_proxier: Option<EmbeddedProxierConfig>,
+    /// Pod settings of the syncer and the proxier Deployments (`--workload-template`).
+    pod_settings: (PodSettings, PodSettings),
 }
 
 /// Checks what clap cannot; the error is a usage error (exit code 2).
@@ -259,9 +269,19 @@ fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, Strin
     if args.retry_interval.is_zero() || args.resync_interval.is_zero() {
         return Err("--retry-interval and --resync-interval must be positive".to_owned());
     }
+    let pod_settings = match &args.workload_template {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --workload-template {}: {e}", path.display()))?;
+            parse_workload_template(&text)
+                .map_err(|e| format!("--workload-template {}: {e}", path.display()))?
+        }
+        None => Default::default(),
+    };
     if !args.embedded || args.embedded_no_proxier {
         return Ok(Resolved {
             embedded_proxier: None,
+            pod_settings,
         });
     }
     let listen_ip = args.embedded_proxier_listen_ip;
@@ -305,6 +325,7 @@ fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, Strin
     }
     Ok(Resolved {
         embedded_proxier: Some(proxier),
+        pod_settings,
     })
 }
 
@@ -321,8 +342,10 @@ pub fn main(args: ManagerArgs) -> ExitCode {
     kube_kit::process::run(0, run(args, resolved))
 }
 
-fn templates(args: &ManagerArgs) -> Templates {
+fn templates(args: &ManagerArgs, pod_settings: &(PodSettings, PodSettings)) -> Templates {
     let mut t = Templates::new(&args.namespace, &args.syncer_image, &args.proxier_image);
+    t.syncer.pod = pod_settings.0.clone();
+    t.proxier.pod = pod_settings.1.clone();
     t.syncer.replicas = args.syncer_replicas;
     t.proxier.replicas = args.proxier_replicas;
     t.syncer.image_pull_policy = args.image_pull_policy.clone();
@@ -374,7 +397,7 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
         .readiness
         .add_leader_check("leader-election", elector.subscribe());
 
-    let mut config = ManagerConfig::new(templates(&args));
+    let mut config = ManagerConfig::new(templates(&args, &resolved.pod_settings));
     config.metrics = Some(ManagerMetrics::register(&admin_state.metrics));
     config.client_options = options.clone();
     config.retry_interval = args.retry_interval;
@@ -481,6 +504,11 @@ mod tests {
                 Err("--proxier-replicas must be at least 1"),
             ),
             (&["--proxier-port=70000"], None, Err("--proxier-port")),
+            (
+                &["--workload-template=/nonexistent/workloads.yaml"],
+                None,
+                Err("cannot read --workload-template /nonexistent/workloads.yaml"),
+            ),
             (
                 &["--proxier-port=20001"],
                 None,
@@ -616,7 +644,7 @@ mod tests {
             "--proxier-arg=--log-format=json",
         ])
         .unwrap();
-        let t = templates(&args);
+        let t = templates(&args, &Default::default());
         for deployment in [
             syncer_deployment(&binding, &t, Some("10.0.0.1")),
             proxier_deployment(&binding, &t),
@@ -643,14 +671,17 @@ mod tests {
             "--image-pull-policy=Always",
         ])
         .unwrap();
-        let t = templates(&args);
+        let t = templates(&args, &Default::default());
         assert_eq!(t.namespace, "ops");
         assert_eq!(t.syncer.image, "reg/kubeocean:2");
         assert_eq!(t.proxier.image, default_image());
         assert_eq!(t.syncer.replicas, 2);
         assert_eq!(t.proxier_port, 10350);
         assert_eq!(t.proxier_node_ports, Some(20000..=29999));
-        let shared = templates(&parse(&["--proxier-node-ports=0"]).unwrap());
+        let shared = templates(
+            &parse(&["--proxier-node-ports=0"]).unwrap(),
+            &Default::default(),
+        );
         assert_eq!(shared.proxier_node_ports, None);
         assert!(parse(&["--proxier-node-ports=9-8"]).is_err());
         assert_eq!(t.proxier.image_pull_policy.as_deref(), Some("Always"));
@@ -661,7 +692,7 @@ mod tests {
             "--workers=8",
         ])
         .unwrap();
-        let t = templates(&passed);
+        let t = templates(&passed, &Default::default());
         assert_eq!(t.syncer.extra_args, ["--runtime-threads=2", "--workers=8"]);
         assert!(t.proxier.extra_args.is_empty());
         // Leader election defaults come from kube-kit: 15 s / 10 s / 2 s.

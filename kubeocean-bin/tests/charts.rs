@@ -100,12 +100,13 @@ fn cases() -> Vec<(&'static str, Option<&'static str>, BTreeMap<String, usize>)>
         all
     };
     vec![
-        ("kubeocean", None, counts(&manager)),
+        // Deployment mode: the workload template ConfigMap.
+        ("kubeocean", None, with(&manager, &[("ConfigMap", 1)])),
         ("kubeocean", Some(EMBEDDED), counts(&manager)),
         (
             "kubeocean",
             Some(OVERRIDES),
-            with(&manager, &[("ServiceMonitor", 1)]),
+            with(&manager, &[("ServiceMonitor", 1), ("ConfigMap", 1)]),
         ),
         ("kubeocean-worker", None, counts(&worker)),
         (
@@ -782,4 +783,199 @@ async fn binding_deletion_completes_with_the_worker_charts_rbac_as_rendered() {
     served.stop();
     worker.shutdown();
     computing.shutdown();
+}
+
+/// `ci/override-values.yaml` sets imagePullSecrets, resources, tolerations, affinity, a
+/// priority class and pod labels for the per-binding workloads. The chart renders them into
+/// the ConfigMap its manager Deployment mounts and names in `--workload-template`; a manager
+/// in Deployment mode, given that file's text, creates syncer and proxier Deployments that
+/// carry them on sandbox clusters. A setting the chart does not take fails the render.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workload_values_reach_the_syncer_and_proxier_deployments() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::Api;
+    use kube::api::PostParams;
+    use kube_kit::admin::Metrics;
+    use kube_kit::controller::ControllerMetrics;
+    use kube_sandbox::{Cluster, ServeOptions};
+    use kubeocean_core::manager::{
+        Manager, ManagerConfig, Templates, parse_workload_template, workload_names,
+    };
+    use kubeocean_core::setup::{WorkerRegistration, install_crds, register_worker};
+    use tokio_util::sync::CancellationToken;
+
+    let Some(helm) = helm_or_skip("workload_values_reach_the_syncer_and_proxier_deployments")
+    else {
+        return;
+    };
+    let docs = render(&helm, "kubeocean", Some(OVERRIDES));
+    let manager = one_of_kind(&docs, "Deployment");
+    let args = container_args(containers(manager)[0]);
+    let file = flag_value(&args, "workload-template").expect("--workload-template");
+    let (dir, key) = file.rsplit_once('/').unwrap();
+    let mount = containers(manager)[0]["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountPath"] == dir)
+        .unwrap_or_else(|| panic!("{dir} is not mounted"));
+    let volume = manager["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    let config_map = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == volume["configMap"]["name"])
+        .expect("the mounted ConfigMap is rendered");
+    let text = config_map["data"][key].as_str().unwrap();
+    let (syncer_pod, proxier_pod) = parse_workload_template(text).unwrap();
+
+    let worker = Cluster::new("worker");
+    let served = worker.serve(ServeOptions::default()).await.unwrap();
+    let w = worker.client();
+    install_crds(&w).await.unwrap();
+    let computing = Cluster::new("computing");
+    let c = computing.client();
+    install_crds(&c).await.unwrap();
+    for (client, ns) in [(&c, NAMESPACE), (&w, "kubeocean-worker")] {
+        Api::<Namespace>::all(client.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    register_worker(
+        &c,
+        &WorkerRegistration {
+            binding: "worker-1",
+            cluster_id: "w1",
+            secret_namespace: NAMESPACE,
+            mount_namespace: "kubeocean-worker",
+            kubeconfig: &served.kubeconfig_yaml,
+        },
+    )
+    .await
+    .unwrap();
+    // Physical pods' PriorityClass, which the worker chart installs; the manager checks it.
+    Api::<k8s_openapi::api::scheduling::v1::PriorityClass>::all(w.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": DEFAULT_POD_PRIORITY_CLASS_NAME}, "value": 0}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut templates = Templates::new(NAMESPACE, "kubeocean:1", "kubeocean:1");
+    templates.syncer.pod = syncer_pod;
+    templates.proxier.pod = proxier_pod;
+    let mut config = ManagerConfig::new(templates);
+    config.client_options = config.client_options.with_rate_limit(0.0, 0);
+    config.retry_interval = std::time::Duration::from_millis(200);
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    tokio::spawn(Manager::new(c.clone(), config).run(
+        ControllerMetrics::register(&Metrics::new()),
+        None,
+        shutdown.clone(),
+    ));
+
+    let names = workload_names("worker-1", NAMESPACE);
+    let deployments: Api<Deployment> = Api::namespaced(c.clone(), NAMESPACE);
+    let mut stored = Vec::new();
+    for name in [&names.syncer, &names.proxier] {
+        eventually(&format!("Deployment {name}"), || async {
+            deployments.get_opt(name).await.unwrap().is_some()
+        })
+        .await;
+        stored.push(serde_json::to_value(deployments.get(name).await.unwrap()).unwrap());
+    }
+    let pod = |d: &Value| d["spec"]["template"]["spec"].clone();
+    let (syncer, proxier) = (pod(&stored[0]), pod(&stored[1]));
+    for (what, pod) in [("syncer", &syncer), ("proxier", &proxier)] {
+        // The chart's top-level imagePullSecrets and global tolerations reach both.
+        assert_eq!(
+            pod["imagePullSecrets"],
+            json!([{"name": "regcred"}]),
+            "{what}"
+        );
+        assert_eq!(
+            pod["tolerations"],
+            json!([{"key": "dedicated", "operator": "Equal", "value": "kubeocean", "effect": "NoSchedule"}]),
+            "{what}"
+        );
+        // The manager's defaults stay where nothing replaces them.
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{what}");
+        assert_eq!(
+            pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"], true,
+            "{what}"
+        );
+    }
+    assert_eq!(
+        syncer["containers"][0]["resources"],
+        json!({"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}})
+    );
+    assert_eq!(syncer["priorityClassName"], "system-cluster-critical");
+    assert!(syncer["affinity"].is_null(), "{syncer}");
+    assert_eq!(
+        proxier["containers"][0]["resources"],
+        json!({"requests": {"cpu": "200m", "memory": "256Mi"}})
+    );
+    assert_eq!(
+        proxier["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchExpressions"][0]["key"],
+        "node-role.example.com/infra"
+    );
+    assert_eq!(
+        stored[1]["spec"]["template"]["metadata"]["labels"]["example.com/team"],
+        "platform"
+    );
+    assert!(proxier["priorityClassName"].is_null(), "{proxier}");
+
+    // An upstream value this chart does not take fails the render, naming it.
+    let refused = Command::new(&helm)
+        .args(["template", "ko"])
+        .arg(chart_dir("kubeocean"))
+        .args(["--set", "syncer.volumes[0].name=extra"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("syncer.volumes is not a workload setting"),
+        "{stderr}"
+    );
+}
+
+/// `kubeocean bind` installs the worker chart's templates as rendered
+/// (`kubeocean_core::bind::WORKER_CHART_MANIFEST`): the embedded copy is what `helm template`
+/// renders today, so a change of the chart reaches `bind` (regenerate with the command in the
+/// file's header).
+#[test]
+fn bind_installs_what_the_worker_chart_renders() {
+    let Some(helm) = helm_or_skip("bind_installs_what_the_worker_chart_renders") else {
+        return;
+    };
+    let rendered = output_of(
+        Command::new(&helm)
+            .args(["template", "kubeocean-worker"])
+            .arg(chart_dir("kubeocean-worker"))
+            .args(["--namespace", NAMESPACE])
+            .args(["--set", "tokenSecret.create=true"]),
+    );
+    let embedded: String = kubeocean_core::bind::WORKER_CHART_MANIFEST
+        .lines()
+        .skip_while(|l| l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        embedded, rendered,
+        "kubeocean-core/src/bind/worker-chart.yaml is not what the worker chart renders"
+    );
 }

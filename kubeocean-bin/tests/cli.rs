@@ -377,3 +377,30 @@ fn crds_prints_yaml_and_writes_files() {
         .collect();
     assert_eq!(joined, yaml, "the files hold what `crds` prints");
 }
+
+#[test]
+fn a_bad_workload_template_exits_with_code_2_naming_the_field() {
+    let dir = TempDir::new("workload-template");
+    for (file, text, message) in [
+        (
+            "unknown.yaml",
+            "syncer:\n  volumes: []\n",
+            "unknown field `volumes`",
+        ),
+        (
+            "quantity.yaml",
+            "proxier:\n  resources: {limits: {memory: plenty}}\n",
+            "proxier.resources.limits.memory",
+        ),
+    ] {
+        let path = dir.write(file, text);
+        let output = kubeocean(&[
+            "manager",
+            &format!("--workload-template={}", path.display()),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{file}: {stderr}");
+        assert!(stderr.contains(message), "{file}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{file}: {stderr}");
+    }
+}

@@ -9,11 +9,13 @@
 //!   ([`syncer::topdown`]: virtual pods, their ConfigMaps, Secrets, claims and tokens ->
 //!   physical objects in the worker, status back up) share its session core.
 //! - [`explain`]: the `kubeocean leasing explain` dry-run.
+//! - [`bind`]: `kubeocean bind` / `unbind`: a worker bound (and unbound) in one command.
 //! - [`upgrade`]: taking over objects left by upstream Kubeocean (finalizers, `clusterID` owner).
 
 // Tests unwrap their fixtures; library code never does.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod bind;
 pub mod crd;
 pub mod explain;
 pub mod labels;

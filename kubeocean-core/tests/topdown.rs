@@ -927,3 +927,176 @@ async fn deleting_the_binding_removes_every_physical_object_and_orphans_are_coll
         .await
         .unwrap();
 }
+
+/// A worker Event as the kubelet records one about a physical pod (core/v1, source
+/// `kubelet` on the node), following kubernetes `pkg/kubelet/images/image_manager.go` and
+/// `pkg/kubelet/events/event.go` (`Pulling`, `Failed`, `BackOff`).
+fn kubelet_event(
+    name: &str,
+    pod: &Pod,
+    type_: &str,
+    reason: &str,
+    message: &str,
+) -> k8s_openapi::api::core::v1::Event {
+    from_json(json!({
+        "metadata": { "name": name, "namespace": pod.namespace().unwrap() },
+        "involvedObject": { "apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace().unwrap(),
+            "name": pod.name_any(), "uid": pod.uid().unwrap(), "fieldPath": "spec.containers{app}" },
+        "type": type_, "reason": reason, "message": message, "count": 1,
+        "source": { "component": "kubelet", "host": "n1" },
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+    }))
+}
+
+/// core/v1 Events about virtual pod `name`: (reason, message, count).
+async fn reflected_events(env: &Env, name: &str) -> Vec<(String, String, i32)> {
+    Api::<k8s_openapi::api::core::v1::Event>::namespaced(env.c.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.name.as_deref() == Some(name)
+                && e.reporting_component.as_deref() == Some("kubeocean.io/syncer")
+        })
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+                e.count.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// A worker pod stuck on a missing image: the kubelet's `Failed` and `BackOff` Events reach
+/// the virtual pod within 5 s, with virtual names in the messages; Events about a pod of the
+/// mount namespace that is not ours are never reflected; and 1,000 repeated worker Events
+/// become one counted Event.
+#[tokio::test]
+async fn worker_events_of_a_stuck_pod_reach_the_virtual_pod_counted() {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    let env = env().await;
+    let mut stuck = pod("stuck", "vnode-w1-n1", json!([]), json!([]));
+    stuck.spec.as_mut().unwrap().containers[0].image = Some("registry.invalid/nope:1".into());
+    create_pod(&env, &stuck).await;
+    eventually("the physical pod", || async {
+        physical_of(&env, "stuck").await.is_some()
+    })
+    .await;
+    let physical = physical_of(&env, "stuck").await.unwrap();
+    let pname = physical.name_any();
+    // A pod of the mount namespace that is not ours, with an Event of its own.
+    let intruder: Pod = from_json(json!({
+        "metadata": { "name": "intruder", "namespace": MOUNT },
+        "spec": { "containers": [{ "name": "app", "image": "nginx:1" }] },
+    }));
+    let intruder = ppods(&env)
+        .create(&PostParams::default(), &intruder)
+        .await
+        .unwrap();
+    let worker_events: Api<CoreEvent> = Api::namespaced(env.w.clone(), MOUNT);
+    let image = "registry.invalid/nope:1";
+    for event in [
+        kubelet_event(
+            "e-scheduled",
+            &physical,
+            "Normal",
+            "Scheduled",
+            &format!("Successfully assigned {MOUNT}/{pname} to n1"),
+        ),
+        kubelet_event(
+            "e-pulling",
+            &physical,
+            "Normal",
+            "Pulling",
+            &format!("Pulling image \"{image}\""),
+        ),
+        kubelet_event(
+            "e-failed",
+            &physical,
+            "Warning",
+            "Failed",
+            &format!("Failed to pull image \"{image}\": not found"),
+        ),
+        kubelet_event(
+            "e-backoff",
+            &physical,
+            "Normal",
+            "BackOff",
+            &format!("Back-off pulling image \"{image}\""),
+        ),
+        kubelet_event(
+            "e-intruder",
+            &intruder,
+            "Warning",
+            "Failed",
+            "Error: ErrImagePull",
+        ),
+    ] {
+        worker_events
+            .create(&PostParams::default(), &event)
+            .await
+            .unwrap();
+    }
+    common::eventually_every(
+        "Failed and BackOff Events on the virtual pod",
+        Duration::from_secs(5),
+        Duration::from_millis(25),
+        || async {
+            let events = reflected_events(&env, "stuck").await;
+            ["Failed", "BackOff"]
+                .iter()
+                .all(|r| events.iter().any(|(reason, _, _)| reason == r))
+        },
+    )
+    .await;
+    eventually("the Scheduled Event with virtual names", || async {
+        reflected_events(&env, "stuck")
+            .await
+            .iter()
+            .any(|(r, m, _)| {
+                r == "Scheduled" && m == &format!("Successfully assigned {NS}/stuck to vnode-w1-n1")
+            })
+    })
+    .await;
+    // Nothing of the intruder reached the computing cluster.
+    let all = Api::<CoreEvent>::namespaced(env.c.clone(), NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(
+        all.iter()
+            .all(|e| e.message.as_deref() != Some("Error: ErrImagePull")),
+        "{all:?}"
+    );
+
+    // 1,000 more BackOff Events (as many worker Event objects): one reflected Event counts
+    // them all.
+    for i in 0..1000 {
+        let event = kubelet_event(
+            &format!("e-backoff-{i}"),
+            &physical,
+            "Normal",
+            "BackOff",
+            &format!("Back-off pulling image \"{image}\""),
+        );
+        worker_events
+            .create(&PostParams::default(), &event)
+            .await
+            .unwrap();
+    }
+    eventually("one BackOff Event counting 1,001", || async {
+        let backoffs: Vec<_> = reflected_events(&env, "stuck")
+            .await
+            .into_iter()
+            .filter(|(r, _, _)| r == "BackOff")
+            .collect();
+        backoffs.len() == 1 && backoffs[0].2 == 1001
+    })
+    .await;
+    let events = reflected_events(&env, "stuck").await;
+    assert_eq!(events.len(), 4, "{events:?}");
+}

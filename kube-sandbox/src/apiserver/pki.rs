@@ -223,6 +223,9 @@ impl ClusterPki {
             .map_err(|e| CertificateError::Rejected(format!("the certificate request: {e}")))?;
         let mut params = CertificateParams::default();
         params.distinguished_name = request.params.distinguished_name.clone();
+        // The requested names, as kube-controller-manager's signer copies them
+        // (kubernetes `pkg/controller/certificates/authority/authority.go`, `Sign`).
+        params.subject_alt_names = request.params.subject_alt_names.clone();
         let now = time::OffsetDateTime::now_utc();
         params.not_before = now - time::Duration::minutes(5);
         params.not_after = now + time::Duration::seconds(valid_seconds);

@@ -4,6 +4,7 @@
 //! - [`cluster_binding`]: the reconciler — validate, reach the worker, check permissions,
 //!   keep the workloads, report phase, conditions and Events; drain before deletion;
 //! - [`templates`]: the Deployments, Service, ServiceAccount and RBAC as pure functions;
+//!   [`pod_settings`]: the operator's pod settings of those Deployments (`--workload-template`);
 //! - [`validate`], [`permissions`], [`status`], [`drain`]: the decisions, as pure functions
 //!   where they can be;
 //! - [`embedded`]: `--embedded`, one supervised task group per binding instead of
@@ -20,6 +21,7 @@ pub mod drain;
 pub mod embedded;
 pub mod metrics;
 pub mod permissions;
+pub mod pod_settings;
 pub mod proxier_runtime;
 pub mod status;
 pub mod templates;
@@ -49,6 +51,7 @@ pub use embedded::{
     BindingRuntime, ComponentState, EmbeddedRunner, RuntimeReporter, RuntimeStatus, SyncerRuntime,
 };
 pub use metrics::ManagerMetrics;
+pub use pod_settings::{PodSettings, WorkloadTemplateError, parse_workload_template};
 pub use proxier_runtime::{
     DEFAULT_EMBEDDED_PROXIER_PORTS, EmbeddedProxierConfig, SyncerProxierRuntime, port_candidates,
 };

@@ -125,7 +125,8 @@ pub const MOUNT_NAMESPACE_RESOURCES: [&str; 4] =
 /// - the binding's PriorityClass (`kubeocean-default` unless set) is read: physical pods
 ///   cannot be created without it;
 /// - Services and EndpointSlices are written in the mount namespace (`serviceNamespaces`);
-///   the slices are removed with `deletecollection` too.
+///   the slices are removed with `deletecollection` too;
+/// - Events of the mount namespace are watched (reflected onto virtual pods and claims).
 pub const SYNCER_GRANTS: &[Grant] = &[
     Grant {
         scope: Scope::Cluster,
@@ -226,6 +227,13 @@ pub const SYNCER_GRANTS: &[Grant] = &[
         group: "",
         resources: &["pods/ephemeralcontainers"],
         verbs: &["patch"],
+    },
+    // The worker's Events about physical pods and claims, reflected onto the virtual ones.
+    Grant {
+        scope: Scope::MountNamespace,
+        group: "",
+        resources: &["events"],
+        verbs: &["list", "watch"],
     },
 ];
 

@@ -25,6 +25,7 @@ use kube::api::ObjectMeta;
 use md5::{Digest, Md5};
 use serde::Serialize;
 
+use super::pod_settings::PodSettings;
 use crate::crd::ClusterBinding;
 use crate::labels;
 use crate::naming::{DNS_LABEL_MAX_LEN, is_dns1123_label};
@@ -66,6 +67,9 @@ pub struct WorkloadTemplate {
     /// Deployment replicas; more than one syncer replica turns on its leader election
     /// (proxier replicas all serve).
     pub replicas: i32,
+    /// Scheduling, pull Secrets, labels and security of the pods (`--workload-template`);
+    /// `pod.resources`, when set, replaces `resources`.
+    pub pod: PodSettings,
 }
 
 impl WorkloadTemplate {
@@ -77,6 +81,7 @@ impl WorkloadTemplate {
             extra_args: Vec::new(),
             resources: None,
             replicas: 1,
+            pod: PodSettings::default(),
         }
     }
 }
@@ -316,10 +321,11 @@ pub fn computing_rules(binding: &str) -> Vec<PolicyRule> {
         // The namespace of the host-port placeholder pods.
         rule(&[""], &["namespaces"], &["get", "create"]),
         rule(&[""], &["serviceaccounts/token"], &["create"]),
+        // `get`: reflected worker Events are compared with what was written.
         rule(
             &["", "events.k8s.io"],
             &["events"],
-            &["create", "patch", "update"],
+            &["get", "create", "patch", "update"],
         ),
         rule(&["coordination.k8s.io"], &["leases"], WRITE),
         rule(&["storage.k8s.io"], &["csinodes"], WRITE),
@@ -590,17 +596,23 @@ fn container(name: &str, template: &WorkloadTemplate, args: Vec<String>) -> Cont
         ]),
         liveness_probe: Some(probe("/healthz")),
         readiness_probe: Some(probe("/readyz")),
-        resources: template.resources.clone(),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".to_owned()]),
-                ..Capabilities::default()
-            }),
-            ..SecurityContext::default()
-        }),
+        resources: template
+            .pod
+            .resources
+            .clone()
+            .or_else(|| template.resources.clone()),
+        security_context: Some(template.pod.container_security_context.clone().unwrap_or(
+            SecurityContext {
+                allow_privilege_escalation: Some(false),
+                read_only_root_filesystem: Some(true),
+                run_as_non_root: Some(true),
+                capabilities: Some(Capabilities {
+                    drop: Some(vec!["ALL".to_owned()]),
+                    ..Capabilities::default()
+                }),
+                ..SecurityContext::default()
+            },
+        )),
         ..Container::default()
     }
 }
@@ -616,8 +628,12 @@ fn deployment(
 ) -> Deployment {
     let names = names_of(binding, templates);
     let binding_name = binding.metadata.name.clone().unwrap_or_default();
-    let mut pod_labels = object_labels(&binding_name, component);
+    let pod = &template.pod;
+    // The manager's labels win over extra ones (validation refuses the reserved keys).
+    let mut pod_labels = pod.pod_labels.clone();
+    pod_labels.extend(object_labels(&binding_name, component));
     pod_labels.extend(selector_labels(&binding_name, component));
+    let non_empty = |map: &BTreeMap<String, String>| (!map.is_empty()).then(|| map.clone());
     stamped(Deployment {
         metadata: metadata(name, Some(&templates.namespace), binding, component),
         spec: Some(DeploymentSpec {
@@ -629,20 +645,32 @@ fn deployment(
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(pod_labels),
+                    annotations: non_empty(&pod.pod_annotations),
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
                     service_account_name: Some(names.service_account.clone()),
                     containers: vec![container],
                     volumes,
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".to_owned(),
-                            ..SeccompProfile::default()
-                        }),
-                        ..PodSecurityContext::default()
-                    }),
+                    image_pull_secrets: (!pod.image_pull_secrets.is_empty())
+                        .then(|| pod.image_pull_secrets.clone()),
+                    node_selector: non_empty(&pod.node_selector),
+                    tolerations: (!pod.tolerations.is_empty()).then(|| pod.tolerations.clone()),
+                    affinity: pod.affinity.clone(),
+                    priority_class_name: pod
+                        .priority_class_name
+                        .clone()
+                        .filter(|name| !name.is_empty()),
+                    security_context: Some(pod.pod_security_context.clone().unwrap_or(
+                        PodSecurityContext {
+                            run_as_non_root: Some(true),
+                            seccomp_profile: Some(SeccompProfile {
+                                type_: "RuntimeDefault".to_owned(),
+                                ..SeccompProfile::default()
+                            }),
+                            ..PodSecurityContext::default()
+                        },
+                    )),
                     ..PodSpec::default()
                 }),
             },
@@ -948,5 +976,92 @@ mod tests {
         b.metadata.uid = None;
         assert!(owner_reference(&b).is_none());
         assert!(owner_reference(&binding("w1")).is_some());
+    }
+
+    #[test]
+    fn pod_settings_reach_both_deployments_without_touching_the_selector() {
+        let (syncer, proxier) = crate::manager::parse_workload_template(
+            r#"
+global:
+  imagePullSecrets: [{name: regcred}]
+  tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
+  podAnnotations: {example.com/owner: platform}
+syncer:
+  resources: {requests: {cpu: 100m}}
+  priorityClassName: system-cluster-critical
+  podLabels: {team: platform}
+proxier:
+  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [edge]}]}]}}}
+  containerSecurityContext: {runAsUser: 1000}
+"#,
+        )
+        .unwrap();
+        let mut t = templates();
+        t.syncer.pod = syncer;
+        t.proxier.pod = proxier;
+        let b = binding("w1");
+        let plain = syncer_deployment(&b, &templates(), None);
+        let s = syncer_deployment(&b, &t, None);
+        let p = proxier_deployment(&b, &t);
+        assert_ne!(recorded_hash(&s.metadata), recorded_hash(&plain.metadata));
+        for d in [&s, &p] {
+            let spec = d.spec.as_ref().unwrap();
+            let pod = spec.template.spec.as_ref().unwrap();
+            assert_eq!(pod.image_pull_secrets.as_ref().unwrap()[0].name, "regcred");
+            assert_eq!(
+                pod.tolerations.as_ref().unwrap()[0].key.as_deref(),
+                Some("dedicated")
+            );
+            let meta = spec.template.metadata.as_ref().unwrap();
+            assert_eq!(
+                meta.annotations.as_ref().unwrap()["example.com/owner"],
+                "platform"
+            );
+            // The selector still matches the pods.
+            let labels = meta.labels.as_ref().unwrap();
+            for (k, v) in spec.selector.match_labels.as_ref().unwrap() {
+                assert_eq!(labels.get(k), Some(v));
+            }
+        }
+        let spod = s.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+        let ppod = p.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+        assert_eq!(
+            spod.priority_class_name.as_deref(),
+            Some("system-cluster-critical")
+        );
+        assert!(ppod.priority_class_name.is_none());
+        assert!(spod.affinity.is_none());
+        assert!(ppod.affinity.is_some());
+        let cpu = &spod.containers[0]
+            .resources
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref()
+            .unwrap()["cpu"];
+        assert_eq!(cpu.0, "100m");
+        assert!(ppod.containers[0].resources.is_none());
+        // A container security context given replaces the manager's; otherwise it stays.
+        let psc = ppod.containers[0].security_context.as_ref().unwrap();
+        assert_eq!(psc.run_as_user, Some(1000));
+        assert_eq!(psc.read_only_root_filesystem, None);
+        let ssc = spod.containers[0].security_context.as_ref().unwrap();
+        assert_eq!(ssc.read_only_root_filesystem, Some(true));
+        assert_eq!(
+            spod.security_context.as_ref().unwrap().run_as_non_root,
+            Some(true)
+        );
+        let slabels = s
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .labels
+            .as_ref()
+            .unwrap();
+        assert_eq!(slabels["team"], "platform");
     }
 }

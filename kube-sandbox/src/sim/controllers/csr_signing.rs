@@ -1,10 +1,13 @@
 //! The csrsigning controller of kube-controller-manager for the
-//! `kubernetes.io/kube-apiserver-client` signer (kubernetes
-//! `pkg/controller/certificates/signer/signer.go`, with `--cluster-signing-cert-file` set to the
-//! cluster CA): an approved, not denied, not failed CSR without a certificate gets one signed
-//! by the cluster CA, so that it authenticates to this API server as CN = user, O = groups. A
-//! request whose usages the signer does not allow gets a `Failed` condition
-//! (`SignerValidationFailure`), as upstream. Other signers are left to their own controllers.
+//! `kubernetes.io/kube-apiserver-client` and `kubernetes.io/kubelet-serving` signers
+//! (kubernetes `pkg/controller/certificates/signer/signer.go`, with
+//! `--cluster-signing-cert-file` set to the cluster CA): an approved, not denied, not failed
+//! CSR without a certificate gets one signed by the cluster CA. A client certificate
+//! authenticates to this API server as CN = user, O = groups; a kubelet serving certificate
+//! carries the request's DNS and IP names, so clients that verify kubelets against the
+//! cluster CA (kube-apiserver, metrics-server without `--kubelet-insecure-tls`) accept it. A
+//! request the signer does not accept gets a `Failed` condition (`SignerValidationFailure`)
+//! with upstream's message. Other signers are left to their own controllers.
 //!
 //! It runs in every sandbox cluster, whatever `workload_controllers` says: the clusters the
 //! sandbox stands for run it (kube-controller-manager's default controllers; Karmada's control
@@ -25,6 +28,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 const MANAGER: &str = "kube-controller-manager";
+/// The signer of kubelet serving certificates.
+pub const KUBELET_SERVING: &str = "kubernetes.io/kubelet-serving";
 /// `--cluster-signing-duration`'s default: one year.
 pub const CLUSTER_SIGNING_SECONDS: i64 = 365 * 24 * 3600;
 
@@ -55,9 +60,88 @@ fn client_usages_ok(usages: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// What a kubelet-serving request says of itself (parsed from `spec.request`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RequestNames {
+    /// Subject organizations.
+    pub organizations: Vec<String>,
+    /// Subject common name.
+    pub common_name: String,
+    /// DNS subject alternative names.
+    pub dns_names: Vec<String>,
+    /// IP subject alternative names.
+    pub ip_addresses: Vec<String>,
+    /// Email subject alternative names.
+    pub emails: Vec<String>,
+    /// URI subject alternative names.
+    pub uris: Vec<String>,
+}
+
+/// The names of a PEM certificate request; `None` when it cannot be read.
+pub fn request_names(pem: &str) -> Option<RequestNames> {
+    use rcgen::{DnType, DnValue, SanType};
+    let request = rcgen::CertificateSigningRequestParams::from_pem(pem).ok()?;
+    let text = |v: &DnValue| match v {
+        DnValue::Utf8String(s) => s.clone(),
+        DnValue::PrintableString(s) => s.as_str().to_owned(),
+        other => format!("{other:?}"),
+    };
+    let mut names = RequestNames::default();
+    for (kind, value) in request.params.distinguished_name.iter() {
+        match kind {
+            DnType::OrganizationName => names.organizations.push(text(value)),
+            DnType::CommonName => names.common_name = text(value),
+            _ => {}
+        }
+    }
+    for san in &request.params.subject_alt_names {
+        match san {
+            SanType::DnsName(n) => names.dns_names.push(n.to_string()),
+            SanType::IpAddress(ip) => names.ip_addresses.push(ip.to_string()),
+            SanType::Rfc822Name(e) => names.emails.push(e.to_string()),
+            SanType::URI(u) => names.uris.push(u.to_string()),
+            _ => {}
+        }
+    }
+    Some(names)
+}
+
+/// kube-controller-manager's check of a kubelet serving request (kubernetes
+/// `pkg/apis/certificates/helpers.go`, `ValidateKubeletServingCSR`): organization exactly
+/// `system:nodes`, at least one DNS or IP name, no email or URI names, usages exactly
+/// {digital signature, key encipherment, server auth} or {digital signature, server auth},
+/// common name `system:node:<name>`.
+pub fn kubelet_serving_ok(names: &RequestNames, usages: &[String]) -> Result<(), String> {
+    if names.organizations != ["system:nodes"] {
+        return Err("subject organization is not system:nodes".into());
+    }
+    if names.dns_names.is_empty() && names.ip_addresses.is_empty() {
+        return Err("DNS or IP subjectAltName is required".into());
+    }
+    if !names.emails.is_empty() {
+        return Err("Email subjectAltNames are not allowed".into());
+    }
+    if !names.uris.is_empty() {
+        return Err("URI subjectAltNames are not allowed".into());
+    }
+    let mut set: Vec<&str> = usages.iter().map(String::as_str).collect();
+    set.sort_unstable();
+    set.dedup();
+    let rsa = ["digital signature", "key encipherment", "server auth"];
+    let no_rsa = ["digital signature", "server auth"];
+    if set != rsa && set != no_rsa {
+        return Err("usages did not match [digital signature key encipherment server auth]".into());
+    }
+    if !names.common_name.starts_with("system:node:") {
+        return Err("subject CN must begin with \"system:node:\"".into());
+    }
+    Ok(())
+}
+
 /// What `csr` needs.
 pub fn decide(csr: &Value) -> Action {
-    if signer_name(csr) != KUBE_APISERVER_CLIENT
+    let signer = signer_name(csr);
+    if (signer != KUBE_APISERVER_CLIENT && signer != KUBELET_SERVING)
         || !has_condition(csr, "Approved")
         || has_condition(csr, "Denied")
         || has_condition(csr, "Failed")
@@ -65,7 +149,15 @@ pub fn decide(csr: &Value) -> Action {
     {
         return Action::Nothing;
     }
-    if let Err(message) = client_usages_ok(&usages(csr)) {
+    let checked = if signer == KUBELET_SERVING {
+        match request_pem(csr).as_deref().and_then(request_names) {
+            Some(names) => kubelet_serving_ok(&names, &usages(csr)),
+            None => Err("unable to parse csr".into()),
+        }
+    } else {
+        client_usages_ok(&usages(csr))
+    };
+    if let Err(message) = checked {
         return Action::Fail(message);
     }
     let asked = csr
@@ -85,6 +177,7 @@ fn key_usages(usages: &[String]) -> (Vec<KeyUsagePurpose>, Vec<ExtendedKeyUsageP
             "digital signature" => key.push(KeyUsagePurpose::DigitalSignature),
             "key encipherment" => key.push(KeyUsagePurpose::KeyEncipherment),
             "client auth" => extended.push(ExtendedKeyUsagePurpose::ClientAuth),
+            "server auth" => extended.push(ExtendedKeyUsagePurpose::ServerAuth),
             _ => {}
         }
     }
@@ -247,5 +340,96 @@ mod tests {
         let mut signed = csr(approved, client, json!({}));
         signed["status"]["certificate"] = json!("Y2VydA==");
         assert_eq!(decide(&signed), Action::Nothing);
+    }
+
+    fn serving_request(cn: &str, orgs: &[&str], dns: &[&str], ips: &[&str]) -> String {
+        use rcgen::{CertificateParams, DnType, KeyPair, SanType};
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        for org in orgs {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *org);
+        }
+        for name in dns {
+            params
+                .subject_alt_names
+                .push(SanType::DnsName((*name).try_into().unwrap()));
+        }
+        for ip in ips {
+            params
+                .subject_alt_names
+                .push(SanType::IpAddress(ip.parse().unwrap()));
+        }
+        let key = KeyPair::generate().unwrap();
+        params.serialize_request(&key).unwrap().pem().unwrap()
+    }
+
+    fn serving_csr(pem: &str, usages: Value) -> Value {
+        json!({"spec": {"signerName": KUBELET_SERVING, "usages": usages,
+                        "request": STANDARD.encode(pem)},
+               "status": {"conditions": [{"type": "Approved", "status": "True"}]}})
+    }
+
+    #[test]
+    fn kubelet_serving_requests_are_checked_as_kube_controller_manager_does() {
+        let serving = json!(["digital signature", "key encipherment", "server auth"]);
+        let good = serving_request(
+            "system:node:vnode-w1-n1",
+            &["system:nodes"],
+            &["vnode-w1-n1"],
+            &["10.0.0.7"],
+        );
+        assert_eq!(
+            decide(&serving_csr(&good, serving.clone())),
+            Action::Sign {
+                seconds: CLUSTER_SIGNING_SECONDS
+            }
+        );
+        assert_eq!(
+            decide(&serving_csr(
+                &good,
+                json!(["digital signature", "server auth"])
+            )),
+            Action::Sign {
+                seconds: CLUSTER_SIGNING_SECONDS
+            }
+        );
+        let names = request_names(&good).unwrap();
+        assert_eq!(names.ip_addresses, ["10.0.0.7"]);
+        assert_eq!(names.dns_names, ["vnode-w1-n1"]);
+        for (pem, usages, message) in [
+            (
+                serving_request("system:node:n", &["example"], &["n"], &[]),
+                serving.clone(),
+                "subject organization is not system:nodes",
+            ),
+            (
+                serving_request("system:node:n", &["system:nodes"], &[], &[]),
+                serving.clone(),
+                "DNS or IP subjectAltName is required",
+            ),
+            (
+                serving_request("n", &["system:nodes"], &["n"], &[]),
+                serving.clone(),
+                "subject CN must begin with \"system:node:\"",
+            ),
+            (
+                good.clone(),
+                json!(["digital signature", "key encipherment", "client auth"]),
+                "usages did not match [digital signature key encipherment server auth]",
+            ),
+            (
+                "not a request".to_owned(),
+                serving.clone(),
+                "unable to parse csr",
+            ),
+        ] {
+            assert_eq!(
+                decide(&serving_csr(&pem, usages)),
+                Action::Fail(message.into()),
+                "{message}"
+            );
+        }
     }
 }

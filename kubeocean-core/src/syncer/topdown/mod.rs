@@ -6,7 +6,8 @@
 //!   virtual status, ownership of an existing copy). No I/O; unit-tested on their own.
 //! - The reconcilers that apply them, one per file: [`virtual_pod`],
 //!   [`physical_pod`](mod@physical_pod), [`virtual_copy`], [`virtual_volume`],
-//!   [`token_refresh`], [`cleanup`]. They read the session's [`state`] (in-memory
+//!   [`token_refresh`], [`cleanup`], [`event_reflection`]. They read the session's
+//!   [`state`] (in-memory
 //!   [`store`]s fed by the watches of both clusters, and the work queues) and fail with a
 //!   [`TopDownError`] ([`error`]).
 //! - [`session`]: the only module that knows every reconciler: it starts the watches and
@@ -17,6 +18,7 @@
 
 pub mod cleanup;
 pub mod error;
+pub mod event_reflection;
 pub mod mapping;
 pub mod physical_pod;
 pub mod service_events;

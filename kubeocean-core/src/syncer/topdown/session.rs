@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret,
-    Service,
+    ConfigMap, Event, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
+    Secret, Service,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{ObjectMeta, PostParams};
@@ -24,8 +24,8 @@ use super::error::{Side, TopDownError, request};
 use super::state::{CLEANUP_KEY, copied_from, owner_pod_key};
 use super::store::{CopyKey, CopyKind};
 use super::{
-    cleanup, physical_pod, service_reflection, token_refresh, virtual_copy, virtual_pod,
-    virtual_volume,
+    cleanup, event_reflection, physical_pod, service_reflection, token_refresh, virtual_copy,
+    virtual_pod, virtual_volume,
 };
 use crate::labels;
 use crate::syncer::context::Context;
@@ -52,6 +52,8 @@ pub enum Reconciler {
     Cleanup,
     /// Services of `serviceNamespaces` and their EndpointSlices; the in-cluster network.
     ServiceReflection,
+    /// Worker Events about physical pods and claims -> Events about the virtual objects.
+    EventReflection,
 }
 
 impl Reconciler {
@@ -64,6 +66,7 @@ impl Reconciler {
             Reconciler::Token => token_refresh::NAME,
             Reconciler::Cleanup => cleanup::NAME,
             Reconciler::ServiceReflection => service_reflection::NAME,
+            Reconciler::EventReflection => event_reflection::NAME,
         }
     }
 }
@@ -288,6 +291,20 @@ fn spawn_service_reflectors(
             move |change| t.on_physical_reflections(change, |s| &mut s.physical_endpoint_slices),
         );
     }
+    // Events are news, not state: a worker chart that grants no Event watch leaves them out
+    // and pods are mapped all the same.
+    {
+        let t = td.clone();
+        spawn_reflector::<Event, _>(
+            tasks,
+            &mut not_awaited,
+            Api::namespaced(ctx.worker.clone(), &mount),
+            watcher::Config::default(),
+            "worker Events",
+            token,
+            move |change| t.on_physical_events(change),
+        );
+    }
 }
 
 /// Once every store is complete: makes sure the mount namespace exists, queues everything
@@ -362,6 +379,7 @@ pub(crate) fn start(
         (Reconciler::Token, workers.div_ceil(4)),
         (Reconciler::Cleanup, 1),
         (Reconciler::ServiceReflection, workers.div_ceil(4)),
+        (Reconciler::EventReflection, workers.div_ceil(4)),
     ] {
         for _ in 0..count {
             let worker = Worker {
@@ -459,6 +477,12 @@ impl Worker {
                 Some(service) => Some(service.object_ref(&())),
                 None => ctx.computing_index().binding().map(|b| b.object_ref(&())),
             },
+            Reconciler::EventReflection => {
+                let (_, name) = key.split_once('/')?;
+                let physical = stores.physical_pods.get(&td.physical_key(name))?;
+                let owner = owner_pod_key(&physical.metadata)?;
+                stores.virtual_pods.get(&owner).map(|p| p.object_ref(&()))
+            }
         }
     }
 
@@ -471,6 +495,7 @@ impl Worker {
             Reconciler::Token => &td.tokens,
             Reconciler::Cleanup => &td.cleanup,
             Reconciler::ServiceReflection => &td.services,
+            Reconciler::EventReflection => &td.events,
         }
     }
 
@@ -483,6 +508,7 @@ impl Worker {
             Reconciler::Token => &f.tokens,
             Reconciler::Cleanup => &f.cleanup,
             Reconciler::ServiceReflection => &f.services,
+            Reconciler::EventReflection => &f.events,
         }
     }
 }
@@ -511,6 +537,7 @@ impl worker::Reconciler for Worker {
             Reconciler::Token => token_refresh::reconcile(ctx, td, key).await,
             Reconciler::Cleanup => cleanup::reconcile(ctx, td).await,
             Reconciler::ServiceReflection => service_reflection::reconcile(ctx, td, key).await,
+            Reconciler::EventReflection => event_reflection::reconcile(ctx, td, key).await,
         }
     }
 

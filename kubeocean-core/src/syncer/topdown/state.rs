@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, Rw
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service,
+    ConfigMap, Event, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Secret,
+    Service,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ObjectMeta;
@@ -64,6 +65,8 @@ pub struct Stores {
     pub physical_services: ObjectStore<Service>,
     /// Our reflected EndpointSlices in the mount namespace.
     pub physical_endpoint_slices: ObjectStore<EndpointSlice>,
+    /// The worker's Events about pods and claims of the mount namespace.
+    pub physical_events: ObjectStore<Event>,
 }
 
 /// Everything the top-down reconcilers of one session share.
@@ -86,6 +89,10 @@ pub struct TopDown {
     /// Virtual Service keys (`namespace/name`) to reflect, and
     /// [`super::service_reflection::NETWORK_KEY`].
     pub services: WorkQueue,
+    /// Physical objects (`<kind>/<name>`) whose worker Events to reflect.
+    pub events: WorkQueue,
+    /// When each object's reflected Events were last written (the rate limit).
+    event_writes: Mutex<HashMap<String, Instant>>,
     /// Consecutive failures per key, one table per [`Reconciler`].
     pub(super) failures: Failures,
     first_seen: Mutex<HashMap<String, Instant>>,
@@ -143,6 +150,8 @@ impl TopDown {
             tokens: WorkQueue::new(),
             cleanup: WorkQueue::new(),
             services: WorkQueue::new(),
+            events: WorkQueue::new(),
+            event_writes: Mutex::new(HashMap::new()),
             failures: Default::default(),
             first_seen: Mutex::new(HashMap::new()),
             lost_unrecorded: Mutex::new(HashSet::new()),
@@ -371,6 +380,50 @@ impl TopDown {
         self.set_pod_metrics(ctx, Side::Computing);
     }
 
+    /// Worker Event changes (mount namespace): the objects they are about are queued for
+    /// [`super::event_reflection`].
+    pub fn on_physical_events(&self, change: Change<Event>) {
+        let mount = self.settings.mount_namespace.as_str();
+        let mut keys: Vec<String> = Vec::new();
+        {
+            let mut stores = self.stores_mut();
+            let store = &mut stores.physical_events;
+            match change {
+                Change::Applied(event) => {
+                    keys.extend(super::event_reflection::event_key(&event, mount));
+                    store.apply(event);
+                }
+                // Reflected Events stay until they expire, as the worker's do.
+                Change::Deleted(event) => {
+                    store.delete(&event);
+                }
+                Change::Relisted(all) => {
+                    keys.extend(
+                        all.iter()
+                            .filter_map(|e| super::event_reflection::event_key(e, mount)),
+                    );
+                    store.replace(all);
+                }
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        self.events.add_all(keys.iter().map(String::as_str));
+    }
+
+    /// When the Events of `key` may be written again: `interval` after the last write.
+    pub fn event_write_allowed_at(&self, key: &str, interval: Duration) -> Option<Instant> {
+        lock(&self.event_writes).get(key).map(|at| *at + interval)
+    }
+
+    /// Records a write of `key`'s reflected Events (forgetting writes long past).
+    pub fn record_event_write(&self, key: &str) {
+        let now = Instant::now();
+        let mut writes = lock(&self.event_writes);
+        writes.retain(|_, at| now.duration_since(*at) < Duration::from_secs(60));
+        writes.insert(key.to_owned(), now);
+    }
+
     /// Whether the top-down half keeps this worker pod: one of ours, in the mount namespace.
     pub fn keeps_physical_pod(&self, pod: &Pod) -> bool {
         pod.metadata.namespace.as_deref() == Some(self.settings.mount_namespace.as_str())
@@ -392,6 +445,10 @@ impl TopDown {
                     }
                     let old = stores.physical_pods.apply(p.clone());
                     let name = p.name_any();
+                    if old.is_none() {
+                        // Its Events may have come first.
+                        self.events.add(&format!("Pod/{name}"));
+                    }
                     let status_changed = old.as_ref().is_none_or(|o| o.status != p.status);
                     if status_changed {
                         physical.push(name);
@@ -673,6 +730,7 @@ pub(super) struct Failures {
     pub(super) tokens: FailureCounts,
     pub(super) cleanup: FailureCounts,
     pub(super) services: FailureCounts,
+    pub(super) events: FailureCounts,
 }
 
 /// Retry delay used by reconcilers that wait for something another watch will report but

@@ -13,12 +13,15 @@
 //! - [`token`]: the worker Secret that carries a pod's service-account tokens;
 //! - [`network`]: the computing cluster's DNS and API server for mapped pods;
 //! - [`service`]: Services of `serviceNamespaces` and their EndpointSlices in the worker;
+//! - [`event`]: worker Events about physical pods and claims -> Events about the virtual
+//!   objects, counted;
 //! - [`patch`]: the JSON merge patch between two versions of an object;
 //! - [`ownership`]: whether an existing physical object belongs to a given virtual object,
 //!   so that a name collision is reported instead of overwritten.
 
 pub mod config;
 pub mod ephemeral;
+pub mod event;
 pub mod network;
 pub mod patch;
 pub mod pod;
