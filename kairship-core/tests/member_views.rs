@@ -16,7 +16,6 @@ use base64::Engine as _;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
 };
-use kairship_core::api::server::{AppParts, app};
 use kairship_core::api::{CLUSTER_ANNOTATION, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::pb;
 use kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy;
@@ -24,6 +23,7 @@ use kairship_core::router::{
     DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceWriter, ReadWriteRouter,
     SplitRouter, StaticInstanceClients,
 };
+use kairship_core::server::{AppParts, app};
 use kube_sandbox::testing::eventually_some as eventually;
 use kube_sandbox::{ClusterOptions, FaultAction, FaultRule, ServeOptions, SimNode, UserInfo};
 use serde_json::{Value, json};

@@ -15,10 +15,10 @@ use axum::extract::Request;
 
 use crate::access::Authenticator;
 use crate::api::KairshipApi;
-use crate::api::rest::handlers::{ServedOverTls, request_base_url};
+use crate::transport::{ServedOverTls, request_base_url};
 
+pub mod applications;
 pub mod convert;
-pub mod convert_apps;
 pub mod member_views;
 pub mod members;
 mod service;
@@ -47,7 +47,7 @@ pub const SERVED_SERVICES: [&str; 4] = [
 ];
 
 /// Largest request message accepted, the same limit as REST bodies.
-pub const MAX_MESSAGE_BYTES: usize = crate::api::rest::extract::MAX_BODY_BYTES;
+pub const MAX_MESSAGE_BYTES: usize = crate::transport::MAX_BODY_BYTES;
 
 /// Why the gRPC routes could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::applications;
 use super::convert;
-use super::convert_apps;
 use super::pb;
 use super::pb::kairship_service_server::KairshipService;
 use crate::access::{Authenticator, Caller};
@@ -55,7 +55,7 @@ impl GrpcApi {
             .metadata()
             .get("authorization")
             .and_then(|v| v.to_str().ok())
-            .and_then(crate::api::rest::auth::parse_bearer)
+            .and_then(crate::transport::parse_bearer)
             .ok_or_else(|| {
                 Status::unauthenticated(
                     "no bearer token: send the metadata `authorization: Bearer <token>`",
@@ -352,13 +352,13 @@ impl KairshipService for GrpcApi {
         request: Request<pb::CreateApplicationRequest>,
     ) -> Answer<pb::ApplicationResult> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert_apps::create_application(m)))
+            .accept(request, |m| Ok(applications::create_application(m)))
             .await?;
         answer(
             self.api
                 .create_application(&caller, req)
                 .await
-                .and_then(convert_apps::application_result),
+                .and_then(applications::application_result),
         )
     }
 
@@ -367,7 +367,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::RestartJobRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert_apps::restart_job(m)))
+            .accept(request, |m| Ok(applications::restart_job(m)))
             .await?;
         object(self.api.restart_job(&caller, req).await)
     }
@@ -376,7 +376,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::CronJobActionRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert_apps::cronjob_action).await?;
+        let (caller, req) = self.accept(request, applications::cronjob_action).await?;
         object(self.api.cronjob_action(&caller, req).await)
     }
 
