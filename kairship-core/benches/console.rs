@@ -145,7 +145,7 @@ impl MembersApi for InMemory {
     async fn get_cluster(&self, _: &Caller, _: GetClusterRequest) -> Result<Object, ApiError> {
         Err(unused())
     }
-    async fn join_cluster(&self, _: &Caller, _: JoinClusterRequest) -> Result<Object, ApiError> {
+    async fn create_cluster(&self, _: &Caller, _: JoinClusterRequest) -> Result<Object, ApiError> {
         Err(unused())
     }
     async fn join_member(

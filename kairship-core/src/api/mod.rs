@@ -19,7 +19,7 @@
 //! | `create_kubeconfig` (+ [`BearerToken`]) | [`CreateKubeconfigRequest`] | [`KubeconfigResponse`] | `POST instances/{i}/kubeconfig` |
 //! | `list_clusters` | [`ListClustersRequest`] | [`ObjectList`] | `GET instances/{i}/clusters` |
 //! | `get_cluster` | [`GetClusterRequest`] | [`Object`] | `GET instances/{i}/clusters/{c}` |
-//! | `join_cluster` | [`JoinClusterRequest`] | [`Object`] | `POST instances/{i}/clusters` |
+//! | `create_cluster` (gRPC `JoinCluster`) | [`JoinClusterRequest`] | [`Object`] | `POST instances/{i}/clusters` |
 //! | `update_cluster` | [`UpdateClusterRequest`] | [`Object`] | `PUT instances/{i}/clusters/{c}` |
 //! | `remove_cluster` | [`RemoveClusterRequest`] | [`Object`] | `DELETE instances/{i}/clusters/{c}[?force=true]` |
 //! | `join_member` | [`JoinMemberRequest`] | [`Object`] | `POST instances/{i}/clusters:join` |

@@ -181,7 +181,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::JoinClusterRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self.accept(request, convert::join_cluster).await?;
-        object(self.api.join_cluster(&caller, req).await)
+        object(self.api.create_cluster(&caller, req).await)
     }
 
     async fn update_cluster(

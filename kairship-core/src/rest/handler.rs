@@ -155,6 +155,93 @@ where
     (P::path(), HttpMethod::Post, operation)
 }
 
+/// Declares one operation on the objects of any resource as two handlers, one for
+/// cluster-scoped objects (`…/instances/{instance}/resources/{group}/{version}/{resource}`) and
+/// one for objects in a namespace (`…/instances/{instance}/namespaces/{namespace}/resources/…`):
+/// the same arguments, body and documented answers, each with its own doc comment, path and
+/// operation id. The path parameters (`instance`, `namespace`, `group`, `version`, `resource`
+/// and, for `object` operations, `name`) are documented here once.
+macro_rules! object_operation {
+    (
+        $method:ident $target:ident
+        $(#[doc = $cluster_doc:tt])* cluster $cluster_fn:ident $cluster_id:tt $cluster_path:tt,
+        $(#[doc = $ns_doc:tt])* namespaced $ns_fn:ident $ns_id:tt $ns_path:tt,
+        query [$($query:tt)*], doc [$($doc:tt)*],
+        fn ($($args:tt)*) -> $ret:ty $body:block
+    ) => {
+        $crate::rest::handler::object_operation!(@target $target
+            [$(#[doc = $cluster_doc])*] $cluster_fn $cluster_id $cluster_path $method
+            [("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),]
+            [$($query)*] [$($doc)*] ($($args)*) -> $ret $body);
+        $crate::rest::handler::object_operation!(@target $target
+            [$(#[doc = $ns_doc])*] $ns_fn $ns_id $ns_path $method
+            [("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
+             ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),]
+            [$($query)*] [$($doc)*] ($($args)*) -> $ret $body);
+    };
+    (@target $target:ident $docs:tt $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*] $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@name $target $docs $fn $id $path $method
+            [$($params)*
+             ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
+             ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
+             ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),]
+            $($rest)*);
+    };
+    (@name collection $docs:tt $fn:ident $id:tt $path:tt $method:ident $params:tt $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@emit $docs $fn $id $path $method $params $($rest)*);
+    };
+    (@name object $docs:tt $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*] $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@emit $docs $fn $id $path $method
+            [$($params)* ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),]
+            $($rest)*);
+    };
+    (@emit [$($docs:tt)*] $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*] [$($query:tt)*]
+        [$($doc:tt)*] ($($args:tt)*) -> $ret:ty $body:block) => {
+        $($docs)*
+        #[utoipa::path($method, path = $path, tag = "resources", operation_id = $id,
+            params($($params)* $($query)*), $($doc)*)]
+        pub async fn $fn($($args)*) -> $ret $body
+    };
+}
+pub(crate) use object_operation;
+
+/// Declares one operation on objects of a typed kind as two handlers, one for the
+/// instance-wide or cluster-scoped path (`…/instances/{instance}/{kind}`) and one for the
+/// namespaced path (`…/instances/{instance}/namespaces/{namespace}/{kind}`): the same arguments
+/// and body, each with its own doc comment, path, operation id, `kind` description and
+/// documented body and answers. The path parameters are documented here once.
+macro_rules! kind_operation {
+    (
+        $method:ident $target:ident
+        $(#[doc = $cluster_doc:tt])* cluster $cluster_fn:ident $cluster_id:tt $cluster_path:tt
+            kind $cluster_kind:tt doc [$($cluster_more:tt)*],
+        $(#[doc = $ns_doc:tt])* namespaced $ns_fn:ident $ns_id:tt $ns_path:tt
+            kind $ns_kind:tt doc [$($ns_more:tt)*],
+        query [$($query:tt)*],
+        fn ($($args:tt)*) -> $ret:ty $body:block
+    ) => {
+        $crate::rest::handler::kind_operation!(@name $target
+            [$(#[doc = $cluster_doc])*] $cluster_fn $cluster_id $cluster_path $method
+            [("instance" = String, Path, description = "Instance name"),
+             ("kind" = ResourceKind, Path, description = $cluster_kind),]
+            [$($query)*] [$($cluster_more)*] ($($args)*) -> $ret $body);
+        $crate::rest::handler::kind_operation!(@name $target
+            [$(#[doc = $ns_doc])*] $ns_fn $ns_id $ns_path $method
+            [("instance" = String, Path, description = "Instance name"),
+             ("namespace" = String, Path, description = "Namespace"),
+             ("kind" = ResourceKind, Path, description = $ns_kind),]
+            [$($query)*] [$($ns_more)*] ($($args)*) -> $ret $body);
+    };
+    (@name collection $docs:tt $fn:ident $id:tt $path:tt $method:ident $params:tt $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@emit $docs $fn $id $path $method $params $($rest)*);
+    };
+    (@name object $docs:tt $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*] $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@emit $docs $fn $id $path $method
+            [$($params)* ("name" = String, Path, description = "Object name"),] $($rest)*);
+    };
+}
+pub(crate) use kind_operation;
+
 #[cfg(test)]
 mod tests {
     use super::*;

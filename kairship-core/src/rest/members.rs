@@ -125,12 +125,14 @@ pub async fn list_clusters(
     s.api.list_clusters(&auth.caller, req).await.map(Json)
 }
 
+// Creates the `Cluster` object as sent and joins nothing (the joins are `clusters:join` and
+// `clusters:register`), hence the operation id `CreateCluster`; gRPC keeps `JoinCluster`.
 /// Join a member cluster.
 #[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters", tag = "clusters",
-    operation_id = "JoinCluster", params(("instance" = String, Path, description = "Instance name"), WriteOptions),
+    operation_id = "CreateCluster", params(("instance" = String, Path, description = "Instance name"), WriteOptions),
     request_body(content = KubeObject, description = "A cluster.karmada.io/v1alpha1 Cluster"),
     responses((status = 200, body = Object, description = "The created Cluster"), ErrorResponses))]
-pub async fn join_cluster(
+pub async fn create_cluster(
     State(s): State<RestState>,
     auth: Authenticated,
     ApiPath(instance): ApiPath<String>,
@@ -138,7 +140,7 @@ pub async fn join_cluster(
     ApiJson(body): ApiJson<Object>,
 ) -> Written {
     let req = JoinClusterRequest { instance, body };
-    written(write, s.api.join_cluster(&auth.caller, req)).await
+    written(write, s.api.create_cluster(&auth.caller, req)).await
 }
 
 /// Read a member cluster.

@@ -192,7 +192,7 @@ fn build() -> Builder {
         instances::delete_instance
     ))
     .add(routes!(instances::create_kubeconfig))
-    .add(routes!(members::list_clusters, members::join_cluster))
+    .add(routes!(members::list_clusters, members::create_cluster))
     .add(routes!(
         members::get_cluster,
         members::update_cluster,

@@ -9,7 +9,9 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, PatchBody};
-use super::handler::{Answer, ErrorResponses, ReadErrorResponses, RestState, Written, written};
+use super::handler::{
+    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, object_operation, written,
+};
 use crate::api::ApiError;
 use crate::api::fields::{FieldValidation, WriteOptions};
 use crate::api::{
@@ -71,6 +73,21 @@ impl FromRequestParts<RestState> for ObjectsCall {
     }
 }
 
+/// A request message of the generic API: the five path fields (`instance`, `namespace`,
+/// `group`, `version`, `resource`) from `$path`, the others as given.
+macro_rules! at_path {
+    ($request:ident from $path:ident { $($field:tt)* }) => {
+        $request {
+            instance: $path.instance,
+            namespace: $path.namespace,
+            group: $path.group,
+            version: $path.version,
+            resource: $path.resource,
+            $($field)*
+        }
+    };
+}
+
 impl ObjectsCall {
     fn name(&self) -> Result<String, ApiError> {
         self.path
@@ -81,14 +98,7 @@ impl ObjectsCall {
 
     async fn list(self, options: ListOptions) -> Answer<ObjectList> {
         let p = self.path;
-        let req = ListObjectsRequest {
-            instance: p.instance,
-            group: p.group,
-            version: p.version,
-            resource: p.resource,
-            namespace: p.namespace,
-            options,
-        };
+        let req = at_path!(ListObjectsRequest from p { options });
         self.state
             .api
             .list_objects(&self.auth.caller, req)
@@ -99,14 +109,7 @@ impl ObjectsCall {
     async fn get(self) -> Answer<Object> {
         let name = self.name()?;
         let p = self.path;
-        let req = GetObjectRequest {
-            instance: p.instance,
-            group: p.group,
-            version: p.version,
-            resource: p.resource,
-            namespace: p.namespace,
-            name,
-        };
+        let req = at_path!(GetObjectRequest from p { name });
         self.state
             .api
             .get_object(&self.auth.caller, req)
@@ -116,29 +119,14 @@ impl ObjectsCall {
 
     async fn create(self, write: WriteOptions, body: Object) -> Written {
         let p = self.path;
-        let req = CreateObjectRequest {
-            instance: p.instance,
-            group: p.group,
-            version: p.version,
-            resource: p.resource,
-            namespace: p.namespace,
-            body,
-        };
+        let req = at_path!(CreateObjectRequest from p { body });
         written(write, self.state.api.create_object(&self.auth.caller, req)).await
     }
 
     async fn update(self, write: WriteOptions, body: Object) -> Written {
         let name = self.name()?;
         let p = self.path;
-        let req = UpdateObjectRequest {
-            instance: p.instance,
-            group: p.group,
-            version: p.version,
-            resource: p.resource,
-            namespace: p.namespace,
-            name,
-            body,
-        };
+        let req = at_path!(UpdateObjectRequest from p { name, body });
         written(write, self.state.api.update_object(&self.auth.caller, req)).await
     }
 
@@ -149,18 +137,7 @@ impl ObjectsCall {
     ) -> Written {
         let name = self.name()?;
         let p = self.path;
-        let req = PatchObjectRequest {
-            instance: p.instance,
-            group: p.group,
-            version: p.version,
-            resource: p.resource,
-            namespace: p.namespace,
-            name,
-            patch_type,
-            patch,
-            field_manager: options.field_manager,
-            force: options.force,
-        };
+        let req = at_path!(PatchObjectRequest from p { name, patch_type, patch, field_manager: options.field_manager, force: options.force });
         let write = WriteOptions {
             field_validation: options.field_validation,
         };
@@ -184,14 +161,7 @@ impl ObjectsCall {
     async fn delete(self) -> Answer<Object> {
         let name = self.name()?;
         let p = self.path;
-        let req = DeleteObjectRequest {
-            instance: p.instance,
-            group: p.group,
-            version: p.version,
-            resource: p.resource,
-            namespace: p.namespace,
-            name,
-        };
+        let req = at_path!(DeleteObjectRequest from p { name });
         self.state
             .api
             .delete_object(&self.auth.caller, req)
@@ -200,198 +170,114 @@ impl ObjectsCall {
     }
 }
 
-/// List objects of any resource: of a cluster-scoped resource, or of a namespaced one across all namespaces (found by the instance's discovery).
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}", tag = "resources", operation_id = "ListObjects",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
-pub async fn list_cluster_objects(
-    call: ObjectsCall,
-    ApiQuery(options): ApiQuery<ListOptions>,
-) -> Answer<ObjectList> {
-    call.list(options).await
+object_operation! {
+    get collection
+    /// List objects of any resource: of a cluster-scoped resource, or of a namespaced one across all namespaces (found by the instance's discovery).
+    cluster list_cluster_objects "ListObjects"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}",
+    /// List objects of any resource in a namespace (found by the instance's discovery).
+    namespaced list_namespaced_objects "ListNamespacedObjects"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}",
+    query [ListOptions],
+    doc [responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses)],
+    fn (call: ObjectsCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<ObjectList> {
+        call.list(options).await
+    }
 }
 
-/// Create an object of a cluster-scoped resource.
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}", tag = "resources", operation_id = "CreateClusterObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        WriteOptions),
-    request_body(content = Object, description = "The object, with the fields of its resource (apiVersion, kind and namespace are filled in when absent)"),
-    responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
-pub async fn create_cluster_object(
-    call: ObjectsCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.create(write, body).await
+object_operation! {
+    post collection
+    /// Create an object of a cluster-scoped resource.
+    cluster create_cluster_object "CreateClusterObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}",
+    /// Create an object in a namespace.
+    namespaced create_namespaced_object "CreateNamespacedObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}",
+    query [WriteOptions],
+    doc [request_body(content = Object, description = "The object, with the fields of its resource (apiVersion, kind and namespace are filled in when absent)"),
+    responses((status = 200, body = Object, description = "The created object"), ErrorResponses)],
+    fn (call: ObjectsCall, ApiQuery(write): ApiQuery<WriteOptions>, ApiJson(body): ApiJson<Object>) -> Written {
+        call.create(write, body).await
+    }
 }
 
-/// Read an object of a cluster-scoped resource.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "GetClusterObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253)),
-    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
-pub async fn get_cluster_object(call: ObjectsCall) -> Answer<Object> {
-    call.get().await
+object_operation! {
+    get object
+    /// Read an object of a cluster-scoped resource.
+    cluster get_cluster_object "GetClusterObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}",
+    /// Read an object in a namespace.
+    namespaced get_namespaced_object "GetNamespacedObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}",
+    query [],
+    doc [responses((status = 200, body = Object, description = "The object"), ReadErrorResponses)],
+    fn (call: ObjectsCall) -> Answer<Object> {
+        call.get().await
+    }
 }
 
-/// Replace an object of a cluster-scoped resource.
-#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "UpdateClusterObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        WriteOptions),
-    request_body(content = Object, description = "The new object, with the fields of its resource (include metadata.resourceVersion to guard against concurrent changes)"),
-    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
-pub async fn update_cluster_object(
-    call: ObjectsCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.update(write, body).await
+object_operation! {
+    put object
+    /// Replace an object of a cluster-scoped resource.
+    cluster update_cluster_object "UpdateClusterObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}",
+    /// Replace an object in a namespace.
+    namespaced update_namespaced_object "UpdateNamespacedObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}",
+    query [WriteOptions],
+    doc [request_body(content = Object, description = "The new object, with the fields of its resource (include metadata.resourceVersion to guard against concurrent changes)"),
+    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses)],
+    fn (call: ObjectsCall, ApiQuery(write): ApiQuery<WriteOptions>, ApiJson(body): ApiJson<Object>) -> Written {
+        call.update(write, body).await
+    }
 }
 
-/// Patch an object of a cluster-scoped resource; the `Content-Type` says how.
-#[utoipa::path(patch, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "PatchClusterObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        PatchOptions),
-    request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch, or the intended object for server-side apply (YAML or JSON)",
+object_operation! {
+    patch object
+    /// Patch an object of a cluster-scoped resource; the `Content-Type` says how.
+    cluster patch_cluster_object "PatchClusterObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}",
+    /// Patch an object in a namespace; the `Content-Type` says how.
+    namespaced patch_namespaced_object "PatchNamespacedObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}",
+    query [PatchOptions],
+    doc [request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch, or the intended object for server-side apply (YAML or JSON)",
         content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
             (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
-    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
-pub async fn patch_cluster_object(
-    call: ObjectsCall,
-    ApiQuery(options): ApiQuery<PatchOptions>,
-    patch: PatchBody,
-) -> Written {
-    call.patch(options, patch).await
+    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses)],
+    fn (call: ObjectsCall, ApiQuery(options): ApiQuery<PatchOptions>, patch: PatchBody) -> Written {
+        call.patch(options, patch).await
+    }
 }
 
-/// Delete an object of a cluster-scoped resource (a PropagationPolicy still in use is kept).
-#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "DeleteClusterObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253)),
-    responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
-pub async fn delete_cluster_object(call: ObjectsCall) -> Answer<Object> {
-    call.delete().await
+object_operation! {
+    delete object
+    /// Delete an object of a cluster-scoped resource (a PropagationPolicy still in use is kept).
+    cluster delete_cluster_object "DeleteClusterObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}",
+    /// Delete an object in a namespace (a PropagationPolicy still in use is kept).
+    namespaced delete_namespaced_object "DeleteNamespacedObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}",
+    query [],
+    doc [responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses)],
+    fn (call: ObjectsCall) -> Answer<Object> {
+        call.delete().await
+    }
 }
 
-/// List objects of any resource in a namespace (found by the instance's discovery).
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}", tag = "resources", operation_id = "ListNamespacedObjects",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
-pub async fn list_namespaced_objects(
-    call: ObjectsCall,
-    ApiQuery(options): ApiQuery<ListOptions>,
-) -> Answer<ObjectList> {
-    call.list(options).await
-}
-
-/// Create an object in a namespace.
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}", tag = "resources", operation_id = "CreateNamespacedObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        WriteOptions),
-    request_body(content = Object, description = "The object, with the fields of its resource (apiVersion, kind and namespace are filled in when absent)"),
-    responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
-pub async fn create_namespaced_object(
-    call: ObjectsCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.create(write, body).await
-}
-
-/// Read an object in a namespace.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "GetNamespacedObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253)),
-    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
-pub async fn get_namespaced_object(call: ObjectsCall) -> Answer<Object> {
-    call.get().await
-}
-
-/// Replace an object in a namespace.
-#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "UpdateNamespacedObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        WriteOptions),
-    request_body(content = Object, description = "The new object, with the fields of its resource (include metadata.resourceVersion to guard against concurrent changes)"),
-    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
-pub async fn update_namespaced_object(
-    call: ObjectsCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.update(write, body).await
-}
-
-/// Patch an object in a namespace; the `Content-Type` says how.
-#[utoipa::path(patch, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "PatchNamespacedObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        PatchOptions),
-    request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch, or the intended object for server-side apply (YAML or JSON)",
-        content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
-            (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
-    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
-pub async fn patch_namespaced_object(
-    call: ObjectsCall,
-    ApiQuery(options): ApiQuery<PatchOptions>,
-    patch: PatchBody,
-) -> Written {
-    call.patch(options, patch).await
-}
-
-/// Delete an object in a namespace (a PropagationPolicy still in use is kept).
-#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}", tag = "resources", operation_id = "DeleteNamespacedObject",
-    params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253)),
-    responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
-pub async fn delete_namespaced_object(call: ObjectsCall) -> Answer<Object> {
-    call.delete().await
+object_operation! {
+    get object
+    /// List the events of a cluster-scoped object.
+    cluster list_cluster_object_events "ListClusterObjectEvents"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}/events",
+    /// List the events of an object in a namespace.
+    namespaced list_namespaced_object_events "ListNamespacedObjectEvents"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}/events",
+    query [EventQuery],
+    doc [responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ReadErrorResponses)],
+    fn (call: ObjectsCall, ApiQuery(query): ApiQuery<EventQuery>) -> Answer<ObjectList> {
+        call.events(query).await
+    }
 }
 
 /// Query parameters of an event list: the list options and the event filters.
@@ -485,32 +371,4 @@ pub async fn list_namespaced_events(
 ) -> Answer<ObjectList> {
     let req = query.into_request(instance, Some(namespace));
     s.api.list_events(&auth.caller, req).await.map(Json)
-}
-
-/// List the events of a cluster-scoped object.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/resources/{group}/{version}/{resource}/{name}/events", tag = "resources",
-    operation_id = "ListClusterObjectEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
-    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ReadErrorResponses))]
-pub async fn list_cluster_object_events(
-    call: ObjectsCall,
-    ApiQuery(query): ApiQuery<EventQuery>,
-) -> Answer<ObjectList> {
-    call.events(query).await
-}
-
-/// List the events of an object in a namespace.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}/events", tag = "resources",
-    operation_id = "ListNamespacedObjectEvents", params(("instance" = String, Path, description = "Instance name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("namespace" = String, Path, description = "Namespace", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural, as discovery lists it", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253), EventQuery),
-    responses((status = 200, body = ObjectList, description = "A page of v1 Events"), ReadErrorResponses))]
-pub async fn list_namespaced_object_events(
-    call: ObjectsCall,
-    ApiQuery(query): ApiQuery<EventQuery>,
-) -> Answer<ObjectList> {
-    call.events(query).await
 }

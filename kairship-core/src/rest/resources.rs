@@ -7,7 +7,9 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, PatchBody};
-use super::handler::{Answer, ErrorResponses, ReadErrorResponses, RestState, Written, written};
+use super::handler::{
+    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, kind_operation, written,
+};
 use super::objects::PatchOptions;
 use crate::api::fields::WriteOptions;
 use crate::api::{
@@ -191,184 +193,114 @@ impl KindCall {
     }
 }
 
-// ---- namespaced resources -----------------------------------------------------------------
+// ---- the typed kinds: each operation for the instance-wide or cluster-scoped path and the namespaced one
 
-/// List objects of one kind in a namespace.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}",
-    tag = "resources", operation_id = "ListNamespacedResources",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("kind" = ResourceKind, Path, description = "A namespaced kind"), ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
-pub async fn list_namespaced(
-    call: KindCall,
-    ApiQuery(options): ApiQuery<ListOptions>,
-) -> Answer<ObjectList> {
-    call.list(options).await
+kind_operation! {
+    get collection
+    /// List objects of one kind across all namespaces, or of a cluster-scoped kind.
+    cluster list_in_instance "ListResources"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}"
+        kind "Any kind" doc [responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses)],
+    /// List objects of one kind in a namespace.
+    namespaced list_namespaced "ListNamespacedResources"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}"
+        kind "A namespaced kind" doc [responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses)],
+    query [ListOptions],
+    fn (call: KindCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<ObjectList> {
+        call.list(options).await
+    }
 }
 
-/// Create an object in a namespace (policies may be sent as `{"data": "<YAML or JSON>"}`).
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}",
-    tag = "resources", operation_id = "CreateNamespacedResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("kind" = ResourceKind, Path, description = "A namespaced kind"), WriteOptions),
-    request_body(content = KubeObject, description = "The object, or for policies {\"data\": \"<YAML or JSON>\"}"),
-    responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
-pub async fn create_namespaced(
-    call: KindCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.create(write, body).await
+kind_operation! {
+    post collection
+    /// Create a cluster-scoped object (ClusterPropagationPolicy, ClusterOverridePolicy).
+    cluster create_cluster_scoped "CreateClusterResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}"
+        kind "A cluster-scoped kind" doc [request_body(content = KubeObject, description = "The object, or {\"data\": \"<YAML or JSON>\"}"),
+    responses((status = 200, body = Object, description = "The created object"), ErrorResponses)],
+    /// Create an object in a namespace (policies may be sent as `{"data": "<YAML or JSON>"}`).
+    namespaced create_namespaced "CreateNamespacedResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}"
+        kind "A namespaced kind" doc [request_body(content = KubeObject, description = "The object, or for policies {\"data\": \"<YAML or JSON>\"}"),
+    responses((status = 200, body = Object, description = "The created object"), ErrorResponses)],
+    query [WriteOptions],
+    fn (call: KindCall, ApiQuery(write): ApiQuery<WriteOptions>, ApiJson(body): ApiJson<Object>) -> Written {
+        call.create(write, body).await
+    }
 }
 
-/// Read an object in a namespace.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
-    tag = "resources", operation_id = "GetNamespacedResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
-        ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
-pub async fn get_namespaced(call: KindCall) -> Answer<Object> {
-    call.get().await
+kind_operation! {
+    get object
+    /// Read a cluster-scoped object.
+    cluster get_cluster_scoped "GetClusterResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}"
+        kind "A cluster-scoped kind" doc [responses((status = 200, body = Object, description = "The object"), ReadErrorResponses)],
+    /// Read an object in a namespace.
+    namespaced get_namespaced "GetNamespacedResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}"
+        kind "A namespaced kind" doc [responses((status = 200, body = Object, description = "The object"), ReadErrorResponses)],
+    query [],
+    fn (call: KindCall) -> Answer<Object> {
+        call.get().await
+    }
 }
 
-/// Replace an object in a namespace.
-#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
-    tag = "resources", operation_id = "UpdateNamespacedResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
-        ("name" = String, Path, description = "Object name"), WriteOptions),
-    request_body(content = KubeObject, description = "The new object (include metadata.resourceVersion to guard against concurrent changes)"),
-    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
-pub async fn update_namespaced(
-    call: KindCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.update(write, body).await
+kind_operation! {
+    put object
+    /// Replace a cluster-scoped object.
+    cluster update_cluster_scoped "UpdateClusterResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}"
+        kind "A cluster-scoped kind" doc [request_body(content = KubeObject, description = "The new object"),
+    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses)],
+    /// Replace an object in a namespace.
+    namespaced update_namespaced "UpdateNamespacedResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}"
+        kind "A namespaced kind" doc [request_body(content = KubeObject, description = "The new object (include metadata.resourceVersion to guard against concurrent changes)"),
+    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses)],
+    query [WriteOptions],
+    fn (call: KindCall, ApiQuery(write): ApiQuery<WriteOptions>, ApiJson(body): ApiJson<Object>) -> Written {
+        call.update(write, body).await
+    }
 }
 
-/// Patch an object in a namespace; the `Content-Type` says how (as the generic
-/// `resources/{group}/{version}/{resource}/{name}` PATCH of the kind).
-#[utoipa::path(patch, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
-    tag = "resources", operation_id = "PatchNamespacedResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
-        ("name" = String, Path, description = "Object name"), PatchOptions),
-    request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch (built-in kinds), or the intended object for server-side apply (YAML or JSON)",
+kind_operation! {
+    patch object
+    /// Patch a cluster-scoped object; the `Content-Type` says how (as the generic
+    /// `resources/{group}/{version}/{resource}/{name}` PATCH of the kind).
+    cluster patch_cluster_scoped "PatchClusterResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}"
+        kind "A cluster-scoped kind" doc [request_body(description = "A JSON merge patch, a JSON patch (array of operations), or the intended object for server-side apply (YAML or JSON)",
         content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
             (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
-    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
-pub async fn patch_namespaced(
-    call: KindCall,
-    ApiQuery(options): ApiQuery<PatchOptions>,
-    patch: PatchBody,
-) -> Written {
-    call.patch(options, patch).await
-}
-
-/// Delete an object in a namespace (a PropagationPolicy still in use is kept).
-#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}",
-    tag = "resources", operation_id = "DeleteNamespacedResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("kind" = ResourceKind, Path, description = "A namespaced kind"),
-        ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
-pub async fn delete_namespaced(call: KindCall) -> Answer<Object> {
-    call.delete().await
-}
-
-// ---- instance-wide and cluster-scoped resources -------------------------------------------
-
-/// List objects of one kind across all namespaces, or of a cluster-scoped kind.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}",
-    tag = "resources", operation_id = "ListResources",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("kind" = ResourceKind, Path, description = "Any kind"), ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses))]
-pub async fn list_in_instance(
-    call: KindCall,
-    ApiQuery(options): ApiQuery<ListOptions>,
-) -> Answer<ObjectList> {
-    call.list(options).await
-}
-
-/// Create a cluster-scoped object (ClusterPropagationPolicy, ClusterOverridePolicy).
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}",
-    tag = "resources", operation_id = "CreateClusterResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"), WriteOptions),
-    request_body(content = KubeObject, description = "The object, or {\"data\": \"<YAML or JSON>\"}"),
-    responses((status = 200, body = Object, description = "The created object"), ErrorResponses))]
-pub async fn create_cluster_scoped(
-    call: KindCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.create(write, body).await
-}
-
-/// Read a cluster-scoped object.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
-    tag = "resources", operation_id = "GetClusterResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
-        ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The object"), ReadErrorResponses))]
-pub async fn get_cluster_scoped(call: KindCall) -> Answer<Object> {
-    call.get().await
-}
-
-/// Replace a cluster-scoped object.
-#[utoipa::path(put, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
-    tag = "resources", operation_id = "UpdateClusterResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
-        ("name" = String, Path, description = "Object name"), WriteOptions),
-    request_body(content = KubeObject, description = "The new object"),
-    responses((status = 200, body = Object, description = "The updated object"), ErrorResponses))]
-pub async fn update_cluster_scoped(
-    call: KindCall,
-    ApiQuery(write): ApiQuery<WriteOptions>,
-    ApiJson(body): ApiJson<Object>,
-) -> Written {
-    call.update(write, body).await
-}
-
-/// Patch a cluster-scoped object; the `Content-Type` says how (as the generic
-/// `resources/{group}/{version}/{resource}/{name}` PATCH of the kind).
-#[utoipa::path(patch, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
-    tag = "resources", operation_id = "PatchClusterResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
-        ("name" = String, Path, description = "Object name"), PatchOptions),
-    request_body(description = "A JSON merge patch, a JSON patch (array of operations), or the intended object for server-side apply (YAML or JSON)",
+    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses)],
+    /// Patch an object in a namespace; the `Content-Type` says how (as the generic
+    /// `resources/{group}/{version}/{resource}/{name}` PATCH of the kind).
+    namespaced patch_namespaced "PatchNamespacedResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}"
+        kind "A namespaced kind" doc [request_body(description = "A JSON merge patch, a JSON patch (array of operations), a strategic merge patch (built-in kinds), or the intended object for server-side apply (YAML or JSON)",
         content((Object = "application/merge-patch+json"), (Vec<Object> = "application/json-patch+json"),
             (Object = "application/strategic-merge-patch+json"), (Object = "application/apply-patch+yaml"))),
-    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses))]
-pub async fn patch_cluster_scoped(
-    call: KindCall,
-    ApiQuery(options): ApiQuery<PatchOptions>,
-    patch: PatchBody,
-) -> Written {
-    call.patch(options, patch).await
+    responses((status = 200, body = Object, description = "The patched object"), ErrorResponses)],
+    query [PatchOptions],
+    fn (call: KindCall, ApiQuery(options): ApiQuery<PatchOptions>, patch: PatchBody) -> Written {
+        call.patch(options, patch).await
+    }
 }
 
-/// Delete a cluster-scoped object (a ClusterPropagationPolicy still in use is kept).
-#[utoipa::path(delete, path = "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}",
-    tag = "resources", operation_id = "DeleteClusterResource",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("kind" = ResourceKind, Path, description = "A cluster-scoped kind"),
-        ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses))]
-pub async fn delete_cluster_scoped(call: KindCall) -> Answer<Object> {
-    call.delete().await
+kind_operation! {
+    delete object
+    /// Delete a cluster-scoped object (a ClusterPropagationPolicy still in use is kept).
+    cluster delete_cluster_scoped "DeleteClusterResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/{kind}/{name}"
+        kind "A cluster-scoped kind" doc [responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses)],
+    /// Delete an object in a namespace (a PropagationPolicy still in use is kept).
+    namespaced delete_namespaced "DeleteNamespacedResource"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}/{name}"
+        kind "A namespaced kind" doc [responses((status = 200, body = Object, description = "The object being deleted, or a Status"), ErrorResponses)],
+    query [],
+    fn (call: KindCall) -> Answer<Object> {
+        call.delete().await
+    }
 }
 
 #[cfg(test)]

@@ -44,8 +44,9 @@ pub trait MembersApi: Send + Sync {
         req: GetClusterRequest,
     ) -> Result<Object, ApiError>;
 
-    /// Joins a member cluster (creates its Cluster object).
-    async fn join_cluster(
+    /// Creates a member's `Cluster` object as sent; joins nothing (see [`MembersApi::join_member`]
+    /// and [`MembersApi::register_member`]). gRPC calls it `JoinCluster`.
+    async fn create_cluster(
         &self,
         caller: &Caller,
         req: JoinClusterRequest,

@@ -36,7 +36,7 @@ impl MembersApi for KairshipService {
         self.get_inside(caller, call, cluster, "a cluster").await
     }
 
-    async fn join_cluster(
+    async fn create_cluster(
         &self,
         caller: &Caller,
         req: JoinClusterRequest,
