@@ -5,10 +5,12 @@ For every crate (a directory holding Cargo.toml and src/), follow the `mod` decl
 src/lib.rs and src/main.rs (and src/bin/*.rs) to map module paths to files, then resolve every
 `crate::`, `super::`, `self::` and child-module path (in `use` trees and in code) to the file
 of the deepest module it names. A path that names a file's own module or an inline module of
-that file is no edge; `mod` declarations are no edges. Prints each strongly connected
+that file is no edge; `mod` declarations are no edges; a `pub use` is no edge (a module's
+facade: a path through a re-export leads to the file that defines the name), except with
+`--strict`, where a re-export the file uses itself is one. Prints each strongly connected
 component of more than one file and exits 1 if there is one.
 
-Usage: .ci/import-cycles.py [crate-dir ...]   (default: every workspace crate)
+Usage: .ci/import-cycles.py [--strict] [crate-dir ...]   (default: every workspace crate)
 """
 import os
 import re
@@ -194,11 +196,18 @@ class Crate:
         self.collect_reexports()
         graph = {f: set() for f in self.files}
         for path in self.files:
+            with open(path, encoding="utf-8") as f:
+                code = strip(f.read())
+            # Words of the code outside `use` items: a re-exported name used here is a dependency.
+            words = set(re.findall(r'\w+', re.sub(r'\buse\s+[^;]*;', ' ', code)))
             for here, vis, tree, ref in self.scan(path):
                 if tree is not None:
+                    pairs = use_paths(tree)
                     if vis:
-                        continue  # a re-export is a facade: who uses the name depends on its source
-                    paths = [segs for segs, _ in use_paths(tree)]
+                        # A re-export is a facade: who uses the name depends on its source.
+                        # With --strict, one this file also uses is a dependency of this file.
+                        pairs = [(segs, alias) for segs, alias in pairs if STRICT and alias in words]
+                    paths = [segs for segs, _ in pairs]
                 else:
                     paths = [[x for x in re.split(r'\s*::\s*', ref) if x]]
                 for segs in paths:
@@ -278,7 +287,13 @@ def components(graph):
     return out
 
 
+STRICT = False
+
+
 def main(argv):
+    global STRICT
+    STRICT = "--strict" in argv
+    argv = [a for a in argv if a != "--strict"]
     crates = argv or CRATES
     found = 0
     for name in crates:

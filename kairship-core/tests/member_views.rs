@@ -792,7 +792,7 @@ async fn promote_copies_the_workload_and_its_config_all_or_nothing() {
         .await
         .unwrap()
         .into_inner();
-    let grpc_plan = kairship_core::grpc::member_views::promote_response_from_pb(grpc_plan);
+    let grpc_plan = kairship_core::grpc::applications::promote_response_from_pb(grpc_plan);
     assert!(grpc_plan.dry_run);
     assert_eq!(
         serde_json::to_value(&grpc_plan.objects).unwrap(),

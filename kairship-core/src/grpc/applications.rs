@@ -1,11 +1,12 @@
-//! Conversions of the application and Job/CronJob messages of `kairship.v1`.
+//! Conversions of the applications feature's messages (`CreateApplication`, `:promote`) and
+//! of the Job/CronJob verbs of `kairship.v1`.
 
-use super::convert::{json_to_struct, struct_to_json};
+use super::convert::{json_to_struct, struct_to_json, workload_kind};
 use super::pb;
 use crate::api::{
     ApiError, ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec,
     ClusterOverride, CreateApplicationRequest, CronJobAction, CronJobActionRequest, EnvVar,
-    Placement, RestartJobRequest,
+    Placement, PromoteWorkloadRequest, PromoteWorkloadResponse, RestartJobRequest,
 };
 
 /// `CreateApplication`; an absent workload is `null`, which the service refuses with a
@@ -117,6 +118,44 @@ pub fn cronjob_action(m: pb::CronJobActionRequest) -> Result<CronJobActionReques
         name: m.name,
         action,
     })
+}
+
+/// `PromoteWorkload`.
+pub fn promote_workload(m: pb::PromoteWorkloadRequest) -> Result<PromoteWorkloadRequest, ApiError> {
+    Ok(PromoteWorkloadRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+        namespace: m.namespace,
+        kind: workload_kind(&m.kind)?,
+        name: m.name,
+        dry_run: m.dry_run,
+    })
+}
+
+/// The answer of `PromoteWorkload`.
+pub fn promote_response(
+    r: PromoteWorkloadResponse,
+) -> Result<pb::PromoteWorkloadResponse, ApiError> {
+    Ok(pb::PromoteWorkloadResponse {
+        dry_run: r.dry_run,
+        objects: r
+            .objects
+            .into_iter()
+            .map(json_to_struct)
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// The API form of a `PromoteWorkload` answer (for clients).
+pub fn promote_response_from_pb(r: pb::PromoteWorkloadResponse) -> PromoteWorkloadResponse {
+    PromoteWorkloadResponse {
+        dry_run: r.dry_run,
+        objects: r
+            .objects
+            .into_iter()
+            .map(super::convert::struct_to_json)
+            .collect(),
+    }
 }
 
 #[cfg(test)]

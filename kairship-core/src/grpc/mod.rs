@@ -19,17 +19,15 @@ use crate::transport::{ServedOverTls, request_base_url};
 
 pub mod applications;
 pub mod convert;
-pub mod member_views;
 pub mod members;
+pub mod workloads;
 mod service;
 
 pub use service::{GrpcApi, RequestBaseUrl};
 
 /// The generated protobuf messages, server and client of `kairship.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
-pub mod pb {
-    tonic::include_proto!("kairship.v1");
-}
+pub mod pb;
 
 /// The encoded `FileDescriptorSet` of `kairship.v1`, as served by reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =

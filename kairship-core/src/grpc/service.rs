@@ -418,7 +418,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::ListWorkloadPodsRequest>,
     ) -> Answer<pb::ObjectList> {
         let (caller, req) = self
-            .accept(request, super::member_views::list_workload_pods)
+            .accept(request, super::workloads::list_workload_pods)
             .await?;
         answer(
             self.api
@@ -433,7 +433,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::ListMemberNodesRequest>,
     ) -> Answer<pb::ObjectList> {
         let (caller, req) = self
-            .accept(request, super::member_views::list_member_nodes)
+            .accept(request, super::members::list_member_nodes)
             .await?;
         answer(
             self.api
@@ -448,7 +448,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::ListMemberObjectsRequest>,
     ) -> Answer<pb::ObjectList> {
         let (caller, req) = self
-            .accept(request, super::member_views::list_member_objects)
+            .accept(request, super::members::list_member_objects)
             .await?;
         answer(
             self.api
@@ -463,7 +463,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::GetMemberObjectRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(super::member_views::get_member_object(m)))
+            .accept(request, |m| Ok(super::members::get_member_object(m)))
             .await?;
         object(self.api.get_member_object(&caller, req).await)
     }
@@ -473,13 +473,13 @@ impl KairshipService for GrpcApi {
         request: Request<pb::PromoteWorkloadRequest>,
     ) -> Answer<pb::PromoteWorkloadResponse> {
         let (caller, req) = self
-            .accept(request, super::member_views::promote_workload)
+            .accept(request, super::applications::promote_workload)
             .await?;
         answer(
             self.api
                 .promote_workload(&caller, req)
                 .await
-                .and_then(super::member_views::promote_response),
+                .and_then(super::applications::promote_response),
         )
     }
 

@@ -19,6 +19,7 @@ pub mod cleanup;
 pub mod error;
 pub mod mapping;
 pub mod physical_pod;
+pub mod pod_status;
 pub mod service_events;
 pub mod service_reflection;
 pub mod session;
