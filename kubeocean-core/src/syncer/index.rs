@@ -15,8 +15,8 @@ use super::reflector::Change;
 pub use super::worker_pod::WorkerPod;
 use crate::crd::{ClusterBinding, ResourceLeasingPolicy};
 use crate::labels;
-use crate::leasing::host_ports::{HostPort, distinct_host_ports, host_ports_of};
-use crate::leasing::{NodeUsage, PodUsage, node_matches};
+use crate::leasing::host_ports::{HostPort, distinct_host_ports};
+use crate::leasing::{NodeUsage, node_matches};
 
 /// What the index keeps of one pod, with its uid (`None` for a pod without a uid).
 pub type IndexEntry = Option<(String, CachedPod)>;
@@ -104,7 +104,7 @@ impl WorkerIndex {
         self.pods.mapped_usage(node)
     }
 
-    /// The host ports the pods bound to `node` hold (see [`host_ports_of`]).
+    /// The host ports the pods bound to `node` hold (see [`crate::leasing::host_ports::host_ports_of`]).
     pub fn host_ports(&self, node: &str) -> Vec<HostPort> {
         distinct_host_ports(self.pods.host_ports(node).cloned().collect())
     }

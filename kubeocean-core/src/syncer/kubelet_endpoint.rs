@@ -3,17 +3,17 @@
 //! [`super::kubelet_port`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::{Api, ResourceExt};
 use kube::api::ListParams;
 use tokio_util::sync::CancellationToken;
 
 use super::config::ProxierEndpoint;
 use super::context::Context;
 use super::error::SyncError;
-use super::kubelet_port::{NodeEndpoint, choose_proxier_address, published_port};
-use crate::labels;
+use super::kubelet_port::{NodeEndpoint, choose_proxier_address, published_port, stored_port};
 
 /// Where virtual node `name` (stored as `current`, if it exists) is served: with per-node
 /// ports, the proxier's address and the node's own port, published once it answers;

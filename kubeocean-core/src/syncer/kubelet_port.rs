@@ -21,7 +21,6 @@ use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::ResourceExt;
 
 use super::config::ProxierEndpoint;
 use crate::labels;
@@ -180,7 +179,7 @@ impl KubeletPorts {
     }
 
     /// Whether `address:port` answers: remembered once it did, else tried now.
-    async fn answers(&self, address: &str, port: u16) -> bool {
+    pub(super) async fn answers(&self, address: &str, port: u16) -> bool {
         let key = (address.to_owned(), port);
         if self
             .answering

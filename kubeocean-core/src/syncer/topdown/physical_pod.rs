@@ -6,18 +6,16 @@
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, ResourceExt};
-use kube_kit::slim::Slim;
-use serde_json::json;
 use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request, request_opt};
-use super::mapping::patch::merge_patch;
 use super::mapping::{
     back_reference, gate_readiness, physical_pod_reference, reference_patch, virtual_pod_status,
 };
-pub use super::pod_status::{status_patch, write_status};
+pub use super::pod_status::status_patch;
+use super::pod_status::write_status;
 use super::state::TopDown;
 use super::store::{object_key, pod_finished};
 use crate::syncer::context::Context;
@@ -252,6 +250,7 @@ async fn collect_orphan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use crate::labels;
 
     fn physical(uid: &str, phase: Option<&str>) -> Pod {
