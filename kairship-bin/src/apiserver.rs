@@ -8,32 +8,20 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use kairship_core::access::{Authorizer, WriteIdentity};
-use kairship_core::api::server::serve;
 use kairship_core::api::tls;
 use kairship_core::auth::{
     StaticAuthorizer, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
 };
+use kairship_core::server::serve;
 use kube_kit::admin::{AdminServer, AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
 use kube_kit::client::{ClientOptions, client_from_kubeconfig, client_in_cluster, user_agent};
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
 
-use crate::wiring::{self, ApiOptions};
+use crate::wiring::{self, ApiOptions, ReadBackendFlag};
 
 /// Name the API server reports as (user agent).
 const COMPONENT: &str = "kairship-apiserver";
-
-/// Where reads of instance resources are answered.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadBackendFlag {
-    /// The embedded reflector cache, one per instance and resource, falling back to the
-    /// instance while it is not synced (also spelled `embedded`, as the controller-manager does).
-    #[value(alias = "embedded")]
-    Cache,
-    /// Clusterpedia on the host cluster (instances registered as PediaClusters by the
-    /// controller-manager's `--read-backend clusterpedia`).
-    Clusterpedia,
-}
 
 /// Flags of `kairship apiserver`.
 #[derive(clap::Args, Debug)]
@@ -182,7 +170,7 @@ fn tls_from_flags(
 
 fn check_flags(args: &ApiserverArgs) -> Result<(), FlagError> {
     if let Some(url) = &args.external_url {
-        kairship_core::api::kubeconfig::proxy_url(url, "check")
+        kairship_core::api::instances::kubeconfig::proxy_url(url, "check")
             .map_err(|e| FlagError(format!("--external-url: {}", e.message)))?;
     }
     Ok(())

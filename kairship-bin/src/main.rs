@@ -57,7 +57,7 @@ fn print_crds() -> anyhow::Result<()> {
 }
 
 fn print_openapi() -> anyhow::Result<()> {
-    let spec = serde_json::to_string_pretty(&kairship_core::api::rest::openapi())
+    let spec = serde_json::to_string_pretty(&kairship_core::rest::openapi())
         .context("rendering the OpenAPI document")?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{spec}").context("writing the OpenAPI document to stdout")

@@ -8,7 +8,6 @@ use anyhow::Context as _;
 use std::time::Duration;
 
 use kairship_core::access::{Authenticator, Authorizer, WriteIdentity};
-use kairship_core::api::server::{AppParts, app};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
 use kairship_core::proxy::{ProxyState, proxy_routes};
@@ -16,10 +15,21 @@ use kairship_core::router::{
     ClusterpediaBackend, DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients,
     InstanceWriter, ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
 };
+use kairship_core::server::{AppParts, app};
 use kube_kit::client::ClientOptions;
 use tokio_util::sync::CancellationToken;
 
-use crate::apiserver::ReadBackendFlag;
+/// Where reads of instance resources are answered.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadBackendFlag {
+    /// The embedded reflector cache, one per instance and resource, falling back to the
+    /// instance while it is not synced (also spelled `embedded`, as the controller-manager does).
+    #[value(alias = "embedded")]
+    Cache,
+    /// Clusterpedia on the host cluster (instances registered as PediaClusters by the
+    /// controller-manager's `--read-backend clusterpedia`).
+    Clusterpedia,
+}
 
 /// What the API needs from its caller.
 pub struct ApiOptions {

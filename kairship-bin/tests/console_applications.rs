@@ -53,25 +53,24 @@ async fn rest_post(http: &reqwest::Client, base: &str, token: &str, path: &str, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_application_form_and_job_buttons_in_chromium() {
-    let Some((chromium, chromedriver)) =
-        browser_or_skip("create_application_form_and_job_buttons_in_chromium")
+    let Some(fixture) = SignedIn::start(
+        "create_application_form_and_job_buttons_in_chromium",
+        "console-apps",
+    )
+    .await
     else {
         return;
     };
-    kube_kit::client::install_crypto_provider();
-    let tmp = std::env::temp_dir();
-    let dir = tmp.join(format!("kairship-console-apps-{}", std::process::id()));
-    let shots = tmp.join("kairship-console-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let port = free_port();
-    let _sandbox = start_sandbox(&dir, port, &[]);
-    let base = format!("http://127.0.0.1:{port}");
-    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
-    let viewer = std::fs::read_to_string(dir.join("viewer.token")).unwrap();
+    let SignedIn {
+        base,
+        admin,
+        viewer,
+        shots,
+        browser,
+        ..
+    } = fixture;
     let http = reqwest::Client::new();
 
-    let browser = Browser::start(&chromium, &chromedriver).await;
-    browser.sign_in(&base, &admin).await;
     browser
         .goto(&format!("{base}/ui/instances/karmada-a"))
         .await;

@@ -80,21 +80,23 @@ async fn paste(browser: &Browser, css: &str, text: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
-    let Some((chromium, chromedriver)) =
-        browser_or_skip("instances_are_adopted_provisioned_and_deleted_from_the_console")
+    let Some(fixture) = SignedIn::start(
+        "instances_are_adopted_provisioned_and_deleted_from_the_console",
+        "console-instances",
+    )
+    .await
     else {
         return;
     };
-    kube_kit::client::install_crypto_provider();
-    let tmp = std::env::temp_dir();
-    let dir = tmp.join(format!("kairship-console-instances-{}", std::process::id()));
-    let shots = tmp.join("kairship-console-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let port = free_port();
-    let _sandbox = start_sandbox(&dir, port, &[]);
-    let base = format!("http://127.0.0.1:{port}");
-    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
-    let viewer = std::fs::read_to_string(dir.join("viewer.token")).unwrap();
+    let SignedIn {
+        dir,
+        base,
+        admin,
+        viewer,
+        shots,
+        browser,
+        ..
+    } = fixture;
     // The sandbox writes each instance's own kubeconfig: karmada-a's is adopted once more.
     let kubeconfig = std::fs::read_to_string(dir.join("karmada-a.kubeconfig")).unwrap();
     let server_line = kubeconfig
@@ -105,8 +107,6 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         .to_owned();
     let http = reqwest::Client::new();
 
-    let browser = Browser::start(&chromium, &chromedriver).await;
-    browser.sign_in(&base, &admin).await;
     browser.click("#new-instance").await;
     browser.wait_url("/ui/new-instance").await;
     for form in ["#adopt-paste", "#adopt-secret", "#provision"] {

@@ -15,25 +15,23 @@ use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_and_unjoin_a_member_in_chromium() {
-    let Some((chromium, chromedriver)) = browser_or_skip("join_and_unjoin_a_member_in_chromium")
+    let Some(fixture) =
+        SignedIn::start("join_and_unjoin_a_member_in_chromium", "console-members").await
     else {
         return;
     };
-    kube_kit::client::install_crypto_provider();
-    let tmp = std::env::temp_dir();
-    let dir = tmp.join(format!("kairship-console-members-{}", std::process::id()));
-    let shots = tmp.join("kairship-console-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let port = free_port();
-    let _sandbox = start_sandbox(&dir, port, &[]);
-    let base = format!("http://127.0.0.1:{port}");
-    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
-    let viewer = std::fs::read_to_string(dir.join("viewer.token")).unwrap();
+    let SignedIn {
+        dir,
+        base,
+        admin,
+        viewer,
+        shots,
+        browser,
+        ..
+    } = fixture;
     let kubeconfig = std::fs::read_to_string(dir.join("member-spare.kubeconfig")).unwrap();
     let members = format!("{base}/ui/instances/karmada-a/members");
 
-    let browser = Browser::start(&chromium, &chromedriver).await;
-    browser.sign_in(&base, &admin).await;
     browser.goto(&members).await;
     browser.click("#join-push").await;
     browser.wait_url("/ui/instances/karmada-a/join").await;

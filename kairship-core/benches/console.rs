@@ -80,33 +80,7 @@ fn unused() -> ApiError {
 }
 
 #[async_trait]
-impl KairshipApi for InMemory {
-    async fn list_objects(
-        &self,
-        _: &Caller,
-        _: ListObjectsRequest,
-    ) -> Result<ObjectList, ApiError> {
-        Err(unused())
-    }
-    async fn get_object(&self, _: &Caller, _: GetObjectRequest) -> Result<Object, ApiError> {
-        Err(unused())
-    }
-    async fn create_object(&self, _: &Caller, _: CreateObjectRequest) -> Result<Object, ApiError> {
-        Err(unused())
-    }
-    async fn update_object(&self, _: &Caller, _: UpdateObjectRequest) -> Result<Object, ApiError> {
-        Err(unused())
-    }
-    async fn patch_object(&self, _: &Caller, _: PatchObjectRequest) -> Result<Object, ApiError> {
-        Err(unused())
-    }
-    async fn delete_object(&self, _: &Caller, _: DeleteObjectRequest) -> Result<Object, ApiError> {
-        Err(unused())
-    }
-    async fn list_events(&self, _: &Caller, _: ListEventsRequest) -> Result<ObjectList, ApiError> {
-        Err(unused())
-    }
-
+impl InstancesApi for InMemory {
     async fn list_instances(
         &self,
         _: &Caller,
@@ -150,6 +124,17 @@ impl KairshipApi for InMemory {
     ) -> Result<KubeconfigResponse, ApiError> {
         Err(unused())
     }
+    async fn adopt_instance(
+        &self,
+        _: &Caller,
+        _: AdoptInstanceRequest,
+    ) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+}
+
+#[async_trait]
+impl MembersApi for InMemory {
     async fn list_clusters(
         &self,
         _: &Caller,
@@ -160,7 +145,7 @@ impl KairshipApi for InMemory {
     async fn get_cluster(&self, _: &Caller, _: GetClusterRequest) -> Result<Object, ApiError> {
         Err(unused())
     }
-    async fn join_cluster(&self, _: &Caller, _: JoinClusterRequest) -> Result<Object, ApiError> {
+    async fn create_cluster(&self, _: &Caller, _: JoinClusterRequest) -> Result<Object, ApiError> {
         Err(unused())
     }
     async fn join_member(
@@ -198,6 +183,35 @@ impl KairshipApi for InMemory {
     ) -> Result<Object, ApiError> {
         Err(unused())
     }
+}
+
+#[async_trait]
+impl ResourcesApi for InMemory {
+    async fn list_objects(
+        &self,
+        _: &Caller,
+        _: ListObjectsRequest,
+    ) -> Result<ObjectList, ApiError> {
+        Err(unused())
+    }
+    async fn get_object(&self, _: &Caller, _: GetObjectRequest) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+    async fn create_object(&self, _: &Caller, _: CreateObjectRequest) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+    async fn update_object(&self, _: &Caller, _: UpdateObjectRequest) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+    async fn patch_object(&self, _: &Caller, _: PatchObjectRequest) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+    async fn delete_object(&self, _: &Caller, _: DeleteObjectRequest) -> Result<Object, ApiError> {
+        Err(unused())
+    }
+    async fn list_events(&self, _: &Caller, _: ListEventsRequest) -> Result<ObjectList, ApiError> {
+        Err(unused())
+    }
     async fn list_resources(
         &self,
         _: &Caller,
@@ -233,18 +247,15 @@ impl KairshipApi for InMemory {
     ) -> Result<Object, ApiError> {
         Err(unused())
     }
+}
+
+#[async_trait]
+impl WorkloadsApi for InMemory {
     async fn deployment_action(
         &self,
         _: &Caller,
         _: DeploymentActionRequest,
     ) -> Result<Object, ApiError> {
-        Err(unused())
-    }
-    async fn create_application(
-        &self,
-        _: &Caller,
-        _: kairship_core::api::CreateApplicationRequest,
-    ) -> Result<kairship_core::api::ApplicationResult, ApiError> {
         Err(unused())
     }
     async fn restart_job(
@@ -261,13 +272,6 @@ impl KairshipApi for InMemory {
     ) -> Result<Object, ApiError> {
         Err(unused())
     }
-    async fn adopt_instance(
-        &self,
-        _: &Caller,
-        _: AdoptInstanceRequest,
-    ) -> Result<Object, ApiError> {
-        Err(unused())
-    }
     async fn list_workloads(
         &self,
         _: &Caller,
@@ -277,6 +281,17 @@ impl KairshipApi for InMemory {
         Ok(WorkloadList { items, pagination })
     }
     async fn get_workload(&self, _: &Caller, _: GetWorkloadRequest) -> Result<Workload, ApiError> {
+        Err(unused())
+    }
+}
+
+#[async_trait]
+impl ApplicationsApi for InMemory {
+    async fn create_application(
+        &self,
+        _: &Caller,
+        _: kairship_core::api::CreateApplicationRequest,
+    ) -> Result<kairship_core::api::ApplicationResult, ApiError> {
         Err(unused())
     }
 }

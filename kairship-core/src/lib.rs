@@ -2,7 +2,8 @@
 //!
 //! This crate holds the `kairship.io/v1alpha1` `Instance` custom resource, typed models of
 //! the Karmada and Clusterpedia objects Kairship reads and writes, the API server's layers
-//! ([`api`] over [`router`], with [`proxy`], [`grpc`], [`auth`]), and the controllers run by
+//! ([`api`] over [`router`], served by [`rest`], [`grpc`] and [`console`], with [`proxy`] and
+//! [`auth`]; [`server`] puts them on one port), and the controllers run by
 //! `kairship controller-manager` ([`controllers`]). Each controller keeps its pure logic
 //! (summaries, the instance state machine, per-instance RBAC, the signed role-binding webhook,
 //! lifecycle decisions) in a module beside its runner; the crate-root paths [`rbac`],
@@ -24,7 +25,10 @@ pub mod karmada_sim;
 pub mod models;
 pub mod naming;
 pub mod proxy;
+pub mod rest;
 pub mod router;
+pub mod server;
+pub mod transport;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

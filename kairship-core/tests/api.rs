@@ -21,14 +21,15 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
 };
-use kairship_core::api::openapi::{check_structure, path_templates};
-use kairship_core::api::{rest, tls};
+use kairship_core::api::tls;
 use kairship_core::auth::{ReviewCacheConfig, SubjectAccessReviewAuthorizer};
 use kairship_core::grpc::{self, convert as grpc_convert, pb};
 use kairship_core::instance::Instance;
 use kairship_core::rbac::{
     InstanceRole, SubjectKind, cluster_role_binding, instance_cluster_roles,
 };
+use kairship_core::rest;
+use kairship_core::rest::openapi::{check_structure, path_templates};
 use kairship_core::router::{
     FallbackReason, InstanceWriter, ResourceTarget, RouterConfig, RouterError, WriteBackend,
     WriteOutcome,

@@ -13,7 +13,7 @@ use api_fixture::{ADMIN, ApiEnv, GrpcClient, P, VIEWER};
 use common::KarmadaInstance;
 use common::ensure_namespace;
 use http::StatusCode;
-use kairship_core::grpc::{convert as grpc_convert, convert_apps, pb};
+use kairship_core::grpc::{applications as grpc_applications, convert as grpc_convert, pb};
 use kairship_core::router::RouterConfig;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
@@ -497,7 +497,7 @@ async fn rest_and_grpc_create_applications_alike() {
         .unwrap()
         .into_inner();
     let over_grpc =
-        serde_json::to_value(convert_apps::application_result_from_pb(over_grpc)).unwrap();
+        serde_json::to_value(grpc_applications::application_result_from_pb(over_grpc)).unwrap();
     assert_eq!(stable_result(over_grpc), stable_result(rest));
 
     // Created for real over gRPC: the REST reads show it.

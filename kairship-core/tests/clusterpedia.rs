@@ -21,7 +21,7 @@ use common::clusterpedia::{Clusterpedia, GATE_MESSAGE, PediaOptions, SHADOW_ANNO
 use common::{KarmadaInstance, eventually, fast_config, get_instance, register_adopted};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kairship_core::api::server::{AppParts, app, serve};
+use kairship_core::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::controllers::ReadBackend as Backend;
 use kairship_core::controllers::virtual_cluster_sync::READ_BACKEND_READY;

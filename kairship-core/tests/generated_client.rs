@@ -34,7 +34,6 @@ use std::time::Duration;
 use common::{KarmadaInstance, ensure_namespace, register_adopted};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig};
 use kairship_core::auth::{StaticAuthorizer, StaticTokenAuthenticator};
 use kairship_core::instance::Instance;
@@ -42,6 +41,7 @@ use kairship_core::router::{
     DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
     SplitRouter,
 };
+use kairship_core::server::{AppParts, app, serve};
 use kube::Api;
 use kube_kit::client::ClientOptions;
 use serde_json::Value;

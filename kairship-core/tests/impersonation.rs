@@ -11,13 +11,13 @@ use async_trait::async_trait;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb, WriteIdentity,
 };
-use kairship_core::api::server::{AppParts, app};
 use kairship_core::api::{KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, InstanceWriter, ReadWriteRouter, SplitRouter,
     StaticInstanceClients,
 };
+use kairship_core::server::{AppParts, app};
 use kube_sandbox::UserInfo;
 use kube_sandbox::apiserver::audit::AuditEvent;
 use serde_json::{Value, json};

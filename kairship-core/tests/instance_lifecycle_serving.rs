@@ -22,7 +22,6 @@ use futures::StreamExt;
 use http::StatusCode;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::{convert as grpc_convert, pb};
 use kairship_core::instance::Instance;
@@ -33,6 +32,7 @@ use kairship_core::router::{
     ResourceTarget, RouterConfig, RouterError, SplitRouter, StaticInstanceClients, WatchQuery,
     WriteBackend,
 };
+use kairship_core::server::{AppParts, app, serve};
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::core::{ApiResource, WatchEvent};

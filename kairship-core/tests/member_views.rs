@@ -16,7 +16,6 @@ use base64::Engine as _;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
 };
-use kairship_core::api::server::{AppParts, app};
 use kairship_core::api::{CLUSTER_ANNOTATION, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::grpc::pb;
 use kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy;
@@ -24,6 +23,7 @@ use kairship_core::router::{
     DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceWriter, ReadWriteRouter,
     SplitRouter, StaticInstanceClients,
 };
+use kairship_core::server::{AppParts, app};
 use kube_sandbox::testing::eventually_some as eventually;
 use kube_sandbox::{ClusterOptions, FaultAction, FaultRule, ServeOptions, SimNode, UserInfo};
 use serde_json::{Value, json};
@@ -792,7 +792,7 @@ async fn promote_copies_the_workload_and_its_config_all_or_nothing() {
         .await
         .unwrap()
         .into_inner();
-    let grpc_plan = kairship_core::grpc::member_views::promote_response_from_pb(grpc_plan);
+    let grpc_plan = kairship_core::grpc::applications::promote_response_from_pb(grpc_plan);
     assert!(grpc_plan.dry_run);
     assert_eq!(
         serde_json::to_value(&grpc_plan.objects).unwrap(),

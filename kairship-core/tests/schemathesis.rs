@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{KarmadaInstance, ensure_namespace, register_adopted};
-use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig};
 use kairship_core::auth::{StaticAuthorizer, StaticTokenAuthenticator};
 use kairship_core::proxy::{ProxyState, proxy_routes};
@@ -29,6 +28,7 @@ use kairship_core::router::{
     DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
     ReadWriteRouter, SplitRouter,
 };
+use kairship_core::server::{AppParts, app, serve};
 use kube_kit::client::ClientOptions;
 use tokio_util::sync::CancellationToken;
 

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::leader::LeaderState;
+use crate::leader::state::LeaderState;
 use crate::telemetry::LogHandle;
 
 /// Content type of the Prometheus text exposition written by prometheus-client.
@@ -428,7 +428,7 @@ pub async fn serve_on(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leader::{LeaderElectionMetrics, LeaderState};
+    use crate::leader::state::LeaderState;
     use axum::body::Body;
     use axum::http::Request;
     use http_body_util::BodyExt;
@@ -474,16 +474,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn metrics_exposes_registered_metrics_and_leadership_gauge() {
+    async fn metrics_exposes_registered_metrics() {
         let state = AdminState::default();
-        let leader = LeaderElectionMetrics::register(&state.metrics);
-        leader.set_leading("kube-system/demo", true);
+        let gauge = prometheus_client::metrics::gauge::Gauge::<i64>::default();
+        state.metrics.with_registry(|r| {
+            r.register(
+                "demo_gauge",
+                "A gauge registered by a component",
+                gauge.clone(),
+            )
+        });
+        gauge.set(7);
         let (status, body) = call(&metrics_router(state), "GET", "/metrics", "").await;
         assert_eq!(status, StatusCode::OK);
-        assert!(
-            body.contains("leader_election_is_leader{lease=\"kube-system/demo\"} 1"),
-            "{body}"
-        );
+        assert!(body.contains("demo_gauge 7"), "{body}");
         assert!(body.ends_with("# EOF\n"), "{body}");
     }
 

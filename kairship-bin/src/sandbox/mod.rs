@@ -37,7 +37,7 @@ use kube_kit::client::{ClientOptions, user_agent};
 use kube_sandbox::{ServeOptions, Served};
 use serde_json::json;
 
-use crate::apiserver::ReadBackendFlag;
+use crate::wiring::ReadBackendFlag;
 use crate::wiring::{self, ApiOptions};
 use users::{User, write_private};
 
@@ -463,7 +463,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     })
     .await?;
     users::wait_for_roles(&hc, &users).await?;
-    let server = tokio::spawn(kairship_core::api::server::serve(
+    let server = tokio::spawn(kairship_core::server::serve(
         listener,
         api.app,
         tls.map(|(config, _)| config),

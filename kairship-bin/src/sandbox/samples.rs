@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kairship_core::api::resource_bindings_resource;
-use kairship_core::api::workload::deployment_binding_name;
+use kairship_core::api::workloads::view::deployment_binding_name;
 use kairship_core::models::work::{PROPAGATION_POLICY_NAME_KEY, PROPAGATION_POLICY_NAMESPACE_KEY};
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;

@@ -1,5 +1,6 @@
-//! Shared by the console's browser tests: a `kairship sandbox` child process and a W3C
-//! WebDriver session on chromedriver driving a real Chromium.
+//! Shared by the console's browser tests: a `kairship sandbox` child process, a W3C WebDriver
+//! session on chromedriver driving a real Chromium, and [`SignedIn`], the two together with
+//! the admin signed in (what every console test starts from).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -312,5 +313,52 @@ impl Browser {
 
     pub async fn quit(&self) {
         let _ = self.http.delete(&self.session).send().await;
+    }
+}
+
+/// `kairship sandbox` (instances `karmada-a` and `karmada-b` with their members, the tokens
+/// `admin.token` and `viewer.token` in its directory) and a Chromium signed in as the admin.
+pub struct SignedIn {
+    /// The sandbox's directory (tokens, kubeconfigs).
+    pub dir: PathBuf,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// The admin's bearer token.
+    pub admin: String,
+    /// The viewer's bearer token.
+    pub viewer: String,
+    /// Where screenshots go (`$TMPDIR/kairship-console-screenshots`).
+    pub shots: PathBuf,
+    /// The browser, signed in as the admin.
+    pub browser: Browser,
+    _sandbox: Sandbox,
+}
+
+impl SignedIn {
+    /// Starts the sandbox in `$TMPDIR/kairship-<name>-<pid>` and the browser; `None` (after
+    /// [`browser_or_skip`]'s notice) where chromium or chromedriver is missing.
+    pub async fn start(test: &str, name: &str) -> Option<SignedIn> {
+        let (chromium, chromedriver) = browser_or_skip(test)?;
+        kube_kit::client::install_crypto_provider();
+        let tmp = std::env::temp_dir();
+        let dir = tmp.join(format!("kairship-{name}-{}", std::process::id()));
+        let shots = tmp.join("kairship-console-screenshots");
+        std::fs::create_dir_all(&shots).unwrap();
+        let port = free_port();
+        let sandbox = start_sandbox(&dir, port, &[]);
+        let base = format!("http://127.0.0.1:{port}");
+        let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
+        let viewer = std::fs::read_to_string(dir.join("viewer.token")).unwrap();
+        let browser = Browser::start(&chromium, &chromedriver).await;
+        browser.sign_in(&base, &admin).await;
+        Some(SignedIn {
+            dir,
+            base,
+            admin,
+            viewer,
+            shots,
+            browser,
+            _sandbox: sandbox,
+        })
     }
 }

@@ -6,7 +6,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use super::types::{KubeObject, PatchType};
+use super::resources::PatchType;
+use super::types::KubeObject;
 
 /// Who the body must describe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

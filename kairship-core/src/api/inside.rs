@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::body::{Expected, check_name};
 use super::error::ApiError;
 use super::kinds::{ResourceKind, clusters_resource};
-use super::types::{CORE_GROUP, ListOptions, PatchType};
+use super::resources::PatchType;
+use super::types::{CORE_GROUP, ListOptions};
 use crate::access::Verb;
 use crate::router::{DiscoveredResource, ListQuery, ResourceTarget};
 

@@ -1,7 +1,33 @@
 //! The shared steps of [`KairshipService`]'s calls: discovery, authorization, the calls
 //! inside an instance (authorize, target, prepare, route) and the reads of the host.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+
+use kube::api::{DeleteParams, PostParams};
+use kube::core::DynamicObject;
+use kube::{Api, Client};
+use kube_kit::client::describe_kube_error;
+use serde_json::Value;
+
+use super::{
+    Discovery, KairshipService, ServiceConfig, instance_resource, items_or_none_served,
+    object_list, to_object,
+};
+use crate::access::{Authorizer, Caller, InstanceResource, Verb};
+use crate::api::body::{check_name, expand_policy_text, prepare_patch, prepare_write};
+use crate::api::inside::{Checked, Gvr, Inside, Of, Resolved, check_gvr, check_scope};
+use crate::api::kinds::{
+    ResourceKind, cluster_resource_bindings_resource, clusters_resource, resource_bindings_resource,
+};
+use crate::api::list::to_list_query;
+use crate::api::references::{PolicyRef, binding_label, binding_uses};
+use crate::api::workloads::view::named_objects;
+use crate::api::{ApiError, CORE_GROUP, Object, ObjectList};
+use crate::router::{
+    DiscoveredResource, DiscoveryCache, InstanceClients, ListQuery, ReadWriteRouter, ResourceTarget,
+};
 
 impl KairshipService {
     /// A service reading and writing Instances through `host` and everything inside them
@@ -34,7 +60,7 @@ impl KairshipService {
     }
 
     /// The resource `gvr` of `instance`, from its discovery; `NotFound` when not served.
-    pub(super) async fn discover(
+    pub(in crate::api) async fn discover(
         &self,
         instance: &str,
         gvr: Gvr<'_>,
@@ -202,7 +228,7 @@ impl KairshipService {
     }
 
     /// Lists what `req` names, as [`inside`](Self::inside) checks it.
-    pub(super) async fn list_inside(
+    pub(in crate::api) async fn list_inside(
         &self,
         caller: &Caller,
         req: Inside<'_>,
@@ -215,7 +241,7 @@ impl KairshipService {
 
     /// Reads the object `name` of what `req` names; `what` is the object in the error when the
     /// answer is not one.
-    pub(super) async fn get_inside(
+    pub(in crate::api) async fn get_inside(
         &self,
         caller: &Caller,
         req: Inside<'_>,
@@ -230,7 +256,7 @@ impl KairshipService {
     }
 
     /// Creates the body of `req`.
-    pub(super) async fn create_inside(
+    pub(in crate::api) async fn create_inside(
         &self,
         caller: &Caller,
         req: Inside<'_>,
@@ -246,7 +272,7 @@ impl KairshipService {
     }
 
     /// Replaces the object `name` with the body of `req`.
-    pub(super) async fn replace_inside(
+    pub(in crate::api) async fn replace_inside(
         &self,
         caller: &Caller,
         req: Inside<'_>,
@@ -264,7 +290,7 @@ impl KairshipService {
 
     /// Deletes the object `name` of what `req` names; a (Cluster)PropagationPolicy that a
     /// binding still uses is kept (`FailedPrecondition`).
-    pub(super) async fn delete_inside(
+    pub(in crate::api) async fn delete_inside(
         &self,
         caller: &Caller,
         req: Inside<'_>,
@@ -299,7 +325,7 @@ impl KairshipService {
         .await
     }
 
-    pub(super) fn instances(&self) -> Api<DynamicObject> {
+    pub(in crate::api) fn instances(&self) -> Api<DynamicObject> {
         Api::all_with(self.host.clone(), &instance_resource())
     }
 
@@ -333,7 +359,7 @@ impl KairshipService {
 
     /// The target of `kind` in `instance`: `namespace` must be given for namespaced kinds when
     /// `named` (one object), and never for cluster-scoped kinds.
-    pub(super) fn resource_target(
+    pub(in crate::api) fn resource_target(
         instance: &str,
         kind: ResourceKind,
         namespace: Option<&str>,
@@ -349,7 +375,7 @@ impl KairshipService {
 
     /// Names of the member clusters of `instance`, from the router, or `None` when the instance
     /// cannot be asked (then the Instance's status summary decides).
-    pub(super) async fn member_names(&self, instance: &str) -> Option<Vec<String>> {
+    pub(in crate::api) async fn member_names(&self, instance: &str) -> Option<Vec<String>> {
         let target = ResourceTarget::all(instance, clusters_resource());
         match self.router.list(&target, &ListQuery::default()).await {
             Ok(page) => Some(
@@ -367,7 +393,7 @@ impl KairshipService {
     }
 
     /// Bindings that still use the (Cluster)PropagationPolicy `name` (namespace `namespace`).
-    pub(super) async fn policy_users(
+    pub(in crate::api) async fn policy_users(
         &self,
         instance: &str,
         namespace: Option<&str>,
@@ -407,7 +433,7 @@ impl KairshipService {
     /// The ResourceBindings of `namespace` by name (empty when Karmada serves none).
     /// The namespace's ResourceBindings named in `wanted` (none when the instance serves no
     /// ResourceBindings).
-    pub(super) async fn bindings_named(
+    pub(in crate::api) async fn bindings_named(
         &self,
         instance: &str,
         namespace: &str,

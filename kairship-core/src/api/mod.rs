@@ -3,8 +3,10 @@
 //!
 //! # The service trait
 //!
-//! [`KairshipApi`] (async-trait, object safe) is the whole API; [`KairshipService`] is its one
-//! implementation. Every method takes the authenticated [`Caller`](crate::access::Caller)
+//! [`KairshipApi`] (async-trait, object safe) is the whole API: the sum of one trait per
+//! feature ([`InstancesApi`], [`MembersApi`], [`ResourcesApi`], [`WorkloadsApi`],
+//! [`ApplicationsApi`]), implemented by every type that implements them all.
+//! [`KairshipService`] is its one implementation. Every method takes the authenticated [`Caller`](crate::access::Caller)
 //! first and one request message, and returns one response message or an [`ApiError`]:
 //!
 //! | method | request | response | REST |
@@ -17,7 +19,7 @@
 //! | `create_kubeconfig` (+ [`BearerToken`]) | [`CreateKubeconfigRequest`] | [`KubeconfigResponse`] | `POST instances/{i}/kubeconfig` |
 //! | `list_clusters` | [`ListClustersRequest`] | [`ObjectList`] | `GET instances/{i}/clusters` |
 //! | `get_cluster` | [`GetClusterRequest`] | [`Object`] | `GET instances/{i}/clusters/{c}` |
-//! | `join_cluster` | [`JoinClusterRequest`] | [`Object`] | `POST instances/{i}/clusters` |
+//! | `create_cluster` (gRPC `JoinCluster`) | [`JoinClusterRequest`] | [`Object`] | `POST instances/{i}/clusters` |
 //! | `update_cluster` | [`UpdateClusterRequest`] | [`Object`] | `PUT instances/{i}/clusters/{c}` |
 //! | `remove_cluster` | [`RemoveClusterRequest`] | [`Object`] | `DELETE instances/{i}/clusters/{c}[?force=true]` |
 //! | `join_member` | [`JoinMemberRequest`] | [`Object`] | `POST instances/{i}/clusters:join` |
@@ -62,7 +64,16 @@
 //! authorized for its verb on that instance before anything is read or forwarded, on
 //! `instances` for the Instance object itself and on `instances/proxy` for anything inside it.
 
-mod application_calls;
+//!
+//! # Where things live
+//!
+//! Each feature is one folder holding its messages (`types.rs`), its trait (`mod.rs`), its
+//! implementation on [`KairshipService`] (`service.rs`) and its plain logic: [`instances`],
+//! [`members`], [`resources`], [`workloads`], [`applications`]. What they share (errors,
+//! bodies, field paths, lists, kinds, the calls inside an instance) lives beside them here.
+//! The transports are thin layers with the same feature names outside this module:
+//! [`crate::rest`], [`crate::grpc`] and [`crate::console`]; nothing here imports them.
+
 mod clients;
 mod error;
 mod inside;
@@ -70,58 +81,63 @@ mod kinds;
 mod service;
 mod types;
 
-pub mod actions;
 pub mod applications;
 pub mod body;
 pub mod fields;
-pub mod instance_create;
-pub mod job_actions;
+pub mod instances;
 pub mod kairship;
-pub mod kubeconfig;
 pub mod list;
-pub mod member_types;
 pub mod members;
-pub mod openapi;
 pub mod references;
-pub mod rest;
-pub mod server;
+pub mod resources;
 pub mod tls;
-pub mod workload;
+pub mod workloads;
 
 pub use applications::{
-    ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec, ClusterOverride,
-    CreateApplicationRequest, EnvVar, Placement, cluster_zones,
+    APPLICATION_LABEL, ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec,
+    ApplicationsApi, ClusterOverride, CreateApplicationRequest, EnvVar, Placement,
+    PromoteWorkloadRequest, PromoteWorkloadResponse, cluster_zones,
 };
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
-pub use instance_create::{AdoptInstanceOptions, AdoptInstanceRequest};
-pub use job_actions::{CronJobAction, CronJobActionRequest, RestartJobRequest};
+pub use instances::{
+    AdoptInstanceOptions, AdoptInstanceRequest, BearerToken, CreateInstanceRequest,
+    CreateKubeconfigRequest, DeleteInstanceRequest, GetInstanceRequest, InstancesApi,
+    KubeconfigOptions, KubeconfigResponse, ListInstancesRequest, UpdateInstanceRequest,
+};
 pub use kairship::{KairshipService, ServiceConfig};
 pub use kinds::{
     POLICY_GROUP, ResourceKind, cluster_resource_bindings_resource, clusters_resource,
     resource_bindings_resource,
 };
-pub use members::types::{
-    JoinMemberRequest, MemberTaint, RegisterMemberRequest, RegisterMemberResponse,
-    UpdateMemberRequest,
+pub use members::{
+    CLUSTER_ANNOTATION, GetClusterRequest, GetMemberObjectRequest, JoinClusterRequest,
+    JoinMemberRequest, ListClustersRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
+    MemberTaint, MembersApi, RegisterMemberRequest, RegisterMemberResponse, RemoveClusterRequest,
+    UpdateClusterRequest, UpdateMemberRequest, WorkloadKind,
 };
-pub use service::{BearerToken, KairshipApi};
+pub use resources::{
+    CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
+    GetObjectRequest, GetResourceRequest, ListEventsRequest, ListObjectsRequest,
+    ListResourcesRequest, PatchObjectRequest, PatchType, ResourcesApi, UpdateObjectRequest,
+    UpdateResourceRequest,
+};
+pub use service::KairshipApi;
 pub use types::{
-    CORE_GROUP, ClusterWorkloadStatus, CreateInstanceRequest, CreateKubeconfigRequest,
-    CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
-    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
-    GetInstanceRequest, GetObjectRequest, GetResourceRequest, GetWorkloadRequest,
-    JoinClusterRequest, KubeObject, KubeconfigOptions, KubeconfigResponse, ListClustersRequest,
-    ListEventsRequest, ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
-    ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
-    RemoveClusterRequest, SortBy, SortDir, UpdateClusterRequest, UpdateInstanceRequest,
-    UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
+    CORE_GROUP, KubeObject, ListOptions, Object, ObjectList, Pagination, SortBy, SortDir,
+};
+pub use workloads::{
+    ClusterWorkloadStatus, CronJobAction, CronJobActionRequest, DeploymentAction,
+    DeploymentActionRequest, GetWorkloadRequest, ListWorkloadPodsRequest, ListWorkloadsRequest,
+    RestartJobRequest, Workload, WorkloadList, WorkloadsApi,
 };
 
-pub use member_types::{
-    CLUSTER_ANNOTATION, GetMemberObjectRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
-    ListWorkloadPodsRequest, PromoteWorkloadRequest, PromoteWorkloadResponse, WorkloadKind,
-};
+/// The API's traits, to call [`KairshipApi`]'s methods: `use kairship_core::api::prelude::*`.
+pub mod prelude {
+    pub use super::{
+        ApplicationsApi, InstancesApi, KairshipApi, MembersApi, ResourcesApi, WorkloadsApi,
+    };
+}
 
 /// Prefix of every REST path.
 pub const API_PREFIX: &str = "/apis/kairship.io/v1alpha1";

@@ -15,10 +15,9 @@ use http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
 use super::html::{Html, url_segment};
-use super::view::{Viewer, csrf_field, error_box, notice_box, page};
-use super::{
-    Shared, allowed, check_csrf, forbidden, form, html, see_other, signed_in, signed_post,
-    status_of,
+use super::page::{Viewer, csrf_field, error_box, notice_box, page};
+use super::request::{
+    Shared, allowed, check_csrf, forbidden, html, see_other, signed_in, signed_post, status_of,
 };
 use crate::access::{InstanceResource, Verb};
 use crate::api::{
@@ -463,7 +462,11 @@ struct NsQuery {
     ns: Option<String>,
 }
 
-async fn may_create(console: &super::Console, caller: &crate::access::Caller, i: &str) -> bool {
+async fn may_create(
+    console: &super::request::Console,
+    caller: &crate::access::Caller,
+    i: &str,
+) -> bool {
     allowed(console, caller, Verb::Create, InstanceResource::Proxy, i).await
 }
 
@@ -763,13 +766,13 @@ async fn batch_list(
         ),
         Err(err) => html(
             status_of(&err),
-            super::view::error_page(Some(&signed.viewer()), &namespace, &err),
+            crate::console::page::error_page(Some(&signed.viewer()), &namespace, &err),
         ),
     }
 }
 
 async fn read(
-    console: &super::Console,
+    console: &super::request::Console,
     caller: &crate::access::Caller,
     (instance, namespace, name): (&str, &str, &str),
     kind: ResourceKind,
@@ -816,7 +819,7 @@ async fn job_page(
         }
         Err(err) => html(
             status_of(&err),
-            super::view::error_page(Some(&signed.viewer()), &name, &err),
+            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
         ),
     }
 }
@@ -831,7 +834,7 @@ async fn job_restart(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(reason) = check_csrf(&signed, &headers, &form::parse(&body)) {
+    if let Err(reason) = check_csrf(&signed, &headers, &crate::console::form::parse(&body)) {
         return forbidden(reason);
     }
     let req = RestartJobRequest {
@@ -851,7 +854,7 @@ async fn job_restart(
         ),
         Err(err) => html(
             status_of(&err),
-            super::view::error_page(Some(&signed.viewer()), &name, &err),
+            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
         ),
     }
 }
@@ -883,7 +886,7 @@ async fn cronjob_page(
         }
         Err(err) => html(
             status_of(&err),
-            super::view::error_page(Some(&signed.viewer()), &name, &err),
+            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
         ),
     }
 }
@@ -898,7 +901,7 @@ async fn cronjob_post(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(reason) = check_csrf(&signed, &headers, &form::parse(&body)) {
+    if let Err(reason) = check_csrf(&signed, &headers, &crate::console::form::parse(&body)) {
         return forbidden(reason);
     }
     let result = match CronJobAction::parse(&action) {
@@ -927,7 +930,7 @@ async fn cronjob_post(
         ),
         Err(err) => html(
             status_of(&err),
-            super::view::error_page(Some(&signed.viewer()), &name, &err),
+            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
         ),
     }
 }
@@ -973,7 +976,7 @@ mod tests {
         assert_eq!(spec.overrides.len(), 1);
         assert_eq!(spec.overrides[0].image.as_deref(), Some("nginx:1.28"));
         // The whole request passes the API's own checks.
-        crate::api::applications::plan("demo", &form.spec(false).unwrap()).unwrap();
+        crate::api::applications::create::plan("demo", &form.spec(false).unwrap()).unwrap();
 
         let cron = AppForm {
             kind: "CronJob".into(),
@@ -986,7 +989,7 @@ mod tests {
         let spec = cron.spec(false).unwrap();
         assert_eq!(spec.workload["spec"]["schedule"], "0 * * * *");
         assert!(spec.service.is_none());
-        crate::api::applications::plan("demo", &spec).unwrap();
+        crate::api::applications::create::plan("demo", &spec).unwrap();
 
         for (field, value, want) in [
             ("replicas", "two", "replicas"),

@@ -15,8 +15,8 @@ use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use super::html::{Html, url_segment};
-use super::view::{Viewer, csrf_field, error_box, notice_box, page};
-use super::{Shared, allowed, html, see_other, signed_in, signed_post, status_of};
+use super::page::{Viewer, csrf_field, error_box, notice_box, page};
+use super::request::{Shared, allowed, html, see_other, signed_in, signed_post, status_of};
 use crate::access::{InstanceResource, Verb};
 use crate::api::members::types::{
     JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse,
@@ -356,7 +356,7 @@ pub fn unjoin_page(
 }
 
 async fn can_write(
-    console: &super::Console,
+    console: &super::request::Console,
     caller: &crate::access::Caller,
     instance: &str,
 ) -> bool {
@@ -393,7 +393,7 @@ async fn members(
         }
         Err(err) => html(
             status_of(&err),
-            super::view::error_page(Some(&signed.viewer()), &instance, &err),
+            crate::console::page::error_page(Some(&signed.viewer()), &instance, &err),
         ),
     }
 }

@@ -7,6 +7,7 @@ use serde_json::{Map, Number, Value};
 
 use super::pb;
 use crate::api::{
+    WorkloadKind,
     ApiError, ClusterWorkloadStatus, Code, CreateInstanceRequest, CreateKubeconfigRequest,
     CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
     DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
@@ -606,6 +607,18 @@ pub fn workload_list_from_pb(list: pb::WorkloadList) -> WorkloadList {
         items: list.items.into_iter().map(workload_from_pb).collect(),
         pagination: pagination_from_pb(list.pagination),
     }
+}
+
+/// A workload kind of a member view or `:promote` (`deployments`, ...).
+pub(super) fn workload_kind(text: &str) -> Result<WorkloadKind, ApiError> {
+    WorkloadKind::parse(text).ok_or_else(|| {
+        ApiError::invalid_field(
+            "kind",
+            format!(
+                "unknown workload kind {text:?}; one of: deployments, statefulsets, daemonsets, jobs, cronjobs"
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
-//! Conversions of the member-cluster messages (join, register, update) between protobuf and
-//! the API's types.
+//! Conversions of the members feature's messages (join, register, update, the member views)
+//! between protobuf and the API's types.
 
-use super::convert::json_to_struct;
+use super::convert::{json_to_struct, list_options};
 use super::pb;
-use crate::api::ApiError;
+use crate::api::{
+    ApiError, GetMemberObjectRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
+};
 use crate::api::members::types::{
     JoinMemberRequest, MemberTaint, RegisterMemberRequest, RegisterMemberResponse,
     UpdateMemberRequest,
@@ -94,4 +96,43 @@ pub fn register_member_response(
             .collect::<Result<_, _>>()?,
         yaml: r.yaml,
     })
+}
+
+/// `ListMemberNodes`.
+pub fn list_member_nodes(
+    m: pb::ListMemberNodesRequest,
+) -> Result<ListMemberNodesRequest, ApiError> {
+    Ok(ListMemberNodesRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+        options: list_options(m.options)?,
+    })
+}
+
+/// `ListMemberObjects`.
+pub fn list_member_objects(
+    m: pb::ListMemberObjectsRequest,
+) -> Result<ListMemberObjectsRequest, ApiError> {
+    Ok(ListMemberObjectsRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        options: list_options(m.options)?,
+    })
+}
+
+/// `GetMemberObject`.
+pub fn get_member_object(m: pb::GetMemberObjectRequest) -> GetMemberObjectRequest {
+    GetMemberObjectRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+        group: m.group,
+        version: m.version,
+        resource: m.resource,
+        namespace: m.namespace,
+        name: m.name,
+    }
 }

@@ -15,21 +15,19 @@ use axum::extract::Request;
 
 use crate::access::Authenticator;
 use crate::api::KairshipApi;
-use crate::api::rest::handlers::{ServedOverTls, request_base_url};
+use crate::transport::{ServedOverTls, request_base_url};
 
+pub mod applications;
 pub mod convert;
-pub mod convert_apps;
-pub mod member_views;
 pub mod members;
+pub mod workloads;
 mod service;
 
 pub use service::{GrpcApi, RequestBaseUrl};
 
 /// The generated protobuf messages, server and client of `kairship.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic, clippy::unwrap_used)]
-pub mod pb {
-    tonic::include_proto!("kairship.v1");
-}
+pub mod pb;
 
 /// The encoded `FileDescriptorSet` of `kairship.v1`, as served by reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
@@ -47,7 +45,7 @@ pub const SERVED_SERVICES: [&str; 4] = [
 ];
 
 /// Largest request message accepted, the same limit as REST bodies.
-pub const MAX_MESSAGE_BYTES: usize = crate::api::rest::extract::MAX_BODY_BYTES;
+pub const MAX_MESSAGE_BYTES: usize = crate::transport::MAX_BODY_BYTES;
 
 /// Why the gRPC routes could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::applications;
 use super::convert;
-use super::convert_apps;
 use super::pb;
 use super::pb::kairship_service_server::KairshipService;
 use crate::access::{Authenticator, Caller};
@@ -55,7 +55,7 @@ impl GrpcApi {
             .metadata()
             .get("authorization")
             .and_then(|v| v.to_str().ok())
-            .and_then(crate::api::rest::auth::parse_bearer)
+            .and_then(crate::transport::parse_bearer)
             .ok_or_else(|| {
                 Status::unauthenticated(
                     "no bearer token: send the metadata `authorization: Bearer <token>`",
@@ -181,7 +181,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::JoinClusterRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self.accept(request, convert::join_cluster).await?;
-        object(self.api.join_cluster(&caller, req).await)
+        object(self.api.create_cluster(&caller, req).await)
     }
 
     async fn update_cluster(
@@ -352,13 +352,13 @@ impl KairshipService for GrpcApi {
         request: Request<pb::CreateApplicationRequest>,
     ) -> Answer<pb::ApplicationResult> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert_apps::create_application(m)))
+            .accept(request, |m| Ok(applications::create_application(m)))
             .await?;
         answer(
             self.api
                 .create_application(&caller, req)
                 .await
-                .and_then(convert_apps::application_result),
+                .and_then(applications::application_result),
         )
     }
 
@@ -367,7 +367,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::RestartJobRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert_apps::restart_job(m)))
+            .accept(request, |m| Ok(applications::restart_job(m)))
             .await?;
         object(self.api.restart_job(&caller, req).await)
     }
@@ -376,7 +376,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::CronJobActionRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert_apps::cronjob_action).await?;
+        let (caller, req) = self.accept(request, applications::cronjob_action).await?;
         object(self.api.cronjob_action(&caller, req).await)
     }
 
@@ -418,7 +418,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::ListWorkloadPodsRequest>,
     ) -> Answer<pb::ObjectList> {
         let (caller, req) = self
-            .accept(request, super::member_views::list_workload_pods)
+            .accept(request, super::workloads::list_workload_pods)
             .await?;
         answer(
             self.api
@@ -433,7 +433,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::ListMemberNodesRequest>,
     ) -> Answer<pb::ObjectList> {
         let (caller, req) = self
-            .accept(request, super::member_views::list_member_nodes)
+            .accept(request, super::members::list_member_nodes)
             .await?;
         answer(
             self.api
@@ -448,7 +448,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::ListMemberObjectsRequest>,
     ) -> Answer<pb::ObjectList> {
         let (caller, req) = self
-            .accept(request, super::member_views::list_member_objects)
+            .accept(request, super::members::list_member_objects)
             .await?;
         answer(
             self.api
@@ -463,7 +463,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::GetMemberObjectRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(super::member_views::get_member_object(m)))
+            .accept(request, |m| Ok(super::members::get_member_object(m)))
             .await?;
         object(self.api.get_member_object(&caller, req).await)
     }
@@ -473,13 +473,13 @@ impl KairshipService for GrpcApi {
         request: Request<pb::PromoteWorkloadRequest>,
     ) -> Answer<pb::PromoteWorkloadResponse> {
         let (caller, req) = self
-            .accept(request, super::member_views::promote_workload)
+            .accept(request, super::applications::promote_workload)
             .await?;
         answer(
             self.api
                 .promote_workload(&caller, req)
                 .await
-                .and_then(super::member_views::promote_response),
+                .and_then(super::applications::promote_response),
         )
     }
 

@@ -41,7 +41,7 @@ const HOP_BY_HOP: [&str; 9] = [
 ];
 
 /// The proxy reads the bearer token as the REST API does.
-pub use crate::api::rest::auth::bearer_token;
+pub use crate::transport::bearer_token;
 
 /// The Kubernetes path after `/instances/{instance}/proxy` in `full_path`, `/` when empty;
 /// `None` when the marker is missing.

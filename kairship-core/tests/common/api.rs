@@ -13,12 +13,12 @@ use http::StatusCode;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb, WriteIdentity,
 };
-use kairship_core::api::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::router::{
     DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
     ReadWriteRouter, RouterConfig, SplitRouter, WriteBackend,
 };
+use kairship_core::server::{AppParts, app, serve};
 use kube_kit::client::ClientOptions;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

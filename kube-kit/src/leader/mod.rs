@@ -8,6 +8,7 @@
 
 mod lease;
 pub mod record;
+pub(crate) mod state;
 
 use std::future::Future;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::Metrics;
 
 pub use lease::LeaseElector;
+pub use state::LeaderState;
 
 /// Default time a lease is valid for after its last observed change (client-go's 15 s).
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -29,38 +31,6 @@ pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
 pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// Default interval between acquire or renew attempts (client-go's 2 s).
 pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
-
-/// What a candidate currently believes about its leadership.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LeaderState {
-    /// No lease round trip has completed yet.
-    Starting,
-    /// Not leading; `holder` is the current holder when known.
-    Standby {
-        /// Identity of the holder, if the lease is held by someone else.
-        holder: Option<String>,
-    },
-    /// This candidate holds the lease.
-    Leading,
-    /// Stepped down because the lease could not be renewed before the renew deadline; stays
-    /// here until the lease can be read again.
-    Lost,
-    /// The elector has stopped (the lease was released if it was held).
-    Stopped,
-}
-
-impl LeaderState {
-    /// Whether this candidate holds the lease.
-    pub fn is_leading(&self) -> bool {
-        matches!(self, Self::Leading)
-    }
-
-    /// Whether a leader-elected process in this state should report ready: a standby is
-    /// ready (it can take over at once), one that lost its lease to API errors is not.
-    pub fn is_ready(&self) -> bool {
-        matches!(self, Self::Leading | Self::Standby { .. })
-    }
-}
 
 /// Where the lease lives, who this candidate is, and the timing rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -405,6 +375,24 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leadership_gauge_is_in_the_registry() {
+        let metrics = Metrics::new();
+        let leader = LeaderElectionMetrics::register(&metrics);
+        leader.set_leading("kube-system/demo", true);
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains("leader_election_is_leader{lease=\"kube-system/demo\"} 1"),
+            "{text}"
+        );
+        leader.set_leading("kube-system/demo", false);
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains("leader_election_is_leader{lease=\"kube-system/demo\"} 0"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn validate_table() {

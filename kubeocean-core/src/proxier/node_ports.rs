@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::RangeInclusive;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
@@ -19,28 +19,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::mapping::is_binding_node;
+pub use super::server::NodePorts;
 use super::server::{self, Context};
 use crate::labels;
 use crate::syncer::kubelet_port::{ports_of, stored_port};
-
-/// Which virtual node each listening port serves.
-#[derive(Clone, Default)]
-pub struct NodePorts(Arc<RwLock<HashMap<u16, String>>>);
-
-impl NodePorts {
-    /// The virtual node served on `port`, if any.
-    pub fn node(&self, port: u16) -> Option<String> {
-        self.0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&port)
-            .cloned()
-    }
-
-    fn set(&self, ports: HashMap<u16, String>) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = ports;
-    }
-}
 
 /// The port each virtual node of `binding` among `nodes` is served on, within `range`.
 pub fn desired_ports(

@@ -1,10 +1,10 @@
 //! The HTTPS server: accepts TLS connections, then for each request parses the kubelet path,
 //! authenticates, resolves the virtual pod, authorizes and hands over to the forwarders.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode, header};
@@ -23,7 +23,6 @@ use super::ProxierMetrics;
 use super::auth::{AuthError, Authenticator, UserInfo, authorization_attributes, credentials};
 use super::forward::{StreamSupervisor, forward_logs, forward_upgrade};
 use super::mapping::{list_binding_nodes, list_virtual_pods, resolve_pod, select_nodes};
-use super::node_ports::NodePorts;
 use super::node_stats;
 use super::request::{Endpoint, KubeletRequest, parse_request};
 use super::response::{Failure, ResponseBody, text};
@@ -31,6 +30,25 @@ use super::tls::peer_subject;
 use super::worker::WorkerClient;
 use super::x509::CertificateSubject;
 use kube_kit::client::describe_kube_error;
+
+/// Which virtual node each listening port serves.
+#[derive(Clone, Default)]
+pub struct NodePorts(Arc<RwLock<HashMap<u16, String>>>);
+
+impl NodePorts {
+    /// The virtual node served on `port`, if any.
+    pub fn node(&self, port: u16) -> Option<String> {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&port)
+            .cloned()
+    }
+
+    pub(super) fn set(&self, ports: HashMap<u16, String>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = ports;
+    }
+}
 
 /// Everything requests share.
 pub struct Context {

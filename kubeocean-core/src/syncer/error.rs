@@ -1,8 +1,13 @@
 //! What can fail while syncing, on which object, in which cluster.
 
 use std::fmt;
+use std::fmt::Display;
 
-use super::worker::Failure;
+/// An error a reconciler returns: its reason labels metrics and Events.
+pub trait Failure: Display {
+    /// A short, low-cardinality `PascalCase` reason.
+    fn reason(&self) -> &'static str;
+}
 
 /// What failed while syncing, on which object.
 #[derive(Debug, thiserror::Error)]

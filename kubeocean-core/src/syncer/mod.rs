@@ -20,6 +20,7 @@ pub mod config;
 pub mod context;
 pub mod error;
 pub mod index;
+pub mod kubelet_endpoint;
 pub mod kubelet_port;
 pub mod metadata;
 pub mod metrics;

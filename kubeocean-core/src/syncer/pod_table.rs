@@ -7,9 +7,52 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::index::CachedPod;
-use crate::leasing::host_ports::HostPort;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+
+use crate::labels;
+use crate::leasing::host_ports::{HostPort, host_ports_of};
 use crate::leasing::{NodeUsage, PodUsage};
+
+/// What the index keeps of one worker pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedPod {
+    /// Node the pod is bound to (empty when unscheduled).
+    pub node: String,
+    /// Namespace and name.
+    pub key: (String, String),
+    /// resourceVersion the usage was computed from.
+    pub resource_version: String,
+    /// What the pod takes from its node.
+    pub usage: PodUsage,
+    /// What it takes as one of Kubeocean's own pods (empty for the others).
+    pub mapped: PodUsage,
+    /// Host ports it holds there.
+    pub host_ports: Vec<HostPort>,
+    /// Whether it is one of Kubeocean's own pods (label `kubeocean.io/managed-by`).
+    pub own: bool,
+}
+
+impl CachedPod {
+    /// What the index keeps of `pod`, with its uid; `None` for a pod without a uid.
+    pub fn of(pod: &Pod) -> Option<(String, CachedPod)> {
+        let uid = pod.metadata.uid.clone()?;
+        let cached = CachedPod {
+            node: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default(),
+            key: (pod.namespace().unwrap_or_default(), pod.name_any()),
+            resource_version: pod.resource_version().unwrap_or_default(),
+            usage: PodUsage::of(pod),
+            mapped: PodUsage::of_mapped(pod),
+            host_ports: host_ports_of(pod),
+            own: labels::is_managed(&pod.metadata),
+        };
+        Some((uid, cached))
+    }
+}
 
 /// What is kept of one pod bound to a node (the node is the list it is in).
 #[derive(Debug)]

@@ -295,8 +295,8 @@ pub(super) async fn run_session(
         _ = token.cancelled() => {}
         _ = all_synced => {
             tracing::info!(binding = %binding_name, "caches synced");
-            super::kubelet_port::refresh_proxier_address(&ctx).await;
-            tasks.spawn(super::kubelet_port::follow_proxier_pods(ctx.clone(), token.clone()));
+            super::kubelet_endpoint::refresh_proxier_address(&ctx).await;
+            tasks.spawn(super::kubelet_endpoint::follow_proxier_pods(ctx.clone(), token.clone()));
             ctx.enqueue_all_nodes();
             let policies: Vec<String> = ctx
                 .worker_index()

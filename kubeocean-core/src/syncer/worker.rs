@@ -3,7 +3,6 @@
 //! metrics, a Warning Event on the object concerned) and requeue it — at the instant the
 //! reconciler asked for, or, after a failure, with the one retry policy ([`backoff`]).
 
-use std::fmt::Display;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -13,15 +12,10 @@ use kube_kit::controller::Backoff;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use super::error::Failure;
 use super::config::SyncerConfig;
 use super::context::Context;
 use super::queue::{FailureCounts, WorkQueue};
-
-/// An error a reconciler returns: its reason labels metrics and Events.
-pub trait Failure: Display {
-    /// A short, low-cardinality `PascalCase` reason.
-    fn reason(&self) -> &'static str;
-}
 
 /// One queue-driven reconciler, as the worker loop sees it.
 pub trait Reconciler: Send + Sync {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::api::types::Object;
+use crate::api::{KubeObject, ListOptions, Object};
 
 /// A taint of a member cluster (`spec.taints[]` of the Karmada `Cluster`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -212,4 +212,62 @@ impl RegisterMemberRequest {
             zone: self.zone.clone(),
         }
     }
+}
+/// `ListClusters`: Karmada member clusters of an instance.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListClustersRequest {
+    /// Instance name.
+    pub instance: String,
+    /// Selectors, fuzzy name, sorting and paging.
+    #[serde(default)]
+    pub options: ListOptions,
+}
+
+/// `GetCluster`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetClusterRequest {
+    /// Instance name.
+    pub instance: String,
+    /// Member cluster name.
+    pub cluster: String,
+}
+
+/// `JoinCluster`: creates a `cluster.karmada.io/v1alpha1` Cluster in the instance.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JoinClusterRequest {
+    /// Instance name.
+    pub instance: String,
+    /// The Cluster object.
+    #[schema(value_type = KubeObject)]
+    pub body: Object,
+}
+
+/// `UpdateCluster`: replaces a member Cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateClusterRequest {
+    /// Instance name.
+    pub instance: String,
+    /// Member cluster name.
+    pub cluster: String,
+    /// The new Cluster object.
+    #[schema(value_type = KubeObject)]
+    pub body: Object,
+}
+
+/// `RemoveCluster`: deletes a member Cluster from the instance.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemoveClusterRequest {
+    /// Instance name.
+    pub instance: String,
+    /// Member cluster name.
+    pub cluster: String,
+    /// Unjoin even while bindings still schedule to the member (and when the member cannot
+    /// be reached to remove Kairship's objects there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
 }

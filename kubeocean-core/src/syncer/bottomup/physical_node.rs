@@ -32,7 +32,7 @@ use crate::leasing::{LeasingDecision, LeasingInput, NotLentReason, node_base};
 use crate::naming::virtual_node_name;
 use crate::syncer::context::Context;
 use crate::syncer::error::SyncError;
-use crate::syncer::kubelet_port;
+use crate::syncer::kubelet_endpoint;
 use crate::syncer::metrics::node_resources;
 use crate::syncer::queue::FailureCounts;
 use crate::syncer::queue::WorkQueue;
@@ -171,7 +171,7 @@ pub async fn reconcile(ctx: &Context, name: &str) -> Result<Option<Instant>, Syn
     if let Some(step) = &reclaim_step {
         reclaim::with_reclaim_taint(&mut decision.taints, step);
     }
-    let endpoint = kubelet_port::endpoint_of(ctx, &vnode_name, current.as_deref()).await?;
+    let endpoint = kubelet_endpoint::endpoint_of(ctx, &vnode_name, current.as_deref()).await?;
     let mut desired = desired_virtual_node(physical, &decision, binding, &endpoint.proxier);
     // The node's own kubelet port only once it answers (see kubelet_port.rs).
     endpoint.publish(&mut desired.status);

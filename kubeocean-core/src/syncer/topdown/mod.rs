@@ -21,6 +21,7 @@ pub mod error;
 pub mod event_reflection;
 pub mod mapping;
 pub mod physical_pod;
+pub mod pod_status;
 pub mod service_events;
 pub mod service_reflection;
 pub mod session;

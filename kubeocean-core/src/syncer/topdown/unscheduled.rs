@@ -52,7 +52,7 @@ pub(crate) async fn check(
     // The virtual pod fails first: once it is Failed, nothing maps it again, and the
     // physical pod's deletion is not taken for a lost pod.
     let status = unschedulable_pod_status(&owner.status.clone().unwrap_or_default(), &note, now);
-    super::physical_pod::write_status(ctx, td, owner, &status, None).await?;
+    super::pod_status::write_status(ctx, td, owner, &status, None).await?;
     let api: Api<Pod> = Api::namespaced(ctx.worker.clone(), &td.settings.mount_namespace);
     let params = DeleteParams {
         preconditions: Some(Preconditions {

@@ -456,7 +456,7 @@ async fn mark_lost(ctx: &Context, td: &TopDown, pod: &Pod) -> Result<(), TopDown
         &pod.status.clone().unwrap_or_default(),
         ctx.config.clock.now(),
     );
-    super::physical_pod::write_status(ctx, td, pod, &status, None).await?;
+    super::pod_status::write_status(ctx, td, pod, &status, None).await?;
     if let Some(metrics) = &ctx.config.metrics {
         metrics.topdown().pod_failed(&td.settings.name);
     }

@@ -1,0 +1,106 @@
+//! The resources feature: the typed kinds (`instances/{i}[/namespaces/{ns}]/{kind}`), any
+//! resource an instance serves by group, version and resource (`…/resources/{g}/{v}/{r}`), and
+//! events. Reads go through the router's read backend, writes through its write backend.
+
+mod service;
+pub mod types;
+
+use async_trait::async_trait;
+
+use crate::access::Caller;
+use crate::api::{ApiError, Object, ObjectList};
+
+pub use types::{
+    CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
+    GetObjectRequest, GetResourceRequest, ListEventsRequest, ListObjectsRequest,
+    ListResourcesRequest, PatchObjectRequest, PatchType, UpdateObjectRequest,
+    UpdateResourceRequest,
+};
+
+/// The resources part of [`KairshipApi`](crate::api::KairshipApi), which [`KairshipService`](crate::api::KairshipService)
+/// implements.
+#[async_trait]
+pub trait ResourcesApi: Send + Sync {
+    /// Objects of one kind.
+    async fn list_resources(
+        &self,
+        caller: &Caller,
+        req: ListResourcesRequest,
+    ) -> Result<ObjectList, ApiError>;
+
+    /// One object.
+    async fn get_resource(
+        &self,
+        caller: &Caller,
+        req: GetResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Creates an object.
+    async fn create_resource(
+        &self,
+        caller: &Caller,
+        req: CreateResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces an object.
+    async fn update_resource(
+        &self,
+        caller: &Caller,
+        req: UpdateResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Deletes an object; `FailedPrecondition` for a (Cluster)PropagationPolicy that a
+    /// ResourceBinding still uses.
+    async fn delete_resource(
+        &self,
+        caller: &Caller,
+        req: DeleteResourceRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Objects of any resource the instance serves (found by the instance's discovery; an
+    /// unknown group, version or resource is `NotFound`).
+    async fn list_objects(
+        &self,
+        caller: &Caller,
+        req: ListObjectsRequest,
+    ) -> Result<ObjectList, ApiError>;
+
+    /// One object of any resource.
+    async fn get_object(&self, caller: &Caller, req: GetObjectRequest) -> Result<Object, ApiError>;
+
+    /// Creates an object of any resource.
+    async fn create_object(
+        &self,
+        caller: &Caller,
+        req: CreateObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Replaces an object of any resource.
+    async fn update_object(
+        &self,
+        caller: &Caller,
+        req: UpdateObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Patches an object of any resource (merge, JSON, strategic merge or apply).
+    async fn patch_object(
+        &self,
+        caller: &Caller,
+        req: PatchObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Deletes an object of any resource; a (Cluster)PropagationPolicy still in use is kept,
+    /// as with [`KairshipApi::delete_resource`].
+    async fn delete_object(
+        &self,
+        caller: &Caller,
+        req: DeleteObjectRequest,
+    ) -> Result<Object, ApiError>;
+
+    /// Events of an instance, a namespace or one object, filtered by type, reason and kind.
+    async fn list_events(
+        &self,
+        caller: &Caller,
+        req: ListEventsRequest,
+    ) -> Result<ObjectList, ApiError>;
+}

@@ -1,0 +1,116 @@
+//! The page layout every console page shares: the frame, the CSRF field, error and notice
+//! boxes, the sign-in and error pages, and the small readers of JSON values pages use.
+
+use serde_json::Value;
+
+use super::html::Html;
+use crate::api::ApiError;
+
+/// Where the console is served.
+pub const PREFIX: &str = "/ui";
+
+/// The signed-in user as pages show them.
+#[derive(Clone, Debug)]
+pub struct Viewer<'a> {
+    /// User name.
+    pub user: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+}
+
+/// A whole page around `main`.
+pub fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Html) -> String {
+    let mut h = Html::with_capacity(main.len() + 2048);
+    h.raw("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">")
+        .raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+        // No eval (the CSP forbids it) and error answers are swapped in like any other, so
+        // the API's message is shown where the action was.
+        .raw(
+            "<meta name=\"htmx-config\" content='{\"allowEval\":false,\"includeIndicatorStyles\":false,\
+             \"responseHandling\":[{\"code\":\"204\",\"swap\":false},{\"code\":\"...\",\"swap\":true}]}'>",
+        )
+        .open("title", &[])
+        .text(title)
+        .raw(" · Kairship</title>")
+        .raw("<link rel=\"stylesheet\" href=\"/ui/assets/console.css\">")
+        .raw("<script src=\"/ui/assets/htmx.min.js\"></script></head>");
+    match viewer {
+        Some(v) => {
+            let headers = serde_json::json!({ "X-CSRF-Token": v.csrf }).to_string();
+            h.open("body", &[("hx-headers", &headers)]);
+            h.raw("<header><a class=\"brand\" href=\"/ui/instances\">Kairship</a>")
+                .raw("<nav><a href=\"/ui/instances\">Instances</a></nav>")
+                .raw("<span class=\"user\">")
+                .text(v.user)
+                .raw("</span><form method=\"post\" action=\"/ui/signout\" class=\"inline\">");
+            csrf_field(&mut h, v.csrf);
+            h.raw("<button id=\"signout\" type=\"submit\">Sign out</button></form></header>");
+        }
+        None => {
+            h.raw("<body><header><a class=\"brand\" href=\"/ui/\">Kairship</a></header>");
+        }
+    }
+    h.raw("<main>").append(main).raw("</main></body></html>");
+    h.finish()
+}
+
+/// The hidden CSRF field every form carries.
+pub fn csrf_field(h: &mut Html, csrf: &str) {
+    h.open(
+        "input",
+        &[("type", "hidden"), ("name", "_csrf"), ("value", csrf)],
+    );
+}
+
+/// An API error as a message box: the code's name and the API's own message.
+pub fn error_box(h: &mut Html, err: &ApiError) {
+    h.open("div", &[("class", "error"), ("role", "alert")])
+        .el("strong", &[], &format!("{:?}", err.code))
+        .raw(": ")
+        .text(&err.message)
+        .close("div");
+}
+
+/// A notice box.
+pub fn notice_box(h: &mut Html, text: &str) {
+    h.el("div", &[("class", "notice"), ("role", "status")], text);
+}
+
+/// The sign-in page.
+pub fn signin_page(error: Option<&str>) -> String {
+    let mut h = Html::new();
+    h.raw("<section class=\"card narrow\"><h1>Sign in</h1>")
+        .raw("<p>Paste a bearer token the Kairship API accepts (a ServiceAccount token, an OIDC token, or one from the static token file). It is kept on the server; the browser only holds a session cookie.</p>");
+    if let Some(e) = error {
+        h.el("div", &[("class", "error"), ("role", "alert")], e);
+    }
+    h.raw("<form method=\"post\" action=\"/ui/signin\">")
+        .raw("<label>Token <textarea id=\"token\" name=\"token\" rows=\"4\" required autocomplete=\"off\" spellcheck=\"false\"></textarea></label>")
+        .raw("<button id=\"signin\" type=\"submit\">Sign in</button></form></section>");
+    page("Sign in", None, h)
+}
+
+/// A page saying what went wrong.
+pub fn error_page(viewer: Option<&Viewer<'_>>, title: &str, err: &ApiError) -> String {
+    let mut h = Html::new();
+    h.el("h1", &[], title);
+    error_box(&mut h, err);
+    h.raw("<p><a href=\"/ui/instances\">Back to instances</a></p>");
+    page(title, viewer, h)
+}
+
+pub(in crate::console) fn s<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+pub(in crate::console) fn i(v: &Value, pointer: &str) -> i64 {
+    v.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+pub(in crate::console) fn state_badge(h: &mut Html, state: &str) {
+    let class = match state {
+        "RUNNING" | "Ready" | "Healthy" => "badge ok",
+        "INPROCESS" | "Unknown" => "badge wait",
+        "UNKNOWN" => "badge muted",
+        _ => "badge bad",
+    };
+    h.el("span", &[("class", class)], state);
+}

@@ -1,0 +1,331 @@
+//! Console pages of the workloads feature: one workload with its per-cluster status, scaling,
+//! the Deployment verbs, and its pods and events per member cluster.
+
+pub mod view;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::{get, post};
+use http::{HeaderMap, StatusCode};
+use serde_json::Value;
+
+use self::view::{RECENT_EVENTS, pods_section, pods_url, text};
+use crate::access::{Caller, InstanceResource, Verb};
+use crate::api::{
+    ApiError, CLUSTER_ANNOTATION, DeploymentAction, DeploymentActionRequest, GetResourceRequest,
+    GetWorkloadRequest, KairshipApi, ListEventsRequest, ListOptions, ListWorkloadPodsRequest,
+    ObjectList, ResourceKind, SortDir, UpdateResourceRequest, WorkloadKind,
+};
+use crate::console::request::{
+    Console, Shared, allowed, html, is_htmx, see_other, signed_in, signed_post, status_of,
+};
+
+pub(in crate::console) async fn get_workload(
+    console: &Console,
+    caller: &Caller,
+    instance: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<crate::api::Workload, ApiError> {
+    console
+        .api
+        .get_workload(
+            caller,
+            GetWorkloadRequest {
+                instance: instance.to_owned(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            },
+        )
+        .await
+}
+
+pub(in crate::console) async fn workload(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+    Path((instance, namespace, name)): Path<(String, String, String)>,
+) -> Response {
+    let signed = match signed_in(&console, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let w = match get_workload(&console, &signed.caller, &instance, &namespace, &name).await {
+        Ok(w) => w,
+        Err(err) => {
+            return html(
+                status_of(&err),
+                crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
+            );
+        }
+    };
+    let can_write = allowed(
+        &console,
+        &signed.caller,
+        Verb::Patch,
+        InstanceResource::Proxy,
+        &instance,
+    )
+    .await;
+    let body = if is_htmx(&headers) {
+        view::workload_live(&instance, &w, can_write, &signed.session.csrf, None).finish()
+    } else {
+        let api = console.api.as_ref();
+        let object = Some(("apps", "v1", "deployments", name.as_str()));
+        let (pods, events) = futures::join!(
+            load_pods(api, &signed.caller, &instance, &namespace, &name),
+            load_events(api, &signed.caller, &instance, Some(&namespace), object),
+        );
+        let refresh = crate::console::workloads::view::pods_url(&instance, &namespace, &name);
+        let mut members = crate::console::workloads::view::pods_section(&refresh, &pods);
+        members.append(crate::console::workloads::view::events_section(&events));
+        view::workload_page(&signed.viewer(), &instance, &w, can_write, members)
+    };
+    html(StatusCode::OK, body)
+}
+
+/// Scales a Deployment by replacing it with `spec.replicas` changed (the API has no scale
+/// call; the replace carries the read `resourceVersion`, so a concurrent change is refused).
+pub(in crate::console) async fn scale(
+    console: &Console,
+    caller: &Caller,
+    instance: &str,
+    namespace: &str,
+    name: &str,
+    replicas: &str,
+) -> Result<(), ApiError> {
+    let replicas: i64 = replicas
+        .trim()
+        .parse()
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| {
+            ApiError::invalid_field("replicas", "replicas must be a whole number >= 0")
+        })?;
+    let mut object = console
+        .api
+        .get_resource(
+            caller,
+            GetResourceRequest {
+                instance: instance.to_owned(),
+                kind: ResourceKind::Deployments,
+                namespace: Some(namespace.to_owned()),
+                name: name.to_owned(),
+            },
+        )
+        .await?;
+    object["spec"]["replicas"] = Value::from(replicas);
+    if let Some(o) = object.as_object_mut() {
+        o.remove("status");
+    }
+    console
+        .api
+        .update_resource(
+            caller,
+            UpdateResourceRequest {
+                instance: instance.to_owned(),
+                kind: ResourceKind::Deployments,
+                namespace: Some(namespace.to_owned()),
+                name: name.to_owned(),
+                body: object,
+            },
+        )
+        .await
+        .map(|_| ())
+}
+
+pub(in crate::console) async fn workload_action(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+    Path((instance, namespace, name, action)): Path<(String, String, String, String)>,
+    body: Bytes,
+) -> Response {
+    let (signed, fields) = match signed_post(&console, &headers, &body).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let result = if action == "scale" {
+        let replicas = fields.get("replicas").map(String::as_str).unwrap_or("");
+        scale(
+            &console,
+            &signed.caller,
+            &instance,
+            &namespace,
+            &name,
+            replicas,
+        )
+        .await
+        .map(|()| format!("Scaled to {} replicas.", replicas.trim()))
+    } else if let Some(a) = DeploymentAction::parse(&action) {
+        console
+            .api
+            .deployment_action(
+                &signed.caller,
+                DeploymentActionRequest {
+                    instance: instance.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    action: a,
+                },
+            )
+            .await
+            .map(|_| match a {
+                DeploymentAction::Pause => "Paused.".to_owned(),
+                DeploymentAction::Resume => "Resumed.".to_owned(),
+                DeploymentAction::Restart => "Restart requested: a new rollout begins.".to_owned(),
+            })
+    } else {
+        Err(ApiError::not_found(format!("no action {action}")))
+    };
+    if !is_htmx(&headers) {
+        return match result {
+            Ok(_) => {
+                let to = format!(
+                    "/ui/instances/{}/namespaces/{}/workloads/{}",
+                    crate::console::html::url_segment(&instance),
+                    crate::console::html::url_segment(&namespace),
+                    crate::console::html::url_segment(&name)
+                );
+                see_other(&headers, &to)
+            }
+            Err(err) => html(
+                status_of(&err),
+                crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
+            ),
+        };
+    }
+    let status = result.as_ref().err().map_or(StatusCode::OK, status_of);
+    let can_write = allowed(
+        &console,
+        &signed.caller,
+        Verb::Patch,
+        InstanceResource::Proxy,
+        &instance,
+    )
+    .await;
+    match get_workload(&console, &signed.caller, &instance, &namespace, &name).await {
+        Ok(w) => {
+            let shown = result.as_ref().map(String::as_str);
+            html(
+                status,
+                view::workload_live(&instance, &w, can_write, &signed.session.csrf, Some(shown))
+                    .finish(),
+            )
+        }
+        Err(err) => {
+            let mut h = crate::console::html::Html::new();
+            crate::console::page::error_box(&mut h, result.as_ref().err().unwrap_or(&err));
+            html(status_of(&err), h.finish())
+        }
+    }
+}
+
+/// The pods of Deployment `name`, by cluster then name.
+pub async fn load_pods(
+    api: &dyn KairshipApi,
+    caller: &Caller,
+    instance: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<ObjectList, ApiError> {
+    let mut pods = api
+        .list_workload_pods(
+            caller,
+            ListWorkloadPodsRequest {
+                instance: instance.to_owned(),
+                namespace: namespace.to_owned(),
+                kind: WorkloadKind::Deployments,
+                name: name.to_owned(),
+                options: ListOptions::default(),
+            },
+        )
+        .await?;
+    pods.items.sort_by(|a, b| {
+        let key = |p: &Value| {
+            (
+                text(
+                    p,
+                    &format!(
+                        "/metadata/annotations/{}",
+                        CLUSTER_ANNOTATION.replace('/', "~1")
+                    ),
+                )
+                .to_owned(),
+                text(p, "/metadata/name").to_owned(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    Ok(pods)
+}
+
+/// The most recent events of an instance, or of one object (`resource` and `name` in
+/// `namespace`), newest first.
+pub async fn load_events(
+    api: &dyn KairshipApi,
+    caller: &Caller,
+    instance: &str,
+    namespace: Option<&str>,
+    object: Option<(&str, &str, &str, &str)>,
+) -> Result<ObjectList, ApiError> {
+    let (group, version, resource, name) = match object {
+        Some((g, v, r, n)) => (
+            Some(g.to_owned()),
+            Some(v.to_owned()),
+            Some(r.to_owned()),
+            Some(n.to_owned()),
+        ),
+        None => (None, None, None, None),
+    };
+    api.list_events(
+        caller,
+        ListEventsRequest {
+            instance: instance.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            group,
+            version,
+            resource,
+            name,
+            options: ListOptions {
+                sort_field: Some(".lastTimestamp".to_owned()),
+                sort_dir: Some(SortDir::Desc),
+                page_size: Some(RECENT_EVENTS),
+                ..ListOptions::default()
+            },
+            ..ListEventsRequest::default()
+        },
+    )
+    .await
+}
+
+/// `GET …/workloads/{name}/pods`: the pods part of a workload page, for its refresh.
+pub(super) async fn workload_pods(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+    Path((instance, namespace, name)): Path<(String, String, String)>,
+) -> Response {
+    let signed = match signed_in(&console, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let pods = load_pods(
+        console.api.as_ref(),
+        &signed.caller,
+        &instance,
+        &namespace,
+        &name,
+    )
+    .await;
+    let section = pods_section(&pods_url(&instance, &namespace, &name), &pods);
+    html(StatusCode::OK, section.finish())
+}
+
+/// A workload's page, its pods and its verbs.
+pub(super) fn routes() -> Router<Shared> {
+    let w = "/ui/instances/{instance}/namespaces/{namespace}/workloads/{name}";
+    Router::new()
+        .route(w, get(workload))
+        .route(&format!("{w}/pods"), get(workload_pods))
+        .route(&format!("{w}/{{action}}"), post(workload_action))
+}
