@@ -9,105 +9,12 @@ use crate::apiserver::meta::{self, finalizers, meta_str};
 use crate::apiserver::resources::{self, GroupResource, ResourceType};
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::{EventType, Stored, WriteOp};
+pub use crate::apiserver::write_options::{DeleteOptions, Deleted, PatchType, WriteContext};
 use crate::patch;
 use crate::validation::gocompat::go_quote;
 use crate::validation::{labels, schema};
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-/// Who is asking and how.
-#[derive(Clone, Debug, Default)]
-pub struct WriteContext {
-    /// `fieldManager`, or a name derived from the user agent.
-    pub field_manager: String,
-    /// `dryRun=All`: validate and answer, store nothing.
-    pub dry_run: bool,
-}
-
-impl WriteContext {
-    /// A context for writes the server itself makes (controllers, kubelet).
-    pub fn system(manager: &str) -> Self {
-        WriteContext {
-            field_manager: manager.to_string(),
-            dry_run: false,
-        }
-    }
-}
-
-/// The body types PATCH accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatchType {
-    /// `application/json-patch+json`
-    Json,
-    /// `application/merge-patch+json`
-    Merge,
-    /// `application/strategic-merge-patch+json`
-    StrategicMerge,
-    /// `application/apply-patch+yaml` (server-side apply)
-    Apply {
-        /// `force=true`
-        force: bool,
-    },
-}
-
-/// Options of a DELETE.
-#[derive(Clone, Debug, Default)]
-pub struct DeleteOptions {
-    /// `gracePeriodSeconds`
-    pub grace_period_seconds: Option<i64>,
-    /// `propagationPolicy`: Orphan, Background or Foreground.
-    pub propagation_policy: Option<String>,
-    /// `preconditions.uid`
-    pub precondition_uid: Option<String>,
-    /// `preconditions.resourceVersion`
-    pub precondition_rv: Option<String>,
-    /// `dryRun=All`
-    pub dry_run: bool,
-}
-
-impl DeleteOptions {
-    /// Reads a DeleteOptions body (JSON); an empty body means defaults.
-    pub fn from_body(body: &[u8]) -> Result<DeleteOptions, ApiError> {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(DeleteOptions::default());
-        }
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
-        let mut opts = DeleteOptions {
-            grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
-            propagation_policy: v
-                .get("propagationPolicy")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            precondition_uid: v
-                .pointer("/preconditions/uid")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            precondition_rv: v
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            dry_run: v
-                .get("dryRun")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty()),
-        };
-        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
-            && opts.propagation_policy.is_none()
-        {
-            opts.propagation_policy = Some("Orphan".into());
-        }
-        Ok(opts)
-    }
-}
-
-/// The result of a DELETE: the object, and whether it is gone already or only marked.
-pub struct Deleted {
-    /// The object as it was removed, or as it is now with its deletionTimestamp.
-    pub object: Arc<Stored>,
-    /// False when finalizers or a grace period keep it around for now.
-    pub removed: bool,
-}
 
 fn kind_mismatch(rt: &ResourceType, version: &str, body: &Value) -> Option<ApiError> {
     let kind = body.get("kind").and_then(Value::as_str);
@@ -241,11 +148,12 @@ impl ClusterState {
         }
     }
 
-    /// Namespace checks for a write into `namespace`.
+    /// Namespace checks for a write of `name` into `namespace`.
     fn check_namespace(
         &self,
         rt: &ResourceType,
         namespace: &str,
+        name: &str,
         creating: bool,
     ) -> Result<(), ApiError> {
         if !rt.namespaced {
@@ -255,10 +163,16 @@ impl ClusterState {
         match self.store.get(&ns_gr, "", namespace) {
             None => Err(ApiError::not_found("", "namespaces", namespace)),
             Some(ns) if creating && ns.value.pointer("/metadata/deletionTimestamp").is_some() => {
-                Err(ApiError::forbidden(format!(
-                    "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-                    rt.plural, "",
-                )))
+                // The NamespaceLifecycle admission plugin (kubernetes
+                // `plugin/pkg/admission/namespace/lifecycle/admission.go`, `Admit`).
+                Err(ApiError::forbidden(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    format!(
+                        "unable to create new content in namespace {namespace} because it is being terminated"
+                    ),
+                ))
             }
             Some(_) => Ok(()),
         }
@@ -341,7 +255,7 @@ impl ClusterState {
             causes.extend(meta_causes);
             return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
         }
-        self.check_namespace(rt, namespace, true)?;
+        self.check_namespace(rt, namespace, &name, true)?;
         let api_version = rt.api_version(rt.storage_version());
         {
             let map = obj
@@ -887,7 +801,8 @@ impl ClusterState {
             namespace,
             name,
             None,
-            &WriteContext::system("garbage-collector"),
+            // The garbage collector runs in kube-controller-manager, under its field manager.
+            &WriteContext::system("kube-controller-manager"),
             None,
             |old| {
                 let mut new = old.clone();
@@ -1022,7 +937,8 @@ impl ClusterState {
         }
     }
 
-    /// One pass of namespace cleanup; true when the namespace is gone.
+    /// One pass of namespace cleanup; true once its content is gone (and the namespace with it,
+    /// unless finalizers of its own keep it).
     pub(crate) fn namespace_cleanup_pass(&self, namespace: &str) -> bool {
         let keys = self.store.keys_in_namespace(namespace);
         for (gr, (ns, name)) in &keys {
@@ -1036,13 +952,30 @@ impl ClusterState {
         if !self.store.keys_in_namespace(namespace).is_empty() {
             return false;
         }
+        // Emptied: the controller takes `kubernetes` out of `spec.finalizers` (the `finalize`
+        // subresource), and the namespace goes once no finalizer of either list is left
+        // (kubernetes `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
+        // `Delete` and `finalizeNamespace`; `pkg/registry/core/namespace/storage`, `Delete`).
         let ns_gr = GroupResource::new("", "namespaces");
-        let _ = self
-            .store
-            .write(&ns_gr, "", namespace, |current| match current {
-                Some(_) => Ok(WriteOp::Remove),
-                None => Ok(WriteOp::Noop),
-            });
+        let _ = self.store.write(&ns_gr, "", namespace, |current| {
+            let Some(current) = current else {
+                return Ok(WriteOp::Noop);
+            };
+            if finalizers(&current.value).is_empty() {
+                return Ok(WriteOp::Remove);
+            }
+            let mut new = current.value.clone();
+            let spec_finalizers = new
+                .pointer_mut("/spec/finalizers")
+                .and_then(Value::as_array_mut);
+            match spec_finalizers {
+                Some(list) if list.iter().any(|f| f == "kubernetes") => {
+                    list.retain(|f| f != "kubernetes");
+                    Ok(WriteOp::Put(new))
+                }
+                _ => Ok(WriteOp::Noop),
+            }
+        });
         true
     }
 }

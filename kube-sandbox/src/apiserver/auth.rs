@@ -263,9 +263,9 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
                 .collect()
         });
     for (binding, namespace) in bindings {
-        if !binding_names_user(&binding.value, user, namespace.as_deref()) {
+        let Some(subject) = bound_subject(&binding.value, user, namespace.as_deref()) else {
             continue;
-        }
+        };
         let Some(role_ref) = binding.value.get("roleRef") else {
             continue;
         };
@@ -298,9 +298,16 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
+            let role_kind = role_ref.get("kind").and_then(Value::as_str).unwrap_or("");
             return (
                 true,
-                format!("RBAC: allowed by binding {binding_name:?} of role {role_name:?}"),
+                allowed_reason(
+                    binding_name,
+                    namespace.as_deref(),
+                    role_kind,
+                    role_name,
+                    subject,
+                ),
             );
         }
     }
@@ -319,9 +326,48 @@ fn is_public_path(path: &str) -> bool {
         || path.starts_with("/openapi")
 }
 
-fn binding_names_user(binding: &Value, user: &UserInfo, namespace: Option<&str>) -> bool {
+/// The reason RBAC gives for an allowed request (kubernetes
+/// `plugin/pkg/auth/authorizer/rbac/rbac.go`: `authorizingVisitor.visit` with the
+/// `clusterRoleBindingDescriber` / `roleBindingDescriber` and `describeSubject`).
+fn allowed_reason(
+    binding: &str,
+    namespace: Option<&str>,
+    role_kind: &str,
+    role: &str,
+    subject: &Value,
+) -> String {
+    let kind = subject.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = subject.get("name").and_then(Value::as_str).unwrap_or("");
+    let described = if kind == "ServiceAccount" {
+        let sa_namespace = subject
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .or(namespace)
+            .unwrap_or("");
+        format!("{kind} {:?}", format!("{name}/{sa_namespace}"))
+    } else {
+        format!("{kind} {name:?}")
+    };
+    match namespace {
+        Some(ns) => format!(
+            "RBAC: allowed by RoleBinding {:?} of {role_kind} {role:?} to {described}",
+            format!("{binding}/{ns}")
+        ),
+        None => format!(
+            "RBAC: allowed by ClusterRoleBinding {binding:?} of {role_kind} {role:?} to {described}"
+        ),
+    }
+}
+
+/// The subject of `binding` that names `user`, if any.
+fn bound_subject<'a>(
+    binding: &'a Value,
+    user: &UserInfo,
+    namespace: Option<&str>,
+) -> Option<&'a Value> {
     let subjects = binding.get("subjects").and_then(Value::as_array);
-    subjects.into_iter().flatten().any(|s| {
+    subjects.into_iter().flatten().find(|s| {
         let name = s.get("name").and_then(Value::as_str).unwrap_or("");
         match s.get("kind").and_then(Value::as_str) {
             Some("User") => name == user.username,

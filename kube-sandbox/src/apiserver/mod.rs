@@ -29,3 +29,4 @@ pub mod subresources;
 pub mod table;
 pub mod watch;
 pub mod workload_defaults;
+pub mod write_options;

@@ -1,10 +1,10 @@
 //! POST subresources: pods/binding, pods/eviction and serviceaccounts/token; and the write
 //! rule of pods/ephemeralcontainers.
 
-use crate::apiserver::api::{DeleteOptions, WriteContext};
 use crate::apiserver::error::ApiError;
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::state::ClusterState;
+use crate::apiserver::write_options::{DeleteOptions, WriteContext};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};

@@ -550,6 +550,17 @@ impl Rollout<'_> {
                 status.insert(key.into(), json!(value));
             }
         }
+        // A pointer upstream, so 0 is written; unknown (absent) while any ReplicaSet has not
+        // reported it (kubernetes `pkg/controller/deployment/util/deployment_util.go`,
+        // `GetTerminatingReplicaCountForReplicaSets`).
+        let terminating: Option<i64> = self
+            .sets
+            .iter()
+            .map(|rs| int_at(rs, &["status", "terminatingReplicas"]))
+            .sum();
+        if let Some(terminating) = terminating {
+            status.insert("terminatingReplicas".into(), json!(terminating));
+        }
         if let Some(c) = at(d, &["status", "collisionCount"]) {
             status.insert("collisionCount".into(), c.clone());
         }
