@@ -128,6 +128,25 @@ async fn discovery_serves_the_group_versions_and_resources_of_kube_apiserver_v1_
     let want = recorded_group_versions();
     assert_eq!(want.len(), 22);
     assert_eq!(served, want);
+    // In kube-apiserver's priority order, preferred version first.
+    let names = |list: &Value| -> Vec<(String, String)> {
+        list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["name"].as_str().unwrap().to_owned(),
+                    g["preferredVersion"]["version"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                )
+            })
+            .filter(|(g, _)| g != "kairship.io" && g != "cloud.tencent.com")
+            .collect()
+    };
+    assert_eq!(names(&apis), names(&recorded("discovery/apis.json")));
 
     // Every resource with its kind, scope, verbs, names and subresources, as recorded.
     let accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -474,7 +493,8 @@ async fn deployment_status_and_managed_fields_match_a_real_member() {
     let path = "/apis/apps/v1/namespaces/demo/deployments/shop";
     eventually("the rollout is reported", || async {
         let (_, d) = get(&c, path).await;
-        d["status"]["unavailableReplicas"] == 1
+        d["status"]["replicas"] == 1
+            && d["status"]["updatedReplicas"] == 1
             && d["status"]["conditions"]
                 .as_array()
                 .is_some_and(|c| c.iter().any(|c| c["reason"] == "ReplicaSetUpdated"))

@@ -4,6 +4,7 @@
 //! kubelet and scheduler call these functions directly.
 
 use crate::apiserver::admission;
+use crate::apiserver::conversion;
 use crate::apiserver::error::{ApiError, Cause};
 use crate::apiserver::meta::{self, finalizers, meta_str};
 use crate::apiserver::resources::{self, GroupResource, ResourceType};
@@ -15,6 +16,16 @@ use crate::validation::gocompat::go_quote;
 use crate::validation::{labels, schema};
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// An object of the request's version (its `apiVersion`, else the URL's) in the storage version.
+fn in_storage_version(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
+    if obj.get("apiVersion").is_none_or(Value::is_null)
+        && let Some(map) = obj.as_object_mut()
+    {
+        map.insert("apiVersion".into(), json!(rt.api_version(version)));
+    }
+    conversion::to_storage(rt, obj)
+}
 
 fn kind_mismatch(rt: &ResourceType, version: &str, body: &Value) -> Option<ApiError> {
     let kind = body.get("kind").and_then(Value::as_str);
@@ -196,7 +207,7 @@ impl ClusterState {
         rt: &ResourceType,
         version: &str,
         namespace: &str,
-        mut obj: Value,
+        obj: Value,
         ctx: &WriteContext,
         applied: bool,
     ) -> Result<Arc<Stored>, ApiError> {
@@ -208,6 +219,7 @@ impl ClusterState {
         if let Some(err) = kind_mismatch(rt, version, &obj) {
             return Err(err);
         }
+        let mut obj = in_storage_version(rt, version, obj);
         let body_ns = meta_str(&obj, "namespace").unwrap_or("").to_string();
         if rt.namespaced && !body_ns.is_empty() && body_ns != namespace {
             return Err(ApiError::bad_request(
@@ -405,12 +417,17 @@ impl ClusterState {
             {
                 return Err(ApiError::stale(&rt.group, &rt.plural, name));
             }
-            let mut new = compute(old)?;
+            // The request's version sees (and changes) the object as that version serves it.
+            let mut new = compute(&conversion::to_version(rt, old, version))?;
             if !new.is_object() {
                 return Err(ApiError::bad_request("the object must be a JSON object"));
             }
+            new = in_storage_version(rt, version, new);
             if subresource == Some("ephemeralcontainers") {
                 new = crate::apiserver::subresources::ephemeral_containers_write(old, &new, name)?;
+            }
+            if subresource == Some("resize") {
+                new = crate::apiserver::subresources::resize_write(old, &new);
             }
             if let Some(new_name) = meta_str(&new, "name")
                 && new_name != name
@@ -434,6 +451,23 @@ impl ClusterState {
                     )
                 {
                     m.insert("managedFields".into(), mf);
+                }
+            } else if status_write && rt.group == "apps" && rt.plural == "deployments" {
+                // deploymentStatusStrategy.PrepareForUpdate (kubernetes
+                // `pkg/registry/apps/deployment/strategy.go`) puts back the spec and the labels
+                // only: the deployment controller writes the revision annotation with the status.
+                if let Some(map) = new.as_object_mut() {
+                    match old.get("spec") {
+                        Some(spec) => map.insert("spec".into(), spec.clone()),
+                        None => map.remove("spec"),
+                    };
+                }
+                let old_labels = old.pointer("/metadata/labels").cloned();
+                if let Some(m) = meta::metadata_mut(&mut new) {
+                    match old_labels {
+                        Some(labels) => m.insert("labels".into(), labels),
+                        None => m.remove("labels"),
+                    };
                 }
             } else if status_write && !metadata_writable_through_status(rt) {
                 // Only status changes through the status subresource.

@@ -234,6 +234,116 @@ struct TokenClaims {
     audiences: Vec<String>,
 }
 
+/// What the bootstrap ClusterRole `system:basic-user`, bound to `system:authenticated`, lets
+/// every authenticated user do: review itself (kubernetes
+/// `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`, `ClusterRoles`).
+fn basic_user_rules() -> Vec<Value> {
+    vec![
+        json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]}),
+        json!({"verbs": ["create"], "apiGroups": ["authentication.k8s.io"],
+            "resources": ["selfsubjectreviews"]}),
+    ]
+}
+
+const BASIC_USER_REASON: &str = "RBAC: allowed by ClusterRoleBinding \"system:basic-user\" of ClusterRole \"system:basic-user\" to Group \"system:authenticated\"";
+
+fn is_basic_user_request(attrs: &Attributes) -> bool {
+    attrs.path.is_none()
+        && basic_user_rules()
+            .iter()
+            .any(|rule| rule_allows(rule, attrs))
+}
+
+/// The non-resource URLs the bootstrap ClusterRoles `system:discovery` and
+/// `system:public-info-viewer` open to every authenticated user.
+fn public_non_resource_rules() -> Vec<Value> {
+    vec![json!({"verbs": ["get"], "nonResourceURLs": [
+        "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*",
+        "/readyz", "/version", "/version/"]})]
+}
+
+/// The rules `user` holds in `namespace` (cluster-wide ones included), as a
+/// SelfSubjectRulesReview lists them (kubernetes `pkg/registry/authorization/util`,
+/// `ResourceRulesFromPolicyRules`): `(resourceRules, nonResourceRules)`.
+pub fn rules_for(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<Value>) {
+    if user.is_master() {
+        return (
+            vec![json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})],
+            vec![json!({"verbs": ["*"], "nonResourceURLs": ["*"]})],
+        );
+    }
+    let mut rules = basic_user_rules();
+    let mut non_resource = public_non_resource_rules();
+    let crb = GroupResource::new("rbac.authorization.k8s.io", "clusterrolebindings");
+    let rb = GroupResource::new("rbac.authorization.k8s.io", "rolebindings");
+    let mut bindings: Vec<(Value, Option<String>)> = store
+        .list(&crb, None, None, 0, &|_| true)
+        .items
+        .into_iter()
+        .map(|b| (b.value.clone(), None))
+        .collect();
+    if !namespace.is_empty() {
+        bindings.extend(
+            store
+                .list(&rb, Some(namespace), None, 0, &|_| true)
+                .items
+                .into_iter()
+                .map(|b| (b.value.clone(), Some(namespace.to_owned()))),
+        );
+    }
+    for (binding, ns) in bindings {
+        if bound_subject(&binding, user, ns.as_deref()).is_none() {
+            continue;
+        }
+        let role_name = binding
+            .pointer("/roleRef/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let role = match binding.pointer("/roleRef/kind").and_then(Value::as_str) {
+            Some("ClusterRole") => store.get(
+                &GroupResource::new("rbac.authorization.k8s.io", "clusterroles"),
+                "",
+                role_name,
+            ),
+            Some("Role") => ns.as_deref().and_then(|ns| {
+                store.get(
+                    &GroupResource::new("rbac.authorization.k8s.io", "roles"),
+                    ns,
+                    role_name,
+                )
+            }),
+            _ => None,
+        };
+        let Some(role) = role else { continue };
+        for rule in role
+            .value
+            .get("rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let mut out = serde_json::Map::new();
+            if rule.get("nonResourceURLs").is_some() {
+                for key in ["verbs", "nonResourceURLs"] {
+                    if let Some(v) = rule.get(key) {
+                        out.insert(key.into(), v.clone());
+                    }
+                }
+                non_resource.push(Value::Object(out));
+            } else {
+                for key in ["verbs", "apiGroups", "resources", "resourceNames"] {
+                    if let Some(v) = rule.get(key) {
+                        out.insert(key.into(), v.clone());
+                    }
+                }
+                rules.push(Value::Object(out));
+            }
+        }
+    }
+    (rules, non_resource)
+}
+
 /// Whether `user` may do what `attrs` describe, with the reason, judged by `system:masters`
 /// membership and the RBAC objects in `store`.
 pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, String) {
@@ -244,6 +354,9 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
         && is_public_path(path)
     {
         return (true, "discovery is open to authenticated users".into());
+    }
+    if is_basic_user_request(attrs) {
+        return (true, BASIC_USER_REASON.into());
     }
     let crb = GroupResource::new("rbac.authorization.k8s.io", "clusterrolebindings");
     let rb = GroupResource::new("rbac.authorization.k8s.io", "rolebindings");

@@ -73,7 +73,9 @@ fn groups(types: &[ResourceType]) -> BTreeMap<String, Vec<String>> {
 
 /// `/apis`.
 pub fn group_list(types: &[ResourceType]) -> Value {
-    let groups: Vec<Value> = groups(types)
+    let mut by_priority: Vec<(String, Vec<String>)> = groups(types).into_iter().collect();
+    by_priority.sort_by_key(|(g, _)| group_rank(g));
+    let groups: Vec<Value> = by_priority
         .iter()
         .map(|(g, versions)| group_entry(g, versions))
         .collect();
@@ -138,7 +140,7 @@ fn subresource_info(
             vec!["create"],
         ),
         "finalize" => (same, None, None, vec!["update"]),
-        "ephemeralcontainers" => (same, None, None, vec!["get", "patch", "update"]),
+        "ephemeralcontainers" | "resize" => (same, None, None, vec!["get", "patch", "update"]),
         _ => (same, None, None, vec!["get"]),
     }
 }
@@ -573,8 +575,11 @@ mod tests {
             .iter()
             .map(|g| g["metadata"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names[0], "apps");
-        assert_eq!(names[1], "events.k8s.io");
+        // kube-apiserver's group priorities (`pkg/controlplane/apiserver/aggregator.go`,
+        // `APIVersionPriorities`), as the recorded `/apis` lists them.
+        assert_eq!(names[0], "apiregistration.k8s.io");
+        assert_eq!(names[1], "apps");
+        assert_eq!(names[2], "events.k8s.io");
         let core = aggregated(&types, true, Aggregated::V2Beta1);
         assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2beta1");
         assert_eq!(core["items"][0]["metadata"], json!({}));

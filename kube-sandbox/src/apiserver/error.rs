@@ -153,6 +153,17 @@ impl ApiError {
         )
     }
 
+    /// 405 for a verb a resource does not serve (no route for the method): go-restful's
+    /// service error, as apimachinery's `NewGenericServerResponse` words a 405.
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details("", "", "")
+    }
+
     /// 409 AlreadyExists.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
         let qualified = qualified(group, resource);

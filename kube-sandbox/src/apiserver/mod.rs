@@ -10,6 +10,7 @@ pub mod audit;
 pub mod auth;
 pub mod bootstrap_token;
 pub mod certificates;
+pub mod conversion;
 pub mod discovery;
 pub mod error;
 pub mod faults;

@@ -132,6 +132,17 @@ impl ClusterState {
                 let _ = state.create(rt, "v1", "", body, &WriteContext::system("kube-apiserver"));
             }
         }
+        // The components `componentstatuses` reports on (kubernetes
+        // `pkg/registry/core/componentstatus/rest.go`): the sandbox's scheduler, controllers and
+        // store, healthy while it runs.
+        if let Some(rt) = state.resource_type("", "componentstatuses") {
+            for component in ["scheduler", "controller-manager", "etcd-0"] {
+                let body = json!({"apiVersion": "v1", "kind": "ComponentStatus",
+                    "metadata": {"name": component},
+                    "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]});
+                let _ = state.create(&rt, "v1", "", body, &WriteContext::system("kube-apiserver"));
+            }
+        }
         state
     }
 

@@ -552,6 +552,12 @@ async fn serve_resource(
             &attrs.name,
         ));
     }
+    // A verb the resource does not serve is refused as go-restful refuses a method with no
+    // route (kubernetes `staging/src/k8s.io/apiserver/pkg/server/handler.go`,
+    // `serviceErrorHandler`).
+    if p.subresource.is_none() && !rt.verbs.contains(&verb) {
+        return Err(ApiError::method_not_allowed());
+    }
     let version = p.version.clone();
     let name = p.name.clone();
     let as_table = req
@@ -564,7 +570,7 @@ async fn serve_resource(
         (
             "get",
             Some(name),
-            None | Some("status") | Some("approval") | Some("ephemeralcontainers"),
+            None | Some("status") | Some("approval") | Some("ephemeralcontainers") | Some("resize"),
         ) => {
             let obj = state
                 .store
@@ -703,7 +709,7 @@ async fn serve_resource(
         (
             "update",
             Some(name),
-            None | Some("status") | Some("finalize") | Some("ephemeralcontainers"),
+            None | Some("status") | Some("finalize") | Some("ephemeralcontainers") | Some("resize"),
         ) => {
             let ctx = write_context(&req, &query);
             let media = negotiate::content_type(req.headers());
@@ -779,7 +785,11 @@ async fn serve_resource(
             )?;
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
-        ("patch", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
+        (
+            "patch",
+            Some(name),
+            None | Some("status") | Some("ephemeralcontainers") | Some("resize"),
+        ) => {
             let content_type = req
                 .headers()
                 .get(header::CONTENT_TYPE)
@@ -976,6 +986,57 @@ fn create(
             StatusCode::CREATED,
             &state.auth.token_review(&value, &state.store),
         )),
+        // pkg/registry/authentication/selfsubjectreview/rest.go, `Create`.
+        ("authentication.k8s.io", "selfsubjectreviews") => {
+            let mut user_info = json!({"username": user.username, "groups": user.groups});
+            if !user.uid.is_empty() {
+                user_info["uid"] = json!(user.uid);
+            }
+            Ok(value_response(
+                StatusCode::CREATED,
+                &json!({"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+                    "metadata": value.get("metadata").cloned().unwrap_or(json!({})),
+                    "status": {"userInfo": user_info}}),
+            ))
+        }
+        // pkg/registry/authorization/selfsubjectrulesreview/rest.go, `Create`.
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => {
+            let namespace = value
+                .pointer("/spec/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let (resource_rules, non_resource_rules) =
+                auth::rules_for(&state.store, user, namespace);
+            let mut out = value.clone();
+            out["apiVersion"] = json!("authorization.k8s.io/v1");
+            out["kind"] = json!(rt.kind);
+            if !out.get("metadata").is_some_and(Value::is_object) {
+                out["metadata"] = json!({});
+            }
+            out["status"] = json!({"resourceRules": resource_rules,
+                "nonResourceRules": non_resource_rules, "incomplete": false});
+            Ok(value_response(StatusCode::CREATED, &out))
+        }
+        // The `bindings` resource binds the pod its body names, as `pods/binding` does.
+        ("", "bindings") => {
+            let pod = value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let pods = state
+                .resource_type("", "pods")
+                .ok_or_else(|| ApiError::internal("pods are not served"))?;
+            crate::apiserver::subresources::create(
+                state,
+                &pods,
+                namespace,
+                &pod,
+                "binding",
+                value.to_string().as_bytes(),
+                ctx,
+            )
+        }
         (
             "authorization.k8s.io",
             "subjectaccessreviews" | "selfsubjectaccessreviews" | "localsubjectaccessreviews",

@@ -225,15 +225,28 @@ pub(super) fn is_atomic_object(kind: &str, path: &[String]) -> bool {
     )
 }
 
-/// Objects at `path` (field names from the root) that the kind's Go zero value already holds
-/// as `{}`: the non-pointer struct fields. kube-apiserver's field manager compares an update
-/// with the live object converted from its Go type (and a create with the zero value), so
-/// these nodes are never new and never get a `.` member of their own; every other object an
-/// update creates (a map, a pointer to a struct, a list item) does
-/// (sigs.k8s.io/structured-merge-diff `typed.Comparison`, as used by
-/// `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager`).
-pub(super) fn is_zero_struct(kind: &str, path: &[String]) -> bool {
+/// Fields at `path` (field names from the root) that the kind's Go zero value already holds:
+/// the non-pointer struct fields (`{}`) and the lists without `omitempty` (`null`, such as a
+/// pod spec's `containers`). kube-apiserver's field manager compares an update with the live
+/// object converted from its Go type (and a create with the zero value), so these nodes are
+/// never new and never get a `.` member of their own; every other object or list an update
+/// creates (a map, a pointer to a struct, a list item) does (sigs.k8s.io/structured-merge-diff
+/// `typed.Comparison`, as used by `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager`).
+pub(super) fn in_zero_value(kind: &str, path: &[String]) -> bool {
     let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    if let Some(prefix) = pod_spec_prefix(kind)
+        && path.len() == prefix.len() + 1
+        && path.starts_with(prefix)
+        && path.last() == Some(&"containers")
+    {
+        return true;
+    }
+    match (kind, path.as_slice()) {
+        ("Role" | "ClusterRole", ["rules"])
+        | ("EndpointSlice", ["endpoints" | "ports"])
+        | ("CustomResourceDefinition", ["spec", "versions"]) => return true,
+        _ => {}
+    }
     const TEMPLATE: &[&[&str]] = &[
         &["spec"],
         &["status"],
@@ -241,7 +254,7 @@ pub(super) fn is_zero_struct(kind: &str, path: &[String]) -> bool {
         &["spec", "template", "metadata"],
         &["spec", "template", "spec"],
     ];
-    let within = |paths: &[&[&str]]| paths.iter().any(|p| *p == path.as_slice());
+    let within = |paths: &[&[&str]]| paths.contains(&path.as_slice());
     if path.as_slice() == ["metadata"] {
         return true;
     }

@@ -253,10 +253,10 @@ impl Walker<'_> {
             Value::Null => {}
             // An empty struct the zero value holds already is no change.
             Value::Object(m) if m.is_empty() => {
-                set.member = !(mark_new_nodes && is_zero_struct(self.kind, names));
+                set.member = !(mark_new_nodes && in_zero_value(self.kind, names));
             }
             Value::Object(m) if !self.atomic_object(names) => {
-                set.member = mark_new_nodes && !is_zero_struct(self.kind, names);
+                set.member = mark_new_nodes && !in_zero_value(self.kind, names);
                 for (k, child) in m {
                     names.push(k.clone());
                     let sub = self.added_tree(child, names, mark_new_nodes);
@@ -269,7 +269,7 @@ impl Walker<'_> {
             Value::Array(items) => match self.index_items(items, names) {
                 None => set.member = true,
                 Some(indexed) => {
-                    set.member = mark_new_nodes;
+                    set.member = mark_new_nodes && !in_zero_value(self.kind, names);
                     for (pe, item) in indexed {
                         let mut sub = match item.is_object() {
                             true => self.added_tree(item, names, mark_new_nodes),

@@ -104,7 +104,8 @@ fn sync(pass: &Pass, w: &Writer, d: &Value, all_rs: &[Value]) -> Result<(), ApiE
         }
         let current = revision(&r.sets[i]).to_string();
         if str_at(d, &["metadata", "annotations", REVISION]) != current {
-            w.update("apps", "deployments", d, None, |d| {
+            // Through the status subresource, as upstream's `getNewReplicaSet` does.
+            w.update("apps", "deployments", d, Some("status"), |d| {
                 set_annotation(d, REVISION, &current);
             })?;
         }
