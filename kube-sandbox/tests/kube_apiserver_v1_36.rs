@@ -346,10 +346,40 @@ async fn namespaces_carry_their_name_label_and_stay_terminating_until_emptied() 
             cm["metadata"]["deletionTimestamp"].is_string()
         })
         .await;
+        // pkg/controller/namespace/deletion/status_condition_utils.go names what holds it.
+        eventually("the namespace says what holds it", || async {
+            let (_, ns) = get(c, "/api/v1/namespaces/t1").await;
+            ns["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "NamespaceFinalizersRemaining")
+            })
+        })
+        .await;
         let (code, ns) = get(c, "/api/v1/namespaces/t1").await;
         assert_eq!(code, 200);
         assert_eq!(ns["status"]["phase"], "Terminating");
         assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+        let condition = |kind: &str| {
+            ns["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == kind)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(
+            condition("NamespaceContentRemaining")["message"],
+            "Some resources are remaining: configmaps. has 1 resource instances"
+        );
+        assert_eq!(
+            condition("NamespaceFinalizersRemaining")["message"],
+            "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+        );
+        assert_eq!(
+            condition("NamespaceDeletionDiscoveryFailure")["status"],
+            "False"
+        );
         // plugin/pkg/admission/namespace/lifecycle: no new content while terminating.
         let (code, status) = send(
             c,

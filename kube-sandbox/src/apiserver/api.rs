@@ -7,6 +7,7 @@ use crate::apiserver::admission;
 use crate::apiserver::conversion;
 use crate::apiserver::error::{ApiError, Cause};
 use crate::apiserver::meta::{self, finalizers, meta_str};
+use crate::apiserver::namespace_deletion;
 use crate::apiserver::resources::{self, GroupResource, ResourceType};
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::{EventType, Stored, WriteOp};
@@ -971,6 +972,35 @@ impl ClusterState {
         }
     }
 
+    /// Writes what still holds a terminating namespace into its status conditions, when that
+    /// changed.
+    fn record_deletion_conditions(
+        &self,
+        namespace: &str,
+        remaining: &namespace_deletion::Remaining,
+    ) {
+        let ns_gr = GroupResource::new("", "namespaces");
+        let now = meta::now_rfc3339();
+        let _ = self.store.write(&ns_gr, "", namespace, |current| {
+            let Some(current) = current else {
+                return Ok(WriteOp::Noop);
+            };
+            let old: Vec<Value> = current
+                .value
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let conditions = namespace_deletion::conditions(&old, remaining, &now);
+            if conditions == old {
+                return Ok(WriteOp::Noop);
+            }
+            let mut new = current.value.clone();
+            new["status"]["conditions"] = Value::Array(conditions);
+            Ok(WriteOp::Put(new))
+        });
+    }
+
     /// One pass of namespace cleanup; true once its content is gone (and the namespace with it,
     /// unless finalizers of its own keep it).
     pub(crate) fn namespace_cleanup_pass(&self, namespace: &str) -> bool {
@@ -983,7 +1013,21 @@ impl ClusterState {
                 let _ = self.delete(&rt, ns, name, &DeleteOptions::default());
             }
         }
-        if !self.store.keys_in_namespace(namespace).is_empty() {
+        let left = self.store.keys_in_namespace(namespace);
+        let mut remaining = namespace_deletion::Remaining::default();
+        for (gr, (ns, name)) in &left {
+            *remaining
+                .resources
+                .entry((gr.resource.clone(), gr.group.clone()))
+                .or_default() += 1;
+            if let Some(obj) = self.store.get(gr, ns, name) {
+                for finalizer in finalizers(&obj.value) {
+                    *remaining.finalizers.entry(finalizer).or_default() += 1;
+                }
+            }
+        }
+        self.record_deletion_conditions(namespace, &remaining);
+        if !left.is_empty() {
             return false;
         }
         // Emptied: the controller takes `kubernetes` out of `spec.finalizers` (the `finalize`

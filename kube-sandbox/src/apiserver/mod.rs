@@ -17,6 +17,7 @@ pub mod faults;
 pub mod field_validation;
 pub mod impersonation;
 pub mod meta;
+pub mod namespace_deletion;
 pub mod openapi;
 pub mod pki;
 pub mod proxy_hooks;
