@@ -481,7 +481,7 @@ async fn the_cluster_proxy_forwards_as_the_caller_and_the_member_decides() {
     assert_eq!(code, 403, "{status}");
     assert_eq!(
         status["message"],
-        "clusters.cluster.karmada.io/proxy \"east\" is forbidden: User \"nobody\" cannot get resource \"clusters/proxy\" in API group \"cluster.karmada.io\" at the cluster scope"
+        "clusters.cluster.karmada.io \"east\" is forbidden: User \"nobody\" cannot get resource \"clusters/proxy\" in API group \"cluster.karmada.io\" at the cluster scope"
     );
     // A read is forwarded to the member.
     let (code, pods) = env

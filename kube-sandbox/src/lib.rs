@@ -39,7 +39,11 @@ pub use apiserver::auth::UserInfo;
 pub use apiserver::error::ApiError;
 pub use apiserver::faults::{FaultAction, FaultRule, Faults};
 pub use apiserver::pki::{CertificateError, ClusterPki, IssuedCertificate};
-pub use apiserver::proxy_hooks::{ProxyFuture, ProxyHandler, ProxyHandlers, ProxyRequest};
+pub use apiserver::proxy_hooks::{ProxyFuture, ProxyHandler};
+/// A `proxy` subresource request handed to an embedder's handler.
+pub type ProxyRequest = apiserver::proxy_hooks::ProxyRequest<ClusterState>;
+/// The embedder's `proxy` subresource handlers of a cluster.
+pub type ProxyHandlers = apiserver::proxy_hooks::ProxyHandlers<ClusterState>;
 pub use apiserver::requests::{RequestCounts, RequestKind};
 pub use apiserver::state::{ClusterOptions, ClusterState};
 pub use apiserver::strategy_hooks::{StrategyHook, StrategyHooks};

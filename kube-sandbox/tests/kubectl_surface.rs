@@ -274,7 +274,7 @@ async fn openapi_documents_list_built_in_kinds_and_crds() {
     assert!(
         index.body["paths"]
             .get("apis/networking.k8s.io/v1")
-            .is_none()
+            .is_some()
     );
 
     let apps = request(&client, "GET", &apps_url, "application/json", None).await;

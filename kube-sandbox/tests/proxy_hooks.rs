@@ -118,7 +118,7 @@ async fn proxy_handlers_run_after_the_api_server_authorized_the_request() {
     assert_eq!(body["kind"], "Status");
     assert_eq!(
         body["message"],
-        "configmaps/proxy \"cfg\" is forbidden: User \"reader\" cannot create resource \"configmaps/proxy\" in API group \"\" in the namespace \"default\""
+        "configmaps \"cfg\" is forbidden: User \"reader\" cannot create resource \"configmaps/proxy\" in API group \"\" in the namespace \"default\""
     );
     // Impersonation applies first: the handler sees the impersonated user.
     let (code, body) = call(

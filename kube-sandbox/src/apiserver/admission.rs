@@ -33,6 +33,30 @@ fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
+/// The label `kubernetes.io/metadata.name: <name>` every namespace carries, set on every
+/// write whatever the request says (kubernetes `pkg/apis/core/v1/defaults.go`,
+/// `SetDefaults_Namespace`, and the namespace strategy's `Canonicalize`).
+pub fn label_namespace_name(namespace: &mut Value) {
+    let Some(name) = namespace
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    let Some(meta) = namespace.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+    }
+}
+
 /// Defaults and checks applied when an object is created.
 pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     if let Some(hook) = state.options.strategy_hooks.find(&rt.group, &rt.plural) {
@@ -54,6 +78,7 @@ pub fn on_create(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Re
                     set_default(spec, "finalizers", json!(["kubernetes"]));
                 }
             }
+            label_namespace_name(obj);
             Ok(())
         }
         ("", "services") => {
@@ -107,6 +132,10 @@ pub fn on_update(
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "secrets") => {
             fold_string_data(new);
+            Ok(())
+        }
+        ("", "namespaces") => {
+            label_namespace_name(new);
             Ok(())
         }
         ("", "pods") if !status_write => {
@@ -227,12 +256,14 @@ fn create_pod(state: &ClusterState, rt: &ResourceType, obj: &mut Value) -> Resul
             None if pc == "system-node-critical" => priority = Some(2_000_001_000),
             None if pc == "system-cluster-critical" => priority = Some(2_000_000_000),
             None => {
-                return Err(ApiError::forbidden(format!(
-                    "pods \"{}\" is forbidden: no PriorityClass with name {pc} was found",
+                return Err(ApiError::forbidden(
+                    "",
+                    "pods",
                     obj.pointer("/metadata/name")
                         .and_then(Value::as_str)
-                        .unwrap_or("")
-                )));
+                        .unwrap_or(""),
+                    format!("no PriorityClass with name {pc} was found"),
+                ));
             }
         }
     }

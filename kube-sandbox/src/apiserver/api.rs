@@ -4,109 +4,28 @@
 //! kubelet and scheduler call these functions directly.
 
 use crate::apiserver::admission;
+use crate::apiserver::conversion;
 use crate::apiserver::error::{ApiError, Cause};
 use crate::apiserver::meta::{self, finalizers, meta_str};
+use crate::apiserver::namespace_deletion;
 use crate::apiserver::resources::{self, GroupResource, ResourceType};
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::{EventType, Stored, WriteOp};
+pub use crate::apiserver::write_options::{DeleteOptions, Deleted, PatchType, WriteContext};
 use crate::patch;
 use crate::validation::gocompat::go_quote;
 use crate::validation::{labels, schema};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// Who is asking and how.
-#[derive(Clone, Debug, Default)]
-pub struct WriteContext {
-    /// `fieldManager`, or a name derived from the user agent.
-    pub field_manager: String,
-    /// `dryRun=All`: validate and answer, store nothing.
-    pub dry_run: bool,
-}
-
-impl WriteContext {
-    /// A context for writes the server itself makes (controllers, kubelet).
-    pub fn system(manager: &str) -> Self {
-        WriteContext {
-            field_manager: manager.to_string(),
-            dry_run: false,
-        }
+/// An object of the request's version (its `apiVersion`, else the URL's) in the storage version.
+fn in_storage_version(rt: &ResourceType, version: &str, mut obj: Value) -> Value {
+    if obj.get("apiVersion").is_none_or(Value::is_null)
+        && let Some(map) = obj.as_object_mut()
+    {
+        map.insert("apiVersion".into(), json!(rt.api_version(version)));
     }
-}
-
-/// The body types PATCH accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatchType {
-    /// `application/json-patch+json`
-    Json,
-    /// `application/merge-patch+json`
-    Merge,
-    /// `application/strategic-merge-patch+json`
-    StrategicMerge,
-    /// `application/apply-patch+yaml` (server-side apply)
-    Apply {
-        /// `force=true`
-        force: bool,
-    },
-}
-
-/// Options of a DELETE.
-#[derive(Clone, Debug, Default)]
-pub struct DeleteOptions {
-    /// `gracePeriodSeconds`
-    pub grace_period_seconds: Option<i64>,
-    /// `propagationPolicy`: Orphan, Background or Foreground.
-    pub propagation_policy: Option<String>,
-    /// `preconditions.uid`
-    pub precondition_uid: Option<String>,
-    /// `preconditions.resourceVersion`
-    pub precondition_rv: Option<String>,
-    /// `dryRun=All`
-    pub dry_run: bool,
-}
-
-impl DeleteOptions {
-    /// Reads a DeleteOptions body (JSON); an empty body means defaults.
-    pub fn from_body(body: &[u8]) -> Result<DeleteOptions, ApiError> {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(DeleteOptions::default());
-        }
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
-        let mut opts = DeleteOptions {
-            grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
-            propagation_policy: v
-                .get("propagationPolicy")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            precondition_uid: v
-                .pointer("/preconditions/uid")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            precondition_rv: v
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-            dry_run: v
-                .get("dryRun")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty()),
-        };
-        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
-            && opts.propagation_policy.is_none()
-        {
-            opts.propagation_policy = Some("Orphan".into());
-        }
-        Ok(opts)
-    }
-}
-
-/// The result of a DELETE: the object, and whether it is gone already or only marked.
-pub struct Deleted {
-    /// The object as it was removed, or as it is now with its deletionTimestamp.
-    pub object: Arc<Stored>,
-    /// False when finalizers or a grace period keep it around for now.
-    pub removed: bool,
+    conversion::to_storage(rt, obj)
 }
 
 fn kind_mismatch(rt: &ResourceType, version: &str, body: &Value) -> Option<ApiError> {
@@ -241,11 +160,12 @@ impl ClusterState {
         }
     }
 
-    /// Namespace checks for a write into `namespace`.
+    /// Namespace checks for a write of `name` into `namespace`.
     fn check_namespace(
         &self,
         rt: &ResourceType,
         namespace: &str,
+        name: &str,
         creating: bool,
     ) -> Result<(), ApiError> {
         if !rt.namespaced {
@@ -255,10 +175,16 @@ impl ClusterState {
         match self.store.get(&ns_gr, "", namespace) {
             None => Err(ApiError::not_found("", "namespaces", namespace)),
             Some(ns) if creating && ns.value.pointer("/metadata/deletionTimestamp").is_some() => {
-                Err(ApiError::forbidden(format!(
-                    "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-                    rt.plural, "",
-                )))
+                // The NamespaceLifecycle admission plugin (kubernetes
+                // `plugin/pkg/admission/namespace/lifecycle/admission.go`, `Admit`).
+                Err(ApiError::forbidden(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    format!(
+                        "unable to create new content in namespace {namespace} because it is being terminated"
+                    ),
+                ))
             }
             Some(_) => Ok(()),
         }
@@ -282,7 +208,7 @@ impl ClusterState {
         rt: &ResourceType,
         version: &str,
         namespace: &str,
-        mut obj: Value,
+        obj: Value,
         ctx: &WriteContext,
         applied: bool,
     ) -> Result<Arc<Stored>, ApiError> {
@@ -294,6 +220,7 @@ impl ClusterState {
         if let Some(err) = kind_mismatch(rt, version, &obj) {
             return Err(err);
         }
+        let mut obj = in_storage_version(rt, version, obj);
         let body_ns = meta_str(&obj, "namespace").unwrap_or("").to_string();
         if rt.namespaced && !body_ns.is_empty() && body_ns != namespace {
             return Err(ApiError::bad_request(
@@ -341,7 +268,7 @@ impl ClusterState {
             causes.extend(meta_causes);
             return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
         }
-        self.check_namespace(rt, namespace, true)?;
+        self.check_namespace(rt, namespace, &name, true)?;
         let api_version = rt.api_version(rt.storage_version());
         {
             let map = obj
@@ -491,12 +418,17 @@ impl ClusterState {
             {
                 return Err(ApiError::stale(&rt.group, &rt.plural, name));
             }
-            let mut new = compute(old)?;
+            // The request's version sees (and changes) the object as that version serves it.
+            let mut new = compute(&conversion::to_version(rt, old, version))?;
             if !new.is_object() {
                 return Err(ApiError::bad_request("the object must be a JSON object"));
             }
+            new = in_storage_version(rt, version, new);
             if subresource == Some("ephemeralcontainers") {
                 new = crate::apiserver::subresources::ephemeral_containers_write(old, &new, name)?;
+            }
+            if subresource == Some("resize") {
+                new = crate::apiserver::subresources::resize_write(old, &new);
             }
             if let Some(new_name) = meta_str(&new, "name")
                 && new_name != name
@@ -520,6 +452,23 @@ impl ClusterState {
                     )
                 {
                     m.insert("managedFields".into(), mf);
+                }
+            } else if status_write && rt.group == "apps" && rt.plural == "deployments" {
+                // deploymentStatusStrategy.PrepareForUpdate (kubernetes
+                // `pkg/registry/apps/deployment/strategy.go`) puts back the spec and the labels
+                // only: the deployment controller writes the revision annotation with the status.
+                if let Some(map) = new.as_object_mut() {
+                    match old.get("spec") {
+                        Some(spec) => map.insert("spec".into(), spec.clone()),
+                        None => map.remove("spec"),
+                    };
+                }
+                let old_labels = old.pointer("/metadata/labels").cloned();
+                if let Some(m) = meta::metadata_mut(&mut new) {
+                    match old_labels {
+                        Some(labels) => m.insert("labels".into(), labels),
+                        None => m.remove("labels"),
+                    };
                 }
             } else if status_write && !metadata_writable_through_status(rt) {
                 // Only status changes through the status subresource.
@@ -887,7 +836,8 @@ impl ClusterState {
             namespace,
             name,
             None,
-            &WriteContext::system("garbage-collector"),
+            // The garbage collector runs in kube-controller-manager, under its field manager.
+            &WriteContext::system("kube-controller-manager"),
             None,
             |old| {
                 let mut new = old.clone();
@@ -1022,7 +972,37 @@ impl ClusterState {
         }
     }
 
-    /// One pass of namespace cleanup; true when the namespace is gone.
+    /// Writes what still holds a terminating namespace into its status conditions, when that
+    /// changed.
+    fn record_deletion_conditions(
+        &self,
+        namespace: &str,
+        remaining: &namespace_deletion::Remaining,
+    ) {
+        let ns_gr = GroupResource::new("", "namespaces");
+        let now = meta::now_rfc3339();
+        let _ = self.store.write(&ns_gr, "", namespace, |current| {
+            let Some(current) = current else {
+                return Ok(WriteOp::Noop);
+            };
+            let old: Vec<Value> = current
+                .value
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let conditions = namespace_deletion::conditions(&old, remaining, &now);
+            if conditions == old {
+                return Ok(WriteOp::Noop);
+            }
+            let mut new = current.value.clone();
+            new["status"]["conditions"] = Value::Array(conditions);
+            Ok(WriteOp::Put(new))
+        });
+    }
+
+    /// One pass of namespace cleanup; true once its content is gone (and the namespace with it,
+    /// unless finalizers of its own keep it).
     pub(crate) fn namespace_cleanup_pass(&self, namespace: &str) -> bool {
         let keys = self.store.keys_in_namespace(namespace);
         for (gr, (ns, name)) in &keys {
@@ -1033,16 +1013,47 @@ impl ClusterState {
                 let _ = self.delete(&rt, ns, name, &DeleteOptions::default());
             }
         }
-        if !self.store.keys_in_namespace(namespace).is_empty() {
+        let left = self.store.keys_in_namespace(namespace);
+        let mut remaining = namespace_deletion::Remaining::default();
+        for (gr, (ns, name)) in &left {
+            *remaining
+                .resources
+                .entry((gr.resource.clone(), gr.group.clone()))
+                .or_default() += 1;
+            if let Some(obj) = self.store.get(gr, ns, name) {
+                for finalizer in finalizers(&obj.value) {
+                    *remaining.finalizers.entry(finalizer).or_default() += 1;
+                }
+            }
+        }
+        self.record_deletion_conditions(namespace, &remaining);
+        if !left.is_empty() {
             return false;
         }
+        // Emptied: the controller takes `kubernetes` out of `spec.finalizers` (the `finalize`
+        // subresource), and the namespace goes once no finalizer of either list is left
+        // (kubernetes `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
+        // `Delete` and `finalizeNamespace`; `pkg/registry/core/namespace/storage`, `Delete`).
         let ns_gr = GroupResource::new("", "namespaces");
-        let _ = self
-            .store
-            .write(&ns_gr, "", namespace, |current| match current {
-                Some(_) => Ok(WriteOp::Remove),
-                None => Ok(WriteOp::Noop),
-            });
+        let _ = self.store.write(&ns_gr, "", namespace, |current| {
+            let Some(current) = current else {
+                return Ok(WriteOp::Noop);
+            };
+            if finalizers(&current.value).is_empty() {
+                return Ok(WriteOp::Remove);
+            }
+            let mut new = current.value.clone();
+            let spec_finalizers = new
+                .pointer_mut("/spec/finalizers")
+                .and_then(Value::as_array_mut);
+            match spec_finalizers {
+                Some(list) if list.iter().any(|f| f == "kubernetes") => {
+                    list.retain(|f| f != "kubernetes");
+                    Ok(WriteOp::Put(new))
+                }
+                _ => Ok(WriteOp::Noop),
+            }
+        });
         true
     }
 }

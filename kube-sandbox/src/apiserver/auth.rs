@@ -234,6 +234,116 @@ struct TokenClaims {
     audiences: Vec<String>,
 }
 
+/// What the bootstrap ClusterRole `system:basic-user`, bound to `system:authenticated`, lets
+/// every authenticated user do: review itself (kubernetes
+/// `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`, `ClusterRoles`).
+fn basic_user_rules() -> Vec<Value> {
+    vec![
+        json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]}),
+        json!({"verbs": ["create"], "apiGroups": ["authentication.k8s.io"],
+            "resources": ["selfsubjectreviews"]}),
+    ]
+}
+
+const BASIC_USER_REASON: &str = "RBAC: allowed by ClusterRoleBinding \"system:basic-user\" of ClusterRole \"system:basic-user\" to Group \"system:authenticated\"";
+
+fn is_basic_user_request(attrs: &Attributes) -> bool {
+    attrs.path.is_none()
+        && basic_user_rules()
+            .iter()
+            .any(|rule| rule_allows(rule, attrs))
+}
+
+/// The non-resource URLs the bootstrap ClusterRoles `system:discovery` and
+/// `system:public-info-viewer` open to every authenticated user.
+fn public_non_resource_rules() -> Vec<Value> {
+    vec![json!({"verbs": ["get"], "nonResourceURLs": [
+        "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*",
+        "/readyz", "/version", "/version/"]})]
+}
+
+/// The rules `user` holds in `namespace` (cluster-wide ones included), as a
+/// SelfSubjectRulesReview lists them (kubernetes `pkg/registry/authorization/util`,
+/// `ResourceRulesFromPolicyRules`): `(resourceRules, nonResourceRules)`.
+pub fn rules_for(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<Value>) {
+    if user.is_master() {
+        return (
+            vec![json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})],
+            vec![json!({"verbs": ["*"], "nonResourceURLs": ["*"]})],
+        );
+    }
+    let mut rules = basic_user_rules();
+    let mut non_resource = public_non_resource_rules();
+    let crb = GroupResource::new("rbac.authorization.k8s.io", "clusterrolebindings");
+    let rb = GroupResource::new("rbac.authorization.k8s.io", "rolebindings");
+    let mut bindings: Vec<(Value, Option<String>)> = store
+        .list(&crb, None, None, 0, &|_| true)
+        .items
+        .into_iter()
+        .map(|b| (b.value.clone(), None))
+        .collect();
+    if !namespace.is_empty() {
+        bindings.extend(
+            store
+                .list(&rb, Some(namespace), None, 0, &|_| true)
+                .items
+                .into_iter()
+                .map(|b| (b.value.clone(), Some(namespace.to_owned()))),
+        );
+    }
+    for (binding, ns) in bindings {
+        if bound_subject(&binding, user, ns.as_deref()).is_none() {
+            continue;
+        }
+        let role_name = binding
+            .pointer("/roleRef/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let role = match binding.pointer("/roleRef/kind").and_then(Value::as_str) {
+            Some("ClusterRole") => store.get(
+                &GroupResource::new("rbac.authorization.k8s.io", "clusterroles"),
+                "",
+                role_name,
+            ),
+            Some("Role") => ns.as_deref().and_then(|ns| {
+                store.get(
+                    &GroupResource::new("rbac.authorization.k8s.io", "roles"),
+                    ns,
+                    role_name,
+                )
+            }),
+            _ => None,
+        };
+        let Some(role) = role else { continue };
+        for rule in role
+            .value
+            .get("rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let mut out = serde_json::Map::new();
+            if rule.get("nonResourceURLs").is_some() {
+                for key in ["verbs", "nonResourceURLs"] {
+                    if let Some(v) = rule.get(key) {
+                        out.insert(key.into(), v.clone());
+                    }
+                }
+                non_resource.push(Value::Object(out));
+            } else {
+                for key in ["verbs", "apiGroups", "resources", "resourceNames"] {
+                    if let Some(v) = rule.get(key) {
+                        out.insert(key.into(), v.clone());
+                    }
+                }
+                rules.push(Value::Object(out));
+            }
+        }
+    }
+    (rules, non_resource)
+}
+
 /// Whether `user` may do what `attrs` describe, with the reason, judged by `system:masters`
 /// membership and the RBAC objects in `store`.
 pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, String) {
@@ -244,6 +354,9 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
         && is_public_path(path)
     {
         return (true, "discovery is open to authenticated users".into());
+    }
+    if is_basic_user_request(attrs) {
+        return (true, BASIC_USER_REASON.into());
     }
     let crb = GroupResource::new("rbac.authorization.k8s.io", "clusterrolebindings");
     let rb = GroupResource::new("rbac.authorization.k8s.io", "rolebindings");
@@ -263,9 +376,9 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
                 .collect()
         });
     for (binding, namespace) in bindings {
-        if !binding_names_user(&binding.value, user, namespace.as_deref()) {
+        let Some(subject) = bound_subject(&binding.value, user, namespace.as_deref()) else {
             continue;
-        }
+        };
         let Some(role_ref) = binding.value.get("roleRef") else {
             continue;
         };
@@ -298,9 +411,16 @@ pub fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> (bool, S
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
+            let role_kind = role_ref.get("kind").and_then(Value::as_str).unwrap_or("");
             return (
                 true,
-                format!("RBAC: allowed by binding {binding_name:?} of role {role_name:?}"),
+                allowed_reason(
+                    binding_name,
+                    namespace.as_deref(),
+                    role_kind,
+                    role_name,
+                    subject,
+                ),
             );
         }
     }
@@ -319,9 +439,48 @@ fn is_public_path(path: &str) -> bool {
         || path.starts_with("/openapi")
 }
 
-fn binding_names_user(binding: &Value, user: &UserInfo, namespace: Option<&str>) -> bool {
+/// The reason RBAC gives for an allowed request (kubernetes
+/// `plugin/pkg/auth/authorizer/rbac/rbac.go`: `authorizingVisitor.visit` with the
+/// `clusterRoleBindingDescriber` / `roleBindingDescriber` and `describeSubject`).
+fn allowed_reason(
+    binding: &str,
+    namespace: Option<&str>,
+    role_kind: &str,
+    role: &str,
+    subject: &Value,
+) -> String {
+    let kind = subject.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = subject.get("name").and_then(Value::as_str).unwrap_or("");
+    let described = if kind == "ServiceAccount" {
+        let sa_namespace = subject
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .or(namespace)
+            .unwrap_or("");
+        format!("{kind} {:?}", format!("{name}/{sa_namespace}"))
+    } else {
+        format!("{kind} {name:?}")
+    };
+    match namespace {
+        Some(ns) => format!(
+            "RBAC: allowed by RoleBinding {:?} of {role_kind} {role:?} to {described}",
+            format!("{binding}/{ns}")
+        ),
+        None => format!(
+            "RBAC: allowed by ClusterRoleBinding {binding:?} of {role_kind} {role:?} to {described}"
+        ),
+    }
+}
+
+/// The subject of `binding` that names `user`, if any.
+fn bound_subject<'a>(
+    binding: &'a Value,
+    user: &UserInfo,
+    namespace: Option<&str>,
+) -> Option<&'a Value> {
     let subjects = binding.get("subjects").and_then(Value::as_array);
-    subjects.into_iter().flatten().any(|s| {
+    subjects.into_iter().flatten().find(|s| {
         let name = s.get("name").and_then(Value::as_str).unwrap_or("");
         match s.get("kind").and_then(Value::as_str) {
             Some("User") => name == user.username,

@@ -174,9 +174,14 @@ pub fn prepare_create(obj: &mut Value, user: &UserInfo) -> Result<(), ApiError> 
     if signer == KUBE_APISERVER_CLIENT
         && subject.organizations.iter().any(|o| o == "system:masters")
     {
-        return Err(ApiError::forbidden(format!(
-            "certificatesigningrequests.certificates.k8s.io \"{name}\" is forbidden: use of {KUBE_APISERVER_CLIENT} signer with system:masters group is not allowed"
-        )));
+        return Err(ApiError::forbidden(
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            &name,
+            format!(
+                "use of {KUBE_APISERVER_CLIENT} signer with system:masters group is not allowed"
+            ),
+        ));
     }
     if let Some(map) = obj.as_object_mut() {
         map.remove("status");
@@ -392,10 +397,12 @@ pub fn check_signer_permission(
     if allowed {
         Ok(())
     } else {
-        Err(ApiError::forbidden(format!(
-            "certificatesigningrequests.certificates.k8s.io \"{}\" is forbidden: user not permitted to {verb} requests with signerName \"{signer}\"",
-            name_of(csr)
-        )))
+        Err(ApiError::forbidden(
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            name_of(csr),
+            format!("user not permitted to {verb} requests with signerName \"{signer}\""),
+        ))
     }
 }
 

@@ -4,20 +4,33 @@ use crate::apiserver::resources::ResourceType;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// `/version`.
+/// `/version`, as kube-apiserver answers it: the binary's version, then the emulation and
+/// minimum compatibility versions of its compatibility-versions support (kubernetes
+/// `staging/src/k8s.io/component-base/compatibility/version.go`, `effectiveVersion.Info`;
+/// fields in the order of apimachinery's `pkg/version/types.go` `Info`). The sandbox emulates
+/// its own version, and the minimum compatibility version is one minor below, kube's default
+/// (`DefaultBuildEffectiveVersion`: `binaryVersion.SubtractMinor(1)`).
 pub fn version(git_version: &str) -> Value {
     let trimmed = git_version.trim_start_matches('v');
-    let mut parts = trimmed.split('.');
+    let mut parts = trimmed.split(['.', '-', '+']);
     let major = parts.next().unwrap_or("1");
     let minor = parts.next().unwrap_or("0");
+    let min_compatibility_minor = minor
+        .parse::<u32>()
+        .map(|m| m.saturating_sub(1).to_string())
+        .unwrap_or_else(|_| minor.to_string());
     json!({
         "major": major,
         "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": min_compatibility_minor,
         "gitVersion": git_version,
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.24.0",
+        "goVersion": "go1.25.0",
         "compiler": "gc",
         "platform": "linux/amd64",
     })
@@ -60,7 +73,9 @@ fn groups(types: &[ResourceType]) -> BTreeMap<String, Vec<String>> {
 
 /// `/apis`.
 pub fn group_list(types: &[ResourceType]) -> Value {
-    let groups: Vec<Value> = groups(types)
+    let mut by_priority: Vec<(String, Vec<String>)> = groups(types).into_iter().collect();
+    by_priority.sort_by_key(|(g, _)| group_rank(g));
+    let groups: Vec<Value> = by_priority
         .iter()
         .map(|(g, versions)| group_entry(g, versions))
         .collect();
@@ -125,7 +140,7 @@ fn subresource_info(
             vec!["create"],
         ),
         "finalize" => (same, None, None, vec!["update"]),
-        "ephemeralcontainers" => (same, None, None, vec!["get", "patch", "update"]),
+        "ephemeralcontainers" | "resize" => (same, None, None, vec!["get", "patch", "update"]),
         _ => (same, None, None, vec!["get"]),
     }
 }
@@ -461,7 +476,40 @@ mod tests {
             .unwrap();
         assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
         assert!(group(&types, "nope").is_none());
-        assert_eq!(version("v1.33.0")["minor"], "33");
+    }
+
+    #[test]
+    fn version_carries_the_emulation_and_compatibility_versions() {
+        let info = version("v1.36.2");
+        let mut keys: Vec<&str> = info
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        // The fields of apimachinery `pkg/version/types.go` `Info`.
+        let mut want = [
+            "major",
+            "minor",
+            "emulationMajor",
+            "emulationMinor",
+            "minCompatibilityMajor",
+            "minCompatibilityMinor",
+            "gitVersion",
+            "gitCommit",
+            "gitTreeState",
+            "buildDate",
+            "goVersion",
+            "compiler",
+            "platform",
+        ];
+        want.sort_unstable();
+        assert_eq!(keys, want);
+        assert_eq!(info["minor"], "36");
+        assert_eq!(info["emulationMinor"], "36");
+        assert_eq!(info["minCompatibilityMinor"], "35");
+        assert_eq!(info["gitVersion"], "v1.36.2");
     }
 
     #[test]
@@ -527,8 +575,11 @@ mod tests {
             .iter()
             .map(|g| g["metadata"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names[0], "apps");
-        assert_eq!(names[1], "events.k8s.io");
+        // kube-apiserver's group priorities (`pkg/controlplane/apiserver/aggregator.go`,
+        // `APIVersionPriorities`), as the recorded `/apis` lists them.
+        assert_eq!(names[0], "apiregistration.k8s.io");
+        assert_eq!(names[1], "apps");
+        assert_eq!(names[2], "events.k8s.io");
         let core = aggregated(&types, true, Aggregated::V2Beta1);
         assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2beta1");
         assert_eq!(core["items"][0]["metadata"], json!({}));

@@ -30,6 +30,9 @@ pub struct ApiError {
     pub causes: Vec<Cause>,
     /// Seconds a client should wait before retrying (`Retry-After`).
     pub retry_after: Option<u64>,
+    /// Answered as Go's `http.NotFound` does (`404 page not found`, `text/plain`), not as a
+    /// `kind: Status`: what kube-apiserver's handler chain answers for paths no API group serves.
+    pub plain_text: bool,
 }
 
 impl ApiError {
@@ -41,6 +44,7 @@ impl ApiError {
             details: None,
             causes: Vec::new(),
             retry_after: None,
+            plain_text: false,
         }
     }
 
@@ -63,9 +67,51 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 403 Forbidden for a user lacking permission.
-    pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(403, "Forbidden", message)
+    /// 403 Forbidden, as apimachinery's `NewForbidden` (`pkg/api/errors/errors.go`) words it:
+    /// `resource.group "name" is forbidden: why` (without the name when there is none), with
+    /// `details` naming the group, the resource (as `kind`) and the name.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: impl std::fmt::Display) -> Self {
+        let qualified = qualified(group, resource);
+        let message = if name.is_empty() {
+            format!("{qualified} is forbidden: {why}")
+        } else {
+            format!("{qualified} \"{name}\" is forbidden: {why}")
+        };
+        Self::new(403, "Forbidden", message).with_details(group, resource, name)
+    }
+
+    /// The 403 of a request the authorizer denied (kubernetes
+    /// `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go`,
+    /// `Forbidden` and `forbiddenMessage`): the resource in the message's subject is the
+    /// resource alone; the subresource appears in the `cannot` part.
+    #[allow(clippy::too_many_arguments)]
+    pub fn denied(
+        user: &str,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        subresource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
+        let requested = if subresource.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}/{subresource}")
+        };
+        let scope = if namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace \"{namespace}\"")
+        };
+        Self::forbidden(
+            group,
+            resource,
+            name,
+            format!(
+                "User \"{user}\" cannot {verb} resource \"{requested}\" in API group \"{group}\" {scope}"
+            ),
+        )
     }
 
     /// 404 NotFound for an object (`pods "x" not found`).
@@ -75,13 +121,26 @@ impl ApiError {
             .with_details(group, resource, name)
     }
 
-    /// 404 NotFound for a path the server does not serve.
+    /// 404 for a path under no served group and version (`/apis/nope.io/v1/foos`,
+    /// `/apis/apps/v9`): kube-apiserver's handler chain ends in Go's `http.NotFound` there
+    /// (the `NotFoundHandler` of `staging/src/k8s.io/apiserver/pkg/server/handler.go`), which
+    /// writes `404 page not found` as plain text.
+    pub fn page_not_found() -> Self {
+        let mut err = Self::new(404, "NotFound", "404 page not found");
+        err.plain_text = true;
+        err
+    }
+
+    /// 404 NotFound for a resource path of a served group and version that does not exist:
+    /// go-restful's service error, as apimachinery's `NewGenericServerResponse` words a 404
+    /// (with empty `details`).
     pub fn no_route() -> Self {
         Self::new(
             404,
             "NotFound",
             "the server could not find the requested resource",
         )
+        .with_details("", "", "")
     }
 
     /// 405 MethodNotAllowed.
@@ -92,6 +151,17 @@ impl ApiError {
             "MethodNotAllowed",
             format!("{verb} is not supported on resources of kind \"{qualified}\""),
         )
+    }
+
+    /// 405 for a verb a resource does not serve (no route for the method): go-restful's
+    /// service error, as apimachinery's `NewGenericServerResponse` words a 405.
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details("", "", "")
     }
 
     /// 409 AlreadyExists.
@@ -262,11 +332,16 @@ impl ApiError {
             let mut details = serde_json::Map::new();
             if let Some(found) = &self.details {
                 let (name, group, kind) = found.as_ref();
-                details.insert("name".into(), json!(name));
+                // `StatusDetails` fields are `omitempty`.
+                if !name.is_empty() {
+                    details.insert("name".into(), json!(name));
+                }
                 if !group.is_empty() {
                     details.insert("group".into(), json!(group));
                 }
-                details.insert("kind".into(), json!(kind));
+                if !kind.is_empty() {
+                    details.insert("kind".into(), json!(kind));
+                }
             }
             if !self.causes.is_empty() {
                 let causes: Vec<Value> = self
@@ -304,6 +379,19 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if self.plain_text {
+            let mut response = (code, format!("{}\n", self.message)).into_response();
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            headers.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
+            return response;
+        }
         let body = self.to_status().to_string();
         let mut response = (code, body).into_response();
         response.headers_mut().insert(
@@ -358,6 +446,45 @@ mod tests {
             assert_eq!(status["reason"], reason);
             assert_eq!(status["message"], message);
         }
+    }
+
+    #[test]
+    fn forbidden_answers_name_group_and_resource_as_kube_apiserver_does() {
+        // A list has no name: `nodes is forbidden`, `details: {kind: nodes}`.
+        let list = ApiError::denied("u", "list", "", "nodes", "", "", "").to_status();
+        assert_eq!(
+            list["message"],
+            "nodes is forbidden: User \"u\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"
+        );
+        assert_eq!(list["details"], json!({"kind": "nodes"}));
+        assert_eq!(list["reason"], "Forbidden");
+        // A subresource is named in the `cannot` part only.
+        let log = ApiError::denied("u", "get", "", "pods", "log", "ns", "web").to_status();
+        assert_eq!(
+            log["message"],
+            "pods \"web\" is forbidden: User \"u\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"ns\""
+        );
+        assert_eq!(log["details"], json!({"name": "web", "kind": "pods"}));
+        let scale =
+            ApiError::denied("u", "update", "apps", "deployments", "scale", "ns", "d").to_status();
+        assert_eq!(
+            scale["message"],
+            "deployments.apps \"d\" is forbidden: User \"u\" cannot update resource \"deployments/scale\" in API group \"apps\" in the namespace \"ns\""
+        );
+        assert_eq!(
+            scale["details"],
+            json!({"name": "d", "group": "apps", "kind": "deployments"})
+        );
+    }
+
+    #[test]
+    fn a_path_no_group_serves_is_a_plain_page_not_found() {
+        let response = ApiError::page_not_found().into_response();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
     }
 
     #[test]

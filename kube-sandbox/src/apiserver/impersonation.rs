@@ -117,28 +117,17 @@ pub fn acting_user(
     };
     for check in checks(&wanted) {
         if !auth::authorize(store, &requester, &check).0 {
-            let (plural, scope) = match check.resource.as_str() {
-                "serviceaccounts" => (
-                    "serviceaccounts".to_owned(),
-                    format!("in the namespace \"{}\"", check.namespace),
-                ),
-                resource if check.subresource.is_empty() => (
-                    qualified(resource, &check.group),
-                    "at the cluster scope".to_owned(),
-                ),
-                resource => (
-                    format!(
-                        "{}/{}",
-                        qualified(resource, &check.group),
-                        check.subresource
-                    ),
-                    "at the cluster scope".to_owned(),
-                ),
-            };
-            return Err(ApiError::forbidden(format!(
-                "{plural} \"{}\" is forbidden: User \"{}\" cannot impersonate resource \"{plural}\" in API group \"{}\" {scope}",
-                check.name, requester.username, check.group
-            )));
+            // The impersonation filter answers with `responsewriters.Forbidden` on the
+            // acting-as attributes, as any denied request.
+            return Err(ApiError::denied(
+                &requester.username,
+                "impersonate",
+                &check.group,
+                &check.resource,
+                &check.subresource,
+                &check.namespace,
+                &check.name,
+            ));
         }
     }
     let mut groups = wanted.groups;
@@ -166,14 +155,6 @@ pub fn acting_user(
 /// `(namespace, name)` of a service account's user name (`system:serviceaccount:ns:name`).
 fn service_account_of(user: &str) -> Option<(&str, &str)> {
     user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?.split_once(':')
-}
-
-fn qualified(resource: &str, group: &str) -> String {
-    if group.is_empty() {
-        resource.to_owned()
-    } else {
-        format!("{resource}.{group}")
-    }
 }
 
 /// Header names carry extra keys percent-encoded (`Impersonate-Extra-acme.com%2Fproject`).

@@ -5,11 +5,14 @@
 //! leaves what a proxy does to the embedder and keeps the API server's part: authentication,
 //! impersonation and the authorization of the `proxy` subresource with the verb of the HTTP
 //! method, as for any other request.
+//!
+//! The types are generic over the cluster state `S` they hand to the handler, so that this
+//! file does not depend on the state that holds the handlers (the crate root names them with
+//! `S = ClusterState`).
 
 use crate::apiserver::auth::UserInfo;
 use crate::apiserver::error::ApiError;
 use crate::apiserver::resources::GroupResource;
-use crate::apiserver::state::ClusterState;
 use axum::extract::Request;
 use axum::response::Response;
 use std::future::Future;
@@ -17,9 +20,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 /// One request for `{resource}/{name}/proxy/{path}`, authorized.
-pub struct ProxyRequest {
+pub struct ProxyRequest<S> {
     /// The cluster serving the request (its store holds what the handler reads).
-    pub state: Arc<ClusterState>,
+    pub state: Arc<S>,
     /// Who the request acts as (after impersonation).
     pub user: UserInfo,
     /// The object named in the URL.
@@ -34,25 +37,36 @@ pub struct ProxyRequest {
 pub type ProxyFuture = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send>>;
 
 /// A handler of a `proxy` subresource.
-pub trait ProxyHandler: Send + Sync {
+pub trait ProxyHandler<S>: Send + Sync {
     /// Answers one request.
-    fn serve(&self, request: ProxyRequest) -> ProxyFuture;
+    fn serve(&self, request: ProxyRequest<S>) -> ProxyFuture;
 }
 
-impl<F> ProxyHandler for F
+impl<S, F> ProxyHandler<S> for F
 where
-    F: Fn(ProxyRequest) -> ProxyFuture + Send + Sync,
+    F: Fn(ProxyRequest<S>) -> ProxyFuture + Send + Sync,
 {
-    fn serve(&self, request: ProxyRequest) -> ProxyFuture {
+    fn serve(&self, request: ProxyRequest<S>) -> ProxyFuture {
         self(request)
     }
 }
 
 /// The proxy handlers of a cluster, by group and resource.
-#[derive(Clone, Default)]
-pub struct ProxyHandlers(Vec<(GroupResource, Arc<dyn ProxyHandler>)>);
+pub struct ProxyHandlers<S>(Vec<(GroupResource, Arc<dyn ProxyHandler<S>>)>);
 
-impl std::fmt::Debug for ProxyHandlers {
+impl<S> Default for ProxyHandlers<S> {
+    fn default() -> Self {
+        ProxyHandlers(Vec::new())
+    }
+}
+
+impl<S> Clone for ProxyHandlers<S> {
+    fn clone(&self) -> Self {
+        ProxyHandlers(self.0.clone())
+    }
+}
+
+impl<S> std::fmt::Debug for ProxyHandlers<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
             .entries(self.0.iter().map(|(gr, _)| gr))
@@ -60,10 +74,10 @@ impl std::fmt::Debug for ProxyHandlers {
     }
 }
 
-impl ProxyHandlers {
+impl<S> ProxyHandlers<S> {
     /// Adds (or replaces) the handler of `{plural}/proxy` in `group` (empty for core).
     #[must_use]
-    pub fn with(mut self, group: &str, plural: &str, handler: Arc<dyn ProxyHandler>) -> Self {
+    pub fn with(mut self, group: &str, plural: &str, handler: Arc<dyn ProxyHandler<S>>) -> Self {
         let key = GroupResource::new(group, plural);
         self.0.retain(|(gr, _)| *gr != key);
         self.0.push((key, handler));
@@ -71,7 +85,7 @@ impl ProxyHandlers {
     }
 
     /// The handler of `{plural}/proxy` in `group`, if one is registered.
-    pub fn find(&self, group: &str, plural: &str) -> Option<Arc<dyn ProxyHandler>> {
+    pub fn find(&self, group: &str, plural: &str) -> Option<Arc<dyn ProxyHandler<S>>> {
         let key = GroupResource::new(group, plural);
         self.0
             .iter()

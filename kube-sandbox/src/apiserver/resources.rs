@@ -177,6 +177,12 @@ const fn create_only(mut builtin: Builtin) -> Builtin {
     builtin
 }
 
+/// Read-only resources the server computes (`componentstatuses`).
+const fn read_only(mut builtin: Builtin) -> Builtin {
+    builtin.verbs = &["get", "list"];
+    builtin
+}
+
 const BUILTINS: &[Builtin] = &[
     without_deletecollection(b(
         "",
@@ -213,6 +219,7 @@ const BUILTINS: &[Builtin] = &[
             "portforward",
             "proxy",
             "ephemeralcontainers",
+            "resize",
         ],
     )),
     b("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[]),
@@ -273,6 +280,282 @@ const BUILTINS: &[Builtin] = &[
         &["limits"],
         &[],
     ),
+    create_only(b("", "v1", "bindings", "Binding", true, &[], &[])),
+    read_only(b(
+        "",
+        "v1",
+        "componentstatuses",
+        "ComponentStatus",
+        false,
+        &["cs"],
+        &[],
+    )),
+    b("", "v1", "podtemplates", "PodTemplate", true, &[], &[]),
+    with_generation(b(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        true,
+        &["rc"],
+        &["status", "scale"],
+    )),
+    b(
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        false,
+        &[],
+        &["status"],
+    ),
+    b(
+        "apps",
+        "v1",
+        "controllerrevisions",
+        "ControllerRevision",
+        true,
+        &[],
+        &[],
+    ),
+    create_only(b(
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        false,
+        &[],
+        &[],
+    )),
+    create_only(b(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        false,
+        &[],
+        &[],
+    )),
+    // Stored as autoscaling/v2 and served as v1 too (`conversion`).
+    with_generation(b(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        true,
+        &["hpa"],
+        &["status"],
+    )),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "ingressclasses",
+        "IngressClass",
+        false,
+        &[],
+        &[],
+    ),
+    with_generation(b(
+        "networking.k8s.io",
+        "v1",
+        "ingresses",
+        "Ingress",
+        true,
+        &["ing"],
+        &["status"],
+    )),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "ipaddresses",
+        "IPAddress",
+        false,
+        &["ip"],
+        &[],
+    ),
+    with_generation(b(
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        true,
+        &["netpol"],
+        &[],
+    )),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "servicecidrs",
+        "ServiceCIDR",
+        false,
+        &[],
+        &["status"],
+    ),
+    with_generation(b(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        true,
+        &["pdb"],
+        &["status"],
+    )),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "csidrivers",
+        "CSIDriver",
+        false,
+        &[],
+        &[],
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "csistoragecapacities",
+        "CSIStorageCapacity",
+        true,
+        &[],
+        &[],
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "volumeattachments",
+        "VolumeAttachment",
+        false,
+        &[],
+        &["status"],
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "volumeattributesclasses",
+        "VolumeAttributesClass",
+        false,
+        &["vac"],
+        &[],
+    ),
+    // Stored and served; the sandbox calls no webhook and evaluates no admission policy.
+    with_generation(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingadmissionpolicies",
+        "MutatingAdmissionPolicy",
+        false,
+        &[],
+        &[],
+    )),
+    with_generation(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingadmissionpolicybindings",
+        "MutatingAdmissionPolicyBinding",
+        false,
+        &[],
+        &[],
+    )),
+    with_generation(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        false,
+        &[],
+        &[],
+    )),
+    with_generation(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        false,
+        &[],
+        &["status"],
+    )),
+    with_generation(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        false,
+        &[],
+        &[],
+    )),
+    with_generation(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        false,
+        &[],
+        &[],
+    )),
+    b(
+        "node.k8s.io",
+        "v1",
+        "runtimeclasses",
+        "RuntimeClass",
+        false,
+        &[],
+        &[],
+    ),
+    // Stored and served; the simulated scheduler allocates no devices.
+    b(
+        "resource.k8s.io",
+        "v1",
+        "deviceclasses",
+        "DeviceClass",
+        false,
+        &[],
+        &[],
+    ),
+    b(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        "ResourceClaim",
+        true,
+        &[],
+        &["status"],
+    ),
+    b(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaimtemplates",
+        "ResourceClaimTemplate",
+        true,
+        &[],
+        &[],
+    ),
+    b(
+        "resource.k8s.io",
+        "v1",
+        "resourceslices",
+        "ResourceSlice",
+        false,
+        &[],
+        &[],
+    ),
+    // Stored and served; the sandbox does not limit request rates by them.
+    with_generation(b(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "flowschemas",
+        "FlowSchema",
+        false,
+        &[],
+        &["status"],
+    )),
+    with_generation(b(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "prioritylevelconfigurations",
+        "PriorityLevelConfiguration",
+        false,
+        &[],
+        &["status"],
+    )),
     b("events.k8s.io", "v1", "events", "Event", true, &["ev"], &[]),
     b(
         "discovery.k8s.io",
@@ -463,17 +746,38 @@ pub fn builtin_types() -> Vec<ResourceType> {
         .iter()
         .map(|builtin| ResourceType {
             group: builtin.group.to_string(),
-            versions: vec![builtin.version.to_string()],
+            versions: match (builtin.group, builtin.plural) {
+                ("autoscaling", "horizontalpodautoscalers") => vec!["v2".into(), "v1".into()],
+                _ => vec![builtin.version.to_string()],
+            },
             plural: builtin.plural.to_string(),
             singular: builtin.kind.to_ascii_lowercase(),
             kind: builtin.kind.to_string(),
             list_kind: format!("{}List", builtin.kind),
             namespaced: builtin.namespaced,
             short_names: builtin.short_names.iter().map(|s| s.to_string()).collect(),
-            categories: match builtin.plural {
-                "pods" | "services" | "deployments" | "replicasets" | "statefulsets"
-                | "daemonsets" | "jobs" | "cronjobs" => vec!["all".to_string()],
-                "customresourcedefinitions" => vec!["api-extensions".to_string()],
+            categories: match (builtin.group, builtin.plural) {
+                (
+                    _,
+                    "pods"
+                    | "services"
+                    | "deployments"
+                    | "replicasets"
+                    | "statefulsets"
+                    | "daemonsets"
+                    | "jobs"
+                    | "cronjobs"
+                    | "replicationcontrollers"
+                    | "horizontalpodautoscalers",
+                ) => vec!["all".to_string()],
+                (
+                    "apiextensions.k8s.io"
+                    | "apiregistration.k8s.io"
+                    | "admissionregistration.k8s.io",
+                    _,
+                ) => {
+                    vec!["api-extensions".to_string()]
+                }
                 _ => Vec::new(),
             },
             verbs: builtin.verbs.to_vec(),

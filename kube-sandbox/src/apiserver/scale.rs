@@ -11,15 +11,28 @@ use serde_json::{Value, json};
 
 /// Whether the resource's scale subresource is served here.
 pub fn serves(rt: &ResourceType) -> bool {
-    rt.group == "apps"
-        && matches!(
-            rt.plural.as_str(),
-            "deployments" | "replicasets" | "statefulsets"
-        )
+    matches!(
+        (rt.group.as_str(), rt.plural.as_str()),
+        ("apps", "deployments" | "replicasets" | "statefulsets") | ("", "replicationcontrollers")
+    )
 }
 
 /// A label selector as the `status.selector` string of a Scale (`a=b,c in (x,y)`).
 pub fn selector_string(selector: &Value) -> String {
+    // A ReplicationController's selector is a plain map of labels.
+    let is_label_map = selector
+        .as_object()
+        .is_some_and(|m| m.values().all(Value::is_string) && !m.is_empty());
+    if is_label_map {
+        let mut parts: Vec<String> = selector
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect();
+        parts.sort();
+        return parts.join(",");
+    }
     let mut parts: Vec<String> = selector
         .get("matchLabels")
         .and_then(Value::as_object)

@@ -1,12 +1,12 @@
 //! The state of one sandbox cluster: its store, the resource types it serves, its identity
 //! settings, injected faults and the shutdown signal.
 
-use crate::apiserver::api::{DeleteOptions, WriteContext};
 use crate::apiserver::auth::Auth;
 use crate::apiserver::faults::Faults;
 use crate::apiserver::pki::{CertificateError, ClusterPki};
 use crate::apiserver::resources::{self, GroupResource, ResourceType};
 use crate::apiserver::store::{Store, WriteOp};
+use crate::apiserver::write_options::{DeleteOptions, WriteContext};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock, Weak};
@@ -48,7 +48,7 @@ pub struct ClusterOptions {
     pub job_pod_run_time: Duration,
     /// Handlers of `{resource}/{name}/proxy/...` for resources whose proxy the embedder
     /// serves (an aggregated API's, such as Karmada's `clusters/proxy`).
-    pub proxy_handlers: crate::apiserver::proxy_hooks::ProxyHandlers,
+    pub proxy_handlers: crate::apiserver::proxy_hooks::ProxyHandlers<ClusterState>,
     /// Whether the audit trail records reads (`get`, `list`, `watch`) too, as kube-apiserver
     /// does under an audit policy with a `Metadata` rule for every request. Off by default:
     /// the trail then costs nothing on the read path.
@@ -64,7 +64,7 @@ impl Default for ClusterOptions {
             history_limit: 50_000,
             max_body_bytes: 3 * 1024 * 1024,
             bookmark_interval: Duration::from_secs(5),
-            git_version: "v1.33.0".into(),
+            git_version: "v1.36.2".into(),
             scheduler: true,
             kubelet: true,
             pod_start_delay: Duration::from_millis(200),
@@ -129,7 +129,18 @@ impl ClusterState {
             if let Some(rt) = &ns_type {
                 let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
                     "spec": {"finalizers": ["kubernetes"]}});
-                let _ = state.create(rt, "v1", "", body, &WriteContext::system("sandbox"));
+                let _ = state.create(rt, "v1", "", body, &WriteContext::system("kube-apiserver"));
+            }
+        }
+        // The components `componentstatuses` reports on (kubernetes
+        // `pkg/registry/core/componentstatus/rest.go`): the sandbox's scheduler, controllers and
+        // store, healthy while it runs.
+        if let Some(rt) = state.resource_type("", "componentstatuses") {
+            for component in ["scheduler", "controller-manager", "etcd-0"] {
+                let body = json!({"apiVersion": "v1", "kind": "ComponentStatus",
+                    "metadata": {"name": component},
+                    "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]});
+                let _ = state.create(&rt, "v1", "", body, &WriteContext::system("kube-apiserver"));
             }
         }
         state
@@ -158,6 +169,14 @@ impl ClusterState {
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
         self.resource_type(group, plural)
             .filter(|t| t.versions.iter().any(|v| v == version))
+    }
+
+    /// Whether any served type has this group and version (core: group `""`, version `v1`).
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        let types = self.types.read().unwrap_or_else(|p| p.into_inner());
+        types
+            .values()
+            .any(|t| t.group == group && t.versions.iter().any(|v| v == version))
     }
 
     /// Every served type.

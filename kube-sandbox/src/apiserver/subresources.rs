@@ -1,10 +1,10 @@
 //! POST subresources: pods/binding, pods/eviction and serviceaccounts/token; and the write
-//! rule of pods/ephemeralcontainers.
+//! rules of pods/ephemeralcontainers and pods/resize.
 
-use crate::apiserver::api::{DeleteOptions, WriteContext};
 use crate::apiserver::error::ApiError;
 use crate::apiserver::resources::ResourceType;
 use crate::apiserver::state::ClusterState;
+use crate::apiserver::write_options::{DeleteOptions, WriteContext};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
@@ -179,6 +179,44 @@ pub fn bind_pod(
         },
     )?;
     Ok(())
+}
+
+/// A write through `pods/resize`: the stored pod with only its containers' `resources` (and
+/// `resizePolicy`) taken from the request, matched by name (kubernetes
+/// `pkg/registry/core/pod/strategy.go`, `podResizeStrategy.PrepareForUpdate`). The simulated
+/// kubelet does not act on a resize.
+pub fn resize_write(old: &Value, new: &Value) -> Value {
+    let mut out = old.clone();
+    for list in ["initContainers", "containers"] {
+        let Some(requested) = new
+            .pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        let Some(containers) = out
+            .pointer_mut(&format!("/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for container in containers.iter_mut() {
+            let name = container.get("name").cloned();
+            if let Some(wanted) = requested.iter().find(|c| c.get("name") == name.as_ref()) {
+                for field in ["resources", "resizePolicy"] {
+                    match wanted.get(field) {
+                        Some(value) => container[field] = value.clone(),
+                        None => {
+                            if let Some(map) = container.as_object_mut() {
+                                map.remove(field);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A write through `pods/ephemeralcontainers`: the stored pod with only

@@ -41,9 +41,8 @@ pub fn encode_object(stored: &Stored, rt: &ResourceType, version: &str) -> Bytes
     if version == rt.storage_version() {
         return stored.json.clone();
     }
-    let mut value = stored.value.clone();
-    value["apiVersion"] = json!(rt.api_version(version));
-    Bytes::from(serde_json::to_vec(&value).unwrap_or_default())
+    let value = crate::apiserver::conversion::to_version(rt, &stored.value, version);
+    Bytes::from(serde_json::to_vec(value.as_ref()).unwrap_or_default())
 }
 
 fn event_line(buf: &mut BytesMut, kind: &str, object: &[u8]) {

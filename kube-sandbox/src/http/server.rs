@@ -133,6 +133,23 @@ pub fn parse_path(path: &str) -> Option<Target> {
     }))
 }
 
+/// The 404 of a path no route matches: the API's NotFound Status under a served group
+/// version's root (go-restful's service error handler there), Go's plain `404 page not found`
+/// elsewhere (kubernetes `staging/src/k8s.io/apiserver/pkg/server/handler.go`, `director`).
+fn not_served(state: &ClusterState, path: &str) -> ApiError {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let served = match segs.as_slice() {
+        ["api", version, ..] => state.serves_group_version("", version),
+        ["apis", group, version, ..] => state.serves_group_version(group, version),
+        _ => false,
+    };
+    if served {
+        ApiError::no_route()
+    } else {
+        ApiError::page_not_found()
+    }
+}
+
 fn json_response(code: StatusCode, body: Bytes) -> Response {
     let mut response = (code, body).into_response();
     response.headers_mut().insert(
@@ -209,7 +226,7 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
     let state = sim.state.clone();
     let path = req.uri().path().to_string();
     let query = parse_query(req.uri().query());
-    let target = parse_path(&path).ok_or_else(ApiError::no_route)?;
+    let target = parse_path(&path).ok_or_else(|| not_served(&state, &path))?;
 
     // A client certificate signed by the cluster CA authenticates first, as x509 does in
     // kube-apiserver's authenticator chain; then bearer tokens.
@@ -319,10 +336,10 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
         )),
         Target::Group(g) => discovery::group(&state.types_snapshot(), &g)
             .map(|v| value_response(StatusCode::OK, &v))
-            .ok_or_else(ApiError::no_route),
+            .ok_or_else(ApiError::page_not_found),
         Target::Resources(g, v) => discovery::resource_list(&state.types_snapshot(), &g, &v)
             .map(|v| value_response(StatusCode::OK, &v))
-            .ok_or_else(ApiError::no_route),
+            .ok_or_else(ApiError::page_not_found),
         Target::OpenApi(rest) => {
             let headers = req.headers();
             let header_text = |name: header::HeaderName| {
@@ -410,7 +427,7 @@ fn write_context(req: &Request, query: &HashMap<String, String>) -> WriteContext
 /// `{resource}/proxy`, then handed over.
 async fn serve_proxy_hook(
     state: Arc<ClusterState>,
-    handler: Arc<dyn crate::apiserver::proxy_hooks::ProxyHandler>,
+    handler: Arc<dyn crate::apiserver::proxy_hooks::ProxyHandler<ClusterState>>,
     req: Request,
     rt: &ResourceType,
     p: &ResourcePath,
@@ -430,18 +447,15 @@ async fn serve_proxy_hook(
         path: None,
     };
     if !auth::authorize(&state.store, &user, &attrs).0 {
-        let scope = if namespace.is_empty() {
-            "at the cluster scope".to_string()
-        } else {
-            format!("in the namespace \"{namespace}\"")
-        };
-        return Err(ApiError::forbidden(format!(
-            "{}/proxy \"{name}\" is forbidden: User \"{}\" cannot {verb} resource \"{}/proxy\" in API group \"{}\" {scope}",
-            rt.qualified_plural(),
-            user.username,
-            rt.plural,
-            rt.group
-        )));
+        return Err(ApiError::denied(
+            &user.username,
+            verb,
+            &rt.group,
+            &rt.plural,
+            "proxy",
+            &namespace,
+            &name,
+        ));
     }
     let path = proxied_path(req.uri().path(), &name);
     handler
@@ -465,9 +479,17 @@ async fn serve_resource(
     verb: &'static str,
 ) -> Result<Response, ApiError> {
     let state = sim.state.clone();
+    // A group and version nobody serves ends in Go's plain `404 page not found`; an unknown
+    // resource of a served group version is the API's own NotFound Status.
     let rt = state
         .lookup(&p.group, &p.version, &p.resource)
-        .ok_or_else(ApiError::no_route)?;
+        .ok_or_else(|| {
+            if state.serves_group_version(&p.group, &p.version) {
+                ApiError::no_route()
+            } else {
+                ApiError::page_not_found()
+            }
+        })?;
     if !rt.namespaced && p.namespace.is_some() {
         return Err(ApiError::no_route());
     }
@@ -520,24 +542,21 @@ async fn serve_resource(
         }
     }
     if !allowed {
-        let scope = if namespace.is_empty() {
-            "at the cluster scope".to_string()
-        } else {
-            format!("in the namespace \"{namespace}\"")
-        };
-        let sub = p
-            .subresource
-            .as_ref()
-            .map(|s| format!("/{s}"))
-            .unwrap_or_default();
-        return Err(ApiError::forbidden(format!(
-            "{}{sub} \"{}\" is forbidden: User \"{}\" cannot {verb} resource \"{}{sub}\" in API group \"{}\" {scope}",
-            rt.qualified_plural(),
-            attrs.name,
-            user.username,
-            rt.plural,
-            rt.group
-        )));
+        return Err(ApiError::denied(
+            &user.username,
+            verb,
+            &rt.group,
+            &rt.plural,
+            &attrs.subresource,
+            &namespace,
+            &attrs.name,
+        ));
+    }
+    // A verb the resource does not serve is refused as go-restful refuses a method with no
+    // route (kubernetes `staging/src/k8s.io/apiserver/pkg/server/handler.go`,
+    // `serviceErrorHandler`).
+    if p.subresource.is_none() && !rt.verbs.contains(&verb) {
+        return Err(ApiError::method_not_allowed());
     }
     let version = p.version.clone();
     let name = p.name.clone();
@@ -551,7 +570,7 @@ async fn serve_resource(
         (
             "get",
             Some(name),
-            None | Some("status") | Some("approval") | Some("ephemeralcontainers"),
+            None | Some("status") | Some("approval") | Some("ephemeralcontainers") | Some("resize"),
         ) => {
             let obj = state
                 .store
@@ -690,7 +709,7 @@ async fn serve_resource(
         (
             "update",
             Some(name),
-            None | Some("status") | Some("finalize") | Some("ephemeralcontainers"),
+            None | Some("status") | Some("finalize") | Some("ephemeralcontainers") | Some("resize"),
         ) => {
             let ctx = write_context(&req, &query);
             let media = negotiate::content_type(req.headers());
@@ -766,7 +785,11 @@ async fn serve_resource(
             )?;
             Ok(object_response(StatusCode::OK, &obj, &rt, &version))
         }
-        ("patch", Some(name), None | Some("status") | Some("ephemeralcontainers")) => {
+        (
+            "patch",
+            Some(name),
+            None | Some("status") | Some("ephemeralcontainers") | Some("resize"),
+        ) => {
             let content_type = req
                 .headers()
                 .get(header::CONTENT_TYPE)
@@ -829,10 +852,13 @@ async fn serve_resource(
             let mut opts = DeleteOptions::from_body(&body)?;
             apply_delete_query(&mut opts, &query)?;
             let deleted = state.delete(&rt, &namespace, &name, &opts)?;
-            let code = if deleted.removed {
-                StatusCode::OK
-            } else {
+            // 202 only for an object that stays while `orphanDependents: false` was asked;
+            // a graceful pod or a terminating namespace is a 200 (kubernetes
+            // `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/delete.go`, `DeleteResource`).
+            let code = if !deleted.removed && opts.orphan_dependents == Some(false) {
                 StatusCode::ACCEPTED
+            } else {
+                StatusCode::OK
             };
             Ok(object_response(code, &deleted.object, &rt, &version))
         }
@@ -887,6 +913,9 @@ fn apply_delete_query(
     }
     if let Some(p) = query.get("propagationPolicy") {
         opts.propagation_policy = Some(p.clone());
+    }
+    if let Some(orphan) = query.get("orphanDependents") {
+        opts.orphan_dependents = Some(orphan == "true");
     }
     if query.get("orphanDependents").is_some_and(|o| o == "true")
         && opts.propagation_policy.is_none()
@@ -957,6 +986,57 @@ fn create(
             StatusCode::CREATED,
             &state.auth.token_review(&value, &state.store),
         )),
+        // pkg/registry/authentication/selfsubjectreview/rest.go, `Create`.
+        ("authentication.k8s.io", "selfsubjectreviews") => {
+            let mut user_info = json!({"username": user.username, "groups": user.groups});
+            if !user.uid.is_empty() {
+                user_info["uid"] = json!(user.uid);
+            }
+            Ok(value_response(
+                StatusCode::CREATED,
+                &json!({"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+                    "metadata": value.get("metadata").cloned().unwrap_or(json!({})),
+                    "status": {"userInfo": user_info}}),
+            ))
+        }
+        // pkg/registry/authorization/selfsubjectrulesreview/rest.go, `Create`.
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => {
+            let namespace = value
+                .pointer("/spec/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let (resource_rules, non_resource_rules) =
+                auth::rules_for(&state.store, user, namespace);
+            let mut out = value.clone();
+            out["apiVersion"] = json!("authorization.k8s.io/v1");
+            out["kind"] = json!(rt.kind);
+            if !out.get("metadata").is_some_and(Value::is_object) {
+                out["metadata"] = json!({});
+            }
+            out["status"] = json!({"resourceRules": resource_rules,
+                "nonResourceRules": non_resource_rules, "incomplete": false});
+            Ok(value_response(StatusCode::CREATED, &out))
+        }
+        // The `bindings` resource binds the pod its body names, as `pods/binding` does.
+        ("", "bindings") => {
+            let pod = value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let pods = state
+                .resource_type("", "pods")
+                .ok_or_else(|| ApiError::internal("pods are not served"))?;
+            crate::apiserver::subresources::create(
+                state,
+                &pods,
+                namespace,
+                &pod,
+                "binding",
+                value.to_string().as_bytes(),
+                ctx,
+            )
+        }
         (
             "authorization.k8s.io",
             "subjectaccessreviews" | "selfsubjectaccessreviews" | "localsubjectaccessreviews",
@@ -986,10 +1066,20 @@ fn create(
                 }
             };
             let (allowed, reason) = auth::authorize(&state.store, &subject, &attrs);
+            // The review comes back with the request's metadata and spec; `reason` is
+            // `omitempty` (kubernetes `pkg/registry/authorization/*subjectaccessreview/rest.go`,
+            // `Create`; `staging/src/k8s.io/api/authorization/v1/types.go`).
             let mut out = value.clone();
             out["apiVersion"] = json!("authorization.k8s.io/v1");
             out["kind"] = json!(rt.kind);
-            out["status"] = json!({"allowed": allowed, "reason": reason});
+            if !out.get("metadata").is_some_and(Value::is_object) {
+                out["metadata"] = json!({});
+            }
+            let mut status = json!({"allowed": allowed});
+            if !reason.is_empty() {
+                status["reason"] = json!(reason);
+            }
+            out["status"] = status;
             Ok(value_response(StatusCode::CREATED, &out))
         }
         (certificates::GROUP, certificates::RESOURCE) => {

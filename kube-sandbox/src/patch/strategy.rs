@@ -225,7 +225,101 @@ pub(super) fn is_atomic_object(kind: &str, path: &[String]) -> bool {
     )
 }
 
-/// Go maps (as opposed to structs) whose creation an update records with a `.` member.
-pub(super) fn is_go_map(path: &[String]) -> bool {
-    matches!(path, [m, f] if m == "metadata" && (f == "labels" || f == "annotations"))
+/// Fields at `path` (field names from the root) that the kind's Go zero value already holds:
+/// the non-pointer struct fields (`{}`) and the lists without `omitempty` (`null`, such as a
+/// pod spec's `containers`). kube-apiserver's field manager compares an update with the live
+/// object converted from its Go type (and a create with the zero value), so these nodes are
+/// never new and never get a `.` member of their own; every other object or list an update
+/// creates (a map, a pointer to a struct, a list item) does (sigs.k8s.io/structured-merge-diff
+/// `typed.Comparison`, as used by `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager`).
+pub(super) fn in_zero_value(kind: &str, path: &[String]) -> bool {
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    if let Some(prefix) = pod_spec_prefix(kind)
+        && path.len() == prefix.len() + 1
+        && path.starts_with(prefix)
+        && path.last() == Some(&"containers")
+    {
+        return true;
+    }
+    match (kind, path.as_slice()) {
+        ("Role" | "ClusterRole", ["rules"])
+        | ("EndpointSlice", ["endpoints" | "ports"])
+        | ("CustomResourceDefinition", ["spec", "versions"]) => return true,
+        _ => {}
+    }
+    const TEMPLATE: &[&[&str]] = &[
+        &["spec"],
+        &["status"],
+        &["spec", "template"],
+        &["spec", "template", "metadata"],
+        &["spec", "template", "spec"],
+    ];
+    let within = |paths: &[&[&str]]| paths.contains(&path.as_slice());
+    if path.as_slice() == ["metadata"] {
+        return true;
+    }
+    match kind {
+        "Pod"
+        | "Namespace"
+        | "PersistentVolume"
+        | "ResourceQuota"
+        | "ReplicationController"
+        | "CertificateSigningRequest"
+        | "PodDisruptionBudget" => within(&[&["spec"], &["status"]]),
+        "LimitRange"
+        | "Lease"
+        | "CSINode"
+        | "IngressClass"
+        | "PriorityLevelConfiguration"
+        | "FlowSchema"
+        | "DeviceClass"
+        | "ResourceClaimTemplate"
+        | "ResourceSlice" => within(&[&["spec"], &["status"]]),
+        "ResourceClaim" => within(&[&["spec"], &["status"], &["spec", "devices"]]),
+        "Service" | "Ingress" => within(&[&["spec"], &["status"], &["status", "loadBalancer"]]),
+        "Node" => within(&[
+            &["spec"],
+            &["status"],
+            &["status", "daemonEndpoints"],
+            &["status", "daemonEndpoints", "kubeletEndpoint"],
+            &["status", "nodeInfo"],
+        ]),
+        "PersistentVolumeClaim" => within(&[&["spec"], &["spec", "resources"], &["status"]]),
+        "PodTemplate" => within(&[
+            &["template"],
+            &["template", "metadata"],
+            &["template", "spec"],
+        ]),
+        "Event" => within(&[
+            &["involvedObject"],
+            &["source"],
+            &["regarding"],
+            &["deprecatedSource"],
+        ]),
+        "Deployment" => within(TEMPLATE) || path.as_slice() == ["spec", "strategy"],
+        "StatefulSet" | "DaemonSet" => {
+            within(TEMPLATE) || path.as_slice() == ["spec", "updateStrategy"]
+        }
+        "ReplicaSet" | "Job" => within(TEMPLATE),
+        "CronJob" => within(&[
+            &["spec"],
+            &["status"],
+            &["spec", "jobTemplate"],
+            &["spec", "jobTemplate", "metadata"],
+            &["spec", "jobTemplate", "spec"],
+            &["spec", "jobTemplate", "spec", "template"],
+            &["spec", "jobTemplate", "spec", "template", "metadata"],
+            &["spec", "jobTemplate", "spec", "template", "spec"],
+        ]),
+        "RoleBinding" | "ClusterRoleBinding" => path.as_slice() == ["roleRef"],
+        "CustomResourceDefinition" => within(&[
+            &["spec"],
+            &["spec", "names"],
+            &["status"],
+            &["status", "acceptedNames"],
+        ]),
+        "HorizontalPodAutoscaler" => within(&[&["spec"], &["spec", "scaleTargetRef"], &["status"]]),
+        "NetworkPolicy" => within(&[&["spec"], &["spec", "podSelector"]]),
+        _ => false,
+    }
 }

@@ -820,7 +820,8 @@ fn record_update_on_create_lists_every_field() {
                 "f:finalizers": { ".": {}, "v:\"a/b\"": {} },
                 "f:labels": { ".": {}, "f:app": {} },
             },
-            "f:spec": { "f:containers": { ".": {}, "k:{\"name\":\"app\"}": {
+            // `containers` is in the zero PodSpec (no `omitempty`): no `.` of its own.
+            "f:spec": { "f:containers": { "k:{\"name\":\"app\"}": {
                 ".": {}, "f:args": {}, "f:image": {}, "f:name": {},
                 "f:env": { ".": {}, "k:{\"name\":\"A\"}": { ".": {}, "f:name": {}, "f:value": {} } },
                 "f:ports": { ".": {}, "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {

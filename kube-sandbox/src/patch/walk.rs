@@ -187,7 +187,8 @@ impl Walker<'_> {
     }
 
     /// Compares two versions of an object field by field. `null` counts as absent.
-    /// With `mark_new_nodes`, newly created lists and Go maps are recorded as members.
+    /// With `mark_new_nodes`, newly created lists, maps and objects (all but the structs of
+    /// the kind's zero value) are recorded as members.
     pub(super) fn diff(
         &self,
         lhs: Option<&Value>,
@@ -250,9 +251,12 @@ impl Walker<'_> {
         let mut set = FieldSet::default();
         match r {
             Value::Null => {}
-            Value::Object(m) if m.is_empty() => set.member = true,
+            // An empty struct the zero value holds already is no change.
+            Value::Object(m) if m.is_empty() => {
+                set.member = !(mark_new_nodes && in_zero_value(self.kind, names));
+            }
             Value::Object(m) if !self.atomic_object(names) => {
-                set.member = mark_new_nodes && is_go_map(names);
+                set.member = mark_new_nodes && !in_zero_value(self.kind, names);
                 for (k, child) in m {
                     names.push(k.clone());
                     let sub = self.added_tree(child, names, mark_new_nodes);
@@ -265,7 +269,7 @@ impl Walker<'_> {
             Value::Array(items) => match self.index_items(items, names) {
                 None => set.member = true,
                 Some(indexed) => {
-                    set.member = mark_new_nodes;
+                    set.member = mark_new_nodes && !in_zero_value(self.kind, names);
                     for (pe, item) in indexed {
                         let mut sub = match item.is_object() {
                             true => self.added_tree(item, names, mark_new_nodes),

@@ -19,7 +19,7 @@ pub(super) fn set_node_ready(
         return;
     };
     let now = crate::apiserver::meta::now_rfc3339();
-    let ctx = WriteContext::system("node-controller");
+    let ctx = WriteContext::system(crate::sim::controllers::objects::FIELD_MANAGER);
     let _ = state.update_with(&rt, "v1", "", node, Some("status"), &ctx, None, |old| {
         let mut new = old.clone();
         if let Some(conds) = new

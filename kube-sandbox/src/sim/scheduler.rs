@@ -480,7 +480,7 @@ pub(super) fn schedule(
             .map(|n| (n.name.as_str(), &n.allocatable, usage.used(&n.name)));
         match best_fit(&requests, candidates).map(str::to_string) {
             Some(node) => {
-                let ctx = WriteContext::system("default-scheduler");
+                let ctx = WriteContext::system("kube-scheduler");
                 if crate::apiserver::subresources::bind_pod(state, &ns, &name, &node, &ctx).is_ok()
                 {
                     usage.bound((ns, name), node, requests);

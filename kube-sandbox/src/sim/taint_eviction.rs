@@ -161,7 +161,7 @@ fn evict(sim: &Simulator, pod: &Value) {
         field(&["metadata", "namespace"]),
         field(&["metadata", "name"]),
     );
-    let ctx = WriteContext::system("taint-eviction-controller");
+    let ctx = WriteContext::system(crate::sim::controllers::objects::FIELD_MANAGER);
     let now = crate::apiserver::meta::now_rfc3339();
     let _ = state.update_with(
         &rt,

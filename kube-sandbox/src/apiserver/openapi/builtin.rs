@@ -53,6 +53,22 @@ const V3: &[(&str, &[u8])] = &[
         "apis/authorization.k8s.io/v1",
         include_bytes!("../../../openapi/v3/apis_authorization.k8s.io_v1.json.gz"),
     ),
+    (
+        "apis/autoscaling/v2",
+        include_bytes!("../../../openapi/v3/apis_autoscaling_v2.json.gz"),
+    ),
+    (
+        "apis/discovery.k8s.io/v1",
+        include_bytes!("../../../openapi/v3/apis_discovery.k8s.io_v1.json.gz"),
+    ),
+    (
+        "apis/networking.k8s.io/v1",
+        include_bytes!("../../../openapi/v3/apis_networking.k8s.io_v1.json.gz"),
+    ),
+    (
+        "apis/policy/v1",
+        include_bytes!("../../../openapi/v3/apis_policy_v1.json.gz"),
+    ),
 ];
 
 /// `/openapi/v2`.
@@ -167,7 +183,7 @@ mod tests {
                 "/api/v1/namespaces/{namespace}/pods/{name}/ephemeralcontainers",
                 true,
             ),
-            ("/api/v1/namespaces/{namespace}/pods/{name}/resize", false),
+            ("/api/v1/namespaces/{namespace}/pods/{name}/resize", true),
             (
                 "/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}",
                 true,
@@ -176,16 +192,18 @@ mod tests {
             ("/api/v1/namespaces/{name}", true),
             ("/api/v1/namespaces/{name}/finalize", true),
             ("/api/v1/pods", true),
-            ("/api/v1/podtemplates", false),
+            ("/api/v1/podtemplates", true),
             ("/api/v1/", true),
             (
                 "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale",
                 true,
             ),
-            ("/apis/apps/v1/controllerrevisions", false),
-            ("/apis/networking.k8s.io/v1/ingresses", false),
+            ("/apis/apps/v1/controllerrevisions", true),
+            ("/apis/networking.k8s.io/v1/ingresses", true),
             ("/apis/apps/", true),
-            ("/apis/policy/", false),
+            ("/apis/policy/", true),
+            ("/apis/kairship.io/v1alpha1/instances", false),
+            ("/apis/resource.k8s.io/v1beta2/deviceclasses", false),
             ("/version/", false),
         ];
         for (path, want) in cases {

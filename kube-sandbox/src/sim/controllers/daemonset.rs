@@ -9,7 +9,7 @@ use super::objects::{
     PodName, Writer, at, int_at, is_available, is_deleting, is_ready, is_terminal, name_of,
     namespace_of, owned_by, pod_from_template, str_at, uid_of,
 };
-use super::rollout::{scaled_value, template_hash};
+use super::rollout::{controller_revision_hash, scaled_value};
 use crate::sim::scheduler::{node_accepts, pinned_node_names};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -104,7 +104,8 @@ pub fn sync_all(pass: &Pass) {
 fn sync(pass: &Pass, w: &Writer, set: &Value, nodes: &[Value]) {
     let namespace = namespace_of(set);
     let template = at(set, &["spec", "template"]).cloned().unwrap_or(json!({}));
-    let hash = template_hash(&template, None);
+    let collisions = int_at(set, &["status", "collisionCount"]).map(|c| c as u32);
+    let hash = controller_revision_hash(&template, collisions);
     let generation = int_at(set, &["metadata", "generation"])
         .unwrap_or(1)
         .to_string();

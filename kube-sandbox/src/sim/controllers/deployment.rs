@@ -104,7 +104,8 @@ fn sync(pass: &Pass, w: &Writer, d: &Value, all_rs: &[Value]) -> Result<(), ApiE
         }
         let current = revision(&r.sets[i]).to_string();
         if str_at(d, &["metadata", "annotations", REVISION]) != current {
-            w.update("apps", "deployments", d, None, |d| {
+            // Through the status subresource, as upstream's `getNewReplicaSet` does.
+            w.update("apps", "deployments", d, Some("status"), |d| {
                 set_annotation(d, REVISION, &current);
             })?;
         }
@@ -549,6 +550,17 @@ impl Rollout<'_> {
             if value != 0 {
                 status.insert(key.into(), json!(value));
             }
+        }
+        // A pointer upstream, so 0 is written; unknown (absent) while any ReplicaSet has not
+        // reported it (kubernetes `pkg/controller/deployment/util/deployment_util.go`,
+        // `GetTerminatingReplicaCountForReplicaSets`).
+        let terminating: Option<i64> = self
+            .sets
+            .iter()
+            .map(|rs| int_at(rs, &["status", "terminatingReplicas"]))
+            .sum();
+        if let Some(terminating) = terminating {
+            status.insert("terminatingReplicas".into(), json!(terminating));
         }
         if let Some(c) = at(d, &["status", "collisionCount"]) {
             status.insert("collisionCount".into(), c.clone());

@@ -1,6 +1,7 @@
 //! Workload controllers, as kube-controller-manager runs them: Deployment -> ReplicaSet -> Pods,
 //! StatefulSet, DaemonSet, Job, CronJob, the EndpointSlice and Endpoints controllers of
-//! Services, the `default` ServiceAccount of each namespace and the tokens of
+//! Services, the `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap of each
+//! namespace and the tokens of
 //! service-account token Secrets; and, always on (`csr_signing.rs`), the signing of approved
 //! client CSRs. Off unless [`crate::ClusterOptions::workload_controllers`] is set.
 //!
@@ -21,6 +22,7 @@ pub mod job;
 pub mod objects;
 pub mod replicaset;
 pub mod rollout;
+pub mod root_ca;
 pub mod serviceaccount;
 pub mod statefulset;
 pub mod token;
@@ -91,6 +93,7 @@ pub fn run_pass(pass: &Pass) {
     endpointslice::sync_all(pass);
     endpoints::sync_all(pass);
     serviceaccount::sync_all(pass);
+    root_ca::sync_all(pass);
     token::sync_all(pass);
 }
 

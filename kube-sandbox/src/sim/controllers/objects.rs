@@ -221,13 +221,19 @@ pub enum PodName<'a> {
 pub struct Writer<'a> {
     /// The cluster written to.
     pub state: &'a ClusterState,
-    /// The field manager (the controller's name, as kube-controller-manager's).
+    /// The controller's name (`deployment-controller`), as its events name their source.
+    /// Its writes are recorded under [`FIELD_MANAGER`], as every controller of
+    /// kube-controller-manager is.
     pub manager: &'static str,
 }
 
+/// The field manager of kube-controller-manager's writes: its user agent's first segment, which
+/// kube-apiserver takes as the manager (`kube-controller-manager/v1.36.2 (linux/amd64) ...`).
+pub const FIELD_MANAGER: &str = "kube-controller-manager";
+
 impl Writer<'_> {
     fn ctx(&self) -> WriteContext {
-        WriteContext::system(self.manager)
+        WriteContext::system(FIELD_MANAGER)
     }
 
     /// Creates an object.

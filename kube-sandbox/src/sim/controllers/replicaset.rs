@@ -4,8 +4,9 @@
 
 use super::Pass;
 use super::objects::{
-    PodName, Writer, at, int_at, is_active, is_available, is_deleting, is_ready, labels_match,
-    name_of, namespace_of, owned_by, phase, pod_from_template, ready_since, str_at, uid_of,
+    PodName, Writer, at, int_at, is_active, is_available, is_deleting, is_ready, is_terminal,
+    labels_match, name_of, namespace_of, owned_by, phase, pod_from_template, ready_since, str_at,
+    uid_of,
 };
 use serde_json::{Value, json};
 use std::cmp::Reverse;
@@ -27,10 +28,13 @@ pub fn sync_all(pass: &Pass) {
             continue;
         }
         let pods = pass.pods_in(namespace_of(&rs));
-        let owned: Vec<&Value> = owned_by(&pods, uid_of(&rs))
-            .into_iter()
-            .filter(|p| is_active(p))
-            .collect();
+        let all_owned = owned_by(&pods, uid_of(&rs));
+        // Pods on their way out that have not finished (upstream `FilterTerminatingPods`).
+        let terminating = all_owned
+            .iter()
+            .filter(|p| is_deleting(p) && !is_terminal(p))
+            .count();
+        let owned: Vec<&Value> = all_owned.into_iter().filter(|p| is_active(p)).collect();
         let desired = int_at(&rs, &["spec", "replicas"]).unwrap_or(1).max(0) as usize;
         let template = at(&rs, &["spec", "template"]).cloned().unwrap_or(json!({}));
         if owned.len() < desired {
@@ -88,6 +92,9 @@ pub fn sync_all(pass: &Pass) {
         )));
         status["readyReplicas"] = json!(count(&|p| is_ready(p)));
         status["availableReplicas"] = json!(count(&|p| is_available(p, min_ready, pass.now)));
+        // `terminatingReplicas` (DeploymentReplicaSetTerminatingReplicas, on in v1.36):
+        // kubernetes `pkg/controller/replicaset/replica_set_utils.go`, `calculateStatus`.
+        status["terminatingReplicas"] = json!(terminating);
         status["observedGeneration"] = json!(int_at(&rs, &["metadata", "generation"]));
         if let Err(e) = writer.set_status("apps", "replicasets", &rs, status) {
             tracing::debug!(rs = name_of(&rs), "cannot write status: {e}");

@@ -66,6 +66,71 @@ pub fn template_hash(template: &Value, collision_count: Option<u32>) -> String {
     safe_encode(&fnv32a(&bytes).to_string())
 }
 
+/// 32-bit FNV-1 (Go's `fnv.New32`, which `HashControllerRevision` uses; not FNV-1a).
+pub fn fnv32(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |h, b| {
+        h.wrapping_mul(0x0100_0193) ^ u32::from(*b)
+    })
+}
+
+/// JSON as Go's `encoding/json` marshals a map: keys sorted, and `<`, `>`, `&`, U+2028 and
+/// U+2029 escaped as `\u003c`, `\u003e`, `\u0026`, `\u2028`, `\u2029`.
+pub fn go_json(value: &Value) -> String {
+    let mut text = String::new();
+    canonical_json(value, &mut text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A pod template as Go encodes it: `metadata` and each container's `resources` are structs
+/// the encoder always writes (`{}` when empty).
+fn go_encoded_template(template: &Value) -> Value {
+    let mut template = template.clone();
+    if !template["metadata"].is_object() {
+        template["metadata"] = serde_json::json!({});
+    }
+    for list in ["initContainers", "containers"] {
+        if let Some(containers) = template
+            .pointer_mut(&format!("/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        {
+            for container in containers.iter_mut().filter(|c| c.is_object()) {
+                if !container["resources"].is_object() {
+                    container["resources"] = serde_json::json!({});
+                }
+            }
+        }
+    }
+    template
+}
+
+/// The hash of a StatefulSet's or DaemonSet's ControllerRevision for its template, which names
+/// the revision (`<name>-<hash>`) and labels the pods (kubernetes
+/// `pkg/controller/history/controller_history.go`, `HashControllerRevision`: FNV-32 of the
+/// revision's data, the `getPatch` of `pkg/controller/statefulset/stateful_set_utils.go` and
+/// `pkg/controller/daemon/update.go` — `{"spec":{"template":{..., "$patch":"replace"}}}` as
+/// Go marshals it — then of the collision count in decimal when there is one; safe-encoded).
+pub fn controller_revision_hash(template: &Value, collision_count: Option<u32>) -> String {
+    let mut template = go_encoded_template(template);
+    template["$patch"] = Value::String("replace".into());
+    let patch = serde_json::json!({"spec": {"template": template}});
+    let mut bytes = go_json(&patch).into_bytes();
+    if let Some(count) = collision_count {
+        bytes.extend_from_slice(count.to_string().as_bytes());
+    }
+    safe_encode(&fnv32(&bytes).to_string())
+}
+
 /// An `IntOrString` such as `1` or `"25%"` scaled against `total` (upstream
 /// `GetScaledValueFromIntOrPercent`): percentages round up or down as asked.
 pub fn scaled_value(value: Option<&Value>, default: &str, total: i64, round_up: bool) -> i64 {
@@ -144,6 +209,40 @@ pub fn available_scale_down(desired: i64, max_unavailable: i64, available: i64) 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn controller_revision_hashes_follow_upstream() {
+        // The template as kube-apiserver stores it (defaults in, no `resources`): upstream
+        // hashes `{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"app":"web"}},
+        // "spec":{"containers":[{"image":"nginx:1.27",...,"resources":{},...}],...}}}}` with
+        // FNV-32; the expected values are that string's FNV-32 (plus "0" / "1" for the
+        // collision count) in decimal, safe-encoded, computed independently of this code.
+        let template = json!({"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
+                "imagePullPolicy": "IfNotPresent", "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File"}],
+                "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                "dnsPolicy": "ClusterFirst", "securityContext": {},
+                "schedulerName": "default-scheduler"}});
+        let cases = [
+            (None, "5cd97f856c"),
+            (Some(0), "58766555d5"),
+            (Some(1), "58766555d4"),
+        ];
+        for (collisions, want) in cases {
+            assert_eq!(
+                controller_revision_hash(&template, collisions),
+                want,
+                "{collisions:?}"
+            );
+        }
+        assert_eq!(fnv32(b""), 0x811c_9dc5);
+        assert_eq!(fnv32(b"a"), 0x050c_5d7e);
+        assert_eq!(
+            go_json(&json!({"b": "<&>", "a": 1})),
+            r#"{"a":1,"b":"\u003c\u0026\u003e"}"#
+        );
+    }
 
     #[test]
     fn fnv_matches_reference_vectors() {

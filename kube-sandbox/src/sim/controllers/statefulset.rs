@@ -9,7 +9,7 @@ use super::objects::{
     PodName, Writer, at, controller_ref, int_at, is_available, is_deleting, is_ready, is_terminal,
     name_of, namespace_of, owned_by, pod_from_template, str_at, uid_of,
 };
-use super::rollout::template_hash;
+use super::rollout::controller_revision_hash;
 use crate::apiserver::resources::GroupResource;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -48,8 +48,12 @@ fn sync(pass: &Pass, w: &Writer, set: &Value) {
     let desired = int_at(set, &["spec", "replicas"]).unwrap_or(1).max(0);
     let parallel = str_at(set, &["spec", "podManagementPolicy"]) == "Parallel";
     let template = at(set, &["spec", "template"]).cloned().unwrap_or(json!({}));
-    let collisions = int_at(set, &["status", "collisionCount"]).map(|c| c as u32);
-    let update_revision = format!("{name}-{}", template_hash(&template, collisions));
+    // Upstream hashes with the collision count, 0 when the status has none.
+    let collisions = int_at(set, &["status", "collisionCount"]).map_or(0, |c| c as u32);
+    let update_revision = format!(
+        "{name}-{}",
+        controller_revision_hash(&template, Some(collisions))
+    );
     let current_revision = match str_at(set, &["status", "currentRevision"]) {
         "" => update_revision.clone(),
         r => r.to_string(),
@@ -146,7 +150,7 @@ fn sync(pass: &Pass, w: &Writer, set: &Value) {
         "availableReplicas": count(&|p| is_available(p, min_ready, pass.now)),
         "currentRevision": current_revision,
         "updateRevision": update_revision,
-        "collisionCount": collisions.unwrap_or(0),
+        "collisionCount": collisions,
     });
     if let Err(e) = w.set_status("apps", "statefulsets", set, status) {
         tracing::debug!(statefulset = name, "cannot write status: {e}");
