@@ -195,10 +195,14 @@ macro_rules! object_operation {
             [$($params)* ("name" = String, Path, description = "Object name", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),]
             $($rest)*);
     };
-    (@emit [$($docs:tt)*] $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*] [$($query:tt)*]
-        [$($doc:tt)*] ($($args:tt)*) -> $ret:ty $body:block) => {
+    (@emit $docs:tt $fn:ident $id:tt $path:tt $method:ident $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@emit_tagged "resources" $docs $fn $id $path
+            $method $($rest)*);
+    };
+    (@emit_tagged $tag:tt [$($docs:tt)*] $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*]
+        [$($query:tt)*] [$($doc:tt)*] ($($args:tt)*) -> $ret:ty $body:block) => {
         $($docs)*
-        #[utoipa::path($method, path = $path, tag = "resources", operation_id = $id,
+        #[utoipa::path($method, path = $path, tag = $tag, operation_id = $id,
             params($($params)* $($query)*), $($doc)*)]
         pub async fn $fn($($args)*) -> $ret $body
     };
@@ -241,6 +245,49 @@ macro_rules! kind_operation {
     };
 }
 pub(crate) use kind_operation;
+
+/// Declares one read of a member cluster's objects as two handlers, one for cluster-scoped
+/// objects (`…/clusters/{cluster}/resources/{group}/{version}/{resource}`) and one for objects
+/// in a namespace (`…/clusters/{cluster}/namespaces/{namespace}/resources/…`), documented
+/// under `members` with the path parameters written here once.
+macro_rules! member_object_operation {
+    (
+        $method:ident $target:ident
+        $(#[doc = $cluster_doc:tt])* cluster $cluster_fn:ident $cluster_id:tt $cluster_path:tt,
+        $(#[doc = $ns_doc:tt])* namespaced $ns_fn:ident $ns_id:tt $ns_path:tt,
+        query [$($query:tt)*], doc [$($doc:tt)*],
+        fn ($($args:tt)*) -> $ret:ty $body:block
+    ) => {
+        $crate::rest::handler::member_object_operation!(@resource $target
+            [$(#[doc = $cluster_doc])*] $cluster_fn $cluster_id $cluster_path $method
+            [("instance" = String, Path, description = "Instance name"),
+             ("cluster" = String, Path, description = "Member cluster name"),]
+            [$($query)*] [$($doc)*] ($($args)*) -> $ret $body);
+        $crate::rest::handler::member_object_operation!(@resource $target
+            [$(#[doc = $ns_doc])*] $ns_fn $ns_id $ns_path $method
+            [("instance" = String, Path, description = "Instance name"),
+             ("cluster" = String, Path, description = "Member cluster name"),
+             ("namespace" = String, Path, description = "Namespace"),]
+            [$($query)*] [$($doc)*] ($($args)*) -> $ret $body);
+    };
+    (@resource $target:ident $docs:tt $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*] $($rest:tt)*) => {
+        $crate::rest::handler::member_object_operation!(@name $target $docs $fn $id $path $method
+            [$($params)*
+             ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
+             ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
+             ("resource" = String, Path, description = "Resource plural", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),]
+            $($rest)*);
+    };
+    (@name collection $docs:tt $fn:ident $id:tt $path:tt $method:ident $params:tt $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@emit_tagged "members" $docs $fn $id $path
+            $method $params $($rest)*);
+    };
+    (@name object $docs:tt $fn:ident $id:tt $path:tt $method:ident [$($params:tt)*] $($rest:tt)*) => {
+        $crate::rest::handler::object_operation!(@emit_tagged "members" $docs $fn $id $path
+            $method [$($params)* ("name" = String, Path, description = "Object name"),] $($rest)*);
+    };
+}
+pub(crate) use member_object_operation;
 
 #[cfg(test)]
 mod tests {

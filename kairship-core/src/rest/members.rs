@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated};
-use super::handler::{Answer, ErrorResponses, ReadErrorResponses, RestState, Written, written};
+use super::handler::{
+    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, member_object_operation,
+    written,
+};
 use crate::api::fields::WriteOptions;
 use crate::api::{
     ApiError, GetClusterRequest, JoinClusterRequest, JoinMemberRequest, KubeObject,
@@ -266,74 +269,32 @@ async fn get_object(s: RestState, auth: Authenticated, p: MemberPath) -> Answer<
     s.api.get_member_object(&auth.caller, req).await.map(Json)
 }
 
-/// List objects of any resource of a member cluster: cluster-scoped, or of every namespace.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/resources/{group}/{version}/{resource}", tag = "members", operation_id = "ListMemberObjects",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("cluster" = String, Path, description = "Member cluster name"),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of the member's objects"), ReadErrorResponses))]
-pub async fn list_member_cluster_objects(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath(p): ApiPath<MemberPath>,
-    ApiQuery(options): ApiQuery<ListOptions>,
-) -> Answer<ObjectList> {
-    list_objects(s, auth, p, options).await
+member_object_operation! {
+    get collection
+    /// List objects of any resource of a member cluster: cluster-scoped, or of every namespace.
+    cluster list_member_cluster_objects "ListMemberObjects"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/resources/{group}/{version}/{resource}",
+    /// List objects of a namespaced resource of a member cluster in one namespace.
+    namespaced list_member_namespaced_objects "ListMemberNamespacedObjects"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/namespaces/{namespace}/resources/{group}/{version}/{resource}",
+    query [ListOptions],
+    doc [responses((status = 200, body = ObjectList, description = "A page of the member's objects"), ReadErrorResponses)],
+    fn (State(s): State<RestState>, auth: Authenticated, ApiPath(p): ApiPath<MemberPath>, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<ObjectList> {
+        list_objects(s, auth, p, options).await
+    }
 }
 
-/// Read one cluster-scoped object of a member cluster.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/resources/{group}/{version}/{resource}/{name}", tag = "members", operation_id = "GetMemberObject",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("cluster" = String, Path, description = "Member cluster name"),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The member's object"), ReadErrorResponses))]
-pub async fn get_member_cluster_object(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath(p): ApiPath<MemberPath>,
-) -> Answer<Object> {
-    get_object(s, auth, p).await
-}
-
-/// List objects of a namespaced resource of a member cluster in one namespace.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/namespaces/{namespace}/resources/{group}/{version}/{resource}", tag = "members", operation_id = "ListMemberNamespacedObjects",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("cluster" = String, Path, description = "Member cluster name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ListOptions),
-    responses((status = 200, body = ObjectList, description = "A page of the member's objects"), ReadErrorResponses))]
-pub async fn list_member_namespaced_objects(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath(p): ApiPath<MemberPath>,
-    ApiQuery(options): ApiQuery<ListOptions>,
-) -> Answer<ObjectList> {
-    list_objects(s, auth, p, options).await
-}
-
-/// Read one namespaced object of a member cluster.
-#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}", tag = "members", operation_id = "GetMemberNamespacedObject",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("cluster" = String, Path, description = "Member cluster name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("group" = String, Path, description = "API group; `core` for the core group", pattern = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length = 253),
-        ("version" = String, Path, description = "API version (v1, v1beta1)", pattern = "^v[a-z0-9]*$", max_length = 63),
-        ("resource" = String, Path, description = "Resource plural", pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63),
-        ("name" = String, Path, description = "Object name")),
-    responses((status = 200, body = Object, description = "The member's object"), ReadErrorResponses))]
-pub async fn get_member_namespaced_object(
-    State(s): State<RestState>,
-    auth: Authenticated,
-    ApiPath(p): ApiPath<MemberPath>,
-) -> Answer<Object> {
-    get_object(s, auth, p).await
+member_object_operation! {
+    get object
+    /// Read one cluster-scoped object of a member cluster.
+    cluster get_member_cluster_object "GetMemberObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/resources/{group}/{version}/{resource}/{name}",
+    /// Read one namespaced object of a member cluster.
+    namespaced get_member_namespaced_object "GetMemberNamespacedObject"
+        "/apis/kairship.io/v1alpha1/instances/{instance}/clusters/{cluster}/namespaces/{namespace}/resources/{group}/{version}/{resource}/{name}",
+    query [],
+    doc [responses((status = 200, body = Object, description = "The member's object"), ReadErrorResponses)],
+    fn (State(s): State<RestState>, auth: Authenticated, ApiPath(p): ApiPath<MemberPath>) -> Answer<Object> {
+        get_object(s, auth, p).await
+    }
 }
