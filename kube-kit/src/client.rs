@@ -62,6 +62,16 @@ impl ClientOptions {
         self.rate_limit = RateLimitLayer::new(qps, burst);
         self
     }
+
+    /// Options for clients that relay many users' requests (a gateway or proxy in front of an
+    /// apiserver): no client-side limit, whose one budget would make every user wait for the
+    /// others. The apiserver throttles them itself, as it throttles users calling it directly
+    /// (API Priority and Fairness answers `429 Too Many Requests` with `Retry-After`, which the
+    /// gateway passes back). Controllers keep their own limited clients.
+    #[must_use]
+    pub fn relaying_users(self) -> Self {
+        self.with_rate_limit(0.0, 0)
+    }
 }
 
 /// The user agent of a component: `component/version (kube-kit)`.
@@ -376,6 +386,17 @@ pub async fn client_from_secret(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_relaying_users_have_no_shared_budget() {
+        let controller = ClientOptions::new("c");
+        assert!(controller.rate_limit.is_limited());
+        let gateway = controller.clone().relaying_users();
+        assert!(!gateway.rate_limit.is_limited());
+        assert_eq!(gateway.user_agent, "c");
+        // The controller's budget is untouched.
+        assert!(controller.rate_limit.is_limited());
+    }
 
     #[test]
     fn not_found() {
