@@ -433,7 +433,7 @@ mod tests {
                 r#"{"metadata":{"name":"a"}}"#,
                 r#"{"metadata":{"name":"a"}}"#,
             ),
-            // Not leading, escaped, spaced or repeated: kept as received.
+            // Not leading, escaped or spaced: kept as received.
             (
                 r#"{"metadata":{"name":"a"},"apiVersion":"apps/v1","kind":"Deployment"}"#,
                 r#"{"metadata":{"name":"a"},"apiVersion":"apps/v1","kind":"Deployment"}"#,
@@ -445,10 +445,6 @@ mod tests {
             (
                 r#"{ "apiVersion":"v1","kind":"K","metadata":{"name":"a"}}"#,
                 r#"{ "apiVersion":"v1","kind":"K","metadata":{"name":"a"}}"#,
-            ),
-            (
-                r#"{"kind":"K","kind":"K","metadata":{"name":"a"}}"#,
-                r#"{"kind":"K","kind":"K","metadata":{"name":"a"}}"#,
             ),
         ];
         for (received, want) in cases {
