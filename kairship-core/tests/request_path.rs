@@ -56,11 +56,19 @@ struct Setup {
     served: kube_sandbox::Served,
     /// The proxy's base URL for the instance.
     base: String,
+    /// The CA of the proxy's certificate, when it serves HTTPS.
+    ca_pem: Option<String>,
     answers: Answers,
     http: reqwest::Client,
 }
 
 async fn setup(reads: Reads) -> Setup {
+    setup_with(reads, false).await
+}
+
+/// The proxy in front of a fresh instance; over HTTPS (HTTP/2 by ALPN, as the API server
+/// serves) with `tls`.
+async fn setup_with(reads: Reads, tls: bool) -> Setup {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let instance = kube_sandbox::Cluster::new(INSTANCE);
     let served = instance
@@ -102,11 +110,28 @@ async fn setup(reads: Reads) -> Setup {
     let app = proxy_routes(state).layer(axum::middleware::from_fn(record));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (scheme, ca_pem) = if tls {
+        let dev = kairship_core::api::tls::generate_dev_certificate(&["127.0.0.1".into()]).unwrap();
+        let config =
+            kairship_core::api::tls::server_config(dev.cert_pem.as_bytes(), dev.key_pem.as_bytes())
+                .unwrap();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(kairship_core::api::server::serve(
+            listener,
+            app,
+            Some(config),
+            shutdown,
+        ));
+        ("https", Some(dev.cert_pem))
+    } else {
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        ("http", None)
+    };
     Setup {
         instance,
         served,
-        base: format!("http://{addr}/apis/kairship.io/v1alpha1/instances/{INSTANCE}/proxy"),
+        base: format!("{scheme}://{addr}/apis/kairship.io/v1alpha1/instances/{INSTANCE}/proxy"),
+        ca_pem,
         answers,
         http: reqwest::Client::new(),
     }
@@ -389,7 +414,7 @@ async fn a_kube_client_with_gzip_reads_compressed_lists() {
     let answers = s.answers.lock().unwrap().clone();
     assert!(
         answers.iter().any(
-            |(path, encoding)| path.ends_with("/apis/apps/v1/deployments")
+            |(path, encoding)| path.contains("/apis/apps/v1/deployments?")
                 && encoding.as_deref() == Some("gzip")
         ),
         "{answers:?}"
@@ -403,7 +428,8 @@ async fn kubectl_get_deploy_all_namespaces_reads_a_compressed_list() {
     ) else {
         return;
     };
-    let s = setup(Reads::Cache).await;
+    // kubectl sends its token over HTTPS only.
+    let s = setup_with(Reads::Cache, true).await;
     let direct: Api<Deployment> = Api::namespaced(s.instance.client(), "default");
     for i in 0..80 {
         direct
@@ -416,7 +442,7 @@ async fn kubectl_get_deploy_all_namespaces_reads_a_compressed_list() {
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(
         &kubeconfig,
-        kube_sandbox::serve::kubeconfig_yaml(INSTANCE, &s.base, None, TOKEN),
+        kube_sandbox::serve::kubeconfig_yaml(INSTANCE, &s.base, s.ca_pem.as_deref(), TOKEN),
     )
     .unwrap();
     let kubectl = kube_sandbox::testing::kubectl::Kubectl::new(kubectl, &kubeconfig);
