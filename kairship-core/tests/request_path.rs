@@ -5,6 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/api.rs"]
+mod api_fixture;
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::Read as _;
 use std::sync::{Arc, Mutex};
@@ -548,4 +552,28 @@ async fn the_instances_429_is_passed_through() {
     assert_eq!(status["kind"], "Status");
     assert_eq!(status["reason"], "TooManyRequests");
     assert_eq!(status["code"], 429);
+}
+
+#[tokio::test]
+async fn the_rest_api_and_its_pages_gzip_large_answers() {
+    let env = api_fixture::ApiEnv::builder("gz").start().await;
+    // The Swagger UI's script (about 1 MB) and the OpenAPI document: whole answers.
+    for path in ["/swagger-ui/swagger-ui-bundle.js", "/openapi.json"] {
+        let url = format!("{}{path}", env.base);
+        let (status, plain_encoding, plain) = get(&env.http, &url, "none", false).await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(plain_encoding, None, "{path}");
+        let (_, encoding, unpacked) = get(&env.http, &url, "none", true).await;
+        assert_eq!(unpacked, plain, "{path}");
+        let large = plain.len() > kairship_core::proxy::GZIP_THRESHOLD_BYTES;
+        assert_eq!(
+            encoding.as_deref(),
+            large.then_some("gzip"),
+            "{path}: {} bytes",
+            plain.len()
+        );
+        if path.ends_with(".js") {
+            assert!(large, "the bundle is large");
+        }
+    }
 }
