@@ -70,6 +70,17 @@ async fn setup(reads: Reads) -> Setup {
     setup_with(reads, false).await
 }
 
+/// A client of `served` as Kairship's API server builds the instance clients (kube-kit's
+/// options for clients relaying users' requests).
+async fn relaying_client(served: &kube_sandbox::Served) -> kube::Client {
+    let config =
+        kube::Config::from_custom_kubeconfig(served.kubeconfig().unwrap(), &Default::default())
+            .await
+            .unwrap();
+    let options = kube_kit::client::ClientOptions::new("kairship-test").relaying_users();
+    kube_kit::client::client_from_config(config, &options, "the instance").unwrap()
+}
+
 /// The proxy in front of a fresh instance; over HTTPS (HTTP/2 by ALPN, as the API server
 /// serves) with `tls`.
 async fn setup_with(reads: Reads, tls: bool) -> Setup {
@@ -80,7 +91,7 @@ async fn setup_with(reads: Reads, tls: bool) -> Setup {
         .await
         .unwrap();
     let clients =
-        Arc::new(StaticInstanceClients::new().with(INSTANCE, served.client().await.unwrap()));
+        Arc::new(StaticInstanceClients::new().with(INSTANCE, relaying_client(&served).await));
     let read: Arc<dyn ReadBackend> = match reads {
         Reads::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
         Reads::Instance => Arc::new(DirectBackend::new(clients.clone())),
@@ -552,6 +563,14 @@ async fn the_instances_429_is_passed_through() {
     assert_eq!(status["kind"], "Status");
     assert_eq!(status["reason"], "TooManyRequests");
     assert_eq!(status["code"], 429);
+    // Passed back at once: the instance saw the create once, not again after a backoff.
+    let creates = s
+        .instance
+        .requests()
+        .snapshot()
+        .get(&kube_sandbox::RequestKind::new("create", "configmaps", ""))
+        .copied();
+    assert_eq!(creates, Some(1));
 }
 
 #[tokio::test]
