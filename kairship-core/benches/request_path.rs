@@ -231,8 +231,18 @@ async fn sandbox_child(count: usize) {
 /// The proxy over the instance at `url`, served with the API server's connection settings;
 /// returns its address and the cache.
 async fn start_proxy(url: &str, token: &str) -> (std::net::SocketAddr, Arc<EmbeddedCacheBackend>) {
-    let clients =
-        Arc::new(StaticInstanceClients::new().with(INSTANCE, client_of(url, token).await));
+    // The instance client as the API server builds it (kube-kit's options for clients relaying
+    // users' requests: no client-side limit, no retries).
+    let yaml = kube_sandbox::serve::kubeconfig_yaml(INSTANCE, url, None, token);
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&yaml).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let options = kube_kit::client::ClientOptions::new("kairship-bench").relaying_users();
+    let client = kube_kit::client::client_from_config(config, &options, "the instance").unwrap();
+    let clients = Arc::new(StaticInstanceClients::new().with(INSTANCE, client));
     let cache = Arc::new(EmbeddedCacheBackend::new(clients.clone()));
     let router = Arc::new(SplitRouter::new(
         cache.clone(),
