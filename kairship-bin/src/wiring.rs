@@ -86,7 +86,8 @@ pub fn authenticator(
 pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
     let host_clients = Arc::new(HostInstanceClients::new(
         options.host.clone(),
-        options.client_options,
+        // Users' requests: throttled by each instance, never by one shared client budget.
+        options.client_options.relaying_users(),
         options.host_timeout,
         options.instance_client_refresh,
     ));

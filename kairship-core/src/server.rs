@@ -8,8 +8,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -92,6 +91,7 @@ pub fn app(parts: AppParts) -> Router {
     }
     app.fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(crate::proxy::gzip_large_answers))
 }
 
 /// Why serving stopped.
@@ -170,7 +170,7 @@ async fn drive<I>(io: I, peer: SocketAddr, app: Router, shutdown: CancellationTo
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let builder = crate::proxy::connection_builder();
     let connection = builder.serve_connection_with_upgrades(io, TowerToHyperService::new(app));
     tokio::pin!(connection);
     tokio::select! {

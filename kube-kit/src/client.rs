@@ -42,6 +42,9 @@ pub struct ClientOptions {
     pub write_timeout: Duration,
     /// Read timeout; `None` by default because watches are long-lived reads.
     pub read_timeout: Option<Duration>,
+    /// Whether requests answered `429`, `503` or `504` are sent again (kube-rs's server retry
+    /// policy, with backoff); on by default.
+    pub server_retry: bool,
 }
 
 impl ClientOptions {
@@ -53,6 +56,7 @@ impl ClientOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             read_timeout: None,
+            server_retry: true,
         }
     }
 
@@ -61,6 +65,19 @@ impl ClientOptions {
     pub fn with_rate_limit(mut self, qps: f64, burst: u32) -> Self {
         self.rate_limit = RateLimitLayer::new(qps, burst);
         self
+    }
+
+    /// Options for clients that relay many users' requests (a gateway or proxy in front of an
+    /// apiserver): no client-side limit, whose one budget would make every user wait for the
+    /// others, and no retries. The apiserver throttles them itself, as it throttles users
+    /// calling it directly (API Priority and Fairness answers `429 Too Many Requests` with
+    /// `Retry-After`), and the gateway passes that answer back at once for the user's client
+    /// to wait and retry, instead of holding the request through a backoff of its own.
+    /// Controllers keep their own limited, retrying clients.
+    #[must_use]
+    pub fn relaying_users(mut self) -> Self {
+        self.server_retry = false;
+        self.with_rate_limit(0.0, 0)
     }
 }
 
@@ -222,6 +239,7 @@ pub fn client_from_config(
     config.connect_timeout = Some(options.connect_timeout);
     config.write_timeout = Some(options.write_timeout);
     config.read_timeout = options.read_timeout;
+    config.default_retry = options.server_retry;
     install_crypto_provider();
     let builder =
         kube::client::ClientBuilder::try_from(config).map_err(|e| ClientError::Build {
@@ -376,6 +394,19 @@ pub async fn client_from_secret(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_relaying_users_have_no_shared_budget() {
+        let controller = ClientOptions::new("c");
+        assert!(controller.rate_limit.is_limited());
+        let gateway = controller.clone().relaying_users();
+        assert!(!gateway.rate_limit.is_limited());
+        assert!(!gateway.server_retry);
+        assert_eq!(gateway.user_agent, "c");
+        // The controller's budget and retries are untouched.
+        assert!(controller.rate_limit.is_limited());
+        assert!(controller.server_retry);
+    }
 
     #[test]
     fn not_found() {

@@ -64,7 +64,9 @@ pub async fn routes(
 ) -> Result<Router, GrpcError> {
     let kairship =
         pb::kairship_service_server::KairshipServiceServer::new(GrpcApi::new(api, authenticator))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+            .send_compressed(tonic::codec::CompressionEncoding::Gzip);
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<pb::kairship_service_server::KairshipServiceServer<GrpcApi>>()

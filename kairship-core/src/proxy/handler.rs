@@ -12,6 +12,7 @@ use http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use kube::core::WatchEvent;
 
 use super::ProxyState;
+use super::compress::{self, GZIP_THRESHOLD_BYTES, ListKey, accepts_gzip};
 use super::path::{KubePath, ResourcePath, parse_kube_path};
 use super::request::{Handling, ReadParams, plan, verb_of};
 use super::status::{
@@ -23,8 +24,9 @@ use crate::access::{
     is_impersonation_header,
 };
 use crate::router::{
-    EventStream, InstanceConnection, ListQuery, ResourceTarget, RouterError, identity_lost,
-    render_list, written_cookie, written_version,
+    EventStream, InstanceConnection, ListChunks, ListQuery, ObjectPage, ResourceTarget,
+    RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie,
+    written_version,
 };
 
 /// Headers that describe one connection, not the message: never forwarded either way.
@@ -135,7 +137,8 @@ pub(super) async fn handle(
         (handling, Some(resource)) => {
             let cookies = request.headers().get(header::COOKIE);
             let cookies = cookies.and_then(|c| c.to_str().ok()).map(str::to_owned);
-            let read = read(&state, &instance, resource, &read_params, handling, cookies);
+            let gzip = accepts_gzip(request.headers());
+            let read = read(&state, &instance, resource, &read_params, handling, cookies, gzip);
             match read.await {
                 Ok(Some(response)) => response,
                 // The instance does not serve the resource as the path says: let it answer.
@@ -233,6 +236,7 @@ async fn read(
     params: &ReadParams,
     handling: Handling,
     cookies: Option<String>,
+    gzip: bool,
 ) -> Result<Option<Response>, RouterError> {
     let Some(target) = target_of(state, instance, resource).await? else {
         return Ok(None);
@@ -254,20 +258,32 @@ async fn read(
             )
         }
         Handling::List { limit, after } => {
+            // In kube-apiserver's order (namespace, then name), which `continue` follows.
             let query = ListQuery {
                 label_selector: params.label_selector.clone(),
                 field_selector: params.field_selector.clone(),
+                sort_by: SortBy::Namespace,
                 ..ListQuery::default()
             };
+            let whole = query.label_selector.is_none()
+                && query.field_selector.is_none()
+                && limit.is_none()
+                && after.is_none();
             // Written out from the cache's JSON as it is, with no object decoded.
             let page = state
                 .router
                 .list_rendered(&target, &query)
                 .await?
                 .chunk(after.as_ref(), limit);
-            let kind = format!("{}List", target.resource.kind);
-            let body = render_list(&page, &target.resource.api_version, &kind).map_err(decode)?;
-            json_response(StatusCode::OK, body)
+            let whole = whole.then(|| ListKey {
+                identity: state.clients.current(instance),
+                instance: instance.to_owned(),
+                resource: format!("{}/{}", target.resource.api_version, target.resource.plural),
+                namespace: target.namespace.clone(),
+            });
+            list_response(state, &target, page, gzip, whole)
+                .await
+                .map_err(decode)?
         }
         Handling::Watch { query, timeout } => {
             let events = state.router.watch(&target, &query).await?;
@@ -276,6 +292,66 @@ async fn read(
         Handling::Forward => return Ok(None),
     };
     Ok(Some(response))
+}
+
+/// A list answer: streamed as it is written, gzipped when the client accepts it and the answer
+/// is larger than [`GZIP_THRESHOLD_BYTES`]. A whole list (`whole`: no selector, no chunk) is
+/// compressed once per resourceVersion and kept for the next callers.
+async fn list_response(
+    state: &ProxyState,
+    target: &ResourceTarget,
+    page: ObjectPage,
+    gzip: bool,
+    whole: Option<ListKey>,
+) -> Result<Response, serde_json::Error> {
+    let kind = format!("{}List", target.resource.kind);
+    let api_version = target.resource.api_version.as_str();
+    let Some(size) = rendered_len(&page) else {
+        // Items decoded by the backend are in memory already: write them out at once.
+        let body = render_list(&page, api_version, &kind)?;
+        return Ok(if gzip && body.len() > GZIP_THRESHOLD_BYTES {
+            gzipped_response(Body::from(compress::gzip(&body)))
+        } else {
+            json_response(StatusCode::OK, body)
+        });
+    };
+    let version = page.resource_version.clone();
+    let chunks = ListChunks::new(page, api_version, &kind)?;
+    if !gzip || size <= GZIP_THRESHOLD_BYTES {
+        return Ok(json_response(
+            StatusCode::OK,
+            Body::from_stream(futures::stream::iter(chunks)),
+        ));
+    }
+    let Some((key, version)) = whole.zip(version) else {
+        let stream = compress::gzip_stream(futures::stream::iter(chunks));
+        return Ok(gzipped_response(Body::from_stream(stream)));
+    };
+    if let Some(kept) = state.compressed.get(&key, &version) {
+        return Ok(gzipped_response(Body::from(kept)));
+    }
+    // Compressing a large list takes a while: off the request threads.
+    let compressed = tokio::task::spawn_blocking(move || {
+        let mut encoder = flate2::write::GzEncoder::new(
+            Vec::with_capacity(size / 8 + 256),
+            flate2::Compression::new(1),
+        );
+        for chunk in chunks {
+            std::io::Write::write_all(&mut encoder, &chunk?).map_err(serde_json::Error::io)?;
+        }
+        encoder.finish().map_err(serde_json::Error::io)
+    })
+    .await
+    .map_err(|e| serde_json::Error::io(std::io::Error::other(e)))??;
+    let compressed = Bytes::from(compressed);
+    state.compressed.put(key, &version, compressed.clone());
+    Ok(gzipped_response(Body::from(compressed)))
+}
+
+fn gzipped_response(body: Body) -> Response {
+    let mut response = json_response(StatusCode::OK, body);
+    compress::mark_gzipped(response.headers_mut());
+    response
 }
 
 /// One line of a watch stream, as kube-apiserver writes them.

@@ -21,9 +21,11 @@
 //!
 //! Not carried: connection upgrades (`exec`, `attach`, `portforward` over SPDY/WebSocket).
 
+mod compress;
 mod handler;
 mod path;
 mod request;
+mod serving;
 mod status;
 
 use std::sync::Arc;
@@ -32,9 +34,17 @@ use axum::Router;
 use axum::routing::any;
 
 pub use crate::router::{DiscoveredResource, DiscoveryCache, resources_of};
+pub use compress::{
+    CompressedLists, GZIP_THRESHOLD_BYTES, ListKey, accepts_gzip, compress_response, gzip,
+    gzip_large_answers, gzip_stream,
+};
 pub use handler::{bearer_token, kube_path_of};
 pub use path::{KubePath, ResourcePath, parse_kube_path};
 pub use request::{Handling, ReadParams, accepts_plain_json, plan, verb_of};
+pub use serving::{
+    HTTP2_CONNECTION_WINDOW_BYTES, HTTP2_MAX_FRAME_BYTES, HTTP2_SEND_BUFFER_BYTES,
+    HTTP2_STREAM_WINDOW_BYTES, connection_builder,
+};
 pub use status::{reason_of, status_json};
 
 use crate::access::{Authenticator, Authorizer, WriteIdentity};
@@ -57,6 +67,8 @@ pub struct ProxyState {
     discovery: Arc<DiscoveryCache>,
     max_body_bytes: usize,
     write_identity: WriteIdentity,
+    /// Whole lists compressed once per resourceVersion.
+    compressed: Arc<CompressedLists>,
 }
 
 impl std::fmt::Debug for ProxyState {
@@ -84,6 +96,7 @@ impl ProxyState {
             discovery: Arc::new(DiscoveryCache::default()),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             write_identity: WriteIdentity::default(),
+            compressed: Arc::new(CompressedLists::default()),
         }
     }
 

@@ -10,7 +10,7 @@
 //! instances (see docs/benchmarks.md, "embedded cache at scale").
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -29,9 +29,10 @@ use super::cached::{CachedObject, ObjectKey};
 use super::clients::{
     InstanceClients, InstanceIdentity, identity_lost, instance_changed_event, still_current,
 };
+use super::direct::typed;
 use super::error::RouterError;
 use super::query::{CompiledQuery, ListQuery, ObjectPage};
-use super::raw::RawObject;
+use super::raw::{ItemForm, RawObject};
 use super::target::{ResourceKey, ResourceTarget};
 
 /// Objects per page of a cache's (re)list. A page is read whole as its JSON text (copied once
@@ -91,12 +92,15 @@ fn shared_namespace(objects: &ObjectMap, namespace: &str) -> Arc<str> {
         .unwrap_or_else(|| Arc::from(namespace))
 }
 
-/// A cached object decoded from its JSON.
+/// A cached object decoded from its JSON, with `apiVersion` and `kind` (kept out of the JSON
+/// of resources whose list items go without).
 fn decode(target: &ResourceTarget, json: &[u8]) -> Result<DynamicObject, RouterError> {
-    serde_json::from_slice(json).map_err(|source| RouterError::Decode {
-        target: target.describe(),
-        source,
-    })
+    serde_json::from_slice(json)
+        .map(|object| typed(object, &target.resource))
+        .map_err(|source| RouterError::Decode {
+            target: target.describe(),
+            source,
+        })
 }
 
 /// One resource of one instance, kept in memory.
@@ -109,6 +113,13 @@ struct ResourceCache {
     healthy: AtomicBool,
     /// Newest resourceVersion applied to the store (0: none).
     seen: watch::Sender<u64>,
+    /// Newest resourceVersion applied by any cache of the instance (the same identity of it):
+    /// the resourceVersion of list answers, so that it never goes back from one list to the
+    /// next, whatever kinds were read or written in between.
+    instance_seen: Arc<AtomicU64>,
+    /// Whether the instance's list items of the resource carry `apiVersion` and `kind`
+    /// ([`ItemForm`]), learned from each (re)list.
+    items_typed: AtomicBool,
     /// Cancelled when the cache is dropped: nothing it holds may be served any more.
     gone: CancellationToken,
     events: broadcast::Sender<CacheEvent>,
@@ -141,7 +152,24 @@ impl ResourceCache {
         }
     }
 
+    fn item_form(&self) -> ItemForm {
+        if self.items_typed.load(Ordering::Acquire) {
+            ItemForm::Typed
+        } else {
+            ItemForm::Untyped
+        }
+    }
+
+    /// The resourceVersion of a list answered now: the newest the instance's caches applied.
+    fn list_version(&self) -> u64 {
+        let seen = *self.seen.borrow();
+        self.instance_seen
+            .fetch_max(seen, Ordering::AcqRel)
+            .max(seen)
+    }
+
     fn note_seen(&self, version: u64) {
+        self.instance_seen.fetch_max(version, Ordering::AcqRel);
         self.seen.send_if_modified(|seen| {
             let newer = version > *seen;
             if newer {
@@ -297,11 +325,17 @@ impl EmbeddedCacheBackend {
             return Ok(entry.cache.clone());
         }
         retire_instance(&mut caches, instance, Some(&connection.identity));
+        let instance_seen = caches
+            .iter()
+            .find(|(k, e)| k.instance == instance && e.identity == connection.identity)
+            .map(|(_, e)| e.cache.instance_seen.clone())
+            .unwrap_or_default();
         let entry = self.start(
             key.clone(),
             connection.client,
             connection.identity,
             resource,
+            instance_seen,
         );
         let cache = entry.cache.clone();
         caches.insert(key, entry);
@@ -314,6 +348,7 @@ impl EmbeddedCacheBackend {
         client: kube::Client,
         identity: InstanceIdentity,
         resource: &ApiResource,
+        instance_seen: Arc<AtomicU64>,
     ) -> Entry {
         let (events, _) = broadcast::channel(WATCH_BUFFER);
         let cache = Arc::new(ResourceCache {
@@ -322,6 +357,8 @@ impl EmbeddedCacheBackend {
             ready: AtomicBool::new(false),
             healthy: AtomicBool::new(true),
             seen: watch::Sender::new(0),
+            instance_seen,
+            items_typed: AtomicBool::new(ItemForm::guess(resource) == ItemForm::Typed),
             gone: CancellationToken::new(),
             events,
             last_error: Mutex::new(None),
@@ -366,7 +403,7 @@ impl EmbeddedCacheBackend {
     ) -> Result<(ObjectPage, bool), RouterError> {
         let compiled = query.compile()?;
         let cache = self.ready_cache(target).await?;
-        let seen = *cache.seen.borrow();
+        let seen = cache.list_version();
         let namespace = target.namespace.as_deref();
         let decoded = compiled.reads_beyond_metadata();
         let mut page = if decoded {
@@ -435,6 +472,7 @@ async fn run_watch(
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     let mut listed_max = 0u64;
     let mut relist = false;
+    let mut form_learned = false;
     // A relist builds its objects aside and swaps them in when complete, so readers never see
     // a half-listed cache.
     let mut listing: ObjectMap = BTreeMap::new();
@@ -455,7 +493,9 @@ async fn run_watch(
         // What the cache keeps of `raw`, sharing the namespace string of `objects`.
         let keep = |raw: RawObject, objects: &mut ObjectMap| {
             let identity = raw.identity().map(|(ns, name)| key_of(ns, name));
-            match raw.into_cached(&cache.resource, |ns| shared_namespace(objects, ns)) {
+            match raw.into_cached(&cache.resource, cache.item_form(), |ns| {
+                shared_namespace(objects, ns)
+            }) {
                 Ok(cached) => Some(Arc::new(cached)),
                 Err(reason) => {
                     tracing::warn!(cache = %key, object = ?identity, %reason, "cannot index an object; left out of the cache");
@@ -470,9 +510,17 @@ async fn run_watch(
             Event::Init => {
                 listed_max = 0;
                 listing.clear();
+                form_learned = false;
             }
             Event::InitApply(raw) => {
                 listed_max = listed_max.max(raw.version());
+                // The first readable item of a list says how the instance writes them.
+                if !form_learned && let Some(form) = ItemForm::of_item(&raw) {
+                    cache
+                        .items_typed
+                        .store(form == ItemForm::Typed, Ordering::Release);
+                    form_learned = true;
+                }
                 if let Some(cached) = keep(raw, &mut listing) {
                     listing.insert(cached.key(), cached);
                 }
@@ -721,8 +769,10 @@ mod tests {
         let json = json!({"metadata": metadata, "spec": {"replicas": 2}}).to_string();
         let raw: RawObject = serde_json::from_str(&json).unwrap();
         let cached = Arc::new(
-            raw.into_cached(&deployments(), |ns| shared_namespace(objects, ns))
-                .unwrap(),
+            raw.into_cached(&deployments(), ItemForm::Untyped, |ns| {
+                shared_namespace(objects, ns)
+            })
+            .unwrap(),
         );
         objects.insert(cached.key(), cached.clone());
         cached

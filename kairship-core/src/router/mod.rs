@@ -56,7 +56,7 @@ pub use query::{
     CompiledQuery, ContinueToken, ListFields, ListQuery, MAX_PAGE_SIZE, ObjectPage, Pagination,
     SortBy, SortDir, page_bounds,
 };
-pub use render::{list_meta, render_list};
+pub use render::{LIST_CHUNK_BYTES, ListChunks, list_meta, render_list, rendered_len};
 pub use selector::{
     FieldRequirement, FieldSelector, expressions_match, field_value, labels_match,
     parse_label_selector,

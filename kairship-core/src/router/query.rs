@@ -277,18 +277,18 @@ impl ObjectPage {
         self.items.last().map(|o| ContinueToken::of(o.as_ref()))
     }
 
-    /// A Kubernetes-style chunk of a whole list sorted by name ascending (the default
-    /// [`ListQuery`]): the objects after `after`, at most `limit` of them. `total` becomes the
-    /// number of objects after `after`, so [`ObjectPage::remaining`] and
-    /// [`ObjectPage::continue_token`] describe what is left.
+    /// A Kubernetes-style chunk of a whole list in kube-apiserver's order, by namespace then
+    /// name ([`SortBy::Namespace`] ascending): the objects after `after`, at most `limit` of
+    /// them. `total` becomes the number of objects after `after`, so
+    /// [`ObjectPage::remaining`] and [`ObjectPage::continue_token`] describe what is left.
     pub fn chunk(mut self, after: Option<&ContinueToken>, limit: Option<u32>) -> ObjectPage {
         let start = after.map_or(0, |anchor| {
             self.items.partition_point(|o| {
                 let meta = &o.metadata;
                 (
-                    meta.name.as_deref().unwrap_or_default(),
                     meta.namespace.as_deref(),
-                ) <= (anchor.name.as_str(), anchor.namespace.as_deref())
+                    meta.name.as_deref().unwrap_or_default(),
+                ) <= (anchor.namespace.as_deref(), anchor.name.as_str())
             })
         });
         let total = self.items.len() - start;
@@ -834,14 +834,15 @@ mod tests {
     fn chunks_resume_after_the_continue_token() {
         // Walk the fixture in chunks of 1, 2, 3 and 10, and with a label filter.
         for (limit, label, want) in [
-            (1, None, vec!["Web-2", "cache", "db", "web-1"]),
-            (2, None, vec!["Web-2", "cache", "db", "web-1"]),
-            (3, None, vec!["Web-2", "cache", "db", "web-1"]),
-            (10, None, vec!["Web-2", "cache", "db", "web-1"]),
-            (1, Some("app=web"), vec!["Web-2", "web-1"]),
+            (1, None, vec!["db", "web-1", "Web-2", "cache"]),
+            (2, None, vec!["db", "web-1", "Web-2", "cache"]),
+            (3, None, vec!["db", "web-1", "Web-2", "cache"]),
+            (10, None, vec!["db", "web-1", "Web-2", "cache"]),
+            (1, Some("app=web"), vec!["web-1", "Web-2"]),
         ] {
             let query = ListQuery {
                 label_selector: label.map(str::to_owned),
+                sort_by: SortBy::Namespace,
                 ..ListQuery::default()
             }
             .compile()
@@ -868,22 +869,25 @@ mod tests {
         }
         // An object removed between chunks shifts nothing: the next chunk starts after the
         // token's object whether or not it still exists.
-        let query = ListQuery::default().compile().unwrap();
+        let query = ListQuery {
+            sort_by: SortBy::Namespace,
+            ..ListQuery::default()
+        }
+        .compile()
+        .unwrap();
         let first = query.select(None, fixture()).chunk(None, Some(2));
         let token = first.continue_token().unwrap();
-        assert_eq!(token.name, "cache");
-        let without_cache: Vec<_> = fixture()
+        assert_eq!(token.name, "web-1");
+        let without_it: Vec<_> = fixture()
             .into_iter()
-            .filter(|o| o.metadata.name.as_deref() != Some("cache"))
+            .filter(|o| o.metadata.name.as_deref() != Some("web-1"))
             .collect();
-        let next = query
-            .select(None, without_cache)
-            .chunk(Some(&token), Some(2));
-        assert_eq!(names(&next), ["db", "web-1"]);
+        let next = query.select(None, without_it).chunk(Some(&token), Some(2));
+        assert_eq!(names(&next), ["Web-2", "cache"]);
         assert_eq!(next.continue_token(), None);
         // Without a limit the chunk is everything after the token.
         let rest = query.select(None, fixture()).chunk(Some(&token), None);
-        assert_eq!(names(&rest), ["db", "web-1"]);
+        assert_eq!(names(&rest), ["Web-2", "cache"]);
     }
 
     #[test]
@@ -912,20 +916,23 @@ mod tests {
         }
         assert_eq!(names(&page), ["web-1", "db", "cache"]);
         // Chunks keep the JSON aligned too.
-        let whole = ListQuery::default()
-            .compile()
-            .unwrap()
-            .select_rendered(None, objects);
+        let whole = ListQuery {
+            sort_by: SortBy::Namespace,
+            ..ListQuery::default()
+        }
+        .compile()
+        .unwrap()
+        .select_rendered(None, objects);
         let token = ContinueToken {
-            namespace: Some("b".into()),
-            name: "Web-2".into(),
+            namespace: Some("a".into()),
+            name: "db".into(),
         };
         let chunk = whole.chunk(Some(&token), Some(2));
-        assert_eq!(names(&chunk), ["cache", "db"]);
+        assert_eq!(names(&chunk), ["web-1", "Web-2"]);
         let rendered = chunk.rendered.as_ref().unwrap();
         assert_eq!(rendered.len(), 2);
         let decoded: DynamicObject = serde_json::from_slice(&rendered[1]).unwrap();
-        assert_eq!(decoded.metadata.name.as_deref(), Some("db"));
+        assert_eq!(decoded.metadata.name.as_deref(), Some("Web-2"));
     }
 
     #[test]

@@ -86,22 +86,36 @@ impl RawObject {
         }
     }
 
-    /// What the cache keeps of the object: its JSON completed with `resource`'s `apiVersion`
-    /// and `kind` where it lacks them (list items come without), and its index;
-    /// `shared_namespace` gives the namespace's shared string. An error says why the object
-    /// cannot be cached.
+    /// Whether the object carries `apiVersion` and `kind` (`None`: unreadable).
+    pub(super) fn has_type_meta(&self) -> Option<bool> {
+        let fields = self.fields.as_ref().ok()?;
+        Some(fields.has_api_version && fields.has_kind)
+    }
+
+    /// What the cache keeps of the object: its JSON in the `form` the instance's lists write
+    /// items in (watch events always carry `apiVersion` and `kind`, list items of built-in
+    /// kinds do not), and its index; `shared_namespace` gives the namespace's shared string.
+    /// An error says why the object cannot be cached.
     pub(super) fn into_cached(
         self,
         resource: &ApiResource,
+        form: ItemForm,
         shared_namespace: impl FnOnce(&str) -> Arc<str>,
     ) -> Result<CachedObject, String> {
         let fields = self.fields?;
-        let json = with_type_meta(
-            Box::<str>::from(self.json),
-            (!fields.has_api_version).then_some(resource.api_version.as_str()),
-            (!fields.has_kind).then_some(resource.kind.as_str()),
-        )
-        .ok_or("not a JSON object")?;
+        let json = Box::<str>::from(self.json);
+        let json = match form {
+            ItemForm::Typed => with_type_meta(
+                json,
+                (!fields.has_api_version).then_some(resource.api_version.as_str()),
+                (!fields.has_kind).then_some(resource.kind.as_str()),
+            )
+            .ok_or("not a JSON object")?,
+            ItemForm::Untyped if fields.has_api_version || fields.has_kind => {
+                without_type_meta(json)
+            }
+            ItemForm::Untyped => json,
+        };
         Ok(CachedObject {
             namespace: fields.namespace.as_deref().map(shared_namespace),
             name: Arc::from(fields.name),
@@ -150,6 +164,90 @@ impl Resource for RawObject {
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
     }
+}
+
+/// How an instance writes the items of its lists of a resource: kube-apiserver leaves
+/// `apiVersion` and `kind` out of the items of built-in kinds and keeps them in those of custom
+/// resources (which it stores as they were written); a list answer repeats what the instance
+/// writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ItemForm {
+    /// Items carry `apiVersion` and `kind`.
+    Typed,
+    /// Items carry neither.
+    Untyped,
+}
+
+impl ItemForm {
+    /// The form a list item shows, `None` when it cannot be read.
+    pub(super) fn of_item(item: &RawObject) -> Option<Self> {
+        item.has_type_meta().map(|typed| {
+            if typed {
+                ItemForm::Typed
+            } else {
+                ItemForm::Untyped
+            }
+        })
+    }
+
+    /// The form before any list item was seen: untyped for the groups of kube-apiserver's own
+    /// kinds (the core group, groups without a dot and `*.k8s.io`, but for the custom
+    /// resources kube-apiserver serves under `*.x-k8s.io`), typed for the others.
+    pub(super) fn guess(resource: &ApiResource) -> Self {
+        let group = resource.group.as_str();
+        let built_in =
+            !group.contains('.') || (group.ends_with(".k8s.io") && !group.ends_with(".x-k8s.io"));
+        if built_in {
+            ItemForm::Untyped
+        } else {
+            ItemForm::Typed
+        }
+    }
+}
+
+/// `json` without `apiVersion` and `kind` when they are its first two members (as
+/// kube-apiserver writes objects), else unchanged.
+pub(super) fn without_type_meta(json: Box<str>) -> Box<str> {
+    match leading_type_meta_end(&json) {
+        Some(end) => {
+            let mut out = String::with_capacity(json.len() + 1 - end);
+            out.push('{');
+            out.push_str(json.get(end..).unwrap_or_default());
+            out.into_boxed_str()
+        }
+        None => json,
+    }
+}
+
+/// Where the member after a leading `"apiVersion":"…","kind":"…",` (either order, plain strings
+/// with no escapes and no whitespace) starts.
+fn leading_type_meta_end(json: &str) -> Option<usize> {
+    let mut at = 1;
+    json.strip_prefix('{')?;
+    let mut seen = [false, false];
+    for _ in 0..2 {
+        let rest = json.get(at..)?;
+        let (index, key) = if rest.starts_with("\"apiVersion\":\"") {
+            (0, "\"apiVersion\":\"")
+        } else if rest.starts_with("\"kind\":\"") {
+            (1, "\"kind\":\"")
+        } else {
+            return None;
+        };
+        if std::mem::replace(&mut seen[index], true) {
+            return None;
+        }
+        at += key.len();
+        let value_end = json.get(at..)?.find('"')?;
+        if json.get(at..at + value_end)?.contains('\\') {
+            return None;
+        }
+        at += value_end + 1;
+        json.get(at..)?.strip_prefix(',')?;
+        at += 1;
+    }
+    // A member follows (an object of only its type would be `{}`, kept as it is).
+    json.get(at..)?.starts_with('"').then_some(at)
 }
 
 /// `json` (an object) with `apiVersion` and `kind` written first where given (the ones it
@@ -316,7 +414,68 @@ mod tests {
     }
 
     fn cached(json: &str) -> Result<CachedObject, String> {
-        raw(json).into_cached(&deployments(), |ns: &str| Arc::from(ns))
+        raw(json).into_cached(&deployments(), ItemForm::Typed, |ns: &str| Arc::from(ns))
+    }
+
+    #[test]
+    fn untyped_items_lose_a_leading_type_and_keep_the_rest() {
+        // (object as received, as an untyped list writes it)
+        let cases = [
+            (
+                r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"}}"#,
+                r#"{"metadata":{"name":"a"}}"#,
+            ),
+            (
+                r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"a"},"spec":{}}"#,
+                r#"{"metadata":{"name":"a"},"spec":{}}"#,
+            ),
+            (
+                r#"{"metadata":{"name":"a"}}"#,
+                r#"{"metadata":{"name":"a"}}"#,
+            ),
+            // Not leading, escaped or spaced: kept as received.
+            (
+                r#"{"metadata":{"name":"a"},"apiVersion":"apps/v1","kind":"Deployment"}"#,
+                r#"{"metadata":{"name":"a"},"apiVersion":"apps/v1","kind":"Deployment"}"#,
+            ),
+            (
+                r#"{"apiVersion":"a\"b","kind":"K","metadata":{"name":"a"}}"#,
+                r#"{"apiVersion":"a\"b","kind":"K","metadata":{"name":"a"}}"#,
+            ),
+            (
+                r#"{ "apiVersion":"v1","kind":"K","metadata":{"name":"a"}}"#,
+                r#"{ "apiVersion":"v1","kind":"K","metadata":{"name":"a"}}"#,
+            ),
+        ];
+        for (received, want) in cases {
+            let kept = raw(received)
+                .into_cached(&deployments(), ItemForm::Untyped, |ns: &str| Arc::from(ns))
+                .unwrap();
+            assert_eq!(std::str::from_utf8(&kept.json).unwrap(), want, "{received}");
+            serde_json::from_slice::<serde_json::Value>(&kept.json).unwrap();
+        }
+    }
+
+    #[test]
+    fn item_forms_are_guessed_from_the_group_and_read_from_list_items() {
+        for (group, want) in [
+            ("", ItemForm::Untyped),
+            ("apps", ItemForm::Untyped),
+            ("networking.k8s.io", ItemForm::Untyped),
+            ("gateway.networking.x-k8s.io", ItemForm::Typed),
+            ("work.karmada.io", ItemForm::Typed),
+        ] {
+            let resource = ApiResource::from_gvk_with_plural(
+                &kube::core::GroupVersionKind::gvk(group, "v1", "Thing"),
+                "things",
+            );
+            assert_eq!(ItemForm::guess(&resource), want, "{group:?}");
+        }
+        let typed = raw(r#"{"apiVersion":"v1","kind":"K","metadata":{"name":"a"}}"#);
+        assert_eq!(ItemForm::of_item(&typed), Some(ItemForm::Typed));
+        let untyped = raw(r#"{"metadata":{"name":"a"}}"#);
+        assert_eq!(ItemForm::of_item(&untyped), Some(ItemForm::Untyped));
+        assert_eq!(ItemForm::of_item(&raw(r#"{"spec":{}}"#)), None);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::io::Write as _;
 
+use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use super::query::ObjectPage;
@@ -21,41 +22,109 @@ pub fn list_meta(page: &ObjectPage) -> ListMeta {
     }
 }
 
-/// `page` as a Kubernetes `…List` (`{"apiVersion", "kind", "metadata", "items"}`) in JSON.
-/// Items the backend rendered in advance ([`ObjectPage::rendered`]) are copied as bytes; the
-/// others are serialized here.
+/// The size of the pieces [`ListChunks`] writes a list answer in: large enough that a piece
+/// costs little per byte, small enough that an answer never sits whole in memory twice.
+pub const LIST_CHUNK_BYTES: usize = 64 * 1024;
+
+/// `page` as a Kubernetes `…List` (`{"kind", "apiVersion", "metadata", "items"}`, in the order
+/// kube-apiserver writes them) in JSON. Items the backend rendered in advance
+/// ([`ObjectPage::rendered`]) are copied as bytes; the others are serialized here.
 pub fn render_list(
     page: &ObjectPage,
     api_version: &str,
     list_kind: &str,
 ) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(rendered_len(page).unwrap_or(page.items.len() * 512) + 256);
+    for chunk in ListChunks::new(page.clone(), api_version, list_kind)? {
+        out.extend_from_slice(&chunk?);
+    }
+    Ok(out)
+}
+
+/// The bytes the items of `page` take when all of them are rendered in advance.
+pub fn rendered_len(page: &ObjectPage) -> Option<usize> {
     let rendered = page
         .rendered
         .as_ref()
-        .filter(|r| r.len() == page.items.len());
-    let estimate = rendered.map_or(page.items.len() * 512, |r| {
-        r.iter().map(|b| b.len() + 1).sum::<usize>()
-    });
-    let mut out = Vec::with_capacity(estimate + 256);
-    out.extend_from_slice(b"{\"apiVersion\":");
-    serde_json::to_writer(&mut out, api_version)?;
-    out.extend_from_slice(b",\"kind\":");
-    serde_json::to_writer(&mut out, list_kind)?;
-    out.extend_from_slice(b",\"metadata\":");
-    serde_json::to_writer(&mut out, &list_meta(page))?;
-    out.extend_from_slice(b",\"items\":[");
-    for (i, item) in page.items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        match rendered {
-            Some(rendered) => out.extend_from_slice(&rendered[i]),
-            None => serde_json::to_writer(&mut out, item.as_ref())?,
-        }
+        .filter(|r| r.len() == page.items.len())?;
+    Some(rendered.iter().map(|b| b.len() + 1).sum())
+}
+
+/// A list answer written in pieces of about [`LIST_CHUNK_BYTES`], so that it can be sent (or
+/// compressed) while it is written instead of being assembled whole first.
+#[derive(Debug)]
+pub struct ListChunks {
+    page: ObjectPage,
+    head: Option<Vec<u8>>,
+    next: usize,
+    done: bool,
+}
+
+impl ListChunks {
+    /// The pieces of `page` as a `list_kind` of `api_version`.
+    pub fn new(
+        page: ObjectPage,
+        api_version: &str,
+        list_kind: &str,
+    ) -> Result<Self, serde_json::Error> {
+        let mut head = Vec::with_capacity(256);
+        head.extend_from_slice(b"{\"kind\":");
+        serde_json::to_writer(&mut head, list_kind)?;
+        head.extend_from_slice(b",\"apiVersion\":");
+        serde_json::to_writer(&mut head, api_version)?;
+        head.extend_from_slice(b",\"metadata\":");
+        serde_json::to_writer(&mut head, &list_meta(&page))?;
+        head.extend_from_slice(b",\"items\":[");
+        Ok(ListChunks {
+            page,
+            head: Some(head),
+            next: 0,
+            done: false,
+        })
     }
-    // Writing into a Vec cannot fail.
-    let _ = out.write_all(b"]}");
-    Ok(out)
+
+    fn write_items(&mut self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let page = &self.page;
+        let rendered = page
+            .rendered
+            .as_ref()
+            .filter(|r| r.len() == page.items.len());
+        while self.next < page.items.len() && out.len() < LIST_CHUNK_BYTES {
+            if self.next > 0 {
+                out.push(b',');
+            }
+            match rendered {
+                Some(rendered) => out.extend_from_slice(&rendered[self.next]),
+                None => serde_json::to_writer(&mut *out, page.items[self.next].as_ref())?,
+            }
+            self.next += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for ListChunks {
+    type Item = Result<Bytes, serde_json::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let mut out = self
+            .head
+            .take()
+            .unwrap_or_else(|| Vec::with_capacity(LIST_CHUNK_BYTES + 8 * 1024));
+        if let Err(err) = self.write_items(&mut out) {
+            self.done = true;
+            return Some(Err(err));
+        }
+        if self.next >= self.page.items.len() {
+            // Writing into a Vec cannot fail.
+            let _ = out.write_all(b"]}");
+            self.done = true;
+        }
+        Some(Ok(Bytes::from(out)))
+    }
 }
 
 #[cfg(test)]
@@ -135,6 +204,11 @@ mod tests {
         assert_eq!(
             v,
             json!({"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {}, "items": []})
+        );
+        let text = render_list(&page, "apps/v1", "DeploymentList").unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            r#"{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[]}"#
         );
     }
 }

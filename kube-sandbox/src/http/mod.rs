@@ -2,6 +2,7 @@
 //! `exec`, `attach` and `portforward` onto the simulator's node proxy), and serving it, with
 //! the simulated kubelet API, over loopback HTTP(S) with TLS from the cluster CA.
 
+pub mod gzip;
 pub mod negotiate;
 pub mod serve;
 pub mod server;

@@ -212,13 +212,19 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
 
 async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
     let answer = negotiate::answer(req.headers());
+    let gzip = crate::http::gzip::accepts_gzip(req.headers());
     let response = match serve(sim, req).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
     };
-    match answer {
+    let response = match answer {
         crate::protobuf::Answer::Json => response,
         crate::protobuf::Answer::Protobuf => negotiate::into_protobuf(response).await,
+    };
+    if gzip {
+        crate::http::gzip::compress(response).await
+    } else {
+        response
     }
 }
 

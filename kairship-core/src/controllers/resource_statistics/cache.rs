@@ -1,6 +1,11 @@
 //! The per-instance watch caches: one reflector per resource per instance, shared by every
 //! controller that reads the instance (statistics, the deletion check). Consumers are told of
 //! changes through a counter on a `watch` channel, so bursts coalesce.
+//!
+//! The summary only counts most kinds and reads a few fields of Deployments, so each object is
+//! cut down to what is read before it is kept ([`slim_deployment`], [`identity_only`]): a
+//! Deployment's pod template, conditions and managed fields are most of its size, and keeping
+//! 5,000 whole Deployments took the controller-manager to 235 MiB.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,7 +106,9 @@ where
     let (store, writer) = reflector::store();
     let synced = Arc::new(AtomicBool::new(false));
     let flag = synced.clone();
-    let stream = watcher(api, watcher::Config::default())
+    // Pages of the router cache's size: a page is decoded whole before it is cut down.
+    let config = watcher::Config::default().page_size(crate::router::CACHE_LIST_PAGE_SIZE);
+    let stream = watcher(api, config)
         .default_backoff()
         .modify(strip)
         .reflect(writer);
@@ -136,21 +143,68 @@ where
 
 fn keep_all<K>(_: &mut K) {}
 
+/// Only what a count needs: the object's name, namespace and resourceVersion (the
+/// reflector's key and its watch position).
+fn identity_only<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    *meta = kube::api::ObjectMeta {
+        name: meta.name.take(),
+        namespace: meta.namespace.take(),
+        resource_version: meta.resource_version.take(),
+        uid: meta.uid.take(),
+        ..kube::api::ObjectMeta::default()
+    };
+}
+
+/// What [`deployment_is_ready`](super::summary::deployment_is_ready) reads of a Deployment:
+/// its identity and generation, `spec.replicas`, `status.observedGeneration` and
+/// `status.readyReplicas`.
+pub fn slim_deployment(deployment: &mut Deployment) {
+    let generation = deployment.metadata.generation;
+    identity_only(deployment);
+    deployment.metadata.generation = generation;
+    deployment.spec =
+        deployment
+            .spec
+            .take()
+            .map(|spec| k8s_openapi::api::apps::v1::DeploymentSpec {
+                replicas: spec.replicas,
+                ..Default::default()
+            });
+    deployment.status =
+        deployment
+            .status
+            .take()
+            .map(|status| k8s_openapi::api::apps::v1::DeploymentStatus {
+                observed_generation: status.observed_generation,
+                ready_replicas: status.ready_replicas,
+                ..Default::default()
+            });
+}
+
 fn strip_secret(secret: &mut Secret) {
     secret.data = None;
     secret.string_data = None;
-    strip_managed_fields(&mut secret.metadata);
+    secret.type_ = None;
+    identity_only(secret);
 }
 
 fn strip_configmap(cm: &mut ConfigMap) {
     cm.data = None;
     cm.binary_data = None;
-    strip_managed_fields(&mut cm.metadata);
+    identity_only(cm);
 }
 
-fn strip_managed_fields(meta: &mut kube::api::ObjectMeta) {
-    meta.managed_fields = None;
-    meta.annotations = None;
+fn strip_service(service: &mut Service) {
+    service.spec = None;
+    service.status = None;
+    identity_only(service);
+}
+
+fn strip_pvc(pvc: &mut PersistentVolumeClaim) {
+    pvc.spec = None;
+    pvc.status = None;
+    identity_only(pvc);
 }
 
 impl InstanceCache {
@@ -160,8 +214,13 @@ impl InstanceCache {
         let c = client.clone();
         Arc::new(Self {
             clusters: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
-            deployments: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
-            services: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
+            deployments: spawn(
+                Api::all(c.clone()),
+                slim_deployment,
+                changes.clone(),
+                cancel,
+            ),
+            services: spawn(Api::all(c.clone()), strip_service, changes.clone(), cancel),
             secrets: spawn(Api::all(c.clone()), strip_secret, changes.clone(), cancel),
             configmaps: spawn(
                 Api::all(c.clone()),
@@ -169,7 +228,7 @@ impl InstanceCache {
                 changes.clone(),
                 cancel,
             ),
-            pvcs: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
+            pvcs: spawn(Api::all(c.clone()), strip_pvc, changes.clone(), cancel),
             propagation_policies: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
             cluster_propagation_policies: spawn(
                 Api::all(c.clone()),
@@ -243,5 +302,71 @@ impl InstanceCache {
             cluster_override_policies: self.cluster_override_policies.len(),
             deployments: deployment_counts(deployments.iter().map(|d| d.as_ref())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::resource_statistics::summary::deployment_is_ready;
+    use serde_json::json;
+
+    #[test]
+    fn a_slim_deployment_is_ready_exactly_when_the_whole_one_is() {
+        let template = json!({"metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        // (generation, spec.replicas, observedGeneration, readyReplicas, status present)
+        let cases = [
+            (Some(2), Some(3), Some(2), Some(3), true),
+            (Some(2), Some(3), Some(1), Some(3), true),
+            (Some(2), Some(3), Some(2), Some(2), true),
+            (Some(1), None, Some(1), Some(1), true),
+            (Some(1), Some(0), None, None, false),
+            (Some(1), Some(1), None, None, false),
+            (None, Some(1), None, Some(1), true),
+        ];
+        for (generation, replicas, observed, ready, has_status) in cases {
+            let mut whole = json!({
+                "metadata": {"name": "d", "namespace": "n", "resourceVersion": "7",
+                    "generation": generation, "annotations": {"a": "b"},
+                    "managedFields": [{"manager": "m"}]},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "a"}},
+                    "template": template},
+            });
+            if has_status {
+                whole["status"] = json!({"observedGeneration": observed, "readyReplicas": ready,
+                    "conditions": [{"type": "Available", "status": "True"}]});
+            }
+            let whole: Deployment = serde_json::from_value(whole).unwrap();
+            let mut slim = whole.clone();
+            slim_deployment(&mut slim);
+            assert_eq!(
+                deployment_is_ready(&slim),
+                deployment_is_ready(&whole),
+                "{generation:?} {replicas:?} {observed:?} {ready:?} {has_status}"
+            );
+            assert!(slim.metadata.managed_fields.is_none());
+            assert!(slim.metadata.annotations.is_none());
+            assert_eq!(slim.metadata.name.as_deref(), Some("d"));
+            assert_eq!(slim.metadata.resource_version.as_deref(), Some("7"));
+            let spec = slim.spec.unwrap_or_default();
+            assert!(spec.template.spec.is_none());
+            assert!(slim.status.is_none_or(|s| s.conditions.is_none()));
+        }
+    }
+
+    #[test]
+    fn counted_kinds_keep_only_their_identity() {
+        let mut secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "n", "resourceVersion": "3",
+                "labels": {"a": "b"}, "managedFields": [{"manager": "m"}]},
+            "data": {"k": "dg=="}, "type": "Opaque"}))
+        .unwrap();
+        strip_secret(&mut secret);
+        assert_eq!(
+            serde_json::to_value(&secret).unwrap(),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "s", "namespace": "n", "resourceVersion": "3"}})
+        );
     }
 }
