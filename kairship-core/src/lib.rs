@@ -23,6 +23,7 @@ pub mod models;
 pub mod naming;
 pub mod proxy;
 pub mod router;
+pub mod scheduling;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
