@@ -107,8 +107,13 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
 }
 
 async fn sync(k: &Karmada, binding: &Value, works: &[&Value]) -> Result<(), String> {
-    // Nothing to report before the scheduler placed it.
-    if binding["spec"]["clusters"].as_array().is_none_or(Vec::is_empty) && works.is_empty() {
+    // Nothing to report before the scheduler placed it (its Works come after that).
+    let scheduled = binding["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Scheduled");
+    if !scheduled && works.is_empty() {
         return Ok(());
     }
     let items = aggregated_status(binding, works);
@@ -127,7 +132,9 @@ async fn sync(k: &Karmada, binding: &Value, works: &[&Value]) -> Result<(), Stri
         } else {
             Api::namespaced_with(k.client.clone(), text(binding, "/metadata/namespace"), &resource_bindings())
         };
-        let patch = json!({"status": {
+        // The resourceVersion makes a write from a stale view fail rather than drop the
+        // scheduler's condition.
+        let patch = json!({"metadata": {"resourceVersion": binding["metadata"]["resourceVersion"]}, "status": {
             "aggregatedStatus": items,
             "conditions": set_condition(&status["conditions"], condition),
         }});

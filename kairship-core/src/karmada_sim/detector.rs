@@ -352,7 +352,18 @@ async fn ensure_binding(k: &Karmada, template: &Value, policy: &Value, cluster_b
                 "preserveResourcesOnDeletion",
             ] {
                 let want = desired["spec"].get(f).cloned().unwrap_or(Value::Null);
-                if current["spec"].get(f).cloned().unwrap_or(Value::Null) != want {
+                let mut have = current["spec"].get(f).cloned().unwrap_or(Value::Null);
+                let mut compared = want.clone();
+                if f == "resource" {
+                    // A template whose specification did not change leaves its binding alone
+                    // (`eventfilter.SpecificationChanged`): the resourceVersion alone is no change.
+                    for v in [&mut have, &mut compared] {
+                        if let Some(o) = v.as_object_mut() {
+                            o.remove("resourceVersion");
+                        }
+                    }
+                }
+                if have != compared {
                     patch["spec"][f] = want;
                 }
             }

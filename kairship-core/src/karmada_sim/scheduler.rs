@@ -179,6 +179,7 @@ async fn schedule_one(k: &Karmada, binding: &Value, clusters: &[Cluster], cluste
     let (cond, chosen) = decide(binding, clusters);
     let placement = applied_placement(&binding["spec"]["placement"]);
     let mut generation = binding["metadata"]["generation"].as_i64().unwrap_or(0);
+    let mut rv = binding["metadata"]["resourceVersion"].clone();
     if let Some(chosen) = &chosen {
         let current: Vec<TargetCluster> = serde_json::from_value(binding["spec"]["clusters"].clone()).unwrap_or_default();
         if &current != chosen || annotation(binding, APPLIED_PLACEMENT) != Some(placement.as_str()) {
@@ -191,6 +192,7 @@ async fn schedule_one(k: &Karmada, binding: &Value, clusters: &[Cluster], cluste
                 .await
                 .map_err(|e| e.to_string())?;
             generation = updated.metadata.generation.unwrap_or(generation);
+            rv = json!(updated.metadata.resource_version);
         }
     }
     let status = &binding["status"];
@@ -210,7 +212,10 @@ async fn schedule_one(k: &Karmada, binding: &Value, clusters: &[Cluster], cluste
         status_patch.insert("schedulerObservedGeneration".into(), json!(generation));
         status_patch.insert("lastScheduledTime".into(), json!(now()));
     }
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status_patch})))
+    // Against the resourceVersion read: a write from a stale view fails (and is redone)
+    // rather than drop another controller's condition.
+    let patch = json!({"metadata": {"resourceVersion": rv}, "status": status_patch});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
