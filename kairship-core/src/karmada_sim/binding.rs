@@ -7,6 +7,7 @@
 //! finalizer.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
@@ -18,6 +19,7 @@ use super::execution_space::{EXECUTION_FINALIZER, execution_space, without_final
 use super::interpreter;
 use super::objects::*;
 use super::overrides;
+use super::informers::{generation, key, version, versions, works_by_binding};
 use super::propagation::Karmada;
 use crate::models::cluster::Cluster;
 
@@ -130,15 +132,41 @@ fn work_api(k: &Karmada, cluster: &str) -> Api<DynamicObject> {
     Api::namespaced_with(k.client.clone(), &execution_space(cluster), &works())
 }
 
-/// One pass over every binding.
+/// One pass over every binding whose inputs changed.
 pub async fn pass(k: &Karmada) -> Result<bool, String> {
-    let works = k.works.values();
+    let by_binding = works_by_binding(&k.works);
+    let shared = format!("{}|{}|{}", versions(&k.ops), versions(&k.cops), versions(&k.clusters));
     let mut again = false;
     for informer in [&k.rbs, &k.crbs] {
-        for binding in informer.values() {
-            if let Err(why) = sync(k, &binding, &works).await {
-                tracing::debug!(binding = %text(&binding, "/metadata/name"), reason = %why, "binding controller");
-                again = true;
+        for object in informer.all() {
+            let id = object
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(RB_PERMANENT_ID).or_else(|| l.get(CRB_PERMANENT_ID)))
+                .cloned()
+                .unwrap_or_default();
+            let mine: Vec<Arc<DynamicObject>> = by_binding.get(&id).cloned().unwrap_or_default();
+            let resource = &object.data["spec"]["resource"];
+            let template = template_kind(text(resource, "/apiVersion"), text(resource, "/kind"))
+                .and_then(|kind| k.templates.iter().find(|(t, _)| *t == kind))
+                .and_then(|(_, i)| i.get(text(resource, "/namespace"), text(resource, "/name")))
+                .map(|t| version(&t));
+            let mut works: Vec<String> = mine.iter().map(|w| generation(w)).collect();
+            works.sort();
+            let fingerprint = format!("{}|{template:?}|{shared}|{}", version(&object), works.join(","));
+            let memo_key = key(&object);
+            if k.memo.unchanged("binding", &memo_key, &fingerprint) {
+                continue;
+            }
+            let binding = informer.value(&object);
+            let works: Vec<Value> = mine.iter().map(|w| k.works.value(w)).collect();
+            match sync(k, &binding, &works).await {
+                Ok(()) => k.memo.record("binding", &memo_key, fingerprint),
+                Err(why) => {
+                    tracing::debug!(binding = %text(&binding, "/metadata/name"), reason = %why, "binding controller");
+                    again = true;
+                }
             }
         }
     }

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::interpreter;
 use super::objects::*;
+use super::informers::{key, version, works_by_binding};
 use super::propagation::Karmada;
 
 /// `FullyAppliedSuccessMessage`.
@@ -86,20 +87,38 @@ pub fn fully_applied(binding: &Value, items: &[Value]) -> Value {
 
 /// One pass over every binding.
 pub async fn pass(k: &Karmada) -> Result<bool, String> {
-    let works = k.works.values();
+    let by_binding = works_by_binding(&k.works);
     let mut again = false;
     for (informer, id_key) in [(&k.rbs, RB_PERMANENT_ID), (&k.crbs, CRB_PERMANENT_ID)] {
-        for binding in informer.values() {
-            if binding["metadata"]["deletionTimestamp"].is_string() {
+        for object in informer.all() {
+            if object.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            let Some(id) = label(&binding, id_key) else {
+            let Some(id) = object.metadata.labels.as_ref().and_then(|l| l.get(id_key)) else {
                 continue;
             };
-            let mine: Vec<&Value> = works.iter().filter(|w| label(w, id_key) == Some(id)).collect();
-            if let Err(why) = sync(k, &binding, &mine).await {
-                tracing::debug!(binding = %text(&binding, "/metadata/name"), reason = %why, "binding status controller");
-                again = true;
+            let mine = by_binding.get(id).cloned().unwrap_or_default();
+            let resource = &object.data["spec"]["resource"];
+            let template = template_kind(text(resource, "/apiVersion"), text(resource, "/kind"))
+                .and_then(|kind| k.templates.iter().find(|(t, _)| *t == kind))
+                .and_then(|(_, i)| i.get(text(resource, "/namespace"), text(resource, "/name")))
+                .map(|t| version(&t));
+            let mut works: Vec<String> = mine.iter().map(|w| version(w)).collect();
+            works.sort();
+            let fingerprint = format!("{}|{template:?}|{}", version(&object), works.join(","));
+            let memo_key = key(&object);
+            if k.memo.unchanged("binding-status", &memo_key, &fingerprint) {
+                continue;
+            }
+            let binding = informer.value(&object);
+            let values: Vec<Value> = mine.iter().map(|w| k.works.value(w)).collect();
+            let refs: Vec<&Value> = values.iter().collect();
+            match sync(k, &binding, &refs).await {
+                Ok(()) => k.memo.record("binding-status", &memo_key, fingerprint),
+                Err(why) => {
+                    tracing::debug!(binding = %text(&binding, "/metadata/name"), reason = %why, "binding status controller");
+                    again = true;
+                }
             }
         }
     }

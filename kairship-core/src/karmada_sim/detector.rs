@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::interpreter;
 use super::objects::*;
+use super::informers::{version, versions};
 use super::propagation::Karmada;
 use crate::scheduling::label_selector_matches;
 
@@ -244,20 +245,39 @@ async fn release(k: &Karmada, template: &Value) -> Result<(), String> {
 pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let pps = k.pps.values();
     let cpps = k.cpps.values();
-    let templates: Vec<Value> = k
-        .templates
-        .iter()
-        .flat_map(|(_, i)| i.values())
-        .filter(|t| !reserved_namespace(text(t, "/metadata/namespace")))
-        .filter(|t| !t["metadata"]["deletionTimestamp"].is_string())
-        .collect();
-    tend_policies(k, false, &pps, &templates).await?;
-    tend_policies(k, true, &cpps, &templates).await?;
+    let deleting = pps.iter().chain(&cpps).any(|p| p["metadata"]["deletionTimestamp"].is_string());
+    // Every template only when a policy releases its claims.
+    let claimed: Vec<Value> = if deleting {
+        k.templates.iter().flat_map(|(_, i)| i.values()).collect()
+    } else {
+        Vec::new()
+    };
+    tend_policies(k, false, &pps, &claimed).await?;
+    tend_policies(k, true, &cpps, &claimed).await?;
+    let policies = format!("{}|{}", versions(&k.pps), versions(&k.cpps));
     let mut again = false;
-    for template in &templates {
-        if let Err(why) = detect(k, template, &pps, &cpps).await {
-            tracing::debug!(template = %text(template, "/metadata/name"), reason = %why, "detector");
-            again = true;
+    for (kind, informer) in &k.templates {
+        for object in informer.all() {
+            let ns = object.metadata.namespace.as_deref().unwrap_or_default();
+            let name = object.metadata.name.as_deref().unwrap_or_default();
+            if reserved_namespace(ns) || object.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let binding = binding_name(kind.kind, name);
+            let existing = if ns.is_empty() { k.crbs.get("", &binding) } else { k.rbs.get(ns, &binding) };
+            let key = format!("{}/{ns}/{name}", kind.kind);
+            let fingerprint = format!("{}|{policies}|{:?}", version(&object), existing.map(|b| version(&b)));
+            if k.memo.unchanged("detector", &key, &fingerprint) {
+                continue;
+            }
+            let template = informer.value(&object);
+            match detect(k, &template, &pps, &cpps).await {
+                Ok(()) => k.memo.record("detector", &key, fingerprint),
+                Err(why) => {
+                    tracing::debug!(template = %name, reason = %why, "detector");
+                    again = true;
+                }
+            }
         }
     }
     Ok(again)

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::execution_space::{EXECUTION_FINALIZER, is_ready, without_finalizer};
 use super::objects::*;
+use super::informers::{generation, key, version};
 use super::propagation::Karmada;
 
 /// The API resource and scope of a manifest's kind on a member.
@@ -155,10 +156,25 @@ fn conditions(work: &Value, applied: Result<(), String>) -> Value {
 /// One pass over every Work.
 pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let mut again = false;
-    for work in k.works.values() {
-        if let Err(why) = sync(k, &work).await {
-            tracing::debug!(work = %text(&work, "/metadata/name"), reason = %why, "execution controller");
-            again = true;
+    for object in k.works.all() {
+        // A Work's own status writes do not change what is applied; its cluster's do.
+        let ns = object.metadata.namespace.as_deref().unwrap_or_default();
+        let cluster = k
+            .clusters
+            .get("", ns.trim_start_matches("karmada-es-"))
+            .map(|c| version(&c));
+        let fingerprint = format!("{}|{cluster:?}", generation(&object));
+        let memo_key = key(&object);
+        if k.memo.unchanged("execution", &memo_key, &fingerprint) {
+            continue;
+        }
+        let work = k.works.value(&object);
+        match sync(k, &work).await {
+            Ok(()) => k.memo.record("execution", &memo_key, fingerprint),
+            Err(why) => {
+                tracing::debug!(work = %text(&work, "/metadata/name"), reason = %why, "execution controller");
+                again = true;
+            }
         }
     }
     Ok(again)

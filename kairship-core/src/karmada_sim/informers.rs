@@ -165,6 +165,89 @@ pub async fn run_passes<F, Fut>(
     }
 }
 
+/// What each controller last did successfully, by object: a fingerprint of the inputs (their
+/// resourceVersions or generations) so an unchanged object is not worked on again at every
+/// pass. Only a shortcut: entries expire, and a restarted emulation starts from nothing, working
+/// from what the API servers hold.
+#[derive(Default)]
+pub struct Memo {
+    done: Mutex<HashMap<(&'static str, String), (String, std::time::Instant)>>,
+}
+
+/// How long a memo entry spares an object (then it is worked on again, as a resync would).
+const MEMO_TTL: Duration = Duration::from_secs(120);
+
+impl Memo {
+    /// Whether `controller` already handled `key` with inputs `fingerprint`.
+    pub fn unchanged(&self, controller: &'static str, key: &str, fingerprint: &str) -> bool {
+        let Ok(done) = self.done.lock() else {
+            return false;
+        };
+        done.get(&(controller, key.to_owned()))
+            .is_some_and(|(f, at)| f == fingerprint && at.elapsed() < MEMO_TTL)
+    }
+
+    /// Records that `controller` handled `key` with inputs `fingerprint`.
+    pub fn record(&self, controller: &'static str, key: &str, fingerprint: String) {
+        if let Ok(mut done) = self.done.lock() {
+            done.insert((controller, key.to_owned()), (fingerprint, std::time::Instant::now()));
+        }
+    }
+}
+
+/// `namespace/name@resourceVersion` of an object: its part of a fingerprint.
+pub fn version(object: &DynamicObject) -> String {
+    format!(
+        "{}/{}@{}",
+        object.metadata.namespace.as_deref().unwrap_or_default(),
+        object.metadata.name.as_deref().unwrap_or_default(),
+        object.metadata.resource_version.as_deref().unwrap_or_default()
+    )
+}
+
+/// `namespace/name` of an object.
+pub fn key(object: &DynamicObject) -> String {
+    format!(
+        "{}/{}",
+        object.metadata.namespace.as_deref().unwrap_or_default(),
+        object.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// `namespace/name@generation` (and whether it is being deleted): what changes when its
+/// specification does, not its status.
+pub fn generation(object: &DynamicObject) -> String {
+    format!(
+        "{}@{}{}",
+        key(object),
+        object.metadata.generation.unwrap_or_default(),
+        if object.metadata.deletion_timestamp.is_some() { "-deleting" } else { "" }
+    )
+}
+
+/// The Works of each binding, by the binding's permanent id (namespaced and cluster-scoped).
+pub fn works_by_binding(works: &Informer) -> HashMap<String, Vec<Arc<DynamicObject>>> {
+    let mut by: HashMap<String, Vec<Arc<DynamicObject>>> = HashMap::new();
+    for w in works.all() {
+        let labels = w.metadata.labels.as_ref();
+        let id = labels.and_then(|l| {
+            l.get(super::objects::RB_PERMANENT_ID)
+                .or_else(|| l.get(super::objects::CRB_PERMANENT_ID))
+        });
+        if let Some(id) = id {
+            by.entry(id.clone()).or_default().push(w);
+        }
+    }
+    by
+}
+
+/// The versions of every object of `informer`, as one fingerprint.
+pub fn versions(informer: &Informer) -> String {
+    let mut all: Vec<String> = informer.all().iter().map(|o| version(o)).collect();
+    all.sort();
+    all.join(",")
+}
+
 /// Connections to the members and informers over what Karmada applied there (objects
 /// labelled `karmada.io/managed=true`), made on first use and kept per cluster.
 #[derive(Clone, Default)]

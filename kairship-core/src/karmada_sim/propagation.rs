@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::informers::{Informer, Members, run_passes};
+use super::informers::{Informer, Members, Memo, run_passes};
 use super::objects::*;
 use super::cluster_passes::clusters;
 use super::{binding, binding_status, detector, execution, namespace_sync, scheduler, work_status};
@@ -42,6 +42,8 @@ pub struct Karmada {
     pub templates: Vec<(&'static TemplateKind, Informer)>,
     /// Member connections and informers.
     pub members: Members,
+    /// What each controller already did.
+    pub memo: Memo,
     /// Stops everything.
     pub shutdown: CancellationToken,
 }
@@ -61,6 +63,7 @@ impl Karmada {
             namespaces: i(namespaces()),
             templates: TEMPLATE_KINDS.iter().map(|k| (k, i(k.resource()))).collect(),
             members: Members::default(),
+            memo: Memo::default(),
             client,
             shutdown,
         })

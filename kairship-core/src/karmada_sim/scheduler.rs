@@ -12,6 +12,7 @@ use kube::Api;
 use serde_json::{Map, Value, json};
 
 use super::objects::*;
+use super::informers::{version, versions};
 use super::propagation::Karmada;
 use crate::models::cluster::Cluster;
 use crate::scheduling::{Placement, TargetCluster, Workload, schedule};
@@ -154,15 +155,29 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
         .into_iter()
         .filter_map(|c| serde_json::from_value(c).ok())
         .collect();
+    let cluster_versions = versions(&k.clusters);
     let mut again = false;
     for (informer, cluster_scoped) in [(&k.rbs, false), (&k.crbs, true)] {
-        for binding in informer.values() {
-            if binding["metadata"]["deletionTimestamp"].is_string() || binding["spec"]["placement"].is_null() {
+        for object in informer.all() {
+            if object.metadata.deletion_timestamp.is_some() || object.data["spec"]["placement"].is_null() {
                 continue;
             }
-            if let Err(why) = schedule_one(k, &binding, &clusters, cluster_scoped).await {
-                tracing::debug!(binding = %text(&binding, "/metadata/name"), reason = %why, "scheduler");
-                again = true;
+            let key = format!(
+                "{}/{}",
+                object.metadata.namespace.as_deref().unwrap_or_default(),
+                object.metadata.name.as_deref().unwrap_or_default()
+            );
+            let fingerprint = format!("{}|{cluster_versions}", version(&object));
+            if k.memo.unchanged("scheduler", &key, &fingerprint) {
+                continue;
+            }
+            let binding = informer.value(&object);
+            match schedule_one(k, &binding, &clusters, cluster_scoped).await {
+                Ok(()) => k.memo.record("scheduler", &key, fingerprint),
+                Err(why) => {
+                    tracing::debug!(binding = %text(&binding, "/metadata/name"), reason = %why, "scheduler");
+                    again = true;
+                }
             }
         }
     }

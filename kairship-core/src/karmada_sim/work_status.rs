@@ -12,6 +12,7 @@ use super::execution::member_resource;
 use super::execution_space::is_ready;
 use super::interpreter;
 use super::objects::*;
+use super::informers::{key, version};
 use super::propagation::Karmada;
 
 /// The manifest identifier (`workv1alpha1.ResourceIdentifier`; empty group and namespace
@@ -45,11 +46,11 @@ pub fn manifest_status(manifest: &Value, ordinal: usize, observed: &Value) -> Va
 /// One pass over every applied Work.
 pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let mut again = false;
-    for work in k.works.values() {
-        if work["metadata"]["deletionTimestamp"].is_string() {
+    for object in k.works.all() {
+        if object.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let applied = work["status"]["conditions"]
+        let applied = object.data["status"]["conditions"]
             .as_array()
             .into_iter()
             .flatten()
@@ -57,9 +58,38 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
         if !applied {
             continue;
         }
-        if let Err(why) = sync(k, &work).await {
-            tracing::debug!(work = %text(&work, "/metadata/name"), reason = %why, "work status controller");
-            again = true;
+        // The Work and what the member holds for it.
+        let cluster = object
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or_default()
+            .trim_start_matches("karmada-es-")
+            .to_owned();
+        let mut observed = Vec::new();
+        for manifest in object.data["spec"]["workload"]["manifests"].as_array().into_iter().flatten() {
+            let found = match member_resource(manifest) {
+                Some((resource, _)) => k.members.informer(&cluster, &resource).await.and_then(|i| {
+                    i.get(text(manifest, "/metadata/namespace"), text(manifest, "/metadata/name"))
+                }),
+                None => None,
+            };
+            observed.push(found.map(|o| version(&o)));
+        }
+        let fingerprint = format!("{}|{observed:?}", version(&object));
+        let memo_key = key(&object);
+        if k.memo.unchanged("work-status", &memo_key, &fingerprint) {
+            continue;
+        }
+        let work = k.works.value(&object);
+        match sync(k, &work).await {
+            // Recorded only once every manifest was seen: the member informers start lazily.
+            Ok(()) if observed.iter().all(Option::is_some) => k.memo.record("work-status", &memo_key, fingerprint),
+            Ok(()) => {}
+            Err(why) => {
+                tracing::debug!(work = %text(&work, "/metadata/name"), reason = %why, "work status controller");
+                again = true;
+            }
         }
     }
     Ok(again)
