@@ -314,18 +314,27 @@ async fn sandbox_serves_the_api_to_an_admin_and_a_viewer() {
         for member in &members {
             if let Ok(Some(d)) = member.get_opt("shop").await {
                 let spec = d.spec.unwrap_or_default();
-                let image = spec.template.spec.unwrap_or_default().containers[0].image.clone();
+                let image = spec.template.spec.unwrap_or_default().containers[0]
+                    .image
+                    .clone();
                 found.push((spec.replicas.unwrap_or(1), image.unwrap_or_default()));
             }
         }
         if found.len() == 2 && first_seen.is_none() {
             first_seen = Some(started.elapsed());
         }
-        let done = found.len() == 2 && found.iter().zip(&wanted).all(|((r, i), (wr, wi))| r == wr && i == wi);
+        let done = found.len() == 2
+            && found
+                .iter()
+                .zip(&wanted)
+                .all(|((r, i), (wr, wi))| r == wr && i == wi);
         if done {
             break;
         }
-        assert!(Instant::now() < deadline, "shop on the members: {found:?}, wanted {wanted:?}");
+        assert!(
+            Instant::now() < deadline,
+            "shop on the members: {found:?}, wanted {wanted:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // Shown, not asserted (the machine may be busy; a real Karmada took 0.49 s).
@@ -422,7 +431,10 @@ async fn sandbox_serves_the_api_to_an_admin_and_a_viewer() {
     assert_eq!(listed, ["api", "shop", "web"]);
     // What `kubectl get deploy` reads: the status Karmada aggregated from the members.
     let shop = deployments.list(&Default::default()).await.unwrap().items;
-    let shop = shop.iter().find(|d| d.metadata.name.as_deref() == Some("shop")).unwrap();
+    let shop = shop
+        .iter()
+        .find(|d| d.metadata.name.as_deref() == Some("shop"))
+        .unwrap();
     let status = shop.status.as_ref().unwrap();
     assert_eq!((status.replicas, status.ready_replicas), (Some(4), Some(4)));
     let config_maps: Api<ConfigMap> =

@@ -34,15 +34,22 @@ async fn create(client: &Client, r: &ApiResource, ns: Option<&str>, body: Value)
         Some(ns) => Api::namespaced_with(client.clone(), ns, r),
         None => Api::all_with(client.clone(), r),
     };
-    api.create(&PostParams::default(), &serde_json::from_value(body).unwrap())
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(body).unwrap(),
+    )
+    .await
+    .unwrap();
 }
 
 /// CPU seconds spent so far by this process's threads named `karmada-sim*`.
 fn emulation_cpu() -> f64 {
     let mut ticks = 0u64;
-    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
         if !comm.starts_with(THREAD_PREFIX) {
             continue;
@@ -52,7 +59,10 @@ fn emulation_cpu() -> f64 {
         let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
         let fields: Vec<&str> = rest.split_whitespace().collect();
         for i in [11, 12] {
-            ticks += fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+            ticks += fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0);
         }
     }
     // USER_HZ is 100 on Linux.
@@ -81,7 +91,9 @@ async fn run(count: usize, sim: tokio::runtime::Handle) {
     for name in MEMBERS {
         // No workload controllers: the benchmark is about propagation, not running pods.
         let cluster = kube_sandbox::Cluster::new(name);
-        cluster.add_node(&SimNode::new(&format!("{name}-node"), "64", "256Gi")).unwrap();
+        cluster
+            .add_node(&SimNode::new(&format!("{name}-node"), "64", "256Gi"))
+            .unwrap();
         let member_served = cluster.serve(ServeOptions::default()).await.unwrap();
         use base64::Engine as _;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
@@ -89,10 +101,15 @@ async fn run(count: usize, sim: tokio::runtime::Handle) {
             .ca_pem
             .clone()
             .unwrap_or_else(|| member_served.cluster_ca_pem().to_owned());
-        create(&karmada, &resource("", "v1", "Secret", "secrets"), Some("karmada-cluster"), json!({
-            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
-            "data": {"token": b64(cluster.admin_token()), "caBundle": b64(&ca)}
-        }))
+        create(
+            &karmada,
+            &resource("", "v1", "Secret", "secrets"),
+            Some("karmada-cluster"),
+            json!({
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+                "data": {"token": b64(cluster.admin_token()), "caBundle": b64(&ca)}
+            }),
+        )
         .await;
         create(&karmada, &resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"), None, json!({
             "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
@@ -112,8 +129,10 @@ async fn run(count: usize, sim: tokio::runtime::Handle) {
         propagation::spawn(karmada.clone(), shutdown.clone());
     }
     // Members Ready and their execution spaces made before the clock starts.
-    let clusters: Api<DynamicObject> =
-        Api::all_with(karmada.clone(), &resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"));
+    let clusters: Api<DynamicObject> = Api::all_with(
+        karmada.clone(),
+        &resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"),
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let list = clusters.list(&ListParams::default()).await.unwrap();
@@ -121,9 +140,10 @@ async fn run(count: usize, sim: tokio::runtime::Handle) {
             .items
             .iter()
             .filter(|c| {
-                c.data["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+                c.data["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                })
             })
             .count();
         if ready == MEMBERS.len() {
@@ -159,7 +179,12 @@ async fn run(count: usize, sim: tokio::runtime::Handle) {
     let bindings: Api<DynamicObject> = Api::namespaced_with(
         karmada.clone(),
         "bench",
-        &resource("work.karmada.io", "v1alpha2", "ResourceBinding", "resourcebindings"),
+        &resource(
+            "work.karmada.io",
+            "v1alpha2",
+            "ResourceBinding",
+            "resourcebindings",
+        ),
     );
     let deadline = Instant::now() + Duration::from_secs(1800);
     loop {
@@ -168,9 +193,10 @@ async fn run(count: usize, sim: tokio::runtime::Handle) {
             .items
             .iter()
             .filter(|b| {
-                b.data["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == "FullyApplied" && c["status"] == "True"))
+                b.data["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "FullyApplied" && c["status"] == "True")
+                })
             })
             .count();
         if applied == count {
@@ -181,14 +207,26 @@ async fn run(count: usize, sim: tokio::runtime::Handle) {
     }
     let total = started.elapsed();
     let cpu = emulation_cpu() - cpu_before;
-    let on_member: Api<DynamicObject> = Api::namespaced_with(members[0].0.client(), "bench", &deployments);
-    let landed = on_member.list(&ListParams::default()).await.unwrap().items.len();
+    let on_member: Api<DynamicObject> =
+        Api::namespaced_with(members[0].0.client(), "bench", &deployments);
+    let landed = on_member
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len();
     println!("BENCH propagation_deployments={count}");
     println!("BENCH propagation_members={}", MEMBERS.len());
     println!("BENCH propagation_create_s={:.2}", created.as_secs_f64());
-    println!("BENCH propagation_all_fully_applied_s={:.2}", total.as_secs_f64());
+    println!(
+        "BENCH propagation_all_fully_applied_s={:.2}",
+        total.as_secs_f64()
+    );
     println!("BENCH propagation_emulation_cpu_s={cpu:.2}");
-    println!("BENCH propagation_emulation_cpu_ms_per_deployment={:.2}", cpu * 1000.0 / count as f64);
+    println!(
+        "BENCH propagation_emulation_cpu_ms_per_deployment={:.2}",
+        cpu * 1000.0 / count as f64
+    );
     println!("BENCH propagation_deployments_on_first_member={landed}");
     shutdown.cancel();
 }

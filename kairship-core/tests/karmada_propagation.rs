@@ -26,7 +26,10 @@ use tokio_util::sync::CancellationToken;
 const LIMIT: Duration = Duration::from_secs(30);
 
 fn recorded(file: &str) -> Value {
-    let path = format!("{}/tests/data/karmada-v1.19/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/data/karmada-v1.19/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
@@ -35,7 +38,12 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
 }
 
 fn rb() -> ApiResource {
-    resource("work.karmada.io", "v1alpha2", "ResourceBinding", "resourcebindings")
+    resource(
+        "work.karmada.io",
+        "v1alpha2",
+        "ResourceBinding",
+        "resourcebindings",
+    )
 }
 fn works() -> ApiResource {
     resource("work.karmada.io", "v1alpha1", "Work", "works")
@@ -79,7 +87,9 @@ async fn member(name: &str, nodes: usize) -> (String, kube_sandbox::Cluster, Ser
         },
     );
     for i in 1..=nodes {
-        cluster.add_node(&SimNode::new(&format!("{name}-node-{i}"), "4", "8Gi")).unwrap();
+        cluster
+            .add_node(&SimNode::new(&format!("{name}-node-{i}"), "4", "8Gi"))
+            .unwrap();
     }
     let served = cluster.serve(ServeOptions::default()).await.unwrap();
     (name.to_owned(), cluster, served)
@@ -110,19 +120,32 @@ impl Env {
         for (name, cluster, served) in &members {
             use base64::Engine as _;
             let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-            let ca = served.ca_pem.clone().unwrap_or_else(|| served.cluster_ca_pem().to_owned());
-            create(&karmada, &secrets, Some("karmada-cluster"), json!({
-                "apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": name, "namespace": "karmada-cluster"},
-                "data": {"token": b64(cluster.admin_token()), "caBundle": b64(&ca)}
-            }))
+            let ca = served
+                .ca_pem
+                .clone()
+                .unwrap_or_else(|| served.cluster_ca_pem().to_owned());
+            create(
+                &karmada,
+                &secrets,
+                Some("karmada-cluster"),
+                json!({
+                    "apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": name, "namespace": "karmada-cluster"},
+                    "data": {"token": b64(cluster.admin_token()), "caBundle": b64(&ca)}
+                }),
+            )
             .await;
-            create(&karmada, &clusters, None, json!({
-                "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-                "metadata": {"name": name},
-                "spec": {"syncMode": "Push", "apiEndpoint": served.url,
-                         "secretRef": {"namespace": "karmada-cluster", "name": name}}
-            }))
+            create(
+                &karmada,
+                &clusters,
+                None,
+                json!({
+                    "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                    "metadata": {"name": name},
+                    "spec": {"syncMode": "Push", "apiEndpoint": served.url,
+                             "secretRef": {"namespace": "karmada-cluster", "name": name}}
+                }),
+            )
             .await;
         }
         let shutdown = CancellationToken::new();
@@ -138,13 +161,25 @@ impl Env {
     }
 
     fn member(&self, name: &str) -> Client {
-        self.members.iter().find(|(n, _, _)| n == name).unwrap().1.client()
+        self.members
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .unwrap()
+            .1
+            .client()
     }
 }
 
 /// A recorded object as it was sent: what the API server assigned removed.
 fn as_sent(mut object: Value) -> Value {
-    for f in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "finalizers"] {
+    for f in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+        "generation",
+        "finalizers",
+    ] {
         object["metadata"].as_object_mut().unwrap().remove(f);
     }
     for l in ["propagationpolicy.karmada.io/permanent-id"] {
@@ -152,10 +187,16 @@ fn as_sent(mut object: Value) -> Value {
             labels.remove(l);
         }
     }
-    if let Some(a) = object["metadata"].get_mut("annotations").and_then(Value::as_object_mut) {
+    if let Some(a) = object["metadata"]
+        .get_mut("annotations")
+        .and_then(Value::as_object_mut)
+    {
         a.retain(|k, _| !k.starts_with("propagationpolicy.karmada.io/"));
         if a.is_empty() {
-            object["metadata"].as_object_mut().unwrap().remove("annotations");
+            object["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("annotations");
         }
     }
     if let Some(o) = object.as_object_mut() {
@@ -172,24 +213,73 @@ fn as_sent(mut object: Value) -> Value {
 /// and the two OverridePolicies, as they were sent.
 async fn create_application(env: &Env) {
     let k = &env.karmada;
-    create(k, &resource("", "v1", "Namespace", "namespaces"), None, json!({
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": "demo", "labels": {"kubernetes.io/metadata.name": "demo"}}
-    }))
+    create(
+        k,
+        &resource("", "v1", "Namespace", "namespaces"),
+        None,
+        json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "demo", "labels": {"kubernetes.io/metadata.name": "demo"}}
+        }),
+    )
     .await;
-    create(k, &deployments(), Some("demo"), as_sent(recorded("deployment-karmada-shop.json"))).await;
-    create(k, &services(), Some("demo"), as_sent(recorded("service-karmada-shop.json"))).await;
-    let pp = resource("policy.karmada.io", "v1alpha1", "PropagationPolicy", "propagationpolicies");
-    create(k, &pp, Some("demo"), as_sent(recorded("propagationpolicy-shop-as-stored.json"))).await;
-    let op = resource("policy.karmada.io", "v1alpha1", "OverridePolicy", "overridepolicies");
-    for f in ["overridepolicy-shop-msb-as-stored.json", "overridepolicy-shop-mreal-as-stored.json"] {
+    create(
+        k,
+        &deployments(),
+        Some("demo"),
+        as_sent(recorded("deployment-karmada-shop.json")),
+    )
+    .await;
+    create(
+        k,
+        &services(),
+        Some("demo"),
+        as_sent(recorded("service-karmada-shop.json")),
+    )
+    .await;
+    let pp = resource(
+        "policy.karmada.io",
+        "v1alpha1",
+        "PropagationPolicy",
+        "propagationpolicies",
+    );
+    create(
+        k,
+        &pp,
+        Some("demo"),
+        as_sent(recorded("propagationpolicy-shop-as-stored.json")),
+    )
+    .await;
+    let op = resource(
+        "policy.karmada.io",
+        "v1alpha1",
+        "OverridePolicy",
+        "overridepolicies",
+    );
+    for f in [
+        "overridepolicy-shop-msb-as-stored.json",
+        "overridepolicy-shop-mreal-as-stored.json",
+    ] {
         create(k, &op, Some("demo"), as_sent(recorded(f))).await;
     }
 }
 
-const PLACEHOLDERS: &[&str] = &["uid", "resourceVersion", "creationTimestamp", "lastTransitionTime",
-    "lastScheduledTime", "lastUpdateTime", "lastProbeTime", "startTime"];
-const GENERATIONS: &[&str] = &["generation", "observedGeneration", "schedulerObservedGeneration", "resourceTemplateGeneration"];
+const PLACEHOLDERS: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "lastTransitionTime",
+    "lastScheduledTime",
+    "lastUpdateTime",
+    "lastProbeTime",
+    "startTime",
+];
+const GENERATIONS: &[&str] = &[
+    "generation",
+    "observedGeneration",
+    "schedulerObservedGeneration",
+    "resourceTemplateGeneration",
+];
 
 /// `value` without what differs between two instances of the same history: uids, times and
 /// resourceVersions dropped, permanent ids and generations made placeholders, JSON held in
@@ -209,7 +299,9 @@ fn stable(value: &Value) -> Value {
                 } else if k == "resourcetemplate.karmada.io/generation" {
                     json!("<generation>")
                 } else if k.starts_with("policy.karmada.io/applied-") {
-                    stable(&serde_json::from_str(v.as_str().unwrap_or("null")).unwrap_or(Value::Null))
+                    stable(
+                        &serde_json::from_str(v.as_str().unwrap_or("null")).unwrap_or(Value::Null),
+                    )
                 } else {
                     stable(v)
                 };
@@ -227,7 +319,12 @@ fn differences(path: &str, got: &Value, want: &Value, out: &mut Vec<String>) {
     match (got, want) {
         (Value::Object(g), Value::Object(w)) => {
             for k in g.keys().chain(w.keys().filter(|k| !g.contains_key(*k))) {
-                differences(&format!("{path}/{k}"), g.get(k).unwrap_or(&Value::Null), w.get(k).unwrap_or(&Value::Null), out);
+                differences(
+                    &format!("{path}/{k}"),
+                    g.get(k).unwrap_or(&Value::Null),
+                    w.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
             }
         }
         (Value::Array(g), Value::Array(w)) if g.len() == w.len() => {
@@ -243,7 +340,11 @@ fn differences(path: &str, got: &Value, want: &Value, out: &mut Vec<String>) {
 fn assert_same(what: &str, got: &Value, want: &Value) {
     let mut out = Vec::new();
     differences("", &stable(got), &stable(want), &mut out);
-    assert!(out.is_empty(), "{what} differs from the recording:\n{}", out.join("\n"));
+    assert!(
+        out.is_empty(),
+        "{what} differs from the recording:\n{}",
+        out.join("\n")
+    );
 }
 
 async fn get(client: &Client, resource: &ApiResource, ns: &str, name: &str) -> Option<Value> {
@@ -269,23 +370,44 @@ async fn the_recorded_application_propagates_as_karmada_propagated_it() {
     let k = env.karmada.clone();
 
     // Bindings: scheduled and fully applied, with the aggregated status of both members.
-    let binding = eventually("the Deployment's binding aggregated from both members", LIMIT, || async {
-        let b = get(&k, &rb(), "demo", "shop-deployment").await?;
-        let items = b["status"]["aggregatedStatus"].as_array()?;
-        let msb_ready = items.iter().any(|i| i["clusterName"] == "msb" && i["status"]["readyReplicas"] == 3);
-        let mreal_seen = items.iter().any(|i| i["clusterName"] == "mreal" && i["status"]["unavailableReplicas"] == 1);
-        (fully_applied(&b) && msb_ready && mreal_seen).then_some(b)
-    })
+    let binding = eventually(
+        "the Deployment's binding aggregated from both members",
+        LIMIT,
+        || async {
+            let b = get(&k, &rb(), "demo", "shop-deployment").await?;
+            let items = b["status"]["aggregatedStatus"].as_array()?;
+            let msb_ready = items
+                .iter()
+                .any(|i| i["clusterName"] == "msb" && i["status"]["readyReplicas"] == 3);
+            let mreal_seen = items
+                .iter()
+                .any(|i| i["clusterName"] == "mreal" && i["status"]["unavailableReplicas"] == 1);
+            (fully_applied(&b) && msb_ready && mreal_seen).then_some(b)
+        },
+    )
     .await;
-    assert_same("ResourceBinding demo/shop-deployment", &binding, &recorded("resourcebinding-shop-deployment.json"));
-    assert_eq!(binding["status"]["schedulerObservedGeneration"], binding["metadata"]["generation"]);
+    assert_same(
+        "ResourceBinding demo/shop-deployment",
+        &binding,
+        &recorded("resourcebinding-shop-deployment.json"),
+    );
+    assert_eq!(
+        binding["status"]["schedulerObservedGeneration"],
+        binding["metadata"]["generation"]
+    );
     let service_binding = eventually("the Service's binding", LIMIT, || async {
         let b = get(&k, &rb(), "demo", "shop-service").await?;
-        let healthy = b["status"]["aggregatedStatus"].as_array().is_some_and(|i| i.len() == 2);
+        let healthy = b["status"]["aggregatedStatus"]
+            .as_array()
+            .is_some_and(|i| i.len() == 2);
         (fully_applied(&b) && healthy).then_some(b)
     })
     .await;
-    assert_same("ResourceBinding demo/shop-service", &service_binding, &recorded("resourcebinding-shop-service.json"));
+    assert_same(
+        "ResourceBinding demo/shop-service",
+        &service_binding,
+        &recorded("resourcebinding-shop-service.json"),
+    );
 
     // The template: claimed by the policy and its status aggregated.
     let template = eventually("the aggregated Deployment status", LIMIT, || async {
@@ -294,12 +416,25 @@ async fn the_recorded_application_propagates_as_karmada_propagated_it() {
     })
     .await;
     let recorded_template = recorded("deployment-karmada-shop.json");
-    assert_same("Deployment demo/shop (metadata)", &json!({"labels": template["metadata"]["labels"], "annotations": template["metadata"]["annotations"]}),
-        &json!({"labels": recorded_template["metadata"]["labels"], "annotations": recorded_template["metadata"]["annotations"]}));
-    assert_same("Deployment demo/shop (status)", &template["status"], &recorded_template["status"]);
-    assert_eq!(template["status"]["observedGeneration"], template["metadata"]["generation"]);
+    assert_same(
+        "Deployment demo/shop (metadata)",
+        &json!({"labels": template["metadata"]["labels"], "annotations": template["metadata"]["annotations"]}),
+        &json!({"labels": recorded_template["metadata"]["labels"], "annotations": recorded_template["metadata"]["annotations"]}),
+    );
+    assert_same(
+        "Deployment demo/shop (status)",
+        &template["status"],
+        &recorded_template["status"],
+    );
+    assert_eq!(
+        template["status"]["observedGeneration"],
+        template["metadata"]["generation"]
+    );
     let pp_id = template["metadata"]["labels"]["propagationpolicy.karmada.io/permanent-id"].clone();
-    assert_eq!(binding["metadata"]["labels"]["propagationpolicy.karmada.io/permanent-id"], pp_id);
+    assert_eq!(
+        binding["metadata"]["labels"]["propagationpolicy.karmada.io/permanent-id"],
+        pp_id
+    );
 
     // Works: the Deployment, Service and Namespace Works of each member, with the overrides.
     for member in ["msb", "mreal"] {
@@ -311,22 +446,35 @@ async fn the_recorded_application_propagates_as_karmada_propagated_it() {
             if name.starts_with("karmada-impersonator-") {
                 continue;
             }
-            let got = eventually(&format!("Work {space}/{name} with its manifest status"), LIMIT, || async {
-                let w = get(&k, &works(), &space, name).await?;
-                let statuses = w["status"]["manifestStatuses"].as_array()?;
-                let want_status = &want["status"]["manifestStatuses"][0]["status"];
-                let settled = statuses.first().is_some_and(|s| stable(&s["status"]) == stable(want_status));
-                settled.then_some(w)
-            })
+            let got = eventually(
+                &format!("Work {space}/{name} with its manifest status"),
+                LIMIT,
+                || async {
+                    let w = get(&k, &works(), &space, name).await?;
+                    let statuses = w["status"]["manifestStatuses"].as_array()?;
+                    let want_status = &want["status"]["manifestStatuses"][0]["status"];
+                    let settled = statuses
+                        .first()
+                        .is_some_and(|s| stable(&s["status"]) == stable(want_status));
+                    settled.then_some(w)
+                },
+            )
             .await;
             assert_same(&format!("Work {space}/{name}"), &got, want);
-            if let Some(rb_id) = got["metadata"]["labels"]["resourcebinding.karmada.io/permanent-id"].as_str() {
-                let owner = if name.starts_with("shop-") && got["spec"]["workload"]["manifests"][0]["kind"] == "Deployment" {
+            if let Some(rb_id) =
+                got["metadata"]["labels"]["resourcebinding.karmada.io/permanent-id"].as_str()
+            {
+                let owner = if name.starts_with("shop-")
+                    && got["spec"]["workload"]["manifests"][0]["kind"] == "Deployment"
+                {
                     &binding
                 } else {
                     &service_binding
                 };
-                assert_eq!(owner["metadata"]["labels"]["resourcebinding.karmada.io/permanent-id"], rb_id);
+                assert_eq!(
+                    owner["metadata"]["labels"]["resourcebinding.karmada.io/permanent-id"],
+                    rb_id
+                );
             }
         }
     }
@@ -338,23 +486,42 @@ async fn the_recorded_application_propagates_as_karmada_propagated_it() {
         ("mreal", "member-mreal-service-shop.json", services()),
     ] {
         let want = recorded(file);
-        let got = get(&env.member(member), &resource, "demo", "shop").await.unwrap();
+        let got = get(&env.member(member), &resource, "demo", "shop")
+            .await
+            .unwrap();
         let pick = |o: &Value| {
             let mut labels = o["metadata"]["labels"].clone();
             let mut annotations = o["metadata"]["annotations"].clone();
             // Set by the member's own controllers.
-            annotations.as_object_mut().map(|a| a.remove("deployment.kubernetes.io/revision"));
-            labels.as_object_mut().map(|l| l.remove("kubernetes.io/metadata.name"));
+            annotations
+                .as_object_mut()
+                .map(|a| a.remove("deployment.kubernetes.io/revision"));
+            labels
+                .as_object_mut()
+                .map(|l| l.remove("kubernetes.io/metadata.name"));
             let mut spec = o["spec"].clone();
             for f in ["clusterIP", "clusterIPs"] {
                 spec.as_object_mut().map(|s| s.remove(f));
             }
             json!({"labels": labels, "annotations": annotations, "spec": spec})
         };
-        assert_same(&format!("{member}: {} demo/shop", resource.kind), &pick(&got), &pick(&want));
+        assert_same(
+            &format!("{member}: {} demo/shop", resource.kind),
+            &pick(&got),
+            &pick(&want),
+        );
         if resource.kind == "Deployment" {
-            for f in ["replicas", "readyReplicas", "availableReplicas", "updatedReplicas", "unavailableReplicas"] {
-                assert_eq!(got["status"][f], want["status"][f], "{member}: Deployment status {f}");
+            for f in [
+                "replicas",
+                "readyReplicas",
+                "availableReplicas",
+                "updatedReplicas",
+                "unavailableReplicas",
+            ] {
+                assert_eq!(
+                    got["status"][f], want["status"][f],
+                    "{member}: Deployment status {f}"
+                );
             }
         }
     }
@@ -366,15 +533,24 @@ async fn deleting_the_template_removes_its_works_and_member_objects() {
     create_application(&env).await;
     let k = env.karmada.clone();
     let msb = env.member("msb");
-    eventually("the Deployment on msb", LIMIT, || async { get(&msb, &deployments(), "demo", "shop").await }).await;
-    let api: Api<DynamicObject> = Api::namespaced_with(k.clone(), "demo", &deployments());
-    api.delete("shop", &DeleteParams::foreground()).await.unwrap();
-    eventually("the binding, its Works and the member's Deployment gone", LIMIT, || async {
-        let binding = get(&k, &rb(), "demo", "shop-deployment").await;
-        let work = get(&k, &works(), "karmada-es-msb", "shop-84b68648dc").await;
-        let on_member = get(&msb, &deployments(), "demo", "shop").await;
-        (binding.is_none() && work.is_none() && on_member.is_none()).then_some(())
+    eventually("the Deployment on msb", LIMIT, || async {
+        get(&msb, &deployments(), "demo", "shop").await
     })
+    .await;
+    let api: Api<DynamicObject> = Api::namespaced_with(k.clone(), "demo", &deployments());
+    api.delete("shop", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    eventually(
+        "the binding, its Works and the member's Deployment gone",
+        LIMIT,
+        || async {
+            let binding = get(&k, &rb(), "demo", "shop-deployment").await;
+            let work = get(&k, &works(), "karmada-es-msb", "shop-84b68648dc").await;
+            let on_member = get(&msb, &deployments(), "demo", "shop").await;
+            (binding.is_none() && work.is_none() && on_member.is_none()).then_some(())
+        },
+    )
     .await;
     // The Service stays where it is.
     assert!(get(&msb, &services(), "demo", "shop").await.is_some());

@@ -9,17 +9,17 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
-use kube::Api;
 use serde_json::{Value, json};
 
 use super::detector::selector_priority;
 use super::execution_space::{EXECUTION_FINALIZER, execution_space, without_finalizer};
+use super::informers::{generation, key, version, versions, works_by_binding};
 use super::interpreter;
 use super::objects::*;
 use super::overrides;
-use super::informers::{generation, key, version, versions, works_by_binding};
 use super::propagation::Karmada;
 use crate::models::cluster::Cluster;
 
@@ -65,9 +65,15 @@ pub fn manifest_for(
     let applied = overrides::apply(&mut manifest, policies, cluster)?;
     let cluster_scoped = binding["kind"] == "ClusterResourceBinding";
     let (id_key, id) = if cluster_scoped {
-        (CRB_PERMANENT_ID, label(binding, CRB_PERMANENT_ID).unwrap_or_default())
+        (
+            CRB_PERMANENT_ID,
+            label(binding, CRB_PERMANENT_ID).unwrap_or_default(),
+        )
     } else {
-        (RB_PERMANENT_ID, label(binding, RB_PERMANENT_ID).unwrap_or_default())
+        (
+            RB_PERMANENT_ID,
+            label(binding, RB_PERMANENT_ID).unwrap_or_default(),
+        )
     };
     let labels = meta_map(&mut manifest, "labels");
     labels.insert(id_key.into(), json!(id));
@@ -81,7 +87,10 @@ pub fn manifest_for(
     if cluster_scoped {
         annotations.insert(CRB_NAME.into(), json!(text(binding, "/metadata/name")));
     } else {
-        annotations.insert(RB_NAMESPACE.into(), json!(text(binding, "/metadata/namespace")));
+        annotations.insert(
+            RB_NAMESPACE.into(),
+            json!(text(binding, "/metadata/namespace")),
+        );
         annotations.insert(RB_NAME.into(), json!(text(binding, "/metadata/name")));
     }
     annotations.insert(TEMPLATE_UID.into(), json!(text(template, "/metadata/uid")));
@@ -112,12 +121,20 @@ fn override_policies(k: &Karmada, template: &Value) -> (Vec<Value>, Vec<Value>) 
             .into_iter()
             .filter(|p| !namespaced || text(p, "/metadata/namespace") == ns)
             .filter_map(|p| {
-                let policy_ns = if namespaced { text(&p, "/metadata/namespace").to_owned() } else { String::new() };
+                let policy_ns = if namespaced {
+                    text(&p, "/metadata/namespace").to_owned()
+                } else {
+                    String::new()
+                };
                 let priority = match p["spec"]["resourceSelectors"].as_array() {
                     // No selector: every template of the namespace.
                     None => 1,
                     Some(s) if s.is_empty() => 1,
-                    Some(s) => s.iter().map(|s| selector_priority(template, s, &policy_ns)).max().unwrap_or(0),
+                    Some(s) => s
+                        .iter()
+                        .map(|s| selector_priority(template, s, &policy_ns))
+                        .max()
+                        .unwrap_or(0),
                 };
                 (priority > 0).then(|| (priority, text(&p, "/metadata/name").to_owned(), p))
             })
@@ -135,7 +152,12 @@ fn work_api(k: &Karmada, cluster: &str) -> Api<DynamicObject> {
 /// One pass over every binding whose inputs changed.
 pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let by_binding = works_by_binding(&k.works);
-    let shared = format!("{}|{}|{}", versions(&k.ops), versions(&k.cops), versions(&k.clusters));
+    let shared = format!(
+        "{}|{}|{}",
+        versions(&k.ops),
+        versions(&k.cops),
+        versions(&k.clusters)
+    );
     let mut again = false;
     for informer in [&k.rbs, &k.crbs] {
         for object in informer.all() {
@@ -154,7 +176,11 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
                 .map(|t| version(&t));
             let mut works: Vec<String> = mine.iter().map(|w| generation(w)).collect();
             works.sort();
-            let fingerprint = format!("{}|{template:?}|{shared}|{}", version(&object), works.join(","));
+            let fingerprint = format!(
+                "{}|{template:?}|{shared}|{}",
+                version(&object),
+                works.join(",")
+            );
             let memo_key = key(&object);
             if k.memo.unchanged("binding", &memo_key, &fingerprint) {
                 continue;
@@ -175,9 +201,19 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
 
 fn binding_id(binding: &Value) -> (&'static str, String) {
     if binding["kind"] == "ClusterResourceBinding" {
-        (CRB_PERMANENT_ID, label(binding, CRB_PERMANENT_ID).unwrap_or_default().to_owned())
+        (
+            CRB_PERMANENT_ID,
+            label(binding, CRB_PERMANENT_ID)
+                .unwrap_or_default()
+                .to_owned(),
+        )
     } else {
-        (RB_PERMANENT_ID, label(binding, RB_PERMANENT_ID).unwrap_or_default().to_owned())
+        (
+            RB_PERMANENT_ID,
+            label(binding, RB_PERMANENT_ID)
+                .unwrap_or_default()
+                .to_owned(),
+        )
     }
 }
 
@@ -186,19 +222,32 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
     if id.is_empty() {
         return Ok(());
     }
-    let mine: Vec<&Value> = works.iter().filter(|w| label(w, id_key) == Some(id.as_str())).collect();
+    let mine: Vec<&Value> = works
+        .iter()
+        .filter(|w| label(w, id_key) == Some(id.as_str()))
+        .collect();
     let targets: Vec<(String, i32)> = binding["spec"]["clusters"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|c| (text(c, "/name").to_owned(), c["replicas"].as_i64().unwrap_or(0) as i32))
+        .map(|c| {
+            (
+                text(c, "/name").to_owned(),
+                c["replicas"].as_i64().unwrap_or(0) as i32,
+            )
+        })
         .collect();
     let deleting = binding["metadata"]["deletionTimestamp"].is_string();
     // Works of clusters no longer targeted (`RemoveOrphanWorks`), or all when deleting.
     for w in &mine {
         let cluster = text(w, "/metadata/namespace").trim_start_matches("karmada-es-");
-        if (deleting || !targets.iter().any(|(t, _)| t == cluster)) && !w["metadata"]["deletionTimestamp"].is_string() {
-            match work_api(k, cluster).delete(text(w, "/metadata/name"), &DeleteParams::background()).await {
+        if (deleting || !targets.iter().any(|(t, _)| t == cluster))
+            && !w["metadata"]["deletionTimestamp"].is_string()
+        {
+            match work_api(k, cluster)
+                .delete(text(w, "/metadata/name"), &DeleteParams::background())
+                .await
+            {
                 Ok(_) => {}
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(e.to_string()),
@@ -206,17 +255,32 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
         }
     }
     if deleting {
-        let finalizer = if binding["kind"] == "ClusterResourceBinding" { CLUSTER_BINDING_FINALIZER } else { BINDING_FINALIZER };
+        let finalizer = if binding["kind"] == "ClusterResourceBinding" {
+            CLUSTER_BINDING_FINALIZER
+        } else {
+            BINDING_FINALIZER
+        };
         if mine.is_empty()
             && let Some(kept) = without_finalizer(binding, finalizer)
         {
             let api: Api<DynamicObject> = if binding["kind"] == "ClusterResourceBinding" {
                 Api::all_with(k.client.clone(), &cluster_resource_bindings())
             } else {
-                Api::namespaced_with(k.client.clone(), text(binding, "/metadata/namespace"), &resource_bindings())
+                Api::namespaced_with(
+                    k.client.clone(),
+                    text(binding, "/metadata/namespace"),
+                    &resource_bindings(),
+                )
             };
             let patch = json!({"metadata": {"finalizers": kept}});
-            match api.patch(text(binding, "/metadata/name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
+            match api
+                .patch(
+                    text(binding, "/metadata/name"),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+            {
                 Ok(_) => {}
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(e.to_string()),
@@ -234,15 +298,22 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
     let Some(informer) = k.templates.iter().find(|(t, _)| *t == kind).map(|(_, i)| i) else {
         return Ok(());
     };
-    let Some(template) = informer.get_value(text(resource, "/namespace"), text(resource, "/name")) else {
+    let Some(template) = informer.get_value(text(resource, "/namespace"), text(resource, "/name"))
+    else {
         return Ok(());
     };
     if template["metadata"]["uid"] != resource["uid"] {
         return Ok(());
     }
     let (cops, ops) = override_policies(k, &template);
-    let divided = binding["spec"].get("replicas").is_some_and(|r| !r.is_null());
-    let name = work_name(text(&template, "/kind"), text(&template, "/metadata/name"), text(&template, "/metadata/namespace"));
+    let divided = binding["spec"]
+        .get("replicas")
+        .is_some_and(|r| !r.is_null());
+    let name = work_name(
+        text(&template, "/kind"),
+        text(&template, "/metadata/name"),
+        text(&template, "/metadata/namespace"),
+    );
     let mut errors = Vec::new();
     for (cluster_name, replicas) in &targets {
         let Some(cluster) = k
@@ -253,26 +324,29 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
             continue;
         };
         let space = execution_space(cluster_name);
-        let existing = mine.iter().find(|w| text(w, "/metadata/namespace") == space && text(w, "/metadata/name") == name);
+        let existing = mine
+            .iter()
+            .find(|w| text(w, "/metadata/namespace") == space && text(w, "/metadata/name") == name);
         let work_id = existing
             .and_then(|w| label(w, WORK_PERMANENT_ID))
             .map(str::to_owned)
             .unwrap_or_else(permanent_id);
         // ClusterOverridePolicies first, then OverridePolicies (`ApplyOverridePolicies`).
         let mut overridden = template.clone();
-        let built = overrides::apply(&mut overridden, &cops.iter().collect::<Vec<_>>(), &cluster).and_then(|cluster_applied| {
-            let (manifest, applied) = manifest_for(
-                &overridden,
-                binding,
-                &cluster,
-                divided.then_some(*replicas),
-                &ops.iter().collect::<Vec<_>>(),
-                &name,
-                &space,
-                &work_id,
-            )?;
-            Ok((manifest, applied, cluster_applied))
-        });
+        let built = overrides::apply(&mut overridden, &cops.iter().collect::<Vec<_>>(), &cluster)
+            .and_then(|cluster_applied| {
+                let (manifest, applied) = manifest_for(
+                    &overridden,
+                    binding,
+                    &cluster,
+                    divided.then_some(*replicas),
+                    &ops.iter().collect::<Vec<_>>(),
+                    &name,
+                    &space,
+                    &work_id,
+                )?;
+                Ok((manifest, applied, cluster_applied))
+            });
         let (manifest, applied, cluster_applied) = match built {
             Ok(built) => built,
             Err(e) => {
@@ -284,15 +358,27 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
         if binding["kind"] == "ClusterResourceBinding" {
             annotations.insert(CRB_NAME.into(), json!(text(binding, "/metadata/name")));
         } else {
-            annotations.insert(RB_NAMESPACE.into(), json!(text(binding, "/metadata/namespace")));
+            annotations.insert(
+                RB_NAMESPACE.into(),
+                json!(text(binding, "/metadata/namespace")),
+            );
             annotations.insert(RB_NAME.into(), json!(text(binding, "/metadata/name")));
         }
-        annotations.insert(CONFLICT_RESOLUTION.into(), json!(conflict_resolution(&template, binding)));
+        annotations.insert(
+            CONFLICT_RESOLUTION.into(),
+            json!(conflict_resolution(&template, binding)),
+        );
         if !applied.is_empty() {
-            annotations.insert(APPLIED_OVERRIDES.into(), json!(Value::Array(applied).to_string()));
+            annotations.insert(
+                APPLIED_OVERRIDES.into(),
+                json!(Value::Array(applied).to_string()),
+            );
         }
         if !cluster_applied.is_empty() {
-            annotations.insert(APPLIED_CLUSTER_OVERRIDES.into(), json!(Value::Array(cluster_applied).to_string()));
+            annotations.insert(
+                APPLIED_CLUSTER_OVERRIDES.into(),
+                json!(Value::Array(cluster_applied).to_string()),
+            );
         }
         let spec = json!({
             "workload": {"manifests": [manifest]},
@@ -311,8 +397,12 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
                     },
                     "spec": spec,
                 });
-                let object: DynamicObject = serde_json::from_value(body).map_err(|e| e.to_string())?;
-                match work_api(k, cluster_name).create(&PostParams::default(), &object).await {
+                let object: DynamicObject =
+                    serde_json::from_value(body).map_err(|e| e.to_string())?;
+                match work_api(k, cluster_name)
+                    .create(&PostParams::default(), &object)
+                    .await
+                {
                     Ok(_) => Ok(()),
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
                     Err(e) => Err(e.to_string()),
@@ -348,7 +438,11 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
             errors.push(format!("{cluster_name}: {e}"));
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 #[cfg(test)]
@@ -357,14 +451,18 @@ mod tests {
 
     #[test]
     fn managed_keys_are_recorded_sorted() {
-        let mut m = json!({"metadata": {"labels": {"b": "1", "a": "2"}, "annotations": {"z": "x"}}});
+        let mut m =
+            json!({"metadata": {"labels": {"b": "1", "a": "2"}, "annotations": {"z": "x"}}});
         record_managed(&mut m, "w1");
         assert_eq!(m["metadata"]["labels"][WORK_PERMANENT_ID], "w1");
         assert_eq!(
             m["metadata"]["annotations"][MANAGED_ANNOTATIONS],
             "resourcetemplate.karmada.io/managed-annotations,resourcetemplate.karmada.io/managed-labels,z"
         );
-        assert_eq!(m["metadata"]["annotations"][MANAGED_LABELS], "a,b,work.karmada.io/permanent-id");
+        assert_eq!(
+            m["metadata"]["annotations"][MANAGED_LABELS],
+            "a,b,work.karmada.io/permanent-id"
+        );
     }
 
     #[test]

@@ -5,20 +5,21 @@
 //! `FullyApplied` condition, then the template's status aggregated from them
 //! (`updateResourceStatus`).
 
+use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
-use kube::Api;
 use serde_json::{Map, Value, json};
 
+use super::informers::{key, version, works_by_binding};
 use super::interpreter;
 use super::objects::*;
-use super::informers::{key, version, works_by_binding};
 use super::propagation::Karmada;
 
 /// `FullyAppliedSuccessMessage`.
 pub const FULLY_APPLIED: &str = "All works have been successfully applied";
 /// `FullyAppliedFailedMessage`.
-pub const NOT_FULLY_APPLIED: &str = "Failed to apply all works, see status.aggregatedStatus for details";
+pub const NOT_FULLY_APPLIED: &str =
+    "Failed to apply all works, see status.aggregatedStatus for details";
 
 /// The binding's `aggregatedStatus` from its Works (`assembleWorkStatus`).
 pub fn aggregated_status(binding: &Value, works: &[&Value]) -> Vec<Value> {
@@ -36,23 +37,30 @@ pub fn aggregated_status(binding: &Value, works: &[&Value]) -> Vec<Value> {
             let ok = applied.is_some_and(|c| c["status"] == "True");
             let mut item = json!({"clusterName": cluster, "applied": ok, "health": "Unknown"});
             if !ok {
-                if let Some(m) = applied.and_then(|c| c["message"].as_str()).filter(|m| !m.is_empty()) {
+                if let Some(m) = applied
+                    .and_then(|c| c["message"].as_str())
+                    .filter(|m| !m.is_empty())
+                {
                     item["appliedMessage"] = json!(m);
                 }
                 return item;
             }
             // The manifest status of the template's object.
-            let found = w["status"]["manifestStatuses"].as_array().into_iter().flatten().find(|s| {
-                let id = &s["identifier"];
-                let api_version = match id["group"].as_str().filter(|g| !g.is_empty()) {
-                    Some(g) => format!("{g}/{}", text(id, "/version")),
-                    None => text(id, "/version").to_owned(),
-                };
-                api_version == text(resource, "/apiVersion")
-                    && id["kind"] == resource["kind"]
-                    && id["name"] == resource["name"]
-                    && text(id, "/namespace") == text(resource, "/namespace")
-            });
+            let found = w["status"]["manifestStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|s| {
+                    let id = &s["identifier"];
+                    let api_version = match id["group"].as_str().filter(|g| !g.is_empty()) {
+                        Some(g) => format!("{g}/{}", text(id, "/version")),
+                        None => text(id, "/version").to_owned(),
+                    };
+                    api_version == text(resource, "/apiVersion")
+                        && id["kind"] == resource["kind"]
+                        && id["name"] == resource["name"]
+                        && text(id, "/namespace") == text(resource, "/namespace")
+                });
             if let Some(s) = found {
                 if let Some(status) = s.get("status").filter(|v| !v.is_null()) {
                     item["status"] = status.clone();
@@ -75,7 +83,11 @@ pub fn fully_applied(binding: &Value, items: &[Value]) -> Value {
         .map(|c| text(c, "/name"))
         .collect();
     let all = !clusters.is_empty()
-        && clusters.iter().all(|c| items.iter().any(|i| i["clusterName"] == *c && i["applied"] == true));
+        && clusters.iter().all(|c| {
+            items
+                .iter()
+                .any(|i| i["clusterName"] == *c && i["applied"] == true)
+        });
     if all {
         json!({"type": "FullyApplied", "status": "True", "reason": "FullyAppliedSuccess",
             "message": FULLY_APPLIED, "lastTransitionTime": now()})
@@ -142,14 +154,25 @@ async fn sync(k: &Karmada, binding: &Value, works: &[&Value]) -> Result<(), Stri
         .as_array()
         .into_iter()
         .flatten()
-        .any(|c| c["type"] == "FullyApplied" && c["status"] == condition["status"] && c["reason"] == condition["reason"]);
-    let current_items = status["aggregatedStatus"].as_array().cloned().unwrap_or_default();
+        .any(|c| {
+            c["type"] == "FullyApplied"
+                && c["status"] == condition["status"]
+                && c["reason"] == condition["reason"]
+        });
+    let current_items = status["aggregatedStatus"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     if !same_condition || current_items != items {
         let cluster_scoped = binding["kind"] == "ClusterResourceBinding";
         let api: Api<DynamicObject> = if cluster_scoped {
             Api::all_with(k.client.clone(), &cluster_resource_bindings())
         } else {
-            Api::namespaced_with(k.client.clone(), text(binding, "/metadata/namespace"), &resource_bindings())
+            Api::namespaced_with(
+                k.client.clone(),
+                text(binding, "/metadata/namespace"),
+                &resource_bindings(),
+            )
         };
         // The resourceVersion makes a write from a stale view fail rather than drop the
         // scheduler's condition.
@@ -157,15 +180,23 @@ async fn sync(k: &Karmada, binding: &Value, works: &[&Value]) -> Result<(), Stri
             "aggregatedStatus": items,
             "conditions": set_condition(&status["conditions"], condition),
         }});
-        api.patch_status(text(binding, "/metadata/name"), &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| e.to_string())?;
+        api.patch_status(
+            text(binding, "/metadata/name"),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
     }
     aggregate_into_template(k, binding, &items).await
 }
 
 /// Writes the template's aggregated status (`updateResourceStatus`).
-async fn aggregate_into_template(k: &Karmada, binding: &Value, items: &[Value]) -> Result<(), String> {
+async fn aggregate_into_template(
+    k: &Karmada,
+    binding: &Value,
+    items: &[Value],
+) -> Result<(), String> {
     let resource = &binding["spec"]["resource"];
     let Some(kind) = template_kind(text(resource, "/apiVersion"), text(resource, "/kind")) else {
         return Ok(());
@@ -183,7 +214,12 @@ async fn aggregate_into_template(k: &Karmada, binding: &Value, items: &[Value]) 
     };
     // A merge patch replacing the status: fields gone are set to null.
     let mut status = next.as_object().cloned().unwrap_or_default();
-    for key in template["status"].as_object().map(Map::keys).into_iter().flatten() {
+    for key in template["status"]
+        .as_object()
+        .map(Map::keys)
+        .into_iter()
+        .flatten()
+    {
         status.entry(key.clone()).or_insert(Value::Null);
     }
     let api: Api<DynamicObject> = if kind.namespaced {
@@ -191,10 +227,14 @@ async fn aggregate_into_template(k: &Karmada, binding: &Value, items: &[Value]) 
     } else {
         Api::all_with(k.client.clone(), &kind.resource())
     };
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": status})),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -212,11 +252,17 @@ mod tests {
         let failed = json!({"metadata": {"namespace": "karmada-es-mreal"}, "status": {
             "conditions": [{"type": "Applied", "status": "False", "message": "boom"}]}});
         let items = aggregated_status(&binding, &[&ok, &failed]);
-        assert_eq!(items, vec![
-            json!({"clusterName": "mreal", "applied": false, "appliedMessage": "boom", "health": "Unknown"}),
-            json!({"clusterName": "msb", "applied": true, "health": "Healthy", "status": {"replicas": 3}}),
-        ]);
-        assert_eq!(fully_applied(&binding, &items)["reason"], "FullyAppliedFailed");
+        assert_eq!(
+            items,
+            vec![
+                json!({"clusterName": "mreal", "applied": false, "appliedMessage": "boom", "health": "Unknown"}),
+                json!({"clusterName": "msb", "applied": true, "health": "Healthy", "status": {"replicas": 3}}),
+            ]
+        );
+        assert_eq!(
+            fully_applied(&binding, &items)["reason"],
+            "FullyAppliedFailed"
+        );
         let items = aggregated_status(&binding, &[&ok]);
         assert_eq!(fully_applied(&binding, &items)["status"], "False");
         let one = json!({"spec": {"clusters": [{"name": "msb"}]}});

@@ -12,9 +12,9 @@ use kube::core::DynamicObject;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+use super::informers::{version, versions};
 use super::interpreter;
 use super::objects::*;
-use super::informers::{version, versions};
 use super::propagation::Karmada;
 use crate::scheduling::label_selector_matches;
 
@@ -52,7 +52,11 @@ pub fn selector_priority(template: &Value, selector: &Value, policy_namespace: &
                         .collect()
                 })
                 .unwrap_or_default();
-            if label_selector_matches(&ls, &labels) { 2 } else { 0 }
+            if label_selector_matches(&ls, &labels) {
+                2
+            } else {
+                0
+            }
         }
     }
 }
@@ -81,7 +85,8 @@ pub fn best_policy<'a>(template: &Value, policies: &'a [Value]) -> Option<&'a Va
             None => true,
             Some((b, be, bi)) => {
                 (explicit, implicit) > (be, bi)
-                    || ((explicit, implicit) == (be, bi) && text(p, "/metadata/name") < text(b, "/metadata/name"))
+                    || ((explicit, implicit) == (be, bi)
+                        && text(p, "/metadata/name") < text(b, "/metadata/name"))
             }
         };
         if better {
@@ -93,12 +98,17 @@ pub fn best_policy<'a>(template: &Value, policies: &'a [Value]) -> Option<&'a Va
 
 /// Which policy keeps `template`: the one claiming it while it still matches, unless a
 /// higher-priority policy with `preemption: Always` matches (`preemption.go`); else the best.
-fn choose<'a>(template: &Value, claimed: Option<&'a Value>, policies: &'a [Value]) -> Option<&'a Value> {
+fn choose<'a>(
+    template: &Value,
+    claimed: Option<&'a Value>,
+    policies: &'a [Value],
+) -> Option<&'a Value> {
     let best = best_policy(template, policies)?;
     match claimed {
         Some(c) if best_policy(template, std::slice::from_ref(c)).is_some() => {
             let takes_over = best["spec"]["preemption"] == "Always"
-                && best["spec"]["priority"].as_i64().unwrap_or(0) > c["spec"]["priority"].as_i64().unwrap_or(0);
+                && best["spec"]["priority"].as_i64().unwrap_or(0)
+                    > c["spec"]["priority"].as_i64().unwrap_or(0);
             Some(if takes_over { best } else { c })
         }
         _ => Some(best),
@@ -107,7 +117,10 @@ fn choose<'a>(template: &Value, claimed: Option<&'a Value>, policies: &'a [Value
 
 /// Namespaces Karmada never propagates from (`util.IsReservedNamespace`).
 pub fn reserved_namespace(ns: &str) -> bool {
-    ns == "karmada-system" || ns == "karmada-cluster" || ns.starts_with("karmada-es-") || ns.starts_with("kube-")
+    ns == "karmada-system"
+        || ns == "karmada-cluster"
+        || ns.starts_with("karmada-es-")
+        || ns.starts_with("kube-")
 }
 
 /// The binding Karmada builds for `template` under `policy` (`BuildResourceBinding`).
@@ -130,7 +143,12 @@ pub fn binding_for(template: &Value, policy: &Value, cluster_scoped_policy: bool
         "conflictResolution": spec["conflictResolution"].as_str().unwrap_or("Abort"),
         "schedulerName": spec["schedulerName"].as_str().unwrap_or("default-scheduler"),
     });
-    for f in ["propagateDeps", "failover", "suspension", "preserveResourcesOnDeletion"] {
+    for f in [
+        "propagateDeps",
+        "failover",
+        "suspension",
+        "preserveResourcesOnDeletion",
+    ] {
         if let Some(v) = spec.get(f).filter(|v| !v.is_null()) {
             binding_spec[f] = v.clone();
         }
@@ -140,9 +158,15 @@ pub fn binding_for(template: &Value, policy: &Value, cluster_scoped_policy: bool
         binding_spec["replicaRequirements"] = requirements;
     }
     let (id_key, id) = if cluster_scoped_policy {
-        (CPP_PERMANENT_ID, label(policy, CPP_PERMANENT_ID).unwrap_or_default())
+        (
+            CPP_PERMANENT_ID,
+            label(policy, CPP_PERMANENT_ID).unwrap_or_default(),
+        )
     } else {
-        (PP_PERMANENT_ID, label(policy, PP_PERMANENT_ID).unwrap_or_default())
+        (
+            PP_PERMANENT_ID,
+            label(policy, PP_PERMANENT_ID).unwrap_or_default(),
+        )
     };
     let annotations = if cluster_scoped_policy {
         json!({CPP_NAME: text(policy, "/metadata/name")})
@@ -173,7 +197,10 @@ fn policy_api(client: &Client, cluster_scoped: bool, namespace: &str) -> Api<Dyn
 }
 
 async fn merge(api: &Api<DynamicObject>, name: &str, patch: Value) -> Result<(), String> {
-    match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(format!("{name}: {e}")),
@@ -182,7 +209,12 @@ async fn merge(api: &Api<DynamicObject>, name: &str, patch: Value) -> Result<(),
 
 /// The webhook's and policy controller's part: a permanent id and the finalizer on every
 /// policy; a deleted policy's claims released, then its finalizer dropped.
-async fn tend_policies(k: &Karmada, cluster_scoped: bool, policies: &[Value], templates: &[Value]) -> Result<(), String> {
+async fn tend_policies(
+    k: &Karmada,
+    cluster_scoped: bool,
+    policies: &[Value],
+    templates: &[Value],
+) -> Result<(), String> {
     let (id_key, finalizer) = if cluster_scoped {
         (CPP_PERMANENT_ID, CPP_FINALIZER)
     } else {
@@ -193,7 +225,10 @@ async fn tend_policies(k: &Karmada, cluster_scoped: bool, policies: &[Value], te
         let api = policy_api(&k.client, cluster_scoped, text(p, "/metadata/namespace"));
         if p["metadata"]["deletionTimestamp"].is_string() {
             let id = label(p, id_key).unwrap_or_default();
-            for t in templates.iter().filter(|t| !id.is_empty() && label(t, id_key) == Some(id)) {
+            for t in templates
+                .iter()
+                .filter(|t| !id.is_empty() && label(t, id_key) == Some(id))
+            {
                 release(k, t).await?;
             }
             if let Some(kept) = super::execution_space::without_finalizer(p, finalizer) {
@@ -204,7 +239,11 @@ async fn tend_policies(k: &Karmada, cluster_scoped: bool, policies: &[Value], te
         let mut patch = json!({});
         if label(p, id_key).is_none() {
             // Fresh read: an id is never replaced.
-            let fresh = api.get_opt(name).await.map_err(|e| e.to_string())?.map(|o| json_of(&o));
+            let fresh = api
+                .get_opt(name)
+                .await
+                .map_err(|e| e.to_string())?
+                .map(|o| json_of(&o));
             if fresh.as_ref().is_some_and(|f| label(f, id_key).is_none()) {
                 patch["metadata"]["labels"] = json!({id_key: permanent_id()});
             }
@@ -245,7 +284,10 @@ async fn release(k: &Karmada, template: &Value) -> Result<(), String> {
 pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let pps = k.pps.values();
     let cpps = k.cpps.values();
-    let deleting = pps.iter().chain(&cpps).any(|p| p["metadata"]["deletionTimestamp"].is_string());
+    let deleting = pps
+        .iter()
+        .chain(&cpps)
+        .any(|p| p["metadata"]["deletionTimestamp"].is_string());
     // Every template only when a policy releases its claims.
     let claimed: Vec<Value> = if deleting {
         k.templates.iter().flat_map(|(_, i)| i.values()).collect()
@@ -264,9 +306,17 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
                 continue;
             }
             let binding = binding_name(kind.kind, name);
-            let existing = if ns.is_empty() { k.crbs.get("", &binding) } else { k.rbs.get(ns, &binding) };
+            let existing = if ns.is_empty() {
+                k.crbs.get("", &binding)
+            } else {
+                k.rbs.get(ns, &binding)
+            };
             let key = format!("{}/{ns}/{name}", kind.kind);
-            let fingerprint = format!("{}|{policies}|{:?}", version(&object), existing.map(|b| version(&b)));
+            let fingerprint = format!(
+                "{}|{policies}|{:?}",
+                version(&object),
+                existing.map(|b| version(&b))
+            );
             if k.memo.unchanged("detector", &key, &fingerprint) {
                 continue;
             }
@@ -283,25 +333,42 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
     Ok(again)
 }
 
-async fn detect(k: &Karmada, template: &Value, pps: &[Value], cpps: &[Value]) -> Result<(), String> {
+async fn detect(
+    k: &Karmada,
+    template: &Value,
+    pps: &[Value],
+    cpps: &[Value],
+) -> Result<(), String> {
     let ns = text(template, "/metadata/namespace");
-    let in_ns: Vec<Value> = pps.iter().filter(|p| text(p, "/metadata/namespace") == ns).cloned().collect();
-    let claimed_pp = annotation(template, PP_NAME).and_then(|n| in_ns.iter().find(|p| text(p, "/metadata/name") == n));
-    let claimed_cpp = annotation(template, CPP_NAME).and_then(|n| cpps.iter().find(|p| text(p, "/metadata/name") == n));
+    let in_ns: Vec<Value> = pps
+        .iter()
+        .filter(|p| text(p, "/metadata/namespace") == ns)
+        .cloned()
+        .collect();
+    let claimed_pp = annotation(template, PP_NAME)
+        .and_then(|n| in_ns.iter().find(|p| text(p, "/metadata/name") == n));
+    let claimed_cpp = annotation(template, CPP_NAME)
+        .and_then(|n| cpps.iter().find(|p| text(p, "/metadata/name") == n));
     // Namespaced templates take a PropagationPolicy over a ClusterPropagationPolicy.
     let (policy, cluster_scoped) = match (ns.is_empty(), choose(template, claimed_pp, &in_ns)) {
         (false, Some(p)) => (p, false),
         _ => match choose(template, claimed_cpp, cpps) {
             Some(p) => (p, true),
             None => {
-                if annotation(template, PP_NAME).is_some() || annotation(template, CPP_NAME).is_some() {
+                if annotation(template, PP_NAME).is_some()
+                    || annotation(template, CPP_NAME).is_some()
+                {
                     release(k, template).await?;
                 }
                 return Ok(());
             }
         },
     };
-    let id_key = if cluster_scoped { CPP_PERMANENT_ID } else { PP_PERMANENT_ID };
+    let id_key = if cluster_scoped {
+        CPP_PERMANENT_ID
+    } else {
+        PP_PERMANENT_ID
+    };
     let Some(id) = label(policy, id_key) else {
         // The policy gets its id first.
         return Err("policy without permanent id yet".into());
@@ -324,22 +391,46 @@ async fn detect(k: &Karmada, template: &Value, pps: &[Value], cpps: &[Value]) ->
     ensure_binding(k, template, policy, cluster_scoped || ns.is_empty()).await
 }
 
-async fn ensure_binding(k: &Karmada, template: &Value, policy: &Value, cluster_binding: bool) -> Result<(), String> {
-    let cpp = policy["kind"] == "ClusterPropagationPolicy" || policy["metadata"]["namespace"].is_null();
+async fn ensure_binding(
+    k: &Karmada,
+    template: &Value,
+    policy: &Value,
+    cluster_binding: bool,
+) -> Result<(), String> {
+    let cpp =
+        policy["kind"] == "ClusterPropagationPolicy" || policy["metadata"]["namespace"].is_null();
     let desired = binding_for(template, policy, cpp);
     let name = text(&desired, "/metadata/name").to_owned();
     let ns = text(template, "/metadata/namespace");
     let (api, informer, id_key, finalizer): (Api<DynamicObject>, _, _, _) = if cluster_binding {
-        (Api::all_with(k.client.clone(), &cluster_resource_bindings()), &k.crbs, CRB_PERMANENT_ID, CLUSTER_BINDING_FINALIZER)
+        (
+            Api::all_with(k.client.clone(), &cluster_resource_bindings()),
+            &k.crbs,
+            CRB_PERMANENT_ID,
+            CLUSTER_BINDING_FINALIZER,
+        )
     } else {
-        (Api::namespaced_with(k.client.clone(), ns, &resource_bindings()), &k.rbs, RB_PERMANENT_ID, BINDING_FINALIZER)
+        (
+            Api::namespaced_with(k.client.clone(), ns, &resource_bindings()),
+            &k.rbs,
+            RB_PERMANENT_ID,
+            BINDING_FINALIZER,
+        )
     };
     match informer.get_value(if cluster_binding { "" } else { ns }, &name) {
         None => {
             let mut body = desired.clone();
             body["apiVersion"] = json!("work.karmada.io/v1alpha2");
-            body["kind"] = json!(if cluster_binding { "ClusterResourceBinding" } else { "ResourceBinding" });
-            body["metadata"]["finalizers"] = json!([if cluster_binding { CLUSTER_BINDING_FINALIZER } else { finalizer }]);
+            body["kind"] = json!(if cluster_binding {
+                "ClusterResourceBinding"
+            } else {
+                "ResourceBinding"
+            });
+            body["metadata"]["finalizers"] = json!([if cluster_binding {
+                CLUSTER_BINDING_FINALIZER
+            } else {
+                finalizer
+            }]);
             // The binding webhook's permanent id.
             body["metadata"]["labels"][id_key] = json!(permanent_id());
             let object: DynamicObject = serde_json::from_value(body).map_err(|e| e.to_string())?;
@@ -428,14 +519,35 @@ mod tests {
     #[test]
     fn policies_are_chosen_as_karmada_does() {
         let t = template();
-        let by_name = policy("z-by-name", 0, json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"}));
-        let by_label = policy("a-by-label", 0, json!({"apiVersion": "apps/v1", "kind": "Deployment", "labelSelector": {"matchLabels": {"app": "shop"}}}));
-        let all = policy("b-all", 0, json!({"apiVersion": "apps/v1", "kind": "Deployment"}));
+        let by_name = policy(
+            "z-by-name",
+            0,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"}),
+        );
+        let by_label = policy(
+            "a-by-label",
+            0,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "labelSelector": {"matchLabels": {"app": "shop"}}}),
+        );
+        let all = policy(
+            "b-all",
+            0,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment"}),
+        );
         let other = policy("c-other", 9, json!({"apiVersion": "v1", "kind": "Service"}));
-        let high = policy("d-high", 5, json!({"apiVersion": "apps/v1", "kind": "Deployment"}));
+        let high = policy(
+            "d-high",
+            5,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment"}),
+        );
         // Implicit priority: name over labels over all (pkg/util/selector_test.go
         // TestResourceSelectorPriority).
-        let list = vec![all.clone(), by_label.clone(), by_name.clone(), other.clone()];
+        let list = vec![
+            all.clone(),
+            by_label.clone(),
+            by_name.clone(),
+            other.clone(),
+        ];
         assert_eq!(best_policy(&t, &list), Some(&by_name));
         let list = vec![all.clone(), by_label.clone()];
         assert_eq!(best_policy(&t, &list), Some(&by_label));
@@ -454,18 +566,35 @@ mod tests {
     #[test]
     fn the_binding_is_named_labelled_and_owned_as_recorded() {
         // ../shared/reference/karmada-v1.19/resourcebinding-shop-deployment.json.
-        let p = policy("shop", 0, json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"}));
+        let p = policy(
+            "shop",
+            0,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"}),
+        );
         let b = binding_for(&template(), &p, false);
         assert_eq!(b["metadata"]["name"], "shop-deployment");
         assert_eq!(b["metadata"]["labels"][PP_PERMANENT_ID], "id-shop");
-        assert_eq!(b["metadata"]["annotations"], json!({PP_NAME: "shop", PP_NAMESPACE: "demo"}));
+        assert_eq!(
+            b["metadata"]["annotations"],
+            json!({PP_NAME: "shop", PP_NAMESPACE: "demo"})
+        );
         assert_eq!(b["metadata"]["ownerReferences"][0]["controller"], true);
         assert_eq!(b["spec"]["replicas"], 4);
         assert_eq!(b["spec"]["conflictResolution"], "Abort");
         assert_eq!(b["spec"]["schedulerName"], "default-scheduler");
-        assert_eq!(b["spec"]["replicaRequirements"]["resourceRequest"]["cpu"], "100m");
-        assert_eq!(b["spec"]["resource"], json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop",
-            "namespace": "demo", "uid": "u1", "resourceVersion": "7"}));
-        assert!(reserved_namespace("karmada-es-m1") && reserved_namespace("kube-system") && !reserved_namespace("demo"));
+        assert_eq!(
+            b["spec"]["replicaRequirements"]["resourceRequest"]["cpu"],
+            "100m"
+        );
+        assert_eq!(
+            b["spec"]["resource"],
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop",
+            "namespace": "demo", "uid": "u1", "resourceVersion": "7"})
+        );
+        assert!(
+            reserved_namespace("karmada-es-m1")
+                && reserved_namespace("kube-system")
+                && !reserved_namespace("demo")
+        );
     }
 }

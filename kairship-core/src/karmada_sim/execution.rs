@@ -11,8 +11,8 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use super::execution_space::{EXECUTION_FINALIZER, is_ready, without_finalizer};
-use super::objects::*;
 use super::informers::{generation, key, version};
+use super::objects::*;
 use super::propagation::Karmada;
 
 /// The API resource and scope of a manifest's kind on a member.
@@ -28,7 +28,11 @@ pub fn member_resource(manifest: &Value) -> Option<(ApiResource, bool)> {
 fn member_api(member: &Client, manifest: &Value) -> Option<Api<DynamicObject>> {
     let (resource, namespaced) = member_resource(manifest)?;
     Some(if namespaced {
-        Api::namespaced_with(member.clone(), text(manifest, "/metadata/namespace"), &resource)
+        Api::namespaced_with(
+            member.clone(),
+            text(manifest, "/metadata/namespace"),
+            &resource,
+        )
     } else {
         Api::all_with(member.clone(), &resource)
     })
@@ -40,9 +44,19 @@ fn member_api(member: &Client, manifest: &Value) -> Option<Api<DynamicObject>> {
 pub fn retain(desired: &Value, observed: &Value) -> Value {
     let mut out = desired.clone();
     out["metadata"]["resourceVersion"] = observed["metadata"]["resourceVersion"].clone();
-    for (field, managed_key) in [("labels", MANAGED_LABELS), ("annotations", MANAGED_ANNOTATIONS)] {
-        let managed: Vec<&str> = annotation(desired, managed_key).unwrap_or_default().split(',').collect();
-        for (k, v) in observed["metadata"][field].as_object().into_iter().flatten() {
+    for (field, managed_key) in [
+        ("labels", MANAGED_LABELS),
+        ("annotations", MANAGED_ANNOTATIONS),
+    ] {
+        let managed: Vec<&str> = annotation(desired, managed_key)
+            .unwrap_or_default()
+            .split(',')
+            .collect();
+        for (k, v) in observed["metadata"][field]
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
             if !managed.contains(&k.as_str()) && out["metadata"][field].get(k).is_none() {
                 meta_map(&mut out, field).insert(k.clone(), v.clone());
             }
@@ -61,7 +75,11 @@ pub fn retain(desired: &Value, observed: &Value) -> Value {
     };
     match text(desired, "/kind") {
         "Service" => {
-            for p in ["/spec/clusterIP", "/spec/clusterIPs", "/spec/healthCheckNodePort"] {
+            for p in [
+                "/spec/clusterIP",
+                "/spec/clusterIPs",
+                "/spec/healthCheckNodePort",
+            ] {
                 keep(&mut out, p);
             }
         }
@@ -77,27 +95,36 @@ pub fn retain(desired: &Value, observed: &Value) -> Value {
 }
 
 /// Applies one manifest: `Ok(())` once the member holds it.
-async fn apply(member: &Client, cluster: &str, manifest: &Value, managed: Option<&Value>) -> Result<(), String> {
+async fn apply(
+    member: &Client,
+    cluster: &str,
+    manifest: &Value,
+    managed: Option<&Value>,
+) -> Result<(), String> {
     if let Some(current) = managed
         && contains(current, manifest)
     {
         return Ok(());
     }
-    let api = member_api(member, manifest).ok_or_else(|| format!("kind {} is not propagated", text(manifest, "/kind")))?;
+    let api = member_api(member, manifest)
+        .ok_or_else(|| format!("kind {} is not propagated", text(manifest, "/kind")))?;
     let name = text(manifest, "/metadata/name");
     let observed = match api.get_opt(name).await {
         Ok(found) => found.map(|o| json_of(&o)),
         Err(e) => return Err(e.to_string()),
     };
     let Some(observed) = observed else {
-        let object: DynamicObject = serde_json::from_value(manifest.clone()).map_err(|e| e.to_string())?;
+        let object: DynamicObject =
+            serde_json::from_value(manifest.clone()).map_err(|e| e.to_string())?;
         return match api.create(&PostParams::default(), &object).await {
             Ok(_) => Ok(()),
             Err(e) => Err(e.to_string()),
         };
     };
     // `allowUpdate`: only what Karmada manages, unless told to overwrite.
-    if label(&observed, MANAGED) != Some("true") && annotation(manifest, CONFLICT_RESOLUTION) != Some("overwrite") {
+    if label(&observed, MANAGED) != Some("true")
+        && annotation(manifest, CONFLICT_RESOLUTION) != Some("overwrite")
+    {
         return Err(format!(
             "resource(kind={}, {}/{}) already exists in the cluster {} and the {} strategy value is empty, Karmada will not manage this resource",
             text(manifest, "/kind"),
@@ -112,12 +139,19 @@ async fn apply(member: &Client, cluster: &str, manifest: &Value, managed: Option
         return Ok(());
     }
     let object: DynamicObject = serde_json::from_value(desired).map_err(|e| e.to_string())?;
-    api.replace(name, &PostParams::default(), &object).await.map(|_| ()).map_err(|e| e.to_string())
+    api.replace(name, &PostParams::default(), &object)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// Deletes from the member what the Work applied (`tryDeleteWorkload`).
 async fn delete_applied(member: &Client, work: &Value) -> Result<(), String> {
-    for manifest in work["spec"]["workload"]["manifests"].as_array().into_iter().flatten() {
+    for manifest in work["spec"]["workload"]["manifests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let Some(api) = member_api(member, manifest) else {
             continue;
         };
@@ -195,14 +229,19 @@ async fn sync(k: &Karmada, work: &Value) -> Result<(), String> {
         // A cluster being removed is execution_space's to clean up.
         match &cluster {
             Some(c) if c["metadata"]["deletionTimestamp"].is_string() => return Ok(()),
-            Some(c) if is_ready(c) && work["spec"]["preserveResourcesOnDeletion"] != json!(true) => {
+            Some(c)
+                if is_ready(c) && work["spec"]["preserveResourcesOnDeletion"] != json!(true) =>
+            {
                 let member = k.members.client(&k.client, c, &k.shutdown).await?;
                 delete_applied(&member, work).await?;
             }
             _ => {}
         }
         let patch = json!({"metadata": {"finalizers": kept}});
-        return match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        return match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             Err(e) => Err(e.to_string()),
@@ -216,15 +255,24 @@ async fn sync(k: &Karmada, work: &Value) -> Result<(), String> {
         return Ok(());
     };
     let member = k.members.client(&k.client, &cluster, &k.shutdown).await?;
-    let manifests: Vec<Value> = work["spec"]["workload"]["manifests"].as_array().cloned().unwrap_or_default();
+    let manifests: Vec<Value> = work["spec"]["workload"]["manifests"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut errors = Vec::new();
     for manifest in &manifests {
         let managed = match member_resource(manifest) {
-            Some((resource, _)) => k
-                .members
-                .informer(cluster_name, &resource)
-                .await
-                .and_then(|i| i.get_value(text(manifest, "/metadata/namespace"), text(manifest, "/metadata/name"))),
+            Some((resource, _)) => {
+                k.members
+                    .informer(cluster_name, &resource)
+                    .await
+                    .and_then(|i| {
+                        i.get_value(
+                            text(manifest, "/metadata/namespace"),
+                            text(manifest, "/metadata/name"),
+                        )
+                    })
+            }
             None => None,
         };
         if let Err(e) = apply(&member, cluster_name, manifest, managed.as_ref()).await {
@@ -244,16 +292,31 @@ async fn sync(k: &Karmada, work: &Value) -> Result<(), String> {
     let failed = outcome.is_err();
     let next = conditions(work, outcome.clone());
     let unchanged = next.as_array().into_iter().flatten().all(|c| {
-        work["status"]["conditions"].as_array().into_iter().flatten().any(|o| {
-            o["type"] == c["type"] && o["status"] == c["status"] && o["reason"] == c["reason"] && o["message"] == c["message"]
-        })
+        work["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|o| {
+                o["type"] == c["type"]
+                    && o["status"] == c["status"]
+                    && o["reason"] == c["reason"]
+                    && o["message"] == c["message"]
+            })
     });
     if !unchanged {
-        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": {"conditions": next}})))
-            .await
-            .map_err(|e| e.to_string())?;
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"conditions": next}})),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
     }
-    if failed { Err(outcome.err().unwrap_or_default()) } else { Ok(()) }
+    if failed {
+        Err(outcome.err().unwrap_or_default())
+    } else {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

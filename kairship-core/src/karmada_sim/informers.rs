@@ -190,7 +190,10 @@ impl Memo {
     /// Records that `controller` handled `key` with inputs `fingerprint`.
     pub fn record(&self, controller: &'static str, key: &str, fingerprint: String) {
         if let Ok(mut done) = self.done.lock() {
-            done.insert((controller, key.to_owned()), (fingerprint, std::time::Instant::now()));
+            done.insert(
+                (controller, key.to_owned()),
+                (fingerprint, std::time::Instant::now()),
+            );
         }
     }
 }
@@ -201,7 +204,11 @@ pub fn version(object: &DynamicObject) -> String {
         "{}/{}@{}",
         object.metadata.namespace.as_deref().unwrap_or_default(),
         object.metadata.name.as_deref().unwrap_or_default(),
-        object.metadata.resource_version.as_deref().unwrap_or_default()
+        object
+            .metadata
+            .resource_version
+            .as_deref()
+            .unwrap_or_default()
     )
 }
 
@@ -221,7 +228,11 @@ pub fn generation(object: &DynamicObject) -> String {
         "{}@{}{}",
         key(object),
         object.metadata.generation.unwrap_or_default(),
-        if object.metadata.deletion_timestamp.is_some() { "-deleting" } else { "" }
+        if object.metadata.deletion_timestamp.is_some() {
+            "-deleting"
+        } else {
+            ""
+        }
     )
 }
 
@@ -313,7 +324,10 @@ impl Members {
     pub async fn informer(&self, cluster: &str, resource: &ApiResource) -> Option<Informer> {
         let mut all = self.inner.lock().await;
         let member = all.get_mut(cluster)?;
-        let key = format!("{}/{}/{}", resource.group, resource.version, resource.plural);
+        let key = format!(
+            "{}/{}/{}",
+            resource.group, resource.version, resource.plural
+        );
         if let Some(i) = member.informers.get(&key) {
             return Some(i.clone());
         }
@@ -337,7 +351,10 @@ impl Members {
 }
 
 /// Lists `resource` directly (for what no informer holds).
-pub async fn list(client: &Client, resource: &ApiResource) -> Result<Vec<DynamicObject>, kube::Error> {
+pub async fn list(
+    client: &Client,
+    resource: &ApiResource,
+) -> Result<Vec<DynamicObject>, kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
     Ok(api.list(&ListParams::default()).await?.items)
 }

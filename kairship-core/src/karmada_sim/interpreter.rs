@@ -15,7 +15,9 @@ use serde_json::{Map, Value, json};
 pub fn replicas(template: &Value) -> Option<(i32, Value)> {
     let kind = template["kind"].as_str().unwrap_or_default();
     let pod_spec = match kind {
-        "Deployment" | "StatefulSet" | "Job" | "ReplicaSet" => &template["spec"]["template"]["spec"],
+        "Deployment" | "StatefulSet" | "Job" | "ReplicaSet" => {
+            &template["spec"]["template"]["spec"]
+        }
         "Pod" => &template["spec"],
         _ => return None,
     };
@@ -36,7 +38,10 @@ pub fn replicas(template: &Value) -> Option<(i32, Value)> {
     if let Some(p) = pod_spec["priorityClassName"].as_str() {
         requirements.insert("priorityClassName".into(), json!(p));
     }
-    Some((i32::try_from(n).unwrap_or(i32::MAX), Value::Object(requirements)))
+    Some((
+        i32::try_from(n).unwrap_or(i32::MAX),
+        Value::Object(requirements),
+    ))
 }
 
 /// A pod's requests: the sum of its containers', at least its largest init container's
@@ -72,7 +77,9 @@ fn pod_requests(spec: &Value) -> BTreeMap<String, String> {
 /// The manifest with `replicas` for one cluster (`ReviseReplica`).
 pub fn revise_replicas(manifest: &mut Value, replicas: i32) {
     match manifest["kind"].as_str().unwrap_or_default() {
-        "Deployment" | "StatefulSet" | "ReplicaSet" => manifest["spec"]["replicas"] = json!(replicas),
+        "Deployment" | "StatefulSet" | "ReplicaSet" => {
+            manifest["spec"]["replicas"] = json!(replicas)
+        }
         "Job" => manifest["spec"]["parallelism"] = json!(replicas),
         _ => {}
     }
@@ -117,7 +124,10 @@ pub fn prune(manifest: &mut Value) {
         }
         "Job" => {
             if manifest["spec"]["manualSelector"] != json!(true) {
-                for pointer in ["/spec/selector/matchLabels", "/spec/template/metadata/labels"] {
+                for pointer in [
+                    "/spec/selector/matchLabels",
+                    "/spec/template/metadata/labels",
+                ] {
                     if let Some(l) = manifest.pointer_mut(pointer).and_then(Value::as_object_mut) {
                         for k in [
                             "controller-uid",
@@ -156,7 +166,10 @@ fn pick(from: &Value, fields: &[&str], always: &[&str]) -> Map<String, Value> {
 
 fn federated_generation(member: &Value, out: &mut Map<String, Value>) {
     // `FederatedGeneration`: both omitted when 0.
-    if let Some(g) = member["metadata"]["generation"].as_i64().filter(|g| *g != 0) {
+    if let Some(g) = member["metadata"]["generation"]
+        .as_i64()
+        .filter(|g| *g != 0)
+    {
         out.insert("generation".into(), json!(g));
     }
     let template = member["metadata"]["annotations"][super::objects::TEMPLATE_GENERATION]
@@ -202,7 +215,13 @@ pub fn reflect_status(member: &Value) -> Option<Value> {
             federated_generation(member, &mut out);
             out.extend(pick(
                 status,
-                &["replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"],
+                &[
+                    "replicas",
+                    "readyReplicas",
+                    "currentReplicas",
+                    "updatedReplicas",
+                    "availableReplicas",
+                ],
                 &["replicas", "availableReplicas"],
             ));
             out
@@ -225,13 +244,25 @@ pub fn reflect_status(member: &Value) -> Option<Value> {
                     "numberAvailable",
                     "numberUnavailable",
                 ],
-                &["currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"],
+                &[
+                    "currentNumberScheduled",
+                    "numberMisscheduled",
+                    "desiredNumberScheduled",
+                    "numberReady",
+                ],
             ));
             out
         }
         "Job" => pick(
             status,
-            &["conditions", "startTime", "completionTime", "active", "succeeded", "failed"],
+            &[
+                "conditions",
+                "startTime",
+                "completionTime",
+                "active",
+                "succeeded",
+                "failed",
+            ],
             &[],
         ),
         "Service" => {
@@ -271,7 +302,10 @@ pub fn health(member: &Value) -> &'static str {
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .any(|g| g["ip"].as_str().is_some_and(|x| !x.is_empty()) || g["hostname"].as_str().is_some_and(|x| !x.is_empty()))
+                    .any(|g| {
+                        g["ip"].as_str().is_some_and(|x| !x.is_empty())
+                            || g["hostname"].as_str().is_some_and(|x| !x.is_empty())
+                    })
         }
         "PersistentVolumeClaim" => s["phase"] == "Bound",
         "Pod" => {
@@ -292,8 +326,17 @@ pub fn health(member: &Value) -> &'static str {
 /// (`AggregateStatus`); `None` when the kind aggregates nothing or nothing changed.
 pub fn aggregate_status(template: &Value, items: &[Value]) -> Option<Value> {
     let old = &template["status"];
-    let statuses: Vec<&Value> = items.iter().map(|i| &i["status"]).filter(|s| s.is_object()).collect();
-    let sum = |field: &str| -> i64 { statuses.iter().map(|s| s[field].as_i64().unwrap_or(0)).sum() };
+    let statuses: Vec<&Value> = items
+        .iter()
+        .map(|i| &i["status"])
+        .filter(|s| s.is_object())
+        .collect();
+    let sum = |field: &str| -> i64 {
+        statuses
+            .iter()
+            .map(|s| s[field].as_i64().unwrap_or(0))
+            .sum()
+    };
     let generation = template["metadata"]["generation"].as_i64().unwrap_or(0);
     // Every member saw its latest spec and the template's latest generation.
     let all_latest = items.iter().all(|i| {
@@ -317,13 +360,25 @@ pub fn aggregate_status(template: &Value, items: &[Value]) -> Option<Value> {
     match template["kind"].as_str().unwrap_or_default() {
         "Deployment" => {
             set("observedGeneration", observed);
-            for f in ["replicas", "readyReplicas", "updatedReplicas", "availableReplicas", "unavailableReplicas"] {
+            for f in [
+                "replicas",
+                "readyReplicas",
+                "updatedReplicas",
+                "availableReplicas",
+                "unavailableReplicas",
+            ] {
                 set(f, sum(f));
             }
         }
         "StatefulSet" => {
             set("observedGeneration", observed);
-            for f in ["replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"] {
+            for f in [
+                "replicas",
+                "readyReplicas",
+                "currentReplicas",
+                "updatedReplicas",
+                "availableReplicas",
+            ] {
                 set(f, sum(f));
             }
         }
@@ -357,11 +412,19 @@ pub fn aggregate_status(template: &Value, items: &[Value]) -> Option<Value> {
                 clusters > 0
                     && statuses.len() == clusters
                     && statuses.iter().all(|s| {
-                        s["conditions"].as_array().into_iter().flatten().any(|c| c["type"] == t && c["status"] == "True")
+                        s["conditions"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|c| c["type"] == t && c["status"] == "True")
                     })
             };
             if done("Complete") {
-                let time = statuses.iter().filter_map(|s| s["completionTime"].as_str()).max().map(str::to_owned);
+                let time = statuses
+                    .iter()
+                    .filter_map(|s| s["completionTime"].as_str())
+                    .max()
+                    .map(str::to_owned);
                 next.insert(
                     "conditions".into(),
                     json!([{"type": "Complete", "status": "True", "reason": "Completed",
@@ -371,7 +434,11 @@ pub fn aggregate_status(template: &Value, items: &[Value]) -> Option<Value> {
                     next.insert("completionTime".into(), json!(t));
                 }
             }
-            if let Some(start) = statuses.iter().filter_map(|s| s["startTime"].as_str()).min() {
+            if let Some(start) = statuses
+                .iter()
+                .filter_map(|s| s["startTime"].as_str())
+                .min()
+            {
                 next.insert("startTime".into(), json!(start));
             }
         }
@@ -381,11 +448,23 @@ pub fn aggregate_status(template: &Value, items: &[Value]) -> Option<Value> {
             }
             let mut ingress: Vec<Value> = statuses
                 .iter()
-                .flat_map(|s| s["loadBalancer"]["ingress"].as_array().cloned().unwrap_or_default())
+                .flat_map(|s| {
+                    s["loadBalancer"]["ingress"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
                 .collect();
             ingress.sort_by_key(|i| i.to_string());
             ingress.dedup();
-            next.insert("loadBalancer".into(), if ingress.is_empty() { json!({}) } else { json!({"ingress": ingress}) });
+            next.insert(
+                "loadBalancer".into(),
+                if ingress.is_empty() {
+                    json!({})
+                } else {
+                    json!({"ingress": ingress})
+                },
+            );
         }
         "Pod" => {
             let phases: Vec<&str> = items
@@ -440,8 +519,10 @@ mod tests {
             "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1}});
         assert_eq!(
             reflect_status(&member),
-            Some(json!({"generation": 1, "observedGeneration": 1, "replicas": 1, "resourceTemplateGeneration": 2,
-                        "unavailableReplicas": 1, "updatedReplicas": 1}))
+            Some(
+                json!({"generation": 1, "observedGeneration": 1, "replicas": 1, "resourceTemplateGeneration": 2,
+                        "unavailableReplicas": 1, "updatedReplicas": 1})
+            )
         );
         assert_eq!(health(&member), "Unhealthy");
         let items = vec![
@@ -452,8 +533,10 @@ mod tests {
         let template = json!({"kind": "Deployment", "metadata": {"generation": 2}});
         assert_eq!(
             aggregate_status(&template, &items),
-            Some(json!({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 4, "readyReplicas": 3,
-                        "availableReplicas": 3, "unavailableReplicas": 1}))
+            Some(
+                json!({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 4, "readyReplicas": 3,
+                        "availableReplicas": 3, "unavailableReplicas": 1})
+            )
         );
         let done = json!({"kind": "Deployment", "metadata": {"generation": 2}, "status": aggregate_status(&template, &items)});
         assert_eq!(aggregate_status(&done, &items), None);
@@ -464,6 +547,9 @@ mod tests {
         let mut s = json!({"kind": "Service", "metadata": {"uid": "u", "resourceVersion": "1", "name": "x"},
             "spec": {"clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "type": "ClusterIP"}, "status": {}});
         prune(&mut s);
-        assert_eq!(s, json!({"kind": "Service", "metadata": {"name": "x"}, "spec": {"type": "ClusterIP"}}));
+        assert_eq!(
+            s,
+            json!({"kind": "Service", "metadata": {"name": "x"}, "spec": {"type": "ClusterIP"}})
+        );
     }
 }

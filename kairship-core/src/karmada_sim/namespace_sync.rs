@@ -3,9 +3,9 @@
 //! ones and `default` goes to every member as a Work `<namespace>-<hash>` owned by the
 //! Namespace, so that what is propagated into it finds it there.
 
+use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
-use kube::Api;
 use serde_json::{Value, json};
 
 use super::binding::record_managed;
@@ -62,7 +62,11 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
             let result = match existing {
                 Some(w) if w["spec"]["workload"] == spec["workload"] => Ok(()),
                 Some(_) => api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&json!({"spec": spec})))
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(&json!({"spec": spec})),
+                    )
                     .await
                     .map(|_| ()),
                 None => {
@@ -99,7 +103,11 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
             }
         }
     }
-    if errors.is_empty() { Ok(false) } else { Err(errors.join("; ")) }
+    if errors.is_empty() {
+        Ok(false)
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 #[cfg(test)]
@@ -114,13 +122,16 @@ mod tests {
                          "labels": {"kubernetes.io/metadata.name": "demo"}},
             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
         let m = manifest(&ns, "demo-6654f4c4f6", "karmada-es-msb", "id");
-        assert_eq!(m, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        assert_eq!(
+            m,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
             "annotations": {
                 MANAGED_ANNOTATIONS: "resourcetemplate.karmada.io/managed-annotations,resourcetemplate.karmada.io/managed-labels,resourcetemplate.karmada.io/uid,work.karmada.io/name,work.karmada.io/namespace",
                 MANAGED_LABELS: "karmada.io/managed,kubernetes.io/metadata.name,work.karmada.io/permanent-id",
                 TEMPLATE_UID: "u", WORK_NAME: "demo-6654f4c4f6", WORK_NAMESPACE: "karmada-es-msb"},
             "labels": {MANAGED: "true", "kubernetes.io/metadata.name": "demo", WORK_PERMANENT_ID: "id"},
-            "name": "demo"}, "spec": {"finalizers": ["kubernetes"]}}));
+            "name": "demo"}, "spec": {"finalizers": ["kubernetes"]}})
+        );
         assert!(synced(&ns));
         assert!(!synced(&json!({"metadata": {"name": "default"}})));
         assert!(!synced(&json!({"metadata": {"name": "karmada-es-x"}})));

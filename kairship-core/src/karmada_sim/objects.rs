@@ -66,7 +66,12 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
 
 /// `policy.karmada.io/v1alpha1` PropagationPolicy.
 pub fn propagation_policies() -> ApiResource {
-    resource("policy.karmada.io", "v1alpha1", "PropagationPolicy", "propagationpolicies")
+    resource(
+        "policy.karmada.io",
+        "v1alpha1",
+        "PropagationPolicy",
+        "propagationpolicies",
+    )
 }
 /// `policy.karmada.io/v1alpha1` ClusterPropagationPolicy.
 pub fn cluster_propagation_policies() -> ApiResource {
@@ -79,7 +84,12 @@ pub fn cluster_propagation_policies() -> ApiResource {
 }
 /// `policy.karmada.io/v1alpha1` OverridePolicy.
 pub fn override_policies() -> ApiResource {
-    resource("policy.karmada.io", "v1alpha1", "OverridePolicy", "overridepolicies")
+    resource(
+        "policy.karmada.io",
+        "v1alpha1",
+        "OverridePolicy",
+        "overridepolicies",
+    )
 }
 /// `policy.karmada.io/v1alpha1` ClusterOverridePolicy.
 pub fn cluster_override_policies() -> ApiResource {
@@ -92,7 +102,12 @@ pub fn cluster_override_policies() -> ApiResource {
 }
 /// `work.karmada.io/v1alpha2` ResourceBinding.
 pub fn resource_bindings() -> ApiResource {
-    resource("work.karmada.io", "v1alpha2", "ResourceBinding", "resourcebindings")
+    resource(
+        "work.karmada.io",
+        "v1alpha2",
+        "ResourceBinding",
+        "resourcebindings",
+    )
 }
 /// `work.karmada.io/v1alpha2` ClusterResourceBinding.
 pub fn cluster_resource_bindings() -> ApiResource {
@@ -132,7 +147,10 @@ pub struct TemplateKind {
 impl TemplateKind {
     /// Its [`ApiResource`].
     pub fn resource(&self) -> ApiResource {
-        let (group, version) = self.api_version.split_once('/').unwrap_or(("", self.api_version));
+        let (group, version) = self
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", self.api_version));
         resource(group, version, self.kind, self.plural)
     }
 }
@@ -140,19 +158,84 @@ impl TemplateKind {
 /// The kinds the resource detector watches (the native kinds Karmada's default interpreter
 /// knows, `pkg/resourceinterpreter/default/native/default.go`).
 pub const TEMPLATE_KINDS: &[TemplateKind] = &[
-    TemplateKind { api_version: "apps/v1", kind: "Deployment", plural: "deployments", namespaced: true },
-    TemplateKind { api_version: "apps/v1", kind: "StatefulSet", plural: "statefulsets", namespaced: true },
-    TemplateKind { api_version: "apps/v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true },
-    TemplateKind { api_version: "batch/v1", kind: "Job", plural: "jobs", namespaced: true },
-    TemplateKind { api_version: "v1", kind: "Service", plural: "services", namespaced: true },
-    TemplateKind { api_version: "v1", kind: "Pod", plural: "pods", namespaced: true },
-    TemplateKind { api_version: "v1", kind: "ConfigMap", plural: "configmaps", namespaced: true },
-    TemplateKind { api_version: "v1", kind: "Secret", plural: "secrets", namespaced: true },
-    TemplateKind { api_version: "v1", kind: "ServiceAccount", plural: "serviceaccounts", namespaced: true },
-    TemplateKind { api_version: "v1", kind: "PersistentVolumeClaim", plural: "persistentvolumeclaims", namespaced: true },
-    TemplateKind { api_version: "networking.k8s.io/v1", kind: "Ingress", plural: "ingresses", namespaced: true },
-    TemplateKind { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false },
-    TemplateKind { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false },
+    TemplateKind {
+        api_version: "apps/v1",
+        kind: "Deployment",
+        plural: "deployments",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "apps/v1",
+        kind: "StatefulSet",
+        plural: "statefulsets",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "apps/v1",
+        kind: "DaemonSet",
+        plural: "daemonsets",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "batch/v1",
+        kind: "Job",
+        plural: "jobs",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "v1",
+        kind: "Service",
+        plural: "services",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "v1",
+        kind: "Pod",
+        plural: "pods",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "v1",
+        kind: "ConfigMap",
+        plural: "configmaps",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "v1",
+        kind: "Secret",
+        plural: "secrets",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "v1",
+        kind: "ServiceAccount",
+        plural: "serviceaccounts",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "v1",
+        kind: "PersistentVolumeClaim",
+        plural: "persistentvolumeclaims",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "networking.k8s.io/v1",
+        kind: "Ingress",
+        plural: "ingresses",
+        namespaced: true,
+    },
+    TemplateKind {
+        api_version: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        plural: "clusterroles",
+        namespaced: false,
+    },
+    TemplateKind {
+        api_version: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        plural: "clusterrolebindings",
+        namespaced: false,
+    },
 ];
 
 /// The kind of `api_version`/`kind` among [`TEMPLATE_KINDS`].
@@ -177,7 +260,10 @@ pub fn work_name(kind: &str, name: &str, namespace: &str) -> String {
     }
     .to_lowercase();
     // `hashutil.DeepHashObject` of a string writes the string itself.
-    format!("{name}-{}", safe_encode(&fnv32a(hashed.as_bytes()).to_string()))
+    format!(
+        "{name}-{}",
+        safe_encode(&fnv32a(hashed.as_bytes()).to_string())
+    )
 }
 
 fn fnv32a(bytes: &[u8]) -> u32 {
@@ -209,7 +295,10 @@ pub fn json_of(object: &DynamicObject) -> Value {
 
 /// The string at `pointer`, or "".
 pub fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// A label of `value`.
@@ -282,9 +371,9 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 /// field by field, anything else as a whole): what the member added does not count.
 pub fn contains(have: &Value, want: &Value) -> bool {
     match (have, want) {
-        (Value::Object(h), Value::Object(w)) => w
-            .iter()
-            .all(|(k, v)| h.get(k).is_some_and(|hv| contains(hv, v)) || (v.is_null() && !h.contains_key(k))),
+        (Value::Object(h), Value::Object(w)) => w.iter().all(|(k, v)| {
+            h.get(k).is_some_and(|hv| contains(hv, v)) || (v.is_null() && !h.contains_key(k))
+        }),
         (Value::Array(h), Value::Array(w)) => {
             h.len() == w.len() && h.iter().zip(w).all(|(a, b)| contains(a, b))
         }
@@ -308,22 +397,37 @@ mod tests {
             "karmada-impersonator-7cbb6bd5c9"
         );
         assert_eq!(binding_name("Deployment", "shop"), "shop-deployment");
-        assert_eq!(binding_name("ClusterRole", "system:x"), "system.x-clusterrole");
+        assert_eq!(
+            binding_name("ClusterRole", "system:x"),
+            "system.x-clusterrole"
+        );
     }
 
     #[test]
     fn conditions_keep_their_transition_time() {
         let old = json!([{"type": "A", "status": "True", "lastTransitionTime": "t0"}]);
-        let same = set_condition(&old, json!({"type": "A", "status": "True", "lastTransitionTime": "t1"}));
+        let same = set_condition(
+            &old,
+            json!({"type": "A", "status": "True", "lastTransitionTime": "t1"}),
+        );
         assert_eq!(same[0]["lastTransitionTime"], "t0");
-        let flipped = set_condition(&old, json!({"type": "A", "status": "False", "lastTransitionTime": "t1"}));
+        let flipped = set_condition(
+            &old,
+            json!({"type": "A", "status": "False", "lastTransitionTime": "t1"}),
+        );
         assert_eq!(flipped[0]["lastTransitionTime"], "t1");
-        assert_eq!(set_condition(&old, json!({"type": "B"})).as_array().map(Vec::len), Some(2));
+        assert_eq!(
+            set_condition(&old, json!({"type": "B"}))
+                .as_array()
+                .map(Vec::len),
+            Some(2)
+        );
     }
 
     #[test]
     fn containment_ignores_what_the_member_added() {
-        let have = json!({"spec": {"replicas": 3, "clusterIP": "10.0.0.1"}, "metadata": {"uid": "u"}});
+        let have =
+            json!({"spec": {"replicas": 3, "clusterIP": "10.0.0.1"}, "metadata": {"uid": "u"}});
         assert!(contains(&have, &json!({"spec": {"replicas": 3}})));
         assert!(!contains(&have, &json!({"spec": {"replicas": 2}})));
         assert!(contains(&json!({"a": [1, 2]}), &json!({"a": [1, 2]})));

@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::scheduling::{ClusterAffinity, affinity_matches};
 use crate::models::cluster::Cluster;
+use crate::scheduling::{ClusterAffinity, affinity_matches};
 
 /// What was applied: `[{policyName, overriders}]`, the value of the Work's
 /// `policy.karmada.io/applied-overrides` (`AppliedOverrides.MarshalJSON`).
@@ -15,7 +15,11 @@ pub type Applied = Vec<Value>;
 /// Applies to `manifest` every rule of `policies` (sorted by Karmada's order: implicit
 /// priority of the selector that matched, then name) whose target is `cluster`. Returns what
 /// was applied, or why an overrider could not be.
-pub fn apply(manifest: &mut Value, policies: &[&Value], cluster: &Cluster) -> Result<Applied, String> {
+pub fn apply(
+    manifest: &mut Value,
+    policies: &[&Value],
+    cluster: &Cluster,
+) -> Result<Applied, String> {
     let mut applied = Vec::new();
     for policy in policies {
         let name = policy["metadata"]["name"].as_str().unwrap_or_default();
@@ -26,7 +30,11 @@ pub fn apply(manifest: &mut Value, policies: &[&Value], cluster: &Cluster) -> Re
             .flatten()
             .map(|r| (r.get("targetCluster"), &r["overriders"]))
             .collect();
-        if rules.is_empty() && spec["overriders"].as_object().is_some_and(|o| !o.is_empty()) {
+        if rules.is_empty()
+            && spec["overriders"]
+                .as_object()
+                .is_some_and(|o| !o.is_empty())
+        {
             // The deprecated top-level targetCluster and overriders.
             rules.push((spec.get("targetCluster"), &spec["overriders"]));
         }
@@ -69,7 +77,10 @@ fn apply_overriders(manifest: &mut Value, o: &Value) -> Result<(), String> {
             None => container_paths(manifest)
                 .into_iter()
                 .flat_map(|list| {
-                    let n = manifest.pointer(list).and_then(Value::as_array).map_or(0, Vec::len);
+                    let n = manifest
+                        .pointer(list)
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
                     (0..n).map(move |i| format!("{list}/{i}/image"))
                 })
                 .collect(),
@@ -85,12 +96,16 @@ fn apply_overriders(manifest: &mut Value, o: &Value) -> Result<(), String> {
             }
         }
     }
-    for (field, list) in [("command", &o["commandOverrider"]), ("args", &o["argsOverrider"])] {
+    for (field, list) in [
+        ("command", &o["commandOverrider"]),
+        ("args", &o["argsOverrider"]),
+    ] {
         for rule in list.as_array().into_iter().flatten() {
             let container = rule["containerName"].as_str().unwrap_or_default();
             let values: Vec<Value> = rule["value"].as_array().cloned().unwrap_or_default();
             for path in container_paths(manifest) {
-                let Some(containers) = manifest.pointer_mut(path).and_then(Value::as_array_mut) else {
+                let Some(containers) = manifest.pointer_mut(path).and_then(Value::as_array_mut)
+                else {
                     continue;
                 };
                 for c in containers.iter_mut().filter(|c| c["name"] == container) {
@@ -105,7 +120,10 @@ fn apply_overriders(manifest: &mut Value, o: &Value) -> Result<(), String> {
             }
         }
     }
-    for (field, list) in [("labels", &o["labelsOverrider"]), ("annotations", &o["annotationsOverrider"])] {
+    for (field, list) in [
+        ("labels", &o["labelsOverrider"]),
+        ("annotations", &o["annotationsOverrider"]),
+    ] {
         for rule in list.as_array().into_iter().flatten() {
             let values = rule["value"].as_object().cloned().unwrap_or_default();
             if !manifest["metadata"][field].is_object() {
@@ -151,7 +169,9 @@ fn split_image(image: &str) -> (String, String, String, String) {
         None => (image, String::new()),
     };
     let (registry, path) = match rest.split_once('/') {
-        Some((first, path)) if first.contains('.') || first.contains(':') || first == "localhost" => {
+        Some((first, path))
+            if first.contains('.') || first.contains(':') || first == "localhost" =>
+        {
             (first.to_owned(), path)
         }
         _ => (String::new(), rest),
@@ -222,7 +242,8 @@ pub fn json_patch(doc: &mut Value, op: &str, path: &str, value: Value) -> Result
                 map.insert(last, value);
             }
             "remove" => {
-                map.remove(&last).ok_or_else(|| format!("remove {path}: missing"))?;
+                map.remove(&last)
+                    .ok_or_else(|| format!("remove {path}: missing"))?;
             }
             other => return Err(format!("unsupported operator {other:?}")),
         },
@@ -230,7 +251,8 @@ pub fn json_patch(doc: &mut Value, op: &str, path: &str, value: Value) -> Result
             let index = if last == "-" {
                 list.len()
             } else {
-                last.parse::<usize>().map_err(|_| format!("{op} {path}: bad index"))?
+                last.parse::<usize>()
+                    .map_err(|_| format!("{op} {path}: bad index"))?
             };
             match op {
                 "add" if index <= list.len() => list.insert(index, value),
@@ -274,14 +296,23 @@ mod tests {
             "template": {"spec": {"containers": [{"name": "shop", "image": "nginx:1.27"}]}}}});
         let mut on_msb = deployment.clone();
         let applied = apply(&mut on_msb, &[&mreal, &msb], &cluster("msb")).unwrap_or_default();
-        assert_eq!(on_msb["spec"]["template"]["spec"]["containers"][0]["image"], "registry.example/shop/nginx:1.28");
+        assert_eq!(
+            on_msb["spec"]["template"]["spec"]["containers"][0]["image"],
+            "registry.example/shop/nginx:1.28"
+        );
         assert_eq!(on_msb["spec"]["replicas"], 3);
         assert_eq!(applied.len(), 1);
         assert_eq!(applied[0]["policyName"], "shop-msb");
         let mut on_mreal = deployment.clone();
         apply(&mut on_mreal, &[&mreal, &msb], &cluster("mreal")).unwrap_or_default();
-        assert_eq!(on_mreal["spec"]["template"]["spec"]["containers"][0]["env"], json!([{"name": "REGION", "value": "us"}]));
-        assert_eq!(on_mreal["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.27");
+        assert_eq!(
+            on_mreal["spec"]["template"]["spec"]["containers"][0]["env"],
+            json!([{"name": "REGION", "value": "us"}])
+        );
+        assert_eq!(
+            on_mreal["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1.27"
+        );
     }
 
     #[test]
@@ -303,6 +334,14 @@ mod tests {
         assert_eq!(d["metadata"]["labels"], json!({"a": "9", "b": "2"}));
         assert_eq!(d["metadata"]["annotations"], json!({"n": "v"}));
         assert!(json_patch(&mut d, "replace", "/spec/nothing", json!(1)).is_err());
-        assert!(json_patch(&mut d, "remove", "/spec/template/spec/containers/0/args/5", Value::Null).is_err());
+        assert!(
+            json_patch(
+                &mut d,
+                "remove",
+                "/spec/template/spec/containers/0/args/5",
+                Value::Null
+            )
+            .is_err()
+        );
     }
 }

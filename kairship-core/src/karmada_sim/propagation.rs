@@ -10,9 +10,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::cluster_passes::clusters;
 use super::informers::{Informer, Members, Memo, run_passes};
 use super::objects::*;
-use super::cluster_passes::clusters;
 use super::{binding, binding_status, detector, execution, namespace_sync, scheduler, work_status};
 
 /// What every propagation controller reads: a client of the Karmada API server and the
@@ -61,7 +61,10 @@ impl Karmada {
             crbs: i(cluster_resource_bindings()),
             works: i(works()),
             namespaces: i(namespaces()),
-            templates: TEMPLATE_KINDS.iter().map(|k| (k, i(k.resource()))).collect(),
+            templates: TEMPLATE_KINDS
+                .iter()
+                .map(|k| (k, i(k.resource())))
+                .collect(),
             members: Members::default(),
             memo: Memo::default(),
             client,
@@ -73,7 +76,14 @@ impl Karmada {
     /// act on an empty view of what exists.
     async fn ready(&self) {
         let limit = Duration::from_secs(10);
-        for i in [&self.clusters, &self.pps, &self.ops, &self.rbs, &self.works, &self.namespaces] {
+        for i in [
+            &self.clusters,
+            &self.pps,
+            &self.ops,
+            &self.rbs,
+            &self.works,
+            &self.namespaces,
+        ] {
             if !i.ready(limit).await {
                 tracing::debug!(resource = %i.resource().plural, "informer not ready");
             }
@@ -123,23 +133,55 @@ pub fn spawn(karmada: kube::Client, shutdown: CancellationToken) -> tokio::task:
         let mut status_watch = vec![&k.rbs, &k.crbs, &k.works];
         status_watch.extend(templates.iter().copied());
         let handles = vec![
-            controller(&k, "resource-detector", &detector_watch, false, |k| async move { detector::pass(&k).await }),
-            controller(&k, "scheduler", &[&k.rbs, &k.crbs, &k.clusters], false, |k| async move {
-                scheduler::pass(&k).await
-            }),
-            controller(&k, "binding-controller", &binding_watch, false, |k| async move { binding::pass(&k).await }),
-            controller(&k, "namespace-sync-controller", &[&k.namespaces, &k.clusters, &k.works], false, |k| async move {
-                namespace_sync::pass(&k).await
-            }),
-            controller(&k, "execution-controller", &[&k.works, &k.clusters], false, |k| async move {
-                execution::pass(&k).await
-            }),
-            controller(&k, "work-status-controller", &[&k.works, &k.clusters], true, |k| async move {
-                work_status::pass(&k).await
-            }),
-            controller(&k, "resource-binding-status-controller", &status_watch, false, |k| async move {
-                binding_status::pass(&k).await
-            }),
+            controller(
+                &k,
+                "resource-detector",
+                &detector_watch,
+                false,
+                |k| async move { detector::pass(&k).await },
+            ),
+            controller(
+                &k,
+                "scheduler",
+                &[&k.rbs, &k.crbs, &k.clusters],
+                false,
+                |k| async move { scheduler::pass(&k).await },
+            ),
+            controller(
+                &k,
+                "binding-controller",
+                &binding_watch,
+                false,
+                |k| async move { binding::pass(&k).await },
+            ),
+            controller(
+                &k,
+                "namespace-sync-controller",
+                &[&k.namespaces, &k.clusters, &k.works],
+                false,
+                |k| async move { namespace_sync::pass(&k).await },
+            ),
+            controller(
+                &k,
+                "execution-controller",
+                &[&k.works, &k.clusters],
+                false,
+                |k| async move { execution::pass(&k).await },
+            ),
+            controller(
+                &k,
+                "work-status-controller",
+                &[&k.works, &k.clusters],
+                true,
+                |k| async move { work_status::pass(&k).await },
+            ),
+            controller(
+                &k,
+                "resource-binding-status-controller",
+                &status_watch,
+                false,
+                |k| async move { binding_status::pass(&k).await },
+            ),
         ];
         for h in handles {
             let _ = h.await;

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
+use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
-use kube::Api;
 use serde_json::{Map, Value, json};
 
-use super::objects::*;
 use super::informers::{version, versions};
+use super::objects::*;
 use super::propagation::Karmada;
 use crate::models::cluster::Cluster;
 use crate::scheduling::{Placement, TargetCluster, Workload, schedule};
@@ -64,7 +64,10 @@ const NESTED_ORDER: &[&str] = &[
 /// `value` as a string of JSON with object keys in `order` (unknown keys last, by name).
 /// serde_json's maps sort keys, so the text is built by hand.
 fn ordered(value: &Value, order: &[&str]) -> OrderedJson {
-    OrderedJson(value.clone(), order.iter().map(|s| (*s).to_owned()).collect())
+    OrderedJson(
+        value.clone(),
+        order.iter().map(|s| (*s).to_owned()).collect(),
+    )
 }
 
 struct OrderedJson(Value, Vec<String>);
@@ -78,7 +81,13 @@ impl std::fmt::Display for OrderedJson {
 fn write_ordered(f: &mut std::fmt::Formatter<'_>, v: &Value, order: &[String]) -> std::fmt::Result {
     match v {
         Value::Object(map) => {
-            let rank = |k: &str| order.iter().position(|o| o == k).or_else(|| NESTED_ORDER.iter().position(|o| *o == k).map(|p| p + 100)).unwrap_or(usize::MAX);
+            let rank = |k: &str| {
+                order
+                    .iter()
+                    .position(|o| o == k)
+                    .or_else(|| NESTED_ORDER.iter().position(|o| *o == k).map(|p| p + 100))
+                    .unwrap_or(usize::MAX)
+            };
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
             f.write_str("{")?;
@@ -113,11 +122,17 @@ fn workload_of(binding: &Value) -> Workload {
         .flatten()
         .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
         .collect();
-    let scheduled: Vec<TargetCluster> = serde_json::from_value(spec["clusters"].clone()).unwrap_or_default();
+    let scheduled: Vec<TargetCluster> =
+        serde_json::from_value(spec["clusters"].clone()).unwrap_or_default();
     Workload {
-        replicas: spec["replicas"].as_i64().and_then(|n| i32::try_from(n).ok()).unwrap_or(0),
+        replicas: spec["replicas"]
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .unwrap_or(0),
         resource_request: request,
-        has_replica_requirements: spec.get("replicaRequirements").is_some_and(|r| !r.is_null()),
+        has_replica_requirements: spec
+            .get("replicaRequirements")
+            .is_some_and(|r| !r.is_null()),
         scheduled,
         uid: text(binding, "/spec/resource/uid").to_owned(),
     }
@@ -129,15 +144,26 @@ pub fn decide(binding: &Value, clusters: &[Cluster]) -> (Value, Option<Vec<Targe
         Ok(p) => p,
         Err(e) => {
             return (
-                condition("False", "SchedulerError", &format!("invalid placement: {e}")),
+                condition(
+                    "False",
+                    "SchedulerError",
+                    &format!("invalid placement: {e}"),
+                ),
                 None,
             );
         }
     };
     match schedule(&placement, &workload_of(binding), clusters) {
-        Ok(decision) => (condition("True", "Success", SCHEDULED_MESSAGE), Some(decision.clusters)),
+        Ok(decision) => (
+            condition("True", "Success", SCHEDULED_MESSAGE),
+            Some(decision.clusters),
+        ),
         Err(e) => {
-            let reason = if e.message.starts_with("0/") { "NoClusterFit" } else { "Unschedulable" };
+            let reason = if e.message.starts_with("0/") {
+                "NoClusterFit"
+            } else {
+                "Unschedulable"
+            };
             (condition("False", reason, &e.message), None)
         }
     }
@@ -159,7 +185,9 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let mut again = false;
     for (informer, cluster_scoped) in [(&k.rbs, false), (&k.crbs, true)] {
         for object in informer.all() {
-            if object.metadata.deletion_timestamp.is_some() || object.data["spec"]["placement"].is_null() {
+            if object.metadata.deletion_timestamp.is_some()
+                || object.data["spec"]["placement"].is_null()
+            {
                 continue;
             }
             let key = format!(
@@ -184,20 +212,31 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
     Ok(again)
 }
 
-async fn schedule_one(k: &Karmada, binding: &Value, clusters: &[Cluster], cluster_scoped: bool) -> Result<(), String> {
+async fn schedule_one(
+    k: &Karmada,
+    binding: &Value,
+    clusters: &[Cluster],
+    cluster_scoped: bool,
+) -> Result<(), String> {
     let name = text(binding, "/metadata/name");
     let api: Api<DynamicObject> = if cluster_scoped {
         Api::all_with(k.client.clone(), &cluster_resource_bindings())
     } else {
-        Api::namespaced_with(k.client.clone(), text(binding, "/metadata/namespace"), &resource_bindings())
+        Api::namespaced_with(
+            k.client.clone(),
+            text(binding, "/metadata/namespace"),
+            &resource_bindings(),
+        )
     };
     let (cond, chosen) = decide(binding, clusters);
     let placement = applied_placement(&binding["spec"]["placement"]);
     let mut generation = binding["metadata"]["generation"].as_i64().unwrap_or(0);
     let mut rv = binding["metadata"]["resourceVersion"].clone();
     if let Some(chosen) = &chosen {
-        let current: Vec<TargetCluster> = serde_json::from_value(binding["spec"]["clusters"].clone()).unwrap_or_default();
-        if &current != chosen || annotation(binding, APPLIED_PLACEMENT) != Some(placement.as_str()) {
+        let current: Vec<TargetCluster> =
+            serde_json::from_value(binding["spec"]["clusters"].clone()).unwrap_or_default();
+        if &current != chosen || annotation(binding, APPLIED_PLACEMENT) != Some(placement.as_str())
+        {
             let patch = json!({
                 "metadata": {"annotations": {APPLIED_PLACEMENT: placement}},
                 "spec": {"clusters": chosen},
@@ -217,7 +256,12 @@ async fn schedule_one(k: &Karmada, binding: &Value, clusters: &[Cluster], cluste
         .as_array()
         .into_iter()
         .flatten()
-        .any(|c| c["type"] == "Scheduled" && c["status"] == cond["status"] && c["reason"] == cond["reason"] && c["message"] == cond["message"]);
+        .any(|c| {
+            c["type"] == "Scheduled"
+                && c["status"] == cond["status"]
+                && c["reason"] == cond["reason"]
+                && c["message"] == cond["message"]
+        });
     if same_condition && observed == Some(generation) {
         return Ok(());
     }
@@ -257,10 +301,14 @@ mod tests {
     #[test]
     fn unschedulable_bindings_say_why() {
         let binding = json!({"spec": {"replicas": 1, "placement": {"clusterAffinity": {"clusterNames": ["nowhere"]}}}});
-        let c: Cluster = serde_json::from_value(json!({"metadata": {"name": "m1"}, "spec": {}})).unwrap_or_default();
+        let c: Cluster = serde_json::from_value(json!({"metadata": {"name": "m1"}, "spec": {}}))
+            .unwrap_or_default();
         let (cond, chosen) = decide(&binding, &[c]);
         assert!(chosen.is_none());
         assert_eq!(cond["reason"], "NoClusterFit");
-        assert_eq!(cond["message"], "0/1 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint.");
+        assert_eq!(
+            cond["message"],
+            "0/1 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint."
+        );
     }
 }

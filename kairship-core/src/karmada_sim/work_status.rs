@@ -3,16 +3,16 @@
 //! watched through the member informers, recorded in the Work's `status.manifestStatuses`
 //! (identifier, reflected status, health).
 
+use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
-use kube::Api;
 use serde_json::{Value, json};
 
 use super::execution::member_resource;
 use super::execution_space::is_ready;
+use super::informers::{key, version};
 use super::interpreter;
 use super::objects::*;
-use super::informers::{key, version};
 use super::propagation::Karmada;
 
 /// The manifest identifier (`workv1alpha1.ResourceIdentifier`; empty group and namespace
@@ -67,11 +67,20 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
             .trim_start_matches("karmada-es-")
             .to_owned();
         let mut observed = Vec::new();
-        for manifest in object.data["spec"]["workload"]["manifests"].as_array().into_iter().flatten() {
+        for manifest in object.data["spec"]["workload"]["manifests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let found = match member_resource(manifest) {
-                Some((resource, _)) => k.members.informer(&cluster, &resource).await.and_then(|i| {
-                    i.get(text(manifest, "/metadata/namespace"), text(manifest, "/metadata/name"))
-                }),
+                Some((resource, _)) => {
+                    k.members.informer(&cluster, &resource).await.and_then(|i| {
+                        i.get(
+                            text(manifest, "/metadata/namespace"),
+                            text(manifest, "/metadata/name"),
+                        )
+                    })
+                }
                 None => None,
             };
             observed.push(found.map(|o| version(&o)));
@@ -84,7 +93,9 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
         let work = k.works.value(&object);
         match sync(k, &work).await {
             // Recorded only once every manifest was seen: the member informers start lazily.
-            Ok(()) if observed.iter().all(Option::is_some) => k.memo.record("work-status", &memo_key, fingerprint),
+            Ok(()) if observed.iter().all(Option::is_some) => {
+                k.memo.record("work-status", &memo_key, fingerprint)
+            }
             Ok(()) => {}
             Err(why) => {
                 tracing::debug!(work = %text(&work, "/metadata/name"), reason = %why, "work status controller");
@@ -105,14 +116,22 @@ async fn sync(k: &Karmada, work: &Value) -> Result<(), String> {
     };
     k.members.client(&k.client, &cluster, &k.shutdown).await?;
     let mut statuses = Vec::new();
-    for (i, manifest) in work["spec"]["workload"]["manifests"].as_array().into_iter().flatten().enumerate() {
+    for (i, manifest) in work["spec"]["workload"]["manifests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let Some((resource, _)) = member_resource(manifest) else {
             continue;
         };
         let Some(informer) = k.members.informer(cluster_name, &resource).await else {
             continue;
         };
-        let Some(observed) = informer.get_value(text(manifest, "/metadata/namespace"), text(manifest, "/metadata/name")) else {
+        let Some(observed) = informer.get_value(
+            text(manifest, "/metadata/namespace"),
+            text(manifest, "/metadata/name"),
+        ) else {
             continue;
         };
         if label(&observed, WORK_PERMANENT_ID) != label(work, WORK_PERMANENT_ID) {
@@ -121,7 +140,9 @@ async fn sync(k: &Karmada, work: &Value) -> Result<(), String> {
         statuses.push(manifest_status(manifest, i, &observed));
     }
     let next = Value::Array(statuses);
-    if work["status"]["manifestStatuses"] == next || (next == json!([]) && work["status"]["manifestStatuses"].is_null()) {
+    if work["status"]["manifestStatuses"] == next
+        || (next == json!([]) && work["status"]["manifestStatuses"].is_null())
+    {
         return Ok(());
     }
     let api: Api<DynamicObject> = Api::namespaced_with(k.client.clone(), space, &works());
@@ -143,12 +164,21 @@ mod tests {
     fn identifiers_are_the_recorded_ones() {
         // ../shared/reference/karmada-v1.19/works-karmada-es-msb.json.
         let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop", "namespace": "demo"}});
-        assert_eq!(identifier(&d, 0), json!({"group": "apps", "kind": "Deployment", "name": "shop",
-            "namespace": "demo", "ordinal": 0, "resource": "", "version": "v1"}));
+        assert_eq!(
+            identifier(&d, 0),
+            json!({"group": "apps", "kind": "Deployment", "name": "shop",
+            "namespace": "demo", "ordinal": 0, "resource": "", "version": "v1"})
+        );
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}});
-        assert_eq!(identifier(&ns, 0), json!({"kind": "Namespace", "name": "demo", "ordinal": 0, "resource": "", "version": "v1"}));
+        assert_eq!(
+            identifier(&ns, 0),
+            json!({"kind": "Namespace", "name": "demo", "ordinal": 0, "resource": "", "version": "v1"})
+        );
         let observed = json!({"kind": "Namespace", "status": {"phase": "Active"}});
-        assert_eq!(manifest_status(&ns, 0, &observed)["status"], json!({"phase": "Active"}));
+        assert_eq!(
+            manifest_status(&ns, 0, &observed)["status"],
+            json!({"phase": "Active"})
+        );
         assert_eq!(manifest_status(&ns, 0, &observed)["health"], "Healthy");
     }
 }

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use kube_kit::quantity::Quantity;
 
 use super::{
-    AGGREGATED, DIVIDED, DUPLICATED, Placement, TargetCluster, WEIGHTED, Workload,
-    affinity_matches,
+    AGGREGATED, DIVIDED, DUPLICATED, Placement, TargetCluster, WEIGHTED, Workload, affinity_matches,
 };
 use crate::models::cluster::Cluster;
 
@@ -27,7 +26,10 @@ pub(super) struct Selected {
     pub dropped: Vec<String>,
 }
 
-fn quantity(map: &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>, key: &str) -> Quantity {
+fn quantity(
+    map: &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    key: &str,
+) -> Quantity {
     map.get(key)
         .and_then(|q| Quantity::parse(q.0.trim()).ok())
         .unwrap_or_default()
@@ -120,7 +122,11 @@ fn first_before(a: &(String, i64, i32), b: &(String, i64, i32), names_descending
     if a.2 != b.2 {
         return a.2 < b.2;
     }
-    if names_descending { a.0 > b.0 } else { a.0 < b.0 }
+    if names_descending {
+        a.0 > b.0
+    } else {
+        a.0 < b.0
+    }
 }
 
 fn fnv32a(bytes: &[u8]) -> u32 {

@@ -15,7 +15,11 @@ pub const AFFINITY_MISMATCH: &str =
 /// The first filter plugin that rejects `cluster`, as its reason; `None` when all admit it.
 /// Order as registered in `pkg/scheduler/framework/plugins/registry.go`: taint toleration,
 /// cluster affinity, spread constraint.
-pub(super) fn reason(placement: &Placement, workload: &Workload, cluster: &Cluster) -> Option<String> {
+pub(super) fn reason(
+    placement: &Placement,
+    workload: &Workload,
+    cluster: &Cluster,
+) -> Option<String> {
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
     // `tainttoleration.Filter`: a cluster the binding already targets stays.
     let already = workload.scheduled.iter().any(|t| t.name == name);
@@ -35,8 +39,18 @@ pub(super) fn reason(placement: &Placement, workload: &Workload, cluster: &Clust
     // `spreadconstraint.Filter`: a cluster must have the property spread by.
     for constraint in &placement.spread_constraints {
         let missing = match constraint.spread_by_field.as_deref() {
-            Some("provider") => cluster.spec.provider.as_deref().unwrap_or_default().is_empty(),
-            Some("region") => cluster.spec.region.as_deref().unwrap_or_default().is_empty(),
+            Some("provider") => cluster
+                .spec
+                .provider
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty(),
+            Some("region") => cluster
+                .spec
+                .region
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty(),
             Some("zone") => cluster.spec.zones.is_empty(),
             _ => false,
         };

@@ -211,7 +211,10 @@ fn dynamic_division_follows_available_replicas() {
         match (got, want) {
             (Ok(d), Ok(want)) => assert_eq!(d.clusters, want, "{source}"),
             (Err(e), Err(())) => {
-                assert!(e.message.contains("are not enough to schedule"), "{source}: {e}");
+                assert!(
+                    e.message.contains("are not enough to schedule"),
+                    "{source}: {e}"
+                );
             }
             (got, want) => panic!("{source}: got {got:?}, want {want:?}"),
         }
@@ -228,20 +231,72 @@ fn cluster_affinity_matches_as_karmada() {
     );
     let zones = json!(["zone1", "zone2", "zone3"]);
     let cases: Vec<(&str, Value, bool)> = vec![
-        ("test cluster excluded and names", json!({"exclude": ["cluster1"], "clusterNames": ["cluster1"]}), false),
-        ("test cluster excluded and label selector", json!({"exclude": ["cluster1"], "labelSelector": {"matchLabels": {"foo": "bar"}}}), false),
-        ("test cluster excluded and field selector", json!({"exclude": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": zones}]}}), false),
-        ("test cluster names", json!({"clusterNames": ["cluster1"]}), true),
-        ("test cluster names not matched", json!({"clusterNames": ["cluster2"]}), false),
-        ("test cluster names and label selector", json!({"clusterNames": ["cluster1"], "labelSelector": {"matchLabels": {"foo": "bar"}}}), true),
-        ("test cluster names and label selector not matched", json!({"clusterNames": ["cluster1"], "labelSelector": {"matchLabels": {"foo": "unmatched"}}}), false),
-        ("test cluster names and field selector(zone & region)", json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [
-            {"key": "zone", "operator": "In", "values": zones}, {"key": "region", "operator": "In", "values": ["region1"]}]}}), true),
-        ("test cluster names and field selector(provider)", json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "provider", "operator": "In", "values": ["provider1"]}]}}), true),
-        ("test cluster names and field selector(zone not in)", json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": zones}]}}), false),
-        ("test cluster names and field selector(provider not in)", json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "provider", "operator": "NotIn", "values": ["provider1"]}]}}), false),
-        ("test cluster names and field selector(region not in)", json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "region", "operator": "NotIn", "values": ["region1"]}]}}), false),
-        ("test label selector not matched", json!({"labelSelector": {"matchLabels": {"foo": "unmatched"}}}), false),
+        (
+            "test cluster excluded and names",
+            json!({"exclude": ["cluster1"], "clusterNames": ["cluster1"]}),
+            false,
+        ),
+        (
+            "test cluster excluded and label selector",
+            json!({"exclude": ["cluster1"], "labelSelector": {"matchLabels": {"foo": "bar"}}}),
+            false,
+        ),
+        (
+            "test cluster excluded and field selector",
+            json!({"exclude": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": zones}]}}),
+            false,
+        ),
+        (
+            "test cluster names",
+            json!({"clusterNames": ["cluster1"]}),
+            true,
+        ),
+        (
+            "test cluster names not matched",
+            json!({"clusterNames": ["cluster2"]}),
+            false,
+        ),
+        (
+            "test cluster names and label selector",
+            json!({"clusterNames": ["cluster1"], "labelSelector": {"matchLabels": {"foo": "bar"}}}),
+            true,
+        ),
+        (
+            "test cluster names and label selector not matched",
+            json!({"clusterNames": ["cluster1"], "labelSelector": {"matchLabels": {"foo": "unmatched"}}}),
+            false,
+        ),
+        (
+            "test cluster names and field selector(zone & region)",
+            json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": zones}, {"key": "region", "operator": "In", "values": ["region1"]}]}}),
+            true,
+        ),
+        (
+            "test cluster names and field selector(provider)",
+            json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "provider", "operator": "In", "values": ["provider1"]}]}}),
+            true,
+        ),
+        (
+            "test cluster names and field selector(zone not in)",
+            json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": zones}]}}),
+            false,
+        ),
+        (
+            "test cluster names and field selector(provider not in)",
+            json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "provider", "operator": "NotIn", "values": ["provider1"]}]}}),
+            false,
+        ),
+        (
+            "test cluster names and field selector(region not in)",
+            json!({"clusterNames": ["cluster1"], "fieldSelector": {"matchExpressions": [{"key": "region", "operator": "NotIn", "values": ["region1"]}]}}),
+            false,
+        ),
+        (
+            "test label selector not matched",
+            json!({"labelSelector": {"matchLabels": {"foo": "unmatched"}}}),
+            false,
+        ),
         ("test empty cluster affinity matched", json!({}), true),
     ];
     for (case, affinity, want) in cases {
@@ -353,7 +408,10 @@ fn nothing_feasible_is_a_fit_error_with_every_reason() {
     // The FitError message (pkg/scheduler/framework/types.go `FitError.Error`), each reason
     // counted and sorted; every cluster left out carries its own.
     let clusters = vec![
-        cluster("a", json!({"taints": [{"key": "cluster.karmada.io/not-ready", "effect": "NoSchedule"}]})),
+        cluster(
+            "a",
+            json!({"taints": [{"key": "cluster.karmada.io/not-ready", "effect": "NoSchedule"}]}),
+        ),
         cluster("b", json!({})),
         cluster("c", json!({})),
     ];
@@ -365,7 +423,10 @@ fn nothing_feasible_is_a_fit_error_with_every_reason() {
     );
     assert_eq!(err.left_out.len(), 3);
     let none = schedule(&p, &workload(1), &[]).unwrap_err();
-    assert_eq!(none.message, "0/0 clusters are available: no cluster exists.");
+    assert_eq!(
+        none.message,
+        "0/0 clusters are available: no cluster exists."
+    );
 }
 
 #[test]
@@ -377,7 +438,11 @@ fn spread_by_cluster_keeps_the_best_clusters() {
         "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
             "weightPreference": {"dynamicWeight": "AvailableReplicas"}}
     }));
-    let clusters = vec![room("member1", 10), room("member2", 20), room("member3", 30)];
+    let clusters = vec![
+        room("member1", 10),
+        room("member2", 20),
+        room("member3", 30),
+    ];
     let d = schedule(&p, &workload(10), &clusters).unwrap();
     assert_eq!(d.clusters, targets(&[("member2", 4), ("member3", 6)]));
     assert_eq!(
@@ -393,7 +458,10 @@ fn spread_by_cluster_keeps_the_best_clusters() {
         "replicaScheduling": {"replicaSchedulingType": "Duplicated"}
     }));
     let err = schedule(&p, &workload(1), &clusters).unwrap_err();
-    assert!(err.message.contains("less than spreadConstraint.MinGroups"), "{err}");
+    assert!(
+        err.message.contains("less than spreadConstraint.MinGroups"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -426,12 +494,18 @@ fn available_replicas_follow_the_resource_summary() {
         }}}),
     );
     let req = |cpu: &str, mem: &str| {
-        BTreeMap::from([("cpu".to_owned(), cpu.to_owned()), ("memory".to_owned(), mem.to_owned())])
+        BTreeMap::from([
+            ("cpu".to_owned(), cpu.to_owned()),
+            ("memory".to_owned(), mem.to_owned()),
+        ])
     };
     assert_eq!(available_replicas(&c, &BTreeMap::new()), 320);
     assert_eq!(available_replicas(&c, &req("100m", "64Mi")), 105);
     assert_eq!(available_replicas(&c, &req("1", "8Gi")), 3);
-    assert_eq!(available_replicas(&cluster("none", json!({})), &BTreeMap::new()), 0);
+    assert_eq!(
+        available_replicas(&cluster("none", json!({})), &BTreeMap::new()),
+        0
+    );
 }
 
 #[test]
@@ -445,7 +519,10 @@ fn webster_ties_follow_the_uid() {
         .map(|i| format!("uid-{i}"))
         .find(|u| divide_fnv_odd(u))
         .unwrap();
-    assert_eq!(webster(1, &votes, &[], &odd), targets(&[("a", 0), ("b", 1)]));
+    assert_eq!(
+        webster(1, &votes, &[], &odd),
+        targets(&[("a", 0), ("b", 1)])
+    );
 }
 
 fn divide_fnv_odd(uid: &str) -> bool {
