@@ -171,8 +171,11 @@ pub async fn run_passes<F, Fut>(
 /// from what the API servers hold.
 #[derive(Default)]
 pub struct Memo {
-    done: Mutex<HashMap<(&'static str, String), (String, std::time::Instant)>>,
+    done: Mutex<HashMap<MemoKey, (String, std::time::Instant)>>,
 }
+
+/// A controller's name and an object's key.
+type MemoKey = (&'static str, String);
 
 /// How long a memo entry spares an object (then it is worked on again, as a resync would).
 const MEMO_TTL: Duration = Duration::from_secs(120);

@@ -335,7 +335,7 @@ fn divide_dynamically(
     let assigned: i32 = scheduled.iter().map(|t| t.replicas).sum();
     let (target, mut available, keep, step) = if assigned > workload.replicas {
         let mut held = scheduled.clone();
-        held.sort_by(|a, b| b.replicas.cmp(&a.replicas));
+        held.sort_by_key(|t| std::cmp::Reverse(t.replicas));
         (workload.replicas, held, Vec::new(), "scale down")
     } else if assigned < workload.replicas {
         let room: Vec<TargetCluster> = chosen
@@ -346,7 +346,7 @@ fn divide_dynamically(
             })
             .collect();
         let mut room = room;
-        room.sort_by(|a, b| b.replicas.cmp(&a.replicas));
+        room.sort_by_key(|t| std::cmp::Reverse(t.replicas));
         (
             workload.replicas - assigned,
             room,

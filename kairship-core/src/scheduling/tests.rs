@@ -1,7 +1,7 @@
 //! Scheduling cases whose expected placements are Karmada's own (karmada-io/karmada v1.19,
 //! file and case name beside each row).
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::type_complexity)]
 
 use serde_json::{Value, json};
 
