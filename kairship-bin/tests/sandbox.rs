@@ -429,14 +429,26 @@ async fn sandbox_serves_the_api_to_an_admin_and_a_viewer() {
         .collect();
     listed.sort();
     assert_eq!(listed, ["api", "shop", "web"]);
-    // What `kubectl get deploy` reads: the status Karmada aggregated from the members.
-    let shop = deployments.list(&Default::default()).await.unwrap().items;
-    let shop = shop
-        .iter()
-        .find(|d| d.metadata.name.as_deref() == Some("shop"))
-        .unwrap();
-    let status = shop.status.as_ref().unwrap();
-    assert_eq!((status.replicas, status.ready_replicas), (Some(4), Some(4)));
+    // What `kubectl get deploy` reads: the status Karmada aggregated from the members (once
+    // the override's rollout on a-east has settled: 4 replicas, all ready).
+    let in_demo: Api<Deployment> = Api::namespaced(deployments.clone().into_client(), "demo");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let status = in_demo
+            .get("shop")
+            .await
+            .unwrap()
+            .status
+            .unwrap_or_default();
+        if (status.replicas, status.ready_replicas) == (Some(4), Some(4)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "shop through the native proxy: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let config_maps: Api<ConfigMap> =
         Api::namespaced(client_from(&dir.join("viewer.kubeconfig")).await, "demo");
     assert!(config_maps.get("web-config").await.is_ok());
