@@ -159,11 +159,18 @@ pub async fn run_passes<F, Fut>(
         let wait = if again { RETRY } else { resync };
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = wake.notified() => {}
+            _ = wake.notified() => {
+                // Changes come in bursts: a short wait lets one pass take them all, so a
+                // large burst does not cost a scan of every object per change.
+                tokio::time::sleep(COALESCE).await;
+            }
             _ = tokio::time::sleep(wait) => {}
         }
     }
 }
+
+/// How long a woken controller waits for more changes before its pass.
+const COALESCE: Duration = Duration::from_millis(50);
 
 /// What each controller last did successfully, by object: a fingerprint of the inputs (their
 /// resourceVersions or generations) so an unchanged object is not worked on again at every
