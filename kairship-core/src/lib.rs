@@ -27,6 +27,7 @@ pub mod naming;
 pub mod proxy;
 pub mod rest;
 pub mod router;
+pub mod scheduling;
 pub mod server;
 pub mod transport;
 

@@ -228,39 +228,20 @@ where
     }
 }
 
-/// Applies the sample objects into member `index` of the `placed` members (its share of each
-/// Deployment's replicas), as Karmada's execution controller would.
-pub async fn propagate(member: &Client, index: usize, placed: usize) -> anyhow::Result<()> {
-    let ns = samples::NAMESPACE;
-    create_or_keep(
-        &Api::<Namespace>::all(member.clone()),
-        &serde_json::from_value(json!({"metadata": {"name": ns}}))?,
-    )
-    .await?;
-    create_or_keep(
-        &Api::<ConfigMap>::namespaced(member.clone(), ns),
-        &serde_json::from_value(samples::config_map())?,
-    )
-    .await?;
-    let deployments: Api<Deployment> = Api::namespaced(member.clone(), ns);
-    for (name, replicas) in samples::DEPLOYMENTS {
-        let share = samples::divide(replicas, placed)
-            .get(index)
-            .copied()
-            .unwrap_or(0);
-        let mut object = samples::deployment(name, share);
-        object["metadata"]["labels"]["karmada.io/managed"] = json!("true");
-        create_or_keep(&deployments, &serde_json::from_value(object)?)
-            .await
-            .with_context(|| format!("propagating Deployment {name}"))?;
-    }
-    Ok(())
-}
-
 /// A Deployment and its ConfigMap that exist in a member only (made there before Karmada):
 /// what `:promote` brings into the instance.
 pub async fn create_legacy(member: &Client) -> anyhow::Result<()> {
     let ns = samples::NAMESPACE;
+    // The namespace comes from Karmada's namespace sync; a namespace made here first would
+    // be one Karmada does not manage, and its Work would fail.
+    let namespaces: Api<Namespace> = Api::all(member.clone());
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while namespaces.get_opt(ns).await?.is_none() {
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("Karmada did not propagate the namespace {ns} to the member");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     create_or_keep(
         &Api::<ConfigMap>::namespaced(member.clone(), ns),
         &serde_json::from_value(json!({

@@ -199,6 +199,14 @@ async fn karmada_instance(
                 "resourcebindings",
                 true,
             )?,
+            open_crd(
+                "work.karmada.io",
+                "v1alpha2",
+                "ClusterResourceBinding",
+                "clusterresourcebindings",
+                false,
+            )?,
+            open_crd("work.karmada.io", "v1alpha1", "Work", "works", true)?,
         ],
     )
     .await?;
@@ -238,18 +246,9 @@ async fn karmada_instance(
             .await
             .with_context(|| format!("setting the status of member {member} in {name}"))?;
     }
+    // The samples are placed and propagated by the instance's (emulated) Karmada.
     let ready: Vec<&str> = members.iter().filter(|m| m.1).map(|m| m.0).collect();
     samples::create(&client, name, &ready).await?;
-    let placed: Vec<&members::Member> = running
-        .iter()
-        .filter(|m| ready.contains(&m.cluster.name()))
-        .collect();
-    for (index, member) in placed.iter().enumerate() {
-        members::propagate(&member.cluster.client(), index, placed.len()).await?;
-    }
-    if let Some(first) = placed.first() {
-        members::create_legacy(&first.cluster.client()).await?;
-    }
     let served = cluster.serve(options.clone()).await?;
     Ok((cluster, served, running))
 }
@@ -373,6 +372,8 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
             Duration::from_secs(2),
             shutdown.clone(),
         );
+        // And its propagation: what is created in the instance is placed on the members.
+        kairship_core::karmada_sim::propagation::spawn(cluster.client(), shutdown.clone());
         running.push((cluster, served));
     }
 
@@ -416,6 +417,10 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         for member in started {
             users::grant_inside(&member.cluster.client(), instance, &users).await?;
             members::limit_impersonator(&instance_client, member).await?;
+        }
+        // A Deployment made in the first member before Karmada, what `:promote` brings in.
+        if let Some(first) = started.first() {
+            members::create_legacy(&first.cluster.client()).await?;
         }
     }
 
