@@ -1,1 +1,4 @@
+//! Runnable examples of the SDK: one idea per program in `src/bin/`, run by
+//! `tests/examples.rs`. The library part holds what an example's own tests import.
 
+pub mod replicator;
