@@ -110,7 +110,12 @@ async fn serve_one() -> (Cluster, kube_sandbox::Served, Duration) {
     let started = Instant::now();
     let cluster = Cluster::new("idle");
     let served = cluster.serve(ServeOptions::default()).await.expect("serve");
-    let status = get(served.addr, cluster.admin_token(), "/api/v1/namespaces/default").await;
+    let status = get(
+        served.addr,
+        cluster.admin_token(),
+        "/api/v1/namespaces/default",
+    )
+    .await;
     let took = started.elapsed();
     assert!(status.contains(" 200 "), "{status}");
     (cluster, served, took)
@@ -134,7 +139,8 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     print_rss(
         "rss_per_idle_cluster_mib",
-        one.zip(rss_mib()).map(|(one, eleven)| (eleven - one) / 10.0),
+        one.zip(rss_mib())
+            .map(|(one, eleven)| (eleven - one) / 10.0),
     );
     for (cluster, served) in clusters {
         served.stop();
