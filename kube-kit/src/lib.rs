@@ -19,6 +19,7 @@
 //! - [`fields`]: unknown fields of an object, from its kind's schema (`fieldValidation`).
 //! - [`finalizer`]: adding and removing a finalizer with a guarded JSON patch.
 
+#![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod admin;

@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod apiserver;

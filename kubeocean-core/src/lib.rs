@@ -13,6 +13,7 @@
 //! - [`upgrade`]: taking over objects left by upstream Kubeocean (finalizers, `clusterID` owner).
 
 // Tests unwrap their fixtures; library code never does.
+#![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod bind;

@@ -57,7 +57,7 @@ pub struct SandboxArgs {
     #[arg(long, default_value = "kairship-sandbox")]
     dir: PathBuf,
     /// Serve the clusters and the Kairship API over HTTPS (the API with a generated
-    /// certificate, written to <dir>/kairship-ca.crt and embedded in issued kubeconfigs).
+    /// certificate, written to `<dir>/kairship-ca.crt` and embedded in issued kubeconfigs).
     #[arg(long)]
     tls: bool,
     /// Loopback port of the Kairship API (REST, Swagger UI, native proxy and gRPC); 0 picks

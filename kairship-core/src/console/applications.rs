@@ -1,6 +1,6 @@
 //! The console's application pages: the create-application form (workload, Service,
 //! placement, per-cluster overrides) with its dry-run preview, and the Job and CronJob pages
-//! with their restart and pause/resume buttons. Everything goes through [`KairshipApi`]
+//! with their restart and pause/resume buttons. Everything goes through [`KairshipApi`](crate::api::KairshipApi)
 //! (`create_application`, `restart_job`, `cronjob_action`), so the API's rules and messages
 //! apply; the buttons are only shown to callers the authorizer lets write.
 

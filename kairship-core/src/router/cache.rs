@@ -36,7 +36,7 @@ use super::raw::{ItemForm, RawObject};
 use super::target::{ResourceKey, ResourceTarget};
 
 /// Objects per page of a cache's (re)list. A page is read whole as its JSON text (copied once
-/// more by the client) and then as one [`RawObject`] per object (that object's JSON again and
+/// more by the client) and then as one `RawObject` per object (that object's JSON again and
 /// the few fields the cache indexes) before its objects are kept, so a sync needs a few times
 /// a page's JSON on top of what it keeps, and the allocator holds on to that memory afterwards.
 /// With 100 objects per page that stays within about 3 MiB per process for 5 KB Deployments;

@@ -104,7 +104,7 @@ pub(crate) fn instance_changed_event(instance: &str) -> WatchEvent<DynamicObject
 }
 
 /// Passes `events` through until `instance` no longer has `identity`, then ends them with
-/// [`instance_changed_event`], so that no event of a gone instance reaches anyone.
+/// `instance_changed_event`, so that no event of a gone instance reaches anyone.
 pub fn end_when_lost(
     events: EventStream,
     clients: &Arc<dyn InstanceClients>,

@@ -996,3 +996,53 @@ fn managed_entries_are_sorted_and_field_sets_round_trip() {
         "/f:spec/f:ports/k:{\"port\":80,\"protocol\":\"TCP\"}/f:port"
     ));
 }
+
+#[test]
+fn a_test_of_null_passes_on_an_absent_key_as_kube_apiserver_does() {
+    // What kube-runtime's finalizer helper sends to add the first finalizer.
+    let doc = json!({"metadata": {"name": "a", "list": [null, 1]}});
+    let add_first = json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/f"]}
+    ]);
+    assert_eq!(
+        json_patch(&doc, &add_first).unwrap(),
+        json!({"metadata": {"name": "a", "list": [null, 1], "finalizers": ["example.com/f"]}})
+    );
+    // A null array element passes too; escaped keys are looked up decoded.
+    let null_element = json!([{"op": "test", "path": "/metadata/list/0", "value": null}]);
+    assert!(json_patch(&doc, &null_element).is_ok());
+    let escaped = json!([{"op": "test", "path": "/metadata/a~1b", "value": null}]);
+    assert!(json_patch(&doc, &escaped).is_ok());
+
+    // Still failing: a present non-null value, a missing parent, an element out of range.
+    for (path, failed_op) in [
+        ("/metadata/name", None),
+        ("/missing/finalizers", Some(0)),
+        ("/metadata/list/5", Some(0)),
+        ("/metadata/list/1", None),
+    ] {
+        let patch = json!([{"op": "test", "path": path, "value": null}]);
+        let err = json_patch(&doc, &patch).unwrap_err();
+        assert_eq!(err.status_code(), 422, "{path}: {err:?}");
+        if let Some(index) = failed_op {
+            assert!(
+                matches!(&err, PatchError::Unprocessable(m) if m.starts_with(&format!("operation '/{index}'"))),
+                "{path}: {err:?}"
+            );
+        }
+    }
+    // The index of a failing operation is its place in the whole patch.
+    let err = json_patch(
+        &doc,
+        &json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "remove", "path": "/metadata/missing"}
+        ]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, PatchError::Unprocessable(m) if m.starts_with("operation '/1' failed at path '/metadata/missing'")),
+        "{err:?}"
+    );
+}

@@ -3,10 +3,14 @@
 //! until it exits, the checks the Helm chart tests make of rendered manifests, and the real
 //! kubectl driven through a scripted session.
 //! Helpers here panic on failure, as test helpers do.
+//!
+//! Another project's tests use [`prelude`]: the stable surface (see `docs/sandbox.md`, "Using
+//! kube-sandbox in your own tests"). The other modules serve this workspace's own suites.
 
 pub mod charts;
 pub mod kubectl;
 pub mod kubectl_session;
+pub mod prelude;
 pub mod process;
 pub mod sandboxes;
 pub mod tools;

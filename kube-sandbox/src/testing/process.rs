@@ -103,9 +103,13 @@ pub fn assert_fails_naming(status: ExitStatus, stderr: &str, addr: SocketAddr, w
 /// A sandbox cluster served over loopback with its kubeconfig written to
 /// `<dir>/<cluster>.kubeconfig`, in a temporary directory of its own that is removed on drop.
 pub struct ServedWithKubeconfig {
+    /// The cluster.
     pub cluster: Cluster,
+    /// Its loopback server.
     pub served: Served,
+    /// The temporary directory, removed on drop.
     pub dir: PathBuf,
+    /// The kubeconfig file, `<dir>/<cluster>.kubeconfig`.
     pub kubeconfig: PathBuf,
 }
 

@@ -115,7 +115,7 @@ impl WorkerIndex {
     }
 
     /// Records a node; returns it as affected, unless it is the version already known (the
-    /// watch event of the syncer's own write, see [`same_version`]).
+    /// watch event of the syncer's own write, see `same_version`).
     pub fn apply_node(&mut self, node: Node) -> Vec<String> {
         let name = node.name_any();
         let known = self
@@ -375,7 +375,7 @@ impl ComputingIndex {
     }
 
     /// Records a virtual node (also after the syncer wrote it); affected: its physical node,
-    /// unless it is the version already known (see [`same_version`]).
+    /// unless it is the version already known (see `same_version`).
     pub fn apply_vnode(&mut self, node: Node) -> Vec<String> {
         self.apply_vnode_arc(Arc::new(node))
     }

@@ -53,7 +53,7 @@ fn is_release(tag: &str) -> bool {
 }
 
 /// The Karmada release the component Deployments run: the tag of the first of
-/// [`COMPONENT_IMAGES`] found with a release tag; `None` when there is none.
+/// `COMPONENT_IMAGES` found with a release tag; `None` when there is none.
 pub fn karmada_version_of(deployments: &[Deployment]) -> Option<String> {
     let images: Vec<&str> = deployments
         .iter()

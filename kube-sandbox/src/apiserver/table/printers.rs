@@ -9,25 +9,45 @@ use std::collections::BTreeSet;
 /// Which printer renders a kind's rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Printer {
+    /// Pods (`v1`).
     Pod,
+    /// Nodes (`v1`).
     Node,
+    /// Namespaces (`v1`).
     Namespace,
+    /// ConfigMaps (`v1`).
     ConfigMap,
+    /// Secrets (`v1`).
     Secret,
+    /// Services (`v1`).
     Service,
+    /// ServiceAccounts (`v1`).
     ServiceAccount,
+    /// Endpoints (`v1`).
     Endpoints,
+    /// EndpointSlices (`discovery.k8s.io/v1`).
     EndpointSlice,
+    /// Events (`v1`).
     Event,
+    /// Events (`events.k8s.io/v1`).
     EventsV1,
+    /// Deployments (`apps/v1`).
     Deployment,
+    /// ReplicaSets (`apps/v1`).
     ReplicaSet,
+    /// StatefulSets (`apps/v1`).
     StatefulSet,
+    /// DaemonSets (`apps/v1`).
     DaemonSet,
+    /// Jobs (`batch/v1`).
     Job,
+    /// CronJobs (`batch/v1`).
     CronJob,
+    /// Leases (`coordination.k8s.io/v1`).
     Lease,
+    /// PersistentVolumes (`v1`).
     PersistentVolume,
+    /// PersistentVolumeClaims (`v1`).
     PersistentVolumeClaim,
 }
 

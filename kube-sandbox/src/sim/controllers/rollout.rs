@@ -7,7 +7,7 @@ use serde_json::Value;
 /// The alphabet `rand.SafeEncodeString` maps bytes onto (no vowels, no confusable digits).
 const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
-/// Upstream `rand.SafeEncodeString`: every byte mapped onto [`SAFE_ALPHABET`].
+/// Upstream `rand.SafeEncodeString`: every byte mapped onto `SAFE_ALPHABET`.
 pub fn safe_encode(s: &str) -> String {
     s.bytes()
         .map(|b| SAFE_ALPHABET[b as usize % SAFE_ALPHABET.len()] as char)

@@ -1,6 +1,6 @@
 //! Giving up on a physical pod the worker does not schedule
 //! ([`super::mapping::scheduling`]): part of the PhysicalPod reconciler, which calls
-//! [`check`] before anything else.
+//! `check` before anything else.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Preconditions};
