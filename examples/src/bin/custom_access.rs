@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
 };
-use kairship_core::api::server::{AppParts, app, serve};
+use kairship_core::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig};
 use kairship_core::instance::{
     DeletionPolicy, Instance, InstanceMode, InstanceSpec, SecretKeyReference,

@@ -11,6 +11,9 @@
 //! does not include the audit write.
 
 pub mod log;
+mod writer;
+
+pub use writer::AuditedWriter;
 
 use jiff::Timestamp;
 use kube::CustomResource;
@@ -170,6 +173,21 @@ impl Door {
             Door::Proxy => "proxy",
         }
     }
+}
+
+tokio::task_local! {
+    static DOOR: Door;
+}
+
+/// Runs `future` as handling a request that came in through `door`: writes it makes are
+/// recorded with that door. Each transport wraps its handlers in it.
+pub async fn through<F: std::future::Future>(door: Door, future: F) -> F::Output {
+    DOOR.scope(door, future).await
+}
+
+/// The door of the request being handled; REST when no transport said.
+pub fn current_door() -> Door {
+    DOOR.try_with(|door| *door).unwrap_or(Door::Rest)
 }
 
 /// Something that keeps audit records. [`record`](AuditSink::record) must not wait on I/O.
