@@ -1,6 +1,7 @@
 //! The API server: REST, OpenAPI and Swagger UI, the native proxy and gRPC composed
 //! into one router, served on one port with HTTP/1.1 and HTTP/2 (h2c, or h2 over TLS).
 
+use crate::audit::Door;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,19 +80,32 @@ async fn method_not_allowed(req: Request) -> Response {
 pub fn app(parts: AppParts) -> Router {
     let mut app = Router::new()
         .merge(SwaggerUi::new(SWAGGER_UI_PATH).url(OPENAPI_PATH, rest::openapi()))
-        .merge(rest::router(parts.api, parts.authenticator));
+        .merge(through_door(
+            rest::router(parts.api, parts.authenticator),
+            Door::Rest,
+        ));
     if let Some(proxy) = parts.proxy {
-        app = app.merge(proxy);
+        app = app.merge(through_door(proxy, Door::Proxy));
     }
     if let Some(grpc) = parts.grpc {
-        app = app.merge(grpc);
+        app = app.merge(through_door(grpc, Door::Grpc));
     }
     if let Some(console) = parts.console {
-        app = app.merge(console);
+        app = app.merge(through_door(console, Door::Console));
     }
     app.fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(crate::proxy::gzip_large_answers))
+}
+
+/// Requests of `router` are handled as coming through `door`, so the writes they make are
+/// audited with it.
+fn through_door(router: Router, door: Door) -> Router {
+    router.layer(axum::middleware::from_fn(
+        move |request: Request, next: axum::middleware::Next| {
+            crate::audit::through(door, next.run(request))
+        },
+    ))
 }
 
 /// Why serving stopped.

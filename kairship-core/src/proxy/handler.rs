@@ -23,10 +23,10 @@ use crate::access::{
     AccessError, Caller, InstanceResource, Verb, WriteIdentity, impersonation_headers,
     is_impersonation_header,
 };
+use crate::audit::{AuditObject, AuditRecordSpec, Door};
 use crate::router::{
     EventStream, InstanceConnection, ListChunks, ListQuery, ObjectPage, ResourceTarget,
-    RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie,
-    written_version,
+    RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie, written_version,
 };
 
 /// Headers that describe one connection, not the message: never forwarded either way.
@@ -130,7 +130,7 @@ pub(super) async fn handle(
         KubePath::Resource(resource) => Some(resource),
         _ => None,
     };
-    match (handling, resource) {
+    let response = match (handling, resource) {
         (Handling::Forward, _) | (_, None) => {
             forward(&state, &instance, &raw_path, resource, &caller, request).await
         }
@@ -138,7 +138,15 @@ pub(super) async fn handle(
             let cookies = request.headers().get(header::COOKIE);
             let cookies = cookies.and_then(|c| c.to_str().ok()).map(str::to_owned);
             let gzip = accepts_gzip(request.headers());
-            let read = read(&state, &instance, resource, &read_params, handling, cookies, gzip);
+            let read = read(
+                &state,
+                &instance,
+                resource,
+                &read_params,
+                handling,
+                cookies,
+                gzip,
+            );
             match read.await {
                 Ok(Some(response)) => response,
                 // The instance does not serve the resource as the path says: let it answer.
@@ -156,7 +164,65 @@ pub(super) async fn handle(
                 Err(err) => router_error_response(&err),
             }
         }
+    };
+    if verb.is_write() {
+        record_write(
+            &state,
+            &caller,
+            &instance,
+            &kube_path,
+            verb,
+            response.status(),
+        );
     }
+    response
+}
+
+/// Records a write through the proxy: who, what, and the instance's answer.
+fn record_write(
+    state: &ProxyState,
+    caller: &Caller,
+    instance: &str,
+    path: &KubePath,
+    verb: Verb,
+    status: StatusCode,
+) {
+    let KubePath::Resource(resource) = path else {
+        return;
+    };
+    let verb = match verb {
+        Verb::Delete if resource.is_collection() => "deletecollection",
+        other => other.as_str(),
+    };
+    let acting_as = if acts_as_caller(&Method::POST, Some(resource), state.write_identity) {
+        caller.user.clone()
+    } else {
+        "kairship".to_string()
+    };
+    let object = AuditObject {
+        group: resource.group.clone(),
+        version: resource.version.clone(),
+        resource: resource.resource.clone(),
+        subresource: resource.subresource.clone().unwrap_or_default(),
+        namespace: resource.namespace.clone().unwrap_or_default(),
+        name: resource.name.clone().unwrap_or_default(),
+    };
+    let message = (!status.is_success()).then(|| {
+        status
+            .canonical_reason()
+            .unwrap_or("the instance refused the write")
+            .to_string()
+    });
+    state.audit.record(AuditRecordSpec::new(
+        caller,
+        acting_as,
+        instance,
+        Door::Proxy,
+        verb,
+        object,
+        status.as_u16(),
+        message,
+    ));
 }
 
 async fn authenticate(state: &ProxyState, headers: &HeaderMap) -> Result<Caller, AccessError> {

@@ -69,6 +69,8 @@ pub struct ProxyState {
     write_identity: WriteIdentity,
     /// Whole lists compressed once per resourceVersion.
     compressed: Arc<CompressedLists>,
+    /// Where writes are recorded.
+    audit: Arc<dyn crate::audit::AuditSink>,
 }
 
 impl std::fmt::Debug for ProxyState {
@@ -97,7 +99,14 @@ impl ProxyState {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             write_identity: WriteIdentity::default(),
             compressed: Arc::new(CompressedLists::default()),
+            audit: Arc::new(crate::audit::NoAudit),
         }
+    }
+
+    /// Records every write through the proxy in `sink` (reads are never recorded).
+    pub fn with_audit(mut self, sink: Arc<dyn crate::audit::AuditSink>) -> Self {
+        self.audit = sink;
+        self
     }
 
     /// Uses `discovery` (e.g. shorter lifetimes) instead of the default.
