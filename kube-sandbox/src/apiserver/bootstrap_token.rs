@@ -5,9 +5,9 @@
 //! authenticates as `system:bootstrap:<id>` in `system:bootstrappers` plus the Secret's
 //! `auth-extra-groups`. Every failure is "not authenticated" (401), as upstream answers.
 
-use crate::apiserver::auth::UserInfo;
 use crate::apiserver::resources::GroupResource;
 use crate::apiserver::store::Store;
+use crate::apiserver::user_info::UserInfo;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;

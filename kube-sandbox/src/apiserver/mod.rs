@@ -29,6 +29,7 @@ pub mod store;
 pub mod strategy_hooks;
 pub mod subresources;
 pub mod table;
+pub mod user_info;
 pub mod watch;
 pub mod workload_defaults;
 pub mod write_options;

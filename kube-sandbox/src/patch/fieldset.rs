@@ -1,6 +1,10 @@
 //! Field sets: the FieldsV1 encoding of managed fields.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::strategy::MapKey;
 
 /// A set of field paths as a tree. Path elements are kept in their FieldsV1 string
 /// form: `f:<name>`, `k:<json object>`, `v:<json value>`, `i:<index>`.

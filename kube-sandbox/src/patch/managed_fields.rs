@@ -1,6 +1,8 @@
 //! metadata.managedFields: reading and writing the entries.
 
-use super::*;
+use serde_json::{Map, Value};
+
+use super::fieldset::FieldSet;
 
 pub(super) const APPLY: &str = "Apply";
 pub(super) const UPDATE: &str = "Update";

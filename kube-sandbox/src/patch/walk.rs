@@ -1,6 +1,11 @@
 //! Walking objects with the apply schema: the field set an object or a change covers.
 
-use super::*;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde_json::Value;
+
+use super::fieldset::{FieldPath, FieldSet, item_key, names_of, path_string, pe_field, pe_value};
+use super::strategy::{SsaList, in_zero_value, is_atomic_object, list_rule};
 
 #[derive(Default)]
 pub(super) struct Comparison {

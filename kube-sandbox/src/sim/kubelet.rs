@@ -3,11 +3,11 @@
 //! serves.
 
 use super::Simulator;
-use super::at;
 use super::node_lifecycle::{ready_conditions, set_node_ready};
 use crate::apiserver::api::WriteContext;
 use crate::apiserver::error::ApiError;
 use crate::apiserver::resources::GroupResource;
+use crate::sim::controllers::objects::at;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};

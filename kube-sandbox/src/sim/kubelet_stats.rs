@@ -6,8 +6,8 @@
 //! 4 MiB), the node adds a fixed system share (20m CPU, 64 MiB) to the sum of its pods, and
 //! cumulative CPU time grows at that rate from the container's (or node's) start time.
 
-use super::at;
 use super::scheduler::parse_quantity;
+use crate::sim::controllers::objects::at;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use std::fmt::Write as _;

@@ -21,6 +21,7 @@ use crate::apiserver::api::DeleteOptions;
 use crate::apiserver::resources::GroupResource;
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::EventType;
+use controllers::objects::at;
 use node_lifecycle::node_lifecycle_pass;
 use scheduler::{NodeUsage, NodeView, is_pending, schedule};
 use serde_json::Value;
@@ -305,10 +306,4 @@ fn key_of(obj: &Value) -> (String, String) {
             .unwrap_or("")
             .to_string(),
     )
-}
-
-/// The value at `path`, without the allocations of `Value::pointer` (which unescapes
-/// every segment): the scheduler reads pods and nodes this way for every pending pod.
-fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
-    path.iter().try_fold(value, |v, key| v.get(key))
 }

@@ -1,10 +1,10 @@
 //! Node lifecycle: a node whose Lease stops being renewed turns Ready=Unknown (with the
 //! unreachable taints), and Ready again when its Lease is renewed.
 
-use super::at;
 use crate::apiserver::api::WriteContext;
 use crate::apiserver::resources::GroupResource;
 use crate::apiserver::state::ClusterState;
+use crate::sim::controllers::objects::at;
 use serde_json::{Value, json};
 
 /// Sets a node's Ready condition, and the unreachable taints that follow it.

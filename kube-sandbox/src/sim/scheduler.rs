@@ -2,10 +2,10 @@
 //! taints and tolerations, nodeSelector, required node affinity, free host ports), what bound pods take from
 //! each node, and the binding of pending pods to the node that fits them best.
 
-use super::at;
 use crate::apiserver::api::WriteContext;
 use crate::apiserver::resources::GroupResource;
 use crate::apiserver::state::ClusterState;
+use crate::sim::controllers::objects::at;
 use kube_kit::quantity::{Format, Quantity};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

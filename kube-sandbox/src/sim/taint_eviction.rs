@@ -6,9 +6,10 @@
 //! tolerations has `tolerationSeconds`. Before deleting, the controller adds the pod condition
 //! `DisruptionTarget` (reason `DeletionByTaintManager`), as the real one does.
 
-use super::{Simulator, at};
+use super::Simulator;
 use crate::apiserver::api::{DeleteOptions, WriteContext};
 use crate::apiserver::resources::GroupResource;
+use crate::sim::controllers::objects::at;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};

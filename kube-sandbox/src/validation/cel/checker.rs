@@ -1,6 +1,7 @@
 //! The checker: which identifiers, functions and macros a compiled rule may use.
 
-use super::*;
+use super::parser::*;
+use super::value::CompileError;
 
 pub(super) struct Checker {
     pub(super) scope: Vec<String>,

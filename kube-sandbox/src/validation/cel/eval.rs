@@ -1,6 +1,11 @@
 //! Evaluation of a compiled rule against CEL values.
 
-use super::*;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use super::parser::*;
+use super::value::{CelValue, EvalError};
+use crate::validation::gocompat::{cached_regex, go_format_float, go_quote};
 
 /// Evaluation steps after which a rule is given up on (and skipped); the apiserver enforces a
 /// cost budget instead.

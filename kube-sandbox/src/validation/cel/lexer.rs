@@ -1,6 +1,6 @@
 //! The lexer: rule text to tokens.
 
-use super::*;
+use super::value::CompileError;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Token {

@@ -1,6 +1,7 @@
 //! The parser: tokens to an expression tree.
 
-use super::*;
+use super::lexer::{Token, syntax};
+use super::value::{CelValue, CompileError, MAX_DEPTH};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum BinOp {

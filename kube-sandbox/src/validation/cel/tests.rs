@@ -1,5 +1,6 @@
+use super::value::MAX_DEPTH;
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn run(rule: &str, self_json: Value) -> Result<CelValue, EvalError> {
     let program = match compile(rule) {

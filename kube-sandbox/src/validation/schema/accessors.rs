@@ -1,6 +1,10 @@
 //! Reading schema nodes: types, properties, items and the x-kubernetes extensions.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::field_error::NIL_FIELD;
 
 pub(super) const PRESERVE: &str = "x-kubernetes-preserve-unknown-fields";
 pub(super) const INT_OR_STRING: &str = "x-kubernetes-int-or-string";

@@ -1,6 +1,9 @@
 //! String formats (date-time, uuid, ...) as kube-openapi checks them.
 
-use super::*;
+use std::net::IpAddr;
+use std::sync::OnceLock;
+
+use regex::Regex;
 
 /// Whether `s` is valid for `format`; `None` when the apiserver ignores the format (it strips
 /// every format but the ones below from CRD schemas).

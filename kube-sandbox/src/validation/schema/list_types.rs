@@ -1,6 +1,9 @@
 //! x-kubernetes-list-type: uniqueness of set items and map keys.
 
-use super::*;
+use serde_json::{Map, Value};
+
+use super::accessors::*;
+use super::field_error::FieldError;
 
 pub(super) fn list_types(schema: &Value, value: &Value, path: &str, out: &mut Vec<FieldError>) {
     match value {

@@ -1,6 +1,11 @@
 //! Per-resource field labels: which fields each resource selects on, and their values.
 
-use super::*;
+use serde_json::Value;
+
+use crate::validation::gocompat::go_quote;
+
+use super::fields::FieldSelector;
+use super::requirements::SelectorError;
 
 /// The extra field labels a resource supports, beyond `metadata.name` /
 /// `metadata.namespace` (from the field label conversion functions).

@@ -1,6 +1,8 @@
 //! Field selectors, a port of fields/selector.go.
 
-use super::*;
+use std::fmt;
+
+use super::requirements::SelectorError;
 
 /// One `field=value` or `field!=value` term.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,8 @@
 //! The label selector string syntax: lexer and parser, a port of labels/selector.go.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use super::requirements::{Operator, Requirement, new_requirement, validate_label_key};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Token {

@@ -1,7 +1,141 @@
-//! Requirement validation: labels.NewRequirement and the content package.
+//! Requirements of a label selector (`labels.Requirement`): the type, its matching and printing,
+//! and its validation (labels.NewRequirement and the content package).
 
-use super::*;
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::validation::gocompat::{go_quote, go_string_slice};
 use crate::validation::labels::{label_key_errors, label_value_errors};
+
+/// A selector that could not be parsed or used; the message is the one kube-apiserver gives.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    /// The label selector string (or metav1 LabelSelector) is invalid.
+    #[error("{0}")]
+    Label(String),
+    /// The field selector string is invalid.
+    #[error("{0}")]
+    Field(String),
+    /// The field selector names a field the resource does not support.
+    #[error("{0}")]
+    UnsupportedField(String),
+}
+
+/// The operator of one label selector requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operator {
+    /// `key in (v1,v2)`
+    In,
+    /// `key notin (v1,v2)`; also matches objects without the key.
+    NotIn,
+    /// `key=value`
+    Equals,
+    /// `key==value`
+    DoubleEquals,
+    /// `key!=value`; also matches objects without the key.
+    NotEquals,
+    /// `key`
+    Exists,
+    /// `!key`
+    DoesNotExist,
+    /// `key>3` (integers)
+    GreaterThan,
+    /// `key<3` (integers)
+    LessThan,
+}
+
+/// One requirement of a label selector: a key, an operator and its values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    pub(super) key: String,
+    pub(super) operator: Operator,
+    pub(super) values: Vec<String>,
+}
+
+impl Requirement {
+    /// Builds a requirement, validating key and values as `labels.NewRequirement` does.
+    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Self, SelectorError> {
+        new_requirement(key, operator, values).map_err(SelectorError::Label)
+    }
+
+    /// The label key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The operator.
+    pub fn operator(&self) -> Operator {
+        self.operator
+    }
+
+    /// The values (empty for `Exists` / `DoesNotExist`).
+    pub fn values(&self) -> &[String] {
+        &self.values
+    }
+
+    /// Whether an object with these labels satisfies the requirement.
+    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        let value = labels
+            .and_then(|l| l.get(&self.key))
+            .and_then(Value::as_str);
+        match self.operator {
+            Operator::In | Operator::Equals | Operator::DoubleEquals => {
+                value.is_some_and(|v| self.values.iter().any(|x| x == v))
+            }
+            Operator::NotIn | Operator::NotEquals => {
+                value.is_none_or(|v| !self.values.iter().any(|x| x == v))
+            }
+            Operator::Exists => value.is_some(),
+            Operator::DoesNotExist => value.is_none(),
+            Operator::GreaterThan | Operator::LessThan => {
+                let (Some(actual), [wanted]) = (value, self.values.as_slice()) else {
+                    return false;
+                };
+                let (Ok(actual), Ok(wanted)) = (actual.parse::<i64>(), wanted.parse::<i64>())
+                else {
+                    return false;
+                };
+                if self.operator == Operator::GreaterThan {
+                    actual > wanted
+                } else {
+                    actual < wanted
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Requirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.operator == Operator::DoesNotExist {
+            f.write_str("!")?;
+        }
+        f.write_str(&self.key)?;
+        let op = match self.operator {
+            Operator::Exists | Operator::DoesNotExist => return Ok(()),
+            Operator::Equals => "=",
+            Operator::DoubleEquals => "==",
+            Operator::NotEquals => "!=",
+            Operator::In => " in ",
+            Operator::NotIn => " notin ",
+            Operator::GreaterThan => ">",
+            Operator::LessThan => "<",
+        };
+        f.write_str(op)?;
+        let set = matches!(self.operator, Operator::In | Operator::NotIn);
+        if set {
+            f.write_str("(")?;
+        }
+        let mut sorted = self.values.clone();
+        sorted.sort();
+        f.write_str(&sorted.join(","))?;
+        if set {
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+}
 
 pub(super) fn new_requirement(
     key: &str,

@@ -1,5 +1,5 @@
 use super::*;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 fn labels(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()

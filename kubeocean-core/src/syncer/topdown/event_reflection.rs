@@ -17,6 +17,7 @@ use kube::{Api, Resource};
 use tokio::time::Instant;
 
 use super::error::{Side, TopDownError, request, request_opt};
+pub use super::mapping::event::event_key;
 use super::mapping::event::{ReflectedObject, event_differs, reflected_events};
 use super::state::{TopDown, copied_from, owner_pod_key};
 use super::store::object_key;
@@ -27,18 +28,6 @@ use crate::syncer::context::Context;
 pub const NAME: &str = "event-reflection";
 /// Least time between two writes of one object's reflected Events.
 pub const WRITE_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Kinds whose worker Events are reflected.
-const KINDS: [&str; 2] = ["Pod", "PersistentVolumeClaim"];
-
-/// The queue key of the physical object a worker Event is about, when it is in
-/// `mount_namespace` and of a reflected kind.
-pub fn event_key(event: &Event, mount_namespace: &str) -> Option<String> {
-    let o = &event.involved_object;
-    let kind = o.kind.as_deref()?;
-    (o.namespace.as_deref() == Some(mount_namespace) && KINDS.contains(&kind))
-        .then(|| format!("{kind}/{}", o.name.as_deref().unwrap_or_default()))
-}
 
 /// The physical object of `key` and its virtual object, when both are ours and known.
 fn reflected_object(td: &TopDown, key: &str) -> Option<ReflectedObject> {

@@ -390,7 +390,7 @@ impl TopDown {
             let store = &mut stores.physical_events;
             match change {
                 Change::Applied(event) => {
-                    keys.extend(super::event_reflection::event_key(&event, mount));
+                    keys.extend(super::mapping::event::event_key(&event, mount));
                     store.apply(event);
                 }
                 // Reflected Events stay until they expire, as the worker's do.
@@ -400,7 +400,7 @@ impl TopDown {
                 Change::Relisted(all) => {
                     keys.extend(
                         all.iter()
-                            .filter_map(|e| super::event_reflection::event_key(e, mount)),
+                            .filter_map(|e| super::mapping::event::event_key(e, mount)),
                     );
                     store.replace(all);
                 }

@@ -267,6 +267,18 @@ pub fn event_differs(stored: &Event, desired: &Event) -> bool {
         || stored.reason != desired.reason
 }
 
+/// Kinds whose worker Events are reflected.
+const KINDS: [&str; 2] = ["Pod", "PersistentVolumeClaim"];
+
+/// The queue key of the physical object a worker Event is about, when it is in
+/// `mount_namespace` and of a reflected kind.
+pub fn event_key(event: &Event, mount_namespace: &str) -> Option<String> {
+    let o = &event.involved_object;
+    let kind = o.kind.as_deref()?;
+    (o.namespace.as_deref() == Some(mount_namespace) && KINDS.contains(&kind))
+        .then(|| format!("{kind}/{}", o.name.as_deref().unwrap_or_default()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
