@@ -408,6 +408,19 @@ async fn good_secret_makes_the_binding_ready_with_owned_workloads() {
         role_binding.subjects.unwrap()[0].name,
         sa.metadata.name.unwrap()
     );
+    // Signed by the computing cluster for the kubelet-serving signer, not self-signed.
+    assert_eq!(
+        tls.annotations()
+            .get("kubeocean.io/serving-certificate")
+            .map(String::as_str),
+        Some("cluster"),
+        "{:?}",
+        tls.annotations()
+    );
+    assert_eq!(
+        condition(&b, "ProxierReady").unwrap().1,
+        "DeploymentAvailable"
+    );
     assert!(tls.data.unwrap().contains_key("tls.crt"));
     let reasons = event_reasons(c, "b1").await;
     assert!(reasons.iter().any(|r| r == "Ready"), "{reasons:?}");

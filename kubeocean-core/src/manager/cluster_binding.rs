@@ -778,3 +778,70 @@ async fn publish(
         tracing::warn!(binding = %binding.name_any(), error = %err, "cannot publish an event");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_certificate_is_kept_until_its_renewal_time() {
+        let secret = |annotations: &[(&str, &str)]| Secret {
+            metadata: kube::api::ObjectMeta {
+                annotations: Some(
+                    annotations
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Secret::default()
+        };
+        let now: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap();
+        let later = "2030-06-01T00:00:00Z";
+        let earlier = "2029-06-01T00:00:00Z";
+        let cases = [
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "cluster"),
+                    (CERT_RENEW_ANNOTATION, later),
+                ]),
+                Some(ServingCertSource::Cluster(String::new())),
+            ),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "cluster"),
+                    (CERT_RENEW_ANNOTATION, earlier),
+                ]),
+                None,
+            ),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "self-signed"),
+                    (CERT_RENEW_ANNOTATION, later),
+                    (CERT_REASON_ANNOTATION, "denied"),
+                ]),
+                Some(ServingCertSource::SelfSigned("denied".into())),
+            ),
+            // Written by an older manager (self-signed, never renewed): replaced.
+            (secret(&[]), None),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "cluster"),
+                    (CERT_RENEW_ANNOTATION, "soon"),
+                ]),
+                None,
+            ),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "other"),
+                    (CERT_RENEW_ANNOTATION, later),
+                ]),
+                None,
+            ),
+        ];
+        for (i, (secret, want)) in cases.into_iter().enumerate() {
+            assert_eq!(stored_certificate(&secret, now), want, "case {i}");
+        }
+    }
+}
