@@ -896,7 +896,12 @@ async fn embedded_proxier_is_what_the_virtual_nodes_point_at() {
         .unwrap()
         .address;
     assert_eq!(address, "127.0.0.1");
-    assert!(message.ends_with(&format!("127.0.0.1:{port}")), "{message}");
+    assert!(
+        message.contains(&format!(
+            "127.0.0.1:{port} with a certificate signed by the cluster's CA"
+        )),
+        "{message}"
+    );
     // Something serves there.
     tokio::net::TcpStream::connect(("127.0.0.1", u16::try_from(port).unwrap()))
         .await
