@@ -38,8 +38,14 @@ pub struct MetricsBatch {
     pub pods: BTreeMap<(String, String), BTreeMap<String, MetricsPoint>>,
 }
 
+/// One sample line: name, labels, value and timestamp (ms), if any.
+type Sample<'a> = (&'a str, BTreeMap<&'a str, &'a str>, f64, Option<i64>);
+
+/// A container's cumulative CPU (with its timestamp) and memory, as far as seen.
+type ContainerSeries = (Option<(f64, i64)>, Option<f64>);
+
 /// `name{labels} value timestamp` split up; `None` for comments and malformed lines.
-fn sample(line: &str) -> Option<(&str, BTreeMap<&str, &str>, f64, Option<i64>)> {
+fn sample(line: &str) -> Option<Sample<'_>> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return None;
@@ -70,8 +76,7 @@ fn sample(line: &str) -> Option<(&str, BTreeMap<&str, &str>, f64, Option<i64>)> 
 pub fn decode_resource_metrics(text: &str, now_ms: i64) -> MetricsBatch {
     let mut node_cpu = None;
     let mut node_memory = None;
-    let mut containers: BTreeMap<(String, String, String), (Option<(f64, i64)>, Option<f64>)> =
-        BTreeMap::new();
+    let mut containers: BTreeMap<(String, String, String), ContainerSeries> = BTreeMap::new();
     for line in text.lines() {
         let Some((name, labels, value, ts)) = sample(line) else {
             continue;
