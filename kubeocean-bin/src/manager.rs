@@ -15,6 +15,7 @@ use kube_kit::args::parse_duration;
 use kube_kit::controller::ControllerMetrics;
 use kube_kit::leader::{LeaderElectionMetrics, StopGrace, run_elected};
 use kubeocean_core::crd::ClusterBinding;
+use kubeocean_core::manager::serving_cert::{Approval, ServingCertConfig};
 use kubeocean_core::manager::{
     BindingRuntime, EmbeddedProxierConfig, EmbeddedRunner, MANAGER_NAME, Manager, ManagerConfig,
     ManagerMetrics, PodSettings, SyncerProxierRuntime, SyncerRuntime, Templates,
@@ -184,8 +185,49 @@ pub struct ManagerArgs {
     #[arg(long, env = "EMBEDDED_PROXIER_CLIENT_CA_FILE", value_name = "FILE")]
     embedded_proxier_client_ca_file: Option<PathBuf>,
 
+    /// Where the proxiers' serving certificates come from: `cluster` (a
+    /// `kubernetes.io/kubelet-serving` CertificateSigningRequest signed by the computing
+    /// cluster's CA; self-signed, with the binding's ProxierReady reason
+    /// SelfSignedCertificate, when the cluster issues none) or `self-signed`.
+    #[arg(
+        long,
+        env = "PROXIER_SERVING_CERT",
+        value_enum,
+        default_value = "cluster"
+    )]
+    proxier_serving_cert: ServingCertFlag,
+
+    /// Who approves the proxiers' CertificateSigningRequests: `manager` (needs `approve` on
+    /// the signer kubernetes.io/kubelet-serving) or `external` (an admin or another approver;
+    /// the manager waits --proxier-csr-timeout).
+    #[arg(
+        long,
+        env = "PROXIER_CSR_APPROVAL",
+        value_enum,
+        default_value = "manager"
+    )]
+    proxier_csr_approval: ApprovalFlag,
+
+    /// How long to wait for a proxier's certificate before serving a self-signed one.
+    #[arg(long, env = "PROXIER_CSR_TIMEOUT", value_parser = parse_duration, default_value = "60s")]
+    proxier_csr_timeout: Duration,
+
     #[command(flatten)]
     kube: kube_kit::Args,
+}
+
+/// `--proxier-serving-cert`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ServingCertFlag {
+    Cluster,
+    SelfSigned,
+}
+
+/// `--proxier-csr-approval`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ApprovalFlag {
+    Manager,
+    External,
 }
 
 /// `--embedded-proxier-ports`: a range of ports, or none (`0`: the system picks).
@@ -215,6 +257,19 @@ pub(crate) fn parse_port_range(text: &str) -> Result<PortRange, String> {
         ));
     }
     Ok(PortRange(Some(start..=end)))
+}
+
+/// `--proxier-serving-cert`, `--proxier-csr-approval` and `--proxier-csr-timeout`.
+fn serving_cert_config(args: &ManagerArgs) -> ServingCertConfig {
+    ServingCertConfig {
+        from_cluster: args.proxier_serving_cert == ServingCertFlag::Cluster,
+        approval: match args.proxier_csr_approval {
+            ApprovalFlag::Manager => Approval::Manager,
+            ApprovalFlag::External => Approval::External,
+        },
+        wait: args.proxier_csr_timeout,
+        expiration_seconds: None,
+    }
 }
 
 /// What the flags resolve to beyond clap's own checks.
@@ -311,6 +366,7 @@ fn resolve(args: &ManagerArgs, pod_ip: Option<String>) -> Result<Resolved, Strin
     proxier.ports = args.embedded_proxier_ports.0.clone();
     proxier.node_ports = args.embedded_proxier_node_ports.0.clone();
     proxier.node_ports_per_binding = args.embedded_proxier_node_ports_per_binding.max(1);
+    proxier.serving_cert = serving_cert_config(args);
     if let (Some(nodes), Some(shared)) = (&proxier.node_ports, &proxier.ports)
         && nodes.start() <= shared.end()
         && shared.start() <= nodes.end()
@@ -399,6 +455,7 @@ async fn run(args: ManagerArgs, resolved: Resolved) -> anyhow::Result<()> {
 
     let mut config = ManagerConfig::new(templates(&args, &resolved.pod_settings));
     config.metrics = Some(ManagerMetrics::register(&admin_state.metrics));
+    config.serving_cert = serving_cert_config(&args);
     config.client_options = options.clone();
     config.retry_interval = args.retry_interval;
     config.resync_interval = args.resync_interval;

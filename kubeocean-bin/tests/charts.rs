@@ -344,6 +344,41 @@ fn manager_rbac_holds_what_it_grants_and_what_it_does() {
     // Writing Secrets and Deployments stays in the manager's namespace.
     assert!(!allows(&cluster, "", "secrets", "create", None));
     assert!(!allows(&cluster, "apps", "deployments", "create", None));
+    // Proxier serving certificates: request, read, delete and approve, for the kubelet-serving
+    // signer only (kube-apiserver checks `approve` on `signers` named by the request's signer).
+    for (resource, verb, name, allowed) in [
+        ("certificatesigningrequests", "create", None, true),
+        ("certificatesigningrequests", "get", None, true),
+        ("certificatesigningrequests", "delete", None, true),
+        ("certificatesigningrequests", "update", None, false),
+        ("certificatesigningrequests/approval", "update", None, true),
+        ("certificatesigningrequests/status", "update", None, false),
+        (
+            "signers",
+            "approve",
+            Some("kubernetes.io/kubelet-serving"),
+            true,
+        ),
+        (
+            "signers",
+            "approve",
+            Some("kubernetes.io/kube-apiserver-client"),
+            false,
+        ),
+        ("signers", "approve", Some("kubernetes.io/*"), false),
+        (
+            "signers",
+            "sign",
+            Some("kubernetes.io/kubelet-serving"),
+            false,
+        ),
+    ] {
+        assert_eq!(
+            allows(&cluster, "certificates.k8s.io", resource, verb, name),
+            allowed,
+            "{verb} {resource} {name:?}"
+        );
+    }
 }
 
 #[test]

@@ -408,6 +408,19 @@ async fn good_secret_makes_the_binding_ready_with_owned_workloads() {
         role_binding.subjects.unwrap()[0].name,
         sa.metadata.name.unwrap()
     );
+    // Signed by the computing cluster for the kubelet-serving signer, not self-signed.
+    assert_eq!(
+        tls.annotations()
+            .get("kubeocean.io/serving-certificate")
+            .map(String::as_str),
+        Some("cluster"),
+        "{:?}",
+        tls.annotations()
+    );
+    assert_eq!(
+        condition(&b, "ProxierReady").unwrap().1,
+        "DeploymentAvailable"
+    );
     assert!(tls.data.unwrap().contains_key("tls.crt"));
     let reasons = event_reasons(c, "b1").await;
     assert!(reasons.iter().any(|r| r == "Ready"), "{reasons:?}");
@@ -883,7 +896,12 @@ async fn embedded_proxier_is_what_the_virtual_nodes_point_at() {
         .unwrap()
         .address;
     assert_eq!(address, "127.0.0.1");
-    assert!(message.ends_with(&format!("127.0.0.1:{port}")), "{message}");
+    assert!(
+        message.contains(&format!(
+            "127.0.0.1:{port} with a certificate signed by the cluster's CA"
+        )),
+        "{message}"
+    );
     // Something serves there.
     tokio::net::TcpStream::connect(("127.0.0.1", u16::try_from(port).unwrap()))
         .await

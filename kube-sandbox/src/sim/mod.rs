@@ -12,6 +12,7 @@ pub mod controllers;
 pub mod kubelet;
 pub mod kubelet_api;
 pub mod kubelet_stats;
+pub mod metrics_server;
 pub mod node_lifecycle;
 pub mod node_proxy;
 pub mod scheduler;

@@ -31,6 +31,7 @@ use serde::de::DeserializeOwned;
 
 use super::drain::{self, DeletionStep, WorkerDrain};
 use super::permissions::{describe_missing, missing_permissions, required_permissions};
+use super::serving_cert::{ServingCertSource, obtain, serving_names};
 use super::status::{
     DeletionBlocker, DesiredStatus, Outcome, WorkloadState, deleting_status, deployment_state,
     desired_status, is_failure_reason, merge_conditions, reason,
@@ -191,7 +192,6 @@ async fn apply_workloads(
     let names = workload_names(&binding.name_any(), ns);
 
     let proxier = async {
-        ensure_proxier_tls(binding, ctx, &names).await?;
         let service = apply(
             ctx,
             binding,
@@ -199,6 +199,8 @@ async fn apply_workloads(
             templates::proxier_service(binding, t),
         )
         .await?;
+        let address = service.spec.and_then(|s| s.cluster_ip);
+        let source = ensure_proxier_tls(binding, ctx, &names, address.as_deref()).await?;
         let desired = templates::proxier_deployment(binding, t);
         let hash = recorded_hash(&desired.metadata)
             .unwrap_or_default()
@@ -210,8 +212,19 @@ async fn apply_workloads(
             desired,
         )
         .await?;
-        let address = service.spec.and_then(|s| s.cluster_ip);
-        Ok::<_, Error>((deployment_state(&deployment, &hash), address))
+        let state = match (deployment_state(&deployment, &hash), source) {
+            (WorkloadState::Ready { message, .. }, ServingCertSource::SelfSigned(why)) => {
+                WorkloadState::Ready {
+                    reason: super::status::reason::SELF_SIGNED_CERTIFICATE,
+                    message: format!(
+                        "{message}; the proxier serves a self-signed certificate, which clients \
+                         verifying kubelets against the cluster's CA refuse: {why}"
+                    ),
+                }
+            }
+            (state, _) => state,
+        };
+        Ok::<_, Error>((state, address))
     };
     let (proxier_state, address) = match proxier.await {
         Ok(done) => done,
@@ -331,13 +344,43 @@ fn static_kind(kind: &str) -> &'static str {
     }
 }
 
-/// Creates the proxier's serving certificate Secret once; it is never rotated by the manager
-/// (delete it to get a new one).
+/// Annotation of the proxier's TLS Secret: `cluster` or `self-signed`.
+pub const CERT_SOURCE_ANNOTATION: &str = "kubeocean.io/serving-certificate";
+/// Annotation of the proxier's TLS Secret: when to replace its certificate (RFC 3339).
+pub const CERT_RENEW_ANNOTATION: &str = "kubeocean.io/serving-certificate-renew-at";
+/// Annotation of a self-signed proxier TLS Secret: why the cluster issued none.
+pub const CERT_REASON_ANNOTATION: &str = "kubeocean.io/serving-certificate-reason";
+
+/// What the stored Secret says of its certificate: `None` when it must be (re)issued at
+/// `now` (missing annotations, a renewal time passed, or a fallback due for another try).
+fn stored_certificate(secret: &Secret, now: Timestamp) -> Option<ServingCertSource> {
+    let annotations = secret.metadata.annotations.as_ref()?;
+    let renew_at: Timestamp = annotations.get(CERT_RENEW_ANNOTATION)?.parse().ok()?;
+    if now >= renew_at {
+        return None;
+    }
+    match annotations.get(CERT_SOURCE_ANNOTATION)?.as_str() {
+        "cluster" => Some(ServingCertSource::Cluster(String::new())),
+        "self-signed" => Some(ServingCertSource::SelfSigned(
+            annotations
+                .get(CERT_REASON_ANNOTATION)
+                .cloned()
+                .unwrap_or_default(),
+        )),
+        _ => None,
+    }
+}
+
+/// Keeps the proxier's serving certificate Secret: a certificate of the cluster's CA for the
+/// proxier's Service names and `cluster_ip` ([`super::serving_cert`]), self-signed when the
+/// cluster issues none; replaced when its renewal time (stored on the Secret) has passed.
+/// Returns where the served certificate came from.
 async fn ensure_proxier_tls(
     binding: &ClusterBinding,
     ctx: &Context,
     names: &WorkloadNames,
-) -> Result<(), Error> {
+    cluster_ip: Option<&str>,
+) -> Result<ServingCertSource, Error> {
     let ns = &ctx.config.templates.namespace;
     let api: Api<Secret> = Api::namespaced(ctx.computing.clone(), ns);
     let secret_key = format!("{ns}/{}", names.proxier_tls);
@@ -350,55 +393,97 @@ async fn ensure_proxier_tls(
             source,
         }
     };
-    if api
+    let existing = api
         .get_opt(&names.proxier_tls)
         .await
-        .map_err(fail("read"))?
-        .is_some()
+        .map_err(fail("read"))?;
+    if let Some(source) = existing
+        .as_ref()
+        .and_then(|s| stored_certificate(s, Timestamp::now()))
     {
-        return Ok(());
+        return Ok(source);
     }
-    let hosts = vec![
+    let binding_name = binding.name_any();
+    let mut hosts = vec![
         names.proxier.clone(),
         format!("{}.{ns}", names.proxier),
         format!("{}.{ns}.svc", names.proxier),
         format!("{}.{ns}.svc.cluster.local", names.proxier),
     ];
-    let (cert, tls_key) =
-        crate::proxier::self_signed_serving_cert(&hosts).map_err(|e| Error::Certificate {
-            name: secret_key.clone(),
-            reason: e.to_string(),
-        })?;
-    let binding_name = binding.name_any();
+    hosts.extend(cluster_ip.filter(|ip| *ip != "None").map(str::to_owned));
+    let serving_names = serving_names(&binding_name, &[], &hosts);
+    let cert = obtain(
+        &ctx.computing,
+        &binding_name,
+        &serving_names,
+        &ctx.config.serving_cert,
+    )
+    .await
+    .map_err(|reason| Error::Certificate {
+        name: secret_key.clone(),
+        reason,
+    })?;
+    let mut annotations =
+        BTreeMap::from([(CERT_RENEW_ANNOTATION.to_owned(), cert.renew_at.to_string())]);
+    match &cert.source {
+        ServingCertSource::Cluster(_) => {
+            annotations.insert(CERT_SOURCE_ANNOTATION.to_owned(), "cluster".to_owned());
+        }
+        ServingCertSource::SelfSigned(why) => {
+            annotations.insert(CERT_SOURCE_ANNOTATION.to_owned(), "self-signed".to_owned());
+            annotations.insert(CERT_REASON_ANNOTATION.to_owned(), why.clone());
+        }
+    }
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(names.proxier_tls.clone()),
             namespace: Some(ns.clone()),
             labels: Some(templates::object_labels(&binding_name, "proxier")),
+            annotations: Some(annotations),
             owner_references: templates::owner_reference(binding).map(|o| vec![o]),
+            resource_version: existing.and_then(|s| s.metadata.resource_version),
             ..Default::default()
         },
         type_: Some("kubernetes.io/tls".to_owned()),
         data: Some(BTreeMap::from([
-            ("tls.crt".to_owned(), ByteString(cert.into_bytes())),
-            ("tls.key".to_owned(), ByteString(tls_key.into_bytes())),
+            ("tls.crt".to_owned(), ByteString(cert.cert_pem.into_bytes())),
+            ("tls.key".to_owned(), ByteString(cert.key_pem.into_bytes())),
         ])),
         ..Secret::default()
     };
-    match api.create(&PostParams::default(), &secret).await {
+    let (verb, written) = if secret.metadata.resource_version.is_some() {
+        (
+            "Updated",
+            api.replace(&names.proxier_tls, &PostParams::default(), &secret)
+                .await
+                .map_err(fail("replace")),
+        )
+    } else {
+        (
+            "Created",
+            api.create(&PostParams::default(), &secret)
+                .await
+                .map_err(fail("create")),
+        )
+    };
+    match written {
         Ok(_) => {
             publish(
                 ctx,
                 binding,
                 EventType::Normal,
-                "Created",
-                &format!("Created Secret {secret_key}"),
+                verb,
+                &format!("{verb} Secret {secret_key}"),
             )
             .await;
-            Ok(())
+            Ok(cert.source)
         }
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(fail("create")(e)),
+        // Another reconcile wrote it first: the next one reads what it wrote.
+        Err(Error::Workload {
+            source: kube::Error::Api(s),
+            ..
+        }) if s.code == 409 => Ok(cert.source),
+        Err(e) => Err(e),
     }
 }
 
@@ -691,5 +776,72 @@ async fn publish(
     };
     if let Err(err) = ctx.recorder.publish(&event, &binding.object_ref(&())).await {
         tracing::warn!(binding = %binding.name_any(), error = %err, "cannot publish an event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_certificate_is_kept_until_its_renewal_time() {
+        let secret = |annotations: &[(&str, &str)]| Secret {
+            metadata: kube::api::ObjectMeta {
+                annotations: Some(
+                    annotations
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Secret::default()
+        };
+        let now: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap();
+        let later = "2030-06-01T00:00:00Z";
+        let earlier = "2029-06-01T00:00:00Z";
+        let cases = [
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "cluster"),
+                    (CERT_RENEW_ANNOTATION, later),
+                ]),
+                Some(ServingCertSource::Cluster(String::new())),
+            ),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "cluster"),
+                    (CERT_RENEW_ANNOTATION, earlier),
+                ]),
+                None,
+            ),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "self-signed"),
+                    (CERT_RENEW_ANNOTATION, later),
+                    (CERT_REASON_ANNOTATION, "denied"),
+                ]),
+                Some(ServingCertSource::SelfSigned("denied".into())),
+            ),
+            // Written by an older manager (self-signed, never renewed): replaced.
+            (secret(&[]), None),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "cluster"),
+                    (CERT_RENEW_ANNOTATION, "soon"),
+                ]),
+                None,
+            ),
+            (
+                secret(&[
+                    (CERT_SOURCE_ANNOTATION, "other"),
+                    (CERT_RENEW_ANNOTATION, later),
+                ]),
+                None,
+            ),
+        ];
+        for (i, (secret, want)) in cases.into_iter().enumerate() {
+            assert_eq!(stored_certificate(&secret, now), want, "case {i}");
+        }
     }
 }

@@ -34,6 +34,8 @@ pub enum ComponentState {
     Starting,
     /// Running; what it serves.
     Running(String),
+    /// Running with a self-signed serving certificate; what it serves and why.
+    RunningSelfSigned(String),
     /// Stopped with an error (the group restarts after a backoff).
     Failed(String),
     /// Not part of this runtime; why.
@@ -47,6 +49,10 @@ impl ComponentState {
             ComponentState::Starting => WorkloadState::Progressing("starting".to_owned()),
             ComponentState::Running(what) => WorkloadState::Ready {
                 reason: reason::TASK_RUNNING,
+                message: what.clone(),
+            },
+            ComponentState::RunningSelfSigned(what) => WorkloadState::Ready {
+                reason: reason::SELF_SIGNED_CERTIFICATE,
                 message: what.clone(),
             },
             ComponentState::Failed(error) => WorkloadState::Failed(error.clone()),

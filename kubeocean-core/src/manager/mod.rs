@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod permissions;
 pub mod pod_settings;
 pub mod proxier_runtime;
+pub mod serving_cert;
 pub mod status;
 pub mod templates;
 pub mod validate;
@@ -86,6 +87,8 @@ pub struct ManagerConfig {
     /// Upstream-named metrics (bindings by status, reconciles per binding); `None`: not
     /// exported.
     pub metrics: Option<metrics::ManagerMetrics>,
+    /// How the proxiers' serving certificates are obtained (workload mode).
+    pub serving_cert: serving_cert::ServingCertConfig,
 }
 
 impl ManagerConfig {
@@ -103,6 +106,7 @@ impl ManagerConfig {
             resync_interval: Duration::from_secs(300),
             drain_interval: Duration::from_secs(5),
             metrics: None,
+            serving_cert: serving_cert::ServingCertConfig::default(),
         }
     }
 }

@@ -20,8 +20,12 @@ use kube::{Api, Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::embedded::{BindingRuntime, ComponentState, RuntimeReporter};
+use super::serving_cert::{
+    SELF_SIGNED_RETRY, ServingCert, ServingCertConfig, ServingCertSource, obtain,
+    request_from_cluster, serving_names,
+};
 use crate::crd::ClusterBinding;
-use crate::proxier::{Proxier, ProxierConfig, ProxierMetrics, self_signed_serving_cert};
+use crate::proxier::{Proxier, ProxierConfig, ProxierMetrics};
 use crate::syncer::kubelet_port::{fnv1a, stored_port};
 use crate::syncer::{ProxierEndpoint, Syncer, SyncerConfig};
 
@@ -52,6 +56,8 @@ pub struct EmbeddedProxierConfig {
     pub node_ports: Option<RangeInclusive<u16>>,
     /// Size of a binding's block of `node_ports`.
     pub node_ports_per_binding: u16,
+    /// How the proxiers get their serving certificates.
+    pub serving_cert: ServingCertConfig,
 }
 
 /// The blocks of `size` ports of `range` to try for `binding`'s virtual nodes, in order: the
@@ -215,6 +221,7 @@ impl EmbeddedProxierConfig {
             ports: Some(DEFAULT_EMBEDDED_PROXIER_PORTS),
             node_ports: None,
             node_ports_per_binding: DEFAULT_NODE_PORTS_PER_BINDING,
+            serving_cert: ServingCertConfig::default(),
         }
     }
 }
@@ -263,8 +270,6 @@ impl BindingRuntime for SyncerProxierRuntime {
             reporter.proxier(ComponentState::Failed(what.clone()));
             what
         };
-        let (cert, key) = self_signed_serving_cert(&[advertise.clone(), "localhost".to_owned()])
-            .map_err(|e| fail(format!("cannot make the proxier's certificate: {e}")))?;
         let advertised = advertised_ports(&self.computing, &name).await;
         let node_ports = match &self.proxier.node_ports {
             Some(range) => {
@@ -286,18 +291,52 @@ impl BindingRuntime for SyncerProxierRuntime {
             }
             None => None,
         };
-        let result = self
-            .serve(
-                &name,
-                &advertise,
-                &cert,
-                &key,
-                &advertised,
-                node_ports,
-                &reporter,
-                &token,
-            )
-            .await;
+        let hosts = [advertise.clone(), "localhost".to_owned()];
+        let mut renewed = None;
+        // Each round serves one certificate; a renewal ends the round once its successor is
+        // in hand, so the kubelet endpoint is never without a usable certificate.
+        let result = loop {
+            let cert = match renewed.take() {
+                Some(cert) => cert,
+                None => {
+                    let nodes = virtual_node_names(&self.computing, &name).await;
+                    let names = serving_names(&name, &nodes, &hosts);
+                    match obtain(&self.computing, &name, &names, &self.proxier.serving_cert).await {
+                        Ok(cert) => cert,
+                        Err(e) => break Err(fail(e)),
+                    }
+                }
+            };
+            let round = token.child_token();
+            let (next_tx, mut next_rx) = tokio::sync::oneshot::channel();
+            let renewer = tokio::spawn(renew(
+                self.computing.clone(),
+                name.clone(),
+                hosts.to_vec(),
+                self.proxier.serving_cert.clone(),
+                cert.renew_at,
+                next_tx,
+                round.clone(),
+            ));
+            let advertised = advertised_ports(&self.computing, &name).await;
+            let served = self
+                .serve(
+                    &name,
+                    &advertise,
+                    &cert,
+                    &advertised,
+                    node_ports.clone(),
+                    &reporter,
+                    &round,
+                )
+                .await;
+            renewer.abort();
+            if token.is_cancelled() || !round.is_cancelled() {
+                break served;
+            }
+            renewed = next_rx.try_recv().ok();
+            tracing::info!(binding = %name, "the proxier's serving certificate was renewed");
+        };
         self.blocks.release(&name);
         result
     }
@@ -314,8 +353,7 @@ impl SyncerProxierRuntime {
         &self,
         name: &str,
         advertise: &str,
-        cert: &str,
-        key: &str,
+        cert: &ServingCert,
         advertised: &[u16],
         node_ports: Option<RangeInclusive<u16>>,
         reporter: &RuntimeReporter,
@@ -356,8 +394,8 @@ impl SyncerProxierRuntime {
             let mut config = ProxierConfig::new(
                 name.clone(),
                 SocketAddr::new(self.proxier.listen_ip, port),
-                cert.to_owned(),
-                key.to_owned(),
+                cert.cert_pem.clone(),
+                cert.key_pem.clone(),
             );
             config.node_ports = node_ports.clone();
             config.client_ca_pem = client_ca_pem.clone();
@@ -386,10 +424,19 @@ impl SyncerProxierRuntime {
             )));
         };
         let addr = bound.local_addr();
-        reporter.proxier(ComponentState::Running(format!(
+        let serving = format!(
             "the proxier serves the kubelet API on {advertise}:{}",
             addr.port()
-        )));
+        );
+        reporter.proxier(match &cert.source {
+            ServingCertSource::Cluster(_) => ComponentState::Running(format!(
+                "{serving} with a certificate signed by the cluster's CA"
+            )),
+            ServingCertSource::SelfSigned(why) => ComponentState::RunningSelfSigned(format!(
+                "{serving} with a self-signed certificate, which clients verifying kubelets \
+                 against the cluster's CA refuse: {why}"
+            )),
+        });
 
         let mut syncer_config = self.base.clone();
         syncer_config.binding_name = name;
@@ -418,6 +465,57 @@ impl SyncerProxierRuntime {
             Err(e) => Err(fail(format!("the proxier stopped: {e}"))),
             Ok(()) if !token.is_cancelled() => Err(fail("the proxier stopped".to_owned())),
             Ok(()) => Ok(()),
+        }
+    }
+}
+
+/// The names of `binding`'s virtual nodes (none when they cannot be listed yet).
+async fn virtual_node_names(computing: &Client, binding: &str) -> Vec<String> {
+    let nodes: Api<Node> = Api::all(computing.clone());
+    let selector = format!("{}={binding}", crate::labels::CLUSTER_BINDING);
+    match nodes
+        .list_metadata(&ListParams::default().labels(&selector))
+        .await
+    {
+        Ok(list) => list.items.iter().map(ResourceExt::name_any).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// From `at` on, asks the cluster for the next certificate (for the virtual nodes there are
+/// then) until it gets one, hands it over and ends the `round`. A cluster that refuses keeps
+/// the current certificate in use; it is asked again after [`SELF_SIGNED_RETRY`].
+async fn renew(
+    computing: Client,
+    binding: String,
+    hosts: Vec<String>,
+    config: ServingCertConfig,
+    at: jiff::Timestamp,
+    next: tokio::sync::oneshot::Sender<ServingCert>,
+    round: CancellationToken,
+) {
+    if !config.from_cluster {
+        return;
+    }
+    let wait = jiff::Timestamp::now()
+        .duration_until(at)
+        .try_into()
+        .unwrap_or(std::time::Duration::ZERO);
+    tokio::time::sleep(wait).await;
+    loop {
+        let nodes = virtual_node_names(&computing, &binding).await;
+        let names = serving_names(&binding, &nodes, &hosts);
+        match request_from_cluster(&computing, &binding, &names, &config).await {
+            Ok(cert) => {
+                if next.send(cert).is_ok() {
+                    round.cancel();
+                }
+                return;
+            }
+            Err(why) => {
+                tracing::warn!(binding = %binding, "cannot renew the proxier's certificate: {why}");
+                tokio::time::sleep(SELF_SIGNED_RETRY).await;
+            }
         }
     }
 }

@@ -36,6 +36,9 @@ pub mod reason {
     pub const DEPLOYMENT_AVAILABLE: &str = "DeploymentAvailable";
     /// An embedded task is running in the manager.
     pub const TASK_RUNNING: &str = "TaskRunning";
+    /// The proxier runs, but with a self-signed serving certificate: the cluster did not
+    /// issue one (the message says why).
+    pub const SELF_SIGNED_CERTIFICATE: &str = "SelfSignedCertificate";
     /// This manager runs no such workload (embedded mode without a proxier).
     pub const DISABLED: &str = "Disabled";
     /// Everything is in place.
@@ -46,7 +49,7 @@ pub mod reason {
     pub const DUPLICATE_CLUSTER_ID: &str = "DuplicateClusterID";
 }
 
-const MANAGER_REASONS: [&str; 14] = [
+const MANAGER_REASONS: [&str; 15] = [
     reason::VALIDATION_FAILED,
     reason::CONNECTIVITY_FAILED,
     reason::PERMISSION_DENIED,
@@ -57,6 +60,7 @@ const MANAGER_REASONS: [&str; 14] = [
     reason::PROGRESSING,
     reason::DEPLOYMENT_AVAILABLE,
     reason::TASK_RUNNING,
+    reason::SELF_SIGNED_CERTIFICATE,
     reason::DISABLED,
     reason::READY,
     reason::DELETING,

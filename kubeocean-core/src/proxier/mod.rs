@@ -63,6 +63,7 @@ use tokio_util::task::TaskTracker;
 
 pub use metrics::ProxierMetrics;
 pub use tls::self_signed_serving_cert;
+pub use x509::certificate_validity;
 
 /// How the proxier of one binding is set up.
 #[derive(Clone)]
