@@ -21,7 +21,6 @@ use common::clusterpedia::{Clusterpedia, GATE_MESSAGE, PediaOptions, SHADOW_ANNO
 use common::{KarmadaInstance, eventually, fast_config, get_instance, register_adopted};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kairship_core::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::controllers::ReadBackend as Backend;
 use kairship_core::controllers::virtual_cluster_sync::READ_BACKEND_READY;
@@ -33,6 +32,7 @@ use kairship_core::router::{
     ResourceTarget, RouterConfig, RouterError, SortBy, SortDir, SplitRouter, WatchQuery,
     WriteBackend,
 };
+use kairship_core::server::{AppParts, app, serve};
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind, WatchEvent};
 use kube::{Api, Client};

@@ -7,7 +7,6 @@ use serde_json::{Map, Number, Value};
 
 use super::pb;
 use crate::api::{
-    WorkloadKind,
     ApiError, ClusterWorkloadStatus, Code, CreateInstanceRequest, CreateKubeconfigRequest,
     CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
     DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
@@ -16,7 +15,8 @@ use crate::api::{
     ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
     ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
     RemoveClusterRequest, ResourceKind, SortBy, SortDir, UpdateClusterRequest,
-    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadList,
+    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadKind,
+    WorkloadList,
 };
 
 /// Integers up to this magnitude survive the trip through a protobuf `double` exactly.

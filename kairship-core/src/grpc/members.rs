@@ -3,12 +3,12 @@
 
 use super::convert::{json_to_struct, list_options};
 use super::pb;
-use crate::api::{
-    ApiError, GetMemberObjectRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
-};
 use crate::api::members::types::{
     JoinMemberRequest, MemberTaint, RegisterMemberRequest, RegisterMemberResponse,
     UpdateMemberRequest,
+};
+use crate::api::{
+    ApiError, GetMemberObjectRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
 };
 
 fn taint(t: pb::MemberTaint) -> MemberTaint {

@@ -20,8 +20,8 @@ use crate::transport::{ServedOverTls, request_base_url};
 pub mod applications;
 pub mod convert;
 pub mod members;
-pub mod workloads;
 mod service;
+pub mod workloads;
 
 pub use service::{GrpcApi, RequestBaseUrl};
 

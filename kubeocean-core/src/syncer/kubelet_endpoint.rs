@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::{Api, ResourceExt};
 use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::config::ProxierEndpoint;

@@ -292,7 +292,6 @@ pub fn published_port(own: i32, shared: i32, answers: Option<bool>) -> i32 {
     }
 }
 
-
 fn is_ready(pod: &Pod) -> bool {
     let status = pod.status.as_ref();
     pod.metadata.deletion_timestamp.is_none()
@@ -328,8 +327,6 @@ pub fn choose_proxier_address(pods: &[Pod], current: Option<&str>) -> Option<Str
         .map(|(_, ip)| (*ip).to_owned())
         .or_else(|| current.map(str::to_owned))
 }
-
-
 
 #[cfg(test)]
 mod tests {

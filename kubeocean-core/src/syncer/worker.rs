@@ -12,9 +12,9 @@ use kube_kit::controller::Backoff;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use super::error::Failure;
 use super::config::SyncerConfig;
 use super::context::Context;
+pub use super::error::Failure;
 use super::queue::{FailureCounts, WorkQueue};
 
 /// One queue-driven reconciler, as the worker loop sees it.

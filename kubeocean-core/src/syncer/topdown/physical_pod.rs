@@ -250,8 +250,8 @@ async fn collect_orphan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use crate::labels;
+    use serde_json::json;
 
     fn physical(uid: &str, phase: Option<&str>) -> Pod {
         let status = phase.map(|p| json!({ "phase": p, "podIP": "10.1.0.5" }));
