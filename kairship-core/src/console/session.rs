@@ -245,6 +245,46 @@ pub trait SessionStore: Send + Sync {
     async fn revoke(&self, id: &str, expires: u64) -> Result<(), SessionError>;
 }
 
+/// Keys and sign-outs of one process only (a key made at start, sign-outs in memory): for a
+/// single replica that need not survive restarts, and for benchmarks.
+pub struct LocalSessionStore {
+    ring: Arc<KeyRing>,
+    revoked: std::sync::Mutex<BTreeMap<String, u64>>,
+}
+
+impl LocalSessionStore {
+    /// A store with one fresh random key.
+    pub fn new() -> Result<LocalSessionStore, SessionError> {
+        let key = SessionKey::generate(&SystemRandom::new(), unix_now())?;
+        Ok(LocalSessionStore {
+            ring: Arc::new(KeyRing::new(vec![key])),
+            revoked: std::sync::Mutex::new(BTreeMap::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl SessionStore for LocalSessionStore {
+    async fn keys(&self, _refresh: bool) -> Result<Arc<KeyRing>, SessionError> {
+        Ok(self.ring.clone())
+    }
+
+    async fn revoked(&self, id: &str) -> Result<bool, SessionError> {
+        Ok(self
+            .revoked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(id))
+    }
+
+    async fn revoke(&self, id: &str, expires: u64) -> Result<(), SessionError> {
+        let mut list = self.revoked.lock().unwrap_or_else(|e| e.into_inner());
+        prune_revocations(&mut list, unix_now());
+        list.insert(id.to_owned(), expires);
+        Ok(())
+    }
+}
+
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
     SystemTime::now()
@@ -370,8 +410,6 @@ pub fn secrets_equal(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
 
     fn key(created: u64, fill: u8) -> SessionKey {
@@ -487,32 +525,9 @@ mod tests {
         assert_eq!(list.keys().collect::<Vec<_>>(), ["b"]);
     }
 
-    /// One process's keys and revocations (the host-cluster store is tested end to end).
-    struct Memory {
-        ring: Mutex<Arc<KeyRing>>,
-        revoked: Mutex<BTreeMap<String, u64>>,
-    }
-
-    #[async_trait]
-    impl SessionStore for Memory {
-        async fn keys(&self, _refresh: bool) -> Result<Arc<KeyRing>, SessionError> {
-            Ok(self.ring.lock().unwrap().clone())
-        }
-        async fn revoked(&self, id: &str) -> Result<bool, SessionError> {
-            Ok(self.revoked.lock().unwrap().contains_key(id))
-        }
-        async fn revoke(&self, id: &str, expires: u64) -> Result<(), SessionError> {
-            self.revoked.lock().unwrap().insert(id.into(), expires);
-            Ok(())
-        }
-    }
-
     #[tokio::test]
     async fn sessions_are_random_expire_and_end() {
-        let store = Arc::new(Memory {
-            ring: Mutex::new(Arc::new(KeyRing::new(vec![key(unix_now(), 7)]))),
-            revoked: Mutex::new(BTreeMap::new()),
-        });
+        let store = Arc::new(LocalSessionStore::new().unwrap());
         let sessions = Sessions::new(store.clone(), Duration::from_secs(60));
         let (a, sa) = sessions.create(BearerToken::new("t1")).await.unwrap();
         let (b, sb) = sessions.create(BearerToken::new("t2")).await.unwrap();
