@@ -12,6 +12,9 @@ use kairship_core::api::tls;
 use kairship_core::auth::{
     StaticAuthorizer, StaticTokenAuthenticator, SubjectAccessReviewAuthorizer,
 };
+use kairship_core::console::session_store::{
+    DEFAULT_REVOCATIONS_NAME, DEFAULT_SECRET_NAME, HostSessionConfig,
+};
 use kairship_core::server::serve;
 use kube_kit::admin::{AdminServer, AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
@@ -118,6 +121,29 @@ pub struct ApiserverArgs {
     /// How long an instance client is reused before its kubeconfig Secret is checked again.
     #[arg(long, env = "KAIRSHIP_INSTANCE_CLIENT_REFRESH", default_value = "30s", value_parser = parse_duration)]
     instance_client_refresh: Duration,
+
+    /// Namespace (in the host cluster) of the console's session key Secret and sign-out
+    /// ConfigMap: the API server's own (the chart sets POD_NAMESPACE).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    console_session_namespace: String,
+
+    /// The Secret holding the console's session keys; the API server creates it when absent
+    /// and rotates its keys.
+    #[arg(long, env = "KAIRSHIP_CONSOLE_SESSION_SECRET", default_value = DEFAULT_SECRET_NAME)]
+    console_session_secret: String,
+
+    /// The ConfigMap listing signed-out console sessions until they expire.
+    #[arg(long, env = "KAIRSHIP_CONSOLE_REVOCATIONS_CONFIGMAP", default_value = DEFAULT_REVOCATIONS_NAME)]
+    console_revocations_configmap: String,
+
+    /// How long a console session lasts after sign-in.
+    #[arg(long, env = "KAIRSHIP_CONSOLE_SESSION_TTL", default_value = "8h", value_parser = parse_duration)]
+    console_session_ttl: Duration,
+
+    /// How old the newest session key gets before a new one seals new sessions (older keys
+    /// keep opening sessions until those expire).
+    #[arg(long, env = "KAIRSHIP_CONSOLE_SESSION_KEY_ROTATION", default_value = "24h", value_parser = parse_duration)]
+    console_session_key_rotation: Duration,
 
     /// Address of the `/metrics` endpoint.
     #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
@@ -248,6 +274,15 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
         external_url: args.external_url.clone(),
         ca_pem: tls.as_ref().and_then(|(_, ca)| ca.clone()),
         write_identity: args.write_identity,
+        console_sessions: HostSessionConfig {
+            secret_name: args.console_session_secret.clone(),
+            revocations_name: args.console_revocations_configmap.clone(),
+            rotate_every: args.console_session_key_rotation,
+            ..HostSessionConfig::in_namespace(
+                args.console_session_namespace.clone(),
+                args.console_session_ttl,
+            )
+        },
     })
     .await?;
     let metrics = Metrics::new();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use kairship_core::access::{Authenticator, Authorizer, WriteIdentity};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
 use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
+use kairship_core::console::session_store::{HostSessionConfig, HostSessionStore};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
     ClusterpediaBackend, DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients,
@@ -57,6 +58,8 @@ pub struct ApiOptions {
     pub ca_pem: Option<String>,
     /// Whose identity writes inside an instance carry.
     pub write_identity: WriteIdentity,
+    /// Where the console's session keys and sign-outs are kept in the host cluster.
+    pub console_sessions: HostSessionConfig,
 }
 
 /// The wired API: the app to serve, and the parts callers still need.
@@ -115,7 +118,7 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
     let discovery = Arc::new(DiscoveryCache::default());
     let service: Arc<dyn KairshipApi> = Arc::new(
         KairshipService::new(
-            options.host,
+            options.host.clone(),
             router_dyn.clone(),
             options.authorizer.clone(),
             ServiceConfig {
@@ -127,11 +130,16 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         )
         .with_discovery(clients.clone(), discovery.clone()),
     );
+    let session_ttl = options.console_sessions.session_ttl;
     let console = kairship_core::console::routes(kairship_core::console::ConsoleParts {
         api: service.clone(),
         authenticator: options.authenticator.clone(),
         authorizer: options.authorizer.clone(),
-        session_ttl: kairship_core::console::session::DEFAULT_SESSION_TTL,
+        session_ttl,
+        session_store: Arc::new(HostSessionStore::new(
+            options.host.clone(),
+            options.console_sessions,
+        )),
     });
     let proxy = proxy_routes(
         ProxyState::new(

@@ -74,8 +74,9 @@ fn cases() -> Vec<(Option<&'static str>, BTreeMap<String, usize>)> {
                 ("ServiceAccount", 2),
                 ("ClusterRole", 2),
                 ("ClusterRoleBinding", 2),
-                ("Role", 1),
-                ("RoleBinding", 1),
+                // The leader lease and the console's sessions.
+                ("Role", 2),
+                ("RoleBinding", 2),
                 ("Deployment", 2),
                 // The API server and the metrics.
                 ("Service", 2),
@@ -89,8 +90,8 @@ fn cases() -> Vec<(Option<&'static str>, BTreeMap<String, usize>)> {
                 ("ClusterRole", 2),
                 ("ClusterRoleBinding", 2),
                 // Plus the PediaClusters' Secrets in Clusterpedia's namespace.
-                ("Role", 2),
-                ("RoleBinding", 2),
+                ("Role", 3),
+                ("RoleBinding", 3),
                 ("Deployment", 2),
                 // Plus the role-binding webhook.
                 ("Service", 3),
@@ -358,6 +359,28 @@ fn controller_manager_rbac_holds_what_it_grants_and_what_it_does() {
             "{values:?}: the Clusterpedia backend checks its PediaCluster"
         );
         assert!(!allows(&api, "", "secrets", "list", None));
+        // The console's session keys and sign-outs, by name, in the release namespace.
+        let sessions = named(&docs, "Role", "ks-kairship-apiserver-console-sessions");
+        let sessions = rules_of(sessions);
+        for (resource, name) in [
+            ("secrets", "kairship-console-session"),
+            ("configmaps", "kairship-console-revocations"),
+        ] {
+            assert!(
+                allows(&sessions, "", resource, "create", None),
+                "{resource}"
+            );
+            for verb in ["get", "update"] {
+                assert!(
+                    allows(&sessions, "", resource, verb, Some(name)),
+                    "{verb} {name}"
+                );
+            }
+            assert!(
+                !allows(&sessions, "", resource, "get", Some("other")),
+                "{resource}"
+            );
+        }
         assert!(!allows(
             &api,
             "rbac.authorization.k8s.io",

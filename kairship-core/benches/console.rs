@@ -434,6 +434,7 @@ async fn run() {
         authenticator: Arc::new(Token),
         authorizer: Arc::new(AllowAll),
         session_ttl: Duration::from_secs(3600),
+        session_store: Arc::new(kairship_core::console::session::LocalSessionStore::new().unwrap()),
     });
     let signed_in = app
         .clone()

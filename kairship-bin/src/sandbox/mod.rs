@@ -465,6 +465,10 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         external_url: Some(base.clone()),
         ca_pem: tls.as_ref().map(|(_, ca)| ca.clone()),
         write_identity: WriteIdentity::Impersonate,
+        console_sessions: kairship_core::console::session_store::HostSessionConfig::in_namespace(
+            "default",
+            kairship_core::console::session::DEFAULT_SESSION_TTL,
+        ),
     })
     .await?;
     users::wait_for_roles(&hc, &users).await?;

@@ -6,13 +6,15 @@
 //! - [`ChainAuthenticator`]: the static file first, then TokenReview;
 //! - [`SubjectAccessReviewAuthorizer`]: a `SubjectAccessReview` for `kairship.io/instances`
 //!   with the instance name and verb, so that host RBAC decides;
-//! - [`StaticAuthorizer`]: a small fixed policy, for development.
+//! - [`StaticAuthorizer`]: a small fixed policy, for development;
+//! - [`oidc`]: OpenID Connect ID token verification and claim mapping, for console sign-in.
 //!
 //! Review answers are cached briefly ([`ReviewCacheConfig`]); tokens are never logged and are
 //! kept only as SHA-256 digests.
 
 mod cache;
 mod chain;
+pub mod oidc;
 mod policy;
 mod sar;
 mod token_file;

@@ -6,8 +6,9 @@
 //! is asked only to decide which write controls to show (a viewer sees none); the service
 //! still checks every call.
 //!
-//! Sign-in takes a bearer token the API accepts and keeps it in memory behind a random
-//! session id ([`session`]); every POST carries the session's CSRF token.
+//! Sign-in takes a bearer token the API accepts and seals it, with a session id and a CSRF
+//! token, into an encrypted cookie any replica can open ([`session`]; keys and sign-outs in
+//! the host cluster, [`session_store`]); every POST carries the session's CSRF token.
 //!
 //! Pages are organised by the API's features, each a module serving its routes:
 //! [`instances`], [`members`], [`workloads`], [`applications`]; what they share is in
@@ -22,6 +23,7 @@ pub mod members;
 pub mod page;
 pub mod request;
 pub mod session;
+pub mod session_store;
 pub mod shell;
 pub mod workloads;
 
@@ -31,7 +33,7 @@ use std::time::Duration;
 use axum::Router;
 
 use self::request::Console;
-use self::session::Sessions;
+use self::session::{SessionStore, Sessions};
 use crate::access::{Authenticator, Authorizer};
 use crate::api::KairshipApi;
 
@@ -49,6 +51,8 @@ pub struct ConsoleParts {
     pub authorizer: Arc<dyn Authorizer>,
     /// How long a session lasts.
     pub session_ttl: Duration,
+    /// The session keys and the sign-outs, shared by every replica.
+    pub session_store: Arc<dyn SessionStore>,
 }
 
 impl std::fmt::Debug for ConsoleParts {
@@ -65,8 +69,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         api: parts.api,
         authenticator: parts.authenticator,
         authorizer: parts.authorizer,
-        sessions: Sessions::new(parts.session_ttl),
-        ttl: parts.session_ttl,
+        sessions: Sessions::new(parts.session_store, parts.session_ttl),
     });
     Router::new()
         .merge(shell::routes())

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::response::{Html as HtmlBody, IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -18,14 +17,12 @@ pub(in crate::console) struct Console {
     pub(in crate::console) authenticator: Arc<dyn Authenticator>,
     pub(in crate::console) authorizer: Arc<dyn Authorizer>,
     pub(in crate::console) sessions: Sessions,
-    pub(in crate::console) ttl: Duration,
 }
 
 pub(in crate::console) type Shared = Arc<Console>;
 
 /// A signed-in request: the session and who its token identifies now.
 pub(in crate::console) struct SignedIn {
-    pub(in crate::console) id: String,
     pub(in crate::console) session: Session,
     pub(in crate::console) caller: Caller,
 }
@@ -67,6 +64,13 @@ pub(in crate::console) fn status_of(err: &ApiError) -> StatusCode {
     StatusCode::from_u16(err.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
+pub(in crate::console) fn unavailable(message: &str) -> Response {
+    html(
+        StatusCode::SERVICE_UNAVAILABLE,
+        crate::console::page::error_page(None, "Unavailable", &ApiError::unavailable(message)),
+    )
+}
+
 /// The session of the request, with its token authenticated again (a revoked token ends the
 /// session); else a redirect to the sign-in page.
 pub(in crate::console) async fn signed_in(
@@ -78,27 +82,20 @@ pub(in crate::console) async fn signed_in(
     else {
         return Err(see_other(headers, "/ui/signin"));
     };
-    let Some(session) = console.sessions.get(id) else {
-        return Err(see_other(headers, "/ui/signin"));
+    let session = match console.sessions.get(id).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return Err(see_other(headers, "/ui/signin")),
+        Err(err) => return Err(unavailable(&err.to_string())),
     };
     match console
         .authenticator
         .authenticate(session.token.expose())
         .await
     {
-        Ok(caller) => Ok(SignedIn {
-            id: id.to_owned(),
-            session,
-            caller,
-        }),
-        Err(crate::access::AccessError::Unavailable(m)) => Err(html(
-            StatusCode::SERVICE_UNAVAILABLE,
-            crate::console::page::error_page(None, "Unavailable", &ApiError::unavailable(m)),
-        )),
-        Err(_) => {
-            console.sessions.remove(id);
-            Err(see_other(headers, "/ui/signin"))
-        }
+        Ok(caller) => Ok(SignedIn { session, caller }),
+        Err(crate::access::AccessError::Unavailable(m)) => Err(unavailable(&m)),
+        // The token no longer authenticates: the session is over (its cookie is useless).
+        Err(_) => Err(see_other(headers, "/ui/signin")),
     }
 }
 

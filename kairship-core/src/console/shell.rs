@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::request::{
-    Shared, check_csrf, forbidden, html, same_origin, see_other, signed_in, status_of,
+    Shared, check_csrf, forbidden, html, same_origin, see_other, signed_in, status_of, unavailable,
 };
 use crate::api::{ApiError, BearerToken};
 use crate::transport::ServedOverTls;
@@ -83,11 +83,11 @@ pub(in crate::console) async fn signin(
             crate::console::page::signin_page(Some(&err.message)),
         );
     }
-    let id = match console.sessions.create(BearerToken::new(token)) {
-        Ok((id, _)) => id,
+    let cookie = match console.sessions.create(BearerToken::new(token)).await {
+        Ok((cookie, _)) => cookie,
         Err(err) => {
             return html(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                StatusCode::SERVICE_UNAVAILABLE,
                 crate::console::page::signin_page(Some(&err.to_string())),
             );
         }
@@ -95,9 +95,9 @@ pub(in crate::console) async fn signin(
     let tls = tls.is_some_and(|axum::Extension(t)| t.0);
     let mut r = see_other(&HeaderMap::new(), "/ui/instances");
     if let Ok(v) = HeaderValue::from_str(&crate::console::session::session_cookie(
-        &id,
+        &cookie,
         tls,
-        console.ttl,
+        console.sessions.ttl(),
     )) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
@@ -117,7 +117,9 @@ pub(in crate::console) async fn signout(
     if let Err(reason) = check_csrf(&signed, &headers, &crate::console::form::parse(&body)) {
         return forbidden(reason);
     }
-    console.sessions.remove(&signed.id);
+    if let Err(err) = console.sessions.revoke(&signed.session).await {
+        return unavailable(&err.to_string());
+    }
     let tls = tls.is_some_and(|axum::Extension(t)| t.0);
     let mut r = see_other(&HeaderMap::new(), "/ui/signin");
     if let Ok(v) = HeaderValue::from_str(&crate::console::session::cleared_cookie(tls)) {
