@@ -329,7 +329,8 @@ mod tests {
         let unnamed_binding_work = object(
             serde_json::json!({"metadata": {"name": "w", "labels": {RB_PERMANENT_ID: "i"}}}),
         );
-        let cases: Vec<(&str, Option<Vec<String>>, Option<Vec<String>>)> = vec![
+        type Keys = Option<Vec<String>>;
+        let cases: Vec<(&str, Keys, Keys)> = vec![
             (
                 "a Work its binding",
                 binding_of(&rb_work),
