@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::detector::selector_priority;
 use super::execution_space::{EXECUTION_FINALIZER, execution_space, without_finalizer};
-use super::informers::{generation, key, version, versions, works_by_binding};
+use super::informers::{Pending, generation, key, version, versions, works_by_binding};
 use super::interpreter;
 use super::objects::*;
 use super::overrides;
@@ -149,8 +149,9 @@ fn work_api(k: &Karmada, cluster: &str) -> Api<DynamicObject> {
     Api::namespaced_with(k.client.clone(), &execution_space(cluster), &works())
 }
 
-/// One pass over every binding whose inputs changed.
-pub async fn pass(k: &Karmada) -> Result<bool, String> {
+/// One pass over the bindings `pending` names (every binding after a resync or a change of
+/// an override policy or a Cluster).
+pub async fn pass(k: &Karmada, pending: &Pending) -> Result<bool, String> {
     let by_binding = works_by_binding(&k.works);
     let shared = format!(
         "{}|{}|{}",
@@ -160,7 +161,7 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
     );
     let mut again = false;
     for informer in [&k.rbs, &k.crbs] {
-        for object in informer.all() {
+        for object in informer.pending(pending) {
             let id = object
                 .metadata
                 .labels

@@ -10,7 +10,7 @@ use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
-use super::informers::{key, version, works_by_binding};
+use super::informers::{Pending, key, version, works_by_binding};
 use super::interpreter;
 use super::objects::*;
 use super::propagation::Karmada;
@@ -97,12 +97,12 @@ pub fn fully_applied(binding: &Value, items: &[Value]) -> Value {
     }
 }
 
-/// One pass over every binding.
-pub async fn pass(k: &Karmada) -> Result<bool, String> {
+/// One pass over the bindings `pending` names.
+pub async fn pass(k: &Karmada, pending: &Pending) -> Result<bool, String> {
     let by_binding = works_by_binding(&k.works);
     let mut again = false;
     for (informer, id_key) in [(&k.rbs, RB_PERMANENT_ID), (&k.crbs, CRB_PERMANENT_ID)] {
-        for object in informer.all() {
+        for object in informer.pending(pending) {
             if object.metadata.deletion_timestamp.is_some() {
                 continue;
             }

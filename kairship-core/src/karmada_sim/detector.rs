@@ -12,7 +12,7 @@ use kube::core::DynamicObject;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use super::informers::{version, versions};
+use super::informers::{Pending, version, versions};
 use super::interpreter;
 use super::objects::*;
 use super::propagation::Karmada;
@@ -280,8 +280,9 @@ async fn release(k: &Karmada, template: &Value) -> Result<(), String> {
     merge(&api, text(template, "/metadata/name"), patch).await
 }
 
-/// One pass over every template.
-pub async fn pass(k: &Karmada) -> Result<bool, String> {
+/// One pass over the templates `pending` names (every template after a resync or a change
+/// of a policy).
+pub async fn pass(k: &Karmada, pending: &Pending) -> Result<bool, String> {
     let pps = k.pps.values();
     let cpps = k.cpps.values();
     let deleting = pps
@@ -299,7 +300,7 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let policies = format!("{}|{}", versions(&k.pps), versions(&k.cpps));
     let mut again = false;
     for (kind, informer) in &k.templates {
-        for object in informer.all() {
+        for object in informer.pending(pending) {
             let ns = object.metadata.namespace.as_deref().unwrap_or_default();
             let name = object.metadata.name.as_deref().unwrap_or_default();
             if reserved_namespace(ns) || object.metadata.deletion_timestamp.is_some() {

@@ -11,7 +11,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use super::execution_space::{EXECUTION_FINALIZER, is_ready, without_finalizer};
-use super::informers::{generation, key, version};
+use super::informers::{Pending, generation, key, version};
 use super::objects::*;
 use super::propagation::Karmada;
 
@@ -187,10 +187,10 @@ fn conditions(work: &Value, applied: Result<(), String>) -> Value {
     set_condition(&with_dispatching, applied)
 }
 
-/// One pass over every Work.
-pub async fn pass(k: &Karmada) -> Result<bool, String> {
+/// One pass over the Works `pending` names (every Work after a resync or a Cluster change).
+pub async fn pass(k: &Karmada, pending: &Pending) -> Result<bool, String> {
     let mut again = false;
-    for object in k.works.all() {
+    for object in k.works.pending(pending) {
         // A Work's own status writes do not change what is applied; its cluster's do.
         let ns = object.metadata.namespace.as_deref().unwrap_or_default();
         let cluster = k

@@ -1,9 +1,10 @@
 //! Shared informers, as Karmada's controllers share controller-runtime's: one watch per
 //! resource type feeding a local store, and every controller interested in it woken on each
-//! change (wakes coalesce: a controller runs one level-triggered pass for any number of
-//! changes that came while it was busy).
+//! change, with the keys the change affects put into its deduplicating [`Queue`] (wakes
+//! coalesce: a controller runs one pass over the keys of any number of changes that came while
+//! it was busy).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,6 +24,7 @@ pub struct Informer {
     resource: ApiResource,
     store: Store<DynamicObject>,
     wakes: Arc<Mutex<Vec<Arc<Notify>>>>,
+    queues: Routes,
 }
 
 impl Informer {
@@ -34,7 +36,14 @@ impl Informer {
         labels: Option<&str>,
         shutdown: &CancellationToken,
     ) -> Informer {
-        Self::start_waking(client, resource, labels, shutdown, Arc::default())
+        Self::start_waking(
+            client,
+            resource,
+            labels,
+            shutdown,
+            Arc::default(),
+            Arc::default(),
+        )
     }
 
     fn start_waking(
@@ -43,6 +52,7 @@ impl Informer {
         labels: Option<&str>,
         shutdown: &CancellationToken,
         wakes: Arc<Mutex<Vec<Arc<Notify>>>>,
+        queues: Routes,
     ) -> Informer {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         let writer = reflector::store::Writer::new(resource.clone());
@@ -53,6 +63,7 @@ impl Informer {
         }
         let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
         let notify = wakes.clone();
+        let queued = queues.clone();
         let stop = shutdown.clone();
         let what = resource.plural.clone();
         tokio::spawn(async move {
@@ -62,7 +73,10 @@ impl Informer {
                     _ = stop.cancelled() => return,
                     event = stream.next() => match event {
                         None => return,
-                        Some(Ok(_)) => wake_all(&notify),
+                        Some(Ok(event)) => {
+                            enqueue_all(&queued, &event);
+                            wake_all(&notify);
+                        }
                         Some(Err(e)) => tracing::trace!(resource = %what, error = %e, "watch"),
                     },
                 }
@@ -72,6 +86,46 @@ impl Informer {
             resource,
             store,
             wakes,
+            queues,
+        }
+    }
+
+    /// Puts the `namespace/name` of every changed object into `queue` (and asks it to look
+    /// at everything when the watch relists).
+    pub fn enqueue(&self, queue: &Arc<Queue>) {
+        self.route(queue, Route::Own);
+    }
+
+    /// Asks `queue` to look at everything on any change here (a change of a Cluster may
+    /// affect any object of the controller).
+    pub fn enqueue_everything(&self, queue: &Arc<Queue>) {
+        self.route(queue, Route::Everything);
+    }
+
+    /// Puts into `queue` the keys `affected` finds for every changed object (a Work's
+    /// change enqueues its binding, say).
+    pub fn enqueue_mapped(&self, queue: &Arc<Queue>, affected: Affected) {
+        self.route(queue, Route::Mapped(affected));
+    }
+
+    fn route(&self, queue: &Arc<Queue>, route: Route) {
+        if let Ok(mut queues) = self.queues.lock() {
+            queues.push((queue.clone(), route));
+        }
+    }
+
+    /// The objects `pending` names (every object when it asks for everything; keys of
+    /// objects gone are left out).
+    pub fn pending(&self, pending: &Pending) -> Vec<Arc<DynamicObject>> {
+        match pending {
+            Pending::All => self.all(),
+            Pending::Keys(keys) => keys
+                .iter()
+                .filter_map(|key| {
+                    let (ns, name) = key.split_once('/')?;
+                    self.get(ns, name)
+                })
+                .collect(),
         }
     }
 
@@ -127,6 +181,106 @@ impl Informer {
     }
 }
 
+fn enqueue_all(queues: &Routes, event: &watcher::Event<DynamicObject>) {
+    let Ok(queues) = queues.lock() else {
+        return;
+    };
+    let changed = match event {
+        watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => {
+            Some(o)
+        }
+        watcher::Event::Init | watcher::Event::InitDone => None,
+    };
+    for (q, route) in queues.iter() {
+        match (changed, route) {
+            (Some(o), Route::Own) => q.add(key(o)),
+            (Some(o), Route::Mapped(affected)) => match affected(o) {
+                Some(keys) => keys.into_iter().for_each(|k| q.add(k)),
+                None => q.add_all(),
+            },
+            _ => q.add_all(),
+        }
+    }
+}
+
+/// Who is told of an informer's changes, and how.
+type Routes = Arc<Mutex<Vec<(Arc<Queue>, Route)>>>;
+
+/// The keys of a controller's objects a changed object affects (`None` when it cannot tell:
+/// then everything).
+pub type Affected = Arc<dyn Fn(&DynamicObject) -> Option<Vec<String>> + Send + Sync>;
+
+/// How a change reaches a queue.
+enum Route {
+    /// The changed object's own `namespace/name`.
+    Own,
+    /// Everything.
+    Everything,
+    /// The keys found from the changed object.
+    Mapped(Affected),
+}
+
+/// The keys a queue-driven controller has yet to work on, deduplicated, as Karmada's
+/// controllers keep a rate-limited work queue: a change enqueues the keys it affects and a
+/// pass takes only those. Starts (and falls back, on a resync or a change that may affect
+/// any key) at everything.
+pub struct Queue {
+    pending: Mutex<Pending>,
+}
+
+/// What a pass works on.
+#[derive(Debug, PartialEq)]
+pub enum Pending {
+    /// Every object.
+    All,
+    /// Only these `namespace/name` keys.
+    Keys(HashSet<String>),
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            pending: Mutex::new(Pending::All),
+        }
+    }
+}
+
+impl Queue {
+    /// Enqueues `key` (once, however often it changes before the next pass).
+    pub fn add(&self, key: String) {
+        if let Ok(mut p) = self.pending.lock()
+            && let Pending::Keys(keys) = &mut *p
+        {
+            keys.insert(key);
+        }
+    }
+
+    /// Asks the next pass to look at every object.
+    pub fn add_all(&self) {
+        if let Ok(mut p) = self.pending.lock() {
+            *p = Pending::All;
+        }
+    }
+
+    /// Takes what is pending, leaving the queue empty.
+    pub fn take(&self) -> Pending {
+        match self.pending.lock() {
+            Ok(mut p) => std::mem::replace(&mut *p, Pending::Keys(HashSet::new())),
+            Err(_) => Pending::All,
+        }
+    }
+}
+
+impl Pending {
+    /// Whether the object `key` is to be worked on.
+    pub fn wants(&self, key: &str) -> bool {
+        match self {
+            Pending::All => true,
+            Pending::Keys(keys) => keys.contains(key),
+        }
+    }
+}
+
 fn wake_all(wakes: &Arc<Mutex<Vec<Arc<Notify>>>>) {
     if let Ok(wakes) = wakes.lock() {
         for w in wakes.iter() {
@@ -136,12 +290,15 @@ fn wake_all(wakes: &Arc<Mutex<Vec<Arc<Notify>>>>) {
 }
 
 /// Runs `pass` until `shutdown`: at once, then on every wake, and every `resync`. A pass that
-/// reports work left (`Ok(true)`) or fails runs again after `retry`.
+/// reports work left (`Ok(true)`) or fails runs again after `retry`. `queue` is what the
+/// changes enqueued: a resync or a retry asks it for everything (the memo still spares what
+/// did not change).
 pub async fn run_passes<F, Fut>(
     name: &'static str,
     wake: Arc<Notify>,
     resync: Duration,
     shutdown: CancellationToken,
+    queue: Arc<Queue>,
     mut pass: F,
 ) where
     F: FnMut() -> Fut,
@@ -156,15 +313,19 @@ pub async fn run_passes<F, Fut>(
                 true
             }
         };
-        let wait = if again { RETRY } else { resync };
+        let wait = if again {
+            queue.add_all();
+            RETRY
+        } else {
+            resync
+        };
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = wake.notified() => {
-                // Changes come in bursts: a short wait lets one pass take them all, so a
-                // large burst does not cost a scan of every object per change.
+                // Changes come in bursts: a short wait lets one pass take them all.
                 tokio::time::sleep(COALESCE).await;
             }
-            _ = tokio::time::sleep(wait) => {}
+            _ = tokio::time::sleep(wait) => queue.add_all(),
         }
     }
 }
@@ -275,6 +436,7 @@ pub fn versions(informer: &Informer) -> String {
 pub struct Members {
     inner: Arc<tokio::sync::Mutex<HashMap<String, Member>>>,
     wakes: Arc<Mutex<Vec<Arc<Notify>>>>,
+    queues: Routes,
 }
 
 struct Member {
@@ -290,6 +452,20 @@ impl Members {
     pub fn wake(&self, who: &Arc<Notify>) {
         if let Ok(mut wakes) = self.wakes.lock() {
             wakes.push(who.clone());
+        }
+    }
+
+    /// Asks `queue` to look at everything on every change of a managed object in any member.
+    pub fn enqueue_everything(&self, queue: &Arc<Queue>) {
+        if let Ok(mut queues) = self.queues.lock() {
+            queues.push((queue.clone(), Route::Everything));
+        }
+    }
+
+    /// Puts into `queue` the keys `affected` finds for every changed managed object.
+    pub fn enqueue_mapped(&self, queue: &Arc<Queue>, affected: Affected) {
+        if let Ok(mut queues) = self.queues.lock() {
+            queues.push((queue.clone(), Route::Mapped(affected)));
         }
     }
 
@@ -347,6 +523,7 @@ impl Members {
             Some(&format!("{}=true", super::objects::MANAGED)),
             &member.shutdown,
             self.wakes.clone(),
+            self.queues.clone(),
         );
         member.informers.insert(key, informer.clone());
         Some(informer)
@@ -367,4 +544,59 @@ pub async fn list(
 ) -> Result<Vec<DynamicObject>, kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
     Ok(api.list(&ListParams::default()).await?.items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(k: &[&str]) -> Pending {
+        Pending::Keys(k.iter().map(|s| (*s).to_owned()).collect())
+    }
+
+    #[test]
+    fn queue_dedups_keys_and_falls_back_to_everything() {
+        type Step = fn(&Queue);
+        let cases: &[(&str, &[Step], Pending)] = &[
+            ("a new queue asks for everything", &[], Pending::All),
+            (
+                "keys once each",
+                &[
+                    |q| q.add("ns/a".into()),
+                    |q| q.add("ns/a".into()),
+                    |q| q.add("/b".into()),
+                ],
+                keys(&["ns/a", "/b"]),
+            ),
+            (
+                "everything wins over keys",
+                &[
+                    |q| q.add("ns/a".into()),
+                    |q| q.add_all(),
+                    |q| q.add("ns/c".into()),
+                ],
+                Pending::All,
+            ),
+        ];
+        for (what, steps, want) in cases {
+            let q = Queue::default();
+            if !steps.is_empty() {
+                // Empty it first: a new queue starts at everything.
+                q.take();
+            }
+            for step in *steps {
+                step(&q);
+            }
+            assert_eq!(&q.take(), want, "{what}");
+            assert_eq!(q.take(), keys(&[]), "{what}: taken, the queue is empty");
+        }
+    }
+
+    #[test]
+    fn pending_wants_only_its_keys() {
+        let p = keys(&["ns/a"]);
+        assert!(p.wants("ns/a"));
+        assert!(!p.wants("ns/b"));
+        assert!(Pending::All.wants("ns/b"));
+    }
 }

@@ -11,7 +11,7 @@ use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
-use super::informers::{version, versions};
+use super::informers::{Pending, version, versions};
 use super::objects::*;
 use super::propagation::Karmada;
 use crate::models::cluster::Cluster;
@@ -173,8 +173,8 @@ fn condition(status: &str, reason: &str, message: &str) -> Value {
     json!({"type": "Scheduled", "status": status, "reason": reason, "message": message, "lastTransitionTime": now()})
 }
 
-/// One pass over every binding.
-pub async fn pass(k: &Karmada) -> Result<bool, String> {
+/// One pass over the bindings `pending` names (every binding when a Cluster changed).
+pub async fn pass(k: &Karmada, pending: &Pending) -> Result<bool, String> {
     let clusters: Vec<Cluster> = k
         .clusters
         .values()
@@ -184,7 +184,7 @@ pub async fn pass(k: &Karmada) -> Result<bool, String> {
     let cluster_versions = versions(&k.clusters);
     let mut again = false;
     for (informer, cluster_scoped) in [(&k.rbs, false), (&k.crbs, true)] {
-        for object in informer.all() {
+        for object in informer.pending(pending) {
             if object.metadata.deletion_timestamp.is_some()
                 || object.data["spec"]["placement"].is_null()
             {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::execution::member_resource;
 use super::execution_space::is_ready;
-use super::informers::{key, version};
+use super::informers::{Pending, key, version};
 use super::interpreter;
 use super::objects::*;
 use super::propagation::Karmada;
@@ -43,10 +43,10 @@ pub fn manifest_status(manifest: &Value, ordinal: usize, observed: &Value) -> Va
     s
 }
 
-/// One pass over every applied Work.
-pub async fn pass(k: &Karmada) -> Result<bool, String> {
+/// One pass over the applied Works `pending` names.
+pub async fn pass(k: &Karmada, pending: &Pending) -> Result<bool, String> {
     let mut again = false;
-    for object in k.works.all() {
+    for object in k.works.pending(pending) {
         if object.metadata.deletion_timestamp.is_some() {
             continue;
         }
