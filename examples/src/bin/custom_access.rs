@@ -25,7 +25,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb,
 };
-use kairship_core::server::{AppParts, app, serve};
 use kairship_core::api::{HostInstanceClients, KairshipService, ServiceConfig};
 use kairship_core::instance::{
     DeletionPolicy, Instance, InstanceMode, InstanceSpec, SecretKeyReference,
@@ -33,6 +32,7 @@ use kairship_core::instance::{
 use kairship_core::router::{
     DirectBackend, EmbeddedCacheBackend, InstanceClients, InstanceWriter, SplitRouter,
 };
+use kairship_core::server::{AppParts, app, serve};
 use kube::Api;
 use kube::api::PostParams;
 use kube_kit::client::ClientOptions;

@@ -25,8 +25,7 @@ use crate::access::{
 };
 use crate::router::{
     EventStream, InstanceConnection, ListChunks, ListQuery, ObjectPage, ResourceTarget,
-    RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie,
-    written_version,
+    RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie, written_version,
 };
 
 /// Headers that describe one connection, not the message: never forwarded either way.
@@ -138,7 +137,15 @@ pub(super) async fn handle(
             let cookies = request.headers().get(header::COOKIE);
             let cookies = cookies.and_then(|c| c.to_str().ok()).map(str::to_owned);
             let gzip = accepts_gzip(request.headers());
-            let read = read(&state, &instance, resource, &read_params, handling, cookies, gzip);
+            let read = read(
+                &state,
+                &instance,
+                resource,
+                &read_params,
+                handling,
+                cookies,
+                gzip,
+            );
             match read.await {
                 Ok(Some(response)) => response,
                 // The instance does not serve the resource as the path says: let it answer.

@@ -14,8 +14,8 @@ use super::objects::PatchOptions;
 use crate::api::fields::WriteOptions;
 use crate::api::{
     ApiError, CreateResourceRequest, DeleteResourceRequest, GetResourceRequest, KubeObject,
-    ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest, ResourceKind,
-    UpdateResourceRequest,
+    ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest, RenderedObjectList,
+    ResourceKind, UpdateResourceRequest,
 };
 
 /// The kind named by a URL segment.
@@ -89,7 +89,7 @@ impl KindCall {
             .ok_or_else(|| ApiError::invalid("the path names no object"))
     }
 
-    async fn list(self, options: ListOptions) -> Answer<ObjectList> {
+    async fn list(self, options: ListOptions) -> Answer<RenderedObjectList> {
         let (instance, kind, namespace) = self.at()?;
         let req = ListResourcesRequest {
             instance,
@@ -99,7 +99,7 @@ impl KindCall {
         };
         self.state
             .api
-            .list_resources(&self.auth.caller, req)
+            .list_resources_rendered(&self.auth.caller, req)
             .await
             .map(Json)
     }
@@ -206,7 +206,7 @@ kind_operation! {
         "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}"
         kind "A namespaced kind" doc [responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses)],
     query [ListOptions],
-    fn (call: KindCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<ObjectList> {
+    fn (call: KindCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<RenderedObjectList> {
         call.list(options).await
     }
 }
