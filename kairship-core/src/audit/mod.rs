@@ -223,7 +223,7 @@ impl AuditQuery {
     /// Whether `record` answers the query.
     pub fn matches(&self, record: &AuditRecordSpec) -> bool {
         if let Some(instances) = &self.instances
-            && !instances.iter().any(|i| *i == record.instance)
+            && !instances.contains(&record.instance)
         {
             return false;
         }
