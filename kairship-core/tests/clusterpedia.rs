@@ -948,9 +948,50 @@ async fn two_replicas_a_rest_put_through_one_a_rest_list_through_the_other() {
     let one = env.replica(RouterConfig::default()).await;
     let two = env.replica(RouterConfig::default()).await;
     let http = env.http();
-    let collection =
+    let generic =
         format!("{P}/instances/{INSTANCE}/namespaces/team-a/resources/apps/v1/deployments");
-    let url = format!("{}{collection}/db", one.base);
+    let typed = format!("{P}/instances/{INSTANCE}/namespaces/team-a/deployments");
+    // The written version of a write's answer, as the cookie the client brings back.
+    let carried = |response: &reqwest::Response| {
+        let cookie = response
+            .headers()
+            .get("set-cookie")
+            .expect("a REST write sets the written cookie")
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            cookie.starts_with("kairship-written.v1.deployments.apps=")
+                && cookie.contains(&format!("Path={P}/instances/{INSTANCE};")),
+            "{cookie}"
+        );
+        cookie.split(';').next().unwrap().to_owned()
+    };
+    let replicas_listed = |collection: String, cookie: String| {
+        let http = http.clone();
+        async move {
+            let list: Value = http
+                .get(collection)
+                .bearer_auth(ADMIN)
+                .header("cookie", format!("other=1; {cookie}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let db = list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["metadata"]["name"] == "db")
+                .unwrap()
+                .clone();
+            db["spec"]["replicas"].clone()
+        }
+    };
+    // GET-modify-PUT through the typed alias on one, a generic list on the other.
+    let url = format!("{}{typed}/db", one.base);
     let mut object: Value = http
         .get(&url)
         .bearer_auth(ADMIN)
@@ -969,43 +1010,29 @@ async fn two_replicas_a_rest_put_through_one_a_rest_list_through_the_other() {
         .await
         .unwrap();
     assert!(put.status().is_success());
-    let cookie = put
-        .headers()
-        .get("set-cookie")
-        .expect("a REST write sets the written cookie")
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        cookie.starts_with("kairship-written.v1.deployments.apps=")
-            && cookie.contains(&format!("Path={P}/instances/{INSTANCE};")),
-        "{cookie}"
-    );
+    let cookie = carried(&put);
     let written: Value = put.json().await.unwrap();
-    let carried = cookie.split(';').next().unwrap().to_owned();
     assert_eq!(
-        carried.split_once('=').unwrap().1,
+        cookie.split_once('=').unwrap().1,
         written["metadata"]["resourceVersion"].as_str().unwrap()
     );
-    let list: Value = http
-        .get(format!("{}{collection}", two.base))
+    let listed = replicas_listed(format!("{}{generic}", two.base), cookie).await;
+    assert_eq!(listed, 5);
+    // A generic PATCH on one, a list through the typed alias on the other.
+    let patched = http
+        .patch(format!("{}{generic}/db", one.base))
         .bearer_auth(ADMIN)
-        .header("cookie", format!("other=1; {carried}"))
+        .header("content-type", "application/merge-patch+json")
+        .body(json!({"spec": {"replicas": 6}}).to_string())
         .send()
         .await
-        .unwrap()
-        .json()
-        .await
         .unwrap();
-    let db = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["metadata"]["name"] == "db")
-        .unwrap();
-    assert_eq!(db["spec"]["replicas"], 5, "{db}");
+    assert!(patched.status().is_success());
+    let cookie = carried(&patched);
+    let listed = replicas_listed(format!("{}{typed}", two.base), cookie).await;
+    assert_eq!(listed, 6);
     let m = two.router.metrics().snapshot();
-    assert_eq!(m.ryw_waits, 1, "{m:?}");
+    assert_eq!(m.ryw_waits, 2, "{m:?}");
 }
 
 #[test]

@@ -2,27 +2,23 @@
 //! `…/instances/{instance}[/namespaces/{namespace}]/resources/{group}/{version}/{resource}[/{name}]`,
 //! where `group` is `core` for the core group.
 
-use std::future::Future;
-
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, header};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, PatchBody};
 use super::handler::{
-    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, object_operation, written,
+    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, WrittenCookie, object_operation,
 };
+use crate::api::ApiError;
 use crate::api::fields::{FieldValidation, WriteOptions};
-use crate::api::{ApiError, CORE_GROUP};
 use crate::api::{
     CreateObjectRequest, DeleteObjectRequest, GetObjectRequest, ListEventsRequest,
     ListObjectsRequest, ListOptions, Object, ObjectList, PatchObjectRequest, RenderedObjectList,
     SortBy, SortDir, UpdateObjectRequest,
 };
-use crate::router::{ResourceTarget, written_cookie, written_target, written_version};
 
 /// Query parameters of a PATCH.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, IntoParams)]
@@ -58,11 +54,7 @@ pub struct ObjectsCall {
     state: RestState,
     auth: Authenticated,
     path: ObjectsPath,
-    /// The request's `Cookie` headers, joined.
-    cookies: Option<String>,
-    /// The path prefix of the instance's calls (`…/instances/{instance}`), which the
-    /// `kairship-written` cookie is scoped to.
-    scope: Option<String>,
+    written: WrittenCookie,
 }
 
 impl FromRequestParts<RestState> for ObjectsCall {
@@ -74,25 +66,18 @@ impl FromRequestParts<RestState> for ObjectsCall {
     ) -> Result<Self, Self::Rejection> {
         let auth = Authenticated::from_request_parts(parts, state).await?;
         let ApiPath(path) = ApiPath::<ObjectsPath>::from_request_parts(parts, state).await?;
-        let cookies: Vec<&str> = parts
-            .headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect();
-        let cookies = (!cookies.is_empty()).then(|| cookies.join("; "));
-        let uri = parts.uri.path();
-        let instance_path = format!("/instances/{}", path.instance);
-        let scope = uri
-            .find(&instance_path)
-            .and_then(|at| uri.get(..at + instance_path.len()))
-            .map(str::to_owned);
+        let written = WrittenCookie::of(
+            parts,
+            &path.instance,
+            &path.group,
+            &path.version,
+            &path.resource,
+        );
         Ok(ObjectsCall {
             state: state.clone(),
             auth,
             path,
-            cookies,
-            scope,
+            written,
         })
     }
 }
@@ -113,55 +98,6 @@ macro_rules! at_path {
 }
 
 impl ObjectsCall {
-    /// The target the `kairship-written` cookie of this call's resource names.
-    fn written_target(&self) -> ResourceTarget {
-        let p = &self.path;
-        let group = if p.group == CORE_GROUP { "" } else { &p.group };
-        written_target(&p.instance, group, &p.version, &p.resource)
-    }
-
-    /// Read-your-writes across replicas: a write through another replica whose version the
-    /// caller brings back in the `kairship-written` cookie makes this read wait for it.
-    fn await_carried_write(&self) {
-        let target = self.written_target();
-        let Some(version) = self
-            .cookies
-            .as_deref()
-            .and_then(|c| written_version(c, &target))
-        else {
-            return;
-        };
-        let p = &self.path;
-        self.state
-            .api
-            .await_written(&p.instance, &p.group, &p.version, &p.resource, version);
-    }
-
-    /// `call`'s answer with the `kairship-written` cookie carrying the written object's
-    /// resourceVersion, as the native proxy sets it, so that a read through another replica
-    /// can wait for the write.
-    async fn written_with_cookie<F>(
-        target: ResourceTarget,
-        scope: Option<String>,
-        write: WriteOptions,
-        call: F,
-    ) -> Written
-    where
-        F: Future<Output = Result<Object, ApiError>>,
-    {
-        let (mut headers, Json(object)) = written(write, call).await?;
-        let version = object
-            .pointer("/metadata/resourceVersion")
-            .and_then(serde_json::Value::as_str);
-        if let (Some(scope), Some(version)) = (scope, version)
-            && let Some(cookie) = written_cookie(&target, version, &scope)
-            && let Ok(value) = HeaderValue::from_str(&cookie)
-        {
-            headers.append(header::SET_COOKIE, value);
-        }
-        Ok((headers, Json(object)))
-    }
-
     fn name(&self) -> Result<String, ApiError> {
         self.path
             .name
@@ -170,7 +106,7 @@ impl ObjectsCall {
     }
 
     async fn list(self, options: ListOptions) -> Answer<RenderedObjectList> {
-        self.await_carried_write();
+        self.written.await_carried(self.state.api.as_ref());
         let p = self.path;
         let req = at_path!(ListObjectsRequest from p { options });
         self.state
@@ -181,7 +117,7 @@ impl ObjectsCall {
     }
 
     async fn get(self) -> Answer<Object> {
-        self.await_carried_write();
+        self.written.await_carried(self.state.api.as_ref());
         let name = self.name()?;
         let p = self.path;
         let req = at_path!(GetObjectRequest from p { name });
@@ -193,20 +129,18 @@ impl ObjectsCall {
     }
 
     async fn create(self, write: WriteOptions, body: Object) -> Written {
-        let (target, scope) = (self.written_target(), self.scope);
         let p = self.path;
         let req = at_path!(CreateObjectRequest from p { body });
         let call = self.state.api.create_object(&self.auth.caller, req);
-        Self::written_with_cookie(target, scope, write, call).await
+        self.written.written(write, call).await
     }
 
     async fn update(self, write: WriteOptions, body: Object) -> Written {
         let name = self.name()?;
-        let (target, scope) = (self.written_target(), self.scope);
         let p = self.path;
         let req = at_path!(UpdateObjectRequest from p { name, body });
         let call = self.state.api.update_object(&self.auth.caller, req);
-        Self::written_with_cookie(target, scope, write, call).await
+        self.written.written(write, call).await
     }
 
     async fn patch(
@@ -215,14 +149,13 @@ impl ObjectsCall {
         PatchBody(patch_type, patch): PatchBody,
     ) -> Written {
         let name = self.name()?;
-        let (target, scope) = (self.written_target(), self.scope);
         let p = self.path;
         let req = at_path!(PatchObjectRequest from p { name, patch_type, patch, field_manager: options.field_manager, force: options.force });
         let write = WriteOptions {
             field_validation: options.field_validation,
         };
         let call = self.state.api.patch_object(&self.auth.caller, req);
-        Self::written_with_cookie(target, scope, write, call).await
+        self.written.written(write, call).await
     }
 
     async fn events(self, query: EventQuery) -> Answer<ObjectList> {
