@@ -2814,9 +2814,18 @@ async fn generic_resources_answer_alike_over_rest_and_grpc() {
                 body: Some(grpc_convert::json_to_struct(body("grpc-obj")).unwrap()),
             })
             .await
-            .unwrap_or_else(|e| panic!("{what}: {e:?}"))
-            .into_inner();
-        let from_grpc = grpc_convert::struct_to_json(from_grpc);
+            .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+        // The write's resourceVersion, for the caller to bring to reads through any replica.
+        let written = from_grpc
+            .metadata()
+            .get("kairship-written")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let from_grpc = grpc_convert::struct_to_json(from_grpc.into_inner());
+        assert_eq!(
+            written.as_deref(),
+            from_grpc["metadata"]["resourceVersion"].as_str(),
+            "{what}"
+        );
         assert_eq!(from_grpc["metadata"]["name"], "grpc-obj", "{what}");
         assert_eq!(from_grpc["kind"], created["kind"], "{what}");
         assert_eq!(from_grpc["apiVersion"], created["apiVersion"], "{what}");

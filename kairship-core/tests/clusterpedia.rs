@@ -154,6 +154,17 @@ impl Env {
 
     /// A replica reading through Clusterpedia, or through the embedded cache when `embedded`.
     async fn replica_reading(&self, router_config: RouterConfig, embedded: bool) -> Replica {
+        self.replica_serving(router_config, embedded, true).await
+    }
+
+    /// A replica as [`Env::replica_reading`], serving HTTPS when `tls` and plain HTTP (for
+    /// the gRPC client, which speaks no TLS here) otherwise; both with the gRPC API.
+    async fn replica_serving(
+        &self,
+        router_config: RouterConfig,
+        embedded: bool,
+        tls: bool,
+    ) -> Replica {
         let clients = Arc::new(HostInstanceClients::new(
             self.host.client(),
             ClientOptions::new("kairship-test"),
@@ -200,23 +211,32 @@ impl Env {
         )
         .with_discovery(clients, Arc::new(DiscoveryCache::default()));
         let api: Arc<dyn KairshipApi> = Arc::new(service);
+        let grpc = kairship_core::grpc::routes(api.clone(), Arc::new(Tokens))
+            .await
+            .unwrap();
         let app = app(AppParts {
             api,
             authenticator: Arc::new(Tokens),
             proxy: Some(proxy),
-            grpc: None,
+            grpc: Some(grpc),
             console: None,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let tls = kairship_core::api::tls::server_config(
+        let server_tls = kairship_core::api::tls::server_config(
             self.certificate.cert_pem.as_bytes(),
             self.certificate.key_pem.as_bytes(),
         )
         .unwrap();
-        tokio::spawn(serve(listener, app, Some(tls), self.stop.clone()));
+        let scheme = if tls { "https" } else { "http" };
+        tokio::spawn(serve(
+            listener,
+            app,
+            tls.then_some(server_tls),
+            self.stop.clone(),
+        ));
         Replica {
-            base: format!("https://{addr}"),
+            base: format!("{scheme}://{addr}"),
             router,
             backend,
             direct,
@@ -875,6 +895,255 @@ async fn two_replicas_a_patch_through_one_a_get_through_the_other() {
         (1, 1, 0),
         "{m:?}"
     );
+}
+
+/// A REST list on the embedded cache is written from the cache's JSON (list items of built-in
+/// kinds come without `apiVersion` and `kind`): every item, through the generic path and the
+/// typed alias, is the object a REST GET of it answers, with its type, and the page says how
+/// many there are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rest_lists_from_the_embedded_cache_hold_what_gets_hold() {
+    let env = Env::start(stock_with_gate()).await;
+    let r = env.replica_reading(RouterConfig::default(), true).await;
+    let http = env.http();
+    let get_json = |url: String| {
+        let http = http.clone();
+        async move {
+            let response = http.get(&url).bearer_auth(ADMIN).send().await.unwrap();
+            assert!(response.status().is_success(), "{url}");
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let generic = format!(
+        "{}{P}/instances/{INSTANCE}/namespaces/team-a/resources/apps/v1/deployments",
+        r.base
+    );
+    let typed = format!(
+        "{}{P}/instances/{INSTANCE}/namespaces/team-a/deployments",
+        r.base
+    );
+    for url in [generic, typed] {
+        let list = eventually("the cache to answer the list", LIMIT, || async {
+            let list = get_json(url.clone()).await;
+            (list["items"].as_array().map(Vec::len) == Some(SEEDED.len())).then_some(list)
+        })
+        .await;
+        assert_eq!(list["pagination"]["total"], SEEDED.len(), "{list}");
+        let keys: Vec<&str> = list
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(keys, ["items", "pagination"], "{list}");
+        for item in list["items"].as_array().unwrap() {
+            assert_eq!(
+                (&item["apiVersion"], &item["kind"]),
+                (&json!("apps/v1"), &json!("Deployment")),
+                "{item}"
+            );
+            let name = item["metadata"]["name"].as_str().unwrap();
+            let got = get_json(format!(
+                "{}{P}/instances/{INSTANCE}/namespaces/team-a/resources/apps/v1/deployments/{name}",
+                r.base
+            ))
+            .await;
+            assert_eq!(item, &got);
+        }
+    }
+    assert!(r.router.metrics().snapshot().cache_hits >= 2);
+}
+
+/// Read-your-writes across replicas through REST: a PUT through one replica sets the
+/// `kairship-written` cookie the native proxy sets, and a list through the other replica,
+/// whose Clusterpedia is behind, that carries it returns the new object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_a_rest_put_through_one_a_rest_list_through_the_other() {
+    let env = Env::start(PediaOptions {
+        sync_delay: Duration::from_millis(300),
+        ..stock_with_gate()
+    })
+    .await;
+    env.stored(&["db"]).await;
+    let one = env.replica(RouterConfig::default()).await;
+    let two = env.replica(RouterConfig::default()).await;
+    let http = env.http();
+    let generic =
+        format!("{P}/instances/{INSTANCE}/namespaces/team-a/resources/apps/v1/deployments");
+    let typed = format!("{P}/instances/{INSTANCE}/namespaces/team-a/deployments");
+    // The written version of a write's answer, as the cookie the client brings back.
+    let carried = |response: &reqwest::Response| {
+        let cookie = response
+            .headers()
+            .get("set-cookie")
+            .expect("a REST write sets the written cookie")
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            cookie.starts_with("kairship-written.v1.deployments.apps=")
+                && cookie.contains(&format!("Path={P}/instances/{INSTANCE};")),
+            "{cookie}"
+        );
+        cookie.split(';').next().unwrap().to_owned()
+    };
+    let replicas_listed = |collection: String, cookie: String| {
+        let http = http.clone();
+        async move {
+            let list: Value = http
+                .get(collection)
+                .bearer_auth(ADMIN)
+                .header("cookie", format!("other=1; {cookie}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let db = list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["metadata"]["name"] == "db")
+                .unwrap()
+                .clone();
+            db["spec"]["replicas"].clone()
+        }
+    };
+    // GET-modify-PUT through the typed alias on one, a generic list on the other.
+    let url = format!("{}{typed}/db", one.base);
+    let mut object: Value = http
+        .get(&url)
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    object["spec"]["replicas"] = json!(5);
+    let put = http
+        .put(&url)
+        .bearer_auth(ADMIN)
+        .json(&object)
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success());
+    let cookie = carried(&put);
+    let written: Value = put.json().await.unwrap();
+    assert_eq!(
+        cookie.split_once('=').unwrap().1,
+        written["metadata"]["resourceVersion"].as_str().unwrap()
+    );
+    let listed = replicas_listed(format!("{}{generic}", two.base), cookie).await;
+    assert_eq!(listed, 5);
+    // A generic PATCH on one, a list through the typed alias on the other.
+    let patched = http
+        .patch(format!("{}{generic}/db", one.base))
+        .bearer_auth(ADMIN)
+        .header("content-type", "application/merge-patch+json")
+        .body(json!({"spec": {"replicas": 6}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(patched.status().is_success());
+    let cookie = carried(&patched);
+    let listed = replicas_listed(format!("{}{typed}", two.base), cookie).await;
+    assert_eq!(listed, 6);
+    let m = two.router.metrics().snapshot();
+    assert_eq!(m.ryw_waits, 2, "{m:?}");
+}
+
+/// Read-your-writes across replicas through gRPC: an `UpdateObject` through one replica
+/// answers the write's resourceVersion in `kairship-written` metadata, and a `ListObjects`
+/// through the other, whose Clusterpedia is behind, that sends it back returns the new object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_a_grpc_update_through_one_a_grpc_list_through_the_other() {
+    use kairship_core::grpc::{convert as grpc_convert, pb};
+    let env = Env::start(PediaOptions {
+        sync_delay: Duration::from_millis(300),
+        ..stock_with_gate()
+    })
+    .await;
+    env.stored(&["db"]).await;
+    let one = env
+        .replica_serving(RouterConfig::default(), false, false)
+        .await;
+    let two = env
+        .replica_serving(RouterConfig::default(), false, false)
+        .await;
+    let client = |base: String| async move {
+        let channel = tonic::transport::Endpoint::from_shared(base)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        pb::kairship_service_client::KairshipServiceClient::new(channel)
+    };
+    fn authorized<T>(message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        request
+            .metadata_mut()
+            .insert("authorization", format!("Bearer {ADMIN}").parse().unwrap());
+        request
+    }
+    let (mut first, mut second) = (
+        client(one.base.clone()).await,
+        client(two.base.clone()).await,
+    );
+    let at = |name: &str| pb::GetObjectRequest {
+        instance: INSTANCE.into(),
+        group: "apps".into(),
+        version: "v1".into(),
+        resource: "deployments".into(),
+        namespace: Some("team-a".into()),
+        name: name.into(),
+    };
+    let object = first.get_object(authorized(at("db"))).await.unwrap();
+    let mut object = grpc_convert::struct_to_json(object.into_inner());
+    object["spec"]["replicas"] = json!(7);
+    let updated = first
+        .update_object(authorized(pb::UpdateObjectRequest {
+            instance: INSTANCE.into(),
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            namespace: Some("team-a".into()),
+            name: "db".into(),
+            body: Some(grpc_convert::json_to_struct(object).unwrap()),
+        }))
+        .await
+        .unwrap();
+    let written = updated
+        .metadata()
+        .get("kairship-written")
+        .expect("a gRPC write answers its resourceVersion")
+        .clone();
+    let updated = grpc_convert::struct_to_json(updated.into_inner());
+    assert_eq!(
+        written.to_str().unwrap(),
+        updated["metadata"]["resourceVersion"].as_str().unwrap()
+    );
+    let mut list = authorized(pb::ListObjectsRequest {
+        instance: INSTANCE.into(),
+        group: "apps".into(),
+        version: "v1".into(),
+        resource: "deployments".into(),
+        namespace: Some("team-a".into()),
+        options: None,
+    });
+    list.metadata_mut().insert("kairship-written", written);
+    let list = second.list_objects(list).await.unwrap().into_inner();
+    let db = list
+        .items
+        .into_iter()
+        .map(grpc_convert::struct_to_json)
+        .find(|o| o["metadata"]["name"] == "db")
+        .unwrap();
+    assert_eq!(db["spec"]["replicas"], 7, "{db}");
+    let m = two.router.metrics().snapshot();
+    assert_eq!(m.ryw_waits, 1, "{m:?}");
 }
 
 #[test]

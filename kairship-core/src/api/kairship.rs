@@ -4,14 +4,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use kube::Client;
 use kube::core::{ApiResource, DynamicObject};
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::access::Authorizer;
 use crate::api::inside::Gvr;
 use crate::api::list::pagination;
-use crate::api::{ApiError, Object, ObjectList};
+use crate::api::{ApiError, Object, ObjectList, RenderedItems, RenderedObjectList};
 use crate::instance::Instance;
 use crate::router::{DiscoveryCache, InstanceClients, ObjectPage, ReadWriteRouter, RouterError};
 
@@ -95,6 +97,78 @@ pub(super) fn object_list(page: ObjectPage) -> Result<ObjectList, ApiError> {
     })
 }
 
+/// `page` for an answer written out as JSON: the backend's JSON of each object when it has it
+/// (a page from [`ReadWriteRouter::list_rendered`] then carries only names in `items`), with
+/// the `apiVersion` and `kind` of `resource` where the JSON has none (as list items of
+/// built-in kinds come), so that the document holds the fields the decoded objects would; the
+/// decoded objects otherwise.
+pub(super) fn rendered_object_list(
+    page: ObjectPage,
+    resource: &ApiResource,
+) -> Result<RenderedObjectList, ApiError> {
+    let pagination = pagination(page.pagination);
+    match page.rendered {
+        Some(json) if json.len() == page.items.len() => Ok(RenderedObjectList {
+            items: RenderedItems::Json(
+                json.into_iter()
+                    .map(|json| with_type_meta(json, resource))
+                    .collect::<Result<_, _>>()?,
+            ),
+            pagination,
+        }),
+        Some(_) => Err(ApiError::internal(
+            "a listed page whose objects and their JSON differ in number",
+        )),
+        None => object_list(page).map(Into::into),
+    }
+}
+
+/// Which of `apiVersion` and `kind` an object's JSON carries (read without decoding the rest).
+#[derive(serde::Deserialize)]
+struct TypeMetaProbe {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<IgnoredAny>,
+    kind: Option<IgnoredAny>,
+}
+
+/// An object's JSON with `resource`'s `apiVersion` and `kind` written first where it has
+/// none, as the decoded object would carry them.
+fn with_type_meta(json: Bytes, resource: &ApiResource) -> Result<Bytes, ApiError> {
+    let not_object = |reason: String| ApiError::internal(format!("a listed object: {reason}"));
+    let probe: TypeMetaProbe =
+        serde_json::from_slice(&json).map_err(|e| not_object(e.to_string()))?;
+    if probe.api_version.is_some() && probe.kind.is_some() {
+        return Ok(json);
+    }
+    let inside = json
+        .trim_ascii_start()
+        .strip_prefix(b"{")
+        .ok_or_else(|| not_object("not a JSON object".into()))?;
+    let mut out = Vec::with_capacity(json.len() + 64);
+    out.push(b'{');
+    for (field, present, value) in [
+        (
+            "apiVersion",
+            probe.api_version.is_some(),
+            &resource.api_version,
+        ),
+        ("kind", probe.kind.is_some(), &resource.kind),
+    ] {
+        if !present {
+            serde_json::to_writer(&mut out, field).map_err(|e| not_object(e.to_string()))?;
+            out.push(b':');
+            serde_json::to_writer(&mut out, value).map_err(|e| not_object(e.to_string()))?;
+            out.push(b',');
+        }
+    }
+    if inside.trim_ascii_start().starts_with(b"}") {
+        // An empty object: no member follows the ones written.
+        out.pop();
+    }
+    out.extend_from_slice(inside);
+    Ok(Bytes::from(out))
+}
+
 pub(super) fn dynamic(body: Value, what: &str) -> Result<DynamicObject, ApiError> {
     serde_json::from_value(body).map_err(|e| ApiError::invalid(format!("{what}: {e}")))
 }
@@ -116,5 +190,75 @@ pub(super) fn gvr<'a>(group: &'a str, version: &'a str, resource: &'a str) -> Gv
         group,
         version,
         resource,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_type_meta_table() {
+        let resource = ApiResource {
+            group: "apps".into(),
+            version: "v1".into(),
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            plural: "deployments".into(),
+        };
+        // (the backend's JSON, the JSON written out; None: an error)
+        let cases: [(&str, Option<&str>); 6] = [
+            (
+                r#"{"metadata":{"name":"a"}}"#,
+                Some(r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"}}"#),
+            ),
+            (
+                r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{}}"#,
+                Some(r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{}}"#),
+            ),
+            (
+                r#"{"kind":"Deployment","metadata":{}}"#,
+                Some(r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{}}"#),
+            ),
+            (
+                " {}",
+                Some(r#"{"apiVersion":"apps/v1","kind":"Deployment"}"#),
+            ),
+            ("[1]", None),
+            (r#"{"metadata":"#, None),
+        ];
+        for (json, want) in cases {
+            let got = with_type_meta(Bytes::from(json), &resource).ok();
+            assert_eq!(got.as_deref(), want.map(str::as_bytes), "{json}");
+        }
+        // Each answer is the same object as the decoded one.
+        let json = Bytes::from(r#"{"metadata":{"name":"a"},"spec":{"replicas":1}}"#);
+        let written = with_type_meta(json, &resource).unwrap();
+        let object: Value = serde_json::from_slice(&written).unwrap();
+        assert_eq!(object["kind"], "Deployment");
+        assert_eq!(object["spec"]["replicas"], 1);
+    }
+
+    #[test]
+    fn a_rendered_list_writes_the_document_a_decoded_one_does() {
+        let items = vec![
+            Bytes::from(r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}"#),
+            Bytes::from(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}"#),
+        ];
+        let pagination = crate::api::Pagination {
+            total: 2,
+            page: 1,
+            page_size: 2,
+            pages: 1,
+        };
+        let rendered = RenderedObjectList {
+            items: RenderedItems::Json(items),
+            pagination,
+        };
+        let written: Value = serde_json::to_value(&rendered).unwrap();
+        let decoded = rendered.into_object_list().unwrap();
+        assert_eq!(written, serde_json::to_value(&decoded).unwrap());
+        assert_eq!(decoded.items.len(), 2);
+        assert_eq!(decoded.items[1]["metadata"]["name"], "b");
     }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{
     Discovery, KairshipService, ServiceConfig, instance_resource, items_or_none_served,
-    object_list, to_object,
+    object_list, rendered_object_list, to_object,
 };
 use crate::access::{Authorizer, Caller, InstanceResource, Verb};
 use crate::api::body::{check_name, expand_policy_text, prepare_patch, prepare_write};
@@ -24,7 +24,7 @@ use crate::api::kinds::{
 use crate::api::list::to_list_query;
 use crate::api::references::{PolicyRef, binding_label, binding_uses};
 use crate::api::workloads::view::named_objects;
-use crate::api::{ApiError, CORE_GROUP, Object, ObjectList};
+use crate::api::{ApiError, CORE_GROUP, Object, ObjectList, RenderedObjectList};
 use crate::router::{
     DiscoveredResource, DiscoveryCache, InstanceClients, ListQuery, ReadWriteRouter, ResourceTarget,
 };
@@ -235,6 +235,20 @@ impl KairshipService {
     ) -> Result<ObjectList, ApiError> {
         self.inside(caller, req, |c| async move {
             object_list(self.router.list(&c.target, &c.query).await?)
+        })
+        .await
+    }
+
+    /// Lists what `req` names for an answer written out as JSON (see
+    /// [`rendered_object_list`]).
+    pub(in crate::api) async fn list_inside_rendered(
+        &self,
+        caller: &Caller,
+        req: Inside<'_>,
+    ) -> Result<RenderedObjectList, ApiError> {
+        self.inside(caller, req, |c| async move {
+            let page = self.router.list_rendered(&c.target, &c.query).await?;
+            rendered_object_list(page, &c.target.resource)
         })
         .await
     }

@@ -119,8 +119,8 @@ pub use members::{
 pub use resources::{
     CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
     GetObjectRequest, GetResourceRequest, ListEventsRequest, ListObjectsRequest,
-    ListResourcesRequest, PatchObjectRequest, PatchType, ResourcesApi, UpdateObjectRequest,
-    UpdateResourceRequest,
+    ListResourcesRequest, PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList,
+    ResourcesApi, UpdateObjectRequest, UpdateResourceRequest,
 };
 pub use service::KairshipApi;
 pub use types::{

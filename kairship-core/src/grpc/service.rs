@@ -12,6 +12,7 @@ use super::pb;
 use super::pb::kairship_service_server::KairshipService;
 use crate::access::{Authenticator, Caller};
 use crate::api::{ApiError, BearerToken, Code, KairshipApi};
+use crate::router::carried_version;
 
 /// The base URL a call arrived at (`scheme://authority`), put on the request by the gRPC
 /// routes so that `CreateKubeconfig` can point kubeconfigs back at this server.
@@ -41,6 +42,34 @@ fn answer<T>(result: Result<T, ApiError>) -> Answer<T> {
 
 fn object(result: Result<serde_json::Value, ApiError>) -> Answer<prost_types::Struct> {
     answer(result.and_then(convert::json_to_struct))
+}
+
+/// Metadata key carrying the resourceVersion of a write of one resource: answered by a
+/// generic write, brought back by the caller on reads of the same resource through any
+/// replica, which then wait (bounded) until their read backend has seen it — what the
+/// `kairship-written` cookie does for REST and the native proxy.
+pub const WRITTEN_METADATA: &str = "kairship-written";
+
+/// A written object's answer, with its resourceVersion in [`WRITTEN_METADATA`].
+fn written_object(result: Result<serde_json::Value, ApiError>) -> Answer<prost_types::Struct> {
+    let version = result
+        .as_ref()
+        .ok()
+        .and_then(|o| o.pointer("/metadata/resourceVersion"))
+        .and_then(serde_json::Value::as_str)
+        .and_then(carried_version)
+        .and_then(|v| tonic::metadata::MetadataValue::try_from(v).ok());
+    let mut response = object(result)?;
+    if let Some(version) = version {
+        response.metadata_mut().insert(WRITTEN_METADATA, version);
+    }
+    Ok(response)
+}
+
+/// The written version a read's metadata carries, if any.
+fn carried_write<T>(request: &Request<T>) -> Option<String> {
+    let value = request.metadata().get(WRITTEN_METADATA)?.to_str().ok()?;
+    carried_version(value).map(str::to_owned)
 }
 
 impl GrpcApi {
@@ -251,7 +280,17 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListObjectsRequest>,
     ) -> Answer<pb::ObjectList> {
+        let carried = carried_write(&request);
         let (caller, req) = self.accept(request, convert::list_objects).await?;
+        if let Some(version) = carried {
+            self.api.await_written(
+                &req.instance,
+                &req.group,
+                &req.version,
+                &req.resource,
+                &version,
+            );
+        }
         answer(
             self.api
                 .list_objects(&caller, req)
@@ -264,7 +303,17 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::GetObjectRequest>,
     ) -> Answer<prost_types::Struct> {
+        let carried = carried_write(&request);
         let (caller, req) = self.accept(request, |m| Ok(convert::get_object(m))).await?;
+        if let Some(version) = carried {
+            self.api.await_written(
+                &req.instance,
+                &req.group,
+                &req.version,
+                &req.resource,
+                &version,
+            );
+        }
         object(self.api.get_object(&caller, req).await)
     }
 
@@ -273,7 +322,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::CreateObjectRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self.accept(request, convert::create_object).await?;
-        object(self.api.create_object(&caller, req).await)
+        written_object(self.api.create_object(&caller, req).await)
     }
 
     async fn update_object(
@@ -281,7 +330,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::UpdateObjectRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self.accept(request, convert::update_object).await?;
-        object(self.api.update_object(&caller, req).await)
+        written_object(self.api.update_object(&caller, req).await)
     }
 
     async fn patch_object(
@@ -289,7 +338,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::PatchObjectRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self.accept(request, convert::patch_object).await?;
-        object(self.api.patch_object(&caller, req).await)
+        written_object(self.api.patch_object(&caller, req).await)
     }
 
     async fn delete_object(

@@ -13,7 +13,8 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 
 use crate::api::WorkloadKind;
 use crate::api::fields::{WriteOptions, with_field_validation};
-use crate::api::{ApiError, KairshipApi, Object};
+use crate::api::{ApiError, CORE_GROUP, KairshipApi, Object};
+use crate::router::{written_cookie, written_target, written_version};
 
 /// What every REST handler shares.
 #[derive(Clone)]
@@ -317,5 +318,86 @@ mod tests {
         let got = values(&many);
         assert_eq!(got.len(), MAX_WARNINGS + 1);
         assert_eq!(got[MAX_WARNINGS], r#"299 - "5 more warnings""#);
+    }
+}
+
+/// Read-your-writes across API server replicas for a REST call on one resource of an instance:
+/// the `kairship-written` cookie the native proxy uses, set after a write and honoured on reads.
+#[derive(Debug)]
+pub(super) struct WrittenCookie {
+    /// `instance`, `group` (as the API spells it, `core` for the core group), `version` and
+    /// plural of the call's resource.
+    resource: [String; 4],
+    /// The request's `Cookie` headers, joined.
+    cookies: Option<String>,
+    /// The path prefix of the instance's calls (`…/instances/{instance}`), which the cookie is
+    /// scoped to.
+    scope: Option<String>,
+}
+
+impl WrittenCookie {
+    /// The cookie state of a request on `group`/`version`/`plural` of `instance`.
+    pub(super) fn of(
+        parts: &http::request::Parts,
+        instance: &str,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Self {
+        let cookies: Vec<&str> = parts
+            .headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let path = parts.uri.path();
+        let instance_path = format!("/instances/{instance}");
+        let scope = path
+            .find(&instance_path)
+            .and_then(|at| path.get(..at + instance_path.len()))
+            .map(str::to_owned);
+        WrittenCookie {
+            resource: [instance, group, version, plural].map(str::to_owned),
+            cookies: (!cookies.is_empty()).then(|| cookies.join("; ")),
+            scope,
+        }
+    }
+
+    fn target(&self) -> crate::router::ResourceTarget {
+        let [instance, group, version, plural] = &self.resource;
+        let group = if group == CORE_GROUP { "" } else { group };
+        written_target(instance, group, version, plural)
+    }
+
+    /// A write through another replica whose version the caller brings back makes this
+    /// read wait (bounded) for it.
+    pub(super) fn await_carried(&self, api: &dyn KairshipApi) {
+        let target = self.target();
+        if let Some(version) = self
+            .cookies
+            .as_deref()
+            .and_then(|c| written_version(c, &target))
+        {
+            let [instance, group, version_, plural] = &self.resource;
+            api.await_written(instance, group, version_, plural, version);
+        }
+    }
+
+    /// [`written`], with the cookie carrying the written object's resourceVersion.
+    pub(super) async fn written<F>(self, options: WriteOptions, call: F) -> Written
+    where
+        F: Future<Output = Result<Object, ApiError>>,
+    {
+        let (mut headers, Json(object)) = written(options, call).await?;
+        let version = object
+            .pointer("/metadata/resourceVersion")
+            .and_then(serde_json::Value::as_str);
+        if let (Some(scope), Some(version)) = (&self.scope, version)
+            && let Some(cookie) = written_cookie(&self.target(), version, scope)
+            && let Ok(value) = http::HeaderValue::from_str(&cookie)
+        {
+            headers.append(http::header::SET_COOKIE, value);
+        }
+        Ok((headers, Json(object)))
     }
 }

@@ -10,14 +10,14 @@ use utoipa::IntoParams;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, PatchBody};
 use super::handler::{
-    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, object_operation, written,
+    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, WrittenCookie, object_operation,
 };
 use crate::api::ApiError;
 use crate::api::fields::{FieldValidation, WriteOptions};
 use crate::api::{
     CreateObjectRequest, DeleteObjectRequest, GetObjectRequest, ListEventsRequest,
-    ListObjectsRequest, ListOptions, Object, ObjectList, PatchObjectRequest, SortBy, SortDir,
-    UpdateObjectRequest,
+    ListObjectsRequest, ListOptions, Object, ObjectList, PatchObjectRequest, RenderedObjectList,
+    SortBy, SortDir, UpdateObjectRequest,
 };
 
 /// Query parameters of a PATCH.
@@ -54,6 +54,7 @@ pub struct ObjectsCall {
     state: RestState,
     auth: Authenticated,
     path: ObjectsPath,
+    written: WrittenCookie,
 }
 
 impl FromRequestParts<RestState> for ObjectsCall {
@@ -65,10 +66,18 @@ impl FromRequestParts<RestState> for ObjectsCall {
     ) -> Result<Self, Self::Rejection> {
         let auth = Authenticated::from_request_parts(parts, state).await?;
         let ApiPath(path) = ApiPath::<ObjectsPath>::from_request_parts(parts, state).await?;
+        let written = WrittenCookie::of(
+            parts,
+            &path.instance,
+            &path.group,
+            &path.version,
+            &path.resource,
+        );
         Ok(ObjectsCall {
             state: state.clone(),
             auth,
             path,
+            written,
         })
     }
 }
@@ -96,17 +105,19 @@ impl ObjectsCall {
             .ok_or_else(|| ApiError::invalid("the path names no object"))
     }
 
-    async fn list(self, options: ListOptions) -> Answer<ObjectList> {
+    async fn list(self, options: ListOptions) -> Answer<RenderedObjectList> {
+        self.written.await_carried(self.state.api.as_ref());
         let p = self.path;
         let req = at_path!(ListObjectsRequest from p { options });
         self.state
             .api
-            .list_objects(&self.auth.caller, req)
+            .list_objects_rendered(&self.auth.caller, req)
             .await
             .map(Json)
     }
 
     async fn get(self) -> Answer<Object> {
+        self.written.await_carried(self.state.api.as_ref());
         let name = self.name()?;
         let p = self.path;
         let req = at_path!(GetObjectRequest from p { name });
@@ -120,14 +131,16 @@ impl ObjectsCall {
     async fn create(self, write: WriteOptions, body: Object) -> Written {
         let p = self.path;
         let req = at_path!(CreateObjectRequest from p { body });
-        written(write, self.state.api.create_object(&self.auth.caller, req)).await
+        let call = self.state.api.create_object(&self.auth.caller, req);
+        self.written.written(write, call).await
     }
 
     async fn update(self, write: WriteOptions, body: Object) -> Written {
         let name = self.name()?;
         let p = self.path;
         let req = at_path!(UpdateObjectRequest from p { name, body });
-        written(write, self.state.api.update_object(&self.auth.caller, req)).await
+        let call = self.state.api.update_object(&self.auth.caller, req);
+        self.written.written(write, call).await
     }
 
     async fn patch(
@@ -141,7 +154,8 @@ impl ObjectsCall {
         let write = WriteOptions {
             field_validation: options.field_validation,
         };
-        written(write, self.state.api.patch_object(&self.auth.caller, req)).await
+        let call = self.state.api.patch_object(&self.auth.caller, req);
+        self.written.written(write, call).await
     }
 
     async fn events(self, query: EventQuery) -> Answer<ObjectList> {
@@ -180,7 +194,7 @@ object_operation! {
         "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/resources/{group}/{version}/{resource}",
     query [ListOptions],
     doc [responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses)],
-    fn (call: ObjectsCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<ObjectList> {
+    fn (call: ObjectsCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<RenderedObjectList> {
         call.list(options).await
     }
 }

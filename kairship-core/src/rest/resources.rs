@@ -8,14 +8,15 @@ use axum::http::request::Parts;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, PatchBody};
 use super::handler::{
-    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, kind_operation, written,
+    Answer, ErrorResponses, ReadErrorResponses, RestState, Written, WrittenCookie, kind_operation,
+    written,
 };
 use super::objects::PatchOptions;
 use crate::api::fields::WriteOptions;
 use crate::api::{
-    ApiError, CreateResourceRequest, DeleteResourceRequest, GetResourceRequest, KubeObject,
-    ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest, ResourceKind,
-    UpdateResourceRequest,
+    ApiError, CORE_GROUP, CreateResourceRequest, DeleteResourceRequest, GetResourceRequest,
+    KubeObject, ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest,
+    RenderedObjectList, ResourceKind, UpdateResourceRequest,
 };
 
 /// The kind named by a URL segment.
@@ -39,6 +40,8 @@ pub struct KindCall {
     state: RestState,
     auth: Authenticated,
     path: KindPath,
+    /// Read-your-writes across replicas, when the path names a kind.
+    written: Option<WrittenCookie>,
 }
 
 /// The path parameters of a [`KindCall`], by name; `namespace` is absent on instance-wide and
@@ -62,15 +65,43 @@ impl FromRequestParts<RestState> for KindCall {
     ) -> Result<Self, Self::Rejection> {
         let auth = Authenticated::from_request_parts(parts, state).await?;
         let ApiPath(path) = ApiPath::<KindPath>::from_request_parts(parts, state).await?;
+        let written = ResourceKind::from_plural(&path.kind).map(|kind| {
+            let (group, version, _, plural) = kind.gvk_plural();
+            let group = if group.is_empty() { CORE_GROUP } else { group };
+            WrittenCookie::of(parts, &path.instance, group, version, plural)
+        });
         Ok(KindCall {
             state: state.clone(),
             auth,
             path,
+            written,
         })
     }
 }
 
 impl KindCall {
+    /// See [`WrittenCookie::await_carried`].
+    fn await_carried_write(&self) {
+        if let Some(written) = &self.written {
+            written.await_carried(self.state.api.as_ref());
+        }
+    }
+
+    /// `call`'s answer, with the `kairship-written` cookie (see [`WrittenCookie::written`]).
+    async fn written<F>(
+        written_cookie: Option<WrittenCookie>,
+        write: WriteOptions,
+        call: F,
+    ) -> Written
+    where
+        F: std::future::Future<Output = Result<Object, ApiError>>,
+    {
+        match written_cookie {
+            Some(cookie) => cookie.written(write, call).await,
+            None => written(write, call).await,
+        }
+    }
+
     /// The instance, the parsed kind and the namespace.
     fn at(&self) -> Result<(String, ResourceKind, Option<String>), ApiError> {
         let kind = parse_kind(&self.path.kind)?;
@@ -89,7 +120,8 @@ impl KindCall {
             .ok_or_else(|| ApiError::invalid("the path names no object"))
     }
 
-    async fn list(self, options: ListOptions) -> Answer<ObjectList> {
+    async fn list(self, options: ListOptions) -> Answer<RenderedObjectList> {
+        self.await_carried_write();
         let (instance, kind, namespace) = self.at()?;
         let req = ListResourcesRequest {
             instance,
@@ -99,7 +131,7 @@ impl KindCall {
         };
         self.state
             .api
-            .list_resources(&self.auth.caller, req)
+            .list_resources_rendered(&self.auth.caller, req)
             .await
             .map(Json)
     }
@@ -112,14 +144,12 @@ impl KindCall {
             namespace,
             body,
         };
-        written(
-            write,
-            self.state.api.create_resource(&self.auth.caller, req),
-        )
-        .await
+        let call = self.state.api.create_resource(&self.auth.caller, req);
+        Self::written(self.written, write, call).await
     }
 
     async fn get(self) -> Answer<Object> {
+        self.await_carried_write();
         let (instance, kind, namespace) = self.at()?;
         let req = GetResourceRequest {
             instance,
@@ -143,11 +173,8 @@ impl KindCall {
             name: self.name()?,
             body,
         };
-        written(
-            write,
-            self.state.api.update_resource(&self.auth.caller, req),
-        )
-        .await
+        let call = self.state.api.update_resource(&self.auth.caller, req);
+        Self::written(self.written, write, call).await
     }
 
     /// A typed PATCH is the generic one of the kind's resource: the same checks, patch types
@@ -174,7 +201,8 @@ impl KindCall {
         let write = WriteOptions {
             field_validation: options.field_validation,
         };
-        written(write, self.state.api.patch_object(&self.auth.caller, req)).await
+        let call = self.state.api.patch_object(&self.auth.caller, req);
+        Self::written(self.written, write, call).await
     }
 
     async fn delete(self) -> Answer<Object> {
@@ -206,7 +234,7 @@ kind_operation! {
         "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/{kind}"
         kind "A namespaced kind" doc [responses((status = 200, body = ObjectList, description = "A page of objects"), ReadErrorResponses)],
     query [ListOptions],
-    fn (call: KindCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<ObjectList> {
+    fn (call: KindCall, ApiQuery(options): ApiQuery<ListOptions>) -> Answer<RenderedObjectList> {
         call.list(options).await
     }
 }

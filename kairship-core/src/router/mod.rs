@@ -64,6 +64,6 @@ pub use selector::{
 pub use split::{ReadWriteRouter, RouterConfig, SplitRouter};
 pub use target::{ResourceKey, ResourceTarget, collection_path};
 pub use written::{
-    WRITTEN_COOKIE_MAX_AGE_SECONDS, WRITTEN_COOKIE_PREFIX, written_cookie, written_cookie_name,
-    written_version,
+    WRITTEN_COOKIE_MAX_AGE_SECONDS, WRITTEN_COOKIE_PREFIX, carried_version, written_cookie,
+    written_cookie_name, written_target, written_version,
 };

@@ -5,6 +5,8 @@
 //! replica wait, bounded, until its read backend has seen that version, as for its own writes
 //! ([`ReadWriteRouter::await_version`](super::ReadWriteRouter::await_version)).
 
+use kube::core::ApiResource;
+
 use super::target::ResourceTarget;
 
 /// Prefix of the cookie names: `kairship-written.<version>.<plural>[.<group>]`.
@@ -24,6 +26,27 @@ pub fn written_cookie_name(target: &ResourceTarget) -> String {
             r.version, r.plural, r.group
         )
     }
+}
+
+/// The target whose cookie a call naming `group` (empty for the core group), `version` and
+/// `plural` of `instance` reads and sets: the cookie names only these, so a caller that knows
+/// no more (a REST or gRPC path) needs no discovery to find it.
+pub fn written_target(instance: &str, group: &str, version: &str, plural: &str) -> ResourceTarget {
+    let api_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    ResourceTarget::all(
+        instance,
+        ApiResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            api_version,
+            kind: String::new(),
+            plural: plural.to_owned(),
+        },
+    )
 }
 
 /// Whether `version` may be carried in a cookie: a resourceVersion is opaque, but a cookie
@@ -46,6 +69,12 @@ pub fn written_cookie(target: &ResourceTarget, version: &str, scope: &str) -> Op
             written_cookie_name(target)
         )
     })
+}
+
+/// `value` when it may be carried as a written version (in gRPC metadata: no cookie names
+/// the resource there, the call does).
+pub fn carried_version(value: &str) -> Option<&str> {
+    cookie_safe(value).then_some(value)
 }
 
 /// The written version a `Cookie` header carries for `target`'s resource, if any.
@@ -81,8 +110,15 @@ mod tests {
             )
         );
         assert_eq!(written_cookie_name(&cm), "kairship-written.v1.configmaps");
+        assert_eq!(
+            written_cookie_name(&written_target("i1", "apps", "v1", "deployments")),
+            written_cookie_name(&deploy)
+        );
+        assert_eq!(written_target("i1", "", "v1", "configmaps").key(), cm.key());
         assert_eq!(written_cookie(&cm, "a;b", "/"), None);
         assert_eq!(written_cookie(&cm, "", "/"), None);
+        assert_eq!(carried_version("42"), Some("42"));
+        assert_eq!(carried_version("4 2"), None);
         // (Cookie header, target, carried version)
         for (header, t, want) in [
             (

@@ -13,8 +13,8 @@ use crate::api::{ApiError, Object, ObjectList};
 pub use types::{
     CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
     GetObjectRequest, GetResourceRequest, ListEventsRequest, ListObjectsRequest,
-    ListResourcesRequest, PatchObjectRequest, PatchType, UpdateObjectRequest,
-    UpdateResourceRequest,
+    ListResourcesRequest, PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList,
+    UpdateObjectRequest, UpdateResourceRequest,
 };
 
 /// The resources part of [`KairshipApi`](crate::api::KairshipApi), which [`KairshipService`](crate::api::KairshipService)
@@ -27,6 +27,17 @@ pub trait ResourcesApi: Send + Sync {
         caller: &Caller,
         req: ListResourcesRequest,
     ) -> Result<ObjectList, ApiError>;
+
+    /// [`ResourcesApi::list_resources`] for an answer written out as JSON: the items may be
+    /// the read backend's JSON, copied as they are (the same document once encoded). The
+    /// default decodes them.
+    async fn list_resources_rendered(
+        &self,
+        caller: &Caller,
+        req: ListResourcesRequest,
+    ) -> Result<RenderedObjectList, ApiError> {
+        self.list_resources(caller, req).await.map(Into::into)
+    }
 
     /// One object.
     async fn get_resource(
@@ -64,6 +75,32 @@ pub trait ResourcesApi: Send + Sync {
         caller: &Caller,
         req: ListObjectsRequest,
     ) -> Result<ObjectList, ApiError>;
+
+    /// [`ResourcesApi::list_objects`] for an answer written out as JSON (see
+    /// [`ResourcesApi::list_resources_rendered`]).
+    async fn list_objects_rendered(
+        &self,
+        caller: &Caller,
+        req: ListObjectsRequest,
+    ) -> Result<RenderedObjectList, ApiError> {
+        self.list_objects(caller, req).await.map(Into::into)
+    }
+
+    /// Makes the next reads of `resource` of `group` (`core` for the core group) and `version`
+    /// in `instance` wait, bounded, until the read backend has seen `resource_version`: a
+    /// write the caller made through another API server replica (read-your-writes across
+    /// replicas, carried by the `kairship-written` cookie or gRPC metadata). The default does
+    /// nothing.
+    fn await_written(
+        &self,
+        instance: &str,
+        group: &str,
+        version: &str,
+        resource: &str,
+        resource_version: &str,
+    ) {
+        let _ = (instance, group, version, resource, resource_version);
+    }
 
     /// One object of any resource.
     async fn get_object(&self, caller: &Caller, req: GetObjectRequest) -> Result<Object, ApiError>;

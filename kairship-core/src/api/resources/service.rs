@@ -9,11 +9,12 @@ use crate::api::body::check_name;
 use crate::api::inside::{Inside, check_gvr, check_scope};
 use crate::api::kairship::{DEFAULT_FIELD_MANAGER, KairshipService, gvr, object_list};
 use crate::api::{
-    ApiError, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest,
+    ApiError, CORE_GROUP, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest,
     DeleteResourceRequest, GetObjectRequest, GetResourceRequest, ListEventsRequest,
     ListObjectsRequest, ListResourcesRequest, Object, ObjectList, PatchObjectRequest, PatchType,
-    UpdateObjectRequest, UpdateResourceRequest,
+    RenderedObjectList, UpdateObjectRequest, UpdateResourceRequest,
 };
+use crate::router::written_target;
 
 /// The parameters of a patch call: apply takes a field manager (default
 /// [`DEFAULT_FIELD_MANAGER`]) and may force; the other types may name a manager and never
@@ -100,6 +101,22 @@ impl ResourcesApi for KairshipService {
         self.list_inside(caller, call).await
     }
 
+    async fn list_resources_rendered(
+        &self,
+        caller: &Caller,
+        req: ListResourcesRequest,
+    ) -> Result<RenderedObjectList, ApiError> {
+        let call = Inside::resource(
+            &req.instance,
+            req.kind,
+            req.namespace.as_deref(),
+            Verb::Get,
+            "list",
+        )
+        .listing(&req.options);
+        self.list_inside_rendered(caller, call).await
+    }
+
     async fn get_resource(
         &self,
         caller: &Caller,
@@ -183,6 +200,36 @@ impl ResourcesApi for KairshipService {
         )
         .listing(&req.options);
         self.list_inside(caller, call).await
+    }
+
+    async fn list_objects_rendered(
+        &self,
+        caller: &Caller,
+        req: ListObjectsRequest,
+    ) -> Result<RenderedObjectList, ApiError> {
+        let gvr = gvr(&req.group, &req.version, &req.resource);
+        let call = Inside::generic(
+            &req.instance,
+            gvr,
+            req.namespace.as_deref(),
+            Verb::Get,
+            "list",
+        )
+        .listing(&req.options);
+        self.list_inside_rendered(caller, call).await
+    }
+
+    fn await_written(
+        &self,
+        instance: &str,
+        group: &str,
+        version: &str,
+        resource: &str,
+        resource_version: &str,
+    ) {
+        let group = if group == CORE_GROUP { "" } else { group };
+        let target = written_target(instance, group, version, resource);
+        self.router.await_version(&target, resource_version);
     }
 
     async fn get_object(&self, caller: &Caller, req: GetObjectRequest) -> Result<Object, ApiError> {
