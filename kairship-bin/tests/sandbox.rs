@@ -245,8 +245,11 @@ async fn sandbox_serves_the_api_to_an_admin_and_a_viewer() {
     let deadline = Instant::now() + LIMIT;
     let web = loop {
         let web = viewer.ok("GET", path).await;
-        // Both members report, all replicas ready once the restarted pods are.
-        if web["clusters"].as_array().is_some_and(|c| c.len() == 2) && web["readyReplicas"] == 3 {
+        // Both members report, all replicas ready once the restarted pods are, and healthy once
+        // each member's Deployment has observed its new generation (Karmada's health rule).
+        let clusters = web["clusters"].as_array();
+        let healthy = clusters.is_some_and(|c| c.iter().all(|c| c["health"] == "Healthy"));
+        if clusters.is_some_and(|c| c.len() == 2) && web["readyReplicas"] == 3 && healthy {
             break web;
         }
         assert!(Instant::now() < deadline, "no per-cluster status: {web}");

@@ -18,9 +18,9 @@ use super::detector::selector_priority;
 use super::execution_space::{EXECUTION_FINALIZER, execution_space, without_finalizer};
 use super::informers::{Pending, generation, key, version, versions, works_by_binding};
 use super::interpreter;
+use super::karmada::Karmada;
 use super::objects::*;
 use super::overrides;
-use super::propagation::Karmada;
 use crate::models::cluster::Cluster;
 
 /// Sets `resourcetemplate.karmada.io/managed-annotations` and `managed-labels` and the Work's

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use super::informers::{Pending, key, version, works_by_binding};
 use super::interpreter;
+use super::karmada::Karmada;
 use super::objects::*;
-use super::propagation::Karmada;
 
 /// `FullyAppliedSuccessMessage`.
 pub const FULLY_APPLIED: &str = "All works have been successfully applied";

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::informers::{Pending, version, versions};
 use super::interpreter;
+use super::karmada::Karmada;
 use super::objects::*;
-use super::propagation::Karmada;
 use crate::scheduling::label_selector_matches;
 
 /// `util.ImplicitPriority`: how specifically a selector picked the template.

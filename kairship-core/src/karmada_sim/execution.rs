@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::execution_space::{EXECUTION_FINALIZER, is_ready, without_finalizer};
 use super::informers::{Pending, generation, key, version};
+use super::karmada::Karmada;
 use super::objects::*;
-use super::propagation::Karmada;
 
 /// The API resource and scope of a manifest's kind on a member.
 pub fn member_resource(manifest: &Value) -> Option<(ApiResource, bool)> {

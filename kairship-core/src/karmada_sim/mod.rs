@@ -18,6 +18,7 @@ pub mod execution;
 pub mod execution_space;
 pub mod informers;
 pub mod interpreter;
+pub mod karmada;
 pub mod namespace_sync;
 pub mod objects;
 pub mod overrides;

@@ -12,8 +12,8 @@ use super::binding::record_managed;
 use super::detector::reserved_namespace;
 use super::execution_space::{EXECUTION_FINALIZER, execution_space};
 use super::interpreter;
+use super::karmada::Karmada;
 use super::objects::*;
-use super::propagation::Karmada;
 
 /// Whether `namespace` is propagated (`namespaceShouldBeSynced`).
 pub fn synced(namespace: &Value) -> bool {

@@ -12,8 +12,8 @@ use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
 use super::informers::{Pending, version, versions};
+use super::karmada::Karmada;
 use super::objects::*;
-use super::propagation::Karmada;
 use crate::models::cluster::Cluster;
 use crate::scheduling::{Placement, TargetCluster, Workload, schedule};
 

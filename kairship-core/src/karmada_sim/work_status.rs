@@ -12,8 +12,8 @@ use super::execution::member_resource;
 use super::execution_space::is_ready;
 use super::informers::{Pending, key, version};
 use super::interpreter;
+use super::karmada::Karmada;
 use super::objects::*;
-use super::propagation::Karmada;
 
 /// The manifest identifier (`workv1alpha1.ResourceIdentifier`; empty group and namespace
 /// omitted, `resource` left empty as Karmada leaves it).
