@@ -566,7 +566,7 @@ mod tests {
 
     #[test]
     fn the_binding_is_named_labelled_and_owned_as_recorded() {
-        // ../shared/reference/karmada-v1.19/resourcebinding-shop-deployment.json.
+        // kairship-core/tests/data/karmada-v1.19/resourcebinding-shop-deployment.json.
         let p = policy(
             "shop",
             0,

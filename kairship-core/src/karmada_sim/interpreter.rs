@@ -512,7 +512,7 @@ mod tests {
 
     #[test]
     fn deployment_status_reflects_and_aggregates_as_recorded() {
-        // ../shared/reference/karmada-v1.19/resourcebinding-shop-deployment.json.
+        // kairship-core/tests/data/karmada-v1.19/resourcebinding-shop-deployment.json.
         let member = json!({"kind": "Deployment",
             "metadata": {"generation": 1, "annotations": {super::super::objects::TEMPLATE_GENERATION: "2"}},
             "spec": {"replicas": 1},

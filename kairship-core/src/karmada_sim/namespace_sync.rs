@@ -116,7 +116,7 @@ mod tests {
 
     #[test]
     fn the_namespace_manifest_is_the_recorded_one() {
-        // ../shared/reference/karmada-v1.19/works-karmada-es-msb.json, Work demo-6654f4c4f6.
+        // kairship-core/tests/data/karmada-v1.19/works-karmada-es-msb.json, Work demo-6654f4c4f6.
         let ns = json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": "demo", "uid": "u", "resourceVersion": "3", "creationTimestamp": "t",
                          "labels": {"kubernetes.io/metadata.name": "demo"}},

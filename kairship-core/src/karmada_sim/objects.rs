@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn names_are_karmadas() {
-        // The recorded Works (../shared/reference/karmada-v1.19/works-karmada-es-msb.json).
+        // The recorded Works (kairship-core/tests/data/karmada-v1.19/works-karmada-es-msb.json).
         assert_eq!(work_name("Deployment", "shop", "demo"), "shop-84b68648dc");
         assert_eq!(work_name("Service", "shop", "demo"), "shop-695554fb95");
         assert_eq!(work_name("Namespace", "demo", ""), "demo-6654f4c4f6");

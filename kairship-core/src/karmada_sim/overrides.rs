@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn the_recorded_overrides_give_the_recorded_manifests() {
-        // ../shared/reference/karmada-v1.19/overridepolicy-shop-*-as-stored.json and the
+        // kairship-core/tests/data/karmada-v1.19/overridepolicy-shop-*-as-stored.json and the
         // manifests of works-karmada-es-*.json.
         let msb = json!({"metadata": {"name": "shop-msb"}, "spec": {"overrideRules": [{
             "targetCluster": {"clusterNames": ["msb"]},

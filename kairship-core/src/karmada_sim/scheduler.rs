@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn the_applied_placement_reads_as_recorded() {
-        // ../shared/reference/karmada-v1.19/resourcebinding-shop-deployment.json.
+        // kairship-core/tests/data/karmada-v1.19/resourcebinding-shop-deployment.json.
         let placement = json!({"clusterAffinity": {"clusterNames": ["msb", "mreal"]},
             "replicaScheduling": {"replicaDivisionPreference": "Weighted", "replicaSchedulingType": "Divided",
                 "weightPreference": {"staticWeightList": [

@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn identifiers_are_the_recorded_ones() {
-        // ../shared/reference/karmada-v1.19/works-karmada-es-msb.json.
+        // kairship-core/tests/data/karmada-v1.19/works-karmada-es-msb.json.
         let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop", "namespace": "demo"}});
         assert_eq!(
             identifier(&d, 0),

@@ -120,7 +120,7 @@ fn static_weights_divide_as_karmada() {
             targets(&[("member1", 2), ("member2", 1)]),
         ),
         (
-            // The recorded application (../shared/reference/karmada-v1.19/resourcebinding-shop-deployment.json).
+            // The recorded application (kairship-core/tests/data/karmada-v1.19/resourcebinding-shop-deployment.json).
             "recorded Karmada v1.19: shop, 4 replicas, weights mreal:1 msb:3",
             static_weights(&[("mreal", 1), ("msb", 3)]),
             4,
