@@ -1,4 +1,4 @@
-//! [`KairshipService`], the implementation of [`KairshipApi`]: Instances on the host cluster,
+//! [`KairshipService`], the implementation of [`KairshipApi`](crate::api::KairshipApi): Instances on the host cluster,
 //! everything inside an instance through the read-write split router.
 
 use std::sync::Arc;

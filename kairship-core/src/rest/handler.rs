@@ -49,7 +49,7 @@ where
 }
 
 /// `Warning: 299 - "<text>"` headers (RFC 7234, as kube-apiserver sends them), at most
-/// [`MAX_WARNINGS`] and a summary of the rest.
+/// `MAX_WARNINGS` and a summary of the rest.
 pub fn warning_headers(warnings: &[String]) -> HeaderMap {
     let mut headers = HeaderMap::new();
     let mut texts: Vec<String> = warnings.iter().take(MAX_WARNINGS).cloned().collect();

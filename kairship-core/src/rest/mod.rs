@@ -405,7 +405,7 @@ pub fn routes() -> Vec<RestRoute> {
     build().routes
 }
 
-/// The REST router: every operation of [`openapi`] except the proxy's, behind bearer
+/// The REST router: every operation of [`openapi()`] except the proxy's, behind bearer
 /// authentication with `authenticator`, bodies limited to [`MAX_BODY_BYTES`].
 pub fn router(api: Arc<dyn KairshipApi>, authenticator: Arc<dyn Authenticator>) -> Router {
     let (router, _) = build().router.split_for_parts();

@@ -64,7 +64,7 @@ pub trait ReadWriteRouter: WriteBackend {
     }
 
     /// Makes the next reads of the resource wait (bounded) until the read backend has seen
-    /// `resource_version`, written through another replica (see [`super::written`]). The
+    /// `resource_version`, written through another replica (see `router::written`). The
     /// default does nothing.
     fn await_version(&self, target: &ResourceTarget, resource_version: &str) {
         let _ = (target, resource_version);

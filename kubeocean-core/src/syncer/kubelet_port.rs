@@ -12,7 +12,8 @@
 //! A node's own port is published (`daemonEndpoints.kubeletEndpoint.Port`, where
 //! kube-apiserver dials for logs and exec) only once it answers: the proxier opens it after
 //! reading the label from the node, so until then the node advertises the binding's shared
-//! endpoint, which serves every virtual node's pods ([`endpoint_of`], [`NodeEndpoint`]).
+//! endpoint, which serves every virtual node's pods
+//! ([`endpoint_of`](super::kubelet_endpoint::endpoint_of), [`NodeEndpoint`]).
 //! Otherwise `kubectl logs` of a pod that has just started could meet a closed port.
 
 use std::collections::{HashMap, HashSet};

@@ -107,7 +107,7 @@ impl std::fmt::Debug for KubeconfigResponse {
 }
 
 /// The bearer token a caller authenticated with, handed to the one method that needs it
-/// ([`KairshipApi::create_kubeconfig`] writes it into the kubeconfig). Never printed.
+/// ([`InstancesApi::create_kubeconfig`](crate::api::InstancesApi::create_kubeconfig) writes it into the kubeconfig). Never printed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BearerToken(String);
 

@@ -1,4 +1,4 @@
-//! Messages of the member-cluster views and of `:promote` (see [`super::KairshipApi`]): what a
+//! Messages of the member-cluster views and of `:promote` (see [`KairshipApi`](crate::api::KairshipApi)): what a
 //! Karmada instance's member clusters hold, read through Karmada's cluster proxy, and taking a
 //! member's workload into the instance.
 

@@ -127,7 +127,7 @@ pub trait ResourcesApi: Send + Sync {
     ) -> Result<Object, ApiError>;
 
     /// Deletes an object of any resource; a (Cluster)PropagationPolicy still in use is kept,
-    /// as with [`KairshipApi::delete_resource`].
+    /// as with [`ResourcesApi::delete_resource`].
     async fn delete_object(
         &self,
         caller: &Caller,

@@ -1,7 +1,7 @@
 //! The console's "new instance" page: adopt a Karmada by pasting its kubeconfig
-//! ([`KairshipApi::adopt_instance`](crate::api::KairshipApi::adopt_instance), which stores it
+//! ([`InstancesApi::adopt_instance`](crate::api::InstancesApi::adopt_instance), which stores it
 //! in a Secret), adopt one whose kubeconfig already is in a Secret, or provision one through
-//! the karmada-operator (both [`KairshipApi::create_instance`](crate::api::KairshipApi::create_instance)).
+//! the karmada-operator (both [`InstancesApi::create_instance`](crate::api::InstancesApi::create_instance)).
 //! Three forms on one page, each posting its `mode`; the API's refusal is shown above the form
 //! that was sent. Only callers the authorizer lets create instances get the page; the API
 //! checks every call anyway.

@@ -3,7 +3,7 @@
 //! changes through a counter on a `watch` channel, so bursts coalesce.
 //!
 //! The summary only counts most kinds and reads a few fields of Deployments, so each object is
-//! cut down to what is read before it is kept ([`slim_deployment`], [`identity_only`]): a
+//! cut down to what is read before it is kept ([`slim_deployment`], `identity_only`): a
 //! Deployment's pod template, conditions and managed fields are most of its size, and keeping
 //! 5,000 whole Deployments took the controller-manager to 235 MiB.
 

@@ -186,7 +186,7 @@ impl FieldError {
     }
 
     /// Puts `prefix` in front of the field (`<nil>` becomes the prefix itself), e.g. to turn
-    /// [`validate_crd_schema`] paths into `spec.versions[0].schema.openAPIV3Schema....`.
+    /// [`validate_crd_schema`](super::validate_crd_schema) paths into `spec.versions[0].schema.openAPIV3Schema....`.
     pub fn with_prefix(mut self, prefix: &str) -> Self {
         self.field = if self.field == NIL_FIELD || self.field.is_empty() {
             prefix.to_string()
