@@ -468,12 +468,12 @@ async fn delete_worker_object(
     where
         K: Resource + Clone + Serialize + DeserializeOwned + fmt::Debug,
     {
-        let existing = api
-            .get_opt(name)
-            .await
-            .map_err(|e| api_error("get", what, side, e))?;
-        let Some(existing) = existing else {
-            return Ok("absent");
+        // A resource no longer served (its CRD removed by an earlier step) is a plain
+        // `404 page not found`, not a NotFound Status: absent all the same.
+        let existing = match api.get(name).await {
+            Ok(existing) => existing,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok("absent"),
+            Err(e) => return Err(api_error("get", what, side, e)),
         };
         if !is_ours(
             &serde_json::to_value(&existing).unwrap_or_default(),
