@@ -96,21 +96,8 @@ pub const PHYSICAL_NAMESPACE: &str = "kubeocean.io/physical-namespace";
 /// Upstream's declared (never written) finalizer of synced resources.
 pub const SYNCED_RESOURCE_FINALIZER: &str = "kubeocean.io/synced-resource";
 
-/// Whether `value` is a valid label value (`IsValidLabelValue`: at most 63 bytes,
-/// alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric, or empty).
-pub fn is_label_value(value: &str) -> bool {
-    let b = value.as_bytes();
-    match (b.first(), b.last()) {
-        (None, _) | (_, None) => true,
-        (Some(first), Some(last)) => {
-            b.len() <= 63
-                && first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-    }
-}
+/// Whether `value` is a valid label value (apimachinery's `IsValidLabelValue`).
+pub use kube_kit::labels::is_label_value;
 /// Annotation on virtual nodes: the labels, annotations and taints the syncer last wrote
 /// (base of the three-way merge that keeps user edits).
 pub const EXPECTED_METADATA: &str = "kubeocean.io/expected-metadata";

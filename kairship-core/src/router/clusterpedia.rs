@@ -167,15 +167,7 @@ pub fn syncs(sync: &[ClusterGroupResources], resource: &ApiResource) -> bool {
 
 /// Whether `value` may be a label value (Clusterpedia's search labels are label selector
 /// requirements, so their values must be).
-pub fn is_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    value.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
-        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
-}
+pub use kube_kit::labels::is_label_value;
 
 /// Percent-encodes a query component (everything but RFC 3986 unreserved characters).
 pub fn encode_component(value: &str) -> String {

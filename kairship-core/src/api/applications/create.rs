@@ -318,20 +318,7 @@ pub fn check_against_members(
     Ok(())
 }
 
-fn is_label_value(value: &str) -> bool {
-    value.len() <= 63
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && value
-            .chars()
-            .next()
-            .is_none_or(|c| c.is_ascii_alphanumeric())
-        && value
-            .chars()
-            .last()
-            .is_none_or(|c| c.is_ascii_alphanumeric())
-}
+use kube_kit::labels::is_label_value;
 
 fn is_label_key(key: &str) -> bool {
     let (prefix, name) = match key.rsplit_once('/') {
