@@ -608,3 +608,116 @@ async fn a_manager_whose_field_another_takes_over_keeps_its_emptied_entry() {
         assert_eq!(fields("second"), Some(json!({"f:data": {"f:k": {}}})));
     }
 }
+
+/// Service-account tokens are RS256 JWTs whose header names the key by kube's key id, and
+/// they verify against the JWKS the issuer publishes (kubernetes `pkg/serviceaccount/jwt.go`:
+/// `JWTTokenGenerator` signs with go-jose and no options, so the header is `alg` and `kid`
+/// only; `keyIDFromPublicKey`; `pkg/serviceaccount/openidmetadata.go` for the documents).
+#[tokio::test]
+async fn service_account_tokens_are_rs256_and_verify_against_the_published_keys() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    for t in targets().await {
+        let (code, _) = send(
+            &t.client,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "signer"}}),
+        )
+        .await;
+        assert!(code == 201 || code == 409, "{}: {code}", t.how);
+        let (code, request) = send(
+            &t.client,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts/signer/token",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"audiences": ["https://kubernetes.default.svc.cluster.local"]}}),
+        )
+        .await;
+        assert_eq!(code, 201, "{}: {request}", t.how);
+        let token = request["status"]["token"].as_str().unwrap().to_string();
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let header: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+        assert_eq!(header["alg"], "RS256", "{}: {header}", t.how);
+        assert_eq!(
+            header.as_object().unwrap().len(),
+            2,
+            "alg and kid only: {header}"
+        );
+
+        let (code, jwks) = get(&t.client, "/openid/v1/jwks").await;
+        assert_eq!(code, 200);
+        let key = &jwks["keys"][0];
+        assert_eq!(jwks["keys"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            (&key["kty"], &key["alg"], &key["use"]),
+            (&json!("RSA"), &json!("RS256"), &json!("sig"))
+        );
+        assert_eq!(header["kid"], key["kid"]);
+        let n = URL_SAFE_NO_PAD.decode(key["n"].as_str().unwrap()).unwrap();
+        let e = URL_SAFE_NO_PAD.decode(key["e"].as_str().unwrap()).unwrap();
+        assert_eq!(n.len(), 256, "a 2048-bit modulus");
+        assert_eq!(e, [1, 0, 1]);
+        // The kid is the SHA-256 of the key's PKIX form, computed here independently.
+        assert_eq!(
+            key["kid"].as_str().unwrap(),
+            kube_sandbox::apiserver::service_account_key::key_id(&n, &e)
+        );
+        let signature = URL_SAFE_NO_PAD.decode(parts[2]).unwrap();
+        let public = ring::signature::RsaPublicKeyComponents { n: &n, e: &e };
+        let signed = format!("{}.{}", parts[0], parts[1]);
+        assert!(
+            public
+                .verify(
+                    &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+                    signed.as_bytes(),
+                    &signature
+                )
+                .is_ok()
+        );
+        let mut forged = signed.clone().into_bytes();
+        forged.push(b'x');
+        assert!(
+            public
+                .verify(
+                    &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+                    &forged,
+                    &signature
+                )
+                .is_err()
+        );
+
+        let (code, config) = get(&t.client, "/.well-known/openid-configuration").await;
+        assert_eq!(code, 200);
+        assert_eq!(
+            config["issuer"],
+            "https://kubernetes.default.svc.cluster.local"
+        );
+        assert_eq!(
+            config["jwks_uri"],
+            "https://kubernetes.default.svc.cluster.local/openid/v1/jwks"
+        );
+        assert_eq!(
+            config["id_token_signing_alg_values_supported"],
+            json!(["RS256"])
+        );
+
+        // The token authenticates as its service account.
+        let (code, review) = send(
+            &t.client,
+            "POST",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                   "spec": {"token": token}}),
+        )
+        .await;
+        assert_eq!(code, 201, "{review}");
+        assert_eq!(review["status"]["authenticated"], true, "{review}");
+        assert_eq!(
+            review["status"]["user"]["username"],
+            "system:serviceaccount:default:signer"
+        );
+    }
+}

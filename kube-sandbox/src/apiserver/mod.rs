@@ -24,6 +24,7 @@ pub mod proxy_hooks;
 pub mod requests;
 pub mod resources;
 pub mod scale;
+pub mod service_account_key;
 pub mod state;
 pub mod store;
 pub mod strategy_hooks;

@@ -98,14 +98,17 @@ pub fn create(
                 }
                 _ => None,
             };
-            let (token, expiry) = state.auth.issue_token(
-                namespace,
-                name,
-                sa.uid(),
-                &audiences,
-                expiration,
-                bound_pod.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
-            );
+            let (token, expiry) = state
+                .auth
+                .issue_token(
+                    namespace,
+                    name,
+                    sa.uid(),
+                    &audiences,
+                    expiration,
+                    bound_pod.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
+                )
+                .map_err(|e| ApiError::internal(e.to_string()))?;
             let mut out = json!({
                 "kind": "TokenRequest",
                 "apiVersion": "authentication.k8s.io/v1",

@@ -74,6 +74,10 @@ pub enum Target {
     Resource(ResourcePath),
     /// `/openapi/v2`, `/openapi/v3`, `/openapi/v3/{group version}`: the path after `/openapi/`.
     OpenApi(String),
+    /// `/.well-known/openid-configuration`: the service-account issuer's discovery document.
+    OpenIdConfiguration,
+    /// `/openid/v1/jwks`: the service-account issuer's public keys.
+    Jwks,
 }
 
 /// Parses a request path into what it addresses.
@@ -81,6 +85,8 @@ pub fn parse_path(path: &str) -> Option<Target> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     match segs.as_slice() {
         ["version"] => return Some(Target::Version),
+        [".well-known", "openid-configuration"] => return Some(Target::OpenIdConfiguration),
+        ["openid", "v1", "jwks"] => return Some(Target::Jwks),
         [check @ ("healthz" | "readyz" | "livez"), ..] => {
             return Some(Target::Health(check.to_string()));
         }
@@ -155,6 +161,19 @@ fn json_response(code: StatusCode, body: Bytes) -> Response {
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The issuer's documents, with the type and caching kube-apiserver gives them (kubernetes
+/// `pkg/routes/openidmetadata.go`: `mimeJWKS`, `cacheControl`).
+fn issuer_document(content_type: &'static str, value: &Value) -> Response {
+    let mut response = value_response(StatusCode::OK, value);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
     );
     response
 }
@@ -324,6 +343,17 @@ async fn serve(sim: Arc<Simulator>, req: Request) -> Result<Response, ApiError> 
             &discovery::version(&state.options.git_version),
         )),
         Target::Health(check) => Ok(health(&check, state.faults.storage_unhealthy())),
+        Target::OpenIdConfiguration => Ok(issuer_document(
+            "application/json",
+            &crate::apiserver::service_account_key::openid_configuration(),
+        )),
+        Target::Jwks => {
+            let jwks = state
+                .auth
+                .jwks()
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            Ok(issuer_document("application/jwk-set+json", &jwks))
+        }
         Target::CoreVersions => {
             let host = req
                 .headers()

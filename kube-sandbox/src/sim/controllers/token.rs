@@ -94,14 +94,20 @@ pub fn sync_all(pass: &Pass) {
             }
             Action::Fill { sa_uid } => {
                 let sa = str_at(secret, &["metadata", "annotations", SA_NAME_ANNOTATION]);
-                let (token, _) = pass.state.auth.issue_token(
+                let token = match pass.state.auth.issue_token(
                     namespace,
                     sa,
                     &sa_uid,
                     &[],
                     LEGACY_TOKEN_SECONDS,
                     None,
-                );
+                ) {
+                    Ok((token, _)) => token,
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot sign a service-account token");
+                        continue;
+                    }
+                };
                 let ca = ca.clone();
                 let namespace = namespace.to_owned();
                 let _ = writer.update("", "secrets", secret, None, move |s| {
