@@ -296,16 +296,65 @@ async fn kubelet_reports(w: &Client, node: &str) -> Reported {
     (figures(&summary["node"]), pods)
 }
 
-fn assert_cpu_close(got: i128, want: i128, what: &str) {
-    assert!(
-        (got - want).abs() <= CPU_ROUNDING_NANOCORES,
-        "{what}: {got}n served, {want}n reported by the worker's kubelet"
-    );
+fn cpu_close(served: i128, reported: i128) -> bool {
+    (served - reported).abs() <= CPU_ROUNDING_NANOCORES
 }
 
 /// Millicores as kubectl prints them (`520m`).
 fn millicores(cell: &str) -> i128 {
     cell.strip_suffix('m').unwrap().parse().unwrap()
+}
+
+/// Served figures of each virtual node (by name) and of the mapped pod (its PodMetrics and
+/// its container's reported figures), when they are what the worker's kubelet reports; else
+/// what was seen.
+type Compared = (BTreeMap<String, (i128, i128)>, Value, (i128, i128));
+
+async fn compare(
+    env: &Env,
+    vnodes: &BTreeMap<String, String>,
+    physical_pod: &str,
+) -> Result<Compared, String> {
+    let list = get_json(&env.c, "/apis/metrics.k8s.io/v1beta1/nodes")
+        .await
+        .ok_or("no NodeMetrics list")?;
+    let mut served = BTreeMap::new();
+    for (physical_node, vnode) in vnodes {
+        let item = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["metadata"]["name"] == vnode.as_str())
+            .ok_or(format!("no NodeMetrics of {vnode} in {list}"))?;
+        assert_eq!(item["kind"], "NodeMetrics");
+        let ((cpu, memory), _) = kubelet_reports(&env.w, physical_node).await;
+        let usage = &item["usage"];
+        if !cpu_close(nanocores(usage), cpu) || bytes(usage) != memory {
+            return Err(format!(
+                "{vnode}: {usage} served, {cpu}n and {memory} bytes reported"
+            ));
+        }
+        served.insert(vnode.clone(), (cpu, memory));
+    }
+    let pod_metrics = get_json(
+        &env.c,
+        "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web",
+    )
+    .await
+    .ok_or("no PodMetrics of default/web")?;
+    let (_, reported_pods) = kubelet_reports(&env.w, "n2").await;
+    let reported = *reported_pods
+        .get(physical_pod)
+        .and_then(|containers| containers.get("app"))
+        .ok_or(format!("the kubelet of n2 reports no {physical_pod}"))?;
+    let container = &pod_metrics["containers"][0];
+    assert_eq!(container["name"], "app", "{pod_metrics}");
+    if !cpu_close(nanocores(&container["usage"]), reported.0)
+        || bytes(&container["usage"]) != reported.1
+    {
+        return Err(format!("web: {pod_metrics} served, {reported:?} reported"));
+    }
+    Ok((served, pod_metrics, reported))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -338,50 +387,31 @@ async fn kubectl_top_shows_each_virtual_node_and_mapped_pod_its_own_usage() {
     })
     .await;
 
-    // metrics.k8s.io, as kubectl reads it: both virtual nodes and the mapped pod, once two
-    // scrapes of each are stored.
-    let node_metrics = eventually(60, "NodeMetrics of both virtual nodes", || async {
-        let list = get_json(&env.c, "/apis/metrics.k8s.io/v1beta1/nodes").await?;
-        let by_name: BTreeMap<String, Value> = list["items"]
-            .as_array()?
-            .iter()
-            .map(|m| (m["metadata"]["name"].as_str().unwrap_or("").to_owned(), m.clone()))
-            .collect();
-        (by_name.contains_key(&vnode1) && by_name.contains_key(&vnode2)).then_some(by_name)
-    })
-    .await;
-    let pod_metrics = eventually(60, "PodMetrics of the mapped pod", || async {
-        get_json(
-            &env.c,
-            "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web",
-        )
-        .await
-    })
-    .await;
-    assert_eq!(pod_metrics["kind"], "PodMetrics");
-    assert_eq!(pod_metrics["metadata"]["labels"]["app"], "web");
-
-    // Each virtual node serves its own worker node's figures, the mapped pod its physical
-    // pod's: what the worker's kubelet reports.
-    let mut served = BTreeMap::new();
-    for (physical_node, vnode) in &vnodes {
-        let ((cpu, memory), _) = kubelet_reports(&env.w, physical_node).await;
-        let usage = &node_metrics[vnode]["usage"];
-        assert_cpu_close(nanocores(usage), cpu, vnode);
-        assert_eq!(bytes(usage), memory, "{vnode}: {usage}");
-        assert_eq!(node_metrics[vnode]["kind"], "NodeMetrics");
-        served.insert(vnode.clone(), (cpu, memory));
+    // metrics.k8s.io, as kubectl reads it: each virtual node serves its own worker node's
+    // figures, the mapped pod its physical pod's, as the worker's kubelet reports them (once
+    // two scrapes since the pod started are stored: a window spanning the start shows the
+    // usage in between).
+    let mut last_seen = String::new();
+    let mut served = None;
+    for _ in 0..300 {
+        match compare(&env, &vnodes, &physical).await {
+            Ok(figures) => {
+                served = Some(figures);
+                break;
+            }
+            Err(seen) => last_seen = seen,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let Some((served, pod_metrics, reported)) = served else {
+        panic!("the metrics API never served the worker kubelet's figures: {last_seen}");
+    };
     assert_ne!(
         served[&vnode1], served[&vnode2],
         "the two virtual nodes' usage"
     );
-    let (_, reported_pods) = kubelet_reports(&env.w, "n2").await;
-    let reported = &reported_pods[&physical]["app"];
-    let container = &pod_metrics["containers"][0];
-    assert_eq!(container["name"], "app");
-    assert_cpu_close(nanocores(&container["usage"]), reported.0, "web/app");
-    assert_eq!(bytes(&container["usage"]), reported.1);
+    assert_eq!(pod_metrics["kind"], "PodMetrics");
+    assert_eq!(pod_metrics["metadata"]["labels"]["app"], "web");
     // The worker's own pods are not the computing cluster's.
     let all_pods = get_json(&env.c, "/apis/metrics.k8s.io/v1beta1/pods")
         .await
