@@ -13,7 +13,8 @@ use kube_kit::quantity::Quantity;
 use kube_sandbox::{Cluster, ClusterOptions, MetricsServerOptions, SimNode};
 use serde_json::{Value, json};
 
-const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+const AGGREGATED: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 /// Nanocores two readings of one steady rate may differ by (cumulative CPU goes through
 /// decimal seconds and a float on its way).
@@ -160,31 +161,41 @@ async fn node_and_pod_metrics_are_the_rates_the_kubelets_report() {
         .add_node(&SimNode::new("n2", "4", "8Gi").label("pool", "b"))
         .unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    for (name, node, cpu, memory) in [("big", "n1", "1500m", "1Gi"), ("small", "n2", "100m", "100Mi")] {
+    for (name, node, cpu, memory) in [
+        ("big", "n1", "1500m", "1Gi"),
+        ("small", "n2", "100m", "100Mi"),
+    ] {
         let pod = json!({"metadata": {"name": name, "labels": {"size": name}},
             "spec": {"nodeName": node, "containers": [
                 {"name": "app", "image": "app:1", "resources": {"requests": {"cpu": cpu, "memory": memory}}},
                 {"name": "side", "image": "side:1"}]}});
-        pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap())
-            .await
-            .unwrap();
+        pods.create(
+            &PostParams::default(),
+            &serde_json::from_value(pod).unwrap(),
+        )
+        .await
+        .unwrap();
     }
     // Once two scrapes since the pods started are stored (a window spanning a start shows
     // the usage in between), each node's figures are what its kubelet reports.
-    let nodes = eventually("NodeMetrics of both nodes as their kubelets report", || async {
-        let (_, list) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/nodes").await;
-        if list["items"].as_array()?.len() != 2 {
-            return None;
-        }
-        for (i, node) in ["n1", "n2"].into_iter().enumerate() {
-            let usage = &list["items"][i]["usage"];
-            let (cpu, memory) = reported(&summary(&client, node).await["node"]);
-            if (nanocores(usage) - cpu).abs() > CPU_ROUNDING_NANOCORES || bytes(usage) != memory {
+    let nodes = eventually(
+        "NodeMetrics of both nodes as their kubelets report",
+        || async {
+            let (_, list) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/nodes").await;
+            if list["items"].as_array()?.len() != 2 {
                 return None;
             }
-        }
-        Some(list)
-    })
+            for (i, node) in ["n1", "n2"].into_iter().enumerate() {
+                let usage = &list["items"][i]["usage"];
+                let (cpu, memory) = reported(&summary(&client, node).await["node"]);
+                if (nanocores(usage) - cpu).abs() > CPU_ROUNDING_NANOCORES || bytes(usage) != memory
+                {
+                    return None;
+                }
+            }
+            Some(list)
+        },
+    )
     .await;
     assert_eq!(nodes["kind"], "NodeMetricsList");
     assert_eq!(nodes["metadata"], json!({}));
@@ -199,7 +210,11 @@ async fn node_and_pod_metrics_are_the_rates_the_kubelets_report() {
     // One node by name, by label, by field; a node that does not exist.
     let (code, n2) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/nodes/n2").await;
     assert_eq!((code, n2["kind"].as_str()), (200, Some("NodeMetrics")));
-    let (_, by_label) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=pool%3Db").await;
+    let (_, by_label) = get_json(
+        &client,
+        "/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=pool%3Db",
+    )
+    .await;
     assert_eq!(by_label["items"].as_array().unwrap().len(), 1);
     assert_eq!(by_label["items"][0]["metadata"]["name"], "n2");
     let (_, by_field) = get_json(
@@ -211,7 +226,11 @@ async fn node_and_pod_metrics_are_the_rates_the_kubelets_report() {
     let (code, missing) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/nodes/nope").await;
     assert_eq!(code, 404);
     assert_eq!(missing["message"], "node \"nope\" not found");
-    let (code, _) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=%3D%3D").await;
+    let (code, _) = get_json(
+        &client,
+        "/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=%3D%3D",
+    )
+    .await;
     assert_eq!(code, 400);
 
     // Pods: every container's rate, under the pod's name and labels.
@@ -246,22 +265,37 @@ async fn node_and_pod_metrics_are_the_rates_the_kubelets_report() {
         assert_eq!(bytes(&served["usage"]), memory);
     }
     let (_, in_default) = eventually("both pods' metrics", || async {
-        let (code, list) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods").await;
+        let (code, list) = get_json(
+            &client,
+            "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods",
+        )
+        .await;
         (list["items"].as_array()?.len() == 2).then_some((code, list))
     })
     .await;
     assert_eq!(in_default["kind"], "PodMetricsList");
-    let (_, everywhere) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/pods?labelSelector=size%3Dsmall").await;
+    let (_, everywhere) = get_json(
+        &client,
+        "/apis/metrics.k8s.io/v1beta1/pods?labelSelector=size%3Dsmall",
+    )
+    .await;
     assert_eq!(everywhere["items"].as_array().unwrap().len(), 1);
     assert_eq!(everywhere["items"][0]["metadata"]["name"], "small");
-    let (_, elsewhere) = get_json(&client, "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods").await;
+    let (_, elsewhere) = get_json(
+        &client,
+        "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods",
+    )
+    .await;
     assert_eq!(elsewhere["items"], json!([]));
     let (code, missing) = get_json(
         &client,
         "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/nope",
     )
     .await;
-    assert_eq!((code, missing["message"].as_str()), (404, Some("pods \"nope\" not found")));
+    assert_eq!(
+        (code, missing["message"].as_str()),
+        (404, Some("pods \"nope\" not found"))
+    );
 
     // `kubectl get nodes.metrics.k8s.io`: metrics-server's Table.
     let (_, table) = get(&client, "/apis/metrics.k8s.io/v1beta1/nodes", TABLE).await;

@@ -82,9 +82,12 @@ async fn create<K>(api: &Api<K>, object: Value)
 where
     K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    api.create(&PostParams::default(), &serde_json::from_value(object).unwrap())
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(object).unwrap(),
+    )
+    .await
+    .unwrap();
 }
 
 async fn start(test: &str) -> Env {
@@ -210,35 +213,44 @@ async fn start(test: &str) -> Env {
 /// The binding's virtual nodes by the worker node they stand for, once each is Ready and
 /// advertises a kubelet port of its own.
 async fn virtual_nodes(c: &Client) -> BTreeMap<String, String> {
-    eventually(90, "two Ready virtual nodes with ports of their own", || async {
-        let selector = format!("{}={BINDING}", labels::CLUSTER_BINDING);
-        let nodes = Api::<Node>::all(c.clone())
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .ok()?
-            .items;
-        let mut by_physical = BTreeMap::new();
-        let mut ports = Vec::new();
-        for node in &nodes {
-            let status = node.status.as_ref()?;
-            let ready = status
-                .conditions
-                .iter()
-                .flatten()
-                .any(|c| c.type_ == "Ready" && c.status == "True");
-            let port = status.daemon_endpoints.as_ref()?.kubelet_endpoint.as_ref()?.port;
-            let own = node.labels().get(labels::PROXIER_PORT) == Some(&port.to_string());
-            if !ready || !own {
-                return None;
+    eventually(
+        90,
+        "two Ready virtual nodes with ports of their own",
+        || async {
+            let selector = format!("{}={BINDING}", labels::CLUSTER_BINDING);
+            let nodes = Api::<Node>::all(c.clone())
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .ok()?
+                .items;
+            let mut by_physical = BTreeMap::new();
+            let mut ports = Vec::new();
+            for node in &nodes {
+                let status = node.status.as_ref()?;
+                let ready = status
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                let port = status
+                    .daemon_endpoints
+                    .as_ref()?
+                    .kubelet_endpoint
+                    .as_ref()?
+                    .port;
+                let own = node.labels().get(labels::PROXIER_PORT) == Some(&port.to_string());
+                if !ready || !own {
+                    return None;
+                }
+                ports.push(port);
+                let physical = node.labels().get(labels::PHYSICAL_NODE_NAME)?.clone();
+                by_physical.insert(physical, node.name_any());
             }
-            ports.push(port);
-            let physical = node.labels().get(labels::PHYSICAL_NODE_NAME)?.clone();
-            by_physical.insert(physical, node.name_any());
-        }
-        ports.sort_unstable();
-        ports.dedup();
-        (by_physical.len() == 2 && ports.len() == 2).then_some(by_physical)
-    })
+            ports.sort_unstable();
+            ports.dedup();
+            (by_physical.len() == 2 && ports.len() == 2).then_some(by_physical)
+        },
+    )
     .await
 }
 
@@ -262,7 +274,10 @@ fn bytes(usage: &Value) -> i128 {
 
 /// What the worker's kubelet reports for its node `node` (`/stats/summary`): the node's CPU
 /// (nanocores) and working set, and each pod's containers' by `namespace/name`.
-type Reported = ((i128, i128), BTreeMap<String, BTreeMap<String, (i128, i128)>>);
+type Reported = (
+    (i128, i128),
+    BTreeMap<String, BTreeMap<String, (i128, i128)>>,
+);
 
 async fn kubelet_reports(w: &Client, node: &str) -> Reported {
     let summary = get_json(w, &format!("/api/v1/nodes/{node}/proxy/stats/summary"))
@@ -424,7 +439,8 @@ async fn kubectl_top_shows_each_virtual_node_and_mapped_pod_its_own_usage() {
         .collect();
     assert_eq!(names, ["web"], "{all_pods}");
 
-    let Some(binary) = kubectl_or_skip("kubectl_top_shows_each_virtual_node_and_mapped_pod_its_own_usage")
+    let Some(binary) =
+        kubectl_or_skip("kubectl_top_shows_each_virtual_node_and_mapped_pod_its_own_usage")
     else {
         return;
     };
@@ -454,9 +470,24 @@ async fn kubectl_top_shows_each_virtual_node_and_mapped_pod_its_own_usage() {
             (millicores(&row[1]) - want_milli).abs() <= 1,
             "{vnode}: {top_nodes}"
         );
-        assert_eq!(row[3], format!("{}Mi", memory / (1024 * 1024)), "{top_nodes}");
+        assert_eq!(
+            row[3],
+            format!("{}Mi", memory / (1024 * 1024)),
+            "{top_nodes}"
+        );
     }
     assert_ne!(printed[&vnode1][1], printed[&vnode2][1], "{top_nodes}");
+    // install.md's check of one virtual node.
+    let raw = {
+        let kubectl = kubectl.clone();
+        let path = format!("/apis/metrics.k8s.io/v1beta1/nodes/{vnode1}");
+        tokio::task::spawn_blocking(move || kubectl.ok(&["get", "--raw", &path]))
+            .await
+            .unwrap()
+    };
+    let raw: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(raw["metadata"]["name"], vnode1.as_str(), "{raw}");
+    assert_eq!(bytes(&raw["usage"]), served[&vnode1].1, "{raw}");
 
     let top_pod = tokio::task::spawn_blocking(move || {
         kubectl.ok(&["top", "pod", "web", "--namespace", "default"])

@@ -292,14 +292,13 @@ const LOW_PRIORITY_GROUPS: &[&str] = &[crate::apiserver::resources::METRICS_GROU
 /// Sort key of a group in discovery: built-in priority, then CRD groups, then low-priority
 /// aggregated groups, each by name.
 fn group_rank(group: &str) -> (usize, String) {
-    let rank = GROUP_ORDER
-        .iter()
-        .position(|g| *g == group)
-        .unwrap_or(if LOW_PRIORITY_GROUPS.contains(&group) {
+    let rank = GROUP_ORDER.iter().position(|g| *g == group).unwrap_or(
+        if LOW_PRIORITY_GROUPS.contains(&group) {
             GROUP_ORDER.len() + 1
         } else {
             GROUP_ORDER.len()
-        });
+        },
+    );
     (rank, group.to_string())
 }
 
@@ -589,7 +588,10 @@ mod tests {
             .iter()
             .map(|g| g["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names[names.len() - 2..], ["zzz.example.com", "metrics.k8s.io"]);
+        assert_eq!(
+            names[names.len() - 2..],
+            ["zzz.example.com", "metrics.k8s.io"]
+        );
         let aggregated = aggregated(&types, false, Aggregated::V2);
         let last = aggregated["items"].as_array().unwrap().last().unwrap();
         // metrics-server's resources as the generic API installer describes them.

@@ -796,24 +796,27 @@ pub const METRICS_GROUP: &str = "metrics.k8s.io";
 /// singular name, nodes cluster-wide and pods namespaced). Served while the sandbox's
 /// metrics-server model runs ([`crate::ClusterOptions::metrics_server`]).
 pub fn metrics_types() -> Vec<ResourceType> {
-    [("nodes", "NodeMetrics", false), ("pods", "PodMetrics", true)]
-        .into_iter()
-        .map(|(plural, kind, namespaced)| ResourceType {
-            group: METRICS_GROUP.to_string(),
-            versions: vec!["v1beta1".to_string()],
-            plural: plural.to_string(),
-            singular: String::new(),
-            kind: kind.to_string(),
-            list_kind: format!("{kind}List"),
-            namespaced,
-            short_names: Vec::new(),
-            categories: Vec::new(),
-            verbs: vec!["get", "list"],
-            subresources: Vec::new(),
-            has_generation: false,
-            custom: None,
-        })
-        .collect()
+    [
+        ("nodes", "NodeMetrics", false),
+        ("pods", "PodMetrics", true),
+    ]
+    .into_iter()
+    .map(|(plural, kind, namespaced)| ResourceType {
+        group: METRICS_GROUP.to_string(),
+        versions: vec!["v1beta1".to_string()],
+        plural: plural.to_string(),
+        singular: String::new(),
+        kind: kind.to_string(),
+        list_kind: format!("{kind}List"),
+        namespaced,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        verbs: vec!["get", "list"],
+        subresources: Vec::new(),
+        has_generation: false,
+        custom: None,
+    })
+    .collect()
 }
 
 /// Builds the resource type a CRD object describes, or explains why it cannot be served.

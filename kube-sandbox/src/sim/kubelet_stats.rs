@@ -188,9 +188,10 @@ impl NodeInfo {
     /// Core-nanoseconds used by `now`: the system share since the node started, and what
     /// its running pods have used.
     fn cumulative_cpu(&self, pods: &[PodUsage], now: Timestamp) -> u64 {
-        pods.iter()
-            .map(|p| p.cumulative_cpu(now))
-            .fold(cumulative(SYSTEM_CPU_NANOCORES, self.start, now), u64::saturating_add)
+        pods.iter().map(|p| p.cumulative_cpu(now)).fold(
+            cumulative(SYSTEM_CPU_NANOCORES, self.start, now),
+            u64::saturating_add,
+        )
     }
 
     fn memory(&self, pods: &[PodUsage]) -> u64 {

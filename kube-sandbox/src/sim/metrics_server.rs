@@ -509,9 +509,7 @@ pub fn table(objects: &[Value], include: IncludeObject) -> Value {
         };
         rows.push(row);
     }
-    let column = |name: &str, format: &str| {
-        json!({"name": name, "type": "string", "format": format, "description": "", "priority": 0})
-    };
+    let column = |name: &str, format: &str| json!({"name": name, "type": "string", "format": format, "description": "", "priority": 0});
     let mut columns = Vec::new();
     if !rows.is_empty() {
         columns = vec![
@@ -630,7 +628,11 @@ resource_scrape_error 0
                 },
                 Err(()),
             ),
-            (restarted, p(10_000, 10, 1), Ok((200_000_000, 1, 10_000 * NANOS_PER_MS))),
+            (
+                restarted,
+                p(10_000, 10, 1),
+                Ok((200_000_000, 1, 10_000 * NANOS_PER_MS)),
+            ),
         ];
         for (last, prev, want) in cases {
             let got = resource_usage(&last, &prev)
@@ -721,7 +723,10 @@ resource_scrape_error 0
         assert_eq!(node["usage"], json!({"cpu": "250m", "memory": "10Mi"}));
         assert_eq!(node["window"], "10s");
         assert_eq!(node["timestamp"], "2023-11-14T22:13:30Z");
-        assert_eq!(node["metadata"]["creationTimestamp"], "2023-11-14T22:13:31Z");
+        assert_eq!(
+            node["metadata"]["creationTimestamp"],
+            "2023-11-14T22:13:31Z"
+        );
         assert_eq!(node["metadata"]["labels"]["a"], "b");
         let odd = Usage {
             cpu_nanocores: 1_234_567,
@@ -732,9 +737,11 @@ resource_scrape_error 0
             node_metrics("n", None, &odd, now)["usage"],
             json!({"cpu": "1234567n", "memory": "12Ki"})
         );
-        assert!(node_metrics("n", Some(&json!({})), &odd, now)["metadata"]
-            .get("labels")
-            .is_none());
+        assert!(
+            node_metrics("n", Some(&json!({})), &odd, now)["metadata"]
+                .get("labels")
+                .is_none()
+        );
         let pod = PodUsage {
             containers: BTreeMap::from([("app".to_owned(), usage), ("side".to_owned(), odd)]),
             timestamp_ns: usage.timestamp_ns,
