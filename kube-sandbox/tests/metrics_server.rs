@@ -327,3 +327,70 @@ async fn node_and_pod_metrics_are_the_rates_the_kubelets_report() {
         "nodemetrics.metrics.k8s.io \"n2\" not found"
     );
 }
+
+/// `kube-sandbox serve --metrics-server`, as docs/sandbox.md gives it: the real kubectl's
+/// `kubectl top` reads the simulated nodes' usage (skipped with a notice without kubectl).
+#[test]
+fn kubectl_top_against_kube_sandbox_serve_with_the_metrics_server() {
+    use kube_sandbox::testing::kubectl::{Kubectl, kubectl_or_skip, table_rows};
+    use kube_sandbox::testing::process::Background;
+    use std::time::Instant;
+
+    let Some(binary) =
+        kubectl_or_skip("kubectl_top_against_kube_sandbox_serve_with_the_metrics_server")
+    else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("metrics-serve-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kube-sandbox"));
+    command.args([
+        "serve",
+        "--tls",
+        "--nodes",
+        "2",
+        "--metrics-server",
+        // Windows longer than a second: the nanosecond metrics-server's float reading of a
+        // counter may lose is then less than a nanocore, and kubectl's millicores are exact.
+        "--metric-resolution-seconds",
+        "1.5",
+        "--kubeconfig",
+    ]);
+    command.arg(&kubeconfig);
+    let mut server = Background::spawn(command);
+    server.wait_for_line(Duration::from_secs(60), |line| {
+        line.starts_with("kubeconfig written to")
+    });
+    let kubectl = Kubectl::new(binary, &kubeconfig);
+    let resources = kubectl.ok(&["api-resources", "--api-group=metrics.k8s.io", "-o", "name"]);
+    assert_eq!(
+        resources.lines().collect::<Vec<_>>(),
+        ["nodes.metrics.k8s.io", "pods.metrics.k8s.io"]
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let top = loop {
+        let out = kubectl.run(&["top", "nodes"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && text.lines().count() == 3 {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl top nodes: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let (header, rows) = table_rows(&top);
+    assert_eq!(header[..2], ["NAME", "CPU(cores)"], "{top}");
+    // An idle simulated node: its own 20m and 64 MiB.
+    for (row, node) in rows.iter().zip(["node-1", "node-2"]) {
+        assert_eq!(row[0], node, "{top}");
+        assert_eq!(row[1], "20m", "{top}");
+        assert_eq!(row[3], "64Mi", "{top}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
