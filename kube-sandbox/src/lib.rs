@@ -46,7 +46,7 @@ pub type ProxyRequest = apiserver::proxy_hooks::ProxyRequest<ClusterState>;
 /// The embedder's `proxy` subresource handlers of a cluster.
 pub type ProxyHandlers = apiserver::proxy_hooks::ProxyHandlers<ClusterState>;
 pub use apiserver::requests::{RequestCounts, RequestKind};
-pub use apiserver::state::{ClusterOptions, ClusterState};
+pub use apiserver::state::{ClusterOptions, ClusterState, MetricsServerOptions};
 pub use apiserver::strategy_hooks::{StrategyHook, StrategyHooks};
 pub use sim::{KubeletState, SimNode, Simulator};
 
@@ -87,6 +87,9 @@ impl Cluster {
             handle.spawn(sim::controllers::csr_signing::run(sim.clone()));
             if state.options.workload_controllers {
                 handle.spawn(sim::controllers::run(sim.clone()));
+            }
+            if state.options.metrics_server.is_some() {
+                handle.spawn(sim::metrics_scraper::run(sim.clone()));
             }
         }
         Cluster { state, sim }

@@ -1,7 +1,7 @@
 //! `kube-sandbox serve`: one in-memory Kubernetes API server on loopback, with simulated nodes.
 
 use clap::{Parser, Subcommand};
-use kube_sandbox::{Cluster, ClusterOptions, ServeOptions, SimNode};
+use kube_sandbox::{Cluster, ClusterOptions, MetricsServerOptions, ServeOptions, SimNode};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +51,14 @@ enum Command {
         /// `sandbox.kube/run-seconds` annotation overrides it).
         #[arg(long, default_value_t = 1.0)]
         job_pod_run_seconds: f64,
+        /// Run the metrics-server model: nodes' resource metrics scraped and
+        /// `metrics.k8s.io` served, for `kubectl top`.
+        #[arg(long)]
+        metrics_server: bool,
+        /// How often the metrics-server model scrapes the nodes, in seconds
+        /// (metrics-server's `--metric-resolution`).
+        #[arg(long, default_value_t = 15.0)]
+        metric_resolution_seconds: f64,
     },
 }
 
@@ -98,10 +106,20 @@ async fn run(args: Args) -> Result<(), String> {
         name,
         workload_controllers,
         job_pod_run_seconds,
+        metrics_server,
+        metric_resolution_seconds,
     } = args.command;
     let job_pod_run_time =
         std::time::Duration::try_from_secs_f64(job_pod_run_seconds).map_err(|_| {
             format!("--job-pod-run-seconds {job_pod_run_seconds} is not a number of seconds")
+        })?;
+    let metric_resolution = std::time::Duration::try_from_secs_f64(metric_resolution_seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            format!(
+                "--metric-resolution-seconds {metric_resolution_seconds} is not a positive number of seconds"
+            )
         })?;
     if kube_sandbox::sim::scheduler::parse_quantity(&node_cpu).is_none() {
         return Err(format!(
@@ -118,6 +136,10 @@ async fn run(args: Args) -> Result<(), String> {
         ClusterOptions {
             workload_controllers,
             job_pod_run_time,
+            metrics_server: metrics_server.then(|| MetricsServerOptions {
+                metric_resolution,
+                kubelet_request_timeout: metric_resolution.min(std::time::Duration::from_secs(10)),
+            }),
             ..Default::default()
         },
     );
@@ -162,6 +184,10 @@ async fn run(args: Args) -> Result<(), String> {
         println!("  kubectl expose deployment web --port=80 --target-port=http");
         println!("  kubectl get endpointslices -l kubernetes.io/service-name=web");
         println!("  kubectl rollout restart deployment/web");
+    }
+    if metrics_server {
+        println!("  kubectl top nodes          # after two scrapes");
+        println!("  kubectl top pods");
     }
     println!("Ctrl-C stops the server.");
     tokio::signal::ctrl_c()

@@ -1,5 +1,5 @@
 //! `kubeocean sandbox`: Kubeocean on one machine with no cluster. A computing sandbox cluster
-//! (with the DNS and API server Services mapped pods use) and `--workers` worker sandbox clusters (simulated nodes, a few online pods, a
+//! (with the DNS and API server Services mapped pods use, and metrics-server for `kubectl top`) and `--workers` worker sandbox clusters (simulated nodes, a few online pods, a
 //! ResourceLeasingPolicy each — the second one with a time window), all served over loopback
 //! HTTPS; the manager in embedded mode (a syncer and a proxier per worker, in this process);
 //! kubeconfigs in `--dir`. Prints what to try, then a short report every `--report-interval`
@@ -21,7 +21,7 @@ use kube_kit::admin::Metrics;
 use kube_kit::args::parse_duration;
 use kube_kit::controller::ControllerMetrics;
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
-use kube_sandbox::{Cluster, ClusterOptions, ServeOptions, Served, SimNode};
+use kube_sandbox::{Cluster, ClusterOptions, MetricsServerOptions, ServeOptions, Served, SimNode};
 use kubeocean_core::crd::{
     ClusterBinding, DEFAULT_POD_PREEMPTION_POLICY, DEFAULT_POD_PRIORITY_CLASS_NAME,
     DEFAULT_POD_PRIORITY_VALUE, ResourceLeasingPolicy,
@@ -147,6 +147,26 @@ fn sandbox_cluster(name: &str) -> Cluster {
     )
 }
 
+/// How often the computing cluster's metrics-server scrapes the nodes (15 s in
+/// metrics-server's manifests; shorter, so `kubectl top` has figures soon after a start).
+const METRIC_RESOLUTION: Duration = Duration::from_secs(5);
+
+/// The computing cluster: workload controllers and, as most clusters run it, metrics-server,
+/// which scrapes the virtual nodes through their proxiers (`kubectl top`).
+fn computing_cluster() -> Cluster {
+    Cluster::with_options(
+        "computing",
+        ClusterOptions {
+            workload_controllers: true,
+            metrics_server: Some(MetricsServerOptions {
+                metric_resolution: METRIC_RESOLUTION,
+                ..MetricsServerOptions::default()
+            }),
+            ..ClusterOptions::default()
+        },
+    )
+}
+
 /// What to try, for the kubeconfigs in `dir`.
 fn commands(dir: &Path, workers: usize) -> String {
     let computing = dir.join("computing.kubeconfig");
@@ -185,6 +205,11 @@ fn commands(dir: &Path, workers: usize) -> String {
     let _ = writeln!(text, "EOF");
     let _ = writeln!(text, "  kubectl rollout status deployment/web");
     let _ = writeln!(text, "  kubectl get pods -l app=web -o wide");
+    let _ = writeln!(
+        text,
+        "  kubectl top nodes -l type=virtual-kubelet   # each virtual node its worker node's usage"
+    );
+    let _ = writeln!(text, "  kubectl top pods -l app=web");
     let _ = writeln!(
         text,
         "  kubectl --kubeconfig {} get pods -n {MOUNT_NAMESPACE}   # the physical pod",
@@ -493,7 +518,7 @@ async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))?;
 
-    let computing = sandbox_cluster("computing");
+    let computing = computing_cluster();
     let c = computing.client();
     install_crds(&c)
         .await
@@ -715,6 +740,7 @@ mod tests {
             "kubeocean.io/vnode",
             "kubectl logs demo",
             "kubectl rollout status deployment/web",
+            "kubectl top nodes -l type=virtual-kubelet",
         ] {
             assert!(text.contains(fragment), "{fragment} in\n{text}");
         }

@@ -1,7 +1,7 @@
 //! The real kubectl (v1.36) against `kubeocean sandbox`'s computing cluster: an ordinary
 //! Deployment of 6 replicas that tolerates the virtual-node taint, created and rolled out with
 //! kubectl, ends with 6 Running pods spread over the virtual nodes of both workers; kubectl's
-//! logs of one of them come back through the proxier.
+//! logs of one of them come back through the proxier, and `kubectl top` shows their usage.
 //!
 //! kubectl is found as `kube_sandbox::testing::kubectl` says; without it the test prints a
 //! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI).
@@ -98,6 +98,28 @@ fn a_deployment_spreads_over_the_virtual_nodes_of_both_workers() {
         "{pods}"
     );
     let logs = kubectl.ok_within(&["logs", "deployment/spread"], kubectl_session::SETTLE);
+    // The README's `kubectl top`: metrics-server's figures of every replica, read from the
+    // virtual nodes' proxiers (once two scrapes since the pods started are stored).
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let out = kubectl.run(&["top", "pods", "-l", "app=spread"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let rows: Vec<Vec<String>> = text.lines().skip(1).map(cells).collect();
+        if out.status.success() && rows.len() == 6 {
+            for row in &rows {
+                assert_eq!(row.get(1).map(String::as_str), Some("100m"), "{text}");
+            }
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl top pods: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let nodes = kubectl.ok(&["top", "nodes", "-l", "type=virtual-kubelet"]);
+    assert_eq!(nodes.lines().skip(1).count(), 6, "{nodes}");
     assert!(!logs.trim().is_empty());
     drop(sandbox);
     let _ = std::fs::remove_dir_all(&dir);

@@ -284,12 +284,21 @@ const GROUP_ORDER: &[&str] = &[
     "flowcontrol.apiserver.k8s.io",
 ];
 
-/// Sort key of a group in discovery: built-in priority, then name.
+/// Groups of APIServices whose `groupPriorityMinimum` is below the 1000 CRD groups get:
+/// metrics-server's 100 (`manifests/base/apiservice.yaml`). kube-aggregator lists groups by
+/// that priority, then name (`apiregistration/v1/helper`, `SortedByGroupAndVersion`).
+const LOW_PRIORITY_GROUPS: &[&str] = &[crate::apiserver::resources::METRICS_GROUP];
+
+/// Sort key of a group in discovery: built-in priority, then CRD groups, then low-priority
+/// aggregated groups, each by name.
 fn group_rank(group: &str) -> (usize, String) {
-    let rank = GROUP_ORDER
-        .iter()
-        .position(|g| *g == group)
-        .unwrap_or(GROUP_ORDER.len());
+    let rank = GROUP_ORDER.iter().position(|g| *g == group).unwrap_or(
+        if LOW_PRIORITY_GROUPS.contains(&group) {
+            GROUP_ORDER.len() + 1
+        } else {
+            GROUP_ORDER.len()
+        },
+    );
     (rank, group.to_string())
 }
 
@@ -563,6 +572,44 @@ mod tests {
                 "foo"
             ]
         );
+    }
+
+    #[test]
+    fn metrics_server_groups_come_after_crd_groups() {
+        let mut types = builtin_types();
+        types.extend(crate::apiserver::resources::metrics_types());
+        let mut crd = types[0].clone();
+        crd.group = "zzz.example.com".into();
+        types.push(crd);
+        let list = group_list(&types);
+        let names: Vec<&str> = list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names[names.len() - 2..],
+            ["zzz.example.com", "metrics.k8s.io"]
+        );
+        let aggregated = aggregated(&types, false, Aggregated::V2);
+        let last = aggregated["items"].as_array().unwrap().last().unwrap();
+        // metrics-server's resources as the generic API installer describes them.
+        assert_eq!(
+            last["versions"][0],
+            json!({"version": "v1beta1", "freshness": "Current", "resources": [
+                {"resource": "nodes", "responseKind": {"group": "", "version": "", "kind": "NodeMetrics"},
+                 "scope": "Cluster", "singularResource": "", "verbs": ["get", "list"]},
+                {"resource": "pods", "responseKind": {"group": "", "version": "", "kind": "PodMetrics"},
+                 "scope": "Namespaced", "singularResource": "", "verbs": ["get", "list"]}]})
+        );
+        let legacy = resource_list(&types, "metrics.k8s.io", "v1beta1").unwrap();
+        assert_eq!(
+            legacy["resources"][0],
+            json!({"name": "nodes", "singularName": "", "namespaced": false,
+                   "kind": "NodeMetrics", "verbs": ["get", "list"]})
+        );
+        assert!(resource_list(&builtin_types(), "metrics.k8s.io", "v1beta1").is_none());
     }
 
     #[test]

@@ -788,6 +788,37 @@ pub fn builtin_types() -> Vec<ResourceType> {
         .collect()
 }
 
+/// The group metrics-server serves through its APIService.
+pub const METRICS_GROUP: &str = "metrics.k8s.io";
+
+/// `metrics.k8s.io/v1beta1` as metrics-server installs it (kubernetes-sigs/metrics-server
+/// `pkg/api/install.go`, `Build`; `pkg/api/node.go` and `pod.go`: `get` and `list` only, no
+/// singular name, nodes cluster-wide and pods namespaced). Served while the sandbox's
+/// metrics-server model runs ([`crate::ClusterOptions::metrics_server`]).
+pub fn metrics_types() -> Vec<ResourceType> {
+    [
+        ("nodes", "NodeMetrics", false),
+        ("pods", "PodMetrics", true),
+    ]
+    .into_iter()
+    .map(|(plural, kind, namespaced)| ResourceType {
+        group: METRICS_GROUP.to_string(),
+        versions: vec!["v1beta1".to_string()],
+        plural: plural.to_string(),
+        singular: String::new(),
+        kind: kind.to_string(),
+        list_kind: format!("{kind}List"),
+        namespaced,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        verbs: vec!["get", "list"],
+        subresources: Vec::new(),
+        has_generation: false,
+        custom: None,
+    })
+    .collect()
+}
+
 /// Builds the resource type a CRD object describes, or explains why it cannot be served.
 pub fn type_from_crd(crd: &Value) -> Result<ResourceType, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;

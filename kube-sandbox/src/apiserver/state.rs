@@ -56,6 +56,30 @@ pub struct ClusterOptions {
     /// Write strategies of resources the embedder serves for an aggregated API server (such
     /// as Karmada's `clusters`): run on create and update, after the CRD's schema.
     pub strategy_hooks: crate::apiserver::strategy_hooks::StrategyHooks,
+    /// The metrics-server model: when set, every node's `/metrics/resource` is scraped
+    /// through the node proxy and `metrics.k8s.io/v1beta1` is served (discovery included),
+    /// so `kubectl top` works. Off by default, as metrics-server is an add-on.
+    pub metrics_server: Option<MetricsServerOptions>,
+}
+
+/// Settings of the metrics-server model (metrics-server's flags of the same names).
+#[derive(Clone, Debug)]
+pub struct MetricsServerOptions {
+    /// How often every node is scraped (`--metric-resolution`; 15 s in metrics-server's
+    /// manifests). Usage is the rate between the last two scrapes, so the first figures
+    /// appear after the second scrape.
+    pub metric_resolution: Duration,
+    /// How long one node's scrape may take (`--kubelet-request-timeout`, 10 s).
+    pub kubelet_request_timeout: Duration,
+}
+
+impl Default for MetricsServerOptions {
+    fn default() -> Self {
+        MetricsServerOptions {
+            metric_resolution: Duration::from_secs(15),
+            kubelet_request_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 impl Default for ClusterOptions {
@@ -77,6 +101,7 @@ impl Default for ClusterOptions {
             proxy_handlers: Default::default(),
             audit_reads: false,
             strategy_hooks: Default::default(),
+            metrics_server: None,
         }
     }
 }
@@ -107,8 +132,14 @@ pub struct ClusterState {
 impl ClusterState {
     /// A new cluster with the built-in types and the default namespaces.
     pub fn new(name: &str, options: ClusterOptions) -> Arc<ClusterState> {
+        let aggregated = if options.metrics_server.is_some() {
+            resources::metrics_types()
+        } else {
+            Vec::new()
+        };
         let types = resources::builtin_types()
             .into_iter()
+            .chain(aggregated)
             .map(|t| (t.group_resource(), Arc::new(t)))
             .collect();
         let state = Arc::new_cyclic(|weak| ClusterState {

@@ -602,6 +602,24 @@ async fn serve_resource(
         .and_then(|a| a.to_str().ok())
         .is_some_and(crate::apiserver::table::wants_table);
     let sub = p.subresource.clone();
+    if rt.group == crate::apiserver::resources::METRICS_GROUP {
+        let table = if as_table {
+            Some(table_include(&query)?)
+        } else {
+            None
+        };
+        let text = |key: &str| query.get(key).map(String::as_str).unwrap_or_default();
+        let request = crate::sim::metrics_api::MetricsRequest {
+            resource: &rt.plural,
+            namespace: p.namespace.as_deref(),
+            name: name.as_deref(),
+            label_selector: text("labelSelector"),
+            field_selector: text("fieldSelector"),
+            table,
+        };
+        return crate::sim::metrics_api::answer(&sim, &request)
+            .map(|v| value_response(StatusCode::OK, &v));
+    }
     match (verb, name, sub.as_deref()) {
         (
             "get",

@@ -4,7 +4,11 @@
 //! Usage is derived from the node's running pods, so two nodes with different pods report
 //! different figures: each container uses what it requests (else its limit, else 1m CPU and
 //! 4 MiB), the node adds a fixed system share (20m CPU, 64 MiB) to the sum of its pods, and
-//! cumulative CPU time grows at that rate from the container's (or node's) start time.
+//! a container's cumulative CPU time grows at its rate from its start time. A pod's and the
+//! node's cumulative CPU time are the sums of their parts (the node's system share counted
+//! from the node's start), so they grow as counters do when pods come: metrics-server's rate
+//! between two scrapes is the usage in between. (The time of pods that have ended is not
+//! kept, so the node's counter falls back when one ends; metrics-server skips that window.)
 
 use super::scheduler::parse_quantity;
 use crate::sim::controllers::objects::at;
@@ -52,6 +56,14 @@ pub struct PodUsage {
 }
 
 impl PodUsage {
+    /// Core-nanoseconds its containers have used by `now`.
+    fn cumulative_cpu(&self, now: Timestamp) -> u64 {
+        self.containers
+            .iter()
+            .map(|c| cumulative(c.cpu_nanocores, c.start, now))
+            .fold(0, u64::saturating_add)
+    }
+
     fn cpu(&self) -> u64 {
         self.containers.iter().map(|c| c.cpu_nanocores).sum()
     }
@@ -173,16 +185,25 @@ impl NodeInfo {
         SYSTEM_CPU_NANOCORES + pods.iter().map(PodUsage::cpu).sum::<u64>()
     }
 
+    /// Core-nanoseconds used by `now`: the system share since the node started, and what
+    /// its running pods have used.
+    fn cumulative_cpu(&self, pods: &[PodUsage], now: Timestamp) -> u64 {
+        pods.iter().map(|p| p.cumulative_cpu(now)).fold(
+            cumulative(SYSTEM_CPU_NANOCORES, self.start, now),
+            u64::saturating_add,
+        )
+    }
+
     fn memory(&self, pods: &[PodUsage]) -> u64 {
         SYSTEM_MEMORY_BYTES + pods.iter().map(PodUsage::memory).sum::<u64>()
     }
 }
 
-fn cpu_stats(rate: u64, start: Option<Timestamp>, now: Timestamp) -> Value {
+fn cpu_stats(rate: u64, used: u64, now: Timestamp) -> Value {
     json!({
         "time": now.to_string(),
         "usageNanoCores": rate,
-        "usageCoreNanoSeconds": cumulative(rate, start, now),
+        "usageCoreNanoSeconds": used,
     })
 }
 
@@ -209,6 +230,7 @@ fn start_text(start: Option<Timestamp>) -> Value {
 pub fn summary(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> Value {
     let node_memory = node.memory(pods);
     let node_cpu = node.cpu(pods);
+    let node_used = node.cumulative_cpu(pods, now);
     let pods: Vec<Value> = pods
         .iter()
         .map(|pod| {
@@ -219,7 +241,7 @@ pub fn summary(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> Value {
                     json!({
                         "name": c.name,
                         "startTime": start_text(c.start),
-                        "cpu": cpu_stats(c.cpu_nanocores, c.start, now),
+                        "cpu": cpu_stats(c.cpu_nanocores, cumulative(c.cpu_nanocores, c.start, now), now),
                         "memory": memory_stats(c.memory_bytes, None, now),
                     })
                 })
@@ -228,7 +250,7 @@ pub fn summary(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> Value {
                 "podRef": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
                 "startTime": start_text(pod.start),
                 "containers": containers,
-                "cpu": cpu_stats(pod.cpu(), pod.start, now),
+                "cpu": cpu_stats(pod.cpu(), pod.cumulative_cpu(now), now),
                 "memory": memory_stats(pod.memory(), None, now),
             })
         })
@@ -238,7 +260,7 @@ pub fn summary(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> Value {
             "nodeName": node.name,
             "systemContainers": [],
             "startTime": start_text(node.start),
-            "cpu": cpu_stats(node_cpu, node.start, now),
+            "cpu": cpu_stats(node_cpu, node_used, now),
             "memory": memory_stats(
                 node_memory,
                 Some(node.memory_capacity.saturating_sub(node_memory)),
@@ -335,7 +357,6 @@ pub fn resource_metrics(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> S
             }
         }
     }
-    let node_cpu = node.cpu(pods);
     family(
         &mut out,
         "node_cpu_usage_seconds_total",
@@ -345,7 +366,7 @@ pub fn resource_metrics(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> S
     let _ = writeln!(
         out,
         "node_cpu_usage_seconds_total {} {ts}",
-        seconds(cumulative(node_cpu, node.start, now))
+        seconds(node.cumulative_cpu(pods, now))
     );
     family(
         &mut out,
@@ -369,7 +390,7 @@ pub fn resource_metrics(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> S
             out,
             "pod_cpu_usage_seconds_total{{{}}} {} {ts}",
             pod_labels(p),
-            seconds(cumulative(p.cpu(), p.start, now))
+            seconds(p.cumulative_cpu(now))
         );
     }
     family(
@@ -422,7 +443,7 @@ pub fn cadvisor_metrics(node: &NodeInfo, pods: &[PodUsage], now: Timestamp) -> S
     let _ = writeln!(
         out,
         "container_cpu_usage_seconds_total{{container=\"\",cpu=\"total\",id=\"/\",image=\"\",name=\"\",namespace=\"\",pod=\"\"}} {} {ts}",
-        seconds(cumulative(node.cpu(pods), node.start, now))
+        seconds(node.cumulative_cpu(pods, now))
     );
     for p in pods {
         for c in &p.containers {
@@ -526,6 +547,29 @@ mod tests {
         assert_eq!(
             usage.containers[0].start,
             "2025-01-01T00:00:10Z".parse().ok()
+        );
+    }
+
+    #[test]
+    fn node_and_pod_cpu_time_add_up_what_ran_when() {
+        // The node started at 00:00:00, the container at 00:00:10 at half a core; at
+        // 00:01:10 the node has run 70 s of its system share and the container 60 s.
+        let now: Timestamp = "2025-01-01T00:01:10Z".parse().unwrap();
+        let pods = [pod_usage(&pod("a", "Running", Some("500m"), Some("128Mi"))).unwrap()];
+        let want_pod = 60 * 500_000_000u64;
+        let want_node = 70 * SYSTEM_CPU_NANOCORES + want_pod;
+        assert_eq!(pods[0].cumulative_cpu(now), want_pod);
+        assert_eq!(node().cumulative_cpu(&pods, now), want_node);
+        let summary = summary(&node(), &pods, now);
+        assert_eq!(summary["node"]["cpu"]["usageCoreNanoSeconds"], want_node);
+        assert_eq!(summary["pods"][0]["cpu"]["usageCoreNanoSeconds"], want_pod);
+        let text = resource_metrics(&node(), &pods, now);
+        assert!(
+            text.contains(&format!(
+                "node_cpu_usage_seconds_total {} ",
+                want_node as f64 / 1e9
+            )),
+            "{text}"
         );
     }
 

@@ -5,6 +5,10 @@
 //! taints they do not tolerate are deleted), the kubelet API those nodes serve and the API
 //! server's proxy to it.
 //!
+//! With `ClusterOptions::metrics_server`, a model of metrics-server scrapes every node's
+//! resource metrics and serves `metrics.k8s.io` (`metrics_server.rs`, `metrics_scraper.rs`,
+//! `metrics_api.rs`).
+//!
 //! The loop follows the store's change history like a watch, so each change is looked at once.
 //! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
 
@@ -12,6 +16,8 @@ pub mod controllers;
 pub mod kubelet;
 pub mod kubelet_api;
 pub mod kubelet_stats;
+pub mod metrics_api;
+pub mod metrics_scraper;
 pub mod metrics_server;
 pub mod node_lifecycle;
 pub mod node_proxy;
@@ -48,12 +54,21 @@ pub struct Simulator {
     clock_offset_ms: std::sync::atomic::AtomicI64,
     /// The taint-eviction controller's pods waiting out their `tolerationSeconds`.
     taint_evictions: taint_eviction::Scheduled,
+    /// What the metrics-server model keeps of its last two scrapes.
+    metrics: std::sync::Mutex<metrics_server::Storage>,
 }
 
 impl Simulator {
     /// A simulator for the cluster, with no nodes yet.
     pub fn new(state: Arc<ClusterState>) -> Simulator {
+        let resolution = state
+            .options
+            .metrics_server
+            .as_ref()
+            .map(|m| m.metric_resolution)
+            .unwrap_or_default();
         Simulator {
+            metrics: std::sync::Mutex::new(metrics_server::Storage::new(resolution)),
             state,
             kubelet: KubeletState::default(),
             kubelet_clients: Default::default(),
@@ -68,6 +83,11 @@ impl Simulator {
         let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
         self.clock_offset_ms
             .fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The metrics-server model's stored scrapes.
+    pub fn metrics_storage(&self) -> std::sync::MutexGuard<'_, metrics_server::Storage> {
+        self.metrics.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The workload controllers' "now": the wall clock plus what [`Simulator::advance_clock`]

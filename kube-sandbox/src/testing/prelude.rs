@@ -10,4 +10,7 @@
 
 pub use super::sandboxes::{Sandboxes, create_namespace, ensure_namespace, install_crds};
 pub use super::wait::{eventually, eventually_every, eventually_some};
-pub use crate::{Cluster, ClusterOptions, FaultAction, FaultRule, ServeOptions, Served, SimNode};
+pub use crate::{
+    Cluster, ClusterOptions, FaultAction, FaultRule, MetricsServerOptions, ServeOptions, Served,
+    SimNode,
+};
