@@ -145,6 +145,9 @@ pub struct ApiserverArgs {
     #[arg(long, env = "KAIRSHIP_CONSOLE_SESSION_KEY_ROTATION", default_value = "24h", value_parser = parse_duration)]
     console_session_key_rotation: Duration,
 
+    #[command(flatten)]
+    oidc: crate::oidc_flags::OidcArgs,
+
     /// Address of the `/metrics` endpoint.
     #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
     metrics_addr: SocketAddr,
@@ -224,9 +227,10 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
             ),
             None => None,
         };
-        Ok((tls, authorizer, tokens))
+        let oidc = args.oidc.prepare().map_err(FlagError)?;
+        Ok((tls, authorizer, tokens, oidc))
     });
-    let (tls, static_authorizer, static_tokens) = match prepared {
+    let (tls, static_authorizer, static_tokens, oidc) = match prepared {
         Ok(p) => p,
         Err(err) => {
             eprintln!("error: {err}");
@@ -269,7 +273,12 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
         host_timeout: args.host_timeout,
         instance_client_refresh: args.instance_client_refresh,
         shutdown: shutdown.clone(),
-        authenticator: wiring::authenticator(&host, static_tokens),
+        authenticator: wiring::authenticator(
+            &host,
+            static_tokens,
+            oidc.as_ref().map(|o| o.issuer.clone()),
+        ),
+        oidc,
         authorizer,
         external_url: args.external_url.clone(),
         ca_pem: tls.as_ref().and_then(|(_, ca)| ca.clone()),

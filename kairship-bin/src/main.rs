@@ -2,6 +2,7 @@
 
 mod apiserver;
 mod controller_manager;
+mod oidc_flags;
 #[cfg_attr(not(feature = "sandbox"), path = "sandbox_unavailable.rs")]
 mod sandbox;
 mod wiring;

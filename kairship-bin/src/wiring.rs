@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use kairship_core::access::{Authenticator, Authorizer, WriteIdentity};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
-use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
+use kairship_core::auth::{
+    ChainAuthenticator, OidcIssuer, StaticTokenAuthenticator, TokenReviewAuthenticator,
+};
 use kairship_core::console::session_store::{HostSessionConfig, HostSessionStore};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
@@ -60,6 +62,8 @@ pub struct ApiOptions {
     pub write_identity: WriteIdentity,
     /// Where the console's session keys and sign-outs are kept in the host cluster.
     pub console_sessions: HostSessionConfig,
+    /// Console sign-in through an OpenID Connect issuer.
+    pub oidc: Option<kairship_core::console::oidc::OidcSignIn>,
 }
 
 /// The wired API: the app to serve, and the parts callers still need.
@@ -73,16 +77,26 @@ pub struct Api {
     pub router: Arc<SplitRouter>,
 }
 
-/// Static tokens (when given) tried before TokenReview on the host.
+/// Static tokens (when given), then ID tokens of the OIDC issuer (when given), then
+/// TokenReview on the host.
 pub fn authenticator(
     host: &kube::Client,
     static_tokens: Option<StaticTokenAuthenticator>,
+    oidc: Option<Arc<OidcIssuer>>,
 ) -> Arc<dyn Authenticator> {
     let review: Arc<dyn Authenticator> = Arc::new(TokenReviewAuthenticator::new(host.clone()));
-    match static_tokens {
-        Some(tokens) => Arc::new(ChainAuthenticator::new(vec![Arc::new(tokens), review])),
-        None => review,
+    let mut links: Vec<Arc<dyn Authenticator>> = Vec::new();
+    if let Some(tokens) = static_tokens {
+        links.push(Arc::new(tokens));
     }
+    if let Some(issuer) = oidc {
+        links.push(issuer);
+    }
+    if links.is_empty() {
+        return review;
+    }
+    links.push(review);
+    Arc::new(ChainAuthenticator::new(links))
 }
 
 /// Builds the API from `options`: REST, gRPC, OpenAPI, Swagger UI and the native proxy.
@@ -140,6 +154,7 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
             options.host.clone(),
             options.console_sessions,
         )),
+        oidc: options.oidc,
     });
     let proxy = proxy_routes(
         ProxyState::new(

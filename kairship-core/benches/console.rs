@@ -435,6 +435,7 @@ async fn run() {
         authorizer: Arc::new(AllowAll),
         session_ttl: Duration::from_secs(3600),
         session_store: Arc::new(kairship_core::console::session::LocalSessionStore::new().unwrap()),
+        oidc: None,
     });
     let signed_in = app
         .clone()

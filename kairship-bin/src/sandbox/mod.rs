@@ -448,7 +448,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         "{}://{api_addr}",
         if tls.is_some() { "https" } else { "http" }
     );
-    let authenticator = wiring::authenticator(&hc, Some(users::authenticator(&users)));
+    let authenticator = wiring::authenticator(&hc, Some(users::authenticator(&users)), None);
     let api = wiring::build(ApiOptions {
         host: hc.clone(),
         client_options: ClientOptions::new(user_agent(
@@ -469,6 +469,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
             "default",
             kairship_core::console::session::DEFAULT_SESSION_TTL,
         ),
+        oidc: None,
     })
     .await?;
     users::wait_for_roles(&hc, &users).await?;

@@ -59,9 +59,12 @@ pub enum OidcError {
     /// No key of the issuer's JWKS verifies the signature.
     #[error("ID token signature does not verify with the issuer's keys")]
     Signature,
-    /// A claim check failed.
+    /// A claim check failed, or the issuer refused.
     #[error("ID token refused: {0}")]
     Claim(String),
+    /// The issuer could not be reached or answered nonsense.
+    #[error("OIDC issuer unavailable: {0}")]
+    Unavailable(String),
 }
 
 #[derive(Deserialize)]
@@ -138,12 +141,13 @@ impl Jwk {
 }
 
 /// The claims of `token` once its signature verifies with a key of `jwks` and `iss`, `aud`,
-/// `exp` (at `now`, Unix seconds) and `nonce` match.
+/// `exp` (at `now`, Unix seconds) and, for a sign-in, `nonce` match (a bearer token has no
+/// sign-in to match, as with kube-apiserver).
 pub fn verify_id_token(
     token: &str,
     jwks: &Jwks,
     claims: &OidcClaims,
-    nonce: &str,
+    nonce: Option<&str>,
     now: u64,
 ) -> Result<BTreeMap<String, Value>, OidcError> {
     let mut parts = token.split('.');
@@ -190,12 +194,14 @@ pub fn verify_id_token(
         Some(_) => return Err(claim("expired")),
         None => return Err(claim("no exp")),
     }
-    let sent = body
-        .get("nonce")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !crate::console::session::secrets_equal(sent, nonce) || nonce.is_empty() {
-        return Err(claim("nonce does not match the sign-in"));
+    if let Some(nonce) = nonce {
+        let sent = body
+            .get("nonce")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !crate::console::session::secrets_equal(sent, nonce) || nonce.is_empty() {
+            return Err(claim("nonce does not match the sign-in"));
+        }
     }
     Ok(body)
 }
@@ -346,7 +352,7 @@ mod tests {
         let jwks = Jwks { keys: vec![jwk] };
         let header = json!({"alg": "ES256", "kid": "k1"});
         let good = sign(&pair, header.clone(), good_body());
-        let body = verify_id_token(&good, &jwks, &claims(), "n1", 1000).unwrap();
+        let body = verify_id_token(&good, &jwks, &claims(), Some("n1"), 1000).unwrap();
         let caller = caller_from_claims(&body, &claims()).unwrap();
         assert_eq!(caller.user, "alice@example.com");
         assert_eq!(caller.groups, ["oidc:devs", "oidc:ops"]);
@@ -397,7 +403,7 @@ mod tests {
             ("tampered", String::from_utf8(tampered).unwrap(), "n1", ""),
             ("two parts", "a.b".into(), "n1", "malformed"),
         ] {
-            let err = verify_id_token(&token, &jwks, &claims(), nonce, 1000).unwrap_err();
+            let err = verify_id_token(&token, &jwks, &claims(), Some(nonce), 1000).unwrap_err();
             assert!(
                 err.to_string().to_lowercase().contains(want),
                 "{name}: {err}"

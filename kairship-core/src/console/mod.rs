@@ -6,7 +6,8 @@
 //! is asked only to decide which write controls to show (a viewer sees none); the service
 //! still checks every call.
 //!
-//! Sign-in takes a bearer token the API accepts and seals it, with a session id and a CSRF
+//! Sign-in takes a bearer token the API accepts (pasted, or an ID token from an OpenID
+//! Connect issuer, [`oidc`]) and seals it, with a session id and a CSRF
 //! token, into an encrypted cookie any replica can open ([`session`]; keys and sign-outs in
 //! the host cluster, [`session_store`]); every POST carries the session's CSRF token.
 //!
@@ -20,6 +21,7 @@ pub mod form;
 pub mod html;
 pub mod instances;
 pub mod members;
+pub mod oidc;
 pub mod page;
 pub mod request;
 pub mod session;
@@ -53,6 +55,8 @@ pub struct ConsoleParts {
     pub session_ttl: Duration,
     /// The session keys and the sign-outs, shared by every replica.
     pub session_store: Arc<dyn SessionStore>,
+    /// Sign-in through an OpenID Connect issuer, besides pasting a token.
+    pub oidc: Option<crate::auth::OidcSignIn>,
 }
 
 impl std::fmt::Debug for ConsoleParts {
@@ -70,9 +74,11 @@ pub fn routes(parts: ConsoleParts) -> Router {
         authenticator: parts.authenticator,
         authorizer: parts.authorizer,
         sessions: Sessions::new(parts.session_store, parts.session_ttl),
+        oidc: parts.oidc,
     });
     Router::new()
         .merge(shell::routes())
+        .merge(oidc::routes())
         .merge(instances::routes())
         .merge(instances::forms::routes())
         .merge(members::routes())

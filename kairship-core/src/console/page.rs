@@ -76,14 +76,18 @@ pub fn notice_box(h: &mut Html, text: &str) {
     h.el("div", &[("class", "notice"), ("role", "status")], text);
 }
 
-/// The sign-in page.
-pub fn signin_page(error: Option<&str>) -> String {
+/// The sign-in page, with the OpenID Connect button when an issuer is configured.
+pub fn signin_page(error: Option<&str>, oidc: bool) -> String {
     let mut h = Html::new();
-    h.raw("<section class=\"card narrow\"><h1>Sign in</h1>")
-        .raw("<p>Paste a bearer token the Kairship API accepts (a ServiceAccount token, an OIDC token, or one from the static token file). It is kept on the server; the browser only holds a session cookie.</p>");
+    h.raw("<section class=\"card narrow\"><h1>Sign in</h1>");
     if let Some(e) = error {
         h.el("div", &[("class", "error"), ("role", "alert")], e);
     }
+    if oidc {
+        h.raw("<p><a id=\"oidc-signin\" class=\"button\" href=\"/ui/oidc/signin\">Sign in with your identity provider</a></p>")
+            .raw("<p>Or paste a token:</p>");
+    }
+    h.raw("<p>Paste a bearer token the Kairship API accepts (a ServiceAccount token, an OIDC token, or one from the static token file). It is kept on the server; the browser only holds a session cookie.</p>");
     h.raw("<form method=\"post\" action=\"/ui/signin\">")
         .raw("<label>Token <textarea id=\"token\" name=\"token\" rows=\"4\" required autocomplete=\"off\" spellcheck=\"false\"></textarea></label>")
         .raw("<button id=\"signin\" type=\"submit\">Sign in</button></form></section>");

@@ -17,6 +17,7 @@ pub(in crate::console) struct Console {
     pub(in crate::console) authenticator: Arc<dyn Authenticator>,
     pub(in crate::console) authorizer: Arc<dyn Authorizer>,
     pub(in crate::console) sessions: Sessions,
+    pub(in crate::console) oidc: Option<crate::auth::OidcSignIn>,
 }
 
 pub(in crate::console) type Shared = Arc<Console>;

@@ -151,17 +151,40 @@ impl KeyRing {
 
     /// The cookie value sealing `session` with the newest key: `<key id>.<nonce|ciphertext>`.
     pub fn seal(&self, session: &Session, rng: &SystemRandom) -> Result<String, SessionError> {
+        self.seal_value(
+            &Sealed {
+                sid: session.id.clone(),
+                token: session.token.expose().to_owned(),
+                csrf: session.csrf.clone(),
+                exp: session.expires,
+            },
+            rng,
+        )
+    }
+
+    /// The session sealed in `cookie`, if a key of the ring opens it and it has not expired
+    /// at `now`. Anything else (tampered, foreign, expired) is `None`.
+    pub fn open(&self, cookie: &str, now: u64) -> Option<Session> {
+        let s: Sealed = self.open_value(cookie)?;
+        (s.exp > now).then(|| Session {
+            id: s.sid,
+            token: BearerToken::new(s.token),
+            csrf: s.csrf,
+            expires: s.exp,
+        })
+    }
+
+    /// `value` as JSON sealed with the newest key: `<key id>.<nonce|ciphertext>`.
+    pub fn seal_value<T: Serialize>(
+        &self,
+        value: &T,
+        rng: &SystemRandom,
+    ) -> Result<String, SessionError> {
         let key = self.keys.first().ok_or(SessionError::NoKey)?;
         let aead = key.aead().ok_or(SessionError::NoKey)?;
         let mut nonce = [0u8; NONCE_LEN];
         rng.fill(&mut nonce).map_err(|_| SessionError::Random)?;
-        let mut data = serde_json::to_vec(&Sealed {
-            sid: session.id.clone(),
-            token: session.token.expose().to_owned(),
-            csrf: session.csrf.clone(),
-            exp: session.expires,
-        })
-        .map_err(|_| SessionError::NoKey)?;
+        let mut data = serde_json::to_vec(value).map_err(|_| SessionError::NoKey)?;
         aead.seal_in_place_append_tag(
             Nonce::assume_unique_for_key(nonce),
             Aad::from(key.id.as_bytes()),
@@ -173,29 +196,21 @@ impl KeyRing {
         Ok(format!("{}.{}", key.id, URL_SAFE_NO_PAD.encode(out)))
     }
 
-    /// The session sealed in `cookie`, if a key of the ring opens it and it has not expired
-    /// at `now`. Anything else (tampered, foreign, expired) is `None`.
-    pub fn open(&self, cookie: &str, now: u64) -> Option<Session> {
+    /// What [`KeyRing::seal_value`] sealed in `cookie`, if a key of the ring opens it.
+    pub fn open_value<T: serde::de::DeserializeOwned>(&self, cookie: &str) -> Option<T> {
         let (id, sealed) = cookie.split_once('.')?;
         let key = self.keys.iter().find(|k| k.id == id)?;
         let mut data = URL_SAFE_NO_PAD.decode(sealed).ok()?;
         if data.len() < NONCE_LEN {
             return None;
         }
-        let rest = data.split_off(NONCE_LEN);
+        let mut rest = data.split_off(NONCE_LEN);
         let nonce = Nonce::try_assume_unique_for_key(&data).ok()?;
-        let mut rest = rest;
         let plain = key
             .aead()?
             .open_in_place(nonce, Aad::from(key.id.as_bytes()), &mut rest)
             .ok()?;
-        let s: Sealed = serde_json::from_slice(plain).ok()?;
-        (s.exp > now).then(|| Session {
-            id: s.sid,
-            token: BearerToken::new(s.token),
-            csrf: s.csrf,
-            expires: s.exp,
-        })
+        serde_json::from_slice(plain).ok()
     }
 }
 
@@ -330,14 +345,43 @@ impl Sessions {
 
     /// A new session for `token`: its cookie value and the session.
     pub async fn create(&self, token: BearerToken) -> Result<(String, Session), SessionError> {
+        self.create_until(token, u64::MAX).await
+    }
+
+    /// A new session for `token` that ends at `not_after` (Unix seconds) if that comes before
+    /// the usual lifetime: a session signed in with an ID token ends when the token does.
+    pub async fn create_until(
+        &self,
+        token: BearerToken,
+        not_after: u64,
+    ) -> Result<(String, Session), SessionError> {
         let session = Session {
             id: random_hex(&self.rng)?,
             token,
             csrf: random_hex(&self.rng)?,
-            expires: unix_now() + self.ttl.as_secs(),
+            expires: not_after.min(unix_now() + self.ttl.as_secs()),
         };
         let cookie = self.store.keys(false).await?.seal(&session, &self.rng)?;
         Ok((cookie, session))
+    }
+
+    /// `value` sealed with the session keys (a sign-in in progress), for a cookie of its own.
+    pub async fn seal_value<T: Serialize>(&self, value: &T) -> Result<String, SessionError> {
+        self.store.keys(false).await?.seal_value(value, &self.rng)
+    }
+
+    /// What [`Sessions::seal_value`] sealed, read with the keys any replica holds.
+    pub async fn open_value<T: serde::de::DeserializeOwned>(
+        &self,
+        cookie: &str,
+    ) -> Result<Option<T>, SessionError> {
+        let mut ring = self.store.keys(false).await?;
+        if let Some(id) = cookie_key_id(cookie)
+            && !ring.has(id)
+        {
+            ring = self.store.keys(true).await?;
+        }
+        Ok(ring.open_value(cookie))
     }
 
     /// The live session `cookie` holds: `Ok(None)` when it does not open, expired or was

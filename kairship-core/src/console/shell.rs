@@ -55,8 +55,11 @@ pub(in crate::console) async fn root(headers: HeaderMap) -> Response {
     see_other(&headers, "/ui/instances")
 }
 
-pub(in crate::console) async fn signin_form() -> Response {
-    html(StatusCode::OK, crate::console::page::signin_page(None))
+pub(in crate::console) async fn signin_form(State(console): State<Shared>) -> Response {
+    html(
+        StatusCode::OK,
+        crate::console::page::signin_page(None, console.oidc.is_some()),
+    )
 }
 
 pub(in crate::console) async fn signin(
@@ -73,14 +76,14 @@ pub(in crate::console) async fn signin(
     if token.is_empty() {
         return html(
             StatusCode::BAD_REQUEST,
-            crate::console::page::signin_page(Some("Paste a token.")),
+            crate::console::page::signin_page(Some("Paste a token."), console.oidc.is_some()),
         );
     }
     if let Err(err) = console.authenticator.authenticate(token).await {
         let err = ApiError::from(err);
         return html(
             status_of(&err),
-            crate::console::page::signin_page(Some(&err.message)),
+            crate::console::page::signin_page(Some(&err.message), console.oidc.is_some()),
         );
     }
     let cookie = match console.sessions.create(BearerToken::new(token)).await {
@@ -88,7 +91,7 @@ pub(in crate::console) async fn signin(
         Err(err) => {
             return html(
                 StatusCode::SERVICE_UNAVAILABLE,
-                crate::console::page::signin_page(Some(&err.to_string())),
+                crate::console::page::signin_page(Some(&err.to_string()), console.oidc.is_some()),
             );
         }
     };

@@ -1079,6 +1079,6 @@ mod tests {
         assert!(html.contains("InvalidArgument"));
         assert_no_injection(&error_page(Some(&viewer()), EVIL, &err));
         assert_no_injection(&delete_instance_page(&viewer(), EVIL, Some(&err)));
-        assert_no_injection(&signin_page(Some(EVIL)));
+        assert_no_injection(&signin_page(Some(EVIL), true));
     }
 }
