@@ -118,3 +118,23 @@ fn unprintable_templates_are_reported() {
     let wrong = json!({"spec": {"containers": "nginx"}});
     assert!(dump_for_hash(&wrong).is_err());
 }
+
+#[test]
+fn templates_the_sandbox_defaults_hash_as_kube_stores_them() {
+    // The raw templates through the sandbox's own create-time defaults, then hashed: the same
+    // names kube gives them.
+    for case in kube_cases() {
+        let name = case["case"].as_str().unwrap_or_default();
+        let mut deployment = json!({"metadata": {"name": "d", "uid": "u"},
+            "spec": {"template": case["raw"].clone()}});
+        crate::apiserver::workload_defaults::apply("apps", "deployments", &mut deployment, true);
+        let template = &deployment["spec"]["template"];
+        let printed = dump_for_hash(template).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(printed, case["dump"].as_str().unwrap_or_default(), "{name}");
+        assert_eq!(
+            compute_hash(template, collision_count(&case)).ok().as_deref(),
+            case["hash"].as_str(),
+            "{name}"
+        );
+    }
+}
