@@ -727,16 +727,18 @@ async fn service_account_tokens_are_rs256_and_verify_against_the_published_keys(
 #[tokio::test]
 async fn a_deployment_gets_the_replica_set_name_kube_gives_it() {
     let recorded_sets = recorded("tables/apis_apps_v1_namespaces_refcap_replicasets.json");
-    let recorded_name = recorded_sets["rows"][0]["cells"][0].as_str().unwrap().to_owned();
+    let recorded_name = recorded_sets["rows"][0]["cells"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(recorded_name, "web-7887448d46");
     let recorded_pods = recorded("tables/api_v1_namespaces_refcap_pods.json");
-    assert!(
-        recorded_pods["rows"]
-            .as_array()
+    assert!(recorded_pods["rows"].as_array().unwrap().iter().any(|r| {
+        r["cells"][0]
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|r| r["cells"][0].as_str().unwrap().starts_with("web-7887448d46-"))
-    );
+            .starts_with("web-7887448d46-")
+    }));
     let cluster = Cluster::with_options(
         "member",
         ClusterOptions {
@@ -776,8 +778,7 @@ async fn a_deployment_gets_the_replica_set_name_kube_gives_it() {
     .await;
     let (_, set) = get(&c, &set_path).await;
     assert_eq!(
-        set["metadata"]["labels"]["pod-template-hash"],
-        "7887448d46",
+        set["metadata"]["labels"]["pod-template-hash"], "7887448d46",
         "{set}"
     );
     assert_eq!(

@@ -34,7 +34,11 @@ fn default_pull_policy(image: &str) -> &'static str {
         None if digest => "",
         None => "latest",
     };
-    if tag == "latest" { "Always" } else { "IfNotPresent" }
+    if tag == "latest" {
+        "Always"
+    } else {
+        "IfNotPresent"
+    }
 }
 
 /// `SetDefaults_ObjectFieldSelector` of the `fieldRef` in `map`, if any.

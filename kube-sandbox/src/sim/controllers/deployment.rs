@@ -10,9 +10,7 @@ use super::objects::{
     name_of, namespace_of, owned_by, rfc3339, set_condition, str_at, uid_of,
 };
 use super::pod_template_hash::template_hash;
-use super::rollout::{
-    available_scale_down, fenceposts, new_rs_replicas, old_scale_down_budget,
-};
+use super::rollout::{available_scale_down, fenceposts, new_rs_replicas, old_scale_down_budget};
 use crate::apiserver::error::ApiError;
 use serde_json::{Map, Value, json};
 

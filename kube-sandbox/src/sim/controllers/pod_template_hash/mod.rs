@@ -139,7 +139,12 @@ impl<'t> Printer<'t> {
     /// go-spew's `format` of a value of Go type `name`; `show_type` is the negation of its
     /// `ignoreNextType` (types are printed except for slice elements, map entries and a
     /// pointer's target).
-    fn value(&mut self, name: &str, value: Option<&Value>, show_type: bool) -> Result<(), Unprintable> {
+    fn value(
+        &mut self,
+        name: &str,
+        value: Option<&Value>,
+        show_type: bool,
+    ) -> Result<(), Unprintable> {
         let ty = self.ty(name)?;
         if ty.kind == "ptr" {
             let elem = ty.elem.as_deref().unwrap_or_default();
@@ -235,7 +240,12 @@ impl<'t> Printer<'t> {
                     }
                     self.out.push_str(key);
                     self.out.push(':');
-                    self.value(elem, map.get(key), false)?;
+                    if name == "v1.ResourceList" {
+                        // `SetDefaults_ResourceList` rounds every entry up to milli-units.
+                        self.quantity(map.get(key), true)?;
+                    } else {
+                        self.value(elem, map.get(key), false)?;
+                    }
                 }
                 self.out.push(']');
             }
@@ -302,22 +312,38 @@ impl<'t> Printer<'t> {
                 ));
                 Ok(())
             }
-            "resource.Quantity" => {
-                let text = match value {
-                    // A zero Quantity travels as "0" in protobuf.
-                    None | Some(Value::Null) => "0".to_string(),
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Number(n)) => n.to_string(),
-                    Some(v) => return Err(Unprintable(format!("quantity {v}"))),
-                };
-                let parsed = Quantity::parse(&text)
-                    .map_err(|e| Unprintable(format!("quantity {text:?}: {e}")))?;
-                let decoded = DecodedQuantity::parse_canonical(&parsed.to_canonical_string())?;
-                self.out.push_str(&decoded.printed());
-                Ok(())
-            }
+            "resource.Quantity" => self.quantity(value, false),
             other => Err(Unprintable(format!("opaque Go type {other}"))),
         }
+    }
+}
+
+impl Printer<'_> {
+    /// A quantity's struct (without its type), as the controller decodes the canonical string
+    /// kube-apiserver stored; `milli` rounds up to milli-units first, as resource lists are.
+    fn quantity(&mut self, value: Option<&Value>, milli: bool) -> Result<(), Unprintable> {
+        let text = match value {
+            // A zero Quantity travels as "0" in protobuf.
+            None | Some(Value::Null) => "0".to_string(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(v) => return Err(Unprintable(format!("quantity {v}"))),
+        };
+        let mut parsed =
+            Quantity::parse(&text).map_err(|e| Unprintable(format!("quantity {text:?}: {e}")))?;
+        if milli {
+            const NANOS_PER_MILLI: i128 = 1_000_000;
+            let nanos = parsed.nano_value();
+            let millis = nanos / NANOS_PER_MILLI
+                + match nanos % NANOS_PER_MILLI {
+                    0 => 0,
+                    r => r.signum(),
+                };
+            parsed = Quantity::from_nanos(millis * NANOS_PER_MILLI, parsed.format());
+        }
+        let decoded = DecodedQuantity::parse_canonical(&parsed.to_canonical_string())?;
+        self.out.push_str(&decoded.printed());
+        Ok(())
     }
 }
 

@@ -62,7 +62,10 @@ fn the_recorded_names() {
         compute_hash(&case["defaulted"], collision_count(case)).ok()
     };
     assert_eq!(hash_of("web:").as_deref(), Some("7887448d46"));
-    assert_eq!(hash_of("shop on the real member").as_deref(), Some("57f5b57465"));
+    assert_eq!(
+        hash_of("shop on the real member").as_deref(),
+        Some("57f5b57465")
+    );
 }
 
 #[test]
@@ -132,7 +135,9 @@ fn templates_the_sandbox_defaults_hash_as_kube_stores_them() {
         let printed = dump_for_hash(template).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert_eq!(printed, case["dump"].as_str().unwrap_or_default(), "{name}");
         assert_eq!(
-            compute_hash(template, collision_count(&case)).ok().as_deref(),
+            compute_hash(template, collision_count(&case))
+                .ok()
+                .as_deref(),
             case["hash"].as_str(),
             "{name}"
         );
