@@ -9,9 +9,8 @@ use super::objects::{
     Writer, at, by_creation, conditions_of, controller_ref, int_at, is_deleting, is_terminal,
     name_of, namespace_of, owned_by, rfc3339, set_condition, str_at, uid_of,
 };
-use super::rollout::{
-    available_scale_down, fenceposts, new_rs_replicas, old_scale_down_budget, template_hash,
-};
+use super::pod_template_hash::template_hash;
+use super::rollout::{available_scale_down, fenceposts, new_rs_replicas, old_scale_down_budget};
 use crate::apiserver::error::ApiError;
 use serde_json::{Map, Value, json};
 

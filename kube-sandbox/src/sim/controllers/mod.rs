@@ -20,6 +20,7 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod job;
 pub mod objects;
+pub mod pod_template_hash;
 pub mod replicaset;
 pub mod rollout;
 pub mod root_ca;

@@ -1,5 +1,5 @@
 //! The pure arithmetic of rollouts, as kube-controller-manager's deployment utilities compute
-//! it: template hashes, `maxSurge`/`maxUnavailable` resolution and rounding, how far a new
+//! it: hashing helpers, controller revision hashes, `maxSurge`/`maxUnavailable` resolution and rounding, how far a new
 //! ReplicaSet may grow and how many old pods may go.
 
 use serde_json::Value;
@@ -50,20 +50,6 @@ pub fn canonical_json(value: &Value, out: &mut String) {
         }
         other => out.push_str(&other.to_string()),
     }
-}
-
-/// The `pod-template-hash` of a pod template (upstream `controller.ComputeHash`): FNV-32a of the
-/// template, then of the collision count's four little-endian bytes when set, printed in
-/// decimal and safe-encoded. Upstream hashes Go's printed form of the template struct; this
-/// hashes its canonical JSON, so values differ from a real cluster's but are as stable.
-pub fn template_hash(template: &Value, collision_count: Option<u32>) -> String {
-    let mut text = String::new();
-    canonical_json(template, &mut text);
-    let mut bytes = text.into_bytes();
-    if let Some(count) = collision_count {
-        bytes.extend_from_slice(&count.to_le_bytes());
-    }
-    safe_encode(&fnv32a(&bytes).to_string())
 }
 
 /// 32-bit FNV-1 (Go's `fnv.New32`, which `HashControllerRevision` uses; not FNV-1a).
@@ -249,19 +235,6 @@ mod tests {
         assert_eq!(fnv32a(b""), 0x811c9dc5);
         assert_eq!(fnv32a(b"a"), 0xe40c292c);
         assert_eq!(fnv32a(b"foobar"), 0xbf9cf968);
-    }
-
-    #[test]
-    fn hashes_are_stable_and_safe() {
-        let a = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-        let b = json!({"spec": {"containers": [{"image": "nginx", "name": "c"}]}, "metadata": {"labels": {"app": "x"}}});
-        let h = template_hash(&a, None);
-        assert_eq!(h, template_hash(&b, None));
-        assert!(!h.is_empty() && h.len() <= 10);
-        assert!(h.bytes().all(|c| SAFE_ALPHABET.contains(&c)));
-        assert_ne!(h, template_hash(&a, Some(1)));
-        let c = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "nginx:2"}]}});
-        assert_ne!(h, template_hash(&c, None));
     }
 
     #[test]
