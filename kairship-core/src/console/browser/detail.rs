@@ -250,13 +250,11 @@ pub(in crate::console) async fn load_detail(
 
 async fn respond(
     console: &crate::console::request::Console,
-    headers: &HeaderMap,
     path: &ObjectPath,
     query: &NamespaceQuery,
     reveal: bool,
     signed: crate::console::request::SignedIn,
 ) -> Response {
-    let _ = headers;
     let object = match get_object(
         console.api.as_ref(),
         &signed.caller,
@@ -291,7 +289,7 @@ pub(in crate::console) async fn detail(
         Ok(s) => s,
         Err(r) => return r,
     };
-    respond(&console, &headers, &path, &query, false, signed).await
+    respond(&console, &path, &query, false, signed).await
 }
 
 /// `POST …/secrets/{name}/reveal[?ns=]`: the Secret's page with its values, for this one
@@ -314,7 +312,7 @@ pub(in crate::console) async fn reveal(
             crate::console::page::error_page(Some(&signed.viewer()), &path.name, &err),
         );
     }
-    respond(&console, &headers, &path, &query, true, signed).await
+    respond(&console, &path, &query, true, signed).await
 }
 
 fn owners_section(h: &mut Html, instance: &str, object: &Value) {

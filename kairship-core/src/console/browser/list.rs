@@ -149,11 +149,10 @@ pub(in crate::console) async fn index(
             },
         )
         .await;
-    // An instance that cannot be read at all is an error page; CRDs a caller may not list
-    // leave the built-in resources.
+    // Every API server serves CRDs, so NotFound means no such instance: an error page. Any
+    // other refusal (CRDs the caller may not list) leaves the built-in resources shown.
     if let Err(err) = &crds
         && err.code == crate::api::Code::NotFound
-        && err.message.contains("instance")
     {
         return html(
             status_of(err),
