@@ -183,7 +183,7 @@ async fn resource_browser_in_chromium() {
         .await
         .unwrap();
     assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
-    // Search by name and a good selector.
+    // Search by name and a good selector, in the namespace and in a list of namespaces.
     browser
         .goto(&format!(
             "{base}{UI}/core/v1/configmaps?ns=demo&q=Settings&selector=!nope"
@@ -196,6 +196,18 @@ async fn resource_browser_in_chromium() {
         )
         .await;
     assert_eq!(rows, json!(["settings", "settings-part"]));
+    browser
+        .goto(&format!(
+            "{base}{UI}/core/v1/configmaps?ns=default,demo&q=Settings&sort=name&dir=desc"
+        ))
+        .await;
+    let rows = browser
+        .script(
+            "return [...document.querySelectorAll('#objects tr[data-name]')].map(r => r.dataset.name);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(rows, json!(["settings-part", "settings"]));
 
     // An object's page: the policy's YAML.
     browser
@@ -431,6 +443,10 @@ async fn resource_browser_in_chromium() {
     let (status, page) = post_form(&http, &reveal, &cookie, "").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(!page.contains(SECRET_VALUE));
+    let (rest_status, _) = rest_get(&http, &base, &viewer, "core/v1/secrets/db-credentials").await;
+    let (status, page) = post_form(&http, &reveal, &cookie, &format!("_csrf={csrf}")).await;
+    assert_eq!(status, rest_status, "reveal answers as the REST read does");
+    assert_eq!(page.contains(SECRET_VALUE), rest_status == StatusCode::OK);
     let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/web-config").await;
     assert_eq!(held["data"]["greeting"], "hello from Kairship");
     browser.assert_same_origin(&base).await;

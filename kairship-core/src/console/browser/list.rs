@@ -322,8 +322,22 @@ impl BrowseQuery {
             sort_dir: (self.dir == "desc").then_some(SortDir::Desc),
             name: text(&self.q),
             label_selector: text(&self.selector),
+            namespaces: self.namespace_list(),
             ..ListOptions::default()
         }
+    }
+
+    /// The one namespace to list in (the REST list's path namespace), unless `ns` names
+    /// several.
+    pub fn namespace(&self) -> Option<String> {
+        let ns = self.ns.trim();
+        (!ns.is_empty() && !ns.contains(',')).then(|| ns.to_owned())
+    }
+
+    /// Several namespaces (`a,b`: the REST list's `namespaces` option).
+    pub fn namespace_list(&self) -> Option<String> {
+        let ns = self.ns.trim();
+        ns.contains(',').then(|| ns.replace(' ', ""))
     }
 
     /// The query string of `page` of this query.
@@ -359,7 +373,7 @@ pub(in crate::console) async fn list(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let namespace = Some(query.ns.trim().to_owned()).filter(|ns| !ns.is_empty());
+    let namespace = query.namespace();
     let listed = console
         .api
         .list_objects(
@@ -608,7 +622,7 @@ pub fn list_page(
         .raw("\" placeholder=\"app=web,tier!=db\"></label>")
         .raw("<label>Namespace <input type=\"text\" id=\"ns\" name=\"ns\" value=\"")
         .text(&query.ns)
-        .raw("\" placeholder=\"all\"></label>");
+        .raw("\" placeholder=\"all (or a,b)\"></label>");
     sort_options(&mut h, query);
     h.raw("<button id=\"apply-filter\" type=\"submit\">Show</button></form>");
     let list = match listed {
@@ -764,6 +778,16 @@ mod tests {
             q.to_query(2),
             "q=%20web%20&selector=app%20in%20%28web%29&ns=demo&sort=creationTimestamp&dir=desc&size=10000&page=2"
         );
+        assert_eq!(
+            (q.namespace().as_deref(), o.namespaces),
+            (Some("demo"), None)
+        );
+        let several = BrowseQuery {
+            ns: "demo, prod".into(),
+            ..BrowseQuery::default()
+        };
+        assert_eq!(several.namespace(), None);
+        assert_eq!(several.options().namespaces.as_deref(), Some("demo,prod"));
         let empty = BrowseQuery::default().options();
         assert_eq!(
             (empty.name, empty.label_selector, empty.sort_by),
