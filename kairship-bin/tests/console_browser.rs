@@ -155,6 +155,18 @@ async fn resource_browser_in_chromium() {
         assert!(groups.contains(group), "{group} missing: {groups}");
     }
     browser.screenshot(&shots, "browser-index").await;
+    // Any resource the instance serves opens by group, version and plural.
+    browser.type_into("#open input[name=group]", "core").await;
+    browser.type_into("#open input[name=version]", "v1").await;
+    browser
+        .type_into("#open input[name=resource]", "ServiceAccounts")
+        .await;
+    browser.click("#open button").await;
+    browser
+        .wait_url("/ui/instances/karmada-a/resources/core/v1/serviceaccounts")
+        .await;
+    browser.find("#objects").await;
+    browser.goto(&format!("{base}{UI}")).await;
     browser
         .click("tr[data-resource=propagationpolicies] a")
         .await;
