@@ -650,7 +650,12 @@ pub fn list_page(
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let href = resource.object_url(Some(namespace), name, "");
+        // The list's own URL is reused: only the name and namespace are encoded per row.
+        let mut href = format!("{base}/{}", url_segment(name));
+        if !namespace.is_empty() {
+            href.push_str("?ns=");
+            href.push_str(&url_segment(namespace));
+        }
         h.open("tr", &[("data-name", name), ("data-namespace", namespace)])
             .open("td", &[])
             .el("a", &[("href", &href), ("class", "object")], name)
