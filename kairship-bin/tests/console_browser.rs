@@ -267,6 +267,37 @@ async fn resource_browser_in_chromium() {
         .await;
     let events = browser.text("#events").await;
     assert!(events.contains("SettingsReviewed"), "{events}");
+    // A cluster-scoped owner (the namespace) is reached from a namespaced object too.
+    let namespace: Value = http
+        .get(format!(
+            "{base}{P}/instances/karmada-a/resources/core/v1/namespaces/demo"
+        ))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let made = http
+        .post(format!("{rest}/core/v1/configmaps"))
+        .bearer_auth(&admin)
+        .json(
+            &json!({"metadata": {"name": "namespace-part", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "Namespace", "name": "demo",
+            "uid": namespace["metadata"]["uid"]}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+    browser
+        .goto(&format!(
+            "{base}{UI}/core/v1/configmaps/namespace-part?ns=demo"
+        ))
+        .await;
+    browser.click("#owners a").await;
+    browser.wait_text("h1", |t| t == "Namespace demo").await;
 
     // A Secret: keys and sizes, the value in no page until revealed.
     browser

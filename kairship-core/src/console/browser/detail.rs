@@ -248,6 +248,18 @@ pub(in crate::console) async fn load_detail(
     }
 }
 
+/// Whether the API refused a namespace because the resource is cluster-scoped (its
+/// `BadRequest` detail names the field `namespace`).
+pub fn refused_as_cluster_scoped(err: &ApiError) -> bool {
+    err.code == Code::InvalidArgument
+        && err.message.contains("cluster-scoped")
+        && err.details.iter().any(|d| {
+            d.get("fieldViolations")
+                .and_then(Value::as_array)
+                .is_some_and(|v| v.iter().any(|f| f["field"] == "namespace"))
+        })
+}
+
 async fn respond(
     console: &crate::console::request::Console,
     path: &ObjectPath,
@@ -255,14 +267,18 @@ async fn respond(
     reveal: bool,
     signed: crate::console::request::SignedIn,
 ) -> Response {
-    let object = match get_object(
-        console.api.as_ref(),
-        &signed.caller,
-        path,
-        query.namespace(),
-    )
-    .await
+    let api = console.api.as_ref();
+    let mut got = get_object(api, &signed.caller, path, query.namespace()).await;
+    // An owner reference names no scope: a namespaced object's link to a cluster-scoped
+    // owner carries the object's namespace, which the API refuses; the owner is read
+    // without it.
+    if let Err(err) = &got
+        && query.namespace().is_some()
+        && refused_as_cluster_scoped(err)
     {
+        got = get_object(api, &signed.caller, path, None).await;
+    }
+    let object = match got {
         Ok(o) => o,
         Err(err) => {
             return html(
@@ -635,6 +651,19 @@ mod tests {
         }
         assert_eq!(group_version("apps/v1"), ("apps", "v1"));
         assert_eq!(group_version("v1"), ("core", "v1"));
+    }
+
+    #[test]
+    fn cluster_scoped_refusals_are_told_apart() {
+        let scoped = ApiError::invalid_field(
+            "namespace",
+            "namespaces are cluster-scoped; \"demo\" cannot hold them",
+        );
+        assert!(refused_as_cluster_scoped(&scoped));
+        let other = ApiError::invalid_field("namespace", "not a valid name");
+        assert!(!refused_as_cluster_scoped(&other));
+        let unrelated = ApiError::not_found("configmaps \"x\" not found (cluster-scoped)");
+        assert!(!refused_as_cluster_scoped(&unrelated));
     }
 
     #[test]
