@@ -17,6 +17,7 @@
 //! sign-out and the assets.
 
 pub mod applications;
+pub mod browser;
 pub mod form;
 pub mod html;
 pub mod instances;
@@ -84,6 +85,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(members::routes())
         .merge(workloads::routes())
         .merge(applications::routes())
+        .merge(browser::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

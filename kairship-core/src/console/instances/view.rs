@@ -543,6 +543,11 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
         &[("href", &format!("{base}/members")), ("id", "members")],
         "Member clusters",
     );
+    h.raw(" ").el(
+        "a",
+        &[("href", &format!("{base}/resources")), ("id", "resources")],
+        "Resources",
+    );
     namespace_form(&mut h, &base, o);
     h.append(live);
     page(name, Some(viewer), h)

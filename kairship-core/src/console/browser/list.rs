@@ -1,0 +1,906 @@
+//! The browser's index (the instance's resources by group) and a resource's list page: search
+//! by fuzzy name, label selector, namespace, sort and paging, with the REST list's semantics
+//! (the same [`ListOptions`]), and typed columns where people expect them.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use base64::Engine as _;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::ResourcePath;
+use crate::api::{
+    ApiError, CORE_GROUP, ListObjectsRequest, ListOptions, ObjectList, SortBy, SortDir,
+};
+use crate::console::html::{Html, url_segment};
+use crate::console::instances::view::{option, policy_places, policy_selects};
+use crate::console::page::{Viewer, error_box, page};
+use crate::console::request::{Shared, html, see_other, signed_in, status_of};
+
+/// Objects per list page unless `size` says otherwise.
+pub const DEFAULT_PAGE_SIZE: u32 = 50;
+
+/// The largest page a list shows.
+pub const MAX_PAGE_SIZE: u32 = 500;
+
+/// A resource the index offers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// API group (`core` for the core group).
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Kind.
+    pub kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// The built-in resources every Karmada apiserver serves and people browse, as
+/// `(group, version, plural, kind, namespaced)`; custom resources come from the instance's
+/// CustomResourceDefinitions.
+pub const BUILT_IN: &[(&str, &str, &str, &str, bool)] = &[
+    ("core", "v1", "configmaps", "ConfigMap", true),
+    ("core", "v1", "events", "Event", true),
+    ("core", "v1", "namespaces", "Namespace", false),
+    (
+        "core",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        true,
+    ),
+    ("core", "v1", "secrets", "Secret", true),
+    ("core", "v1", "serviceaccounts", "ServiceAccount", true),
+    ("core", "v1", "services", "Service", true),
+    ("apps", "v1", "daemonsets", "DaemonSet", true),
+    ("apps", "v1", "deployments", "Deployment", true),
+    ("apps", "v1", "statefulsets", "StatefulSet", true),
+    ("batch", "v1", "cronjobs", "CronJob", true),
+    ("batch", "v1", "jobs", "Job", true),
+    ("networking.k8s.io", "v1", "ingresses", "Ingress", true),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        false,
+    ),
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", true),
+    (
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        false,
+    ),
+];
+
+/// The resource a CustomResourceDefinition defines, at its storage version (else its first
+/// served one); `None` for a definition without a served version.
+pub fn crd_entry(crd: &Value) -> Option<IndexEntry> {
+    let spec = crd.get("spec")?;
+    let versions = spec.get("versions")?.as_array()?;
+    let served = |v: &&Value| v.get("served").and_then(Value::as_bool) == Some(true);
+    let version = versions
+        .iter()
+        .filter(served)
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .or_else(|| versions.iter().find(served))?
+        .get("name")?
+        .as_str()?;
+    Some(IndexEntry {
+        group: spec.get("group")?.as_str()?.to_owned(),
+        version: version.to_owned(),
+        resource: spec.pointer("/names/plural")?.as_str()?.to_owned(),
+        kind: spec.pointer("/names/kind")?.as_str()?.to_owned(),
+        namespaced: spec.get("scope").and_then(Value::as_str) != Some("Cluster"),
+    })
+}
+
+/// The index's entries by group: the built-in ones and those of `crds`, sorted.
+pub fn index_groups(crds: &[Value]) -> BTreeMap<String, Vec<IndexEntry>> {
+    let mut groups: BTreeMap<String, Vec<IndexEntry>> = BTreeMap::new();
+    let built_in = BUILT_IN.iter().map(|(g, v, r, k, n)| IndexEntry {
+        group: (*g).to_owned(),
+        version: (*v).to_owned(),
+        resource: (*r).to_owned(),
+        kind: (*k).to_owned(),
+        namespaced: *n,
+    });
+    for entry in built_in.chain(crds.iter().filter_map(crd_entry)) {
+        let list = groups.entry(entry.group.clone()).or_default();
+        if !list.iter().any(|e| e.resource == entry.resource) {
+            list.push(entry);
+        }
+    }
+    for list in groups.values_mut() {
+        list.sort_by(|a, b| a.kind.cmp(&b.kind));
+    }
+    groups
+}
+
+/// `GET /ui/instances/{i}/resources`: the index.
+pub(in crate::console) async fn index(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+    Path(instance): Path<String>,
+) -> Response {
+    let signed = match signed_in(&console, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let crds = console
+        .api
+        .list_objects(
+            &signed.caller,
+            ListObjectsRequest {
+                instance: instance.clone(),
+                group: "apiextensions.k8s.io".to_owned(),
+                version: "v1".to_owned(),
+                resource: "customresourcedefinitions".to_owned(),
+                namespace: None,
+                options: ListOptions::default(),
+            },
+        )
+        .await;
+    // Every API server serves CRDs, so NotFound means no such instance: an error page. Any
+    // other refusal (CRDs the caller may not list) leaves the built-in resources shown.
+    if let Err(err) = &crds
+        && err.code == crate::api::Code::NotFound
+    {
+        return html(
+            status_of(err),
+            crate::console::page::error_page(Some(&signed.viewer()), &instance, err),
+        );
+    }
+    html(
+        StatusCode::OK,
+        index_page(&signed.viewer(), &instance, &crds),
+    )
+}
+
+/// The index page.
+pub fn index_page(
+    viewer: &Viewer<'_>,
+    instance: &str,
+    crds: &Result<ObjectList, ApiError>,
+) -> String {
+    let base = format!("/ui/instances/{}", url_segment(instance));
+    let mut h = Html::new();
+    h.open("p", &[])
+        .el("a", &[("href", &base)], instance)
+        .close("p");
+    h.open("h1", &[])
+        .raw("Resources of ")
+        .text(instance)
+        .close("h1");
+    let empty = Vec::new();
+    let items = match crds {
+        Ok(list) => &list.items,
+        Err(err) => {
+            error_box(&mut h, err);
+            &empty
+        }
+    };
+    let action = format!("{base}/resources/open");
+    h.raw("<p class=\"muted\">Custom resources come from the instance's CustomResourceDefinitions; any other resource it serves opens by group (<code>core</code> for the core group), version and plural.</p>");
+    h.open(
+        "form",
+        &[
+            ("method", "get"),
+            ("action", &action),
+            ("class", "toolbar"),
+            ("id", "open"),
+        ],
+    );
+    h.raw("<label>Group <input type=\"text\" name=\"group\" placeholder=\"core\" required></label>")
+        .raw("<label>Version <input type=\"text\" name=\"version\" placeholder=\"v1\" required></label>")
+        .raw("<label>Plural <input type=\"text\" name=\"resource\" placeholder=\"pods\" required></label>")
+        .raw("<button type=\"submit\">Open</button></form>");
+    h.raw("<section id=\"resource-groups\">");
+    for (group, entries) in index_groups(items) {
+        h.open("h2", &[]).text(&group).close("h2");
+        h.raw("<table class=\"list\"><thead><tr><th>Kind</th><th>Resource</th><th>Version</th><th>Scope</th></tr></thead><tbody>");
+        for e in entries {
+            let href = ResourcePath {
+                instance: instance.to_owned(),
+                group: e.group.clone(),
+                version: e.version.clone(),
+                resource: e.resource.clone(),
+            }
+            .list_url();
+            h.open("tr", &[("data-resource", &e.resource)])
+                .open("td", &[])
+                .el("a", &[("href", &href)], &e.kind)
+                .close("td")
+                .el("td", &[], &e.resource)
+                .el("td", &[], &e.version)
+                .el(
+                    "td",
+                    &[],
+                    if e.namespaced {
+                        "Namespaced"
+                    } else {
+                        "Cluster"
+                    },
+                )
+                .raw("</tr>");
+        }
+        h.raw("</tbody></table>");
+    }
+    h.raw("</section>");
+    page(&format!("Resources of {instance}"), Some(viewer), h)
+}
+
+/// The "open a resource" form's fields.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct OpenQuery {
+    /// API group (`core` for the core group).
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Resource plural.
+    pub resource: String,
+}
+
+/// `GET /ui/instances/{i}/resources/open`: the list page of the resource the form names.
+pub(in crate::console) async fn open(
+    headers: HeaderMap,
+    Path(instance): Path<String>,
+    Query(q): Query<OpenQuery>,
+) -> Response {
+    let resource = ResourcePath {
+        instance,
+        group: Some(q.group.trim())
+            .filter(|g| !g.is_empty())
+            .unwrap_or(CORE_GROUP)
+            .to_owned(),
+        version: q.version.trim().to_owned(),
+        resource: q.resource.trim().to_lowercase(),
+    };
+    if resource.version.is_empty() || resource.resource.is_empty() {
+        let index = format!(
+            "/ui/instances/{}/resources",
+            url_segment(&resource.instance)
+        );
+        return see_other(&headers, &index);
+    }
+    see_other(&headers, &resource.list_url())
+}
+
+/// A list page's query: the REST list's options under short names.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct BrowseQuery {
+    /// Fuzzy name search.
+    pub q: String,
+    /// Label selector.
+    pub selector: String,
+    /// Namespace (empty: all namespaces).
+    pub ns: String,
+    /// `name`, `creationTimestamp` or `namespace`.
+    pub sort: String,
+    /// `asc` or `desc`.
+    pub dir: String,
+    /// 1-based page.
+    pub page: Option<u32>,
+    /// Objects per page.
+    pub size: Option<u32>,
+}
+
+impl BrowseQuery {
+    /// The page asked for (at least 1).
+    pub fn page(&self) -> u32 {
+        self.page.unwrap_or(1).max(1)
+    }
+
+    /// The page size asked for, within 1..=[`MAX_PAGE_SIZE`].
+    pub fn size(&self) -> u32 {
+        self.size
+            .unwrap_or(DEFAULT_PAGE_SIZE)
+            .clamp(1, MAX_PAGE_SIZE)
+    }
+
+    /// The API's list options for this query.
+    pub fn options(&self) -> ListOptions {
+        let text = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
+        ListOptions {
+            page: Some(self.page()),
+            page_size: Some(self.size()),
+            sort_by: match self.sort.as_str() {
+                "creationTimestamp" => Some(SortBy::CreationTimestamp),
+                "namespace" => Some(SortBy::Namespace),
+                _ => None,
+            },
+            sort_dir: (self.dir == "desc").then_some(SortDir::Desc),
+            name: text(&self.q),
+            label_selector: text(&self.selector),
+            namespaces: self.namespace_list(),
+            ..ListOptions::default()
+        }
+    }
+
+    /// The one namespace to list in (the REST list's path namespace), unless `ns` names
+    /// several.
+    pub fn namespace(&self) -> Option<String> {
+        let ns = self.ns.trim();
+        (!ns.is_empty() && !ns.contains(',')).then(|| ns.to_owned())
+    }
+
+    /// Several namespaces (`a,b`: the REST list's `namespaces` option).
+    pub fn namespace_list(&self) -> Option<String> {
+        let ns = self.ns.trim();
+        ns.contains(',').then(|| ns.replace(' ', ""))
+    }
+
+    /// The query string of `page` of this query.
+    pub fn to_query(&self, page: u32) -> String {
+        let mut parts = Vec::new();
+        for (key, value) in [
+            ("q", &self.q),
+            ("selector", &self.selector),
+            ("ns", &self.ns),
+            ("sort", &self.sort),
+            ("dir", &self.dir),
+        ] {
+            if !value.is_empty() {
+                parts.push(format!("{key}={}", url_segment(value)));
+            }
+        }
+        if let Some(size) = self.size {
+            parts.push(format!("size={size}"));
+        }
+        parts.push(format!("page={page}"));
+        parts.join("&")
+    }
+}
+
+/// `GET /ui/instances/{i}/resources/{g}/{v}/{r}`: a resource's list page.
+pub(in crate::console) async fn list(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+    Path(resource): Path<ResourcePath>,
+    Query(query): Query<BrowseQuery>,
+) -> Response {
+    let signed = match signed_in(&console, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let namespace = query.namespace();
+    let listed = console
+        .api
+        .list_objects(
+            &signed.caller,
+            ListObjectsRequest {
+                instance: resource.instance.clone(),
+                group: resource.group.clone(),
+                version: resource.version.clone(),
+                resource: resource.resource.clone(),
+                namespace,
+                options: query.options(),
+            },
+        )
+        .await;
+    // A refused query (a malformed selector, an unknown resource) is shown on the page with
+    // the API's status, the form kept so it can be corrected.
+    let status = listed.as_ref().err().map_or(StatusCode::OK, status_of);
+    html(
+        status,
+        list_page(&signed.viewer(), &resource, &query, &listed),
+    )
+}
+
+/// A column of a typed list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    /// `ready/desired` replicas of a Deployment, StatefulSet or ReplicaSet.
+    ReplicasReady,
+    /// `ready/desired` pods of a DaemonSet.
+    DaemonSetReady,
+    /// `succeeded/completions` of a Job.
+    Completions,
+    /// A CronJob's schedule.
+    Schedule,
+    /// Whether a CronJob is suspended.
+    Suspended,
+    /// A CronJob's last schedule time.
+    LastSchedule,
+    /// A Service's type.
+    ServiceType,
+    /// A Service's ports (`80/TCP`).
+    Ports,
+    /// An Ingress's hosts.
+    Hosts,
+    /// `status.phase` (PVCs, Namespaces).
+    Phase,
+    /// A PVC's capacity.
+    Capacity,
+    /// A Secret's type.
+    SecretType,
+    /// A Secret's keys and their sizes (never the values).
+    SecretKeys,
+    /// A ConfigMap's keys.
+    Keys,
+    /// What a policy selects.
+    Selects,
+    /// Where a policy places.
+    Places,
+}
+
+impl Column {
+    /// The column's heading.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Column::ReplicasReady | Column::DaemonSetReady => "Ready",
+            Column::Completions => "Completions",
+            Column::Schedule => "Schedule",
+            Column::Suspended => "Suspended",
+            Column::LastSchedule => "Last schedule",
+            Column::ServiceType | Column::SecretType => "Type",
+            Column::Ports => "Ports",
+            Column::Hosts => "Hosts",
+            Column::Phase => "Status",
+            Column::Capacity => "Capacity",
+            Column::SecretKeys | Column::Keys => "Keys",
+            Column::Selects => "Selects",
+            Column::Places => "Places",
+        }
+    }
+
+    /// The cell of `object`.
+    pub fn cell(self, object: &Value) -> String {
+        let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let num = |p: &str| object.pointer(p).and_then(Value::as_i64);
+        match self {
+            Column::ReplicasReady => format!(
+                "{}/{}",
+                num("/status/readyReplicas").unwrap_or(0),
+                num("/spec/replicas").unwrap_or(1)
+            ),
+            Column::DaemonSetReady => format!(
+                "{}/{}",
+                num("/status/numberReady").unwrap_or(0),
+                num("/status/desiredNumberScheduled").unwrap_or(0)
+            ),
+            Column::Completions => format!(
+                "{}/{}",
+                num("/status/succeeded").unwrap_or(0),
+                num("/spec/completions").unwrap_or(1)
+            ),
+            Column::Schedule => text("/spec/schedule").to_owned(),
+            Column::Suspended => {
+                let suspended = object.pointer("/spec/suspend").and_then(Value::as_bool);
+                if suspended == Some(true) { "yes" } else { "no" }.to_owned()
+            }
+            Column::LastSchedule => text("/status/lastScheduleTime").to_owned(),
+            Column::ServiceType => Some(text("/spec/type"))
+                .filter(|t| !t.is_empty())
+                .unwrap_or("ClusterIP")
+                .to_owned(),
+            Column::Ports => joined(object.pointer("/spec/ports"), |p| {
+                let port = p.get("port").and_then(Value::as_i64)?;
+                let protocol = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                Some(format!("{port}/{protocol}"))
+            }),
+            Column::Hosts => joined(object.pointer("/spec/rules"), |r| {
+                Some(
+                    r.get("host")
+                        .and_then(Value::as_str)
+                        .unwrap_or("*")
+                        .to_owned(),
+                )
+            }),
+            Column::Phase => text("/status/phase").to_owned(),
+            Column::Capacity => text("/status/capacity/storage").to_owned(),
+            Column::SecretType => text("/type").to_owned(),
+            Column::SecretKeys => secret_keys(object)
+                .iter()
+                .map(|(k, size)| format!("{k} ({size} bytes)"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Column::Keys => object
+                .get("data")
+                .and_then(Value::as_object)
+                .map(|d| d.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default(),
+            Column::Selects => policy_selects(object).join(", "),
+            Column::Places => policy_places(object),
+        }
+    }
+}
+
+fn joined(list: Option<&Value>, each: impl Fn(&Value) -> Option<String>) -> String {
+    list.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(&each).collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
+}
+
+/// A Secret's keys (from `data`) with the size of each decoded value, in key order; the
+/// values themselves are not returned.
+pub fn secret_keys(secret: &Value) -> Vec<(String, usize)> {
+    let Some(data) = secret.get("data").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    data.iter()
+        .map(|(k, v)| {
+            let encoded = v.as_str().unwrap_or_default();
+            let size = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_or(0, |bytes| bytes.len());
+            (k.clone(), size)
+        })
+        .collect()
+}
+
+/// The typed columns of a resource (none for resources without one).
+pub fn columns(group: &str, resource: &str) -> &'static [Column] {
+    use Column::*;
+    match (group, resource) {
+        ("apps", "deployments" | "statefulsets" | "replicasets") => &[ReplicasReady],
+        ("apps", "daemonsets") => &[DaemonSetReady],
+        ("batch", "jobs") => &[Completions],
+        ("batch", "cronjobs") => &[Schedule, Suspended, LastSchedule],
+        (CORE_GROUP, "services") => &[ServiceType, Ports],
+        ("networking.k8s.io", "ingresses") => &[Hosts],
+        (CORE_GROUP, "persistentvolumeclaims") => &[Phase, Capacity],
+        (CORE_GROUP, "namespaces") => &[Phase],
+        (CORE_GROUP, "secrets") => &[SecretType, SecretKeys],
+        (CORE_GROUP, "configmaps") => &[Keys],
+        (
+            "policy.karmada.io",
+            "propagationpolicies"
+            | "clusterpropagationpolicies"
+            | "overridepolicies"
+            | "clusteroverridepolicies",
+        ) => &[Selects, Places],
+        _ => &[],
+    }
+}
+
+fn sort_options(h: &mut Html, query: &BrowseQuery) {
+    h.raw("<label>Sort <select name=\"sort\">");
+    for (value, label) in [
+        ("", "name"),
+        ("creationTimestamp", "created"),
+        ("namespace", "namespace"),
+    ] {
+        option(h, value, label, query.sort == value);
+    }
+    h.raw("</select></label><label>Order <select name=\"dir\">");
+    option(h, "", "ascending", query.dir != "desc");
+    option(h, "desc", "descending", query.dir == "desc");
+    h.raw("</select></label>");
+}
+
+/// A resource's list page (`listed` is the API's answer, an error shown above the form).
+pub fn list_page(
+    viewer: &Viewer<'_>,
+    resource: &ResourcePath,
+    query: &BrowseQuery,
+    listed: &Result<ObjectList, ApiError>,
+) -> String {
+    let base = resource.list_url();
+    let rows = listed.as_ref().map_or(0, |l| l.items.len());
+    let mut h = Html::with_capacity(4096 + rows * 400);
+    let index = format!(
+        "/ui/instances/{}/resources",
+        url_segment(&resource.instance)
+    );
+    h.open("p", &[])
+        .el(
+            "a",
+            &[("href", &index)],
+            &format!("Resources of {}", resource.instance),
+        )
+        .close("p");
+    h.open("h1", &[])
+        .text(&resource.resource)
+        .raw(" <span class=\"muted\">")
+        .text(&format!("{}/{}", resource.group, resource.version))
+        .raw("</span></h1>");
+    h.open(
+        "form",
+        &[
+            ("method", "get"),
+            ("action", &base),
+            ("class", "toolbar"),
+            ("id", "filter"),
+        ],
+    );
+    h.raw("<label>Name <input type=\"search\" id=\"q\" name=\"q\" value=\"")
+        .text(&query.q)
+        .raw("\" placeholder=\"fuzzy name\"></label>")
+        .raw("<label>Labels <input type=\"text\" id=\"selector\" name=\"selector\" value=\"")
+        .text(&query.selector)
+        .raw("\" placeholder=\"app=web,tier!=db\"></label>")
+        .raw("<label>Namespace <input type=\"text\" id=\"ns\" name=\"ns\" value=\"")
+        .text(&query.ns)
+        .raw("\" placeholder=\"all (or a,b)\"></label>");
+    sort_options(&mut h, query);
+    h.raw("<button id=\"apply-filter\" type=\"submit\">Show</button></form>");
+    let list = match listed {
+        Ok(list) => list,
+        Err(err) => {
+            error_box(&mut h, err);
+            return page(&resource.resource, Some(viewer), h);
+        }
+    };
+    let columns = columns(&resource.group, &resource.resource);
+    h.raw("<table id=\"objects\" class=\"list\"><thead><tr><th>Name</th><th>Namespace</th>");
+    for c in columns {
+        h.el("th", &[], c.heading());
+    }
+    h.raw("<th>Created</th></tr></thead><tbody>");
+    if list.items.is_empty() {
+        h.raw("<tr><td colspan=\"9\" class=\"muted\">No objects match.</td></tr>");
+    }
+    for object in &list.items {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // The list's own URL is reused: only the name and namespace are encoded per row.
+        let mut href = format!("{base}/{}", url_segment(name));
+        if !namespace.is_empty() {
+            href.push_str("?ns=");
+            href.push_str(&url_segment(namespace));
+        }
+        h.open("tr", &[("data-name", name), ("data-namespace", namespace)])
+            .open("td", &[])
+            .el("a", &[("href", &href), ("class", "object")], name)
+            .close("td")
+            .el("td", &[], namespace);
+        for c in columns {
+            h.el("td", &[], &c.cell(object));
+        }
+        h.el(
+            "td",
+            &[],
+            object
+                .pointer("/metadata/creationTimestamp")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )
+        .raw("</tr>");
+    }
+    h.raw("</tbody></table>");
+    let p = &list.pagination;
+    h.open("nav", &[("class", "pager")])
+        .open("span", &[("class", "total")])
+        .num(p.total)
+        .raw(" total · page ")
+        .num(p.page)
+        .raw(" of ")
+        .num(p.pages.max(1))
+        .close("span");
+    if p.page > 1 {
+        let prev = format!("{base}?{}", query.to_query(p.page - 1));
+        h.el("a", &[("href", &prev), ("rel", "prev")], "← Previous");
+    }
+    if p.page < p.pages {
+        let next = format!("{base}?{}", query.to_query(p.page + 1));
+        h.el("a", &[("href", &next), ("rel", "next")], "Next →");
+    }
+    h.close("nav");
+    page(&resource.resource, Some(viewer), h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Pagination;
+    use serde_json::json;
+
+    fn viewer() -> Viewer<'static> {
+        Viewer {
+            user: "alice",
+            csrf: "c0ffee",
+        }
+    }
+
+    #[test]
+    fn crd_entries_take_the_storage_version() {
+        let crd = |scope: &str, versions: Value| {
+            json!({"spec": {"group": "example.io", "scope": scope,
+                "names": {"plural": "widgets", "kind": "Widget"}, "versions": versions}})
+        };
+        let cases = [
+            (
+                crd(
+                    "Namespaced",
+                    json!([{"name": "v1", "served": true, "storage": false},
+                                         {"name": "v2", "served": true, "storage": true}]),
+                ),
+                Some(("v2", true)),
+            ),
+            (
+                crd(
+                    "Cluster",
+                    json!([{"name": "v1beta1", "served": true, "storage": false}]),
+                ),
+                Some(("v1beta1", false)),
+            ),
+            (
+                crd(
+                    "Namespaced",
+                    json!([{"name": "v1", "served": false, "storage": true}]),
+                ),
+                None,
+            ),
+            (json!({"spec": {}}), None),
+        ];
+        for (crd, want) in cases {
+            let got = crd_entry(&crd);
+            assert_eq!(
+                got.as_ref().map(|e| (e.version.as_str(), e.namespaced)),
+                want,
+                "{crd}"
+            );
+        }
+    }
+
+    #[test]
+    fn index_groups_merges_built_in_and_custom_resources() {
+        let crd = json!({"spec": {"group": "policy.karmada.io", "scope": "Namespaced",
+            "names": {"plural": "propagationpolicies", "kind": "PropagationPolicy"},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true}]}});
+        let groups = index_groups(&[crd]);
+        assert!(groups["core"].iter().any(|e| e.resource == "secrets"));
+        assert_eq!(groups["policy.karmada.io"][0].kind, "PropagationPolicy");
+        let kinds: Vec<&str> = groups["apps"].iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["DaemonSet", "Deployment", "StatefulSet"]);
+    }
+
+    #[test]
+    fn query_maps_to_the_rest_list_options() {
+        let q = BrowseQuery {
+            q: " web ".into(),
+            selector: "app in (web)".into(),
+            ns: "demo".into(),
+            sort: "creationTimestamp".into(),
+            dir: "desc".into(),
+            page: Some(0),
+            size: Some(10_000),
+        };
+        let o = q.options();
+        assert_eq!(o.name.as_deref(), Some("web"));
+        assert_eq!(o.label_selector.as_deref(), Some("app in (web)"));
+        assert_eq!(o.sort_by, Some(SortBy::CreationTimestamp));
+        assert_eq!(o.sort_dir, Some(SortDir::Desc));
+        assert_eq!((o.page, o.page_size), (Some(1), Some(MAX_PAGE_SIZE)));
+        assert_eq!(
+            q.to_query(2),
+            "q=%20web%20&selector=app%20in%20%28web%29&ns=demo&sort=creationTimestamp&dir=desc&size=10000&page=2"
+        );
+        assert_eq!(
+            (q.namespace().as_deref(), o.namespaces),
+            (Some("demo"), None)
+        );
+        let several = BrowseQuery {
+            ns: "demo, prod".into(),
+            ..BrowseQuery::default()
+        };
+        assert_eq!(several.namespace(), None);
+        assert_eq!(several.options().namespaces.as_deref(), Some("demo,prod"));
+        let empty = BrowseQuery::default().options();
+        assert_eq!(
+            (empty.name, empty.label_selector, empty.sort_by),
+            (None, None, None)
+        );
+        assert_eq!(empty.page_size, Some(DEFAULT_PAGE_SIZE));
+    }
+
+    #[test]
+    fn typed_cells() {
+        let cases = [
+            (
+                Column::ReplicasReady,
+                json!({"spec": {"replicas": 3}, "status": {"readyReplicas": 2}}),
+                "2/3",
+            ),
+            (Column::ReplicasReady, json!({}), "0/1"),
+            (
+                Column::DaemonSetReady,
+                json!({"status": {"numberReady": 4, "desiredNumberScheduled": 5}}),
+                "4/5",
+            ),
+            (
+                Column::Completions,
+                json!({"status": {"succeeded": 1}}),
+                "1/1",
+            ),
+            (Column::Suspended, json!({"spec": {"suspend": true}}), "yes"),
+            (Column::ServiceType, json!({"spec": {}}), "ClusterIP"),
+            (
+                Column::Ports,
+                json!({"spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}}),
+                "80/TCP, 53/UDP",
+            ),
+            (
+                Column::Hosts,
+                json!({"spec": {"rules": [{"host": "a.example"}, {}]}}),
+                "a.example, *",
+            ),
+            (
+                Column::Phase,
+                json!({"status": {"phase": "Bound"}}),
+                "Bound",
+            ),
+            (
+                Column::SecretKeys,
+                json!({"data": {"password": "aHVudGVyMg==", "user": "YWRtaW4="}}),
+                "password (7 bytes), user (5 bytes)",
+            ),
+            (Column::Keys, json!({"data": {"a": "1", "b": "2"}}), "a, b"),
+            (
+                Column::Selects,
+                json!({"spec": {"resourceSelectors": [{"kind": "Deployment", "name": "web"}]}}),
+                "Deployment/web",
+            ),
+        ];
+        for (column, object, want) in cases {
+            assert_eq!(column.cell(&object), want, "{column:?} {object}");
+        }
+        assert_eq!(
+            columns("core", "secrets"),
+            &[Column::SecretType, Column::SecretKeys]
+        );
+        assert!(columns("example.io", "widgets").is_empty());
+    }
+
+    #[test]
+    fn secret_list_shows_keys_and_sizes_never_values() {
+        let resource = ResourcePath {
+            instance: "i".into(),
+            group: "core".into(),
+            version: "v1".into(),
+            resource: "secrets".into(),
+        };
+        let listed = Ok(ObjectList {
+            items: vec![json!({"metadata": {"name": "db", "namespace": "demo"},
+                "type": "Opaque", "data": {"password": "aHVudGVyMg=="}})],
+            pagination: Pagination {
+                total: 1,
+                page: 1,
+                page_size: 50,
+                pages: 1,
+            },
+        });
+        let out = list_page(&viewer(), &resource, &BrowseQuery::default(), &listed);
+        assert!(out.contains("password (7 bytes)"), "{out}");
+        assert!(
+            !out.contains("aHVudGVyMg") && !out.contains("hunter2"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_refused_query_shows_the_api_message_and_keeps_the_form() {
+        let resource = ResourcePath {
+            instance: "i".into(),
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+        };
+        let query = BrowseQuery {
+            selector: "app in (<b>".into(),
+            ..BrowseQuery::default()
+        };
+        let err = Err(ApiError::invalid_field("labelSelector", "unable to parse"));
+        let out = list_page(&viewer(), &resource, &query, &err);
+        assert!(out.contains("labelSelector: unable to parse"), "{out}");
+        assert!(out.contains("value=\"app in (&lt;b&gt;\""), "{out}");
+        assert!(!out.contains("<b>"), "{out}");
+    }
+}
