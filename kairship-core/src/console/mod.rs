@@ -21,6 +21,7 @@ pub mod html;
 pub mod instances;
 pub mod members;
 pub mod page;
+pub mod pods;
 pub mod request;
 pub mod session;
 pub mod session_store;
@@ -78,6 +79,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(members::routes())
         .merge(workloads::routes())
         .merge(applications::routes())
+        .merge(pods::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

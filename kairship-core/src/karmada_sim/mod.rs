@@ -11,6 +11,7 @@ pub mod binding;
 pub mod binding_status;
 mod cluster_passes;
 pub mod cluster_proxy;
+mod cluster_upgrade;
 pub mod cluster_status;
 pub mod cluster_strategy;
 pub mod detector;

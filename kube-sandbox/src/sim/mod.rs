@@ -9,6 +9,7 @@
 //! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
 
 pub mod controllers;
+pub mod container_script;
 pub mod kubelet;
 pub mod kubelet_api;
 pub mod kubelet_stats;
@@ -16,6 +17,7 @@ pub mod metrics_server;
 pub mod node_lifecycle;
 pub mod node_proxy;
 pub mod scheduler;
+pub mod shell;
 pub mod taint_eviction;
 
 use crate::apiserver::api::DeleteOptions;

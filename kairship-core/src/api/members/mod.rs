@@ -9,6 +9,7 @@ pub mod objects;
 mod service;
 pub mod types;
 pub mod view_types;
+pub mod streams;
 pub mod views;
 
 use async_trait::async_trait;
