@@ -134,20 +134,25 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
     let err = member.fails(&["-n", "demo", "exec", &pod, "--", "sh", "-c", "exit 3"]);
     assert!(err.contains("exit code 3"), "{err}");
 
-    // `logs -f` streams the lines while the container writes them: lines printed after the
-    // command started arrive (their count grows while it runs).
+    // `logs -f` streams the lines while the container writes them: after the last line
+    // written before the command, new ones arrive, each written later than the one before
+    // (the kubelet's timestamps).
     let mut follow = Command::new(&binary);
     follow
         .env("KUBECONFIG", &member.kubeconfig)
         .env("KUBECACHEDIR", dir.join("follow-cache"))
-        .args(["-n", "demo", "logs", "-f", "--tail=1", &pod]);
+        .args(["-n", "demo", "logs", "-f", "--timestamps", "--tail=1", &pod]);
     let mut follow = Background::spawn(follow);
-    let first = follow.wait_for_line(LIMIT, |line| line.starts_with("tick "));
-    let mut later = Vec::new();
-    while later.len() < 3 {
-        later.push(follow.wait_for_line(LIMIT, |line| line.starts_with("tick ")));
+    let is_tick = |line: &str| line.contains(" tick ");
+    let mut written = vec![follow.wait_for_line(LIMIT, is_tick)];
+    while written.len() < 4 {
+        written.push(follow.wait_for_line(LIMIT, is_tick));
     }
-    assert!(!later.contains(&first), "{first} came again: {later:?}");
+    let times: Vec<jiff::Timestamp> = written
+        .iter()
+        .map(|line| line.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{written:?}");
     drop(follow);
 
     // The viewer may read the instance but not run commands in it.
