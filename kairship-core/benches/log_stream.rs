@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use futures::StreamExt;
 use kairship_core::access::{AccessError, AllowAll, Authenticator, Caller};
 use kairship_core::karmada_sim::cluster_proxy::with_cluster_proxy;
 use kairship_core::proxy::{ProxyState, proxy_routes};
@@ -193,9 +192,9 @@ async fn main() {
     assert!(response.status().is_success(), "{}", response.text().await.unwrap());
     let (arrived_tx, mut arrived) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
     tokio::spawn(async move {
-        let mut body = response.bytes_stream();
+        let mut response = response;
         let mut pending = String::new();
-        while let Some(Ok(chunk)) = body.next().await {
+        while let Ok(Some(chunk)) = response.chunk().await {
             let now = Instant::now();
             pending.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(end) = pending.find('\n') {
