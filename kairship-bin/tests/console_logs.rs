@@ -75,7 +75,10 @@ async fn handshake(base: &str, path: &str, extra: &[(&str, &str)]) -> u16 {
 /// The CSRF token of the page the browser shows.
 async fn csrf(browser: &Browser) -> String {
     let headers = browser
-        .script("return document.body.getAttribute('hx-headers');", json!([]))
+        .script(
+            "return document.body.getAttribute('hx-headers');",
+            json!([]),
+        )
         .await;
     let headers: serde_json::Value = serde_json::from_str(headers.as_str().unwrap()).unwrap();
     headers["X-CSRF-Token"].as_str().unwrap().to_owned()
@@ -97,7 +100,10 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
     };
     let b = &s.browser;
     let (deployment, policy) = ticker();
-    let resources = format!("{}{P}/instances/karmada-a/namespaces/demo/resources", s.base);
+    let resources = format!(
+        "{}{P}/instances/karmada-a/namespaces/demo/resources",
+        s.base
+    );
     for (path, body) in [
         ("apps/v1/deployments", deployment),
         ("policy.karmada.io/v1alpha1/propagationpolicies", policy),
@@ -109,11 +115,18 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
             .send()
             .await
             .unwrap();
-        assert!(created.status().is_success(), "{}", created.text().await.unwrap());
+        assert!(
+            created.status().is_success(),
+            "{}",
+            created.text().await.unwrap()
+        );
     }
 
     // The workload page lists the member's pod; its name leads to the pod's page.
-    let workload = format!("{}/ui/instances/karmada-a/namespaces/demo/workloads/ticker", s.base);
+    let workload = format!(
+        "{}/ui/instances/karmada-a/namespaces/demo/workloads/ticker",
+        s.base
+    );
     let deadline = Instant::now() + LIMIT;
     loop {
         b.goto(&workload).await;
@@ -128,7 +141,10 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
         if phase == "Running" {
             break;
         }
-        assert!(Instant::now() < deadline, "the ticker pod is not running: {phase}");
+        assert!(
+            Instant::now() < deadline,
+            "the ticker pod is not running: {phase}"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     b.click("#pods a.pod").await;
@@ -138,10 +154,15 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
 
     // The logs page follows the container while it writes.
     b.click("#containers a.logs").await;
-    let first = b.wait_text("#log", |t| t.contains("started") && ticks(t) >= 1).await;
+    let first = b
+        .wait_text("#log", |t| t.contains("started") && ticks(t) >= 1)
+        .await;
     let seen = ticks(&first);
     let later = b.wait_text("#log", |t| ticks(t) >= seen + 3).await;
-    assert!(later.starts_with(&first), "the log was replaced, not followed");
+    assert!(
+        later.starts_with(&first),
+        "the log was replaced, not followed"
+    );
     assert_eq!(b.text("#log-status").await, "Connected.");
     b.screenshot(&s.shots, "pod-logs").await;
     // The last line only: the first line is gone, new ones keep coming.
@@ -174,19 +195,42 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
     let token = csrf(b).await;
     let cookie = format!("kairship_session={}", b.session_cookie().await.unwrap());
     let path = pod_page.trim_start_matches(&s.base).to_owned();
-    let stream = |csrf: &str| {
-        format!("{path}/terminal/stream?container=ticker&csrf={csrf}")
-    };
+    let stream = |csrf: &str| format!("{path}/terminal/stream?container=ticker&csrf={csrf}");
     let here = ("Origin", s.base.as_str());
     let with_cookie = ("Cookie", cookie.as_str());
     for (what, target, headers, want) in [
         ("no session", stream(&token), vec![here], 401),
-        ("no CSRF token", format!("{path}/terminal/stream?container=ticker"), vec![here, with_cookie], 403),
-        ("a wrong CSRF token", stream("forged"), vec![here, with_cookie], 403),
-        ("a foreign origin", stream(&token), vec![("Origin", "http://evil.example"), with_cookie], 403),
+        (
+            "no CSRF token",
+            format!("{path}/terminal/stream?container=ticker"),
+            vec![here, with_cookie],
+            403,
+        ),
+        (
+            "a wrong CSRF token",
+            stream("forged"),
+            vec![here, with_cookie],
+            403,
+        ),
+        (
+            "a foreign origin",
+            stream(&token),
+            vec![("Origin", "http://evil.example"), with_cookie],
+            403,
+        ),
         ("no origin", stream(&token), vec![with_cookie], 403),
-        ("a valid upgrade", stream(&token), vec![here, with_cookie], 101),
-        ("a valid log upgrade", format!("{path}/logs/stream?container=ticker&csrf={token}"), vec![here, with_cookie], 101),
+        (
+            "a valid upgrade",
+            stream(&token),
+            vec![here, with_cookie],
+            101,
+        ),
+        (
+            "a valid log upgrade",
+            format!("{path}/logs/stream?container=ticker&csrf={token}"),
+            vec![here, with_cookie],
+            101,
+        ),
     ] {
         assert_eq!(handshake(&s.base, &target, &headers).await, want, "{what}");
     }

@@ -99,12 +99,26 @@ async fn main() {
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": impersonator}]
     }))
     .await;
-    grant(&mc, "admin", json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}])).await;
-    send(&mc, "/api/v1/namespaces", json!({"metadata": {"name": "demo"}})).await;
-    send(&mc, "/api/v1/namespaces/demo/pods", json!({
-        "metadata": {"name": "writer", "namespace": "demo"},
-        "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}
-    }))
+    grant(
+        &mc,
+        "admin",
+        json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+    )
+    .await;
+    send(
+        &mc,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "demo"}}),
+    )
+    .await;
+    send(
+        &mc,
+        "/api/v1/namespaces/demo/pods",
+        json!({
+            "metadata": {"name": "writer", "namespace": "demo"},
+            "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}
+        }),
+    )
     .await;
     let member_served = member.serve(ServeOptions::default()).await.unwrap();
 
@@ -125,11 +139,22 @@ async fn main() {
         .unwrap()],
     )
     .await;
-    send(&ic, "/api/v1/namespaces", json!({"metadata": {"name": "karmada-cluster"}})).await;
+    send(
+        &ic,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "karmada-cluster"}}),
+    )
+    .await;
     grant(&ic, "admin", json!([{"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/proxy"], "verbs": ["*"]}])).await;
     for (name, data) in [
-        ("east", json!({"caBundle": b64(member_served.cluster_ca_pem())})),
-        ("east-impersonator", json!({"token": b64("impersonator-token")})),
+        (
+            "east",
+            json!({"caBundle": b64(member_served.cluster_ca_pem())}),
+        ),
+        (
+            "east-impersonator",
+            json!({"token": b64("impersonator-token")}),
+        ),
     ] {
         send(
             &ic,
@@ -189,7 +214,11 @@ async fn main() {
         .send()
         .await
         .unwrap();
-    assert!(response.status().is_success(), "{}", response.text().await.unwrap());
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap()
+    );
     let (arrived_tx, mut arrived) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
     tokio::spawn(async move {
         let mut response = response;
@@ -199,7 +228,11 @@ async fn main() {
             pending.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(end) = pending.find('\n') {
                 let line: String = pending.drain(..=end).collect();
-                if let Some(n) = line.trim().strip_prefix("line-").and_then(|n| n.parse().ok()) {
+                if let Some(n) = line
+                    .trim()
+                    .strip_prefix("line-")
+                    .and_then(|n| n.parse().ok())
+                {
                     let _ = arrived_tx.send((n, now));
                 }
             }
@@ -209,14 +242,19 @@ async fn main() {
     let mut written = Vec::with_capacity(lines);
     let warmup = Instant::now();
     loop {
-        member.kubelet().append_log("demo", "writer", "app", "line-0");
+        member
+            .kubelet()
+            .append_log("demo", "writer", "app", "line-0");
         if tokio::time::timeout(Duration::from_millis(200), arrived.recv())
             .await
             .is_ok()
         {
             break;
         }
-        assert!(warmup.elapsed() < Duration::from_secs(30), "the log stream never opened");
+        assert!(
+            warmup.elapsed() < Duration::from_secs(30),
+            "the log stream never opened"
+        );
     }
     for n in 1..=lines {
         written.push(Instant::now());
@@ -238,7 +276,16 @@ async fn main() {
     }
     delays.sort_by(f64::total_cmp);
     println!("BENCH console_log_delay_lines={lines}");
-    println!("BENCH console_log_delay_p50_ms={:.2}", percentile(&delays, 0.5));
-    println!("BENCH console_log_delay_p99_ms={:.2}", percentile(&delays, 0.99));
-    println!("BENCH console_log_delay_max_ms={:.2}", percentile(&delays, 1.0));
+    println!(
+        "BENCH console_log_delay_p50_ms={:.2}",
+        percentile(&delays, 0.5)
+    );
+    println!(
+        "BENCH console_log_delay_p99_ms={:.2}",
+        percentile(&delays, 0.99)
+    );
+    println!(
+        "BENCH console_log_delay_max_ms={:.2}",
+        percentile(&delays, 1.0)
+    );
 }

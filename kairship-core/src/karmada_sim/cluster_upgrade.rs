@@ -35,11 +35,7 @@ async fn client(connection: &Connection) -> Result<kube::Client, ApiError> {
         connection.token.clone(),
     );
     let clients = CLIENTS.get_or_init(Default::default);
-    if let Some(client) = clients
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&key)
-    {
+    if let Some(client) = clients.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(client.clone());
     }
     let mut cluster = serde_json::json!({"server": connection.endpoint});
@@ -109,15 +105,18 @@ pub(super) async fn serve_upgrade(
     let mut response = Response::builder().status(status);
     for (header, value) in answer.headers() {
         let keep = status == StatusCode::SWITCHING_PROTOCOLS
-            || !matches!(header.as_str(), "connection" | "transfer-encoding" | "content-length");
+            || !matches!(
+                header.as_str(),
+                "connection" | "transfer-encoding" | "content-length"
+            );
         if keep {
             response = response.header(header, value);
         }
     }
     if status != StatusCode::SWITCHING_PROTOCOLS {
-        return response
-            .body(Body::new(answer.into_body()))
-            .map_err(|e| ApiError::internal(format!("relaying the answer of cluster {name}: {e}")));
+        return response.body(Body::new(answer.into_body())).map_err(|e| {
+            ApiError::internal(format!("relaying the answer of cluster {name}: {e}"))
+        });
     }
     let backend_side = hyper::upgrade::on(&mut answer);
     tokio::spawn(splice(client_side, backend_side, async move {

@@ -134,8 +134,10 @@ pub(super) async fn handle(
     let upgrade = super::upgrade::is_upgrade(request.headers());
     let response = match (handling, resource) {
         _ if upgrade => {
-            super::upgrade::forward_upgrade(&state, &instance, &raw_path, resource, &caller, request)
-                .await
+            super::upgrade::forward_upgrade(
+                &state, &instance, &raw_path, resource, &caller, request,
+            )
+            .await
         }
         (Handling::Forward, _) | (_, None) => {
             forward(&state, &instance, &raw_path, resource, &caller, request).await
@@ -262,7 +264,10 @@ async fn authorize(
 
 /// The client of `instance`, checked now; discovery answers of instances that changed since the
 /// last request are dropped.
-pub(super) async fn connect(state: &ProxyState, instance: &str) -> Result<InstanceConnection, RouterError> {
+pub(super) async fn connect(
+    state: &ProxyState,
+    instance: &str,
+) -> Result<InstanceConnection, RouterError> {
     let connected = state.clients.connect(instance).await;
     let generation = *state.clients.changes().borrow();
     state

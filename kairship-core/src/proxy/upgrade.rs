@@ -25,7 +25,9 @@ use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
 use super::ProxyState;
-use super::handler::{HOP_BY_HOP, acts_as_caller, connect, forwarded_request_header, is_member_proxy};
+use super::handler::{
+    HOP_BY_HOP, acts_as_caller, connect, forwarded_request_header, is_member_proxy,
+};
 use super::path::ResourcePath;
 use super::status::{router_error_response, status_response};
 use crate::access::{Caller, Verb, impersonation_headers};
@@ -70,9 +72,7 @@ pub fn pod_subresource(kube_path: &str) -> Option<&str> {
         None => path.trim_start_matches('/'),
     };
     match path.split('/').collect::<Vec<_>>().as_slice() {
-        ["api", "v1", "namespaces", ns, "pods", pod, sub]
-            if !ns.is_empty() && !pod.is_empty() =>
-        {
+        ["api", "v1", "namespaces", ns, "pods", pod, sub] if !ns.is_empty() && !pod.is_empty() => {
             Some(sub)
         }
         _ => None,
@@ -208,8 +208,17 @@ mod tests {
     #[test]
     fn upgrades_are_recognised() {
         for (h, want) in [
-            (headers(&[("connection", "Upgrade"), ("upgrade", "websocket")]), true),
-            (headers(&[("connection", "keep-alive, upgrade"), ("upgrade", "SPDY/3.1")]), true),
+            (
+                headers(&[("connection", "Upgrade"), ("upgrade", "websocket")]),
+                true,
+            ),
+            (
+                headers(&[
+                    ("connection", "keep-alive, upgrade"),
+                    ("upgrade", "SPDY/3.1"),
+                ]),
+                true,
+            ),
             (headers(&[("upgrade", "websocket")]), false),
             (headers(&[("connection", "Upgrade")]), false),
             (headers(&[]), false),
@@ -224,10 +233,19 @@ mod tests {
         for (path, want) in [
             ("/api/v1/namespaces/a/pods/p/exec", Some("exec")),
             ("/api/v1/namespaces/a/pods/p/log", Some("log")),
-            (&format!("{member}/api/v1/namespaces/a/pods/p/exec"), Some("exec")),
-            (&format!("{member}/api/v1/namespaces/a/pods/p/portforward"), Some("portforward")),
+            (
+                &format!("{member}/api/v1/namespaces/a/pods/p/exec"),
+                Some("exec"),
+            ),
+            (
+                &format!("{member}/api/v1/namespaces/a/pods/p/portforward"),
+                Some("portforward"),
+            ),
             (&format!("{member}/api/v1/namespaces/a/pods/p"), None),
-            (&format!("{member}/api/v1/namespaces/a/configmaps/c/exec"), None),
+            (
+                &format!("{member}/api/v1/namespaces/a/configmaps/c/exec"),
+                None,
+            ),
             ("/api/v1/namespaces/a/pods", None),
             ("/apis/apps/v1/namespaces/a/deployments/d/scale", None),
             ("/apis/cluster.karmada.io/v1alpha1/clusters/m1", None),
@@ -240,16 +258,32 @@ mod tests {
     fn streams_are_creates_logs_stay_reads() {
         let ws = headers(&[("connection", "Upgrade"), ("upgrade", "websocket")]);
         let plain = HeaderMap::new();
-        let member = "/apis/cluster.karmada.io/v1alpha1/clusters/m1/proxy/api/v1/namespaces/a/pods/p";
+        let member =
+            "/apis/cluster.karmada.io/v1alpha1/clusters/m1/proxy/api/v1/namespaces/a/pods/p";
         for (verb, path, h, want) in [
             (Verb::Get, format!("{member}/exec"), &ws, Verb::Create),
             (Verb::Get, format!("{member}/attach"), &ws, Verb::Create),
-            (Verb::Get, format!("{member}/portforward"), &ws, Verb::Create),
+            (
+                Verb::Get,
+                format!("{member}/portforward"),
+                &ws,
+                Verb::Create,
+            ),
             (Verb::Create, format!("{member}/exec"), &plain, Verb::Create),
             (Verb::Get, format!("{member}/log"), &plain, Verb::Get),
             (Verb::Get, format!("{member}/log"), &ws, Verb::Get),
-            (Verb::Get, "/api/v1/namespaces/a/pods/p/exec".to_owned(), &ws, Verb::Create),
-            (Verb::Get, "/api/v1/namespaces/a/pods/p".to_owned(), &ws, Verb::Get),
+            (
+                Verb::Get,
+                "/api/v1/namespaces/a/pods/p/exec".to_owned(),
+                &ws,
+                Verb::Create,
+            ),
+            (
+                Verb::Get,
+                "/api/v1/namespaces/a/pods/p".to_owned(),
+                &ws,
+                Verb::Get,
+            ),
             (Verb::Get, format!("{member}/exec"), &plain, Verb::Get),
         ] {
             assert_eq!(verb_with_upgrade(verb, &path, h), want, "{path} {h:?}");
@@ -272,9 +306,15 @@ mod tests {
                 "{name} {switching}"
             );
         }
-        assert!(upgrade_request_header(&HeaderName::from_static("sec-websocket-key")));
+        assert!(upgrade_request_header(&HeaderName::from_static(
+            "sec-websocket-key"
+        )));
         assert!(upgrade_request_header(&HeaderName::from_static("upgrade")));
-        assert!(!upgrade_request_header(&HeaderName::from_static("authorization")));
-        assert!(!upgrade_request_header(&HeaderName::from_static("impersonate-user")));
+        assert!(!upgrade_request_header(&HeaderName::from_static(
+            "authorization"
+        )));
+        assert!(!upgrade_request_header(&HeaderName::from_static(
+            "impersonate-user"
+        )));
     }
 }

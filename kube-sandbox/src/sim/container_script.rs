@@ -180,11 +180,7 @@ mod tests {
         let cases = [
             ("nginx", vec![], vec![]),
             ("sh -c echo hello", vec![p("hello")], vec![]),
-            (
-                "sh -c echo hi; exit 3",
-                vec![p("hi"), Step::End],
-                vec![],
-            ),
+            ("sh -c echo hi; exit 3", vec![p("hi"), Step::End], vec![]),
             (
                 "sh -c echo a; sleep 2; echo 'b'",
                 vec![p("a"), s(2.0), p("b")],
@@ -221,7 +217,8 @@ mod tests {
         assert!(sc.continues());
         let done = script(&json!({"command": ["sh", "-c", "echo a; exit 0"]}));
         assert!(!done.continues());
-        let forever = script(&json!({"args": ["sh", "-c", "while true; do echo t; sleep 1; done"]}));
+        let forever =
+            script(&json!({"args": ["sh", "-c", "while true; do echo t; sleep 1; done"]}));
         assert!(forever.continues());
         assert!(!script(&json!({"image": "nginx"})).continues());
     }
@@ -229,7 +226,10 @@ mod tests {
     #[test]
     fn dates_are_expanded_when_printed() {
         let now: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
-        assert_eq!(expand("tick $(date)", now), "tick Fri Jan  2 03:04:05 UTC 2026");
+        assert_eq!(
+            expand("tick $(date)", now),
+            "tick Fri Jan  2 03:04:05 UTC 2026"
+        );
         assert_eq!(expand("plain", now), "plain");
     }
 }

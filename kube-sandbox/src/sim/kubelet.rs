@@ -516,7 +516,11 @@ pub(super) fn start_pod(sim: &Arc<Simulator>, namespace: &str, name: &str) -> Op
     // Containers that print over time keep printing while the pod runs.
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         for (cname, script) in scripts {
-            let key = (namespace.to_string(), name.to_string(), pod.uid().to_string());
+            let key = (
+                namespace.to_string(),
+                name.to_string(),
+                pod.uid().to_string(),
+            );
             runtime.spawn(run_script(sim.clone(), key, cname, script));
         }
     }
@@ -613,12 +617,13 @@ async fn run_script(
             .is_some_and(|p| {
                 p.uid() == uid
                     && at(&p.value, &["metadata", "deletionTimestamp"]).is_none()
-                    && at(&p.value, &["status", "phase"]).and_then(Value::as_str)
-                        == Some("Running")
+                    && at(&p.value, &["status", "phase"]).and_then(Value::as_str) == Some("Running")
             })
     };
     let (_, first) = script.immediate();
-    let steps = script.once[first..].iter().chain(script.repeat.iter().cycle());
+    let steps = script.once[first..]
+        .iter()
+        .chain(script.repeat.iter().cycle());
     for step in steps {
         match step {
             Step::Print(text) => {

@@ -735,7 +735,10 @@ async fn serve_shell(
     let mut ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
     let frames = |written: super::shell::Written| {
         let mut out = Vec::new();
-        for (channel, data) in [(STDOUT_CHANNEL, written.stdout), (STDERR_CHANNEL, written.stderr)] {
+        for (channel, data) in [
+            (STDOUT_CHANNEL, written.stdout),
+            (STDERR_CHANNEL, written.stderr),
+        ] {
             let wanted = if channel == STDOUT_CHANNEL {
                 options.stdout
             } else {

@@ -8,8 +8,8 @@
 //! The loop follows the store's change history like a watch, so each change is looked at once.
 //! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
 
-pub mod controllers;
 pub mod container_script;
+pub mod controllers;
 pub mod kubelet;
 pub mod kubelet_api;
 pub mod kubelet_stats;

@@ -163,7 +163,8 @@ impl Shell {
                     if self.tty {
                         out.stdout.extend_from_slice(b"\r\n");
                     }
-                    let line = String::from_utf8_lossy(&std::mem::take(&mut self.line)).into_owned();
+                    let line =
+                        String::from_utf8_lossy(&std::mem::take(&mut self.line)).into_owned();
                     self.run_line(&line, &mut out);
                     if self.exited.is_none() {
                         out.stdout.extend(self.prompt());
@@ -254,7 +255,12 @@ mod tests {
     #[test]
     fn sh_c_runs_statements() {
         let pod = json!({"spec": {"containers": [{"name": "app"}]}});
-        let out = run(&pod, "p", "app", &s(&["sh", "-c", "echo a; echo b; exit 4; echo c"]));
+        let out = run(
+            &pod,
+            "p",
+            "app",
+            &s(&["sh", "-c", "echo a; echo b; exit 4; echo c"]),
+        );
         assert_eq!((out.stdout.as_str(), out.exit_code), ("a\nb\n", 4));
         let out = run(&pod, "p", "app", &s(&["echo", "x"]));
         assert_eq!(out.stdout, "x\n");

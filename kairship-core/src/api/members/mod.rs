@@ -7,9 +7,9 @@ pub mod agent;
 pub mod join;
 pub mod objects;
 mod service;
+pub mod streams;
 pub mod types;
 pub mod view_types;
-pub mod streams;
 pub mod views;
 
 use async_trait::async_trait;

@@ -118,7 +118,10 @@ impl KairshipService {
         options: LogOptions,
     ) -> Result<LogStream, ApiError> {
         check(&pod)?;
-        let what = format!("read the log of pod {} in member cluster {}", pod.pod, pod.cluster);
+        let what = format!(
+            "read the log of pod {} in member cluster {}",
+            pod.pod, pod.cluster
+        );
         self.authorize(
             caller,
             Verb::Get,
@@ -158,7 +161,9 @@ impl KairshipService {
             .into_data_stream()
             .map(move |chunk| {
                 chunk.map_err(|e| {
-                    ApiError::unavailable(format!("the log from member cluster {cluster} ended: {e}"))
+                    ApiError::unavailable(format!(
+                        "the log from member cluster {cluster} ended: {e}"
+                    ))
                 })
             })
             .boxed())
@@ -175,7 +180,10 @@ impl KairshipService {
         if options.command.is_empty() {
             return Err(ApiError::invalid_field("command", "a command is required"));
         }
-        let what = format!("run a command in pod {} of member cluster {}", pod.pod, pod.cluster);
+        let what = format!(
+            "run a command in pod {} of member cluster {}",
+            pod.pod, pod.cluster
+        );
         self.authorize(
             caller,
             Verb::Create,
@@ -201,9 +209,9 @@ impl KairshipService {
         let client = self.member_client(&pod.instance).await?;
         client.connect(request).await.map_err(|e| match &e {
             kube::Error::Api(status) => ApiError::from_kube_status(status, &what),
-            kube::Error::UpgradeConnection(kube::client::UpgradeConnectionError::ProtocolSwitch(
-                code,
-            )) => ApiError::new(
+            kube::Error::UpgradeConnection(
+                kube::client::UpgradeConnectionError::ProtocolSwitch(code),
+            ) => ApiError::new(
                 code_of_http_status(code.as_u16()),
                 format!("{what}: member cluster {} answered {code}", pod.cluster),
             ),
@@ -248,7 +256,13 @@ mod tests {
         };
         let p = log_params(Some("app"), &options);
         assert_eq!(
-            (p.container.as_deref(), p.follow, p.previous, p.since_seconds, p.tail_lines),
+            (
+                p.container.as_deref(),
+                p.follow,
+                p.previous,
+                p.since_seconds,
+                p.tail_lines
+            ),
             (Some("app"), true, true, None, None)
         );
         let p = log_params(
@@ -283,6 +297,10 @@ mod tests {
         let err = refusal(403, status, "read the log");
         assert!(err.message.contains("is forbidden"), "{}", err.message);
         let err = refusal(400, b"container not found", "read the log");
-        assert!(err.message.contains("container not found"), "{}", err.message);
+        assert!(
+            err.message.contains("container not found"),
+            "{}",
+            err.message
+        );
     }
 }

@@ -108,7 +108,11 @@ pub fn logs_page(
         h.raw(" checked");
     }
     h.raw("> Previous container</label><label>Since (seconds) ");
-    let since = choice.options.since_seconds.map(|s| s.to_string()).unwrap_or_default();
+    let since = choice
+        .options
+        .since_seconds
+        .map(|s| s.to_string())
+        .unwrap_or_default();
     h.open(
         "input",
         &[
@@ -120,7 +124,11 @@ pub fn logs_page(
         ],
     );
     h.raw("</label><label>Last lines ");
-    let tail = choice.options.tail_lines.map(|t| t.to_string()).unwrap_or_default();
+    let tail = choice
+        .options
+        .tail_lines
+        .map(|t| t.to_string())
+        .unwrap_or_default();
     h.open(
         "input",
         &[
@@ -211,8 +219,12 @@ pub(super) async fn stream(
         };
         let log = match choice {
             Ok(choice) => {
-                api.member_pod_log(&signed.caller, p.member_pod(choice.container), choice.options)
-                    .await
+                api.member_pod_log(
+                    &signed.caller,
+                    p.member_pod(choice.container),
+                    choice.options,
+                )
+                .await
             }
             Err(err) => Err(err),
         };
@@ -269,12 +281,26 @@ mod tests {
         .unwrap();
         assert_eq!(c.container.as_deref(), Some("app"));
         assert!(c.options.follow && c.options.previous);
-        assert_eq!((c.options.since_seconds, c.options.tail_lines), (Some(60), Some(0)));
-        let empty = log_choice(&q(&[("container", ""), ("sinceSeconds", ""), ("tailLines", " ")]))
-            .unwrap();
+        assert_eq!(
+            (c.options.since_seconds, c.options.tail_lines),
+            (Some(60), Some(0))
+        );
+        let empty = log_choice(&q(&[
+            ("container", ""),
+            ("sinceSeconds", ""),
+            ("tailLines", " "),
+        ]))
+        .unwrap();
         assert_eq!(empty.container, None);
-        assert_eq!((empty.options.since_seconds, empty.options.tail_lines), (None, None));
-        for bad in [("sinceSeconds", "0"), ("sinceSeconds", "x"), ("tailLines", "-1")] {
+        assert_eq!(
+            (empty.options.since_seconds, empty.options.tail_lines),
+            (None, None)
+        );
+        for bad in [
+            ("sinceSeconds", "0"),
+            ("sinceSeconds", "x"),
+            ("tailLines", "-1"),
+        ] {
             let err = log_choice(&q(&[bad])).unwrap_err();
             assert!(err.message.contains(bad.0), "{bad:?}: {}", err.message);
         }
@@ -317,11 +343,26 @@ mod tests {
             },
         };
         let html = logs_page(&viewer, &p, &["app".into(), "side<car>".into()], &c, None);
-        assert!(html.contains("m&lt;1&gt;") && !html.contains("m<1>"), "{html}");
-        assert!(html.contains("<option value=\"side&lt;car&gt;\" selected=\"selected\">"), "{html}");
+        assert!(
+            html.contains("m&lt;1&gt;") && !html.contains("m<1>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<option value=\"side&lt;car&gt;\" selected=\"selected\">"),
+            "{html}"
+        );
         assert!(html.contains("data-stream=\"/ui/instances/i/members/m%3C1%3E/namespaces/demo/pods/web-1/logs/stream?container=side%3Ccar%3E&amp;tailLines=10&amp;csrf=t0k\""), "{html}");
         let err = ApiError::invalid_field("tailLines", "bad");
-        let refused = logs_page(&viewer, &p, &["app".into()], &LogChoice::default(), Some(&err));
-        assert!(!refused.contains("data-stream") && refused.contains("role=\"alert\""), "{refused}");
+        let refused = logs_page(
+            &viewer,
+            &p,
+            &["app".into()],
+            &LogChoice::default(),
+            Some(&err),
+        );
+        assert!(
+            !refused.contains("data-stream") && refused.contains("role=\"alert\""),
+            "{refused}"
+        );
     }
 }

@@ -105,18 +105,35 @@ pub fn container_names(pod: &Value) -> Vec<String> {
 /// Whether the caller may run commands in pods of the instance (`create` on its proxy, as
 /// `pods/exec` is authorized).
 async fn may_exec(console: &Console, caller: &crate::access::Caller, instance: &str) -> bool {
-    allowed(console, caller, Verb::Create, InstanceResource::Proxy, instance).await
+    allowed(
+        console,
+        caller,
+        Verb::Create,
+        InstanceResource::Proxy,
+        instance,
+    )
+    .await
 }
 
 /// The heading every pod page shares: the pod, its member cluster and namespace.
 fn heading(h: &mut Html, title: &str, p: &PodPath) {
-    h.open("h1", &[]).text(title).raw(" ").text(&p.pod).close("h1");
+    h.open("h1", &[])
+        .text(title)
+        .raw(" ")
+        .text(&p.pod)
+        .close("h1");
     h.raw("<p class=\"facts muted\">member cluster ")
         .el("strong", &[("id", "pod-cluster")], &p.cluster)
         .raw(" · namespace ")
         .el("strong", &[], &p.namespace)
         .raw(" · instance ")
-        .open("a", &[("href", &format!("/ui/instances/{}", url_segment(&p.instance)))])
+        .open(
+            "a",
+            &[(
+                "href",
+                &format!("/ui/instances/{}", url_segment(&p.instance)),
+            )],
+        )
         .text(&p.instance)
         .raw("</a></p>");
 }
@@ -154,7 +171,10 @@ pub fn pod_page(viewer: &Viewer<'_>, p: &PodPath, pod: &Value, can_exec: bool) -
             .raw("<td>")
             .el(
                 "a",
-                &[("class", "logs"), ("href", &format!("{base}/logs?container={q}"))],
+                &[
+                    ("class", "logs"),
+                    ("href", &format!("{base}/logs?container={q}")),
+                ],
                 "Logs",
             );
         if can_exec {
@@ -246,9 +266,18 @@ mod tests {
             "status": {"phase": "Running"}
         });
         let with = pod_page(&viewer, &path(), &pod, true);
-        assert!(with.contains("/pods/web-1%3Cb%3E/logs?container=app"), "{with}");
-        assert!(with.contains("/pods/web-1%3Cb%3E/terminal?container=app"), "{with}");
-        assert!(with.contains("web-1&lt;b&gt;") && !with.contains("web-1<b>"), "{with}");
+        assert!(
+            with.contains("/pods/web-1%3Cb%3E/logs?container=app"),
+            "{with}"
+        );
+        assert!(
+            with.contains("/pods/web-1%3Cb%3E/terminal?container=app"),
+            "{with}"
+        );
+        assert!(
+            with.contains("web-1&lt;b&gt;") && !with.contains("web-1<b>"),
+            "{with}"
+        );
         assert!(with.contains("nginx&lt;1&gt;"), "{with}");
         let without = pod_page(&viewer, &path(), &pod, false);
         assert!(without.contains("/logs?container=app"), "{without}");

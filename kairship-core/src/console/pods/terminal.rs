@@ -226,7 +226,9 @@ pub(super) async fn stream(
                 message = member.next() => match message {
                     Some(Ok(Message::Binary(bytes))) => match bytes.split_first() {
                         Some((&(STDOUT | STDERR), data)) if !data.is_empty() => {
-                            if socket.send(Message::binary(data.to_vec())).await.is_err() {
+                            let sent = socket.send(Message::binary(data.to_vec())).await;
+                            if sent.is_err() {
+                                // The page went away.
                                 let _ = member.close(None).await;
                                 return;
                             }

@@ -68,11 +68,11 @@ pub fn origin_allowed(headers: &HeaderMap) -> bool {
         return false;
     }
     match (text(header::ORIGIN), text(header::HOST)) {
-        (Some(origin), Some(host)) => origin
-            .split_once("://")
-            .is_some_and(|(scheme, authority)| {
+        (Some(origin), Some(host)) => {
+            origin.split_once("://").is_some_and(|(scheme, authority)| {
                 matches!(scheme, "http" | "https") && authority.eq_ignore_ascii_case(host)
-            }),
+            })
+        }
         _ => false,
     }
 }
@@ -100,9 +100,7 @@ pub fn handshake_accept(headers: &HeaderMap) -> Result<String, &'static str> {
     let key = headers
         .get(header::SEC_WEBSOCKET_KEY)
         .ok_or("Sec-WebSocket-Key is missing")?;
-    Ok(tokio_tungstenite::tungstenite::handshake::derive_accept_key(
-        key.as_bytes(),
-    ))
+    Ok(tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes()))
 }
 
 fn refuse(code: StatusCode, message: &'static str) -> Response {
@@ -123,7 +121,10 @@ pub(super) async fn accept(
 ) -> Result<Accepted, Response> {
     let headers = request.headers();
     if !origin_allowed(headers) {
-        return Err(refuse(StatusCode::FORBIDDEN, "cross-origin WebSocket refused"));
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "cross-origin WebSocket refused",
+        ));
     }
     let accept_key = handshake_accept(headers).map_err(|m| refuse(StatusCode::BAD_REQUEST, m))?;
     let signed = match signed_in(console, headers).await {
