@@ -1,6 +1,7 @@
 //! The real kubectl (v1.36) streaming through Kairship's native proxy to a member pod:
 //! `kubectl exec` (WebSocket `v5.channel.k8s.io`, an interactive shell over stdin, an exit
-//! code) and `kubectl logs -f` (lines arriving while the container writes them), with a
+//! code) and `kubectl logs -f` (lines arriving while the container writes them), and port
+//! forwarding with kube-rs's client (`v4.channel.k8s.io`), with a
 //! kubeconfig whose server is Karmada's cluster proxy of member `a-east` inside the instance
 //! proxy (`…/instances/karmada-a/proxy/apis/cluster.karmada.io/v1alpha1/clusters/a-east/proxy`),
 //! as `kairship sandbox --tls` serves it. The viewer, who may read the instance but not
@@ -154,6 +155,30 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
         .collect();
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{written:?}");
     drop(follow);
+
+    // Port forwarding carries a connection to the pod (every simulated port echoes). kubectl
+    // 1.36 tunnels SPDY inside its port-forward WebSocket, which the simulated kubelet does
+    // not speak, so kube-rs's client (`v4.channel.k8s.io`) forwards here, with the same
+    // kubeconfig.
+    let echoed = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        kube_kit::client::install_crypto_provider();
+        let kubeconfig = kube::config::Kubeconfig::read_from(&member.kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(kube::Client::try_from(config).unwrap(), "demo");
+        let mut forwarder = pods.portforward(&pod, &[8080]).await.unwrap();
+        let mut port = forwarder.take_stream(8080).unwrap();
+        port.write_all(b"ping through kairship").await.unwrap();
+        let mut echoed = [0u8; 21];
+        port.read_exact(&mut echoed).await.unwrap();
+        drop(port);
+        forwarder.abort();
+        echoed
+    });
+    assert_eq!(&echoed, b"ping through kairship");
 
     // The viewer may read the instance but not run commands in it.
     let viewer = Kubectl::new(
