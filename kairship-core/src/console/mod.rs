@@ -24,6 +24,7 @@ pub mod instances;
 pub mod members;
 pub mod oidc;
 pub mod page;
+pub mod pods;
 pub mod request;
 pub mod session;
 pub mod session_store;
@@ -86,6 +87,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(workloads::routes())
         .merge(applications::routes())
         .merge(browser::routes())
+        .merge(pods::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

@@ -14,6 +14,8 @@
 //!   the request acts as, after kube-apiserver's impersonation filter: a gateway (Kairship)
 //!   that impersonates its own callers at the instance gets each of them impersonated in the
 //!   member, never itself;
+//! - connection upgrades (`exec`, `attach`, `portforward` of member pods) are spliced through
+//!   ([`super::cluster_upgrade`]);
 //! - a missing Secret is `404 secrets "x" not found`; a Cluster without endpoint, impersonator
 //!   or CA bundle, and a member that cannot be reached, are `500` with Karmada's message.
 
@@ -198,6 +200,18 @@ async fn serve(request: ProxyRequest) -> Result<Response, ApiError> {
     let connection = connection(&name, &cluster, |ns, secret| {
         read_object(&state, "", "secrets", ns, secret)
     })?;
+    if crate::proxy::upgrade::is_upgrade(request.headers()) {
+        let shutdown = state.shutdown.clone();
+        return super::cluster_upgrade::serve_upgrade(
+            &name,
+            &connection,
+            &user,
+            &path,
+            request,
+            shutdown,
+        )
+        .await;
+    }
     let mut url = format!("{}{path}", connection.endpoint.trim_end_matches('/'));
     if let Some(query) = request.uri().query() {
         url.push('?');

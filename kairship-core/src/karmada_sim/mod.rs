@@ -13,6 +13,7 @@ mod cluster_passes;
 pub mod cluster_proxy;
 pub mod cluster_status;
 pub mod cluster_strategy;
+mod cluster_upgrade;
 pub mod detector;
 pub mod execution;
 pub mod execution_space;

@@ -30,7 +30,7 @@ use crate::router::{
 };
 
 /// Headers that describe one connection, not the message: never forwarded either way.
-const HOP_BY_HOP: [&str; 9] = [
+pub(super) const HOP_BY_HOP: [&str; 9] = [
     "connection",
     "keep-alive",
     "proxy-authenticate",
@@ -61,7 +61,7 @@ pub fn kube_path_of<'a>(full_path: &'a str, instance: &str) -> Option<&'a str> {
 /// Whether a request header is forwarded to the instance: everything but hop-by-hop headers,
 /// the caller's credentials (the instance client presents its own), `Host`, and impersonation
 /// headers (a caller must never choose who the instance's credentials act as).
-fn forwarded_request_header(name: &HeaderName) -> bool {
+pub(super) fn forwarded_request_header(name: &HeaderName) -> bool {
     let name = name.as_str();
     name != "authorization"
         && name != "host"
@@ -84,7 +84,7 @@ pub fn acts_as_caller(
 
 /// Whether `resource` is Karmada's cluster proxy of a member (`clusters/{name}/proxy/...` of
 /// `cluster.karmada.io`).
-fn is_member_proxy(resource: &ResourcePath) -> bool {
+pub(super) fn is_member_proxy(resource: &ResourcePath) -> bool {
     resource.group == "cluster.karmada.io"
         && resource.resource == "clusters"
         && resource.subresource.as_deref() == Some("proxy")
@@ -117,6 +117,7 @@ pub(super) async fn handle(
             &format!("method {} is not supported", request.method()),
         );
     };
+    let verb = super::upgrade::verb_with_upgrade(verb, &raw_path, request.headers());
     if let Err(err) = authorize(&state, &caller, verb, &instance).await {
         return access_error_response(&err);
     }
@@ -130,7 +131,14 @@ pub(super) async fn handle(
         KubePath::Resource(resource) => Some(resource),
         _ => None,
     };
+    let upgrade = super::upgrade::is_upgrade(request.headers());
     let response = match (handling, resource) {
+        _ if upgrade => {
+            super::upgrade::forward_upgrade(
+                &state, &instance, &raw_path, resource, &caller, request,
+            )
+            .await
+        }
         (Handling::Forward, _) | (_, None) => {
             forward(&state, &instance, &raw_path, resource, &caller, request).await
         }
@@ -207,7 +215,9 @@ fn record_write(
         namespace: resource.namespace.clone().unwrap_or_default(),
         name: resource.name.clone().unwrap_or_default(),
     };
-    let message = (!status.is_success()).then(|| {
+    // An exec or attach that switched protocols was accepted.
+    let accepted = status.is_success() || status == StatusCode::SWITCHING_PROTOCOLS;
+    let message = (!accepted).then(|| {
         status
             .canonical_reason()
             .unwrap_or("the instance refused the write")
@@ -254,7 +264,10 @@ async fn authorize(
 
 /// The client of `instance`, checked now; discovery answers of instances that changed since the
 /// last request are dropped.
-async fn connect(state: &ProxyState, instance: &str) -> Result<InstanceConnection, RouterError> {
+pub(super) async fn connect(
+    state: &ProxyState,
+    instance: &str,
+) -> Result<InstanceConnection, RouterError> {
     let connected = state.clients.connect(instance).await;
     let generation = *state.clients.changes().borrow();
     state

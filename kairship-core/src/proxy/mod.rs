@@ -19,7 +19,9 @@
 //!   successful writes are reported to the router ([`ReadWriteRouter::observe_write`]) so that
 //!   the caller reads its own writes.
 //!
-//! Not carried: connection upgrades (`exec`, `attach`, `portforward` over SPDY/WebSocket).
+//! Connection upgrades (`exec`, `attach`, `portforward` over WebSocket or SPDY, at the instance
+//! or at a member pod through Karmada's cluster proxy) are authorized as `create` and spliced
+//! through ([`upgrade`]); logs (`?follow=true`) stream through as they are written.
 
 mod compress;
 mod handler;
@@ -27,6 +29,7 @@ mod path;
 mod request;
 mod serving;
 mod status;
+pub mod upgrade;
 
 use std::sync::Arc;
 

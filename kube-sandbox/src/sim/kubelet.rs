@@ -82,6 +82,8 @@ pub struct KubeletState {
     logs: Mutex<HashMap<(String, String, String), Vec<LogLine>>>,
     next_ip: Mutex<u32>,
     endpoint: Mutex<Option<SocketAddr>>,
+    /// Wakes the followers of logs when a line is printed.
+    appended: tokio::sync::Notify,
 }
 
 impl KubeletState {
@@ -127,6 +129,7 @@ impl KubeletState {
                 at: jiff::Timestamp::now(),
                 text: text.to_string(),
             });
+        self.appended.notify_waiters();
     }
 
     /// What a container printed so far, one entry per line; `None` before it started.
@@ -427,7 +430,7 @@ pub(super) fn finish_pod(sim: &Simulator, namespace: &str, name: &str) {
 }
 
 /// Starts a pod's containers; answers how long they run when they end by themselves.
-pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) -> Option<Duration> {
+pub(super) fn start_pod(sim: &Arc<Simulator>, namespace: &str, name: &str) -> Option<Duration> {
     let state = &sim.state;
     let rt = state.resource_type("", "pods")?;
     let pods_gr = rt.group_resource();
@@ -486,6 +489,14 @@ pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) -> Option<
             sim.kubelet.append_log(namespace, name, cname, &line);
         }
     }
+    let scripts: Vec<(String, super::container_script::Script)> = containers
+        .iter()
+        .map(|c| {
+            let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
+            (cname.to_string(), super::container_script::script(c))
+        })
+        .filter(|(_, script)| script.continues())
+        .collect();
     let ctx = WriteContext::system("kubelet");
     let _ = state.update_with(&rt, "v1", namespace, name, Some("status"), &ctx, None, |old| {
         let mut new = old.clone();
@@ -502,6 +513,17 @@ pub(super) fn start_pod(sim: &Simulator, namespace: &str, name: &str) -> Option<
         });
         Ok(new)
     });
+    // Containers that print over time keep printing while the pod runs.
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        for (cname, script) in scripts {
+            let key = (
+                namespace.to_string(),
+                name.to_string(),
+                pod.uid().to_string(),
+            );
+            runtime.spawn(run_script(sim.clone(), key, cname, script));
+        }
+    }
     run_time(&pod.value, state.options.job_pod_run_time)
 }
 
@@ -567,24 +589,59 @@ pub(super) fn start_ephemeral_containers(sim: &Simulator, pod: &Value) {
     );
 }
 
-/// What a simulated container prints: the words after `echo` in its command and args.
+/// What a simulated container prints at once: the lines of its script before any wait.
 fn printed_lines(container: &Value) -> Vec<String> {
-    let words: Vec<String> = ["command", "args"]
+    let now = jiff::Timestamp::now();
+    super::container_script::script(container)
+        .immediate()
+        .0
         .iter()
-        .filter_map(|k| container.get(*k).and_then(Value::as_array))
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
-    let joined = words.join(" ");
-    joined
-        .split(['\n', ';'])
-        .filter_map(|part| {
-            let part = part.trim();
-            let at = part.find("echo ")?;
-            Some(part[at + 5..].trim().trim_matches(['"', '\'']).to_string())
-        })
+        .map(|line| super::container_script::expand(line, now))
         .collect()
+}
+
+/// Prints the rest of a container's script as it runs, until the pod (this very pod, by uid)
+/// stops running or the cluster shuts down.
+async fn run_script(
+    sim: Arc<Simulator>,
+    pod: (String, String, String),
+    container: String,
+    script: super::container_script::Script,
+) {
+    use super::container_script::{Step, expand};
+    let (namespace, name, uid) = pod;
+    let running = || {
+        sim.state
+            .store
+            .get(&GroupResource::new("", "pods"), &namespace, &name)
+            .is_some_and(|p| {
+                p.uid() == uid
+                    && at(&p.value, &["metadata", "deletionTimestamp"]).is_none()
+                    && at(&p.value, &["status", "phase"]).and_then(Value::as_str) == Some("Running")
+            })
+    };
+    let (_, first) = script.immediate();
+    let steps = script.once[first..]
+        .iter()
+        .chain(script.repeat.iter().cycle());
+    for step in steps {
+        match step {
+            Step::Print(text) => {
+                if !running() {
+                    return;
+                }
+                let line = expand(text, jiff::Timestamp::now());
+                sim.kubelet.append_log(&namespace, &name, &container, &line);
+            }
+            Step::Sleep(wait) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(*wait) => {}
+                    _ = sim.state.shutdown.cancelled() => return,
+                }
+            }
+            Step::End => return,
+        }
+    }
 }
 
 /// The names of a pod's (regular) containers.
@@ -715,12 +772,17 @@ pub async fn serve_log(
             return;
         }
         let mut seen = seen;
+        let mut printed = Box::pin(sim.kubelet.appended.notified());
         loop {
             tokio::select! {
                 _ = sim.state.shutdown.cancelled() => return,
                 _ = tx.closed() => return,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = &mut printed => {}
+                // The pod's deletion prints nothing: look again now and then.
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
+            // Made before the log is read again, so a line printed meanwhile still wakes it.
+            printed = Box::pin(sim.kubelet.appended.notified());
             if sim.state.store.get(&pods_gr, &ns, &pod_name).is_none() {
                 return;
             }

@@ -10,7 +10,9 @@
 //!   the error text on failure only). Streams are chosen with `input`/`output`/`error`/`tty`
 //!   (`=1`, what kube-apiserver sends) or `stdin`/`stdout`/`stderr` (`=true`).
 //!   Exec runs a fixed command set: `echo ARGS...`, `hostname`, `env`; any other command exits
-//!   127 with a message on stderr. Attach prints what the container printed so far, then ends.
+//!   127 with a message on stderr; `sh -c 'a; b'` runs its statements in turn, and `sh` (or
+//!   `bash`) with stdin is an interactive shell over these commands ([`super::shell`]).
+//!   Attach prints what the container printed so far, then ends.
 //! - `/portForward/{ns}/{pod}[/{uid}]?port=P` (or `ports=P,Q`) over WebSocket
 //!   (`v4.channel.k8s.io`, `channel.k8s.io`, `portforward.k8s.io`): per port a data channel
 //!   `2i` and an error channel `2i+1`, each opened with the little-endian port; every simulated
@@ -674,8 +676,14 @@ fn serve_command(
         Ok(r) => r,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
     };
+    if exec && options.stdin && super::shell::is_interactive(&options.command) {
+        let shell = super::shell::Shell::new(pod.clone(), name, container, options.tty);
+        let on_upgrade = hyper::upgrade::on(&mut req);
+        tokio::spawn(serve_shell(sim, on_upgrade, shell, options, protocol));
+        return response;
+    }
     let output = if exec {
-        run_command(pod, name, container, &options.command)
+        super::shell::run(pod, name, container, &options.command)
     } else {
         // Attach shows what the container printed so far, then detaches.
         CommandOutput {
@@ -706,6 +714,92 @@ fn serve_command(
         finish(ws).await;
     });
     response
+}
+
+/// An interactive shell over an upgraded connection: stdin (channel 0) is fed to `shell`,
+/// what it writes goes out on stdout (1) and stderr (2); it ends when the shell exits, the
+/// client closes stdin (v5's close signal, channel 255) or the connection, with the exit
+/// `Status` on channel 3.
+async fn serve_shell(
+    sim: Arc<Simulator>,
+    on_upgrade: hyper::upgrade::OnUpgrade,
+    mut shell: super::shell::Shell,
+    options: StreamOptions,
+    protocol: Option<&'static str>,
+) {
+    const STDIN_CHANNEL: u8 = 0;
+    const CLOSE_CHANNEL: u8 = 255;
+    let Ok(upgraded) = on_upgrade.await else {
+        return;
+    };
+    let mut ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+    let frames = |written: super::shell::Written| {
+        let mut out = Vec::new();
+        for (channel, data) in [
+            (STDOUT_CHANNEL, written.stdout),
+            (STDERR_CHANNEL, written.stderr),
+        ] {
+            let wanted = if channel == STDOUT_CHANNEL {
+                options.stdout
+            } else {
+                options.stderr
+            };
+            if wanted && !data.is_empty() {
+                let mut frame = vec![channel];
+                frame.extend_from_slice(&data);
+                out.push(Message::binary(frame));
+            }
+        }
+        out
+    };
+    for frame in frames(shell.start()) {
+        if ws.send(frame).await.is_err() {
+            return;
+        }
+    }
+    while shell.exited().is_none() {
+        let message = tokio::select! {
+            _ = sim.state.shutdown.cancelled() => return,
+            m = ws.next() => m,
+        };
+        let written = match message {
+            Some(Ok(Message::Binary(bytes))) => match bytes.split_first() {
+                Some((&STDIN_CHANNEL, data)) => shell.feed(data),
+                Some((&CLOSE_CHANNEL, [STDIN_CHANNEL, ..])) => {
+                    shell.close_input();
+                    super::shell::Written::default()
+                }
+                // Terminal resizes (channel 4) change nothing here.
+                _ => continue,
+            },
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+            Some(Ok(_)) => continue,
+        };
+        for frame in frames(written) {
+            if ws.send(frame).await.is_err() {
+                return;
+            }
+        }
+    }
+    let code = shell.exited().unwrap_or(0);
+    let status = exit_status(&options.command, code);
+    let last = match protocol {
+        Some("v4.channel.k8s.io" | "v5.channel.k8s.io") => Some(status.to_string()),
+        _ if code != 0 => status["message"].as_str().map(str::to_string),
+        _ => None,
+    };
+    if let Some(text) = last {
+        let mut frame = vec![STATUS_CHANNEL];
+        frame.extend_from_slice(text.as_bytes());
+        let _ = ws.send(Message::binary(frame)).await;
+    }
+    let _ = ws.close(Some(normal_close())).await;
+    let drain = async { while let Some(Ok(_)) = ws.next().await {} };
+    tokio::select! {
+        _ = tokio::time::timeout(Duration::from_secs(5), drain) => {}
+        _ = sim.state.shutdown.cancelled() => {}
+    }
+    finish(ws).await;
 }
 
 fn serve_port_forward(state: Arc<ClusterState>, mut req: Request) -> Response {

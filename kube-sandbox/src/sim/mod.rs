@@ -12,6 +12,7 @@
 //! The loop follows the store's change history like a watch, so each change is looked at once.
 //! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
 
+pub mod container_script;
 pub mod controllers;
 pub mod kubelet;
 pub mod kubelet_api;
@@ -22,6 +23,7 @@ pub mod metrics_server;
 pub mod node_lifecycle;
 pub mod node_proxy;
 pub mod scheduler;
+pub mod shell;
 pub mod taint_eviction;
 
 use crate::apiserver::api::DeleteOptions;

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod join;
 pub mod objects;
 mod service;
+pub mod streams;
 pub mod types;
 pub mod view_types;
 pub mod views;

@@ -11,6 +11,7 @@ pub mod view;
 use async_trait::async_trait;
 
 use crate::access::Caller;
+use crate::api::members::streams::{ExecOptions, LogOptions, LogStream, MemberPod};
 use crate::api::{ApiError, Code, Object, ObjectList};
 
 pub use jobs::{CronJobAction, CronJobActionRequest, RestartJobRequest};
@@ -69,6 +70,36 @@ pub trait WorkloadsApi: Send + Sync {
         Err(ApiError::new(
             Code::Unimplemented,
             "member-cluster views are not served by this implementation",
+        ))
+    }
+
+    /// A member pod's container log, streamed as the member writes it when `follow`, read
+    /// through Karmada's cluster proxy as the caller (`get` on the instance's proxy).
+    async fn member_pod_log(
+        &self,
+        caller: &Caller,
+        pod: MemberPod,
+        options: LogOptions,
+    ) -> Result<LogStream, ApiError> {
+        let _ = (caller, pod, options);
+        Err(ApiError::new(
+            Code::Unimplemented,
+            "member pod logs are not served by this implementation",
+        ))
+    }
+
+    /// A command in a member pod's container over WebSocket (the member's `pods/exec`),
+    /// through Karmada's cluster proxy as the caller (`create` on the instance's proxy).
+    async fn member_pod_exec(
+        &self,
+        caller: &Caller,
+        pod: MemberPod,
+        options: ExecOptions,
+    ) -> Result<kube::client::Connection, ApiError> {
+        let _ = (caller, pod, options);
+        Err(ApiError::new(
+            Code::Unimplemented,
+            "member pod terminals are not served by this implementation",
         ))
     }
 }

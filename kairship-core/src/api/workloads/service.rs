@@ -12,6 +12,7 @@ use crate::api::inside::Inside;
 use crate::api::kairship::KairshipService;
 use crate::api::kinds::{ResourceKind, resource_bindings_resource};
 use crate::api::list::pagination;
+use crate::api::members::streams::{ExecOptions, LogOptions, LogStream, MemberPod};
 use crate::api::workloads::actions::deployment_patch;
 use crate::api::workloads::view::{deployment_binding_name, parse_binding, workload};
 use crate::api::{
@@ -161,5 +162,23 @@ impl WorkloadsApi for KairshipService {
         req: ListWorkloadPodsRequest,
     ) -> Result<ObjectList, ApiError> {
         self.workload_pods(caller, req).await
+    }
+
+    async fn member_pod_log(
+        &self,
+        caller: &Caller,
+        pod: MemberPod,
+        options: LogOptions,
+    ) -> Result<LogStream, ApiError> {
+        self.pod_log(caller, pod, options).await
+    }
+
+    async fn member_pod_exec(
+        &self,
+        caller: &Caller,
+        pod: MemberPod,
+        options: ExecOptions,
+    ) -> Result<kube::client::Connection, ApiError> {
+        self.pod_exec(caller, pod, options).await
     }
 }

@@ -78,7 +78,7 @@ pub(in crate::console) async fn workload(
             load_events(api, &signed.caller, &instance, Some(&namespace), object),
         );
         let refresh = crate::console::workloads::view::pods_url(&instance, &namespace, &name);
-        let mut members = crate::console::workloads::view::pods_section(&refresh, &pods);
+        let mut members = crate::console::workloads::view::pods_section(&instance, &refresh, &pods);
         members.append(crate::console::workloads::view::events_section(&events));
         view::workload_page(&signed.viewer(), &instance, &w, can_write, members)
     };
@@ -317,7 +317,7 @@ pub(super) async fn workload_pods(
         &name,
     )
     .await;
-    let section = pods_section(&pods_url(&instance, &namespace, &name), &pods);
+    let section = pods_section(&instance, &pods_url(&instance, &namespace, &name), &pods);
     html(StatusCode::OK, section.finish())
 }
 

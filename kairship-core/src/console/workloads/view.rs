@@ -273,7 +273,7 @@ pub fn pods_url(instance: &str, namespace: &str, name: &str) -> String {
 
 /// The pods per cluster table (`id="pods"`, one row per pod with `data-cluster`), refreshed
 /// from `refresh` every 5 s.
-pub fn pods_section(refresh: &str, pods: &Result<ObjectList, ApiError>) -> Html {
+pub fn pods_section(instance: &str, refresh: &str, pods: &Result<ObjectList, ApiError>) -> Html {
     let mut h = Html::new();
     h.open(
         "section",
@@ -300,7 +300,15 @@ pub fn pods_section(refresh: &str, pods: &Result<ObjectList, ApiError>) -> Html 
                     .unwrap_or("–");
                 let name = text(pod, "/metadata/name");
                 h.open("tr", &[("data-cluster", cluster), ("data-pod", name)]);
-                h.el("td", &[], name)
+                let page = crate::console::pods::pod_url(
+                    instance,
+                    cluster,
+                    text(pod, "/metadata/namespace"),
+                    name,
+                );
+                h.raw("<td>")
+                    .el("a", &[("class", "pod"), ("href", &page)], name)
+                    .raw("</td>")
                     .el("td", &[("class", "cluster")], cluster)
                     .el("td", &[("class", "phase")], text(pod, "/status/phase"))
                     .el("td", &[("class", "node")], text(pod, "/spec/nodeName"))
@@ -416,7 +424,7 @@ mod tests {
             })],
             pagination: Pagination::default(),
         });
-        let html = pods_section("/ui/x", &pods).finish();
+        let html = pods_section("i", "/ui/x", &pods).finish();
         assert!(html.contains("data-cluster=\"east\""), "{html}");
         assert!(html.contains("<td class=\"phase\">Running</td>"), "{html}");
         assert!(html.contains("<td class=\"node\">east-n1</td>"), "{html}");
@@ -426,7 +434,7 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("hx-get=\"/ui/x\""), "{html}");
-        let none = pods_section("/ui/x", &Ok(ObjectList::default())).finish();
+        let none = pods_section("i", "/ui/x", &Ok(ObjectList::default())).finish();
         assert!(none.contains("No pods"));
     }
 
