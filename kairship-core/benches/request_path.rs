@@ -19,7 +19,8 @@
 //! `cargo bench -p kairship-core --bench request_path`; `KAIRSHIP_BENCH_REQ_DEPLOYMENTS`
 //! (default 5000), `KAIRSHIP_BENCH_REQ_ROUNDS` (LIST rounds, default 30),
 //! `KAIRSHIP_BENCH_REQ_SETTLE_S` (default 30), `KAIRSHIP_BENCH_REQ_LOAD_S` (default 40) and
-//! `KAIRSHIP_BENCH_REQ_CALLERS` (default 24) change the sizes.
+//! `KAIRSHIP_BENCH_REQ_CALLERS` (default 24) change the sizes; `KAIRSHIP_BENCH_REQ_PARTS`
+//! (default `lists,apiserver,controller,load`) runs only the parts it names.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read as _, Write as _};
@@ -622,6 +623,13 @@ async fn load(url: &str, token: &str) {
     );
 }
 
+/// Whether `KAIRSHIP_BENCH_REQ_PARTS` (default: every part) names `part`.
+fn part_runs(part: &str) -> bool {
+    std::env::var("KAIRSHIP_BENCH_REQ_PARTS")
+        .map(|parts| parts.split(',').any(|p| p.trim() == part))
+        .unwrap_or(true)
+}
+
 async fn parent() {
     let count = env_number("KAIRSHIP_BENCH_REQ_DEPLOYMENTS", 5000) as usize;
     let settle = env_number("KAIRSHIP_BENCH_REQ_SETTLE_S", 30);
@@ -633,9 +641,11 @@ async fn parent() {
     };
     let (url, token) = ((*url).to_owned(), (*token).to_owned());
 
-    lists(&url, &token, count).await;
+    if part_runs("lists") {
+        lists(&url, &token, count).await;
+    }
 
-    for race in [false, true] {
+    for race in [false, true].into_iter().filter(|_| part_runs("apiserver")) {
         let name = if race { "raced" } else { "synced" };
         let out = run_child(&format!("apiserver {url} {token} {race} {settle}"));
         let synced = value_of(&out, "RSS_SYNCED ")[0];
@@ -647,19 +657,23 @@ async fn parent() {
         );
     }
 
-    let out = run_child(&format!("controller {url} {token}"));
-    let rss = value_of(&out, "RSS ");
-    println!(
-        "BENCH controller_statistics_cached_deployments={}",
-        value_of(&out, "CACHED ")[0]
-    );
-    println!("BENCH controller_statistics_rss_mib={:.1}", mib(rss[0]));
-    println!(
-        "BENCH controller_statistics_rss_growth_mib={:.1}",
-        mib(rss[0].saturating_sub(rss[1]))
-    );
+    if part_runs("controller") {
+        let out = run_child(&format!("controller {url} {token}"));
+        let rss = value_of(&out, "RSS ");
+        println!(
+            "BENCH controller_statistics_cached_deployments={}",
+            value_of(&out, "CACHED ")[0]
+        );
+        println!("BENCH controller_statistics_rss_mib={:.1}", mib(rss[0]));
+        println!(
+            "BENCH controller_statistics_rss_growth_mib={:.1}",
+            mib(rss[0].saturating_sub(rss[1]))
+        );
+    }
 
-    load(&url, &token).await;
+    if part_runs("load") {
+        load(&url, &token).await;
+    }
 
     drop(sandbox.stdin.take());
     let _ = sandbox.wait();
