@@ -595,7 +595,7 @@ mod tests {
         ] {
             assert_eq!(deployment_json_is_ready(json.as_bytes()).unwrap(), want, "{json}");
         }
-        for bad in ["[]", "{\"metadata\":{\"generation\":\"two\"}}", "{\"spec\":{\"replicas\":[]}}"] {
+        for bad in ["7", "{\"metadata\":{\"generation\":\"two\"}}", "{\"spec\":{\"replicas\":[]}}"] {
             assert!(deployment_json_is_ready(bad.as_bytes()).is_err(), "{bad}");
         }
     }
