@@ -411,7 +411,7 @@ mod tests {
         }
         for bad in [
             vec!["--per-caller-qps", "0"],
-            vec!["--per-caller-qps", "-1"],
+            vec!["--per-caller-qps=-1"],
             vec!["--per-caller-qps", "5", "--per-caller-burst", "0"],
         ] {
             let err = per_caller_limit(&parse(&bad).unwrap()).unwrap_err();
