@@ -407,7 +407,11 @@ mod tests {
             ),
         ] {
             let limit = per_caller_limit(&parse(&flags).unwrap()).unwrap();
-            assert_eq!(limit.map(|l| (l.per_second(), l.burst())), want, "{flags:?}");
+            assert_eq!(
+                limit.map(|l| (l.per_second(), l.burst())),
+                want,
+                "{flags:?}"
+            );
         }
         for bad in [
             vec!["--per-caller-qps", "0"],

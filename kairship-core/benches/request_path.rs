@@ -376,10 +376,7 @@ async fn controller_child(url: &str, token: &str) {
     }
     let summary = kairship_core::controllers::resource_statistics::compute(&cache);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    println!(
-        "CACHED {}",
-        summary.workload_summary.deployments.total_num
-    );
+    println!("CACHED {}", summary.workload_summary.deployments.total_num);
     println!("RSS {} {}", rss_bytes(), before);
     std::io::stdout().flush().unwrap();
 }

@@ -273,12 +273,7 @@ mod tests {
                 vec![None, Some(1), None, Some(1)],
             ),
             // A clock that goes back refills nothing and takes nothing extra.
-            (
-                1.0,
-                1,
-                vec![5.0, 3.0, 6.0],
-                vec![None, Some(1), None],
-            ),
+            (1.0, 1, vec![5.0, 3.0, 6.0], vec![None, Some(1), None]),
         ];
         for (rate, burst, times, want) in cases {
             let limit = Limit::new(rate, burst).unwrap();
@@ -322,7 +317,10 @@ mod tests {
         assert_eq!(proxy.headers()[header::RETRY_AFTER], "3");
         let body = axum::body::to_bytes(proxy.into_body(), 4096).await.unwrap();
         let status: kube::core::Status = serde_json::from_slice(&body).unwrap();
-        assert_eq!((status.code, status.reason.as_str()), (429, "TooManyRequests"));
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (429, "TooManyRequests")
+        );
         assert_eq!(status.details.unwrap().retry_after_seconds, 3);
 
         let rest = rest_too_many_requests(RetryAfter(2));
@@ -331,6 +329,11 @@ mod tests {
         let body = axum::body::to_bytes(rest.into_body(), 4096).await.unwrap();
         let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(error["code"], Code::ResourceExhausted as i32, "{error}");
-        assert!(error["message"].as_str().unwrap().contains("retry after 2 s"));
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("retry after 2 s")
+        );
     }
 }

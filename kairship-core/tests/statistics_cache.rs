@@ -89,10 +89,7 @@ fn deployments() -> ApiResource {
 
 async fn count<K>(client: &Client) -> i64
 where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let api: Api<K> = Api::all(client.clone());
     i64::try_from(api.list(&ListParams::default()).await.unwrap().items.len()).unwrap()
@@ -113,10 +110,7 @@ async fn statistics_read_the_caches_the_router_serves() {
     // The router reads Deployments first: their cache starts.
     let target = ResourceTarget::all(INSTANCE, deployments());
     eventually("the router's Deployment cache", LIMIT, || async {
-        backend
-            .synced(INSTANCE, &deployments())
-            .await
-            .then_some(())
+        backend.synced(INSTANCE, &deployments()).await.then_some(())
     })
     .await;
     let listed = backend.list(&target, &ListQuery::default()).await.unwrap();

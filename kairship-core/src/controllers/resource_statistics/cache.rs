@@ -268,11 +268,20 @@ mod tests {
         // (passes: each a list of (name, resourceVersion, JSON), readiness wanted)
         type Pass<'a> = (Vec<(&'a str, u64, &'a [u8])>, Vec<bool>);
         let passes: Vec<Pass> = vec![
-            (vec![("a", 5, READY), ("b", 6, NOT_READY)], vec![true, false]),
+            (
+                vec![("a", 5, READY), ("b", 6, NOT_READY)],
+                vec![true, false],
+            ),
             // Same versions: the memo answers, whatever the JSON says now.
-            (vec![("a", 5, UNREADABLE), ("b", 6, READY)], vec![true, false]),
+            (
+                vec![("a", 5, UNREADABLE), ("b", 6, READY)],
+                vec![true, false],
+            ),
             // A new version is read; an unreadable one counts as not ready.
-            (vec![("a", 7, NOT_READY), ("b", 8, UNREADABLE)], vec![false, false]),
+            (
+                vec![("a", 7, NOT_READY), ("b", 8, UNREADABLE)],
+                vec![false, false],
+            ),
             // Version 0 (none, or not numeric) is never trusted.
             (vec![("a", 0, READY), ("b", 8, READY)], vec![true, false]),
             (vec![("a", 0, NOT_READY)], vec![false]),
@@ -280,10 +289,11 @@ mod tests {
             (vec![("b", 8, READY)], vec![true]),
         ];
         for (i, (items, want)) in passes.into_iter().enumerate() {
-            let got =
-                memo.readiness(items.iter().map(|(name, version, json)| {
-                    (key("team", name), *version, *json)
-                }));
+            let got = memo.readiness(
+                items
+                    .iter()
+                    .map(|(name, version, json)| (key("team", name), *version, *json)),
+            );
             assert_eq!(got, want, "pass {i}");
             assert_eq!(memo.known.len(), items.len(), "pass {i}");
         }

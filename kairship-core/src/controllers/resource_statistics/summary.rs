@@ -263,7 +263,9 @@ pub fn deployment_json_is_ready(json: &[u8]) -> Result<bool, serde_json::Error> 
 pub fn deployment_summary(readiness: impl IntoIterator<Item = bool>) -> CountSummary {
     let (total, ready) = readiness
         .into_iter()
-        .fold((0usize, 0usize), |(t, r), ready| (t + 1, r + usize::from(ready)));
+        .fold((0usize, 0usize), |(t, r), ready| {
+            (t + 1, r + usize::from(ready))
+        });
     CountSummary {
         total_num: to_i32(total),
         ready_num: to_i32(ready),
@@ -590,12 +592,26 @@ mod tests {
         for (json, want) in [
             (r#"{"metadata":{"name":"d"},"spec":{"replicas":0}}"#, true),
             (r#"{"metadata":{"name":"d"}}"#, false),
-            (r#"{"metadata":{"name":"d"},"spec":null,"status":null}"#, false),
-            (r#"{"metadata":{"name":"d"},"status":{"readyReplicas":1}}"#, true),
+            (
+                r#"{"metadata":{"name":"d"},"spec":null,"status":null}"#,
+                false,
+            ),
+            (
+                r#"{"metadata":{"name":"d"},"status":{"readyReplicas":1}}"#,
+                true,
+            ),
         ] {
-            assert_eq!(deployment_json_is_ready(json.as_bytes()).unwrap(), want, "{json}");
+            assert_eq!(
+                deployment_json_is_ready(json.as_bytes()).unwrap(),
+                want,
+                "{json}"
+            );
         }
-        for bad in ["7", "{\"metadata\":{\"generation\":\"two\"}}", "{\"spec\":{\"replicas\":[]}}"] {
+        for bad in [
+            "7",
+            "{\"metadata\":{\"generation\":\"two\"}}",
+            "{\"spec\":{\"replicas\":[]}}",
+        ] {
             assert!(deployment_json_is_ready(bad.as_bytes()).is_err(), "{bad}");
         }
     }
