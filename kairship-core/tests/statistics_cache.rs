@@ -145,11 +145,11 @@ async fn statistics_read_the_caches_the_router_serves() {
         (1, 3, 2)
     );
     assert_eq!(
-        i64::from(summary.resource_total_num.secrets),
+        summary.resource_total_num.secrets,
         count::<Secret>(&client).await
     );
     assert_eq!(
-        i64::from(summary.resource_total_num.services),
+        summary.resource_total_num.services,
         count::<Service>(&client).await
     );
 
