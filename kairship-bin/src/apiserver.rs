@@ -15,6 +15,7 @@ use kairship_core::auth::{
 use kairship_core::console::session_store::{
     DEFAULT_REVOCATIONS_NAME, DEFAULT_SECRET_NAME, HostSessionConfig,
 };
+use kairship_core::limit::Limit;
 use kairship_core::server::serve;
 use kube_kit::admin::{AdminServer, AdminState, Metrics, Readiness};
 use kube_kit::args::parse_duration;
@@ -147,6 +148,16 @@ pub struct ApiserverArgs {
 
     #[command(flatten)]
     oidc: crate::oidc_flags::OidcArgs,
+    /// Each caller's average rate of requests through the native proxy and REST writes, per
+    /// second (a token bucket per authenticated user); beyond it the caller is answered 429
+    /// with Retry-After. Off when absent.
+    #[arg(long, env = "KAIRSHIP_PER_CALLER_QPS")]
+    per_caller_qps: Option<f64>,
+
+    /// How many such requests a caller may make at once; default: twice --per-caller-qps,
+    /// rounded up.
+    #[arg(long, env = "KAIRSHIP_PER_CALLER_BURST", requires = "per_caller_qps")]
+    per_caller_burst: Option<u32>,
 
     /// Address of the `/metrics` endpoint.
     #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
@@ -197,6 +208,22 @@ fn tls_from_flags(
     Ok(Some((config, Some(dev.cert_pem))))
 }
 
+/// The per-caller limit the flags ask for (none without --per-caller-qps).
+fn per_caller_limit(args: &ApiserverArgs) -> Result<Option<Limit>, FlagError> {
+    let Some(qps) = args.per_caller_qps else {
+        return Ok(None);
+    };
+    let burst = args
+        .per_caller_burst
+        .unwrap_or_else(|| Limit::default_burst(qps));
+    Limit::new(qps, burst).map(Some).ok_or_else(|| {
+        FlagError(format!(
+            "--per-caller-qps {qps} --per-caller-burst {burst}: the rate must be a positive \
+             number and the burst at least 1"
+        ))
+    })
+}
+
 fn check_flags(args: &ApiserverArgs) -> Result<(), FlagError> {
     if let Some(url) = &args.external_url {
         kairship_core::api::instances::kubeconfig::proxy_url(url, "check")
@@ -209,6 +236,7 @@ fn check_flags(args: &ApiserverArgs) -> Result<(), FlagError> {
 pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
     let prepared = check_flags(&args).and_then(|()| {
         let tls = tls_from_flags(&args)?;
+        let limit = per_caller_limit(&args)?;
         let authorizer: Option<Arc<dyn Authorizer>> = match &args.authorization_policy_file {
             Some(path) => Some(Arc::new(StaticAuthorizer::from_file(path).map_err(
                 |e| {
@@ -228,9 +256,9 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
             None => None,
         };
         let oidc = args.oidc.prepare().map_err(FlagError)?;
-        Ok((tls, authorizer, tokens, oidc))
+        Ok((tls, authorizer, tokens, limit, oidc))
     });
-    let (tls, static_authorizer, static_tokens, oidc) = match prepared {
+    let (tls, static_authorizer, static_tokens, per_caller_limit, oidc) = match prepared {
         Ok(p) => p,
         Err(err) => {
             eprintln!("error: {err}");
@@ -292,6 +320,7 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
                 args.console_session_ttl,
             )
         },
+        per_caller_limit,
     })
     .await?;
     let metrics = Metrics::new();
@@ -375,6 +404,37 @@ mod tests {
         let embedded = parse(&["--read-backend", "embedded", "--kubeconfig", "k"]).unwrap();
         assert_eq!(embedded.read_backend, ReadBackendFlag::Cache);
         assert_eq!(embedded.host_kubeconfig, Some(PathBuf::from("k")));
+        // The per-caller limit: off by default, the burst twice the rate unless given.
+        assert_eq!(per_caller_limit(&ok).unwrap(), None);
+        for (flags, want) in [
+            (vec!["--per-caller-qps", "5"], Some((5.0, 10))),
+            (vec!["--per-caller-qps", "0.5"], Some((0.5, 1))),
+            (
+                vec!["--per-caller-qps", "20", "--per-caller-burst", "3"],
+                Some((20.0, 3)),
+            ),
+        ] {
+            let limit = per_caller_limit(&parse(&flags).unwrap()).unwrap();
+            assert_eq!(
+                limit.map(|l| (l.per_second(), l.burst())),
+                want,
+                "{flags:?}"
+            );
+        }
+        for bad in [
+            vec!["--per-caller-qps", "0"],
+            vec!["--per-caller-qps=-1"],
+            vec!["--per-caller-qps", "5", "--per-caller-burst", "0"],
+        ] {
+            let err = per_caller_limit(&parse(&bad).unwrap()).unwrap_err();
+            assert!(err.0.contains("--per-caller-qps"), "{bad:?}: {err}");
+        }
+        for bad in [
+            vec!["--per-caller-burst", "3"],
+            vec!["--per-caller-qps", "fast"],
+        ] {
+            assert_eq!(parse(&bad).unwrap_err().exit_code(), 2, "{bad:?}");
+        }
         let pedia = parse(&["--read-backend", "clusterpedia"]).unwrap();
         assert_eq!(pedia.read_backend, ReadBackendFlag::Clusterpedia);
         let missing = parse(&[

@@ -13,6 +13,7 @@ use kairship_core::auth::{
     ChainAuthenticator, OidcIssuer, StaticTokenAuthenticator, TokenReviewAuthenticator,
 };
 use kairship_core::console::session_store::{HostSessionConfig, HostSessionStore};
+use kairship_core::limit::{CallerLimiter, Limit};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
     ClusterpediaBackend, DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients,
@@ -64,6 +65,8 @@ pub struct ApiOptions {
     pub console_sessions: HostSessionConfig,
     /// Console sign-in through an OpenID Connect issuer.
     pub oidc: Option<kairship_core::console::oidc::OidcSignIn>,
+    /// Each caller's limit on native proxy requests and REST writes (none: not limited).
+    pub per_caller_limit: Option<Limit>,
 }
 
 /// The wired API: the app to serve, and the parts callers still need.
@@ -75,6 +78,10 @@ pub struct Api {
     pub service: Arc<dyn KairshipApi>,
     /// The read-write router (its metrics are registered by the caller).
     pub router: Arc<SplitRouter>,
+    /// The embedded instance cache the router reads (none with Clusterpedia): controllers
+    /// running in the same process read it too instead of keeping their own.
+    #[cfg_attr(not(feature = "sandbox"), allow(dead_code))]
+    pub instance_cache: Option<Arc<EmbeddedCacheBackend>>,
 }
 
 /// Static tokens (when given), then ID tokens of the OIDC issuer (when given), then
@@ -111,9 +118,15 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
     // Deleted, re-created or re-credentialed instances stop being served as the watch sees it.
     tokio::spawn(host_clients.clone().watch_instances(options.shutdown));
     let clients: Arc<dyn InstanceClients> = host_clients;
-    let cache: Arc<dyn ReadBackend> = match options.read_backend {
-        ReadBackendFlag::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
-        ReadBackendFlag::Clusterpedia => Arc::new(ClusterpediaBackend::new(options.host.clone())),
+    let (cache, instance_cache): (Arc<dyn ReadBackend>, _) = match options.read_backend {
+        ReadBackendFlag::Cache => {
+            let embedded = Arc::new(EmbeddedCacheBackend::new(clients.clone()));
+            (embedded.clone(), Some(embedded))
+        }
+        ReadBackendFlag::Clusterpedia => (
+            Arc::new(ClusterpediaBackend::new(options.host.clone())),
+            None,
+        ),
     };
     let router = Arc::new(
         SplitRouter::with_config(
@@ -176,9 +189,15 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         grpc: Some(grpc),
         console: Some(console),
     });
+    // The proxy and REST find the limiter in each request.
+    let app = match options.per_caller_limit {
+        Some(limit) => app.layer(axum::Extension(Arc::new(CallerLimiter::new(limit)))),
+        None => app,
+    };
     Ok(Api {
         app,
         service,
         router,
+        instance_cache,
     })
 }

@@ -8,7 +8,8 @@
 //!   proxy and direct, over HTTP/1.1, and through the proxy over HTTP/2 (h2c);
 //! - the API server's resident memory 30 s after a LIST that raced the cache's sync, against
 //!   one whose cache synced first (each in a fresh process);
-//! - the statistics caches' (controller-manager) resident memory with the 5,000 Deployments;
+//! - the controller-manager's statistics (their caches in the shared instance cache and one
+//!   summary) resident memory with the 5,000 Deployments;
 //! - a load of 24 callers for 40 s mixing namespace LISTs, GETs and writes through the proxy
 //!   with the same writes sent straight to the instance: server errors, dropped connections,
 //!   writes stored, and write p50/p99 through the proxy against direct.
@@ -19,7 +20,8 @@
 //! `cargo bench -p kairship-core --bench request_path`; `KAIRSHIP_BENCH_REQ_DEPLOYMENTS`
 //! (default 5000), `KAIRSHIP_BENCH_REQ_ROUNDS` (LIST rounds, default 30),
 //! `KAIRSHIP_BENCH_REQ_SETTLE_S` (default 30), `KAIRSHIP_BENCH_REQ_LOAD_S` (default 40) and
-//! `KAIRSHIP_BENCH_REQ_CALLERS` (default 24) change the sizes.
+//! `KAIRSHIP_BENCH_REQ_CALLERS` (default 24) change the sizes; `KAIRSHIP_BENCH_REQ_PARTS`
+//! (default `lists,apiserver,controller,load`) runs only the parts it names.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read as _, Write as _};
@@ -44,7 +46,6 @@ use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const CHILD_ENV: &str = "KAIRSHIP_BENCH_REQ_CHILD";
 const NAMESPACES: usize = 50;
@@ -353,21 +354,31 @@ async fn apiserver_child(url: &str, token: &str, race: bool, settle: Duration) {
     std::io::stdout().flush().unwrap();
 }
 
-/// Child: the controller-manager's statistics caches of the instance; prints its resident
-/// memory once the Deployments are cached.
+/// Child: what the controller-manager's statistics keep of the instance (its caches in the
+/// shared instance cache, and a summary computed from them); prints its resident memory once
+/// the Deployments are cached and summed.
 async fn controller_child(url: &str, token: &str) {
     let client = client_of(url, token).await;
     let before = rss_bytes();
-    let cancel = CancellationToken::new();
-    let cache = InstanceCache::start(&client, &cancel);
-    while !cache.deployments.is_synced() {
+    let clients = Arc::new(StaticInstanceClients::new().with(INSTANCE, client));
+    let backend = EmbeddedCacheBackend::new(clients);
+    let cache = InstanceCache::open(&backend, INSTANCE).await.unwrap();
+    // The bench's instance serves no Karmada kinds: their caches never list.
+    let core = [
+        &cache.deployments,
+        &cache.services,
+        &cache.secrets,
+        &cache.configmaps,
+        &cache.pvcs,
+    ];
+    while !core.iter().all(|c| c.has_listed()) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let summary = kairship_core::controllers::resource_statistics::compute(&cache);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    println!("CACHED {}", cache.deployments.len());
+    println!("CACHED {}", summary.workload_summary.deployments.total_num);
     println!("RSS {} {}", rss_bytes(), before);
     std::io::stdout().flush().unwrap();
-    cancel.cancel();
 }
 
 /// Runs this executable as a child with `spec`; returns it and its stdout lines.
@@ -622,6 +633,13 @@ async fn load(url: &str, token: &str) {
     );
 }
 
+/// Whether `KAIRSHIP_BENCH_REQ_PARTS` (default: every part) names `part`.
+fn part_runs(part: &str) -> bool {
+    std::env::var("KAIRSHIP_BENCH_REQ_PARTS")
+        .map(|parts| parts.split(',').any(|p| p.trim() == part))
+        .unwrap_or(true)
+}
+
 async fn parent() {
     let count = env_number("KAIRSHIP_BENCH_REQ_DEPLOYMENTS", 5000) as usize;
     let settle = env_number("KAIRSHIP_BENCH_REQ_SETTLE_S", 30);
@@ -633,9 +651,11 @@ async fn parent() {
     };
     let (url, token) = ((*url).to_owned(), (*token).to_owned());
 
-    lists(&url, &token, count).await;
+    if part_runs("lists") {
+        lists(&url, &token, count).await;
+    }
 
-    for race in [false, true] {
+    for race in [false, true].into_iter().filter(|_| part_runs("apiserver")) {
         let name = if race { "raced" } else { "synced" };
         let out = run_child(&format!("apiserver {url} {token} {race} {settle}"));
         let synced = value_of(&out, "RSS_SYNCED ")[0];
@@ -647,19 +667,23 @@ async fn parent() {
         );
     }
 
-    let out = run_child(&format!("controller {url} {token}"));
-    let rss = value_of(&out, "RSS ");
-    println!(
-        "BENCH controller_statistics_cached_deployments={}",
-        value_of(&out, "CACHED ")[0]
-    );
-    println!("BENCH controller_statistics_rss_mib={:.1}", mib(rss[0]));
-    println!(
-        "BENCH controller_statistics_rss_growth_mib={:.1}",
-        mib(rss[0].saturating_sub(rss[1]))
-    );
+    if part_runs("controller") {
+        let out = run_child(&format!("controller {url} {token}"));
+        let rss = value_of(&out, "RSS ");
+        println!(
+            "BENCH controller_statistics_cached_deployments={}",
+            value_of(&out, "CACHED ")[0]
+        );
+        println!("BENCH controller_statistics_rss_mib={:.1}", mib(rss[0]));
+        println!(
+            "BENCH controller_statistics_rss_growth_mib={:.1}",
+            mib(rss[0].saturating_sub(rss[1]))
+        );
+    }
 
-    load(&url, &token).await;
+    if part_runs("load") {
+        load(&url, &token).await;
+    }
 
     drop(sandbox.stdin.take());
     let _ = sandbox.wait();

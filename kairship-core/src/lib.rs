@@ -22,6 +22,7 @@ pub mod grpc;
 pub mod instance;
 #[cfg(feature = "karmada-sim")]
 pub mod karmada_sim;
+pub mod limit;
 pub mod models;
 pub mod naming;
 pub mod proxy;

@@ -428,8 +428,6 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         probe_interval: Duration::from_secs(2),
         ..ControllerConfig::default()
     };
-    let ctx = Context::new(hc.clone(), config, Arc::new(NoopRegistry), &Metrics::new());
-    let controllers = tokio::spawn(kairship_core::controllers::run(ctx, shutdown.clone()));
 
     // The API server, wired as `kairship apiserver --token-file` with SubjectAccessReview on
     // the host decides it.
@@ -470,8 +468,22 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
             kairship_core::console::session::DEFAULT_SESSION_TTL,
         ),
         oidc: None,
+        per_caller_limit: None,
     })
     .await?;
+    // The controllers' statistics read the API server's instance cache: one copy in the process.
+    let registry = Arc::new(NoopRegistry);
+    let ctx = match &api.instance_cache {
+        Some(cache) => Context::sharing_instance_cache(
+            hc.clone(),
+            config,
+            registry,
+            &Metrics::new(),
+            cache.clone(),
+        ),
+        None => Context::new(hc.clone(), config, registry, &Metrics::new()),
+    };
+    let controllers = tokio::spawn(kairship_core::controllers::run(ctx, shutdown.clone()));
     users::wait_for_roles(&hc, &users).await?;
     let server = tokio::spawn(kairship_core::server::serve(
         listener,

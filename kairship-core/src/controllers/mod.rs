@@ -5,8 +5,9 @@
 //!   decisions in [`lifecycle::decision`].
 //! - [`virtual_cluster_sync`]: registration with the read backend (Clusterpedia or embedded);
 //!   the desired `PediaCluster` in [`virtual_cluster_sync::pedia_cluster`].
-//! - [`resource_statistics`]: `status.summary` from the per-instance watch caches
-//!   ([`resource_statistics::cache`]); the arithmetic in [`resource_statistics::summary`].
+//! - [`resource_statistics`]: `status.summary` from the instances' resources as the shared
+//!   instance cache keeps them ([`resource_statistics::cache`], over the router's
+//!   [`EmbeddedCacheBackend`]); the arithmetic in [`resource_statistics::summary`].
 //! - [`status_sync`]: probes, the operator's Ready condition, the state machine
 //!   ([`status_sync::state`]).
 //! - [`instance_registry`]: per-instance ClusterRoles ([`instance_registry::rbac`]) and the
@@ -47,6 +48,7 @@ pub use resource_statistics::cache;
 pub use instance_registry::{GlobalRegistry, HttpRegistry, NoopRegistry, RegistryEntry};
 
 use crate::instance::Instance;
+use crate::router::EmbeddedCacheBackend;
 
 /// Name under which the controller-manager reports (field manager, event reporter, lease).
 pub const MANAGER_NAME: &str = "kairship-controller-manager";
@@ -157,8 +159,14 @@ pub struct Context {
     pub config: ControllerConfig,
     /// The global registry instances are announced to.
     pub registry: Arc<dyn GlobalRegistry>,
-    /// Per-instance task sets and their caches.
+    /// Per-instance task sets.
     pub workers: workers::Workers,
+    /// The connections status-sync holds, as instance clients.
+    pub connections: Arc<workers::PublishedConnections>,
+    /// The instances' resources as the statistics read them: the controllers' own cache over
+    /// [`Context::connections`], or the API server's when one process runs both
+    /// ([`Context::sharing_instance_cache`]).
+    pub instance_cache: Arc<EmbeddedCacheBackend>,
     /// Status writes issued.
     pub writes: WriteCounters,
     /// Reconcile metrics.
@@ -173,6 +181,32 @@ impl Context {
         registry: Arc<dyn GlobalRegistry>,
         metrics: &Metrics,
     ) -> Arc<Self> {
+        let connections = Arc::new(workers::PublishedConnections::default());
+        let instance_cache = Arc::new(EmbeddedCacheBackend::new(connections.clone()));
+        Self::build(host, config, registry, metrics, connections, instance_cache)
+    }
+
+    /// A context whose statistics read the instances through `instance_cache`, the cache of
+    /// the API server running in the same process, so that the process keeps each object once.
+    pub fn sharing_instance_cache(
+        host: Client,
+        config: ControllerConfig,
+        registry: Arc<dyn GlobalRegistry>,
+        metrics: &Metrics,
+        instance_cache: Arc<EmbeddedCacheBackend>,
+    ) -> Arc<Self> {
+        let connections = Arc::new(workers::PublishedConnections::default());
+        Self::build(host, config, registry, metrics, connections, instance_cache)
+    }
+
+    fn build(
+        host: Client,
+        config: ControllerConfig,
+        registry: Arc<dyn GlobalRegistry>,
+        metrics: &Metrics,
+        connections: Arc<workers::PublishedConnections>,
+        instance_cache: Arc<EmbeddedCacheBackend>,
+    ) -> Arc<Self> {
         let writes = WriteCounters::default();
         writes.register(metrics);
         Arc::new(Self {
@@ -180,6 +214,8 @@ impl Context {
             config,
             registry,
             workers: workers::Workers::default(),
+            connections,
+            instance_cache,
             writes,
             metrics: ControllerMetrics::register(metrics),
         })

@@ -1,11 +1,13 @@
 //! One task set per Instance: status-sync probes and publishes the instance's connection, the
-//! cache task keeps the instance's reflectors on the current connection, resource-statistics
-//! follows the caches. Each instance has its own tasks and timeouts, so a slow or dead
-//! instance never delays the others.
+//! connection task hands it to the controllers' instance clients ([`PublishedConnections`]),
+//! resource-statistics follows the instance's caches while it is connected. Each instance has
+//! its own tasks and timeouts, so a slow or dead instance never delays the others.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use async_trait::async_trait;
 use futures::StreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -14,14 +16,103 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
-use super::resource_statistics::cache::InstanceCache;
 use super::{Context, resource_statistics, status_sync};
 use crate::instance::Instance;
+use crate::router::{InstanceClients, InstanceConnection, InstanceIdentity, RouterError};
 
 /// What the tasks of one instance publish.
 struct Worker {
     cancel: CancellationToken,
-    cache: watch::Receiver<Option<Arc<InstanceCache>>>,
+}
+
+/// The connections status-sync holds, one per connected instance: the instance clients of
+/// the controllers' own instance cache, so a cache lives as long as the connection it was
+/// built on. Each published connection is a new identity (a restarted worker too), so whatever
+/// was built on the previous one is dropped.
+pub struct PublishedConnections {
+    connections: RwLock<HashMap<String, InstanceConnection>>,
+    changes: watch::Sender<u64>,
+    published: AtomicU64,
+}
+
+impl Default for PublishedConnections {
+    fn default() -> Self {
+        PublishedConnections {
+            connections: RwLock::new(HashMap::new()),
+            changes: watch::Sender::new(0),
+            published: AtomicU64::new(0),
+        }
+    }
+}
+
+impl std::fmt::Debug for PublishedConnections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self
+            .connections
+            .read()
+            .map(|c| c.keys().cloned().collect())
+            .unwrap_or_default();
+        f.debug_struct("PublishedConnections")
+            .field("instances", &names)
+            .finish()
+    }
+}
+
+impl PublishedConnections {
+    /// Makes `connection` the one of `instance` (`None`: not connected).
+    pub fn publish(&self, instance: &str, connection: Option<&Connection>) {
+        {
+            let mut connections = self
+                .connections
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            match connection {
+                Some(connection) => {
+                    let n = self.published.fetch_add(1, Ordering::Relaxed);
+                    let published = InstanceConnection {
+                        client: connection.client.clone(),
+                        identity: InstanceIdentity {
+                            uid: format!("connection-{n}"),
+                            credentials: connection.key.clone(),
+                        },
+                    };
+                    connections.insert(instance.to_owned(), published);
+                }
+                None => {
+                    if connections.remove(instance).is_none() {
+                        return;
+                    }
+                }
+            }
+        }
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+#[async_trait]
+impl InstanceClients for PublishedConnections {
+    async fn connect(&self, instance: &str) -> Result<InstanceConnection, RouterError> {
+        self.connections
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(instance)
+            .cloned()
+            .ok_or_else(|| RouterError::UnknownInstance {
+                instance: instance.to_owned(),
+            })
+    }
+
+    fn current(&self, instance: &str) -> Option<InstanceIdentity> {
+        self.connections
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(instance)
+            .map(|c| c.identity.clone())
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
 }
 
 /// The running per-instance task sets.
@@ -46,13 +137,6 @@ impl Workers {
     /// Names of the instances with running tasks.
     pub fn names(&self) -> BTreeSet<String> {
         self.lock().keys().cloned().collect()
-    }
-
-    /// The watch caches of `instance`, if connected.
-    pub fn cache(&self, instance: &str) -> Option<Arc<InstanceCache>> {
-        self.lock()
-            .get(instance)
-            .and_then(|w| w.cache.borrow().clone())
     }
 
     /// Stops the tasks of `instance`.
@@ -114,7 +198,7 @@ fn sync_workers(ctx: &Arc<Context>, store: &Store<Instance>, shutdown: &Cancella
     for name in wanted.difference(&running) {
         let cancel = shutdown.child_token();
         let (connection_tx, connection_rx) = watch::channel::<Option<Connection>>(None);
-        let (cache_tx, cache_rx) = watch::channel::<Option<Arc<InstanceCache>>>(None);
+        let (connected_tx, connected_rx) = watch::channel::<Option<String>>(None);
         tokio::spawn(status_sync::run_instance(
             ctx.clone(),
             store.clone(),
@@ -122,55 +206,46 @@ fn sync_workers(ctx: &Arc<Context>, store: &Store<Instance>, shutdown: &Cancella
             connection_tx,
             cancel.clone(),
         ));
-        tokio::spawn(follow_connection(connection_rx, cache_tx, cancel.clone()));
+        tokio::spawn(follow_connection(
+            ctx.clone(),
+            name.clone(),
+            connection_rx,
+            connected_tx,
+            cancel.clone(),
+        ));
         tokio::spawn(resource_statistics::run_instance(
             ctx.clone(),
             name.clone(),
-            cache_rx.clone(),
+            connected_rx,
             cancel.clone(),
         ));
-        ctx.workers.lock().insert(
-            name.clone(),
-            Worker {
-                cancel,
-                cache: cache_rx,
-            },
-        );
+        ctx.workers.lock().insert(name.clone(), Worker { cancel });
     }
 }
 
-/// Restarts the instance's reflectors whenever its connection changes.
+/// Publishes the instance's connection to the controllers' instance clients whenever it
+/// changes (the caches built on the former one are dropped), and tells resource-statistics
+/// which connection is current; withdraws it when the worker stops.
 async fn follow_connection(
+    ctx: Arc<Context>,
+    name: String,
     mut connection: watch::Receiver<Option<Connection>>,
-    cache: watch::Sender<Option<Arc<InstanceCache>>>,
+    connected: watch::Sender<Option<String>>,
     cancel: CancellationToken,
 ) {
-    let mut current: Option<(String, CancellationToken)> = None;
+    let mut current: Option<String> = None;
     loop {
         let next = connection.borrow_and_update().clone();
-        let changed =
-            current.as_ref().map(|(k, _)| k.as_str()) != next.as_ref().map(|c| c.key.as_str());
-        if changed {
-            if let Some((_, old)) = current.take() {
-                old.cancel();
-            }
-            match next {
-                Some(conn) => {
-                    let token = cancel.child_token();
-                    cache.send_replace(Some(InstanceCache::start(&conn.client, &token)));
-                    current = Some((conn.key, token));
-                }
-                None => {
-                    cache.send_replace(None);
-                }
-            }
+        let key = next.as_ref().map(|c| c.key.clone());
+        if key != current {
+            ctx.connections.publish(&name, next.as_ref());
+            connected.send_replace(key.clone());
+            current = key;
         }
         tokio::select! {
             () = cancel.cancelled() => break,
             changed = connection.changed() => if changed.is_err() { break },
         }
     }
-    if let Some((_, old)) = current {
-        old.cancel();
-    }
+    ctx.connections.publish(&name, None);
 }

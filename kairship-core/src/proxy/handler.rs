@@ -24,6 +24,7 @@ use crate::access::{
     is_impersonation_header,
 };
 use crate::audit::{AuditObject, AuditRecordSpec, Door};
+use crate::limit::{CallerLimiter, proxy_too_many_requests};
 use crate::router::{
     EventStream, InstanceConnection, ListChunks, ListQuery, ObjectPage, ResourceTarget,
     RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie, written_version,
@@ -111,6 +112,12 @@ pub(super) async fn handle(
         Ok(caller) => caller,
         Err(err) => return access_error_response(&err),
     };
+    // Every request counts against the caller's limit, when the server has one.
+    if let Some(limiter) = request.extensions().get::<std::sync::Arc<CallerLimiter>>()
+        && let Err(retry) = limiter.admit(&caller.user)
+    {
+        return proxy_too_many_requests(retry);
+    }
     let Some(verb) = verb_of(request.method(), &kube_path, read_params.watch) else {
         return status_response(
             405,

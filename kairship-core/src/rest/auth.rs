@@ -11,6 +11,7 @@ use super::extract::Authenticated;
 use crate::access::Authenticator;
 use crate::api::BearerToken;
 use crate::api::{ApiError, Code};
+use crate::limit::{CallerLimiter, rest_too_many_requests};
 use crate::transport::bearer_token;
 
 fn unauthenticated(err: ApiError) -> Response {
@@ -36,6 +37,13 @@ pub async fn authenticate(
     };
     match authenticator.authenticate(&token).await {
         Ok(caller) => {
+            // Writes count against the caller's limit, when the server has one.
+            if !req.method().is_safe()
+                && let Some(limiter) = req.extensions().get::<Arc<CallerLimiter>>()
+                && let Err(retry) = limiter.admit(&caller.user)
+            {
+                return rest_too_many_requests(retry);
+            }
             req.extensions_mut().insert(Authenticated {
                 caller,
                 token: BearerToken::new(token),

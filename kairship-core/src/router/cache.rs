@@ -8,6 +8,12 @@
 //! returns. A decoded `serde_json::Value` tree takes many times the size of its JSON, so never
 //! building one, neither to keep nor while syncing, is what lets one process cache many
 //! instances (see docs/benchmarks.md, "embedded cache at scale").
+//!
+//! The same caches serve readers in the process other than the router: the controllers'
+//! statistics read counts and the Deployment summary from them ([`CachedResource`]), so a
+//! process running the API server and the controllers keeps one copy. A reader that only counts
+//! asks for [`CacheContent::Metadata`]: a cache fed by a metadata-only watch that keeps each
+//! object's index and nothing of its body, never served to the router.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,8 +23,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use kube::Api;
-use kube::core::{ApiResource, DynamicObject, Status, WatchEvent};
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta, Status, WatchEvent};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{broadcast, watch};
@@ -123,10 +130,17 @@ struct ResourceCache {
     /// Cancelled when the cache is dropped: nothing it holds may be served any more.
     gone: CancellationToken,
     events: broadcast::Sender<CacheEvent>,
+    /// Moves on every change of what the cache holds (a completed list, an applied event) and
+    /// when the cache is dropped: what in-process readers wait on.
+    changes: watch::Sender<u64>,
     last_error: Mutex<Option<String>>,
 }
 
 impl ResourceCache {
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     fn synced(&self) -> bool {
         !self.gone.is_cancelled()
             && self.ready.load(Ordering::Acquire)
@@ -202,6 +216,111 @@ struct Entry {
 
 type CacheMap = HashMap<ResourceKey, Entry>;
 
+/// What a cache keeps of each object of its resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheContent {
+    /// The whole object as the instance sent it: what the router serves.
+    Objects,
+    /// The object's name, namespace, resourceVersion, creationTimestamp and labels, from a
+    /// metadata-only watch (`PartialObjectMetadata`): enough to count objects at a few hundred
+    /// bytes each, whatever the objects hold (Secrets' data, ConfigMaps of megabytes). Never
+    /// served to the router.
+    Metadata,
+}
+
+/// One resource of one instance as the embedded cache keeps it, for readers in the process
+/// other than the router (the controllers' statistics). The handle stays valid until the cache
+/// is dropped (its instance deleted or given other credentials, see [`CachedResource::gone`]);
+/// a reader then asks [`EmbeddedCacheBackend::resource`] again.
+#[derive(Clone)]
+pub struct CachedResource {
+    cache: Arc<ResourceCache>,
+}
+
+impl std::fmt::Debug for CachedResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedResource")
+            .field("resource", &self.cache.resource.plural)
+            .field("listed", &self.has_listed())
+            .field("gone", &self.is_gone())
+            .finish()
+    }
+}
+
+impl CachedResource {
+    /// Whether the initial list completed (it stays so while a later watch fails: the cache
+    /// keeps what it last knew).
+    pub fn has_listed(&self) -> bool {
+        self.cache.ready.load(Ordering::Acquire)
+    }
+
+    /// Whether the cache was dropped.
+    pub fn is_gone(&self) -> bool {
+        self.cache.gone.is_cancelled()
+    }
+
+    /// Resolves when the cache is dropped.
+    pub fn gone(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        self.cache.gone.clone().cancelled_owned()
+    }
+
+    /// A receiver that sees a new value after every change of what the cache holds.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.cache.changes.subscribe()
+    }
+
+    /// Number of cached objects.
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The cached objects, in (namespace, name) order.
+    pub fn items(&self) -> Vec<CachedItem> {
+        self.cache
+            .read()
+            .values()
+            .map(|cached| CachedItem(cached.clone()))
+            .collect()
+    }
+}
+
+/// One object of a [`CachedResource`]: shared with the cache, nothing copied.
+#[derive(Clone, Debug)]
+pub struct CachedItem(Arc<CachedObject>);
+
+impl CachedItem {
+    /// `metadata.namespace`.
+    pub fn namespace(&self) -> Option<&str> {
+        self.0.namespace.as_deref()
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// (namespace, name), sharing the cache's strings.
+    pub fn key(&self) -> (Option<Arc<str>>, Arc<str>) {
+        self.0.key()
+    }
+
+    /// `metadata.resourceVersion` as a number; 0 when there is none or it is not numeric.
+    pub fn resource_version(&self) -> u64 {
+        self.0.version.number()
+    }
+
+    /// The object's JSON as the cache keeps it (for [`CacheContent::Metadata`], only the
+    /// indexed metadata).
+    pub fn json(&self) -> &[u8] {
+        &self.0.json
+    }
+}
+
 /// Removes (and stops) the entries of `instance` that were not built for `keep`.
 fn retire_instance(caches: &mut CacheMap, instance: &str, keep: Option<&InstanceIdentity>) {
     caches.retain(|key, entry| {
@@ -232,6 +351,8 @@ pub struct EmbeddedCacheBackend {
     clients: Arc<dyn InstanceClients>,
     config: watcher::Config,
     caches: Arc<Mutex<CacheMap>>,
+    /// The [`CacheContent::Metadata`] caches, apart: the router never reads them.
+    metadata_caches: Arc<Mutex<CacheMap>>,
 }
 
 impl std::fmt::Debug for EmbeddedCacheBackend {
@@ -263,6 +384,27 @@ impl EmbeddedCacheBackend {
             clients,
             config,
             caches: Arc::new(Mutex::new(HashMap::new())),
+            metadata_caches: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The cache of `resource` in `instance` for a reader in the process (started if needed,
+    /// shared with the router for [`CacheContent::Objects`]); the instance's current identity
+    /// is checked as for a read.
+    pub async fn resource(
+        &self,
+        instance: &str,
+        resource: &ApiResource,
+        content: CacheContent,
+    ) -> Result<CachedResource, RouterError> {
+        let cache = self.ensure_content(instance, resource, content).await?;
+        Ok(CachedResource { cache })
+    }
+
+    fn map_of(&self, content: CacheContent) -> &Arc<Mutex<CacheMap>> {
+        match content {
+            CacheContent::Objects => &self.caches,
+            CacheContent::Metadata => &self.metadata_caches,
         }
     }
 
@@ -282,11 +424,13 @@ impl EmbeddedCacheBackend {
     /// Stops and drops every cache of `instance` (when it is deleted or its endpoint changes);
     /// their open watches end with `410 Expired`.
     pub fn forget_instance(&self, instance: &str) {
-        retire_instance(
-            &mut self.caches.lock().unwrap_or_else(PoisonError::into_inner),
-            instance,
-            None,
-        );
+        for map in [&self.caches, &self.metadata_caches] {
+            retire_instance(
+                &mut map.lock().unwrap_or_else(PoisonError::into_inner),
+                instance,
+                None,
+            );
+        }
     }
 
     /// The cache of `key` and its stop token, if it exists and still belongs to the
@@ -308,6 +452,16 @@ impl EmbeddedCacheBackend {
         instance: &str,
         resource: &ApiResource,
     ) -> Result<Arc<ResourceCache>, RouterError> {
+        self.ensure_content(instance, resource, CacheContent::Objects)
+            .await
+    }
+
+    async fn ensure_content(
+        &self,
+        instance: &str,
+        resource: &ApiResource,
+        content: CacheContent,
+    ) -> Result<Arc<ResourceCache>, RouterError> {
         let connection = match self.clients.connect(instance).await {
             Ok(connection) => connection,
             Err(err) => {
@@ -318,7 +472,8 @@ impl EmbeddedCacheBackend {
             }
         };
         let key = ResourceKey::new(instance, resource);
-        let mut caches = self.caches.lock().unwrap_or_else(PoisonError::into_inner);
+        let map = self.map_of(content);
+        let mut caches = map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(entry) = caches.get(&key)
             && entry.identity == connection.identity
         {
@@ -336,6 +491,7 @@ impl EmbeddedCacheBackend {
             connection.identity,
             resource,
             instance_seen,
+            content,
         );
         let cache = entry.cache.clone();
         caches.insert(key, entry);
@@ -349,6 +505,7 @@ impl EmbeddedCacheBackend {
         identity: InstanceIdentity,
         resource: &ApiResource,
         instance_seen: Arc<AtomicU64>,
+        content: CacheContent,
     ) -> Entry {
         let (events, _) = broadcast::channel(WATCH_BUFFER);
         let cache = Arc::new(ResourceCache {
@@ -361,14 +518,24 @@ impl EmbeddedCacheBackend {
             items_typed: AtomicBool::new(ItemForm::guess(resource) == ItemForm::Typed),
             gone: CancellationToken::new(),
             events,
+            changes: watch::Sender::new(0),
             last_error: Mutex::new(None),
         });
-        let api: Api<RawObject> = Api::all_with(client, resource);
-        tracing::debug!(cache = %key, "starting cache watch");
+        tracing::debug!(cache = %key, ?content, "starting cache watch");
         let stop = CancellationToken::new();
         let lost = identity_lost(&self.clients, &key.instance, &identity);
-        let watched = run_watch(key.clone(), cache.clone(), api, self.config.clone());
-        let (caches, task_cache, task_stop) = (self.caches.clone(), cache.clone(), stop.clone());
+        let events = match content {
+            CacheContent::Objects => {
+                let api: Api<RawObject> = Api::all_with(client, resource);
+                watcher::watcher(api, self.config.clone())
+                    .default_backoff()
+                    .boxed()
+            }
+            CacheContent::Metadata => metadata_events(client, resource, self.config.clone()),
+        };
+        let watched = run_watch(key.clone(), cache.clone(), events);
+        let caches = self.map_of(content).clone();
+        let (task_cache, task_stop) = (cache.clone(), stop.clone());
         tokio::spawn(async move {
             tokio::select! {
                 () = watched => {}
@@ -384,6 +551,7 @@ impl EmbeddedCacheBackend {
             // Dropping the watcher above closed its connection to the instance.
             task_cache.healthy.store(false, Ordering::Release);
             task_cache.gone.cancel();
+            task_cache.changed();
             let _ = task_cache.events.send(CacheEvent::Gone);
         });
         Entry {
@@ -448,28 +616,46 @@ impl EmbeddedCacheBackend {
 
 impl Drop for EmbeddedCacheBackend {
     fn drop(&mut self) {
-        // The watch tasks hold the map too; stopping them lets it go.
-        for entry in self
-            .caches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-        {
-            entry.stop.cancel();
+        // The watch tasks hold the maps too; stopping them lets them go.
+        for map in [&self.caches, &self.metadata_caches] {
+            for entry in map.lock().unwrap_or_else(PoisonError::into_inner).values() {
+                entry.stop.cancel();
+            }
         }
     }
+}
+
+/// What a watcher gives the cache: pages and events decoded into [`RawObject`]s.
+type RawEvents = BoxStream<'static, Result<Event<RawObject>, watcher::Error>>;
+
+/// The events of a metadata-only watch of `resource` (kube-rs asks for
+/// `PartialObjectMetadata`), each object cut down to what the cache indexes
+/// ([`RawObject::indexed_metadata`]).
+fn metadata_events(
+    client: kube::Client,
+    resource: &ApiResource,
+    config: watcher::Config,
+) -> RawEvents {
+    let api: Api<PartialObjectMeta<RawObject>> = Api::all_with(client, resource);
+    let cut = |meta: PartialObjectMeta<RawObject>| RawObject::indexed_metadata(&meta.metadata);
+    watcher::watcher(api, config)
+        .default_backoff()
+        .map(move |item| {
+            item.map(|event| match event {
+                Event::Init => Event::Init,
+                Event::InitApply(meta) => Event::InitApply(cut(meta)),
+                Event::InitDone => Event::InitDone,
+                Event::Apply(meta) => Event::Apply(cut(meta)),
+                Event::Delete(meta) => Event::Delete(cut(meta)),
+            })
+        })
+        .boxed()
 }
 
 /// Feeds the cache from a watcher: keeps each object's JSON and index, classifies changes for
 /// cache watchers and tracks the newest applied resourceVersion. An object whose index cannot be
 /// read from its JSON is logged and left out (a former version of it too).
-async fn run_watch(
-    key: ResourceKey,
-    cache: Arc<ResourceCache>,
-    api: Api<RawObject>,
-    config: watcher::Config,
-) {
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+async fn run_watch(key: ResourceKey, cache: Arc<ResourceCache>, mut stream: RawEvents) {
     let mut listed_max = 0u64;
     let mut relist = false;
     let mut form_learned = false;
@@ -534,6 +720,7 @@ async fn run_watch(
                 relist = true;
                 cache.ready.store(true, Ordering::Release);
                 cache.healthy.store(true, Ordering::Release);
+                cache.changed();
                 tracing::debug!(cache = %key, objects = cache.len(), "cache synced");
             }
             Event::Apply(raw) => {
@@ -552,6 +739,7 @@ async fn run_watch(
                 };
                 if let Some(change) = change {
                     cache.note_seen(version);
+                    cache.changed();
                     // No receivers is fine: nobody is watching.
                     let _ = cache.events.send(change);
                 }
@@ -568,6 +756,7 @@ async fn run_watch(
                     keep(raw, &mut objects)
                 };
                 cache.note_seen(version);
+                cache.changed();
                 if let Some(deleted) = deleted {
                     let _ = cache.events.send(CacheEvent::Deleted(deleted));
                 }

@@ -33,7 +33,9 @@ mod target;
 mod written;
 
 pub use backend::{EventStream, ReadBackend, WatchQuery, WriteBackend, WriteOutcome};
-pub use cache::{CACHE_LIST_PAGE_SIZE, EmbeddedCacheBackend};
+pub use cache::{
+    CACHE_LIST_PAGE_SIZE, CacheContent, CachedItem, CachedResource, EmbeddedCacheBackend,
+};
 pub use clients::{
     InstanceClients, InstanceConnection, InstanceIdentity, StaticInstanceClients, end_when_lost,
     identity_lost, still_current,

@@ -66,6 +66,25 @@ impl RawObject {
         }
     }
 
+    /// An object of only the metadata the cache indexes (name, namespace, resourceVersion,
+    /// creationTimestamp, labels), from what a metadata-only watch decoded: what a
+    /// [`CacheContent::Metadata`](super::CacheContent::Metadata) cache keeps.
+    pub(super) fn indexed_metadata(meta: &ObjectMeta) -> Self {
+        let kept = ObjectMeta {
+            name: meta.name.clone(),
+            namespace: meta.namespace.clone(),
+            resource_version: meta.resource_version.clone(),
+            creation_timestamp: meta.creation_timestamp.clone(),
+            labels: meta.labels.clone(),
+            ..ObjectMeta::default()
+        };
+        // Serializing plain metadata cannot fail; were it to, the empty object is left out of
+        // the cache with the reason logged, as any object whose index cannot be read.
+        let json = serde_json::value::to_raw_value(&serde_json::json!({ "metadata": kept }))
+            .unwrap_or_else(|_| RawValue::NULL.to_owned());
+        RawObject::new(json)
+    }
+
     /// The resourceVersion as a number (0: none or not numeric).
     pub(super) fn version(&self) -> u64 {
         self.metadata

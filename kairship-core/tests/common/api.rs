@@ -132,6 +132,7 @@ pub struct ApiEnvBuilder {
     discovery: bool,
     manager: bool,
     watch_instances: bool,
+    per_caller_limit: Option<kairship_core::limit::Limit>,
 }
 
 impl ApiEnvBuilder {
@@ -232,6 +233,12 @@ impl ApiEnvBuilder {
     }
 
     /// Runs the controllers on the host, and the instance clients follow the Instances.
+    /// Limits each caller's proxy requests and REST writes, as `--per-caller-qps` does.
+    pub fn per_caller_limit(mut self, limit: kairship_core::limit::Limit) -> Self {
+        self.per_caller_limit = Some(limit);
+        self
+    }
+
     pub fn with_manager(mut self) -> Self {
         self.manager = true;
         self.watch_instances = true;
@@ -313,6 +320,12 @@ impl ApiEnvBuilder {
             grpc,
             console: None,
         });
+        let app = match self.per_caller_limit {
+            Some(limit) => app.layer(axum::Extension(Arc::new(
+                kairship_core::limit::CallerLimiter::new(limit),
+            ))),
+            None => app,
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let scheme = if self.tls.is_some() { "https" } else { "http" };
@@ -375,6 +388,7 @@ impl ApiEnv {
             discovery: true,
             manager: false,
             watch_instances: false,
+            per_caller_limit: None,
         }
     }
 

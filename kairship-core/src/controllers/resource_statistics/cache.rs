@@ -1,296 +1,238 @@
-//! The per-instance watch caches: one reflector per resource per instance, shared by every
-//! controller that reads the instance (statistics, the deletion check). Consumers are told of
-//! changes through a counter on a `watch` channel, so bursts coalesce.
+//! What the statistics read of one instance: its resources as the shared instance cache keeps
+//! them ([`EmbeddedCacheBackend`], the cache the API server's router reads), never a copy of
+//! their own. Member clusters and Deployments are read from the caches of whole objects (the
+//! ones the router serves, so a process running the API server and the controllers holds them
+//! once); the kinds that are only counted from metadata-only caches
+//! ([`CacheContent::Metadata`]), which keep a few hundred bytes per object whatever the objects
+//! hold.
 //!
-//! The summary only counts most kinds and reads a few fields of Deployments, so each object is
-//! cut down to what is read before it is kept ([`slim_deployment`], `identity_only`): a
-//! Deployment's pod template, conditions and managed fields are most of its size, and keeping
-//! 5,000 whole Deployments took the controller-manager to 235 MiB.
+//! A Deployment's readiness is read from its JSON ([`deployment_json_is_ready`]) and
+//! remembered by resourceVersion, so a pass decodes only the Deployments that changed since the
+//! last one.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::core::ApiResource;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
-use super::summary::{ObjectCounts, deployment_counts};
+use super::summary::{ObjectCounts, deployment_json_is_ready, deployment_summary};
 use crate::models::cluster::Cluster;
 use crate::models::policy::{
     ClusterOverridePolicy, ClusterPropagationPolicy, OverridePolicy, PropagationPolicy,
 };
+use crate::router::{CacheContent, CachedItem, CachedResource, EmbeddedCacheBackend, RouterError};
 
-/// A reflector's store and whether its initial list completed.
-pub struct Cached<K: Resource<DynamicType = ()> + 'static> {
-    store: Store<K>,
-    synced: Arc<AtomicBool>,
+/// (namespace, name) of a cached object, sharing the cache's strings.
+type ObjectKey = (Option<Arc<str>>, Arc<str>);
+
+/// Whether each Deployment was ready at the resourceVersion it was last read at.
+#[derive(Debug, Default)]
+struct ReadinessMemo {
+    known: HashMap<ObjectKey, (u64, bool)>,
 }
 
-impl<K: Resource<DynamicType = ()> + Clone + 'static> Cached<K> {
-    /// Whether the initial list completed.
-    pub fn is_synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire)
-    }
-
-    /// The cached objects.
-    pub fn objects(&self) -> Vec<Arc<K>> {
-        self.store.state()
-    }
-
-    /// Number of cached objects.
-    pub fn len(&self) -> usize {
-        self.store.len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.store.is_empty()
+impl ReadinessMemo {
+    /// The readiness of each Deployment, given as (key, resourceVersion, JSON), decoding
+    /// only those not known at their current resourceVersion (a version of 0, none or not
+    /// numeric, is never trusted); the memo is left holding exactly these Deployments.
+    fn readiness<'a>(
+        &mut self,
+        deployments: impl ExactSizeIterator<Item = (ObjectKey, u64, &'a [u8])>,
+    ) -> Vec<bool> {
+        let mut next = HashMap::with_capacity(deployments.len());
+        let readiness = deployments
+            .map(|(key, version, json)| {
+                let known = self
+                    .known
+                    .get(&key)
+                    .filter(|(at, _)| version != 0 && *at == version)
+                    .map(|(_, ready)| *ready);
+                let ready = known.unwrap_or_else(|| {
+                    deployment_json_is_ready(json).unwrap_or_else(|err| {
+                        tracing::debug!(
+                            namespace = key.0.as_deref().unwrap_or_default(),
+                            name = %key.1,
+                            error = %err,
+                            "cannot read a Deployment's readiness; counted as not ready"
+                        );
+                        false
+                    })
+                });
+                next.insert(key, (version, ready));
+                ready
+            })
+            .collect();
+        self.known = next;
+        readiness
     }
 }
 
-/// The watch caches of one instance.
+/// The cached resources of one instance the statistics read.
+#[derive(Debug)]
 pub struct InstanceCache {
-    /// Member clusters.
-    pub clusters: Cached<Cluster>,
-    /// Deployments.
-    pub deployments: Cached<Deployment>,
-    /// Services.
-    pub services: Cached<Service>,
-    /// Secrets (metadata only: data is dropped before caching).
-    pub secrets: Cached<Secret>,
+    /// Member clusters (whole objects).
+    pub clusters: CachedResource,
+    /// Deployments (whole objects).
+    pub deployments: CachedResource,
+    /// Services (metadata only).
+    pub services: CachedResource,
+    /// Secrets (metadata only: nothing of their data is kept).
+    pub secrets: CachedResource,
     /// ConfigMaps (metadata only).
-    pub configmaps: Cached<ConfigMap>,
-    /// PersistentVolumeClaims.
-    pub pvcs: Cached<PersistentVolumeClaim>,
-    /// PropagationPolicies.
-    pub propagation_policies: Cached<PropagationPolicy>,
-    /// ClusterPropagationPolicies.
-    pub cluster_propagation_policies: Cached<ClusterPropagationPolicy>,
-    /// OverridePolicies.
-    pub override_policies: Cached<OverridePolicy>,
-    /// ClusterOverridePolicies.
-    pub cluster_override_policies: Cached<ClusterOverridePolicy>,
-    changes: watch::Sender<u64>,
+    pub configmaps: CachedResource,
+    /// PersistentVolumeClaims (metadata only).
+    pub pvcs: CachedResource,
+    /// PropagationPolicies (metadata only).
+    pub propagation_policies: CachedResource,
+    /// ClusterPropagationPolicies (metadata only).
+    pub cluster_propagation_policies: CachedResource,
+    /// OverridePolicies (metadata only).
+    pub override_policies: CachedResource,
+    /// ClusterOverridePolicies (metadata only).
+    pub cluster_override_policies: CachedResource,
+    readiness: Mutex<ReadinessMemo>,
 }
 
-impl std::fmt::Debug for InstanceCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InstanceCache")
-            .field("synced", &self.is_synced())
-            .finish()
-    }
+/// Waits for a change of any of an [`InstanceCache`]'s resources.
+#[derive(Debug)]
+pub struct Changes {
+    receivers: Vec<watch::Receiver<u64>>,
 }
 
-fn spawn<K>(
-    api: Api<K>,
-    strip: fn(&mut K),
-    changes: watch::Sender<u64>,
-    cancel: &CancellationToken,
-) -> Cached<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (store, writer) = reflector::store();
-    let synced = Arc::new(AtomicBool::new(false));
-    let flag = synced.clone();
-    // Pages of the router cache's size: a page is decoded whole before it is cut down.
-    let config = watcher::Config::default().page_size(crate::router::CACHE_LIST_PAGE_SIZE);
-    let stream = watcher(api, config)
-        .default_backoff()
-        .modify(strip)
-        .reflect(writer);
-    let cancel = cancel.clone();
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        loop {
-            let event = tokio::select! {
-                () = cancel.cancelled() => return,
-                event = stream.next() => event,
-            };
-            match event {
-                Some(Ok(watcher::Event::InitDone)) => {
-                    flag.store(true, Ordering::Release);
-                    changes.send_modify(|n| *n = n.wrapping_add(1));
-                }
-                Some(Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_))) => {
-                    changes.send_modify(|n| *n = n.wrapping_add(1));
-                }
-                Some(Ok(_)) => {}
-                Some(Err(err)) => tracing::debug!(
-                    kind = %K::kind(&()),
-                    error = %err,
-                    "instance watch failed; retrying"
-                ),
-                None => return,
-            }
+impl Changes {
+    /// Waits until one of the caches changed since the last call (or since
+    /// [`InstanceCache::subscribe`]); changes in between coalesce into one.
+    pub async fn changed(&mut self) {
+        let waits = self
+            .receivers
+            .iter_mut()
+            .map(|receiver| Box::pin(receiver.changed()));
+        // A cache's sender lives as long as the cache, which the caller holds.
+        let _ = futures::future::select_all(waits).await;
+        for receiver in &mut self.receivers {
+            receiver.borrow_and_update();
         }
-    });
-    Cached { store, synced }
-}
-
-fn keep_all<K>(_: &mut K) {}
-
-/// Only what a count needs: the object's name, namespace and resourceVersion (the
-/// reflector's key and its watch position).
-fn identity_only<K: Resource>(object: &mut K) {
-    let meta = object.meta_mut();
-    *meta = kube::api::ObjectMeta {
-        name: meta.name.take(),
-        namespace: meta.namespace.take(),
-        resource_version: meta.resource_version.take(),
-        uid: meta.uid.take(),
-        ..kube::api::ObjectMeta::default()
-    };
-}
-
-/// What [`deployment_is_ready`](super::summary::deployment_is_ready) reads of a Deployment:
-/// its identity and generation, `spec.replicas`, `status.observedGeneration` and
-/// `status.readyReplicas`.
-pub fn slim_deployment(deployment: &mut Deployment) {
-    let generation = deployment.metadata.generation;
-    identity_only(deployment);
-    deployment.metadata.generation = generation;
-    deployment.spec =
-        deployment
-            .spec
-            .take()
-            .map(|spec| k8s_openapi::api::apps::v1::DeploymentSpec {
-                replicas: spec.replicas,
-                ..Default::default()
-            });
-    deployment.status =
-        deployment
-            .status
-            .take()
-            .map(|status| k8s_openapi::api::apps::v1::DeploymentStatus {
-                observed_generation: status.observed_generation,
-                ready_replicas: status.ready_replicas,
-                ..Default::default()
-            });
-}
-
-fn strip_secret(secret: &mut Secret) {
-    secret.data = None;
-    secret.string_data = None;
-    secret.type_ = None;
-    identity_only(secret);
-}
-
-fn strip_configmap(cm: &mut ConfigMap) {
-    cm.data = None;
-    cm.binary_data = None;
-    identity_only(cm);
-}
-
-fn strip_service(service: &mut Service) {
-    service.spec = None;
-    service.status = None;
-    identity_only(service);
-}
-
-fn strip_pvc(pvc: &mut PersistentVolumeClaim) {
-    pvc.spec = None;
-    pvc.status = None;
-    identity_only(pvc);
+    }
 }
 
 impl InstanceCache {
-    /// Starts the reflectors of one instance; they stop when `cancel` is cancelled.
-    pub fn start(client: &Client, cancel: &CancellationToken) -> Arc<Self> {
-        let (changes, _) = watch::channel(0u64);
-        let c = client.clone();
-        Arc::new(Self {
-            clusters: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
-            deployments: spawn(
-                Api::all(c.clone()),
-                slim_deployment,
-                changes.clone(),
-                cancel,
-            ),
-            services: spawn(Api::all(c.clone()), strip_service, changes.clone(), cancel),
-            secrets: spawn(Api::all(c.clone()), strip_secret, changes.clone(), cancel),
-            configmaps: spawn(
-                Api::all(c.clone()),
-                strip_configmap,
-                changes.clone(),
-                cancel,
-            ),
-            pvcs: spawn(Api::all(c.clone()), strip_pvc, changes.clone(), cancel),
-            propagation_policies: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
-            cluster_propagation_policies: spawn(
-                Api::all(c.clone()),
-                keep_all,
-                changes.clone(),
-                cancel,
-            ),
-            override_policies: spawn(Api::all(c.clone()), keep_all, changes.clone(), cancel),
-            cluster_override_policies: spawn(Api::all(c), keep_all, changes.clone(), cancel),
-            changes,
+    /// The statistics' caches of `instance` in `cache`, each started if no reader started it
+    /// before.
+    pub async fn open(cache: &EmbeddedCacheBackend, instance: &str) -> Result<Self, RouterError> {
+        use CacheContent::{Metadata, Objects};
+        let open = |resource: ApiResource, content| async move {
+            cache.resource(instance, &resource, content).await
+        };
+        Ok(InstanceCache {
+            clusters: open(ApiResource::erase::<Cluster>(&()), Objects).await?,
+            deployments: open(ApiResource::erase::<Deployment>(&()), Objects).await?,
+            services: open(ApiResource::erase::<Service>(&()), Metadata).await?,
+            secrets: open(ApiResource::erase::<Secret>(&()), Metadata).await?,
+            configmaps: open(ApiResource::erase::<ConfigMap>(&()), Metadata).await?,
+            pvcs: open(ApiResource::erase::<PersistentVolumeClaim>(&()), Metadata).await?,
+            propagation_policies: open(ApiResource::erase::<PropagationPolicy>(&()), Metadata)
+                .await?,
+            cluster_propagation_policies: open(
+                ApiResource::erase::<ClusterPropagationPolicy>(&()),
+                Metadata,
+            )
+            .await?,
+            override_policies: open(ApiResource::erase::<OverridePolicy>(&()), Metadata).await?,
+            cluster_override_policies: open(
+                ApiResource::erase::<ClusterOverridePolicy>(&()),
+                Metadata,
+            )
+            .await?,
+            readiness: Mutex::new(ReadinessMemo::default()),
         })
     }
 
-    /// A receiver that sees a new value after every cached change.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
+    fn all(&self) -> [&CachedResource; 10] {
+        [
+            &self.clusters,
+            &self.deployments,
+            &self.services,
+            &self.secrets,
+            &self.configmaps,
+            &self.pvcs,
+            &self.propagation_policies,
+            &self.cluster_propagation_policies,
+            &self.override_policies,
+            &self.cluster_override_policies,
+        ]
     }
 
-    /// Whether every reflector completed its initial list.
+    /// Changes of every cache from now on.
+    pub fn subscribe(&self) -> Changes {
+        Changes {
+            receivers: self.all().iter().map(|c| c.changes()).collect(),
+        }
+    }
+
+    /// Whether every cache completed its initial list.
     pub fn is_synced(&self) -> bool {
-        self.clusters.is_synced()
-            && self.deployments.is_synced()
-            && self.services.is_synced()
-            && self.secrets.is_synced()
-            && self.configmaps.is_synced()
-            && self.pvcs.is_synced()
-            && self.propagation_policies.is_synced()
-            && self.cluster_propagation_policies.is_synced()
-            && self.override_policies.is_synced()
-            && self.cluster_override_policies.is_synced()
+        self.all().iter().all(|c| c.has_listed())
     }
 
-    /// Waits until every reflector synced, at most `limit`; returns whether they did.
+    /// Whether a cache was dropped (the instance was deleted or given other credentials): the
+    /// statistics open the caches again.
+    pub fn is_gone(&self) -> bool {
+        self.all().iter().any(|c| c.is_gone())
+    }
+
+    /// Resolves when one of the caches is dropped.
+    pub async fn gone(&self) {
+        let gone = self.all().map(|c| Box::pin(c.gone()));
+        futures::future::select_all(gone).await;
+    }
+
+    /// Waits until every cache completed its initial list, at most `limit`; returns whether
+    /// they did.
     pub async fn wait_synced(&self, limit: Duration) -> bool {
         let mut changes = self.subscribe();
         let deadline = tokio::time::Instant::now() + limit;
-        while !self.is_synced() {
-            match tokio::time::timeout_at(deadline, changes.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) | Err(_) => return self.is_synced(),
+        while !self.is_synced() && !self.is_gone() {
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                break;
             }
         }
-        true
+        self.is_synced()
     }
 
-    /// The number of member clusters, once the Cluster cache has synced.
-    pub fn member_count(&self) -> Option<usize> {
-        self.clusters.is_synced().then(|| self.clusters.len())
-    }
-
-    /// The member clusters.
+    /// The member clusters; one whose JSON does not decode is left out, with the reason logged.
     pub fn members(&self) -> Vec<Cluster> {
         self.clusters
-            .objects()
+            .items()
             .iter()
-            .map(|c| c.as_ref().clone())
+            .filter_map(|item| match serde_json::from_slice::<Cluster>(item.json()) {
+                Ok(cluster) => Some(cluster),
+                Err(err) => {
+                    tracing::warn!(cluster = item.name(), error = %err, "cannot decode a member cluster; left out of the summary");
+                    None
+                }
+            })
             .collect()
     }
 
     /// Object counts for the summary.
     pub fn object_counts(&self) -> ObjectCounts {
-        let deployments = self.deployments.objects();
+        let deployments = self.deployments.items();
+        let readiness = self
+            .readiness
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .readiness(
+                deployments
+                    .iter()
+                    .map(|d: &CachedItem| (d.key(), d.resource_version(), d.json())),
+            );
         ObjectCounts {
             services: self.services.len(),
             secrets: self.secrets.len(),
@@ -300,7 +242,7 @@ impl InstanceCache {
             cluster_propagation_policies: self.cluster_propagation_policies.len(),
             override_policies: self.override_policies.len(),
             cluster_override_policies: self.cluster_override_policies.len(),
-            deployments: deployment_counts(deployments.iter().map(|d| d.as_ref())),
+            deployments: deployment_summary(readiness),
         }
     }
 }
@@ -308,65 +250,52 @@ impl InstanceCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controllers::resource_statistics::summary::deployment_is_ready;
-    use serde_json::json;
 
-    #[test]
-    fn a_slim_deployment_is_ready_exactly_when_the_whole_one_is() {
-        let template = json!({"metadata": {"labels": {"app": "a"}},
-            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-        // (generation, spec.replicas, observedGeneration, readyReplicas, status present)
-        let cases = [
-            (Some(2), Some(3), Some(2), Some(3), true),
-            (Some(2), Some(3), Some(1), Some(3), true),
-            (Some(2), Some(3), Some(2), Some(2), true),
-            (Some(1), None, Some(1), Some(1), true),
-            (Some(1), Some(0), None, None, false),
-            (Some(1), Some(1), None, None, false),
-            (None, Some(1), None, Some(1), true),
-        ];
-        for (generation, replicas, observed, ready, has_status) in cases {
-            let mut whole = json!({
-                "metadata": {"name": "d", "namespace": "n", "resourceVersion": "7",
-                    "generation": generation, "annotations": {"a": "b"},
-                    "managedFields": [{"manager": "m"}]},
-                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "a"}},
-                    "template": template},
-            });
-            if has_status {
-                whole["status"] = json!({"observedGeneration": observed, "readyReplicas": ready,
-                    "conditions": [{"type": "Available", "status": "True"}]});
-            }
-            let whole: Deployment = serde_json::from_value(whole).unwrap();
-            let mut slim = whole.clone();
-            slim_deployment(&mut slim);
-            assert_eq!(
-                deployment_is_ready(&slim),
-                deployment_is_ready(&whole),
-                "{generation:?} {replicas:?} {observed:?} {ready:?} {has_status}"
-            );
-            assert!(slim.metadata.managed_fields.is_none());
-            assert!(slim.metadata.annotations.is_none());
-            assert_eq!(slim.metadata.name.as_deref(), Some("d"));
-            assert_eq!(slim.metadata.resource_version.as_deref(), Some("7"));
-            let spec = slim.spec.unwrap_or_default();
-            assert!(spec.template.spec.is_none());
-            assert!(slim.status.is_none_or(|s| s.conditions.is_none()));
-        }
+    fn key(namespace: &str, name: &str) -> ObjectKey {
+        (Some(Arc::from(namespace)), Arc::from(name))
     }
 
+    const READY: &[u8] = br#"{"metadata":{"generation":1},"spec":{"replicas":1},
+        "status":{"observedGeneration":1,"readyReplicas":1}}"#;
+    const NOT_READY: &[u8] = br#"{"metadata":{"generation":2},"spec":{"replicas":1},
+        "status":{"observedGeneration":1,"readyReplicas":1}}"#;
+    /// Not a Deployment: read only when the memo does not know the version.
+    const UNREADABLE: &[u8] = b"[]";
+
     #[test]
-    fn counted_kinds_keep_only_their_identity() {
-        let mut secret: Secret = serde_json::from_value(json!({
-            "metadata": {"name": "s", "namespace": "n", "resourceVersion": "3",
-                "labels": {"a": "b"}, "managedFields": [{"manager": "m"}]},
-            "data": {"k": "dg=="}, "type": "Opaque"}))
-        .unwrap();
-        strip_secret(&mut secret);
-        assert_eq!(
-            serde_json::to_value(&secret).unwrap(),
-            json!({"apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": "s", "namespace": "n", "resourceVersion": "3"}})
-        );
+    fn readiness_is_read_again_only_for_changed_versions() {
+        let mut memo = ReadinessMemo::default();
+        // (passes: each a list of (name, resourceVersion, JSON), readiness wanted)
+        type Pass<'a> = (Vec<(&'a str, u64, &'a [u8])>, Vec<bool>);
+        let passes: Vec<Pass> = vec![
+            (
+                vec![("a", 5, READY), ("b", 6, NOT_READY)],
+                vec![true, false],
+            ),
+            // Same versions: the memo answers, whatever the JSON says now.
+            (
+                vec![("a", 5, UNREADABLE), ("b", 6, READY)],
+                vec![true, false],
+            ),
+            // A new version is read; an unreadable one counts as not ready.
+            (
+                vec![("a", 7, NOT_READY), ("b", 8, UNREADABLE)],
+                vec![false, false],
+            ),
+            // Version 0 (none, or not numeric) is never trusted.
+            (vec![("a", 0, READY), ("b", 8, READY)], vec![true, false]),
+            (vec![("a", 0, NOT_READY)], vec![false]),
+            // A Deployment gone and back at a version seen before is read again.
+            (vec![("b", 8, READY)], vec![true]),
+        ];
+        for (i, (items, want)) in passes.into_iter().enumerate() {
+            let got = memo.readiness(
+                items
+                    .iter()
+                    .map(|(name, version, json)| (key("team", name), *version, *json)),
+            );
+            assert_eq!(got, want, "pass {i}");
+            assert_eq!(memo.known.len(), items.len(), "pass {i}");
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! resource-statistics: `status.summary` of each instance, computed from the instance's watch
-//! caches (never a list per pass) on every cached change, and written only when the value
-//! changed.
+//! resource-statistics: `status.summary` of each instance, computed from the instance's
+//! resources as the shared instance cache keeps them (never a list per pass) on every cached
+//! change, and written only when the value changed.
 
 pub mod cache;
 pub mod summary;
@@ -30,26 +30,52 @@ pub fn compute(cache: &InstanceCache) -> InstanceSummary {
     instance_summary(&members, &cache.object_counts())
 }
 
-/// Follows the caches of instance `name` until `cancel`, writing its summary on real changes.
+/// Follows the caches of instance `name` while status-sync has a connection to it (`connected`
+/// holds the connection's key), until `cancel`, writing its summary on real changes. A new
+/// connection, or caches dropped under it, opens the caches again.
 pub async fn run_instance(
     ctx: Arc<Context>,
     name: String,
-    mut caches: watch::Receiver<Option<Arc<InstanceCache>>>,
+    mut connected: watch::Receiver<Option<String>>,
     cancel: CancellationToken,
 ) {
     loop {
-        let cache = caches.borrow_and_update().clone();
+        let key = connected.borrow_and_update().clone();
         let follow = async {
-            match cache {
-                Some(cache) => follow_cache(&ctx, &name, &cache).await,
+            match key {
+                Some(_) => follow_instance(&ctx, &name).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
             () = cancel.cancelled() => return,
-            changed = caches.changed() => if changed.is_err() { return },
-            () = follow => return,
+            changed = connected.changed() => if changed.is_err() { return },
+            () = follow => {}
         }
+    }
+}
+
+/// Opens the instance's caches and follows them, again whenever they are dropped.
+async fn follow_instance(ctx: &Context, name: &str) {
+    let pause = ctx
+        .config
+        .request_timeout
+        .min(std::time::Duration::from_secs(1));
+    loop {
+        match InstanceCache::open(&ctx.instance_cache, name).await {
+            Ok(cache) => {
+                tokio::select! {
+                    () = follow_cache(ctx, name, &cache) => {}
+                    () = cache.gone() => {
+                        tracing::debug!(instance = %name, "instance caches dropped; opening them again");
+                    }
+                }
+            }
+            Err(err) => {
+                tracing::warn!(instance = %name, error = %err, "cannot open the instance's caches");
+            }
+        }
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -63,7 +89,6 @@ async fn follow_cache(ctx: &Context, name: &str, cache: &InstanceCache) {
     // The summary known to be stored (None: not known), so an unchanged pass costs no call.
     let mut known: Option<InstanceSummary> = None;
     loop {
-        changes.borrow_and_update();
         let desired = compute(cache);
         if needs_update(known.as_ref(), &desired) {
             let result = update_status(&api, name, |_, status| {
@@ -94,8 +119,6 @@ async fn follow_cache(ctx: &Context, name: &str, cache: &InstanceCache) {
         }
         // Counted once the pass is complete, written or not.
         ctx.writes.statistics_passes.inc();
-        if changes.changed().await.is_err() {
-            return;
-        }
+        changes.changed().await;
     }
 }

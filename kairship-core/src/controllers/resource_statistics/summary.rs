@@ -182,33 +182,101 @@ pub fn aggregate(clusters: &[Cluster]) -> ClusterAndResourceSummary {
 /// Whether a Deployment counts as ready: its controller has observed the current
 /// generation and all desired replicas (default 1) are ready.
 pub fn deployment_is_ready(deployment: &Deployment) -> bool {
-    let desired = deployment
-        .spec
+    let status = deployment
+        .status
         .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
-    let Some(status) = &deployment.status else {
+        .map(|s| (s.observed_generation, s.ready_replicas));
+    is_ready(
+        deployment.metadata.generation,
+        deployment.spec.as_ref().and_then(|s| s.replicas),
+        status,
+    )
+}
+
+/// The rule of [`deployment_is_ready`] over the fields it reads: `metadata.generation`,
+/// `spec.replicas` and, when there is a status, its `observedGeneration` and `readyReplicas`.
+fn is_ready(
+    generation: Option<i64>,
+    replicas: Option<i32>,
+    status: Option<(Option<i64>, Option<i32>)>,
+) -> bool {
+    let desired = replicas.unwrap_or(1);
+    let Some((observed_generation, ready_replicas)) = status else {
         return desired == 0;
     };
-    let observed = match (deployment.metadata.generation, status.observed_generation) {
+    let observed = match (generation, observed_generation) {
         (Some(generation), Some(observed)) => observed >= generation,
         (Some(_), None) => false,
         (None, _) => true,
     };
-    observed && status.ready_replicas.unwrap_or(0) >= desired
+    observed && ready_replicas.unwrap_or(0) >= desired
+}
+
+/// What [`deployment_json_is_ready`] reads of a Deployment's JSON; serde skips the rest of the
+/// text without building anything of it.
+#[derive(serde::Deserialize)]
+struct ReadinessFields {
+    #[serde(default)]
+    metadata: ReadinessMeta,
+    #[serde(default)]
+    spec: Option<ReadinessSpec>,
+    #[serde(default)]
+    status: Option<ReadinessStatus>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ReadinessMeta {
+    #[serde(default)]
+    generation: Option<i64>,
+}
+
+#[derive(serde::Deserialize)]
+struct ReadinessSpec {
+    #[serde(default)]
+    replicas: Option<i32>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadinessStatus {
+    #[serde(default)]
+    observed_generation: Option<i64>,
+    #[serde(default)]
+    ready_replicas: Option<i32>,
+}
+
+/// [`deployment_is_ready`] of a Deployment given as its JSON (as the shared instance cache
+/// keeps it), reading only the fields the rule needs; an error when the JSON is not a
+/// Deployment's.
+pub fn deployment_json_is_ready(json: &[u8]) -> Result<bool, serde_json::Error> {
+    let fields: ReadinessFields = serde_json::from_slice(json)?;
+    Ok(is_ready(
+        fields.metadata.generation,
+        fields.spec.and_then(|s| s.replicas),
+        fields
+            .status
+            .map(|s| (s.observed_generation, s.ready_replicas)),
+    ))
+}
+
+/// Total and ready Deployments, from whether each one is ready.
+pub fn deployment_summary(readiness: impl IntoIterator<Item = bool>) -> CountSummary {
+    let (total, ready) = readiness
+        .into_iter()
+        .fold((0usize, 0usize), |(t, r), ready| {
+            (t + 1, r + usize::from(ready))
+        });
+    CountSummary {
+        total_num: to_i32(total),
+        ready_num: to_i32(ready),
+    }
 }
 
 /// Total and ready Deployments.
 pub fn deployment_counts<'a>(
     deployments: impl IntoIterator<Item = &'a Deployment>,
 ) -> CountSummary {
-    let (total, ready) = deployments.into_iter().fold((0usize, 0usize), |(t, r), d| {
-        (t + 1, r + usize::from(deployment_is_ready(d)))
-    });
-    CountSummary {
-        total_num: to_i32(total),
-        ready_num: to_i32(ready),
-    }
+    deployment_summary(deployments.into_iter().map(deployment_is_ready))
 }
 
 /// Combines the member sums with object counts into `status.summary`. Policy counts add
@@ -479,6 +547,72 @@ mod tests {
                 observed_generation: observed,
                 ..Default::default()
             }),
+        }
+    }
+
+    #[test]
+    fn readiness_from_json_is_readiness_of_the_decoded_deployment() {
+        let template = serde_json::json!({"metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        // (generation, spec.replicas, observedGeneration, readyReplicas, status present)
+        let cases = [
+            (Some(2), Some(3), Some(2), Some(3), true),
+            (Some(2), Some(3), Some(1), Some(3), true),
+            (Some(2), Some(3), Some(2), Some(2), true),
+            (Some(1), None, Some(1), Some(1), true),
+            (Some(1), Some(0), None, None, false),
+            (Some(1), Some(1), None, None, false),
+            (None, Some(1), None, Some(1), true),
+            (None, None, None, None, false),
+            (Some(3), Some(2), Some(4), Some(5), true),
+        ];
+        for (generation, replicas, observed, ready, has_status) in cases {
+            let mut whole = serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "d", "namespace": "n", "resourceVersion": "7",
+                    "generation": generation, "annotations": {"a": "b"},
+                    "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "a"}},
+                    "template": template},
+            });
+            if has_status {
+                whole["status"] = serde_json::json!({"observedGeneration": observed,
+                    "readyReplicas": ready,
+                    "conditions": [{"type": "Available", "status": "True"}]});
+            }
+            let text = whole.to_string();
+            let decoded: Deployment = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                deployment_json_is_ready(text.as_bytes()).unwrap(),
+                deployment_is_ready(&decoded),
+                "{text}"
+            );
+        }
+        // As list items arrive (no apiVersion or kind), and objects without spec or status.
+        for (json, want) in [
+            (r#"{"metadata":{"name":"d"},"spec":{"replicas":0}}"#, true),
+            (r#"{"metadata":{"name":"d"}}"#, false),
+            (
+                r#"{"metadata":{"name":"d"},"spec":null,"status":null}"#,
+                false,
+            ),
+            (
+                r#"{"metadata":{"name":"d"},"status":{"readyReplicas":1}}"#,
+                true,
+            ),
+        ] {
+            assert_eq!(
+                deployment_json_is_ready(json.as_bytes()).unwrap(),
+                want,
+                "{json}"
+            );
+        }
+        for bad in [
+            "7",
+            "{\"metadata\":{\"generation\":\"two\"}}",
+            "{\"spec\":{\"replicas\":[]}}",
+        ] {
+            assert!(deployment_json_is_ready(bad.as_bytes()).is_err(), "{bad}");
         }
     }
 
