@@ -2,6 +2,7 @@
 //! traits.
 
 use super::{ApplicationsApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsApi};
+use super::{DriftApi, PlacementApi};
 
 /// The Kairship API. One implementation ([`KairshipService`](super::KairshipService)); REST
 /// and gRPC are thin adapters that authenticate the caller, build the request message and
@@ -16,10 +17,15 @@ use super::{ApplicationsApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsAp
 /// scope to call their methods (`use kairship_core::api::prelude::*`).
 pub trait KairshipApi:
     InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi
+    + PlacementApi
+    + DriftApi
 {
 }
 
 impl<T> KairshipApi for T where
-    T: InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi + ?Sized
+    T: InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi
+        + PlacementApi
+        + DriftApi
+        + ?Sized
 {
 }
