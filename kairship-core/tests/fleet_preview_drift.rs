@@ -107,10 +107,16 @@ async fn member(name: &str) -> (kube_sandbox::Cluster, Served) {
             .unwrap();
     }
     let client = cluster.client();
-    send(&client, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", Some(json!({
-        "metadata": {"name": "reader"},
-        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]
-    }))).await;
+    send(
+        &client,
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        Some(json!({
+            "metadata": {"name": "reader"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]
+        })),
+    )
+    .await;
     send(&client, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", Some(json!({
         "metadata": {"name": "reader"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
@@ -182,12 +188,19 @@ impl Env {
                 "secretRef": {"namespace": "karmada-cluster", "name": name},
                 "impersonatorSecretRef": {"namespace": "karmada-cluster", "name": name}});
             if name == "south" {
-                spec["taints"] = json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]);
+                spec["taints"] =
+                    json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]);
             }
-            send(&admin, "POST", "/apis/cluster.karmada.io/v1alpha1/clusters", Some(json!({
-                "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-                "metadata": {"name": name, "labels": {"env": "prod"}}, "spec": spec
-            }))).await;
+            send(
+                &admin,
+                "POST",
+                "/apis/cluster.karmada.io/v1alpha1/clusters",
+                Some(json!({
+                    "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                    "metadata": {"name": name, "labels": {"env": "prod"}}, "spec": spec
+                })),
+            )
+            .await;
             members.push((cluster, served));
         }
         send(&admin, "POST", "/apis/cluster.karmada.io/v1alpha1/clusters", Some(json!({

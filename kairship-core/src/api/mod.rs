@@ -104,6 +104,9 @@ pub use applications::{
     PromoteWorkloadRequest, PromoteWorkloadResponse, cluster_zones,
 };
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
+pub use drift::{
+    DriftApi, GetInstanceDriftRequest, GetObjectDriftRequest, InstanceDrift, ObjectDrift,
+};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
 pub use instances::{
     AdoptInstanceOptions, AdoptInstanceRequest, BearerToken, CreateInstanceRequest,
@@ -121,6 +124,9 @@ pub use members::{
     MemberTaint, MembersApi, RegisterMemberRequest, RegisterMemberResponse, RemoveClusterRequest,
     UpdateClusterRequest, UpdateMemberRequest, WorkloadKind,
 };
+pub use placement::{
+    PlacementApi, PlacementPreview, PlacementPreviewSpec, PreviewPlacementRequest,
+};
 pub use resources::{
     CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
     GetObjectRequest, GetResourceRequest, ListEventsRequest, ListObjectsRequest,
@@ -131,8 +137,6 @@ pub use service::KairshipApi;
 pub use types::{
     CORE_GROUP, KubeObject, ListOptions, Object, ObjectList, Pagination, SortBy, SortDir,
 };
-pub use drift::{DriftApi, GetInstanceDriftRequest, GetObjectDriftRequest, InstanceDrift, ObjectDrift};
-pub use placement::{PlacementApi, PlacementPreview, PlacementPreviewSpec, PreviewPlacementRequest};
 pub use workloads::{
     ClusterWorkloadStatus, CronJobAction, CronJobActionRequest, DeploymentAction,
     DeploymentActionRequest, GetWorkloadRequest, ListWorkloadPodsRequest, ListWorkloadsRequest,

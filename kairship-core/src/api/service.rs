@@ -16,14 +16,16 @@ use super::{DriftApi, PlacementApi};
 /// feature traits and hands out `Arc<dyn KairshipApi>`. Callers bring the feature traits into
 /// scope to call their methods (`use kairship_core::api::prelude::*`).
 pub trait KairshipApi:
-    InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi
-    + PlacementApi
-    + DriftApi
+    InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi + PlacementApi + DriftApi
 {
 }
 
 impl<T> KairshipApi for T where
-    T: InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi
+    T: InstancesApi
+        + MembersApi
+        + ResourcesApi
+        + WorkloadsApi
+        + ApplicationsApi
         + PlacementApi
         + DriftApi
         + ?Sized

@@ -434,8 +434,21 @@ pub fn application_page(
         h.raw("</tr>");
     }
     h.raw("</tbody></table></fieldset>");
-    h.raw("<button id=\"app-preview\" type=\"submit\" name=\"op\" value=\"preview\">Preview (dry run)</button> ")
-        .raw("<button id=\"app-create\" type=\"submit\" name=\"op\" value=\"create\">Create</button></form>");
+    h.raw("<button id=\"app-preview\" type=\"submit\" name=\"op\" value=\"preview\">Preview (dry run)</button> ");
+    // Where Karmada would place it: the same form, posted to the placement preview.
+    let placement = super::placement::preview_url(instance);
+    h.open(
+        "button",
+        &[
+            ("id", "app-placement"),
+            ("type", "submit"),
+            ("formaction", &placement),
+        ],
+    )
+    .raw("Preview placement")
+    .close("button")
+    .raw(" ");
+    h.raw("<button id=\"app-create\" type=\"submit\" name=\"op\" value=\"create\">Create</button></form>");
     h.raw("<div id=\"app-result\">");
     match outcome {
         Some(Outcome::Preview(result)) => {

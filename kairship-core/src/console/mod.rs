@@ -16,11 +16,13 @@
 //! sign-out and the assets.
 
 pub mod applications;
+pub mod drift;
 pub mod form;
 pub mod html;
 pub mod instances;
 pub mod members;
 pub mod page;
+pub mod placement;
 pub mod request;
 pub mod session;
 pub mod session_store;
@@ -78,6 +80,8 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(members::routes())
         .merge(workloads::routes())
         .merge(applications::routes())
+        .merge(placement::routes())
+        .merge(drift::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

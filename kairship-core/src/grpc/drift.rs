@@ -74,7 +74,9 @@ pub fn instance_drift(d: InstanceDrift) -> Result<pb::InstanceDrift, ApiError> {
         unreachable: d
             .unreachable
             .into_iter()
-            .map(|UnreachableMember { cluster, message }| pb::UnreachableMember { cluster, message })
+            .map(
+                |UnreachableMember { cluster, message }| pb::UnreachableMember { cluster, message },
+            )
             .collect(),
     })
 }

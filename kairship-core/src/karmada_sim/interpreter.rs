@@ -5,7 +5,6 @@
 //! into the template (`aggregatestatus.go`) and the fields pruned from manifests
 //! (`prune/prune.go`).
 
-
 use serde_json::{Map, Value, json};
 
 // `GetReplicas` is the scheduling module's: the placement preview needs it without the

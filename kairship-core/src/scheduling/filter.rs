@@ -16,7 +16,10 @@ pub const AFFINITY_MISMATCH: &str =
 /// or `Unknown` (`pkg/controllers/cluster/cluster_controller.go`, `NotReadyTaintTemplate`
 /// and `UnreachableTaintTemplate`): a placement that does not tolerate them leaves the cluster
 /// out because it is not Ready.
-pub const NOT_READY_TAINTS: [&str; 2] = ["cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable"];
+pub const NOT_READY_TAINTS: [&str; 2] = [
+    "cluster.karmada.io/not-ready",
+    "cluster.karmada.io/unreachable",
+];
 
 /// The first filter plugin that rejects `cluster`: which kind of rule and its reason in
 /// Karmada's words; `None` when all admit it. Order as registered in

@@ -321,24 +321,25 @@ pub fn schedule(
         .collect();
     candidates.sort_by(|a, b| b.available.cmp(&a.available).then(a.name.cmp(&b.name)));
     // A failed selection or division leaves out every cluster that passed the filters.
-    let unschedulable = |message: String, mut left_out: Vec<LeftOut>, candidates: &[divide::Candidate]| {
-        let exclusion = if message.contains("enough") {
-            Exclusion::Resources
-        } else if message.starts_with("failed to select") {
-            Exclusion::SpreadConstraint
-        } else {
-            Exclusion::NoReplicas
+    let unschedulable =
+        |message: String, mut left_out: Vec<LeftOut>, candidates: &[divide::Candidate]| {
+            let exclusion = if message.contains("enough") {
+                Exclusion::Resources
+            } else if message.starts_with("failed to select") {
+                Exclusion::SpreadConstraint
+            } else {
+                Exclusion::NoReplicas
+            };
+            for c in candidates {
+                left_out.push(LeftOut {
+                    cluster: c.name.clone(),
+                    exclusion,
+                    reason: message.clone(),
+                });
+            }
+            left_out.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+            Unschedulable { message, left_out }
         };
-        for c in candidates {
-            left_out.push(LeftOut {
-                cluster: c.name.clone(),
-                exclusion,
-                reason: message.clone(),
-            });
-        }
-        left_out.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-        Unschedulable { message, left_out }
-    };
     let selected = match divide::select(placement, workload, candidates.clone()) {
         Ok(selected) => selected,
         Err(message) => return Err(unschedulable(message, left_out, &candidates)),

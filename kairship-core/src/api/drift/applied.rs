@@ -59,7 +59,10 @@ pub fn guess_resource(kind: &str) -> String {
 }
 
 fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// Every manifest the Works apply, with its member: Works outside an execution space, being
@@ -71,7 +74,9 @@ pub fn applied_manifests(works: &[Value]) -> Vec<Applied> {
         else {
             continue;
         };
-        if work.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
+        if work
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
             || work.pointer("/spec/suspendDispatching") == Some(&Value::Bool(true))
         {
             continue;
@@ -195,13 +200,20 @@ mod tests {
         let works = vec![
             work("karmada-es-east", json!({})),
             work("default", json!({})),
-            work("karmada-es-west", json!({"deletionTimestamp": "2026-01-01T00:00:00Z"})),
+            work(
+                "karmada-es-west",
+                json!({"deletionTimestamp": "2026-01-01T00:00:00Z"}),
+            ),
             work("karmada-es-south", json!({"suspendDispatching": true})),
         ];
         let applied = applied_manifests(&works);
         assert_eq!(applied.len(), 1);
         assert_eq!(
-            (applied[0].cluster.as_str(), applied[0].kind.as_str(), applied[0].namespace.as_str()),
+            (
+                applied[0].cluster.as_str(),
+                applied[0].kind.as_str(),
+                applied[0].namespace.as_str()
+            ),
             ("east", "Deployment", "demo")
         );
     }
@@ -214,7 +226,10 @@ mod tests {
             "metadata": {"name": "c", "namespace": "demo", "uid": "u"}, "data": {"a": "1"}});
         let edited = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "namespace": "demo"}, "data": {"a": "2"}});
-        assert_eq!(member_drift("m", &applied, Some(&same)).state, DriftState::InSync);
+        assert_eq!(
+            member_drift("m", &applied, Some(&same)).state,
+            DriftState::InSync
+        );
         let d = member_drift("m", &applied, Some(&edited));
         assert_eq!(d.state, DriftState::Drifted);
         assert_eq!(d.fields.len(), 1);

@@ -51,7 +51,13 @@ impl KairshipService {
         );
         let request = kube::core::Request::new(path).list(&ListParams::default());
         let list = self
-            .member_request(caller, instance, cluster, request, &format!("list {resource}"))
+            .member_request(
+                caller,
+                instance,
+                cluster,
+                request,
+                &format!("list {resource}"),
+            )
             .await?;
         let Value::Array(items) = list["items"].clone() else {
             return Ok(Copies::new());
@@ -60,8 +66,14 @@ impl KairshipService {
             .into_iter()
             .map(|item| {
                 let key = (
-                    item["metadata"]["namespace"].as_str().unwrap_or_default().to_owned(),
-                    item["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
+                    item["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    item["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
                 );
                 (key, item)
             })
@@ -103,10 +115,11 @@ impl DriftApi for KairshipService {
             );
         }
         let keys: Vec<_> = wanted.into_keys().collect();
-        let lists = futures::future::join_all(keys.iter().map(|(cluster, g, v, r)| {
-            self.member_copies(caller, instance, cluster, (g, v, r))
-        }))
-        .await;
+        let lists =
+            futures::future::join_all(keys.iter().map(|(cluster, g, v, r)| {
+                self.member_copies(caller, instance, cluster, (g, v, r))
+            }))
+            .await;
         let mut copies: HashMap<&(String, String, String, String), Copies> = HashMap::new();
         let mut unreachable: BTreeMap<String, String> = BTreeMap::new();
         for (key, list) in keys.iter().zip(lists) {

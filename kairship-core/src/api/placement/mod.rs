@@ -14,8 +14,8 @@ use crate::access::Caller;
 use crate::api::{ApiError, Code};
 
 pub use types::{
-    PlacementPreview, PlacementPreviewSpec, PreviewLeftOut, PreviewPlacementRequest,
-    PreviewTarget, WorkloadReference,
+    PlacementPreview, PlacementPreviewSpec, PreviewLeftOut, PreviewPlacementRequest, PreviewTarget,
+    WorkloadReference,
 };
 
 /// The placement part of [`KairshipApi`](crate::api::KairshipApi), which

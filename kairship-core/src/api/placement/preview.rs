@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::types::{PlacementPreview, PlacementPreviewSpec, PreviewLeftOut, PreviewTarget};
 use crate::api::error::ApiError;
 use crate::scheduling::{
-    ClusterAffinity, DIVIDED, DUPLICATED, Decision, Placement, ReplicaScheduling,
-    SpreadConstraint, Unschedulable, Workload,
+    ClusterAffinity, DIVIDED, DUPLICATED, Decision, Placement, ReplicaScheduling, SpreadConstraint,
+    Unschedulable, Workload,
 };
 
 /// The kinds a policy may be.
@@ -25,9 +25,7 @@ pub fn placement_of(spec: &PlacementPreviewSpec) -> Result<Placement, ApiError> 
             "policy",
             "give a PropagationPolicy (or ClusterPropagationPolicy) or an application placement",
         )),
-        (None, Some(application)) => {
-            parse_placement(&application.karmada_placement(), "placement")
-        }
+        (None, Some(application)) => parse_placement(&application.karmada_placement(), "placement"),
         (Some(policy), None) => {
             let kind = policy["kind"].as_str().unwrap_or_default();
             if !kind.is_empty() && !POLICY_KINDS.contains(&kind) {
@@ -212,7 +210,11 @@ pub fn check_workload(workload: &Value) -> Result<(), ApiError> {
         ("/apiVersion", "workload.apiVersion"),
         ("/kind", "workload.kind"),
     ] {
-        if workload.pointer(pointer).and_then(Value::as_str).is_none_or(str::is_empty) {
+        if workload
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             return Err(ApiError::invalid_field(field, "is required"));
         }
     }
@@ -269,7 +271,10 @@ mod tests {
     #[test]
     fn malformed_placements_name_the_field() {
         let cases = [
-            (json!({"clusterAffinity": "east"}), "policy.spec.placement.clusterAffinity"),
+            (
+                json!({"clusterAffinity": "east"}),
+                "policy.spec.placement.clusterAffinity",
+            ),
             (
                 json!({"clusterAffinity": {"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}}),
                 "policy.spec.placement.clusterAffinity.labelSelector.matchExpressions[0].operator",
@@ -291,12 +296,17 @@ mod tests {
                     "weightPreference": {"staticWeightList": [{"targetCluster": {}, "weight": 0}]}}}),
                 "policy.spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight",
             ),
-            (json!({"replicaScheduling": {"replicaSchedulingType": 3}}), "policy.spec.placement.replicaScheduling"),
+            (
+                json!({"replicaScheduling": {"replicaSchedulingType": 3}}),
+                "policy.spec.placement.replicaScheduling",
+            ),
             (json!([]), "policy.spec.placement"),
         ];
         for (placement, field) in cases {
             let spec = PlacementPreviewSpec {
-                policy: Some(json!({"kind": "PropagationPolicy", "spec": {"placement": placement}})),
+                policy: Some(
+                    json!({"kind": "PropagationPolicy", "spec": {"placement": placement}}),
+                ),
                 ..Default::default()
             };
             let err = placement_of(&spec).unwrap_err();
@@ -306,9 +316,18 @@ mod tests {
             policy: Some(json!({"kind": "OverridePolicy", "spec": {}})),
             ..Default::default()
         };
-        assert_eq!(field_of(placement_of(&not_a_policy).unwrap_err()), "policy.kind");
-        assert_eq!(field_of(placement_of(&PlacementPreviewSpec::default()).unwrap_err()), "policy");
-        assert_eq!(field_of(check_workload(&json!({"kind": "Deployment"})).unwrap_err()), "workload.apiVersion");
+        assert_eq!(
+            field_of(placement_of(&not_a_policy).unwrap_err()),
+            "policy.kind"
+        );
+        assert_eq!(
+            field_of(placement_of(&PlacementPreviewSpec::default()).unwrap_err()),
+            "policy"
+        );
+        assert_eq!(
+            field_of(check_workload(&json!({"kind": "Deployment"})).unwrap_err()),
+            "workload.apiVersion"
+        );
     }
 
     #[test]

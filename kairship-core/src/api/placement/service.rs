@@ -86,8 +86,7 @@ impl PlacementApi for KairshipService {
             (None, None) => return Err(ApiError::internal("a preview without a workload")),
         };
         let target = ResourceTarget::all(instance, clusters_resource());
-        let clusters: Vec<Cluster> = match self.router.list(&target, &ListQuery::default()).await
-        {
+        let clusters: Vec<Cluster> = match self.router.list(&target, &ListQuery::default()).await {
             Ok(page) => page
                 .items
                 .iter()
