@@ -468,7 +468,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 59, "{documented:#?}");
+        assert_eq!(documented.len(), 62, "{documented:#?}");
     }
 
     #[test]
