@@ -12,7 +12,7 @@ use axum::routing::post;
 use http::{HeaderMap, StatusCode};
 
 use super::applications::{AppForm, application_page};
-use super::html::{Html, url_segment};
+use super::html::Html;
 use super::page::{error_box, notice_box};
 use super::request::{Shared, allowed, html, signed_post, status_of};
 use crate::access::{InstanceResource, Verb};
@@ -26,7 +26,8 @@ pub fn preview_url(instance: &str) -> String {
     )
 }
 
-/// The console routes of this module (merged into [`super::routes`]).
+/// The console routes of this module (merged into [`super::routes`]): the form's
+/// [`placement_preview_url`](super::applications::placement_preview_url).
 pub(super) fn routes() -> Router<Shared> {
     Router::new().route(
         "/ui/instances/{instance}/applications/placement",
