@@ -18,14 +18,6 @@ use super::request::{Shared, allowed, html, signed_post, status_of};
 use crate::access::{InstanceResource, Verb};
 use crate::api::{ApiError, PlacementPreview, PlacementPreviewSpec, PreviewPlacementRequest};
 
-/// Where the application form's "Preview placement" button posts.
-pub fn preview_url(instance: &str) -> String {
-    format!(
-        "/ui/instances/{}/applications/placement",
-        url_segment(instance)
-    )
-}
-
 /// The console routes of this module (merged into [`super::routes`]): the form's
 /// [`placement_preview_url`](super::applications::placement_preview_url).
 pub(super) fn routes() -> Router<Shared> {
