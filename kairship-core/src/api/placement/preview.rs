@@ -201,22 +201,18 @@ fn check_spread(c: &SpreadConstraint, at: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Checks a workload given as an object: an object with a `kind` and a name.
+/// Checks a workload given as an object: an object with a `kind` (what Karmada reads its
+/// replicas by; `apiVersion` may be left out, as the application call fills it in).
 pub fn check_workload(workload: &Value) -> Result<(), ApiError> {
     if !workload.is_object() {
         return Err(ApiError::invalid_field("workload", "must be an object"));
     }
-    for (pointer, field) in [
-        ("/apiVersion", "workload.apiVersion"),
-        ("/kind", "workload.kind"),
-    ] {
-        if workload
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            return Err(ApiError::invalid_field(field, "is required"));
-        }
+    if workload
+        .pointer("/kind")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(ApiError::invalid_field("workload.kind", "is required"));
     }
     Ok(())
 }
@@ -325,8 +321,8 @@ mod tests {
             "policy"
         );
         assert_eq!(
-            field_of(check_workload(&json!({"kind": "Deployment"})).unwrap_err()),
-            "workload.apiVersion"
+            field_of(check_workload(&json!({"apiVersion": "apps/v1"})).unwrap_err()),
+            "workload.kind"
         );
     }
 
