@@ -152,6 +152,12 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         )
         .await;
     assert_eq!(placed, json!([["a-east", "3"], ["a-west", "1"]]));
+    browser
+        .script(
+            "document.getElementById('app-result').scrollIntoView(); return null;",
+            json!([]),
+        )
+        .await;
     browser.screenshot(&shots, "application-placement").await;
 
     // Create: the form kept what was typed.
