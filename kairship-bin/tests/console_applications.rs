@@ -139,6 +139,27 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         );
     }
 
+    // Preview placement: where Karmada's rules put the 4 replicas (weights 3:1), the form
+    // posted with its CSRF token and sent back as typed.
+    browser.click("#app-placement").await;
+    browser
+        .wait_text("#app-result", |t| t.contains("Where Karmada would place"))
+        .await;
+    let placed = browser
+        .script(
+            "return [...document.querySelectorAll('#placement tr.chosen')].map(r => [r.dataset.cluster, r.querySelector('.replicas').textContent]);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(placed, json!([["a-east", "3"], ["a-west", "1"]]));
+    browser
+        .script(
+            "document.getElementById('app-result').scrollIntoView(); return null;",
+            json!([]),
+        )
+        .await;
+    browser.screenshot(&shots, "application-placement").await;
+
     // Create: the form kept what was typed.
     browser.click("#app-create").await;
     browser

@@ -464,3 +464,119 @@ async fn sandbox_serves_the_api_to_an_admin_and_a_viewer() {
     }
     drop(sandbox);
 }
+
+/// The calls of docs/kairship/placement-preview.md and docs/kairship/drift.md, as written
+/// there, against a running sandbox.
+#[tokio::test]
+async fn sandbox_previews_placements_and_shows_drift_as_documented() {
+    kube_kit::client::install_crypto_provider();
+    let dir = std::env::temp_dir().join(format!("kairship-sandbox-fleet-{}", std::process::id()));
+    let port = free_port();
+    let (sandbox, printed) = start(&dir, port);
+    let admin = Caller {
+        http: reqwest::Client::new(),
+        base: format!("http://127.0.0.1:{port}"),
+        token: std::fs::read_to_string(dir.join("admin.token")).unwrap(),
+    };
+    let web = json!({"group": "apps", "version": "v1", "resource": "deployments", "namespace": "demo", "name": "web"});
+    let (status, preview) = admin
+        .send(
+            "POST",
+            "/instances/karmada-a/placements:preview",
+            json!({"placement": {"clusterNames": ["a-east", "a-west"], "weights": {"a-east": 2, "a-west": 1}},
+                "workloadRef": web}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{preview} {printed}");
+    assert_eq!(
+        preview["clusters"],
+        json!([{"cluster": "a-east", "replicas": 2}, {"cluster": "a-west", "replicas": 1}])
+    );
+    let (status, nothing) = admin
+        .send(
+            "POST",
+            "/instances/karmada-a/placements:preview",
+            json!({"policy": {"kind": "PropagationPolicy", "spec": {"placement": {"clusterAffinity": {"clusterNames": ["nowhere"]}}}},
+                "workloadRef": web}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{nothing}");
+    assert_eq!(nothing["clusters"], json!([]));
+    assert_eq!(
+        nothing["leftOut"].as_array().map(Vec::len),
+        Some(2),
+        "{nothing}"
+    );
+    let (status, bad) = admin
+        .send(
+            "POST",
+            "/instances/karmada-a/placements:preview",
+            json!({"policy": {"kind": "PropagationPolicy", "spec": {"placement": {"replicaScheduling": {"replicaSchedulingType": "Tripled"}}}},
+                "workloadRef": web}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+
+    // Drift: none once the samples are propagated; a label added in a-east by hand is drift
+    // on that field until it is removed.
+    let drift = "/instances/karmada-a/namespaces/demo/resources/apps/v1/deployments/web/drift";
+    let in_sync = |answer: &Value| {
+        answer["members"]
+            .as_array()
+            .is_some_and(|m| m.len() == 2 && m.iter().all(|m| m["state"] == "InSync"))
+    };
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (status, answer) = admin.call("GET", drift).await;
+        if status == StatusCode::OK && in_sync(&answer) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "web never in sync: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let all = admin.ok("GET", "/instances/karmada-a/drift").await;
+    assert_eq!(all["items"], json!([]), "{all}");
+    let east: Api<Deployment> =
+        Api::namespaced(client_from(&dir.join("a-east.kubeconfig")).await, "demo");
+    let by_hand = kube::api::PatchParams {
+        field_manager: Some("kubectl-label".into()),
+        ..Default::default()
+    };
+    let label =
+        |value: Value| kube::api::Patch::Merge(json!({"metadata": {"labels": {"tier": value}}}));
+    east.patch("web", &by_hand, &label(json!("hand-edited")))
+        .await
+        .unwrap();
+    let answer = admin.ok("GET", drift).await;
+    let paths: Vec<(&str, &str, Vec<&str>)> = answer["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["cluster"].as_str().unwrap(),
+                m["state"].as_str().unwrap(),
+                m["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["path"].as_str().unwrap())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("a-east", "Drifted", vec!["metadata.labels.tier"]),
+            ("a-west", "InSync", vec![])
+        ]
+    );
+    east.patch("web", &by_hand, &label(Value::Null))
+        .await
+        .unwrap();
+    assert!(in_sync(&admin.ok("GET", drift).await));
+    let all = admin.ok("GET", "/instances/karmada-a/drift").await;
+    assert_eq!(all["items"], json!([]), "{all}");
+    drop(sandbox);
+}

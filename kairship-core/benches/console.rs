@@ -300,6 +300,10 @@ impl ApplicationsApi for InMemory {
     }
 }
 
+// Placement previews and drift are not on the pages this bench measures.
+impl PlacementApi for InMemory {}
+impl DriftApi for InMemory {}
+
 fn instance(i: usize) -> Value {
     json!({
         "apiVersion": "kairship.io/v1alpha1", "kind": "Instance",

@@ -22,11 +22,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use kube_kit::quantity::Quantity;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One field where the live object differs from the applied manifest.
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FieldDrift {
     /// The field, as `spec.template.spec.containers[name=web].image` or

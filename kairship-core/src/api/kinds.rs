@@ -166,6 +166,14 @@ pub fn cluster_resource_bindings_resource() -> ApiResource {
     )
 }
 
+/// Karmada's `Work` (`work.karmada.io/v1alpha1`, in a member's execution space).
+pub fn works_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("work.karmada.io", "v1alpha1", "Work"),
+        "works",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,6 +48,9 @@
 //! | `list_member_objects` | [`ListMemberObjectsRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}` |
 //! | `get_member_object` | [`GetMemberObjectRequest`] | [`Object`] | `GET …/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}/{name}` |
 //! | `promote_workload` | [`PromoteWorkloadRequest`] | [`PromoteWorkloadResponse`] | `POST instances/{i}/clusters/{c}/namespaces/{ns}/{kind}/{name}:promote` |
+//! | `preview_placement` | [`PreviewPlacementRequest`] | [`PlacementPreview`] | `POST instances/{i}/placements:preview` |
+//! | `instance_drift` | [`GetInstanceDriftRequest`] | [`InstanceDrift`] | `GET instances/{i}/drift` |
+//! | `object_drift` | [`GetObjectDriftRequest`] | [`ObjectDrift`] | `GET …/namespaces/{ns}/resources/{group}/{version}/{resource}/{name}/drift` |
 //!
 //! REST paths are under [`API_PREFIX`]. Messages are plain serde structs (camelCase JSON,
 //! unknown fields rejected); Kubernetes objects travel as JSON ([`Object`];
@@ -83,11 +86,13 @@ mod types;
 
 pub mod applications;
 pub mod body;
+pub mod drift;
 pub mod fields;
 pub mod instances;
 pub mod kairship;
 pub mod list;
 pub mod members;
+pub mod placement;
 pub mod references;
 pub mod resources;
 pub mod tls;
@@ -99,6 +104,9 @@ pub use applications::{
     PromoteWorkloadRequest, PromoteWorkloadResponse, cluster_zones,
 };
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
+pub use drift::{
+    DriftApi, GetInstanceDriftRequest, GetObjectDriftRequest, InstanceDrift, ObjectDrift,
+};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
 pub use instances::{
     AdoptInstanceOptions, AdoptInstanceRequest, BearerToken, CreateInstanceRequest,
@@ -115,6 +123,9 @@ pub use members::{
     JoinMemberRequest, ListClustersRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
     MemberTaint, MembersApi, RegisterMemberRequest, RegisterMemberResponse, RemoveClusterRequest,
     UpdateClusterRequest, UpdateMemberRequest, WorkloadKind,
+};
+pub use placement::{
+    PlacementApi, PlacementPreview, PlacementPreviewSpec, PreviewPlacementRequest,
 };
 pub use resources::{
     CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
@@ -137,6 +148,7 @@ pub mod prelude {
     pub use super::{
         ApplicationsApi, InstancesApi, KairshipApi, MembersApi, ResourcesApi, WorkloadsApi,
     };
+    pub use super::{DriftApi, PlacementApi};
 }
 
 /// Prefix of every REST path.

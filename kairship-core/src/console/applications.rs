@@ -320,6 +320,14 @@ fn objects_table(h: &mut Html, instance: &str, result: &ApplicationResult) {
     }
 }
 
+/// Where the form's "Preview placement" button posts (served by [`super::placement`]).
+pub fn placement_preview_url(instance: &str) -> String {
+    format!(
+        "/ui/instances/{}/applications/placement",
+        url_segment(instance)
+    )
+}
+
 /// The create-application page: the form (only when `can_create`), then the outcome.
 pub fn application_page(
     viewer: &Viewer<'_>,
@@ -434,8 +442,21 @@ pub fn application_page(
         h.raw("</tr>");
     }
     h.raw("</tbody></table></fieldset>");
-    h.raw("<button id=\"app-preview\" type=\"submit\" name=\"op\" value=\"preview\">Preview (dry run)</button> ")
-        .raw("<button id=\"app-create\" type=\"submit\" name=\"op\" value=\"create\">Create</button></form>");
+    h.raw("<button id=\"app-preview\" type=\"submit\" name=\"op\" value=\"preview\">Preview (dry run)</button> ");
+    // Where Karmada would place it: the same form, posted to the placement preview.
+    let placement = placement_preview_url(instance);
+    h.open(
+        "button",
+        &[
+            ("id", "app-placement"),
+            ("type", "submit"),
+            ("formaction", &placement),
+        ],
+    )
+    .raw("Preview placement")
+    .close("button")
+    .raw(" ");
+    h.raw("<button id=\"app-create\" type=\"submit\" name=\"op\" value=\"create\">Create</button></form>");
     h.raw("<div id=\"app-result\">");
     match outcome {
         Some(Outcome::Preview(result)) => {

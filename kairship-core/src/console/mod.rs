@@ -18,6 +18,7 @@
 
 pub mod applications;
 pub mod browser;
+pub mod drift;
 pub mod form;
 pub mod html;
 pub mod instances;
@@ -25,6 +26,7 @@ pub mod members;
 pub mod oidc;
 pub mod page;
 pub mod pods;
+pub mod placement;
 pub mod request;
 pub mod session;
 pub mod session_store;
@@ -88,6 +90,8 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(applications::routes())
         .merge(browser::routes())
         .merge(pods::routes())
+        .merge(placement::routes())
+        .merge(drift::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

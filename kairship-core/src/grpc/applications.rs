@@ -9,6 +9,18 @@ use crate::api::{
     Placement, PromoteWorkloadRequest, PromoteWorkloadResponse, RestartJobRequest,
 };
 
+/// An application's placement (also previewed by `PreviewPlacement`).
+pub fn placement_from_pb(placement: pb::Placement) -> Placement {
+    Placement {
+        cluster_names: placement.cluster_names,
+        cluster_labels: placement.cluster_labels.into_iter().collect(),
+        providers: placement.providers,
+        regions: placement.regions,
+        zones: placement.zones,
+        weights: placement.weights.into_iter().collect(),
+    }
+}
+
 /// `CreateApplication`; an absent workload is `null`, which the service refuses with a
 /// message naming the field.
 pub fn create_application(m: pb::CreateApplicationRequest) -> CreateApplicationRequest {
@@ -34,14 +46,7 @@ pub fn create_application(m: pb::CreateApplicationRequest) -> CreateApplicationR
                     })
                     .collect(),
             }),
-            placement: Placement {
-                cluster_names: placement.cluster_names,
-                cluster_labels: placement.cluster_labels.into_iter().collect(),
-                providers: placement.providers,
-                regions: placement.regions,
-                zones: placement.zones,
-                weights: placement.weights.into_iter().collect(),
-            },
+            placement: placement_from_pb(placement),
             overrides: m
                 .overrides
                 .into_iter()

@@ -19,7 +19,9 @@ use crate::transport::{ServedOverTls, request_base_url};
 
 pub mod applications;
 pub mod convert;
+pub mod drift;
 pub mod members;
+pub mod placement;
 mod service;
 pub mod workloads;
 

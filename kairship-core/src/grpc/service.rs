@@ -532,6 +532,51 @@ impl KairshipService for GrpcApi {
         )
     }
 
+    async fn preview_placement(
+        &self,
+        request: Request<pb::PreviewPlacementRequest>,
+    ) -> Answer<pb::PlacementPreview> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::placement::preview_placement(m)))
+            .await?;
+        answer(
+            self.api
+                .preview_placement(&caller, req)
+                .await
+                .and_then(super::placement::placement_preview),
+        )
+    }
+
+    async fn get_instance_drift(
+        &self,
+        request: Request<pb::GetInstanceDriftRequest>,
+    ) -> Answer<pb::InstanceDrift> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::drift::instance_drift_request(m)))
+            .await?;
+        answer(
+            self.api
+                .instance_drift(&caller, req)
+                .await
+                .and_then(super::drift::instance_drift),
+        )
+    }
+
+    async fn get_object_drift(
+        &self,
+        request: Request<pb::GetObjectDriftRequest>,
+    ) -> Answer<pb::ObjectDrift> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(super::drift::object_drift_request(m)))
+            .await?;
+        answer(
+            self.api
+                .object_drift(&caller, req)
+                .await
+                .and_then(super::drift::object_drift),
+        )
+    }
+
     async fn adopt_instance(
         &self,
         request: Request<pb::AdoptInstanceRequest>,

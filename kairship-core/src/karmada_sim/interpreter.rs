@@ -5,74 +5,11 @@
 //! into the template (`aggregatestatus.go`) and the fields pruned from manifests
 //! (`prune/prune.go`).
 
-use std::collections::BTreeMap;
-
-use kube_kit::quantity::Quantity;
 use serde_json::{Map, Value, json};
 
-/// The workload's replicas and `replicaRequirements` (`GetReplicas`); `None` for kinds
-/// without replicas.
-pub fn replicas(template: &Value) -> Option<(i32, Value)> {
-    let kind = template["kind"].as_str().unwrap_or_default();
-    let pod_spec = match kind {
-        "Deployment" | "StatefulSet" | "Job" | "ReplicaSet" => {
-            &template["spec"]["template"]["spec"]
-        }
-        "Pod" => &template["spec"],
-        _ => return None,
-    };
-    let n = match kind {
-        "Pod" => 1,
-        // Job: parallelism (default 1), never more than what is left to complete.
-        "Job" => template["spec"]["parallelism"].as_i64().unwrap_or(1),
-        _ => template["spec"]["replicas"].as_i64().unwrap_or(1),
-    };
-    let mut requirements = Map::new();
-    let requests = pod_requests(pod_spec);
-    if !requests.is_empty() {
-        requirements.insert("resourceRequest".into(), json!(requests));
-    }
-    if let Some(ns) = template["metadata"]["namespace"].as_str() {
-        requirements.insert("namespace".into(), json!(ns));
-    }
-    if let Some(p) = pod_spec["priorityClassName"].as_str() {
-        requirements.insert("priorityClassName".into(), json!(p));
-    }
-    Some((
-        i32::try_from(n).unwrap_or(i32::MAX),
-        Value::Object(requirements),
-    ))
-}
-
-/// A pod's requests: the sum of its containers', at least its largest init container's
-/// (`resourcehelper.PodRequests`), as canonical quantities.
-fn pod_requests(spec: &Value) -> BTreeMap<String, String> {
-    let mut sum: BTreeMap<String, Quantity> = BTreeMap::new();
-    let requests = |c: &Value| -> Vec<(String, Quantity)> {
-        c["resources"]["requests"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| Some((k.clone(), Quantity::parse(v.as_str()?).ok()?)))
-            .collect()
-    };
-    for c in spec["containers"].as_array().into_iter().flatten() {
-        for (k, q) in requests(c) {
-            *sum.entry(k).or_default() += q;
-        }
-    }
-    for c in spec["initContainers"].as_array().into_iter().flatten() {
-        for (k, q) in requests(c) {
-            let e = sum.entry(k).or_default();
-            if q > *e {
-                *e = q;
-            }
-        }
-    }
-    sum.into_iter()
-        .map(|(k, q)| (k, q.to_canonical_string()))
-        .collect()
-}
+// `GetReplicas` is the scheduling module's: the placement preview needs it without the
+// emulation.
+pub use crate::scheduling::replicas;
 
 /// The manifest with `replicas` for one cluster (`ReviseReplica`).
 pub fn revise_replicas(manifest: &mut Value, replicas: i32) {

@@ -3,12 +3,14 @@
 
 pub mod applications;
 pub mod auth;
+pub mod drift;
 pub mod extract;
 pub mod handler;
 pub mod instances;
 pub mod members;
 pub mod objects;
 pub mod openapi;
+pub mod placement;
 pub mod resources;
 pub mod workloads;
 
@@ -93,6 +95,8 @@ pub const PROXY_TAG: &str = "proxy";
         (name = "applications", description = "Multicloud applications: a workload, its Service, PropagationPolicy and OverridePolicies created in one call"),
         (name = "proxy", description = "Native Kubernetes API of an instance, for kubectl and client libraries"),
         (name = "members", description = "What the member clusters hold, through Karmada's cluster proxy, and promoting a member's workload"),
+        (name = "placements", description = "Where Karmada's scheduling rules would place a workload, and why other clusters are left out"),
+        (name = "drift", description = "Member copies that no longer match what Karmada applies to them"),
     ),
     components(schemas(
         ApiError, Code, KubeObject, ObjectList, Pagination, ListOptions, SortBy, SortDir,
@@ -115,6 +119,9 @@ pub const PROXY_TAG: &str = "proxy";
         crate::api::RegisterMemberResponse, crate::api::UpdateMemberRequest,
         crate::api::MemberTaint,
         crate::api::WorkloadKind, crate::api::PromoteWorkloadResponse,
+        crate::api::PreviewPlacementRequest, crate::api::placement::WorkloadReference,
+        crate::api::GetInstanceDriftRequest, crate::api::GetObjectDriftRequest,
+        crate::drift::FieldDrift,
     )),
     modifiers(&BearerAuth),
 )]
@@ -255,6 +262,10 @@ fn build() -> Builder {
     .add(routes!(members::get_member_namespaced_object));
     let builder = builder.add(routes!(applications::create_application));
     let builder = builder.add(routes!(instances::adopt_instance));
+    let builder = builder
+        .add(routes!(placement::preview_placement))
+        .add(routes!(drift::instance_drift))
+        .add(routes!(drift::object_drift));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder
         .router
@@ -457,7 +468,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 59, "{documented:#?}");
+        assert_eq!(documented.len(), 62, "{documented:#?}");
     }
 
     #[test]

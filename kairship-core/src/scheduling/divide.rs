@@ -155,6 +155,13 @@ fn dynamic_weight(placement: &Placement) -> bool {
         .is_some_and(|d| !d.is_empty())
 }
 
+/// Whether replicas are divided by what each cluster can hold (`Aggregated`, or `Weighted`
+/// with a dynamic weight) rather than by static weights.
+pub(super) fn is_dynamic(placement: &Placement) -> bool {
+    placement.scheduling_type() == DIVIDED
+        && (division_preference(placement) == AGGREGATED || dynamic_weight(placement))
+}
+
 /// `spreadconstraint.SelectBestClusters`: spread constraints by cluster or region choose
 /// among the candidates (already sorted best first).
 pub(super) fn select(

@@ -5,36 +5,54 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use super::{ClusterAffinity, FieldRequirement, Placement, Workload};
+use super::{ClusterAffinity, Exclusion, FieldRequirement, Placement, Workload};
 use crate::models::cluster::Cluster;
 
 /// `clusteraffinity` plugin's reason.
 pub const AFFINITY_MISMATCH: &str =
     "cluster(s) did not match the placement cluster affinity constraint";
 
-/// The first filter plugin that rejects `cluster`, as its reason; `None` when all admit it.
-/// Order as registered in `pkg/scheduler/framework/plugins/registry.go`: taint toleration,
-/// cluster affinity, spread constraint.
+/// Taints Karmada's cluster controller puts on a cluster whose `Ready` condition is `False`
+/// or `Unknown` (`pkg/controllers/cluster/cluster_controller.go`, `NotReadyTaintTemplate`
+/// and `UnreachableTaintTemplate`): a placement that does not tolerate them leaves the cluster
+/// out because it is not Ready.
+pub const NOT_READY_TAINTS: [&str; 2] = [
+    "cluster.karmada.io/not-ready",
+    "cluster.karmada.io/unreachable",
+];
+
+/// The first filter plugin that rejects `cluster`: which kind of rule and its reason in
+/// Karmada's words; `None` when all admit it. Order as registered in
+/// `pkg/scheduler/framework/plugins/registry.go`: taint toleration, cluster affinity, spread
+/// constraint.
 pub(super) fn reason(
     placement: &Placement,
     workload: &Workload,
     cluster: &Cluster,
-) -> Option<String> {
+) -> Option<(Exclusion, String)> {
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
     // `tainttoleration.Filter`: a cluster the binding already targets stays.
     let already = workload.scheduled.iter().any(|t| t.name == name);
     if !already
         && let Some(taint) = untolerated_taint(&cluster.spec.taints, &placement.cluster_tolerations)
     {
-        return Some(format!(
-            "cluster(s) had untolerated taint {{{}}}",
-            taint_string(&taint)
+        let kind = if NOT_READY_TAINTS.contains(&taint.key.as_str()) {
+            Exclusion::NotReady
+        } else {
+            Exclusion::Taint
+        };
+        return Some((
+            kind,
+            format!(
+                "cluster(s) had untolerated taint {{{}}}",
+                taint_string(&taint)
+            ),
         ));
     }
     if let Some(affinity) = &placement.cluster_affinity
         && !affinity_matches(cluster, affinity)
     {
-        return Some(AFFINITY_MISMATCH.to_owned());
+        return Some((Exclusion::ClusterAffinity, AFFINITY_MISMATCH.to_owned()));
     }
     // `spreadconstraint.Filter`: a cluster must have the property spread by.
     for constraint in &placement.spread_constraints {
@@ -57,7 +75,10 @@ pub(super) fn reason(
         if missing {
             let field = constraint.spread_by_field.as_deref().unwrap_or_default();
             let property = if field == "zone" { "zones" } else { field };
-            return Some(format!("cluster(s) did not have {property} property"));
+            return Some((
+                Exclusion::SpreadConstraint,
+                format!("cluster(s) did not have {property} property"),
+            ));
         }
     }
     None

@@ -13,6 +13,7 @@
 
 mod divide;
 mod filter;
+mod replicas;
 #[cfg(test)]
 mod tests;
 
@@ -25,7 +26,11 @@ use serde::{Deserialize, Serialize};
 use crate::models::cluster::Cluster;
 
 pub use divide::{available_replicas, webster};
-pub use filter::{affinity_matches, label_selector_matches, untolerated_taint};
+pub use filter::{
+    AFFINITY_MISMATCH, NOT_READY_TAINTS, affinity_matches, label_selector_matches,
+    untolerated_taint,
+};
+pub use replicas::{replicas, workload_of_template};
 
 /// `replicaSchedulingType: Duplicated`.
 pub const DUPLICATED: &str = "Duplicated";
@@ -194,11 +199,36 @@ fn is_zero(n: &i32) -> bool {
     *n == 0
 }
 
+/// Which rule left a cluster out.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
+pub enum Exclusion {
+    /// The placement's cluster affinity (names, labels, fields, `exclude`) does not match it.
+    ClusterAffinity,
+    /// It has a NoSchedule or NoExecute taint the placement does not tolerate.
+    Taint,
+    /// It is not Ready: it carries the taint Karmada's cluster controller puts on clusters
+    /// that are not Ready ([`NOT_READY_TAINTS`]) and the placement does not tolerate it.
+    NotReady,
+    /// The spread constraints: it lacks the property spread by, or was not among the groups
+    /// chosen.
+    SpreadConstraint,
+    /// Not enough allocatable resources: it can hold no replica (dynamic division), or the
+    /// clusters together cannot hold the replicas.
+    Resources,
+    /// The division gave it no replica (a static weight of 0, or fewer replicas than
+    /// clusters).
+    NoReplicas,
+}
+
 /// A cluster that was not chosen and why, in Karmada's words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeftOut {
     /// Cluster name.
     pub cluster: String,
+    /// Which rule left it out.
+    pub exclusion: Exclusion,
     /// Karmada's filter or selection reason.
     pub reason: String,
 }
@@ -213,7 +243,8 @@ pub struct Decision {
 }
 
 /// Why nothing could be scheduled: Karmada's message (the Scheduled condition's message) and
-/// the clusters left out.
+/// every cluster, each with the reason it was left out (the filters' reason, or the
+/// selection's or the division's failure for the clusters that passed the filters).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unschedulable {
     /// The message Karmada's scheduler reports.
@@ -234,6 +265,8 @@ impl std::error::Error for Unschedulable {}
 pub const NOT_SELECTED: &str = "cluster(s) were not selected by the spread constraints";
 /// Left out because the division gave it no replica.
 pub const NO_REPLICAS: &str = "cluster(s) were assigned no replicas";
+/// Left out by a dynamic division because it can hold no replica.
+pub const NO_ROOM: &str = "cluster(s) did not have enough allocatable resources for one replica";
 
 /// Chooses clusters and replicas for `workload` under `placement` among `clusters`, as
 /// Karmada's `genericScheduler.Schedule` does: filter, select (spread constraints), assign.
@@ -252,14 +285,16 @@ pub fn schedule(
         }
         total += 1;
         match filter::reason(placement, workload, cluster) {
-            Some(reason) => left_out.push(LeftOut {
+            Some((exclusion, reason)) => left_out.push(LeftOut {
                 cluster: name(cluster).to_owned(),
+                exclusion,
                 reason,
             }),
             None => feasible.push(cluster),
         }
     }
     if feasible.is_empty() {
+        left_out.sort_by(|a, b| a.cluster.cmp(&b.cluster));
         return Err(Unschedulable {
             message: fit_error(total, &left_out),
             left_out,
@@ -285,30 +320,56 @@ pub fn schedule(
         })
         .collect();
     candidates.sort_by(|a, b| b.available.cmp(&a.available).then(a.name.cmp(&b.name)));
-    let selected = match divide::select(placement, workload, candidates) {
+    // A failed selection or division leaves out every cluster that passed the filters.
+    let unschedulable =
+        |message: String, mut left_out: Vec<LeftOut>, candidates: &[divide::Candidate]| {
+            let exclusion = if message.contains("enough") {
+                Exclusion::Resources
+            } else if message.starts_with("failed to select") {
+                Exclusion::SpreadConstraint
+            } else {
+                Exclusion::NoReplicas
+            };
+            for c in candidates {
+                left_out.push(LeftOut {
+                    cluster: c.name.clone(),
+                    exclusion,
+                    reason: message.clone(),
+                });
+            }
+            left_out.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+            Unschedulable { message, left_out }
+        };
+    let selected = match divide::select(placement, workload, candidates.clone()) {
         Ok(selected) => selected,
-        Err(message) => {
-            return Err(Unschedulable { message, left_out });
-        }
+        Err(message) => return Err(unschedulable(message, left_out, &candidates)),
     };
     let assigned = match divide::assign(placement, workload, &selected.chosen) {
         Ok(assigned) => assigned,
-        Err(message) => {
-            return Err(Unschedulable { message, left_out });
-        }
+        Err(message) => return Err(unschedulable(message, left_out, &candidates)),
     };
     for c in &selected.dropped {
         left_out.push(LeftOut {
             cluster: c.clone(),
+            exclusion: Exclusion::SpreadConstraint,
             reason: NOT_SELECTED.to_owned(),
         });
     }
+    let dynamic = divide::is_dynamic(placement);
     let mut chosen: Vec<TargetCluster> = Vec::new();
     for c in &selected.chosen {
         match assigned.iter().find(|t| t.name == c.name) {
             Some(t) => chosen.push(t.clone()),
+            // A dynamic division weighs clusters by what they can hold: one that can hold
+            // nothing was left out for want of resources.
+            None if dynamic && c.allocatable <= 0 => left_out.push(LeftOut {
+                cluster: c.name.clone(),
+                exclusion: Exclusion::Resources,
+                reason: NO_ROOM.to_owned(),
+            }),
             None => left_out.push(LeftOut {
                 cluster: c.name.clone(),
+                exclusion: Exclusion::NoReplicas,
                 reason: NO_REPLICAS.to_owned(),
             }),
         }

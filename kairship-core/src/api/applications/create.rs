@@ -255,6 +255,26 @@ impl Placement {
         self.cluster_names.is_empty() && (!self.weights.is_empty() || !overrides.is_empty())
     }
 
+    /// The PropagationPolicy's `spec.placement` this placement stands for.
+    pub fn karmada_placement(&self) -> Value {
+        let mut placement = json!({"clusterAffinity": self.cluster_affinity()});
+        if !self.weights.is_empty() {
+            let list: Vec<Value> = self
+                .weights
+                .iter()
+                .map(|(cluster, weight)| {
+                    json!({"targetCluster": {"clusterNames": [cluster]}, "weight": weight})
+                })
+                .collect();
+            placement["replicaScheduling"] = json!({
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Weighted",
+                "weightPreference": {"staticWeightList": list},
+            });
+        }
+        placement
+    }
+
     fn cluster_affinity(&self) -> Value {
         let mut affinity = Map::new();
         if !self.cluster_names.is_empty() {
@@ -724,21 +744,7 @@ fn propagation_policy(
     if with_service {
         selectors.push(json!({"apiVersion": "v1", "kind": "Service", "name": name}));
     }
-    let mut placement_json = json!({"clusterAffinity": placement.cluster_affinity()});
-    if !placement.weights.is_empty() {
-        let list: Vec<Value> = placement
-            .weights
-            .iter()
-            .map(|(cluster, weight)| {
-                json!({"targetCluster": {"clusterNames": [cluster]}, "weight": weight})
-            })
-            .collect();
-        placement_json["replicaScheduling"] = json!({
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"staticWeightList": list},
-        });
-    }
+    let placement_json = placement.karmada_placement();
     json!({
         "apiVersion": format!("{POLICY_GROUP}/v1alpha1"),
         "kind": "PropagationPolicy",

@@ -141,7 +141,7 @@ fn item_kind(list: &Value) -> String {
 
 impl KairshipService {
     /// One GET through the cluster proxy of `cluster` in `instance`, made as `caller`.
-    async fn member_request(
+    pub(in crate::api) async fn member_request(
         &self,
         caller: &Caller,
         instance: &str,

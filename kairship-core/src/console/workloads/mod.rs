@@ -78,7 +78,12 @@ pub(in crate::console) async fn workload(
             load_events(api, &signed.caller, &instance, Some(&namespace), object),
         );
         let refresh = crate::console::workloads::view::pods_url(&instance, &namespace, &name);
-        let mut members = crate::console::workloads::view::pods_section(&instance, &refresh, &pods);
+        // The drift badge loads on its own: it reads every member's copy.
+        let mut members =
+            crate::console::drift::deployment_badge_loader(&instance, &namespace, &name);
+        members.append(crate::console::workloads::view::pods_section(
+            &instance, &refresh, &pods,
+        ));
         members.append(crate::console::workloads::view::events_section(&events));
         view::workload_page(&signed.viewer(), &instance, &w, can_write, members)
     };

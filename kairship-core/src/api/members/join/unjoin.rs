@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use kube::Client;
 use kube::api::{DeleteParams, PropagationPolicy};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::core::{ApiResource, DynamicObject};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -23,7 +23,9 @@ use crate::access::{Caller, Verb};
 use crate::api::error::{ApiError, Code};
 use crate::api::inside::Inside;
 use crate::api::kairship::KairshipService;
-use crate::api::kinds::{cluster_resource_bindings_resource, resource_bindings_resource};
+use crate::api::kinds::{
+    cluster_resource_bindings_resource, resource_bindings_resource, works_resource,
+};
 use crate::api::members::objects::{
     self, CLUSTER_NAMESPACE, MemberNames, bindings_targeting, made_by_join, member_objects, secrets,
 };
@@ -32,14 +34,6 @@ use crate::router::{ListQuery, ResourceTarget};
 
 /// How often the Cluster is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
-
-/// `work.karmada.io/v1alpha1` Works.
-pub fn works_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("work.karmada.io", "v1alpha1", "Work"),
-        "works",
-    )
-}
 
 /// Karmada's execution space of member `cluster` (`names.GenerateExecutionSpaceName`).
 pub fn execution_space(cluster: &str) -> String {
