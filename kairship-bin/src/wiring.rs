@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use kairship_core::access::{Authenticator, Authorizer, WriteIdentity};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
+use kairship_core::audit::log::HostAuditLog;
+use kairship_core::audit::{AuditSink, AuditedWriter, Retention};
 use kairship_core::auth::{ChainAuthenticator, StaticTokenAuthenticator, TokenReviewAuthenticator};
 use kairship_core::console::session_store::{HostSessionConfig, HostSessionStore};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
     ClusterpediaBackend, DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients,
-    InstanceWriter, ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
+    InstanceWriter, ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter, WriteBackend,
 };
 use kairship_core::server::{AppParts, app};
 use kube_kit::client::ClientOptions;
@@ -60,6 +62,16 @@ pub struct ApiOptions {
     pub write_identity: WriteIdentity,
     /// Where the console's session keys and sign-outs are kept in the host cluster.
     pub console_sessions: HostSessionConfig,
+    /// Where the audit trail is kept in the host cluster, and for how long.
+    pub audit: AuditOptions,
+}
+
+/// The audit trail's place and bounds.
+pub struct AuditOptions {
+    /// Namespace (in the host cluster) of the AuditRecords: the API server's own.
+    pub namespace: String,
+    /// How many records, and how old, are kept.
+    pub retention: Retention,
 }
 
 /// The wired API: the app to serve, and the parts callers still need.
@@ -95,7 +107,19 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         options.instance_client_refresh,
     ));
     // Deleted, re-created or re-credentialed instances stop being served as the watch sees it.
-    tokio::spawn(host_clients.clone().watch_instances(options.shutdown));
+    tokio::spawn(
+        host_clients
+            .clone()
+            .watch_instances(options.shutdown.clone()),
+    );
+    // One trail for every door: the service's writes, the proxy's and the host's.
+    let audit = HostAuditLog::start(
+        options.host.clone(),
+        &options.audit.namespace,
+        options.audit.retention,
+        options.shutdown,
+    );
+    let audit_sink: Arc<dyn AuditSink> = Arc::new(audit.clone());
     let clients: Arc<dyn InstanceClients> = host_clients;
     let cache: Arc<dyn ReadBackend> = match options.read_backend {
         ReadBackendFlag::Cache => Arc::new(EmbeddedCacheBackend::new(clients.clone())),
@@ -105,7 +129,11 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         SplitRouter::with_config(
             cache,
             Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients.clone()).with_identity(options.write_identity)),
+            audited_writer(
+                InstanceWriter::new(clients.clone()).with_identity(options.write_identity),
+                audit_sink.clone(),
+                options.write_identity,
+            ),
             RouterConfig {
                 read_your_writes_timeout: options.read_your_writes_timeout,
             },
@@ -128,7 +156,8 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
                 ..ServiceConfig::default()
             },
         )
-        .with_discovery(clients.clone(), discovery.clone()),
+        .with_discovery(clients.clone(), discovery.clone())
+        .with_audit(audit),
     );
     let session_ttl = options.console_sessions.session_ttl;
     let console = kairship_core::console::routes(kairship_core::console::ConsoleParts {
@@ -149,7 +178,8 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
             options.authorizer,
         )
         .with_write_identity(options.write_identity)
-        .with_shared_discovery(discovery),
+        .with_shared_discovery(discovery)
+        .with_audit(audit_sink),
     );
     let grpc = kairship_core::grpc::routes(service.clone(), options.authenticator.clone())
         .await
@@ -166,4 +196,13 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         service,
         router,
     })
+}
+
+/// `writer`, recording in `sink` each write it makes for a caller.
+fn audited_writer(
+    writer: InstanceWriter,
+    sink: Arc<dyn AuditSink>,
+    identity: WriteIdentity,
+) -> Arc<dyn WriteBackend> {
+    Arc::new(AuditedWriter::new(Arc::new(writer), sink, identity))
 }

@@ -296,6 +296,17 @@ impl ApplicationsApi for InMemory {
     }
 }
 
+#[async_trait]
+impl AuditApi for InMemory {
+    async fn list_audit(
+        &self,
+        _: &Caller,
+        _: ListAuditRequest,
+    ) -> Result<AuditRecordList, ApiError> {
+        Err(unused())
+    }
+}
+
 fn instance(i: usize) -> Value {
     json!({
         "apiVersion": "kairship.io/v1alpha1", "kind": "Instance",

@@ -469,6 +469,10 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
             "default",
             kairship_core::console::session::DEFAULT_SESSION_TTL,
         ),
+        audit: wiring::AuditOptions {
+            namespace: "default".into(),
+            retention: kairship_core::audit::Retention::default(),
+        },
     })
     .await?;
     users::wait_for_roles(&hc, &users).await?;

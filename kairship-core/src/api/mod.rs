@@ -47,6 +47,7 @@
 //! | `list_member_nodes` | [`ListMemberNodesRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}/nodes` |
 //! | `list_member_objects` | [`ListMemberObjectsRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}` |
 //! | `get_member_object` | [`GetMemberObjectRequest`] | [`Object`] | `GET …/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}/{name}` |
+//! | `list_audit` | [`ListAuditRequest`] | [`AuditRecordList`] | `GET audit` |
 //! | `promote_workload` | [`PromoteWorkloadRequest`] | [`PromoteWorkloadResponse`] | `POST instances/{i}/clusters/{c}/namespaces/{ns}/{kind}/{name}:promote` |
 //!
 //! REST paths are under [`API_PREFIX`]. Messages are plain serde structs (camelCase JSON,
@@ -82,6 +83,7 @@ mod service;
 mod types;
 
 pub mod applications;
+pub mod audit;
 pub mod body;
 pub mod fields;
 pub mod instances;
@@ -98,6 +100,7 @@ pub use applications::{
     ApplicationsApi, ClusterOverride, CreateApplicationRequest, EnvVar, Placement,
     PromoteWorkloadRequest, PromoteWorkloadResponse, cluster_zones,
 };
+pub use audit::{AuditApi, AuditRecordList, ListAuditRequest};
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
 pub use error::{ApiError, BAD_REQUEST_TYPE, Code, PRECONDITION_FAILURE_TYPE, code_of_http_status};
 pub use instances::{
@@ -135,7 +138,8 @@ pub use workloads::{
 /// The API's traits, to call [`KairshipApi`]'s methods: `use kairship_core::api::prelude::*`.
 pub mod prelude {
     pub use super::{
-        ApplicationsApi, InstancesApi, KairshipApi, MembersApi, ResourcesApi, WorkloadsApi,
+        ApplicationsApi, AuditApi, InstancesApi, KairshipApi, MembersApi, ResourcesApi,
+        WorkloadsApi,
     };
 }
 

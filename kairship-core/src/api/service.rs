@@ -1,7 +1,7 @@
 //! The service trait every transport (REST, gRPC, the console) calls: the sum of the features'
 //! traits.
 
-use super::{ApplicationsApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsApi};
+use super::{ApplicationsApi, AuditApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsApi};
 
 /// The Kairship API. One implementation ([`KairshipService`](super::KairshipService)); REST
 /// and gRPC are thin adapters that authenticate the caller, build the request message and
@@ -15,11 +15,17 @@ use super::{ApplicationsApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsAp
 /// feature traits and hands out `Arc<dyn KairshipApi>`. Callers bring the feature traits into
 /// scope to call their methods (`use kairship_core::api::prelude::*`).
 pub trait KairshipApi:
-    InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi
+    InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi + AuditApi
 {
 }
 
 impl<T> KairshipApi for T where
-    T: InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi + ?Sized
+    T: InstancesApi
+        + MembersApi
+        + ResourcesApi
+        + WorkloadsApi
+        + ApplicationsApi
+        + AuditApi
+        + ?Sized
 {
 }

@@ -30,6 +30,7 @@ const ATTEMPTS: u32 = 3;
 pub struct HostAuditLog {
     queue: mpsc::Sender<AuditRecordSpec>,
     dropped: Arc<AtomicU64>,
+    records: Api<AuditRecord>,
 }
 
 impl AuditSink for HostAuditLog {
@@ -41,19 +42,30 @@ impl AuditSink for HostAuditLog {
 }
 
 impl HostAuditLog {
-    /// Starts the writer and the rotation pass on `client` (the host cluster); both stop when
-    /// `shutdown` is cancelled, the writer after storing what is queued.
+    /// Starts the writer and the rotation pass on `client` (the host cluster), keeping the
+    /// records in `namespace`; both stop when `shutdown` is cancelled, the writer after
+    /// storing what is queued.
     pub fn start(
         client: Client,
+        namespace: &str,
         retention: Retention,
         shutdown: CancellationToken,
     ) -> HostAuditLog {
         let (queue, receiver) = mpsc::channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
-        let api: Api<AuditRecord> = Api::all(client);
+        let api: Api<AuditRecord> = Api::namespaced(client, namespace);
         tokio::spawn(write_records(api.clone(), receiver, dropped.clone()));
-        tokio::spawn(rotate(api, retention, shutdown));
-        HostAuditLog { queue, dropped }
+        tokio::spawn(rotate(api.clone(), retention, shutdown));
+        HostAuditLog {
+            queue,
+            dropped,
+            records: api,
+        }
+    }
+
+    /// The stored records, for queries.
+    pub fn records(&self) -> &Api<AuditRecord> {
+        &self.records
     }
 
     /// Records that could not be kept (queue full or the host cluster refusing them).
@@ -177,6 +189,15 @@ pub async fn query(
     limit: usize,
     continue_after: Option<&str>,
 ) -> Result<AuditPage, kube::Error> {
+    Ok(page(matching(api, query).await?, limit, continue_after))
+}
+
+/// Every stored record answering `query`, newest first, with its object name. The labels
+/// narrow the list the host answers; [`AuditQuery::matches`] decides.
+pub async fn matching(
+    api: &Api<AuditRecord>,
+    query: &AuditQuery,
+) -> Result<Vec<(String, AuditRecordSpec)>, kube::Error> {
     let mut params = ListParams::default();
     let mut selector = Vec::new();
     if let Some(verb) = &query.verb
@@ -188,6 +209,11 @@ pub async fn query(
         && kube_kit::labels::is_label_value(instance)
     {
         selector.push(format!("{INSTANCE_LABEL}={instance}"));
+    }
+    if let Some(door) = &query.door
+        && kube_kit::labels::is_label_value(door)
+    {
+        selector.push(format!("{DOOR_LABEL}={door}"));
     }
     if !selector.is_empty() {
         params = params.labels(&selector.join(","));
@@ -201,7 +227,7 @@ pub async fn query(
         .filter_map(|r| Some((r.metadata.name?, r.spec)))
         .collect();
     records.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(&a.0)));
-    Ok(page(records, limit, continue_after))
+    Ok(records)
 }
 
 /// Cuts one page out of records sorted newest first.

@@ -11,11 +11,12 @@
 //! the host cluster, [`session_store`]); every POST carries the session's CSRF token.
 //!
 //! Pages are organised by the API's features, each a module serving its routes:
-//! [`instances`], [`members`], [`workloads`], [`applications`]; what they share is in
+//! [`instances`], [`members`], [`workloads`], [`applications`], [`audit`]; what they share is in
 //! [`request`] (state, sign-in, CSRF) and [`page`] (layout). [`shell`] serves sign-in,
 //! sign-out and the assets.
 
 pub mod applications;
+pub mod audit;
 pub mod form;
 pub mod html;
 pub mod instances;
@@ -78,6 +79,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(members::routes())
         .merge(workloads::routes())
         .merge(applications::routes())
+        .merge(audit::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

@@ -121,6 +121,24 @@ pub(super) async fn handle(
         return access_error_response(&err);
     }
 
+    // A create names its object in the body: read it (as forwarding would) for the record.
+    let (request, created) = match &kube_path {
+        KubePath::Resource(r)
+            if verb.is_write() && r.name.is_none() && request.method() == Method::POST =>
+        {
+            let (parts, body) = request.into_parts();
+            match axum::body::to_bytes(body, state.max_body_bytes).await {
+                Ok(bytes) => {
+                    let name = created_name(&bytes);
+                    (Request::from_parts(parts, Body::from(bytes)), name)
+                }
+                Err(err) => {
+                    return status_response(413, &format!("cannot read the request body: {err}"));
+                }
+            }
+        }
+        _ => (request, None),
+    };
     let accept = request
         .headers()
         .get(header::ACCEPT)
@@ -170,7 +188,7 @@ pub(super) async fn handle(
             &state,
             &caller,
             &instance,
-            &kube_path,
+            (&kube_path, created.as_deref()),
             verb,
             response.status(),
         );
@@ -178,12 +196,26 @@ pub(super) async fn handle(
     response
 }
 
-/// Records a write through the proxy: who, what, and the instance's answer.
+/// `metadata.name` of a JSON create body; none for other encodings or generated names.
+fn created_name(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        name: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Created {
+        metadata: Option<Meta>,
+    }
+    serde_json::from_slice::<Created>(body).ok()?.metadata?.name
+}
+
+/// Records a write through the proxy: who, what (the path, and the name a create gives its
+/// object), and the instance's answer.
 fn record_write(
     state: &ProxyState,
     caller: &Caller,
     instance: &str,
-    path: &KubePath,
+    (path, created): (&KubePath, Option<&str>),
     verb: Verb,
     status: StatusCode,
 ) {
@@ -205,7 +237,12 @@ fn record_write(
         resource: resource.resource.clone(),
         subresource: resource.subresource.clone().unwrap_or_default(),
         namespace: resource.namespace.clone().unwrap_or_default(),
-        name: resource.name.clone().unwrap_or_default(),
+        name: resource
+            .name
+            .as_deref()
+            .or(created)
+            .unwrap_or_default()
+            .to_string(),
     };
     let message = (!status.is_success()).then(|| {
         status
@@ -602,6 +639,23 @@ async fn note_write(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_create_names_its_object_in_json_only() {
+        let cases: [(&[u8], Option<&str>); 5] = [
+            (
+                br#"{"metadata":{"name":"web","labels":{}},"data":{}}"#,
+                Some("web"),
+            ),
+            (br#"{"metadata":{"generateName":"web-"}}"#, None),
+            (br#"{"kind":"ConfigMap"}"#, None),
+            (b"apiVersion: v1\nkind: ConfigMap\n", None),
+            (b"\x6b\x38\x73\x00", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(created_name(body).as_deref(), want, "{body:?}");
+        }
+    }
 
     #[test]
     fn member_reads_and_impersonated_writes_act_as_the_caller() {

@@ -2,6 +2,7 @@
 //! bearer-token authentication.
 
 pub mod applications;
+pub mod audit;
 pub mod auth;
 pub mod extract;
 pub mod handler;
@@ -93,6 +94,7 @@ pub const PROXY_TAG: &str = "proxy";
         (name = "applications", description = "Multicloud applications: a workload, its Service, PropagationPolicy and OverridePolicies created in one call"),
         (name = "proxy", description = "Native Kubernetes API of an instance, for kubectl and client libraries"),
         (name = "members", description = "What the member clusters hold, through Karmada's cluster proxy, and promoting a member's workload"),
+        (name = "audit", description = "The trail of writes made through Kairship, kept in the host cluster"),
     ),
     components(schemas(
         ApiError, Code, KubeObject, ObjectList, Pagination, ListOptions, SortBy, SortDir,
@@ -115,6 +117,7 @@ pub const PROXY_TAG: &str = "proxy";
         crate::api::RegisterMemberResponse, crate::api::UpdateMemberRequest,
         crate::api::MemberTaint,
         crate::api::WorkloadKind, crate::api::PromoteWorkloadResponse,
+        crate::api::AuditRecordList, crate::audit::AuditRecordSpec, crate::audit::AuditObject,
     )),
     modifiers(&BearerAuth),
 )]
@@ -255,6 +258,7 @@ fn build() -> Builder {
     .add(routes!(members::get_member_namespaced_object));
     let builder = builder.add(routes!(applications::create_application));
     let builder = builder.add(routes!(instances::adopt_instance));
+    let builder = builder.add(routes!(audit::list_audit));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder
         .router
@@ -457,7 +461,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 59, "{documented:#?}");
+        assert_eq!(documented.len(), 60, "{documented:#?}");
     }
 
     #[test]
