@@ -629,6 +629,9 @@ fn try_these(base: &str, addr: SocketAddr, dir: &Path, users: &[User], tls: bool
         "{curl} -H \"$ADMIN\" -X POST \"$KS/instances/{i}/clusters/{PROMOTE_FROM}/namespaces/{ns}/deployments/{}:promote?dryRun=true\" | jq -r '.objects[].kind'",
         members::LEGACY_DEPLOYMENT
     ));
+    line(format!(
+        "{curl} -H \"$ADMIN\" \"$KS/audit?instance={i}\" | jq -r '.items[] | [.time, .door, .user, .verb, .object.resource, .object.name, .code] | @tsv'   # who wrote what"
+    ));
     if !tls {
         // kubectl (client-go) only sends a kubeconfig's credentials over HTTPS.
         line("# kubectl needs the API over HTTPS: restart with --tls for these".to_owned());
