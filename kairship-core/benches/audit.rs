@@ -91,7 +91,12 @@ async fn run() {
     // Every record stored before the numbers count.
     let mut stored = 0;
     for _ in 0..6_000 {
-        stored = records.list(&ListParams::default()).await.unwrap().items.len();
+        stored = records
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len();
         if stored + trail.dropped() as usize >= ROUNDS {
             break;
         }
