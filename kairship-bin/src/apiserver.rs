@@ -310,7 +310,10 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
     })
     .await?;
     let metrics = Metrics::new();
-    metrics.with_registry(|registry| api.router.metrics().register(registry));
+    metrics.with_registry(|registry| {
+        api.router.metrics().register(registry);
+        api.audit.register(registry);
+    });
     let app = api.app;
 
     let readiness = Readiness::new();

@@ -83,6 +83,8 @@ pub struct Api {
     pub service: Arc<dyn KairshipApi>,
     /// The read-write router (its metrics are registered by the caller).
     pub router: Arc<SplitRouter>,
+    /// The audit trail (its metrics are registered by the caller).
+    pub audit: HostAuditLog,
 }
 
 /// Static tokens (when given) tried before TokenReview on the host.
@@ -157,7 +159,7 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
             },
         )
         .with_discovery(clients.clone(), discovery.clone())
-        .with_audit(audit),
+        .with_audit(audit.clone()),
     );
     let session_ttl = options.console_sessions.session_ttl;
     let console = kairship_core::console::routes(kairship_core::console::ConsoleParts {
@@ -195,6 +197,7 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         app,
         service,
         router,
+        audit,
     })
 }
 

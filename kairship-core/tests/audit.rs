@@ -431,6 +431,26 @@ async fn rotation_by_count_keeps_the_newest() {
         wait_for_records(&env, i + 1).await;
     }
     let trail = env.audit.as_ref().unwrap();
+    // The count follows the create the host answered: wait (bounded) for it too.
+    for _ in 0..200 {
+        if trail.stored() == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // What the API server's /metrics reports as kairship_audit_records_stored and _dropped.
+    let mut registry = prometheus_client::registry::Registry::default();
+    trail.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains("kairship_audit_records_stored_total 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kairship_audit_records_dropped_total 0"),
+        "{text}"
+    );
     let retention = Retention {
         max_age: Duration::from_secs(24 * 3600),
         max_records: 3,

@@ -2,13 +2,13 @@
 //! rotation pass deleting what [`super::Retention`] no longer keeps, and queries answered by
 //! listing the records.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -29,14 +29,21 @@ const ATTEMPTS: u32 = 3;
 #[derive(Clone)]
 pub struct HostAuditLog {
     queue: mpsc::Sender<AuditRecordSpec>,
-    dropped: Arc<AtomicU64>,
+    counts: Counts,
     records: Api<AuditRecord>,
+}
+
+/// How many records were stored and dropped (queue full, or refused by the host cluster).
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    stored: Counter,
+    dropped: Counter,
 }
 
 impl AuditSink for HostAuditLog {
     fn record(&self, record: AuditRecordSpec) {
         if self.queue.try_send(record).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.counts.dropped.inc();
         }
     }
 }
@@ -52,15 +59,31 @@ impl HostAuditLog {
         shutdown: CancellationToken,
     ) -> HostAuditLog {
         let (queue, receiver) = mpsc::channel(QUEUE);
-        let dropped = Arc::new(AtomicU64::new(0));
+        let counts = Counts::default();
         let api: Api<AuditRecord> = Api::namespaced(client, namespace);
-        tokio::spawn(write_records(api.clone(), receiver, dropped.clone()));
+        tokio::spawn(write_records(api.clone(), receiver, counts.clone()));
         tokio::spawn(rotate(api.clone(), retention, shutdown));
         HostAuditLog {
             queue,
-            dropped,
+            counts,
             records: api,
         }
+    }
+
+    /// Registers the stored and dropped counts as `kairship_audit_records_stored` and
+    /// `kairship_audit_records_dropped`.
+    pub fn register(&self, registry: &mut Registry) {
+        let audit = registry.sub_registry_with_prefix("kairship_audit");
+        audit.register(
+            "records_stored",
+            "Audit records stored in the host cluster",
+            self.counts.stored.clone(),
+        );
+        audit.register(
+            "records_dropped",
+            "Audit records not kept: the queue was full or the host cluster refused them",
+            self.counts.dropped.clone(),
+        );
     }
 
     /// The stored records, for queries.
@@ -70,18 +93,25 @@ impl HostAuditLog {
 
     /// Records that could not be kept (queue full or the host cluster refusing them).
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.counts.dropped.get()
+    }
+
+    /// Records stored so far.
+    pub fn stored(&self) -> u64 {
+        self.counts.stored.get()
     }
 }
 
 async fn write_records(
     api: Api<AuditRecord>,
     mut receiver: mpsc::Receiver<AuditRecordSpec>,
-    dropped: Arc<AtomicU64>,
+    counts: Counts,
 ) {
     while let Some(spec) = receiver.recv().await {
-        if !store(&api, spec).await {
-            dropped.fetch_add(1, Ordering::Relaxed);
+        if store(&api, spec).await {
+            counts.stored.inc();
+        } else {
+            counts.dropped.inc();
         }
     }
 }
