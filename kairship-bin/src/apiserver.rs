@@ -22,7 +22,8 @@ use kube_kit::args::parse_duration;
 use kube_kit::client::{ClientOptions, client_from_kubeconfig, client_in_cluster, user_agent};
 use kube_kit::telemetry::{LogFormat, LogOptions, resolve_filter};
 
-use crate::wiring::{self, ApiOptions, ReadBackendFlag};
+use crate::wiring::{self, ApiOptions, AuditOptions, ReadBackendFlag};
+use kairship_core::audit::Retention;
 
 /// Name the API server reports as (user agent).
 const COMPONENT: &str = "kairship-apiserver";
@@ -148,6 +149,7 @@ pub struct ApiserverArgs {
 
     #[command(flatten)]
     oidc: crate::oidc_flags::OidcArgs,
+
     /// Each caller's average rate of requests through the native proxy and REST writes, per
     /// second (a token bucket per authenticated user); beyond it the caller is answered 429
     /// with Retry-After. Off when absent.
@@ -158,6 +160,19 @@ pub struct ApiserverArgs {
     /// rounded up.
     #[arg(long, env = "KAIRSHIP_PER_CALLER_BURST", requires = "per_caller_qps")]
     per_caller_burst: Option<u32>,
+
+    /// Namespace (in the host cluster) of the audit trail's AuditRecords; default: the
+    /// console's (the API server's own namespace).
+    #[arg(long, env = "KAIRSHIP_AUDIT_NAMESPACE")]
+    audit_namespace: Option<String>,
+
+    /// Audit records older than this are deleted.
+    #[arg(long, env = "KAIRSHIP_AUDIT_MAX_AGE", default_value = "168h", value_parser = parse_duration)]
+    audit_max_age: Duration,
+
+    /// Beyond this many audit records, the oldest are deleted.
+    #[arg(long, env = "KAIRSHIP_AUDIT_MAX_RECORDS", default_value_t = 10_000)]
+    audit_max_records: usize,
 
     /// Address of the `/metrics` endpoint.
     #[arg(long, env = "METRICS_ADDR", default_value = "0.0.0.0:8080")]
@@ -321,10 +336,23 @@ pub async fn run(args: ApiserverArgs) -> anyhow::Result<()> {
             )
         },
         per_caller_limit,
+        audit: AuditOptions {
+            namespace: args
+                .audit_namespace
+                .clone()
+                .unwrap_or_else(|| args.console_session_namespace.clone()),
+            retention: Retention {
+                max_age: args.audit_max_age,
+                max_records: args.audit_max_records,
+            },
+        },
     })
     .await?;
     let metrics = Metrics::new();
-    metrics.with_registry(|registry| api.router.metrics().register(registry));
+    metrics.with_registry(|registry| {
+        api.router.metrics().register(registry);
+        api.audit.register(registry);
+    });
     let app = api.app;
 
     let readiness = Readiness::new();
@@ -373,6 +401,11 @@ mod tests {
         assert_eq!(ok.listen, "0.0.0.0:8443".parse().unwrap());
         assert_eq!(ok.read_backend, ReadBackendFlag::Cache);
         assert!(check_flags(&ok).is_ok());
+        assert_eq!(ok.audit_max_records, 10_000);
+        assert_eq!(ok.audit_max_age, Duration::from_secs(7 * 24 * 3600));
+        let audit = parse(&["--audit-max-age", "1h", "--audit-max-records", "50"]).unwrap();
+        assert_eq!(audit.audit_max_age, Duration::from_secs(3600));
+        assert_eq!(audit.audit_max_records, 50);
         assert!(tls_from_flags(&ok).unwrap().is_none());
 
         for bad in [
@@ -389,6 +422,8 @@ mod tests {
             vec!["--read-backend", "etcd"],
             vec!["--listen", "nowhere"],
             vec!["--read-your-writes-timeout", "soon"],
+            vec!["--audit-max-records", "many"],
+            vec!["--audit-max-age", "forever"],
         ] {
             let err = parse(&bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use kairship_core::access::{Authenticator, Authorizer, WriteIdentity};
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
+use kairship_core::audit::log::HostAuditLog;
+use kairship_core::audit::{AuditSink, AuditedWriter, Retention};
 use kairship_core::auth::{
     ChainAuthenticator, OidcIssuer, StaticTokenAuthenticator, TokenReviewAuthenticator,
 };
@@ -17,7 +19,7 @@ use kairship_core::limit::{CallerLimiter, Limit};
 use kairship_core::proxy::{ProxyState, proxy_routes};
 use kairship_core::router::{
     ClusterpediaBackend, DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients,
-    InstanceWriter, ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter,
+    InstanceWriter, ReadBackend, ReadWriteRouter, RouterConfig, SplitRouter, WriteBackend,
 };
 use kairship_core::server::{AppParts, app};
 use kube_kit::client::ClientOptions;
@@ -67,6 +69,16 @@ pub struct ApiOptions {
     pub oidc: Option<kairship_core::console::oidc::OidcSignIn>,
     /// Each caller's limit on native proxy requests and REST writes (none: not limited).
     pub per_caller_limit: Option<Limit>,
+    /// Where the audit trail is kept in the host cluster, and for how long.
+    pub audit: AuditOptions,
+}
+
+/// The audit trail's place and bounds.
+pub struct AuditOptions {
+    /// Namespace (in the host cluster) of the AuditRecords: the API server's own.
+    pub namespace: String,
+    /// How many records, and how old, are kept.
+    pub retention: Retention,
 }
 
 /// The wired API: the app to serve, and the parts callers still need.
@@ -82,6 +94,8 @@ pub struct Api {
     /// running in the same process read it too instead of keeping their own.
     #[cfg_attr(not(feature = "sandbox"), allow(dead_code))]
     pub instance_cache: Option<Arc<EmbeddedCacheBackend>>,
+    /// The audit trail (its metrics are registered by the caller).
+    pub audit: HostAuditLog,
 }
 
 /// Static tokens (when given), then ID tokens of the OIDC issuer (when given), then
@@ -116,7 +130,19 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         options.instance_client_refresh,
     ));
     // Deleted, re-created or re-credentialed instances stop being served as the watch sees it.
-    tokio::spawn(host_clients.clone().watch_instances(options.shutdown));
+    tokio::spawn(
+        host_clients
+            .clone()
+            .watch_instances(options.shutdown.clone()),
+    );
+    // One trail for every door: the service's writes, the proxy's and the host's.
+    let audit = HostAuditLog::start(
+        options.host.clone(),
+        &options.audit.namespace,
+        options.audit.retention,
+        options.shutdown,
+    );
+    let audit_sink: Arc<dyn AuditSink> = Arc::new(audit.clone());
     let clients: Arc<dyn InstanceClients> = host_clients;
     let (cache, instance_cache): (Arc<dyn ReadBackend>, _) = match options.read_backend {
         ReadBackendFlag::Cache => {
@@ -132,7 +158,11 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         SplitRouter::with_config(
             cache,
             Arc::new(DirectBackend::new(clients.clone())),
-            Arc::new(InstanceWriter::new(clients.clone()).with_identity(options.write_identity)),
+            audited_writer(
+                InstanceWriter::new(clients.clone()).with_identity(options.write_identity),
+                audit_sink.clone(),
+                options.write_identity,
+            ),
             RouterConfig {
                 read_your_writes_timeout: options.read_your_writes_timeout,
             },
@@ -155,7 +185,8 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
                 ..ServiceConfig::default()
             },
         )
-        .with_discovery(clients.clone(), discovery.clone()),
+        .with_discovery(clients.clone(), discovery.clone())
+        .with_audit(audit.clone()),
     );
     let session_ttl = options.console_sessions.session_ttl;
     let console = kairship_core::console::routes(kairship_core::console::ConsoleParts {
@@ -177,7 +208,8 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
             options.authorizer,
         )
         .with_write_identity(options.write_identity)
-        .with_shared_discovery(discovery),
+        .with_shared_discovery(discovery)
+        .with_audit(audit_sink),
     );
     let grpc = kairship_core::grpc::routes(service.clone(), options.authenticator.clone())
         .await
@@ -199,5 +231,15 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
         service,
         router,
         instance_cache,
+        audit,
     })
+}
+
+/// `writer`, recording in `sink` each write it makes for a caller.
+fn audited_writer(
+    writer: InstanceWriter,
+    sink: Arc<dyn AuditSink>,
+    identity: WriteIdentity,
+) -> Arc<dyn WriteBackend> {
+    Arc::new(AuditedWriter::new(Arc::new(writer), sink, identity))
 }

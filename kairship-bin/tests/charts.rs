@@ -70,13 +70,14 @@ fn cases() -> Vec<(Option<&'static str>, BTreeMap<String, usize>)> {
         (
             None,
             counts(&[
-                ("CustomResourceDefinition", 1),
+                // Instances and AuditRecords.
+                ("CustomResourceDefinition", 2),
                 ("ServiceAccount", 2),
                 ("ClusterRole", 2),
                 ("ClusterRoleBinding", 2),
-                // The leader lease and the console's sessions.
-                ("Role", 2),
-                ("RoleBinding", 2),
+                // The leader lease, the console's sessions and the audit trail.
+                ("Role", 3),
+                ("RoleBinding", 3),
                 ("Deployment", 2),
                 // The API server and the metrics.
                 ("Service", 2),
@@ -85,13 +86,13 @@ fn cases() -> Vec<(Option<&'static str>, BTreeMap<String, usize>)> {
         (
             Some(OVERRIDES),
             counts(&[
-                ("CustomResourceDefinition", 1),
+                ("CustomResourceDefinition", 2),
                 ("ServiceAccount", 2),
                 ("ClusterRole", 2),
                 ("ClusterRoleBinding", 2),
                 // Plus the PediaClusters' Secrets in Clusterpedia's namespace.
-                ("Role", 3),
-                ("RoleBinding", 3),
+                ("Role", 4),
+                ("RoleBinding", 4),
                 ("Deployment", 2),
                 // Plus the role-binding webhook.
                 ("Service", 3),
@@ -388,5 +389,22 @@ fn controller_manager_rbac_holds_what_it_grants_and_what_it_does() {
             "create",
             None
         ));
+        // The audit trail: its records in the release namespace, nothing more.
+        let audit = named(&docs, "Role", "ks-kairship-apiserver-audit");
+        assert_eq!(audit["metadata"]["namespace"], NAMESPACE);
+        let audit = rules_of(audit);
+        for verb in ["create", "list", "delete"] {
+            assert!(
+                allows(&audit, "kairship.io", "auditrecords", verb, None),
+                "{verb} auditrecords"
+            );
+        }
+        for verb in ["update", "patch", "watch"] {
+            assert!(
+                !allows(&audit, "kairship.io", "auditrecords", verb, None),
+                "{verb} auditrecords"
+            );
+        }
+        assert!(!allows(&api, "kairship.io", "auditrecords", "list", None));
     }
 }

@@ -303,6 +303,16 @@ impl ApplicationsApi for InMemory {
 // Placement previews and drift are not on the pages this bench measures.
 impl PlacementApi for InMemory {}
 impl DriftApi for InMemory {}
+#[async_trait]
+impl AuditApi for InMemory {
+    async fn list_audit(
+        &self,
+        _: &Caller,
+        _: ListAuditRequest,
+    ) -> Result<AuditRecordList, ApiError> {
+        Err(unused())
+    }
+}
 
 fn instance(i: usize) -> Value {
     json!({

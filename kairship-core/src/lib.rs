@@ -61,7 +61,10 @@ pub const CRDS_REGENERATE_COMMAND: &str =
 
 /// The CustomResourceDefinitions Kairship owns.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![with_metadata_name(Instance::crd())]
+    vec![
+        with_metadata_name(Instance::crd()),
+        crate::audit::AuditRecord::crd(),
+    ]
 }
 
 /// Declares `metadata.name` in each version's root schema (the only metadata a CRD may

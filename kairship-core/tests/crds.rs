@@ -37,8 +37,42 @@ fn manifest_parses_back_to_the_same_definitions() {
 
 fn instance_crd() -> serde_json::Value {
     let all = crds();
-    assert_eq!(all.len(), 1);
+    let names: Vec<_> = all.iter().map(|c| c.metadata.name.clone()).collect();
+    assert_eq!(
+        names,
+        [
+            Some("instances.kairship.io".to_string()),
+            Some("auditrecords.kairship.io".to_string())
+        ]
+    );
     serde_json::to_value(&all[0]).unwrap()
+}
+
+#[test]
+fn audit_records_are_namespaced_without_status() {
+    let crd = serde_json::to_value(&crds()[1]).unwrap();
+    let spec = &crd["spec"];
+    assert_eq!(spec["group"], "kairship.io");
+    // Kept in the API server's namespace, where its Role lets it create, list and delete.
+    assert_eq!(spec["scope"], "Namespaced");
+    assert_eq!(spec["names"]["kind"], "AuditRecord");
+    assert_eq!(spec["names"]["plural"], "auditrecords");
+    let version = &spec["versions"][0];
+    assert_eq!(version["name"], "v1alpha1");
+    assert!(version.get("subresources").is_none_or(|s| s.is_null()));
+    let fields = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        .as_object()
+        .unwrap();
+    let mut names: Vec<&str> = fields.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    // Who, what, where, how it ended: never a body.
+    assert_eq!(
+        names,
+        [
+            "actingAs", "code", "door", "groups", "instance", "message", "object", "time", "user",
+            "verb"
+        ]
+    );
 }
 
 #[test]

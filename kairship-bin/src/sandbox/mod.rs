@@ -469,6 +469,10 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         ),
         oidc: None,
         per_caller_limit: None,
+        audit: wiring::AuditOptions {
+            namespace: "default".into(),
+            retention: kairship_core::audit::Retention::default(),
+        },
     })
     .await?;
     // The controllers' statistics read the API server's instance cache: one copy in the process.
@@ -637,6 +641,9 @@ fn try_these(base: &str, addr: SocketAddr, dir: &Path, users: &[User], tls: bool
     line(format!(
         "{curl} -H \"$ADMIN\" -X POST \"$KS/instances/{i}/clusters/{PROMOTE_FROM}/namespaces/{ns}/deployments/{}:promote?dryRun=true\" | jq -r '.objects[].kind'",
         members::LEGACY_DEPLOYMENT
+    ));
+    line(format!(
+        "{curl} -H \"$ADMIN\" \"$KS/audit?instance={i}\" | jq -r '.items[] | [.time, .door, .user, .verb, .object.resource, .object.name, .code] | @tsv'   # who wrote what"
     ));
     if !tls {
         // kubectl (client-go) only sends a kubeconfig's credentials over HTTPS.

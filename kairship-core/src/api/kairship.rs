@@ -55,6 +55,8 @@ pub struct KairshipService {
     pub(super) authorizer: Arc<dyn Authorizer>,
     pub(super) config: ServiceConfig,
     pub(super) discovery: Option<Discovery>,
+    /// Where writes made on the host for callers are recorded, and the trail is read.
+    pub(super) audit: Option<crate::audit::log::HostAuditLog>,
 }
 
 /// How generic calls learn which resources an instance serves.

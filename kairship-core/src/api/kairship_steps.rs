@@ -44,7 +44,15 @@ impl KairshipService {
             authorizer,
             config,
             discovery: None,
+            audit: None,
         }
+    }
+
+    /// Records the writes this service makes on the host for callers (Instances) in
+    /// `trail`, and answers the audit queries from it.
+    pub fn with_audit(mut self, trail: crate::audit::log::HostAuditLog) -> Self {
+        self.audit = Some(trail);
+        self
     }
 
     /// Finds the resources of generic calls (`resources/{group}/{version}/{resource}`) with

@@ -47,6 +47,7 @@
 //! | `list_member_nodes` | [`ListMemberNodesRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}/nodes` |
 //! | `list_member_objects` | [`ListMemberObjectsRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}` |
 //! | `get_member_object` | [`GetMemberObjectRequest`] | [`Object`] | `GET …/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}/{name}` |
+//! | `list_audit` | [`ListAuditRequest`] | [`AuditRecordList`] | `GET audit` |
 //! | `promote_workload` | [`PromoteWorkloadRequest`] | [`PromoteWorkloadResponse`] | `POST instances/{i}/clusters/{c}/namespaces/{ns}/{kind}/{name}:promote` |
 //! | `preview_placement` | [`PreviewPlacementRequest`] | [`PlacementPreview`] | `POST instances/{i}/placements:preview` |
 //! | `instance_drift` | [`GetInstanceDriftRequest`] | [`InstanceDrift`] | `GET instances/{i}/drift` |
@@ -85,6 +86,7 @@ mod service;
 mod types;
 
 pub mod applications;
+pub mod audit;
 pub mod body;
 pub mod drift;
 pub mod fields;
@@ -103,6 +105,7 @@ pub use applications::{
     ApplicationsApi, ClusterOverride, CreateApplicationRequest, EnvVar, Placement,
     PromoteWorkloadRequest, PromoteWorkloadResponse, cluster_zones,
 };
+pub use audit::{AuditApi, AuditRecordList, ListAuditRequest};
 pub use clients::{ClientFate, HostInstanceClients, client_fate};
 pub use drift::{
     DriftApi, GetInstanceDriftRequest, GetObjectDriftRequest, InstanceDrift, ObjectDrift,
@@ -146,7 +149,8 @@ pub use workloads::{
 /// The API's traits, to call [`KairshipApi`]'s methods: `use kairship_core::api::prelude::*`.
 pub mod prelude {
     pub use super::{
-        ApplicationsApi, InstancesApi, KairshipApi, MembersApi, ResourcesApi, WorkloadsApi,
+        ApplicationsApi, AuditApi, InstancesApi, KairshipApi, MembersApi, ResourcesApi,
+        WorkloadsApi,
     };
     pub use super::{DriftApi, PlacementApi};
 }

@@ -1,7 +1,7 @@
 //! The service trait every transport (REST, gRPC, the console) calls: the sum of the features'
 //! traits.
 
-use super::{ApplicationsApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsApi};
+use super::{ApplicationsApi, AuditApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsApi};
 use super::{DriftApi, PlacementApi};
 
 /// The Kairship API. One implementation ([`KairshipService`](super::KairshipService)); REST
@@ -16,7 +16,14 @@ use super::{DriftApi, PlacementApi};
 /// feature traits and hands out `Arc<dyn KairshipApi>`. Callers bring the feature traits into
 /// scope to call their methods (`use kairship_core::api::prelude::*`).
 pub trait KairshipApi:
-    InstancesApi + MembersApi + ResourcesApi + WorkloadsApi + ApplicationsApi + PlacementApi + DriftApi
+    InstancesApi
+    + MembersApi
+    + ResourcesApi
+    + WorkloadsApi
+    + ApplicationsApi
+    + PlacementApi
+    + DriftApi
+    + AuditApi
 {
 }
 
@@ -28,6 +35,7 @@ impl<T> KairshipApi for T where
         + ApplicationsApi
         + PlacementApi
         + DriftApi
+        + AuditApi
         + ?Sized
 {
 }

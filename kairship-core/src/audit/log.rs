@@ -2,13 +2,13 @@
 //! rotation pass deleting what [`super::Retention`] no longer keeps, and queries answered by
 //! listing the records.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -29,47 +29,89 @@ const ATTEMPTS: u32 = 3;
 #[derive(Clone)]
 pub struct HostAuditLog {
     queue: mpsc::Sender<AuditRecordSpec>,
-    dropped: Arc<AtomicU64>,
+    counts: Counts,
+    records: Api<AuditRecord>,
+}
+
+/// How many records were stored and dropped (queue full, or refused by the host cluster).
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    stored: Counter,
+    dropped: Counter,
 }
 
 impl AuditSink for HostAuditLog {
     fn record(&self, record: AuditRecordSpec) {
         if self.queue.try_send(record).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.counts.dropped.inc();
         }
     }
 }
 
 impl HostAuditLog {
-    /// Starts the writer and the rotation pass on `client` (the host cluster); both stop when
-    /// `shutdown` is cancelled, the writer after storing what is queued.
+    /// Starts the writer and the rotation pass on `client` (the host cluster), keeping the
+    /// records in `namespace`; both stop when `shutdown` is cancelled, the writer after
+    /// storing what is queued.
     pub fn start(
         client: Client,
+        namespace: &str,
         retention: Retention,
         shutdown: CancellationToken,
     ) -> HostAuditLog {
         let (queue, receiver) = mpsc::channel(QUEUE);
-        let dropped = Arc::new(AtomicU64::new(0));
-        let api: Api<AuditRecord> = Api::all(client);
-        tokio::spawn(write_records(api.clone(), receiver, dropped.clone()));
-        tokio::spawn(rotate(api, retention, shutdown));
-        HostAuditLog { queue, dropped }
+        let counts = Counts::default();
+        let api: Api<AuditRecord> = Api::namespaced(client, namespace);
+        tokio::spawn(write_records(api.clone(), receiver, counts.clone()));
+        tokio::spawn(rotate(api.clone(), retention, shutdown));
+        HostAuditLog {
+            queue,
+            counts,
+            records: api,
+        }
+    }
+
+    /// Registers the stored and dropped counts as `kairship_audit_records_stored` and
+    /// `kairship_audit_records_dropped`.
+    pub fn register(&self, registry: &mut Registry) {
+        let audit = registry.sub_registry_with_prefix("kairship_audit");
+        audit.register(
+            "records_stored",
+            "Audit records stored in the host cluster",
+            self.counts.stored.clone(),
+        );
+        audit.register(
+            "records_dropped",
+            "Audit records not kept: the queue was full or the host cluster refused them",
+            self.counts.dropped.clone(),
+        );
+    }
+
+    /// The stored records, for queries.
+    pub fn records(&self) -> &Api<AuditRecord> {
+        &self.records
     }
 
     /// Records that could not be kept (queue full or the host cluster refusing them).
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.counts.dropped.get()
+    }
+
+    /// Records stored so far.
+    pub fn stored(&self) -> u64 {
+        self.counts.stored.get()
     }
 }
 
 async fn write_records(
     api: Api<AuditRecord>,
     mut receiver: mpsc::Receiver<AuditRecordSpec>,
-    dropped: Arc<AtomicU64>,
+    counts: Counts,
 ) {
     while let Some(spec) = receiver.recv().await {
-        if !store(&api, spec).await {
-            dropped.fetch_add(1, Ordering::Relaxed);
+        if store(&api, spec).await {
+            counts.stored.inc();
+        } else {
+            counts.dropped.inc();
         }
     }
 }
@@ -177,6 +219,15 @@ pub async fn query(
     limit: usize,
     continue_after: Option<&str>,
 ) -> Result<AuditPage, kube::Error> {
+    Ok(page(matching(api, query).await?, limit, continue_after))
+}
+
+/// Every stored record answering `query`, newest first, with its object name. The labels
+/// narrow the list the host answers; [`AuditQuery::matches`] decides.
+pub async fn matching(
+    api: &Api<AuditRecord>,
+    query: &AuditQuery,
+) -> Result<Vec<(String, AuditRecordSpec)>, kube::Error> {
     let mut params = ListParams::default();
     let mut selector = Vec::new();
     if let Some(verb) = &query.verb
@@ -188,6 +239,11 @@ pub async fn query(
         && kube_kit::labels::is_label_value(instance)
     {
         selector.push(format!("{INSTANCE_LABEL}={instance}"));
+    }
+    if let Some(door) = &query.door
+        && kube_kit::labels::is_label_value(door)
+    {
+        selector.push(format!("{DOOR_LABEL}={door}"));
     }
     if !selector.is_empty() {
         params = params.labels(&selector.join(","));
@@ -201,7 +257,7 @@ pub async fn query(
         .filter_map(|r| Some((r.metadata.name?, r.spec)))
         .collect();
     records.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(b.0.cmp(&a.0)));
-    Ok(page(records, limit, continue_after))
+    Ok(records)
 }
 
 /// Cuts one page out of records sorted newest first.

@@ -28,12 +28,15 @@ pub const VERB_LABEL: &str = "kairship.io/verb";
 pub const DOOR_LABEL: &str = "kairship.io/door";
 
 /// A write made through Kairship, as recorded in the host cluster.
-#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema, utoipa::ToSchema,
+)]
 #[kube(
     group = "kairship.io",
     version = "v1alpha1",
     kind = "AuditRecord",
     plural = "auditrecords",
+    namespaced,
     shortname = "kar",
     printcolumn = r#"{"name":"Instance","type":"string","jsonPath":".spec.instance"}"#,
     printcolumn = r#"{"name":"User","type":"string","jsonPath":".spec.user"}"#,
@@ -173,6 +176,13 @@ impl Door {
             Door::Proxy => "proxy",
         }
     }
+
+    /// The door spelled `text` in records and queries.
+    pub fn parse(text: &str) -> Option<Door> {
+        [Door::Rest, Door::Grpc, Door::Console, Door::Proxy]
+            .into_iter()
+            .find(|door| door.as_str() == text)
+    }
 }
 
 tokio::task_local! {
@@ -213,6 +223,8 @@ pub struct AuditQuery {
     pub user: Option<String>,
     /// Only records of this verb.
     pub verb: Option<String>,
+    /// Only records of writes through this door (`rest`, `grpc`, `console`, `proxy`).
+    pub door: Option<String>,
     /// Only records at or after this time (RFC 3339).
     pub since: Option<Timestamp>,
     /// Only records before this time (RFC 3339).
@@ -229,6 +241,7 @@ impl AuditQuery {
         }
         if self.user.as_ref().is_some_and(|u| *u != record.user)
             || self.verb.as_ref().is_some_and(|v| *v != record.verb)
+            || self.door.as_ref().is_some_and(|d| *d != record.door)
         {
             return false;
         }

@@ -12,11 +12,12 @@
 //! the host cluster, [`session_store`]); every POST carries the session's CSRF token.
 //!
 //! Pages are organised by the API's features, each a module serving its routes:
-//! [`instances`], [`members`], [`workloads`], [`applications`]; what they share is in
+//! [`instances`], [`members`], [`workloads`], [`applications`], [`audit`]; what they share is in
 //! [`request`] (state, sign-in, CSRF) and [`page`] (layout). [`shell`] serves sign-in,
 //! sign-out and the assets.
 
 pub mod applications;
+pub mod audit;
 pub mod browser;
 pub mod drift;
 pub mod form;
@@ -25,8 +26,8 @@ pub mod instances;
 pub mod members;
 pub mod oidc;
 pub mod page;
-pub mod pods;
 pub mod placement;
+pub mod pods;
 pub mod request;
 pub mod session;
 pub mod session_store;
@@ -92,6 +93,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(pods::routes())
         .merge(placement::routes())
         .merge(drift::routes())
+        .merge(audit::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

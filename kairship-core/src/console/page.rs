@@ -39,7 +39,7 @@ pub fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Html) -> String {
             let headers = serde_json::json!({ "X-CSRF-Token": v.csrf }).to_string();
             h.open("body", &[("hx-headers", &headers)]);
             h.raw("<header><a class=\"brand\" href=\"/ui/instances\">Kairship</a>")
-                .raw("<nav><a href=\"/ui/instances\">Instances</a></nav>")
+                .raw("<nav><a href=\"/ui/instances\">Instances</a> <a href=\"/ui/audit\">Audit</a></nav>")
                 .raw("<span class=\"user\">")
                 .text(v.user)
                 .raw("</span><form method=\"post\" action=\"/ui/signout\" class=\"inline\">");

@@ -18,6 +18,7 @@ use crate::api::KairshipApi;
 use crate::transport::{ServedOverTls, request_base_url};
 
 pub mod applications;
+pub mod audit;
 pub mod convert;
 pub mod drift;
 pub mod members;

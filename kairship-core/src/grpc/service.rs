@@ -577,6 +577,19 @@ impl KairshipService for GrpcApi {
         )
     }
 
+    async fn list_audit(
+        &self,
+        request: Request<pb::ListAuditRequest>,
+    ) -> Answer<pb::AuditRecordList> {
+        let (caller, req) = self.accept(request, super::audit::list_audit).await?;
+        answer(
+            self.api
+                .list_audit(&caller, req)
+                .await
+                .and_then(super::audit::audit_record_list),
+        )
+    }
+
     async fn adopt_instance(
         &self,
         request: Request<pb::AdoptInstanceRequest>,

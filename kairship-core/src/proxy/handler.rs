@@ -129,6 +129,24 @@ pub(super) async fn handle(
         return access_error_response(&err);
     }
 
+    // A create names its object in the body: read it (as forwarding would) for the record.
+    let (request, created) = match &kube_path {
+        KubePath::Resource(r)
+            if verb.is_write() && r.name.is_none() && request.method() == Method::POST =>
+        {
+            let (parts, body) = request.into_parts();
+            match axum::body::to_bytes(body, state.max_body_bytes).await {
+                Ok(bytes) => {
+                    let name = created_name(&bytes);
+                    (Request::from_parts(parts, Body::from(bytes)), name)
+                }
+                Err(err) => {
+                    return status_response(413, &format!("cannot read the request body: {err}"));
+                }
+            }
+        }
+        _ => (request, None),
+    };
     let accept = request
         .headers()
         .get(header::ACCEPT)
@@ -185,7 +203,7 @@ pub(super) async fn handle(
             &state,
             &caller,
             &instance,
-            &kube_path,
+            (&kube_path, created.as_deref()),
             verb,
             response.status(),
         );
@@ -193,12 +211,81 @@ pub(super) async fn handle(
     response
 }
 
-/// Records a write through the proxy: who, what, and the instance's answer.
+/// `metadata.name` of a create body, JSON or Kubernetes protobuf (as kubectl sends); none
+/// for other encodings or generated names.
+fn created_name(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        name: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Created {
+        metadata: Option<Meta>,
+    }
+    if let Some(envelope) = body.strip_prefix(PROTOBUF_MAGIC) {
+        return protobuf_name(envelope);
+    }
+    serde_json::from_slice::<Created>(body).ok()?.metadata?.name
+}
+
+/// The prefix of Kubernetes protobuf bodies (k8s.io/apimachinery runtime/serializer/protobuf
+/// `protoEncodingPrefix`).
+const PROTOBUF_MAGIC: &[u8] = b"k8s\0";
+
+/// `metadata.name` of a protobuf body after its prefix: a `runtime.Unknown` whose field 2
+/// (`raw`) is the object, whose field 1 is its ObjectMeta, whose field 1 is the name
+/// (k8s.io/apimachinery runtime/generated.proto, meta/v1/generated.proto).
+fn protobuf_name(unknown: &[u8]) -> Option<String> {
+    let object = protobuf_field(unknown, 2)?;
+    let meta = protobuf_field(object, 1)?;
+    let name = std::str::from_utf8(protobuf_field(meta, 1)?).ok()?;
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+/// The first length-delimited field `number` of a protobuf message, skipping the others.
+fn protobuf_field(mut message: &[u8], number: u64) -> Option<&[u8]> {
+    fn varint(bytes: &mut &[u8]) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = bytes.split_first()?;
+            *bytes = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    while !message.is_empty() {
+        let key = varint(&mut message)?;
+        let skip = match key & 7 {
+            0 => {
+                varint(&mut message)?;
+                0
+            }
+            1 => 8,
+            2 => {
+                let len = usize::try_from(varint(&mut message)?).ok()?;
+                if key >> 3 == number {
+                    return message.get(..len);
+                }
+                len
+            }
+            5 => 4,
+            _ => return None,
+        };
+        message = message.get(skip..)?;
+    }
+    None
+}
+
+/// Records a write through the proxy: who, what (the path, and the name a create gives its
+/// object), and the instance's answer.
 fn record_write(
     state: &ProxyState,
     caller: &Caller,
     instance: &str,
-    path: &KubePath,
+    (path, created): (&KubePath, Option<&str>),
     verb: Verb,
     status: StatusCode,
 ) {
@@ -220,7 +307,12 @@ fn record_write(
         resource: resource.resource.clone(),
         subresource: resource.subresource.clone().unwrap_or_default(),
         namespace: resource.namespace.clone().unwrap_or_default(),
-        name: resource.name.clone().unwrap_or_default(),
+        name: resource
+            .name
+            .as_deref()
+            .or(created)
+            .unwrap_or_default()
+            .to_string(),
     };
     // An exec or attach that switched protocols was accepted.
     let accepted = status.is_success() || status == StatusCode::SWITCHING_PROTOCOLS;
@@ -622,6 +714,39 @@ async fn note_write(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_create_names_its_object_in_json_or_protobuf() {
+        // kubectl's ConfigMap "web": Unknown{typeMeta(1), raw(2): ConfigMap{metadata(1):
+        // ObjectMeta{name(1): "web", namespace(3): "d"}}}, after the prefix.
+        let meta = [&[0x0a, 3][..], b"web", &[0x1a, 1], b"d"].concat();
+        let object = [&[0x0a, meta.len() as u8][..], &meta].concat();
+        let type_meta = [&[0x0a, 2][..], b"v1", &[0x12, 9], b"ConfigMap"].concat();
+        let unknown = [
+            &b"k8s\0"[..],
+            &[0x0a, type_meta.len() as u8],
+            &type_meta,
+            &[0x12, object.len() as u8],
+            &object,
+        ]
+        .concat();
+        assert_eq!(created_name(&unknown).as_deref(), Some("web"));
+        // Cut short: no name rather than a wrong one.
+        assert_eq!(created_name(&unknown[..unknown.len() - 4]), None);
+        let cases: [(&[u8], Option<&str>); 5] = [
+            (
+                br#"{"metadata":{"name":"web","labels":{}},"data":{}}"#,
+                Some("web"),
+            ),
+            (br#"{"metadata":{"generateName":"web-"}}"#, None),
+            (br#"{"kind":"ConfigMap"}"#, None),
+            (b"apiVersion: v1\nkind: ConfigMap\n", None),
+            (b"\x6b\x38\x73\x00", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(created_name(body).as_deref(), want, "{body:?}");
+        }
+    }
 
     #[test]
     fn member_reads_and_impersonated_writes_act_as_the_caller() {

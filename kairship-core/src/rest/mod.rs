@@ -2,6 +2,7 @@
 //! bearer-token authentication.
 
 pub mod applications;
+pub mod audit;
 pub mod auth;
 pub mod drift;
 pub mod extract;
@@ -97,6 +98,7 @@ pub const PROXY_TAG: &str = "proxy";
         (name = "members", description = "What the member clusters hold, through Karmada's cluster proxy, and promoting a member's workload"),
         (name = "placements", description = "Where Karmada's scheduling rules would place a workload, and why other clusters are left out"),
         (name = "drift", description = "Member copies that no longer match what Karmada applies to them"),
+        (name = "audit", description = "The trail of writes made through Kairship, kept in the host cluster"),
     ),
     components(schemas(
         ApiError, Code, KubeObject, ObjectList, Pagination, ListOptions, SortBy, SortDir,
@@ -122,6 +124,7 @@ pub const PROXY_TAG: &str = "proxy";
         crate::api::PreviewPlacementRequest, crate::api::placement::WorkloadReference,
         crate::api::GetInstanceDriftRequest, crate::api::GetObjectDriftRequest,
         crate::drift::FieldDrift,
+        crate::api::AuditRecordList, crate::audit::AuditRecordSpec, crate::audit::AuditObject,
     )),
     modifiers(&BearerAuth),
 )]
@@ -266,6 +269,7 @@ fn build() -> Builder {
         .add(routes!(placement::preview_placement))
         .add(routes!(drift::instance_drift))
         .add(routes!(drift::object_drift));
+    let builder = builder.add(routes!(audit::list_audit));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder
         .router
@@ -468,7 +472,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 62, "{documented:#?}");
+        assert_eq!(documented.len(), 63, "{documented:#?}");
     }
 
     #[test]

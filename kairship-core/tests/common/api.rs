@@ -14,6 +14,8 @@ use kairship_core::access::{
     AccessError, Authenticator, Authorizer, Caller, InstanceResource, Verb, WriteIdentity,
 };
 use kairship_core::api::{HostInstanceClients, KairshipApi, KairshipService, ServiceConfig};
+use kairship_core::audit::log::HostAuditLog;
+use kairship_core::audit::{AuditedWriter, Retention};
 use kairship_core::router::{
     DirectBackend, DiscoveryCache, EmbeddedCacheBackend, InstanceClients, InstanceWriter,
     ReadWriteRouter, RouterConfig, SplitRouter, WriteBackend,
@@ -133,9 +135,24 @@ pub struct ApiEnvBuilder {
     manager: bool,
     watch_instances: bool,
     per_caller_limit: Option<kairship_core::limit::Limit>,
+    audit: Option<Retention>,
+    console: bool,
 }
 
 impl ApiEnvBuilder {
+    /// Keeps an audit trail in the host's `default` namespace, as the API server's wiring
+    /// does: the writer, the proxy and the service record into it.
+    pub fn with_audit(mut self, retention: Retention) -> Self {
+        self.audit = Some(retention);
+        self
+    }
+
+    /// Serves the console beside the API (sessions kept in memory).
+    pub fn with_console(mut self) -> Self {
+        self.console = true;
+        self
+    }
+
     /// The Karmada instance to serve, instead of a fresh `KarmadaInstance::start(name)`.
     pub fn instance(mut self, instance: KarmadaInstance) -> Self {
         self.instance = Some(instance);
@@ -276,10 +293,21 @@ impl ApiEnvBuilder {
             tokio::spawn(host_clients.clone().watch_instances(stop.clone()));
         }
         let clients: Arc<dyn InstanceClients> = host_clients;
+        let audit = self.audit.map(|retention| {
+            HostAuditLog::start(host.client(), "default", retention, stop.clone())
+        });
         let writer = InstanceWriter::new(clients.clone()).with_identity(self.write_identity);
         let writer: Arc<dyn WriteBackend> = match self.wrap_writer {
             Some(wrap) => wrap(writer),
             None => Arc::new(writer),
+        };
+        let writer: Arc<dyn WriteBackend> = match &audit {
+            Some(trail) => Arc::new(AuditedWriter::new(
+                writer,
+                Arc::new(trail.clone()),
+                self.write_identity,
+            )),
+            None => writer,
         };
         let split = Arc::new(SplitRouter::with_config(
             Arc::new(EmbeddedCacheBackend::new(clients.clone())),
@@ -289,19 +317,25 @@ impl ApiEnvBuilder {
         ));
         let router: Arc<dyn ReadWriteRouter> = split.clone();
         let proxy = self.proxy.then(|| {
-            kairship_core::proxy::proxy_routes(
-                kairship_core::proxy::ProxyState::new(
-                    router.clone(),
-                    clients.clone(),
-                    self.authenticator.clone(),
-                    self.authorizer.clone(),
-                )
-                .with_write_identity(self.write_identity),
+            let mut state = kairship_core::proxy::ProxyState::new(
+                router.clone(),
+                clients.clone(),
+                self.authenticator.clone(),
+                self.authorizer.clone(),
             )
+            .with_write_identity(self.write_identity);
+            if let Some(trail) = &audit {
+                state = state.with_audit(Arc::new(trail.clone()));
+            }
+            kairship_core::proxy::proxy_routes(state)
         });
+        let authorizer = self.authorizer.clone();
         let mut service = KairshipService::new(host.client(), router, self.authorizer, self.config);
         if self.discovery {
             service = service.with_discovery(clients, Arc::new(DiscoveryCache::default()));
+        }
+        if let Some(trail) = &audit {
+            service = service.with_audit(trail.clone());
         }
         let api: Arc<dyn KairshipApi> = Arc::new(service);
         let grpc = if self.grpc {
@@ -313,12 +347,24 @@ impl ApiEnvBuilder {
         } else {
             None
         };
+        let console = self.console.then(|| {
+            kairship_core::console::routes(kairship_core::console::ConsoleParts {
+                api: api.clone(),
+                authenticator: self.authenticator.clone(),
+                authorizer,
+                session_ttl: Duration::from_secs(3600),
+                session_store: Arc::new(
+                    kairship_core::console::session::LocalSessionStore::new().unwrap(),
+                ),
+                oidc: None,
+            })
+        });
         let app = app(AppParts {
             api,
             authenticator: self.authenticator,
             proxy,
             grpc,
-            console: None,
+            console,
         });
         let app = match self.per_caller_limit {
             Some(limit) => app.layer(axum::Extension(Arc::new(
@@ -338,6 +384,7 @@ impl ApiEnvBuilder {
             http: reqwest::Client::new(),
             stop,
             manager_stop,
+            audit,
         }
     }
 }
@@ -352,6 +399,8 @@ pub struct ApiEnv {
     pub http: reqwest::Client,
     pub stop: CancellationToken,
     manager_stop: Option<CancellationToken>,
+    /// The audit trail, when the builder asked for one.
+    pub audit: Option<HostAuditLog>,
 }
 
 impl Drop for ApiEnv {
@@ -389,6 +438,8 @@ impl ApiEnv {
             manager: false,
             watch_instances: false,
             per_caller_limit: None,
+            audit: None,
+            console: false,
         }
     }
 

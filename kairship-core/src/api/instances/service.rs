@@ -18,6 +18,7 @@ use crate::api::{
     DeleteInstanceRequest, GetInstanceRequest, KubeconfigResponse, ListInstancesRequest, Object,
     ObjectList, UpdateInstanceRequest,
 };
+use crate::audit::{AuditObject, AuditRecordSpec, AuditSink, current_door};
 use crate::instance::{FORCE_DELETE_ANNOTATION, Instance};
 
 fn summary_members(instance: &DynamicObject) -> i64 {
@@ -50,6 +51,46 @@ fn check_instance_spec(body: &Value, old: Option<&DynamicObject>) -> Result<(), 
         .spec
         .validate(old_spec.as_ref().map(|o| &o.spec))
         .map_err(|e| ApiError::invalid(format!("spec: {e}")))
+}
+
+impl KairshipService {
+    /// Records a write of the Instance `name` made on the host for `caller` (none without an
+    /// audit trail). Only the outcome is kept, never the body.
+    fn record_instance_write<T>(
+        &self,
+        caller: &Caller,
+        name: &str,
+        verb: &str,
+        result: &Result<T, ApiError>,
+    ) {
+        let Some(trail) = &self.audit else {
+            return;
+        };
+        let (code, message) = match result {
+            Ok(_) if verb == "create" || verb == "adopt" => (201, None),
+            Ok(_) => (200, None),
+            // An adopt's failure may quote the kubeconfig it was given.
+            Err(err) if verb == "adopt" => (err.http_status(), None),
+            Err(err) => (err.http_status(), Some(err.message.clone())),
+        };
+        let object = AuditObject {
+            group: "kairship.io".into(),
+            version: "v1alpha1".into(),
+            resource: "instances".into(),
+            name: name.into(),
+            ..AuditObject::default()
+        };
+        trail.record(AuditRecordSpec::new(
+            caller,
+            "kairship",
+            name,
+            current_door(),
+            verb,
+            object,
+            code,
+            message,
+        ));
+    }
 }
 
 #[async_trait]
@@ -147,8 +188,9 @@ impl InstancesApi for KairshipService {
                 &format!("create instance {name}"),
                 self.instances().create(&PostParams::default(), &object),
             )
-            .await?;
-        to_object(&created, "an instance")
+            .await;
+        self.record_instance_write(caller, &name, "create", &created);
+        to_object(&created?, "an instance")
     }
 
     async fn update_instance(
@@ -183,8 +225,9 @@ impl InstancesApi for KairshipService {
                 self.instances()
                     .replace(&req.instance, &PostParams::default(), &object),
             )
-            .await?;
-        to_object(&updated, "an instance")
+            .await;
+        self.record_instance_write(caller, &req.instance, "update", &updated);
+        to_object(&updated?, "an instance")
     }
 
     async fn delete_instance(
@@ -234,24 +277,27 @@ impl InstancesApi for KairshipService {
                 }
             }
         }
-        if req.force && !annotated {
-            // The controller-manager's deletion check reads the annotation.
-            let patch =
-                serde_json::json!({"metadata": {"annotations": {FORCE_DELETE_ANNOTATION: "true"}}});
+        // The annotation and the delete are one write of the caller's: one record.
+        let deleted = async {
+            if req.force && !annotated {
+                // The controller-manager's deletion check reads the annotation.
+                let patch = serde_json::json!({"metadata": {"annotations": {FORCE_DELETE_ANNOTATION: "true"}}});
+                self.host_call(
+                    &format!("annotate instance {name} for a forced delete"),
+                    self.instances()
+                        .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+                )
+                .await?;
+            }
             self.host_call(
-                &format!("annotate instance {name} for a forced delete"),
-                self.instances()
-                    .patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await?;
-        }
-        let deleted = self
-            .host_call(
                 &format!("delete instance {name}"),
                 self.instances().delete(name, &DeleteParams::default()),
             )
-            .await?;
-        deleted.either(
+            .await
+        }
+        .await;
+        self.record_instance_write(caller, name, "delete", &deleted);
+        deleted?.either(
             |object| to_object(&object, "an instance"),
             |status| to_object(&status, "a status"),
         )
@@ -304,6 +350,9 @@ impl InstancesApi for KairshipService {
         caller: &Caller,
         req: AdoptInstanceRequest,
     ) -> Result<Object, ApiError> {
-        self.adopt_instance_inline(caller, req).await
+        let instance = req.instance.clone();
+        let adopted = self.adopt_instance_inline(caller, req).await;
+        self.record_instance_write(caller, &instance, "adopt", &adopted);
+        adopted
     }
 }
