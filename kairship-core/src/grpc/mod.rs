@@ -19,7 +19,9 @@ use crate::transport::{ServedOverTls, request_base_url};
 
 pub mod applications;
 pub mod convert;
+pub mod instances;
 pub mod members;
+pub mod resources;
 mod service;
 pub mod workloads;
 
