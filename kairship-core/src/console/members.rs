@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
@@ -16,7 +15,9 @@ use serde_json::Value;
 
 use super::html::{Html, url_segment};
 use super::page::{Viewer, csrf_field, error_box, notice_box, page};
-use super::request::{Shared, allowed, html, see_other, signed_in, signed_post, status_of};
+use super::request::{
+    Shared, SignedForm, SignedIn, allowed, error_answer, html, see_other, status_of,
+};
 use crate::access::{InstanceResource, Verb};
 use crate::api::members::types::{
     JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse,
@@ -372,13 +373,9 @@ async fn can_write(
 
 async fn members(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let req = ListClustersRequest {
         instance: instance.clone(),
         options: ListOptions::default(),
@@ -391,22 +388,11 @@ async fn members(
                 members_page(&signed.viewer(), &instance, &list.items, write),
             )
         }
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &instance, &err),
-        ),
+        Err(err) => error_answer(&signed, &instance, &err),
     }
 }
 
-async fn join_form(
-    State(console): State<Shared>,
-    headers: HeaderMap,
-    Path(instance): Path<String>,
-) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+async fn join_form(Path(instance): Path<String>, signed: SignedIn) -> Response {
     html(
         StatusCode::OK,
         join_page(&signed.viewer(), &instance, &JoinForm::default(), None),
@@ -417,12 +403,8 @@ async fn join(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path(instance): Path<String>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let form = JoinForm::from_fields(&fields);
     let result = match form.join_request(&instance) {
         Ok(req) => console.api.join_member(&signed.caller, req).await,
@@ -440,15 +422,7 @@ async fn join(
     }
 }
 
-async fn register_form(
-    State(console): State<Shared>,
-    headers: HeaderMap,
-    Path(instance): Path<String>,
-) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+async fn register_form(Path(instance): Path<String>, signed: SignedIn) -> Response {
     html(
         StatusCode::OK,
         register_page(
@@ -463,14 +437,9 @@ async fn register_form(
 
 async fn register(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let form = JoinForm::from_fields(&fields);
     let result = match form.register_request(&instance) {
         Ok(req) => console.api.register_member(&signed.caller, req).await,
@@ -489,14 +458,9 @@ async fn register(
 }
 
 async fn unjoin_form(
-    State(console): State<Shared>,
-    headers: HeaderMap,
     Path((instance, cluster)): Path<(String, String)>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     html(
         StatusCode::OK,
         unjoin_page(&signed.viewer(), &instance, &cluster, None),
@@ -507,12 +471,8 @@ async fn unjoin(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path((instance, cluster)): Path<(String, String)>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let req = RemoveClusterRequest {
         instance: instance.clone(),
         cluster: cluster.clone(),
