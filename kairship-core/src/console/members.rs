@@ -14,7 +14,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use super::html::{Html, url_segment};
-use super::page::{Viewer, csrf_field, error_box, notice_box, page};
+use super::page::{Viewer, cancel_form, error_box, notice_box, page, post_form};
 use super::request::{
     Shared, SignedForm, SignedIn, allowed, error_answer, html, see_other, status_of,
 };
@@ -255,14 +255,7 @@ pub fn join_page(
         .text(instance)
         .close("h1");
     h.raw("<p>Push mode: paste the member's kubeconfig (it needs rights to create namespaces, ServiceAccounts, Secrets and RBAC objects). Kairship creates a ServiceAccount with its ClusterRole, ClusterRoleBinding and token in the member, and the credential Secrets and the Cluster in the instance. The kubeconfig is used for this call only.</p>");
-    if let Some(err) = err {
-        error_box(&mut h, err);
-    }
-    h.open(
-        "form",
-        &[("method", "post"), ("action", &format!("{base}/join"))],
-    );
-    csrf_field(&mut h, viewer.csrf);
+    post_form(&mut h, err, &format!("{base}/join"), viewer.csrf);
     placement_inputs(&mut h, form);
     h.raw("<label>Kubeconfig file <input type=\"file\" id=\"kubeconfig-file\"></label>")
         .raw("<script src=\"/ui/assets/kubeconfig-file.js\" defer></script>");
@@ -275,8 +268,7 @@ pub fn join_page(
         false,
     );
     h.raw("<button id=\"join\" type=\"submit\">Join</button> ");
-    h.el("a", &[("href", &format!("{base}/members"))], "Cancel");
-    h.close("form");
+    cancel_form(&mut h, &format!("{base}/members"));
     page("Join a member cluster", Some(viewer), h)
 }
 
@@ -312,18 +304,10 @@ pub fn register_page(
         return page("Join a member cluster (Pull)", Some(viewer), h);
     }
     h.raw("<p>Pull mode: Kairship creates the agent's RBAC and the Cluster in the instance, obtains the agent's client certificate, and shows the karmada-agent's manifests to apply in the member.</p>");
-    if let Some(err) = err {
-        error_box(&mut h, err);
-    }
-    h.open(
-        "form",
-        &[("method", "post"), ("action", &format!("{base}/register"))],
-    );
-    csrf_field(&mut h, viewer.csrf);
+    post_form(&mut h, err, &format!("{base}/register"), viewer.csrf);
     placement_inputs(&mut h, form);
     h.raw("<button id=\"register\" type=\"submit\">Create the manifests</button> ");
-    h.el("a", &[("href", &format!("{base}/members"))], "Cancel");
-    h.close("form");
+    cancel_form(&mut h, &format!("{base}/members"));
     page("Join a member cluster (Pull)", Some(viewer), h)
 }
 
@@ -347,12 +331,10 @@ pub fn unjoin_page(
     }
     h.raw("<p>Kairship refuses to unjoin a member that ResourceBindings still schedule to; force unjoins it anyway. The Cluster, its credential Secrets and what the join created in the member are removed.</p>");
     let action = format!("{base}/members/{}/unjoin", url_segment(cluster));
-    h.open("form", &[("method", "post"), ("action", &action)]);
-    csrf_field(&mut h, viewer.csrf);
+    post_form(&mut h, None, &action, viewer.csrf);
     h.raw("<label class=\"inline\"><input type=\"checkbox\" id=\"force\" name=\"force\" value=\"true\"> Force</label> ");
     h.raw("<button id=\"confirm-unjoin\" class=\"danger\" type=\"submit\">Unjoin</button> ");
-    h.el("a", &[("href", &format!("{base}/members"))], "Cancel");
-    h.close("form");
+    cancel_form(&mut h, &format!("{base}/members"));
     page("Unjoin a member cluster", Some(viewer), h)
 }
 

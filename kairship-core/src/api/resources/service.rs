@@ -132,6 +132,20 @@ impl<'a> At<'a> {
     }
 }
 
+/// Where a generic request (its `instance`, `group`, `version`, `resource` and `namespace`)
+/// points.
+macro_rules! at_resource {
+    ($req:expr) => {
+        At::resource(
+            &$req.instance,
+            &$req.group,
+            &$req.version,
+            &$req.resource,
+            $req.namespace.as_deref(),
+        )
+    };
+}
+
 /// The steps of each call, the same for typed kinds and generic resources.
 impl KairshipService {
     async fn list_at(
@@ -250,13 +264,7 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: ListObjectsRequest,
     ) -> Result<ObjectList, ApiError> {
-        let at = At::resource(
-            &req.instance,
-            &req.group,
-            &req.version,
-            &req.resource,
-            req.namespace.as_deref(),
-        );
+        let at = at_resource!(req);
         self.list_at(caller, at, &req.options).await
     }
 
@@ -265,13 +273,7 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: ListObjectsRequest,
     ) -> Result<RenderedObjectList, ApiError> {
-        let at = At::resource(
-            &req.instance,
-            &req.group,
-            &req.version,
-            &req.resource,
-            req.namespace.as_deref(),
-        );
+        let at = at_resource!(req);
         self.list_rendered_at(caller, at, &req.options).await
     }
 
@@ -289,13 +291,7 @@ impl ResourcesApi for KairshipService {
     }
 
     async fn get_object(&self, caller: &Caller, req: GetObjectRequest) -> Result<Object, ApiError> {
-        let at = At::resource(
-            &req.instance,
-            &req.group,
-            &req.version,
-            &req.resource,
-            req.namespace.as_deref(),
-        );
+        let at = at_resource!(req);
         self.get_at(caller, at, &req.name).await
     }
 
@@ -304,13 +300,7 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: CreateObjectRequest,
     ) -> Result<Object, ApiError> {
-        let at = At::resource(
-            &req.instance,
-            &req.group,
-            &req.version,
-            &req.resource,
-            req.namespace.as_deref(),
-        );
+        let at = at_resource!(req);
         self.create_at(caller, at, req.body).await
     }
 
@@ -319,13 +309,7 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: UpdateObjectRequest,
     ) -> Result<Object, ApiError> {
-        let at = At::resource(
-            &req.instance,
-            &req.group,
-            &req.version,
-            &req.resource,
-            req.namespace.as_deref(),
-        );
+        let at = at_resource!(req);
         self.replace_at(caller, at, &req.name, req.body).await
     }
 
@@ -336,13 +320,7 @@ impl ResourcesApi for KairshipService {
     ) -> Result<Object, ApiError> {
         let params = patch_params(&req)?;
         let name = req.name.as_str();
-        let at = At::resource(
-            &req.instance,
-            &req.group,
-            &req.version,
-            &req.resource,
-            req.namespace.as_deref(),
-        );
+        let at = at_resource!(req);
         let call = at
             .call(Verb::Patch, "patch")
             .named("name", name)
@@ -362,13 +340,7 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: DeleteObjectRequest,
     ) -> Result<Object, ApiError> {
-        let at = At::resource(
-            &req.instance,
-            &req.group,
-            &req.version,
-            &req.resource,
-            req.namespace.as_deref(),
-        );
+        let at = at_resource!(req);
         self.delete_at(caller, at, &req.name).await
     }
 
