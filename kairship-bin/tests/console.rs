@@ -112,19 +112,12 @@ async fn restarted_at(http: &reqwest::Client, base: &str, token: &str, name: &st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_in_chromium() {
-    let Some((chromium, chromedriver)) = browser_or_skip("console_in_chromium") else {
+    let Some(env) = SignedIn::start("console_in_chromium", "console").await else {
         return;
     };
-    kube_kit::client::install_crypto_provider();
-    let tmp = std::env::temp_dir();
-    let dir = tmp.join(format!("kairship-console-{}", std::process::id()));
-    let shots = tmp.join("kairship-console-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let port = free_port();
-    let _sandbox = start_sandbox(&dir, port, &[]);
-    let base = format!("http://127.0.0.1:{port}");
-    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
-    let viewer = std::fs::read_to_string(dir.join("viewer.token")).unwrap();
+    let (base, admin, viewer) = (env.base.clone(), env.admin.clone(), env.viewer.clone());
+    let shots = env.shots.clone();
+    let browser = &env.browser;
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -153,14 +146,13 @@ async fn console_in_chromium() {
         created.text().await.unwrap()
     );
 
-    let browser = Browser::start(&chromium, &chromedriver).await;
-
-    // The admin: both instances, with the numbers the REST API gives.
-    browser.sign_in(&base, &admin).await;
+    // The admin (signed in by the fixture before the Deployment above was created): both
+    // instances, with the numbers the REST API gives.
+    browser.goto(&format!("{base}/ui/instances")).await;
     browser.find("tr[data-instance]").await;
     let want = rest_rows(&http, &base, &admin).await;
     assert_eq!(want.len(), 2, "{want:?}");
-    assert_eq!(page_rows(&browser).await, want);
+    assert_eq!(page_rows(browser).await, want);
     assert_eq!(browser.find_all("a.delete").await.len(), 2);
     // The sandbox's admin may also create instances (console_instances.rs adopts one).
     browser.find("#new-instance").await;
@@ -311,7 +303,7 @@ async fn console_in_chromium() {
     browser.find("tr[data-instance]").await;
     let want = rest_rows(&http, &base, &viewer).await;
     assert_eq!(want.len(), 1, "{want:?}");
-    assert_eq!(page_rows(&browser).await, want);
+    assert_eq!(page_rows(browser).await, want);
     assert!(browser.find_all("a.delete, #new-instance").await.is_empty());
     browser.screenshot(&shots, "viewer-instances").await;
     browser

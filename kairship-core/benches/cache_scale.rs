@@ -20,13 +20,13 @@
 //! Prints `BENCH name=value` lines.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
 use kairship_core::access::AllowAll;
 use kairship_core::auth::StaticTokenAuthenticator;
 use kairship_core::proxy::{ProxyState, proxy_routes};
@@ -35,99 +35,18 @@ use kairship_core::router::{
     StaticInstanceClients,
 };
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
-use serde_json::json;
+use kube::api::ListParams;
+use kube::core::{DynamicObject, TypeMeta};
+use support::{
+    client_of, deployments, fill_deployments, ms, namespace_of, percentile, rss_bytes,
+    until_stdin_closes,
+};
 
 const CHILD_ENV: &str = "KAIRSHIP_BENCH_SANDBOX_CHILD";
 const INSTANCES_ENV: &str = "KAIRSHIP_BENCH_CACHE_INSTANCES";
 const DEPLOYMENTS_ENV: &str = "KAIRSHIP_BENCH_CACHE_DEPLOYMENTS";
-const NAMESPACES: usize = 50;
 const LIST_ROUNDS: usize = 400;
 const TOKEN: &str = "bench-token";
-
-fn deployments() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apps", "v1", "Deployment"),
-        "deployments",
-    )
-}
-
-fn namespace_of(i: usize) -> String {
-    format!("team-{:02}", i % NAMESPACES)
-}
-
-/// A Deployment as a Helm chart would install it.
-fn deployment(i: usize) -> serde_json::Value {
-    let name = format!("svc-{i:05}");
-    let ns = namespace_of(i);
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {
-            "name": name, "namespace": ns,
-            "labels": {
-                "app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop",
-                "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/managed-by": "Helm",
-                "team": ns, "tier": "backend"
-            },
-            "annotations": {
-                "deployment.kubernetes.io/revision": "3",
-                "meta.helm.sh/release-name": "shop", "meta.helm.sh/release-namespace": ns,
-                "example.com/owner": "platform@example.com"
-            }
-        },
-        "spec": {
-            "replicas": 3, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
-            "selector": {"matchLabels": {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop"}},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
-            "template": {
-                "metadata": {
-                    "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop", "team": ns},
-                    "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"}
-                },
-                "spec": {
-                    "containers": [{
-                        "name": "app",
-                        "image": format!("registry.example.com/shop/{name}:v1.4.2"),
-                        "imagePullPolicy": "IfNotPresent",
-                        "args": ["--listen=:8080", "--metrics=:9090"],
-                        "ports": [
-                            {"name": "http", "containerPort": 8080, "protocol": "TCP"},
-                            {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}
-                        ],
-                        "env": [
-                            {"name": "LOG_LEVEL", "value": "info"},
-                            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
-                        ],
-                        "resources": {
-                            "requests": {"cpu": "100m", "memory": "128Mi"},
-                            "limits": {"cpu": "500m", "memory": "256Mi"}
-                        },
-                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 10},
-                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "initialDelaySeconds": 10}
-                    }],
-                    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
-                    "dnsPolicy": "ClusterFirst", "serviceAccountName": "shop"
-                }
-            }
-        }
-    })
-}
-
-fn deployment_status() -> serde_json::Value {
-    json!({"status": {
-        "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
-        "availableReplicas": 3,
-        "conditions": [
-            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-             "message": "Deployment has minimum availability.",
-             "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-             "message": "ReplicaSet has successfully progressed.",
-             "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-        ]
-    }})
-}
 
 fn env_sizes() -> (Vec<usize>, usize) {
     let sizes = std::env::var(INSTANCES_ENV)
@@ -139,23 +58,6 @@ fn env_sizes() -> (Vec<usize>, usize) {
         .map(|s| s.trim().parse().unwrap())
         .unwrap_or(5_000);
     (sizes, deployments)
-}
-
-/// Resident memory of this process (`VmRSS`), in bytes.
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// The child: fills `instances` sandboxes with `per_instance` Deployments, serves them, prints
@@ -170,37 +72,7 @@ async fn child(instances: usize, per_instance: usize) {
     }
     let fills = clusters.iter().map(|cluster| {
         let client = cluster.client();
-        async move {
-            let namespaces: Api<Namespace> = Api::all(client.clone());
-            for n in 0..NAMESPACES.min(per_instance) {
-                let ns =
-                    serde_json::from_value(json!({"metadata": {"name": namespace_of(n)}})).unwrap();
-                namespaces
-                    .create(&PostParams::default(), &ns)
-                    .await
-                    .unwrap();
-            }
-            futures::stream::iter(0..per_instance)
-                .map(|i| {
-                    let client = client.clone();
-                    async move {
-                        let api: Api<DynamicObject> =
-                            Api::namespaced_with(client, &namespace_of(i), &deployments());
-                        let obj: DynamicObject = serde_json::from_value(deployment(i)).unwrap();
-                        api.create(&PostParams::default(), &obj).await.unwrap();
-                        api.patch_status(
-                            &format!("svc-{i:05}"),
-                            &PatchParams::default(),
-                            &Patch::Merge(deployment_status()),
-                        )
-                        .await
-                        .unwrap();
-                    }
-                })
-                .buffer_unordered(8)
-                .collect::<Vec<()>>()
-                .await;
-        }
+        async move { fill_deployments(&client, per_instance).await }
     });
     futures::future::join_all(fills).await;
     let fill = fill_start.elapsed();
@@ -246,15 +118,7 @@ async fn child(instances: usize, per_instance: usize) {
     writeln!(out, "READY").unwrap();
     out.flush().unwrap();
     drop(out);
-    // Until the parent closes our stdin.
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        while std::io::stdin().read_line(&mut line).unwrap_or(0) > 0 {
-            line.clear();
-        }
-    })
-    .await
-    .unwrap();
+    until_stdin_closes().await;
     drop(served);
 }
 
@@ -301,15 +165,6 @@ fn start_sandboxes(instances: usize, per_instance: usize) -> Sandboxes {
         instances: found,
         json_avg,
     }
-}
-
-async fn client_of(name: &str, url: &str, token: &str) -> kube::Client {
-    let yaml = kube_sandbox::serve::kubeconfig_yaml(name, url, None, token);
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
 }
 
 async fn parent() {

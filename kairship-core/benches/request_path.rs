@@ -24,16 +24,16 @@
 //! (default `lists,apiserver,controller,load`) runs only the parts it names.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read as _, Write as _};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use k8s_openapi::api::core::v1::Namespace;
 use kairship_core::access::AllowAll;
 use kairship_core::auth::StaticTokenAuthenticator;
 use kairship_core::controllers::resource_statistics::cache::InstanceCache;
@@ -43,12 +43,14 @@ use kairship_core::router::{
     StaticInstanceClients,
 };
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::ListParams;
 use serde_json::json;
+use support::{
+    NAMESPACES, client_of, deployments, fill_deployments, mib, ms, namespace_of, percentile,
+    rss_bytes, until_stdin_closes,
+};
 
 const CHILD_ENV: &str = "KAIRSHIP_BENCH_REQ_CHILD";
-const NAMESPACES: usize = 50;
 const INSTANCE: &str = "karmada";
 const TOKEN: &str = "bench-token";
 
@@ -59,166 +61,11 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn deployments() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("apps", "v1", "Deployment"),
-        "deployments",
-    )
-}
-
-fn namespace_of(i: usize) -> String {
-    format!("team-{:02}", i % NAMESPACES)
-}
-
-/// A Deployment as a Helm chart installs it.
-fn deployment(i: usize) -> serde_json::Value {
-    let name = format!("svc-{i:05}");
-    let ns = namespace_of(i);
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {
-            "name": name, "namespace": ns,
-            "labels": {
-                "app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop",
-                "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/managed-by": "Helm",
-                "team": ns, "tier": "backend"
-            },
-            "annotations": {
-                "deployment.kubernetes.io/revision": "3",
-                "meta.helm.sh/release-name": "shop", "meta.helm.sh/release-namespace": ns,
-                "example.com/owner": "platform@example.com"
-            }
-        },
-        "spec": {
-            "replicas": 3, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
-            "selector": {"matchLabels": {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop"}},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
-            "template": {
-                "metadata": {
-                    "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "shop", "team": ns},
-                    "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"}
-                },
-                "spec": {
-                    "containers": [{
-                        "name": "app",
-                        "image": format!("registry.example.com/shop/{name}:v1.4.2"),
-                        "imagePullPolicy": "IfNotPresent",
-                        "args": ["--listen=:8080", "--metrics=:9090"],
-                        "ports": [
-                            {"name": "http", "containerPort": 8080, "protocol": "TCP"},
-                            {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}
-                        ],
-                        "env": [
-                            {"name": "LOG_LEVEL", "value": "info"},
-                            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
-                        ],
-                        "resources": {
-                            "requests": {"cpu": "100m", "memory": "128Mi"},
-                            "limits": {"cpu": "500m", "memory": "256Mi"}
-                        },
-                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 10},
-                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "initialDelaySeconds": 10}
-                    }],
-                    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
-                    "dnsPolicy": "ClusterFirst", "serviceAccountName": "shop"
-                }
-            }
-        }
-    })
-}
-
-fn deployment_status() -> serde_json::Value {
-    json!({"status": {
-        "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
-        "availableReplicas": 3,
-        "conditions": [
-            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-             "message": "Deployment has minimum availability.",
-             "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-             "message": "ReplicaSet has successfully progressed.",
-             "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-        ]
-    }})
-}
-
-/// Resident memory of this process (`VmRSS`), in bytes.
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / 1048576.0
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-async fn client_of(url: &str, token: &str) -> kube::Client {
-    let yaml = kube_sandbox::serve::kubeconfig_yaml(INSTANCE, url, None, token);
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
-/// Waits until `stdin` closes (the parent is done).
-async fn until_stdin_closes() {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        while std::io::stdin().read_line(&mut line).unwrap_or(0) > 0 {
-            line.clear();
-        }
-    })
-    .await
-    .unwrap();
-}
-
 /// Child: the instance with `count` Deployments, served; prints `INSTANCE <url> <token>`.
 async fn sandbox_child(count: usize) {
     let cluster = kube_sandbox::Cluster::new(INSTANCE);
     let client = cluster.client();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    for n in 0..NAMESPACES.min(count) {
-        let ns = serde_json::from_value(json!({"metadata": {"name": namespace_of(n)}})).unwrap();
-        namespaces
-            .create(&PostParams::default(), &ns)
-            .await
-            .unwrap();
-    }
-    futures::stream::iter(0..count)
-        .map(|i| {
-            let client = client.clone();
-            async move {
-                let api: Api<DynamicObject> =
-                    Api::namespaced_with(client, &namespace_of(i), &deployments());
-                let obj: DynamicObject = serde_json::from_value(deployment(i)).unwrap();
-                api.create(&PostParams::default(), &obj).await.unwrap();
-                api.patch_status(
-                    &format!("svc-{i:05}"),
-                    &PatchParams::default(),
-                    &Patch::Merge(deployment_status()),
-                )
-                .await
-                .unwrap();
-            }
-        })
-        .buffer_unordered(8)
-        .collect::<Vec<()>>()
-        .await;
+    fill_deployments(&client, count).await;
     let served = cluster
         .serve(kube_sandbox::ServeOptions::default())
         .await
@@ -358,7 +205,7 @@ async fn apiserver_child(url: &str, token: &str, race: bool, settle: Duration) {
 /// shared instance cache, and a summary computed from them); prints its resident memory once
 /// the Deployments are cached and summed.
 async fn controller_child(url: &str, token: &str) {
-    let client = client_of(url, token).await;
+    let client = client_of(INSTANCE, url, token).await;
     let before = rss_bytes();
     let clients = Arc::new(StaticInstanceClients::new().with(INSTANCE, client));
     let backend = EmbeddedCacheBackend::new(clients);
@@ -583,7 +430,7 @@ async fn load(url: &str, token: &str) {
     direct.sort();
     reads.sort();
     // Every write answered 201 is stored, once.
-    let client = client_of(url, token).await;
+    let client = client_of(INSTANCE, url, token).await;
     let stored = Api::<k8s_openapi::api::core::v1::ConfigMap>::all(client)
         .list(&ListParams::default())
         .await

@@ -8,6 +8,8 @@
 //! `cargo bench -p kairship-core --bench router`; prints `BENCH name=value` lines.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -24,6 +26,7 @@ use kube::Api;
 use kube::api::PostParams;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
+use support::{ms, percentile};
 
 const INSTANCE: &str = "bench-instance";
 const NAMESPACE: &str = "bench";
@@ -55,15 +58,6 @@ fn deployment(name: &str) -> serde_json::Value {
             }
         }
     })
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 async fn timed<F, Fut>(rounds: usize, mut f: F) -> Vec<Duration>

@@ -5,6 +5,8 @@
 //! `cargo bench -p kairship-core --bench statistics`; prints `BENCH name=value` lines.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 
@@ -14,15 +16,11 @@ use common::*;
 use kairship_core::instance::{Instance, InstanceState};
 use kube::Api;
 use kube::api::PostParams;
+use support::percentile;
 
 const INSTANCES: usize = 20;
 const MEMBERS: usize = 50;
 const CHANGES: usize = 100;
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
 
 async fn run() {
     let host = host().await;

@@ -1622,7 +1622,7 @@ async fn rest_and_grpc_answer_alike() {
         .await
         .unwrap()
         .into_inner();
-    let grpc = serde_json::to_value(grpc_convert::workload_list_from_pb(grpc)).unwrap();
+    let grpc = serde_json::to_value(grpc::workloads::workload_list_from_pb(grpc)).unwrap();
     assert_eq!(grpc, rest, "ListWorkloads");
     assert_eq!(rest["items"].as_array().unwrap().len(), 2);
 

@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -17,7 +16,7 @@ use serde_json::{Value, json};
 use super::html::{Html, url_segment};
 use super::page::{Viewer, csrf_field, error_box, notice_box, page};
 use super::request::{
-    Shared, allowed, check_csrf, forbidden, html, see_other, signed_in, signed_post, status_of,
+    Shared, SignedForm, SignedIn, allowed, error_answer, html, see_other, status_of,
 };
 use crate::access::{InstanceResource, Verb};
 use crate::api::{
@@ -493,14 +492,10 @@ async fn may_create(
 
 async fn application_form(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
     Query(query): Query<NsQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let ns = query.ns.unwrap_or_else(|| "default".to_owned());
     let can_create = may_create(&console, &signed.caller, &instance).await;
     html(
@@ -517,14 +512,9 @@ async fn application_form(
 
 async fn application_submit(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let form = AppForm::from_fields(&fields);
     let dry_run = fields.get("op").map(String::as_str) != Some("create");
     let result = match form.spec(dry_run) {
@@ -753,13 +743,9 @@ pub fn batch_page(
 
 async fn batch_list(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path((instance, namespace)): Path<(String, String)>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let list = |kind| ListResourcesRequest {
         instance: instance.clone(),
         kind,
@@ -785,10 +771,7 @@ async fn batch_list(
                 &cronjobs.items,
             ),
         ),
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &namespace, &err),
-        ),
+        Err(err) => error_answer(&signed, &namespace, &err),
     }
 }
 
@@ -814,13 +797,9 @@ async fn read(
 
 async fn job_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path((instance, namespace, name)): Path<(String, String, String)>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let at = (instance.as_str(), namespace.as_str(), name.as_str());
     match read(&console, &signed.caller, at, ResourceKind::Jobs).await {
         Ok(job) => {
@@ -838,10 +817,7 @@ async fn job_page(
                 job_page_html(&signed.viewer(), &instance, &job, can_write, None),
             )
         }
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
-        ),
+        Err(err) => error_answer(&signed, &name, &err),
     }
 }
 
@@ -849,15 +825,8 @@ async fn job_restart(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path((instance, namespace, name)): Path<(String, String, String)>,
-    body: Bytes,
+    SignedForm { signed, .. }: SignedForm,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    if let Err(reason) = check_csrf(&signed, &headers, &crate::console::form::parse(&body)) {
-        return forbidden(reason);
-    }
     let req = RestartJobRequest {
         instance: instance.clone(),
         namespace: namespace.clone(),
@@ -873,22 +842,15 @@ async fn job_restart(
                 url_segment(&name)
             ),
         ),
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
-        ),
+        Err(err) => error_answer(&signed, &name, &err),
     }
 }
 
 async fn cronjob_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path((instance, namespace, name)): Path<(String, String, String)>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let at = (instance.as_str(), namespace.as_str(), name.as_str());
     match read(&console, &signed.caller, at, ResourceKind::Cronjobs).await {
         Ok(cronjob) => {
@@ -905,10 +867,7 @@ async fn cronjob_page(
                 cronjob_page_html(&signed.viewer(), &instance, &cronjob, can_write, None),
             )
         }
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
-        ),
+        Err(err) => error_answer(&signed, &name, &err),
     }
 }
 
@@ -916,15 +875,8 @@ async fn cronjob_post(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path((instance, namespace, name, action)): Path<(String, String, String, String)>,
-    body: Bytes,
+    SignedForm { signed, .. }: SignedForm,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    if let Err(reason) = check_csrf(&signed, &headers, &crate::console::form::parse(&body)) {
-        return forbidden(reason);
-    }
     let result = match CronJobAction::parse(&action) {
         Some(action) => {
             let req = CronJobActionRequest {
@@ -949,10 +901,7 @@ async fn cronjob_post(
                 url_segment(&name)
             ),
         ),
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
-        ),
+        Err(err) => error_answer(&signed, &name, &err),
     }
 }
 

@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
@@ -15,8 +14,10 @@ use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use super::html::{Html, url_segment};
-use super::page::{Viewer, csrf_field, error_box, notice_box, page};
-use super::request::{Shared, allowed, html, see_other, signed_in, signed_post, status_of};
+use super::page::{Viewer, cancel_form, error_box, notice_box, page, post_form};
+use super::request::{
+    Shared, SignedForm, SignedIn, allowed, error_answer, html, see_other, status_of,
+};
 use crate::access::{InstanceResource, Verb};
 use crate::api::members::types::{
     JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse,
@@ -254,14 +255,7 @@ pub fn join_page(
         .text(instance)
         .close("h1");
     h.raw("<p>Push mode: paste the member's kubeconfig (it needs rights to create namespaces, ServiceAccounts, Secrets and RBAC objects). Kairship creates a ServiceAccount with its ClusterRole, ClusterRoleBinding and token in the member, and the credential Secrets and the Cluster in the instance. The kubeconfig is used for this call only.</p>");
-    if let Some(err) = err {
-        error_box(&mut h, err);
-    }
-    h.open(
-        "form",
-        &[("method", "post"), ("action", &format!("{base}/join"))],
-    );
-    csrf_field(&mut h, viewer.csrf);
+    post_form(&mut h, err, &format!("{base}/join"), viewer.csrf);
     placement_inputs(&mut h, form);
     h.raw("<label>Kubeconfig file <input type=\"file\" id=\"kubeconfig-file\"></label>")
         .raw("<script src=\"/ui/assets/kubeconfig-file.js\" defer></script>");
@@ -274,8 +268,7 @@ pub fn join_page(
         false,
     );
     h.raw("<button id=\"join\" type=\"submit\">Join</button> ");
-    h.el("a", &[("href", &format!("{base}/members"))], "Cancel");
-    h.close("form");
+    cancel_form(&mut h, &format!("{base}/members"));
     page("Join a member cluster", Some(viewer), h)
 }
 
@@ -311,18 +304,10 @@ pub fn register_page(
         return page("Join a member cluster (Pull)", Some(viewer), h);
     }
     h.raw("<p>Pull mode: Kairship creates the agent's RBAC and the Cluster in the instance, obtains the agent's client certificate, and shows the karmada-agent's manifests to apply in the member.</p>");
-    if let Some(err) = err {
-        error_box(&mut h, err);
-    }
-    h.open(
-        "form",
-        &[("method", "post"), ("action", &format!("{base}/register"))],
-    );
-    csrf_field(&mut h, viewer.csrf);
+    post_form(&mut h, err, &format!("{base}/register"), viewer.csrf);
     placement_inputs(&mut h, form);
     h.raw("<button id=\"register\" type=\"submit\">Create the manifests</button> ");
-    h.el("a", &[("href", &format!("{base}/members"))], "Cancel");
-    h.close("form");
+    cancel_form(&mut h, &format!("{base}/members"));
     page("Join a member cluster (Pull)", Some(viewer), h)
 }
 
@@ -346,12 +331,10 @@ pub fn unjoin_page(
     }
     h.raw("<p>Kairship refuses to unjoin a member that ResourceBindings still schedule to; force unjoins it anyway. The Cluster, its credential Secrets and what the join created in the member are removed.</p>");
     let action = format!("{base}/members/{}/unjoin", url_segment(cluster));
-    h.open("form", &[("method", "post"), ("action", &action)]);
-    csrf_field(&mut h, viewer.csrf);
+    post_form(&mut h, None, &action, viewer.csrf);
     h.raw("<label class=\"inline\"><input type=\"checkbox\" id=\"force\" name=\"force\" value=\"true\"> Force</label> ");
     h.raw("<button id=\"confirm-unjoin\" class=\"danger\" type=\"submit\">Unjoin</button> ");
-    h.el("a", &[("href", &format!("{base}/members"))], "Cancel");
-    h.close("form");
+    cancel_form(&mut h, &format!("{base}/members"));
     page("Unjoin a member cluster", Some(viewer), h)
 }
 
@@ -372,13 +355,9 @@ async fn can_write(
 
 async fn members(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let req = ListClustersRequest {
         instance: instance.clone(),
         options: ListOptions::default(),
@@ -391,22 +370,11 @@ async fn members(
                 members_page(&signed.viewer(), &instance, &list.items, write),
             )
         }
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &instance, &err),
-        ),
+        Err(err) => error_answer(&signed, &instance, &err),
     }
 }
 
-async fn join_form(
-    State(console): State<Shared>,
-    headers: HeaderMap,
-    Path(instance): Path<String>,
-) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+async fn join_form(Path(instance): Path<String>, signed: SignedIn) -> Response {
     html(
         StatusCode::OK,
         join_page(&signed.viewer(), &instance, &JoinForm::default(), None),
@@ -417,12 +385,8 @@ async fn join(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path(instance): Path<String>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let form = JoinForm::from_fields(&fields);
     let result = match form.join_request(&instance) {
         Ok(req) => console.api.join_member(&signed.caller, req).await,
@@ -440,15 +404,7 @@ async fn join(
     }
 }
 
-async fn register_form(
-    State(console): State<Shared>,
-    headers: HeaderMap,
-    Path(instance): Path<String>,
-) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+async fn register_form(Path(instance): Path<String>, signed: SignedIn) -> Response {
     html(
         StatusCode::OK,
         register_page(
@@ -463,14 +419,9 @@ async fn register_form(
 
 async fn register(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let form = JoinForm::from_fields(&fields);
     let result = match form.register_request(&instance) {
         Ok(req) => console.api.register_member(&signed.caller, req).await,
@@ -489,14 +440,9 @@ async fn register(
 }
 
 async fn unjoin_form(
-    State(console): State<Shared>,
-    headers: HeaderMap,
     Path((instance, cluster)): Path<(String, String)>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     html(
         StatusCode::OK,
         unjoin_page(&signed.viewer(), &instance, &cluster, None),
@@ -507,12 +453,8 @@ async fn unjoin(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path((instance, cluster)): Path<(String, String)>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let req = RemoveClusterRequest {
         instance: instance.clone(),
         cluster: cluster.clone(),

@@ -62,6 +62,22 @@ pub fn csrf_field(h: &mut Html, csrf: &str) {
     );
 }
 
+/// The start of a form POSTing to `action`: the API's error of the last try, if any, then the
+/// form with the session's CSRF token.
+pub fn post_form(h: &mut Html, err: Option<&ApiError>, action: &str, csrf: &str) {
+    if let Some(err) = err {
+        error_box(h, err);
+    }
+    h.open("form", &[("method", "post"), ("action", action)]);
+    csrf_field(h, csrf);
+}
+
+/// The end of a form: a Cancel link back to `back`.
+pub fn cancel_form(h: &mut Html, back: &str) {
+    h.el("a", &[("href", back)], "Cancel");
+    h.close("form");
+}
+
 /// An API error as a message box: the code's name and the API's own message.
 pub fn error_box(h: &mut Html, err: &ApiError) {
     h.open("div", &[("class", "error"), ("role", "alert")])

@@ -4,10 +4,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::response::{Html as HtmlBody, IntoResponse, Response};
+use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use super::page::Viewer;
+use super::page::{Viewer, error_page};
 use super::session::{Session, Sessions};
 use crate::access::{Authenticator, Authorizer, Caller, InstanceResource, Verb};
 use crate::api::{ApiError, KairshipApi};
@@ -35,6 +38,44 @@ impl SignedIn {
             csrf: &self.session.csrf,
         }
     }
+}
+
+/// A handler taking [`SignedIn`] runs for a signed-in caller only: any other request is
+/// answered as [`signed_in`] answers it (to the sign-in page, or 503).
+impl FromRequestParts<Shared> for SignedIn {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, console: &Shared) -> Result<Self, Response> {
+        signed_in(console, &parts.headers).await
+    }
+}
+
+/// A form POSTed by a signed-in caller with the session's CSRF token: what [`signed_post`]
+/// accepts, as an extractor (the last argument of a handler, as it reads the body).
+pub(in crate::console) struct SignedForm {
+    pub(in crate::console) signed: SignedIn,
+    pub(in crate::console) fields: HashMap<String, String>,
+}
+
+impl FromRequest<Shared> for SignedForm {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, console: &Shared) -> Result<Self, Response> {
+        let headers = req.headers().clone();
+        let body = Bytes::from_request(req, console)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let (signed, fields) = signed_post(console, &headers, &body).await?;
+        Ok(SignedForm { signed, fields })
+    }
+}
+
+/// The error page of a failed call about `title`, with the API error's status.
+pub(in crate::console) fn error_answer(signed: &SignedIn, title: &str, err: &ApiError) -> Response {
+    html(
+        status_of(err),
+        error_page(Some(&signed.viewer()), title, err),
+    )
 }
 
 pub(in crate::console) fn is_htmx(headers: &HeaderMap) -> bool {

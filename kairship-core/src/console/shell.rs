@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::request::{
-    Shared, check_csrf, forbidden, html, same_origin, see_other, signed_in, status_of, unavailable,
+    Shared, SignedForm, forbidden, html, same_origin, see_other, status_of, unavailable,
 };
 use crate::api::{ApiError, BearerToken};
 use crate::transport::ServedOverTls;
@@ -110,16 +110,8 @@ pub(in crate::console) async fn signin(
 pub(in crate::console) async fn signout(
     State(console): State<Shared>,
     tls: Option<axum::Extension<ServedOverTls>>,
-    headers: HeaderMap,
-    body: Bytes,
+    SignedForm { signed, .. }: SignedForm,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    if let Err(reason) = check_csrf(&signed, &headers, &crate::console::form::parse(&body)) {
-        return forbidden(reason);
-    }
     if let Err(err) = console.sessions.revoke(&signed.session).await {
         return unavailable(&err.to_string());
     }

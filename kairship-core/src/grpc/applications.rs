@@ -1,8 +1,9 @@
 //! Conversions of the applications feature's messages (`CreateApplication`, `:promote`) and
 //! of the Job/CronJob verbs of `kairship.v1`.
 
-use super::convert::{json_to_struct, struct_to_json, workload_kind};
+use super::convert::{json_to_struct, struct_to_json};
 use super::pb;
+use super::workloads::workload_kind;
 use crate::api::{
     ApiError, ApplicationPort, ApplicationResult, ApplicationService, ApplicationSpec,
     ClusterOverride, CreateApplicationRequest, CronJobAction, CronJobActionRequest, EnvVar,

@@ -1,23 +1,15 @@
-//! Pure conversions between the protobuf messages of `kairship.v1` and the service's own
-//! messages: Kubernetes objects as `google.protobuf.Struct` <-> JSON, enums, and
-//! [`ApiError`] -> [`tonic::Status`].
+//! The conversions every feature's gRPC messages share, between the protobuf messages of
+//! `kairship.v1` and the service's own messages: Kubernetes objects as
+//! `google.protobuf.Struct` <-> JSON, list options and pages, and [`ApiError`] ->
+//! [`tonic::Status`]. Each feature's own messages convert in its file beside this one
+//! ([`super::instances`], [`super::members`], [`super::resources`], [`super::workloads`],
+//! [`super::applications`]).
 
 use prost_types::value::Kind;
 use serde_json::{Map, Number, Value};
 
 use super::pb;
-use crate::api::{
-    ApiError, ClusterWorkloadStatus, Code, CreateInstanceRequest, CreateKubeconfigRequest,
-    CreateObjectRequest, CreateResourceRequest, DeleteInstanceRequest, DeleteObjectRequest,
-    DeleteResourceRequest, DeploymentAction, DeploymentActionRequest, GetClusterRequest,
-    GetInstanceRequest, GetObjectRequest, GetResourceRequest, GetWorkloadRequest,
-    JoinClusterRequest, KubeconfigResponse, ListClustersRequest, ListEventsRequest,
-    ListInstancesRequest, ListObjectsRequest, ListOptions, ListResourcesRequest,
-    ListWorkloadsRequest, Object, ObjectList, Pagination, PatchObjectRequest, PatchType,
-    RemoveClusterRequest, ResourceKind, SortBy, SortDir, UpdateClusterRequest,
-    UpdateInstanceRequest, UpdateObjectRequest, UpdateResourceRequest, Workload, WorkloadKind,
-    WorkloadList,
-};
+use crate::api::{ApiError, Code, ListOptions, Object, ObjectList, Pagination, SortBy, SortDir};
 
 /// Integers up to this magnitude survive the trip through a protobuf `double` exactly.
 const MAX_EXACT_INTEGER: f64 = 9_007_199_254_740_992.0; // 2^53
@@ -95,7 +87,7 @@ pub fn struct_to_json(value: prost_types::Struct) -> Value {
 }
 
 /// The object body of a write; absent is an `InvalidArgument` naming the field.
-fn body(value: Option<prost_types::Struct>) -> Result<Object, ApiError> {
+pub(super) fn body(value: Option<prost_types::Struct>) -> Result<Object, ApiError> {
     value
         .map(struct_to_json)
         .ok_or_else(|| ApiError::invalid_field("body", "required: the object to write"))
@@ -121,7 +113,7 @@ pub fn sort_dir(value: pb::SortDir) -> Option<SortDir> {
     }
 }
 
-fn enum_value<E: TryFrom<i32>>(field: &str, number: i32) -> Result<E, ApiError> {
+pub(super) fn enum_value<E: TryFrom<i32>>(field: &str, number: i32) -> Result<E, ApiError> {
     E::try_from(number)
         .map_err(|_| ApiError::invalid_field(field, format!("unknown enum value {number}")))
 }
@@ -144,44 +136,6 @@ pub fn list_options(value: Option<pb::ListOptions>) -> Result<ListOptions, ApiEr
     })
 }
 
-/// The resource kind; it must be given.
-pub fn resource_kind(number: i32) -> Result<ResourceKind, ApiError> {
-    let kind = match enum_value::<pb::ResourceKind>("kind", number)? {
-        pb::ResourceKind::Unspecified => {
-            return Err(ApiError::invalid_field(
-                "kind",
-                "required: one of RESOURCE_KIND_DEPLOYMENTS, ..._SERVICES, ..._CONFIGMAPS, \
-                 ..._SECRETS, ..._JOBS, ..._CRONJOBS, ..._PROPAGATIONPOLICIES, \
-                 ..._OVERRIDEPOLICIES, ..._CLUSTERPROPAGATIONPOLICIES, ..._CLUSTEROVERRIDEPOLICIES",
-            ));
-        }
-        pb::ResourceKind::Deployments => ResourceKind::Deployments,
-        pb::ResourceKind::Services => ResourceKind::Services,
-        pb::ResourceKind::Configmaps => ResourceKind::Configmaps,
-        pb::ResourceKind::Secrets => ResourceKind::Secrets,
-        pb::ResourceKind::Jobs => ResourceKind::Jobs,
-        pb::ResourceKind::Cronjobs => ResourceKind::Cronjobs,
-        pb::ResourceKind::Propagationpolicies => ResourceKind::Propagationpolicies,
-        pb::ResourceKind::Overridepolicies => ResourceKind::Overridepolicies,
-        pb::ResourceKind::Clusterpropagationpolicies => ResourceKind::Clusterpropagationpolicies,
-        pb::ResourceKind::Clusteroverridepolicies => ResourceKind::Clusteroverridepolicies,
-    };
-    Ok(kind)
-}
-
-/// The deployment verb; it must be given.
-pub fn deployment_action(number: i32) -> Result<DeploymentAction, ApiError> {
-    match enum_value::<pb::DeploymentVerb>("action", number)? {
-        pb::DeploymentVerb::Unspecified => Err(ApiError::invalid_field(
-            "action",
-            "required: DEPLOYMENT_VERB_PAUSE, DEPLOYMENT_VERB_RESUME or DEPLOYMENT_VERB_RESTART",
-        )),
-        pb::DeploymentVerb::Pause => Ok(DeploymentAction::Pause),
-        pb::DeploymentVerb::Resume => Ok(DeploymentAction::Resume),
-        pb::DeploymentVerb::Restart => Ok(DeploymentAction::Restart),
-    }
-}
-
 /// An API error as a gRPC status: the same code number, the same message.
 pub fn status(err: &ApiError) -> tonic::Status {
     tonic::Status::new(
@@ -195,288 +149,6 @@ pub fn api_error(status: &tonic::Status) -> ApiError {
     let code = Code::from_number(status.code() as i32).unwrap_or(Code::Unknown);
     ApiError::new(code, status.message())
 }
-
-// ---- requests -----------------------------------------------------------------------------
-
-/// `ListInstances`.
-pub fn list_instances(m: pb::ListInstancesRequest) -> Result<ListInstancesRequest, ApiError> {
-    Ok(ListInstancesRequest {
-        options: list_options(m.options)?,
-    })
-}
-
-/// `GetInstance`.
-pub fn get_instance(m: pb::GetInstanceRequest) -> GetInstanceRequest {
-    GetInstanceRequest {
-        instance: m.instance,
-    }
-}
-
-/// `CreateInstance`.
-pub fn create_instance(m: pb::CreateInstanceRequest) -> Result<CreateInstanceRequest, ApiError> {
-    Ok(CreateInstanceRequest {
-        body: body(m.body)?,
-    })
-}
-
-/// `UpdateInstance`.
-pub fn update_instance(m: pb::UpdateInstanceRequest) -> Result<UpdateInstanceRequest, ApiError> {
-    Ok(UpdateInstanceRequest {
-        instance: m.instance,
-        body: body(m.body)?,
-    })
-}
-
-/// `DeleteInstance`.
-pub fn delete_instance(m: pb::DeleteInstanceRequest) -> DeleteInstanceRequest {
-    DeleteInstanceRequest {
-        instance: m.instance,
-        force: m.force.unwrap_or(false),
-    }
-}
-
-/// `CreateKubeconfig`; `request_server` is the base URL the call arrived at.
-pub fn create_kubeconfig(
-    m: pb::CreateKubeconfigRequest,
-    request_server: Option<String>,
-) -> CreateKubeconfigRequest {
-    CreateKubeconfigRequest {
-        instance: m.instance,
-        server: m.server,
-        request_server,
-    }
-}
-
-/// `ListClusters`.
-pub fn list_clusters(m: pb::ListClustersRequest) -> Result<ListClustersRequest, ApiError> {
-    Ok(ListClustersRequest {
-        instance: m.instance,
-        options: list_options(m.options)?,
-    })
-}
-
-/// `GetCluster`.
-pub fn get_cluster(m: pb::GetClusterRequest) -> GetClusterRequest {
-    GetClusterRequest {
-        instance: m.instance,
-        cluster: m.cluster,
-    }
-}
-
-/// `JoinCluster`.
-pub fn join_cluster(m: pb::JoinClusterRequest) -> Result<JoinClusterRequest, ApiError> {
-    Ok(JoinClusterRequest {
-        instance: m.instance,
-        body: body(m.body)?,
-    })
-}
-
-/// `UpdateCluster`.
-pub fn update_cluster(m: pb::UpdateClusterRequest) -> Result<UpdateClusterRequest, ApiError> {
-    Ok(UpdateClusterRequest {
-        instance: m.instance,
-        cluster: m.cluster,
-        body: body(m.body)?,
-    })
-}
-
-/// `RemoveCluster`.
-pub fn remove_cluster(m: pb::RemoveClusterRequest) -> RemoveClusterRequest {
-    RemoveClusterRequest {
-        instance: m.instance,
-        cluster: m.cluster,
-        force: m.force,
-    }
-}
-
-/// `ListResources`.
-pub fn list_resources(m: pb::ListResourcesRequest) -> Result<ListResourcesRequest, ApiError> {
-    Ok(ListResourcesRequest {
-        instance: m.instance,
-        kind: resource_kind(m.kind)?,
-        namespace: m.namespace,
-        options: list_options(m.options)?,
-    })
-}
-
-/// `GetResource`.
-pub fn get_resource(m: pb::GetResourceRequest) -> Result<GetResourceRequest, ApiError> {
-    Ok(GetResourceRequest {
-        instance: m.instance,
-        kind: resource_kind(m.kind)?,
-        namespace: m.namespace,
-        name: m.name,
-    })
-}
-
-/// `CreateResource`.
-pub fn create_resource(m: pb::CreateResourceRequest) -> Result<CreateResourceRequest, ApiError> {
-    Ok(CreateResourceRequest {
-        instance: m.instance,
-        kind: resource_kind(m.kind)?,
-        namespace: m.namespace,
-        body: body(m.body)?,
-    })
-}
-
-/// `UpdateResource`.
-pub fn update_resource(m: pb::UpdateResourceRequest) -> Result<UpdateResourceRequest, ApiError> {
-    Ok(UpdateResourceRequest {
-        instance: m.instance,
-        kind: resource_kind(m.kind)?,
-        namespace: m.namespace,
-        name: m.name,
-        body: body(m.body)?,
-    })
-}
-
-/// `DeleteResource`.
-pub fn delete_resource(m: pb::DeleteResourceRequest) -> Result<DeleteResourceRequest, ApiError> {
-    Ok(DeleteResourceRequest {
-        instance: m.instance,
-        kind: resource_kind(m.kind)?,
-        namespace: m.namespace,
-        name: m.name,
-    })
-}
-
-/// The patch type; unspecified is a merge patch.
-pub fn patch_type(number: i32) -> Result<PatchType, ApiError> {
-    Ok(match enum_value::<pb::PatchType>("patchType", number)? {
-        pb::PatchType::Unspecified | pb::PatchType::Merge => PatchType::Merge,
-        pb::PatchType::Json => PatchType::Json,
-        pb::PatchType::Strategic => PatchType::Strategic,
-        pb::PatchType::Apply => PatchType::Apply,
-    })
-}
-
-/// `ListObjects`.
-pub fn list_objects(m: pb::ListObjectsRequest) -> Result<ListObjectsRequest, ApiError> {
-    Ok(ListObjectsRequest {
-        instance: m.instance,
-        group: m.group,
-        version: m.version,
-        resource: m.resource,
-        namespace: m.namespace,
-        options: list_options(m.options)?,
-    })
-}
-
-/// `GetObject`.
-pub fn get_object(m: pb::GetObjectRequest) -> GetObjectRequest {
-    GetObjectRequest {
-        instance: m.instance,
-        group: m.group,
-        version: m.version,
-        resource: m.resource,
-        namespace: m.namespace,
-        name: m.name,
-    }
-}
-
-/// `CreateObject`.
-pub fn create_object(m: pb::CreateObjectRequest) -> Result<CreateObjectRequest, ApiError> {
-    Ok(CreateObjectRequest {
-        instance: m.instance,
-        group: m.group,
-        version: m.version,
-        resource: m.resource,
-        namespace: m.namespace,
-        body: body(m.body)?,
-    })
-}
-
-/// `UpdateObject`.
-pub fn update_object(m: pb::UpdateObjectRequest) -> Result<UpdateObjectRequest, ApiError> {
-    Ok(UpdateObjectRequest {
-        instance: m.instance,
-        group: m.group,
-        version: m.version,
-        resource: m.resource,
-        namespace: m.namespace,
-        name: m.name,
-        body: body(m.body)?,
-    })
-}
-
-/// `PatchObject`.
-pub fn patch_object(m: pb::PatchObjectRequest) -> Result<PatchObjectRequest, ApiError> {
-    Ok(PatchObjectRequest {
-        instance: m.instance,
-        group: m.group,
-        version: m.version,
-        resource: m.resource,
-        namespace: m.namespace,
-        name: m.name,
-        patch_type: patch_type(m.patch_type)?,
-        patch: m
-            .patch
-            .map(value_to_json)
-            .ok_or_else(|| ApiError::invalid_field("patch", "required: the patch"))?,
-        field_manager: m.field_manager,
-        force: m.force,
-    })
-}
-
-/// `ListEvents`.
-pub fn list_events(m: pb::ListEventsRequest) -> Result<ListEventsRequest, ApiError> {
-    Ok(ListEventsRequest {
-        instance: m.instance,
-        namespace: m.namespace,
-        group: m.group,
-        version: m.version,
-        resource: m.resource,
-        name: m.name,
-        type_: m.r#type,
-        reason: m.reason,
-        kind: m.kind,
-        options: list_options(m.options)?,
-    })
-}
-
-/// `DeleteObject`.
-pub fn delete_object(m: pb::DeleteObjectRequest) -> DeleteObjectRequest {
-    DeleteObjectRequest {
-        instance: m.instance,
-        group: m.group,
-        version: m.version,
-        resource: m.resource,
-        namespace: m.namespace,
-        name: m.name,
-    }
-}
-
-/// `DeploymentAction`.
-pub fn deployment_action_request(
-    m: pb::DeploymentActionRequest,
-) -> Result<DeploymentActionRequest, ApiError> {
-    Ok(DeploymentActionRequest {
-        instance: m.instance,
-        namespace: m.namespace,
-        name: m.name,
-        action: deployment_action(m.action)?,
-    })
-}
-
-/// `ListWorkloads`.
-pub fn list_workloads(m: pb::ListWorkloadsRequest) -> Result<ListWorkloadsRequest, ApiError> {
-    Ok(ListWorkloadsRequest {
-        instance: m.instance,
-        namespace: m.namespace,
-        options: list_options(m.options)?,
-    })
-}
-
-/// `GetWorkload`.
-pub fn get_workload(m: pb::GetWorkloadRequest) -> GetWorkloadRequest {
-    GetWorkloadRequest {
-        instance: m.instance,
-        namespace: m.namespace,
-        name: m.name,
-    }
-}
-
-// ---- responses ----------------------------------------------------------------------------
 
 /// Paging facts.
 pub fn pagination(p: Pagination) -> pb::Pagination {
@@ -500,60 +172,7 @@ pub fn object_list(list: ObjectList) -> Result<pb::ObjectList, ApiError> {
     })
 }
 
-/// A kubeconfig.
-pub fn kubeconfig(k: KubeconfigResponse) -> pb::KubeconfigResponse {
-    pb::KubeconfigResponse {
-        instance: k.instance,
-        server: k.server,
-        kubeconfig: k.kubeconfig,
-    }
-}
-
-fn cluster_status(c: ClusterWorkloadStatus) -> pb::ClusterWorkloadStatus {
-    pb::ClusterWorkloadStatus {
-        cluster: c.cluster,
-        scheduled_replicas: c.scheduled_replicas,
-        replicas: c.replicas,
-        ready_replicas: c.ready_replicas,
-        available_replicas: c.available_replicas,
-        updated_replicas: c.updated_replicas,
-        applied: c.applied,
-        health: c.health,
-        message: c.message,
-    }
-}
-
-/// A workload.
-pub fn workload(w: Workload) -> Result<pb::Workload, ApiError> {
-    Ok(pb::Workload {
-        name: w.name,
-        namespace: w.namespace,
-        replicas: w.replicas,
-        ready_replicas: w.ready_replicas,
-        available_replicas: w.available_replicas,
-        paused: w.paused,
-        binding: w.binding,
-        policy: w.policy,
-        clusters: w.clusters.into_iter().map(cluster_status).collect(),
-        deployment: Some(json_to_struct(w.deployment)?),
-    })
-}
-
-/// A page of workloads.
-pub fn workload_list(list: WorkloadList) -> Result<pb::WorkloadList, ApiError> {
-    Ok(pb::WorkloadList {
-        items: list
-            .items
-            .into_iter()
-            .map(workload)
-            .collect::<Result<_, _>>()?,
-        pagination: Some(pagination(list.pagination)),
-    })
-}
-
-// ---- responses, back (for Rust clients of the gRPC API) ---------------------------------
-
-fn pagination_from_pb(p: Option<pb::Pagination>) -> Pagination {
+pub(super) fn pagination_from_pb(p: Option<pb::Pagination>) -> Pagination {
     let p = p.unwrap_or_default();
     Pagination {
         total: p.total,
@@ -569,56 +188,6 @@ pub fn object_list_from_pb(list: pb::ObjectList) -> ObjectList {
         items: list.items.into_iter().map(struct_to_json).collect(),
         pagination: pagination_from_pb(list.pagination),
     }
-}
-
-/// A gRPC workload as the service's [`Workload`].
-pub fn workload_from_pb(w: pb::Workload) -> Workload {
-    Workload {
-        name: w.name,
-        namespace: w.namespace,
-        replicas: w.replicas,
-        ready_replicas: w.ready_replicas,
-        available_replicas: w.available_replicas,
-        paused: w.paused,
-        binding: w.binding,
-        policy: w.policy,
-        clusters: w
-            .clusters
-            .into_iter()
-            .map(|c| ClusterWorkloadStatus {
-                cluster: c.cluster,
-                scheduled_replicas: c.scheduled_replicas,
-                replicas: c.replicas,
-                ready_replicas: c.ready_replicas,
-                available_replicas: c.available_replicas,
-                updated_replicas: c.updated_replicas,
-                applied: c.applied,
-                health: c.health,
-                message: c.message,
-            })
-            .collect(),
-        deployment: w.deployment.map_or(Value::Null, struct_to_json),
-    }
-}
-
-/// A gRPC page of workloads as the service's [`WorkloadList`].
-pub fn workload_list_from_pb(list: pb::WorkloadList) -> WorkloadList {
-    WorkloadList {
-        items: list.items.into_iter().map(workload_from_pb).collect(),
-        pagination: pagination_from_pb(list.pagination),
-    }
-}
-
-/// A workload kind of a member view or `:promote` (`deployments`, ...).
-pub(super) fn workload_kind(text: &str) -> Result<WorkloadKind, ApiError> {
-    WorkloadKind::parse(text).ok_or_else(|| {
-        ApiError::invalid_field(
-            "kind",
-            format!(
-                "unknown workload kind {text:?}; one of: deployments, statefulsets, daemonsets, jobs, cronjobs"
-            ),
-        )
-    })
 }
 
 #[cfg(test)]
@@ -665,35 +234,6 @@ mod tests {
     }
 
     #[test]
-    fn every_proto_kind_maps_to_a_distinct_service_kind() {
-        let mut seen = std::collections::BTreeSet::new();
-        for number in 1..=10 {
-            seen.insert(resource_kind(number).unwrap());
-        }
-        assert_eq!(seen.len(), ResourceKind::ALL.len());
-        for bad in [0, 11, -1] {
-            assert_eq!(
-                resource_kind(bad).unwrap_err().code,
-                Code::InvalidArgument,
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn deployment_verbs_table() {
-        for (number, want) in [
-            (1, Some(DeploymentAction::Pause)),
-            (2, Some(DeploymentAction::Resume)),
-            (3, Some(DeploymentAction::Restart)),
-            (0, None),
-            (9, None),
-        ] {
-            assert_eq!(deployment_action(number).ok(), want, "{number}");
-        }
-    }
-
-    #[test]
     fn list_options_defaults_and_values() {
         assert_eq!(list_options(None).unwrap(), ListOptions::default());
         let got = list_options(Some(pb::ListOptions {
@@ -731,44 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn a_write_without_body_is_invalid() {
-        let err = create_instance(pb::CreateInstanceRequest { body: None }).unwrap_err();
-        assert_eq!(err.code, Code::InvalidArgument);
-        assert!(err.message.starts_with("body:"), "{}", err.message);
-    }
-
-    #[test]
-    fn workloads_and_lists_round_trip() {
-        let w = Workload {
-            name: "web".into(),
-            namespace: "team-a".into(),
-            replicas: 3,
-            ready_replicas: 2,
-            available_replicas: 1,
-            paused: true,
-            binding: Some("web-deployment".into()),
-            policy: None,
-            clusters: vec![ClusterWorkloadStatus {
-                cluster: "member1".into(),
-                scheduled_replicas: Some(2),
-                health: Some("Healthy".into()),
-                ..Default::default()
-            }],
-            deployment: json!({"metadata": {"name": "web"}, "spec": {"replicas": 3}}),
-        };
-        let list = WorkloadList {
-            items: vec![w.clone()],
-            pagination: Pagination {
-                total: 7,
-                page: 2,
-                page_size: 1,
-                pages: 7,
-            },
-        };
-        assert_eq!(
-            workload_list_from_pb(workload_list(list.clone()).unwrap()),
-            list
-        );
+    fn object_lists_round_trip() {
         let objects = ObjectList {
             items: vec![json!({"a": 1}), json!({"b": [true]})],
             pagination: Pagination {

@@ -1,14 +1,15 @@
-//! Conversions of the members feature's messages (join, register, update, the member views)
-//! between protobuf and the API's types.
+//! Conversions of the members feature's messages (the `Cluster` objects, join, register,
+//! update, the member views) between protobuf and the API's types.
 
-use super::convert::{json_to_struct, list_options};
+use super::convert::{body, json_to_struct, list_options};
 use super::pb;
 use crate::api::members::types::{
     JoinMemberRequest, MemberTaint, RegisterMemberRequest, RegisterMemberResponse,
     UpdateMemberRequest,
 };
 use crate::api::{
-    ApiError, GetMemberObjectRequest, ListMemberNodesRequest, ListMemberObjectsRequest,
+    ApiError, GetClusterRequest, GetMemberObjectRequest, JoinClusterRequest, ListClustersRequest,
+    ListMemberNodesRequest, ListMemberObjectsRequest, RemoveClusterRequest, UpdateClusterRequest,
 };
 
 fn taint(t: pb::MemberTaint) -> MemberTaint {
@@ -134,5 +135,47 @@ pub fn get_member_object(m: pb::GetMemberObjectRequest) -> GetMemberObjectReques
         resource: m.resource,
         namespace: m.namespace,
         name: m.name,
+    }
+}
+
+/// `ListClusters`.
+pub fn list_clusters(m: pb::ListClustersRequest) -> Result<ListClustersRequest, ApiError> {
+    Ok(ListClustersRequest {
+        instance: m.instance,
+        options: list_options(m.options)?,
+    })
+}
+
+/// `GetCluster`.
+pub fn get_cluster(m: pb::GetClusterRequest) -> GetClusterRequest {
+    GetClusterRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+    }
+}
+
+/// `JoinCluster`.
+pub fn join_cluster(m: pb::JoinClusterRequest) -> Result<JoinClusterRequest, ApiError> {
+    Ok(JoinClusterRequest {
+        instance: m.instance,
+        body: body(m.body)?,
+    })
+}
+
+/// `UpdateCluster`.
+pub fn update_cluster(m: pb::UpdateClusterRequest) -> Result<UpdateClusterRequest, ApiError> {
+    Ok(UpdateClusterRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+        body: body(m.body)?,
+    })
+}
+
+/// `RemoveCluster`.
+pub fn remove_cluster(m: pb::RemoveClusterRequest) -> RemoveClusterRequest {
+    RemoveClusterRequest {
+        instance: m.instance,
+        cluster: m.cluster,
+        force: m.force,
     }
 }

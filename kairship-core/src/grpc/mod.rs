@@ -21,8 +21,10 @@ pub mod applications;
 pub mod audit;
 pub mod convert;
 pub mod drift;
+pub mod instances;
 pub mod members;
 pub mod placement;
+pub mod resources;
 mod service;
 pub mod workloads;
 

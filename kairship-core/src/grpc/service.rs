@@ -10,6 +10,7 @@ use super::applications;
 use super::convert;
 use super::pb;
 use super::pb::kairship_service_server::KairshipService;
+use super::{instances, members, resources, workloads};
 use crate::access::{Authenticator, Caller};
 use crate::api::{ApiError, BearerToken, Code, KairshipApi};
 use crate::router::carried_version;
@@ -119,7 +120,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListInstancesRequest>,
     ) -> Answer<pb::ObjectList> {
-        let (caller, req) = self.accept(request, convert::list_instances).await?;
+        let (caller, req) = self.accept(request, instances::list_instances).await?;
         answer(
             self.api
                 .list_instances(&caller, req)
@@ -133,7 +134,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::GetInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert::get_instance(m)))
+            .accept(request, |m| Ok(instances::get_instance(m)))
             .await?;
         object(self.api.get_instance(&caller, req).await)
     }
@@ -142,7 +143,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::CreateInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::create_instance).await?;
+        let (caller, req) = self.accept(request, instances::create_instance).await?;
         object(self.api.create_instance(&caller, req).await)
     }
 
@@ -150,7 +151,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::UpdateInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::update_instance).await?;
+        let (caller, req) = self.accept(request, instances::update_instance).await?;
         object(self.api.update_instance(&caller, req).await)
     }
 
@@ -159,7 +160,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::DeleteInstanceRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert::delete_instance(m)))
+            .accept(request, |m| Ok(instances::delete_instance(m)))
             .await?;
         object(self.api.delete_instance(&caller, req).await)
     }
@@ -173,12 +174,12 @@ impl KairshipService for GrpcApi {
             .extensions()
             .get::<RequestBaseUrl>()
             .and_then(|b| b.0.clone());
-        let req = convert::create_kubeconfig(request.into_inner(), base);
+        let req = instances::create_kubeconfig(request.into_inner(), base);
         answer(
             self.api
                 .create_kubeconfig(&caller, &token, req)
                 .await
-                .map(convert::kubeconfig),
+                .map(instances::kubeconfig),
         )
     }
 
@@ -186,7 +187,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListClustersRequest>,
     ) -> Answer<pb::ObjectList> {
-        let (caller, req) = self.accept(request, convert::list_clusters).await?;
+        let (caller, req) = self.accept(request, members::list_clusters).await?;
         answer(
             self.api
                 .list_clusters(&caller, req)
@@ -200,7 +201,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::GetClusterRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert::get_cluster(m)))
+            .accept(request, |m| Ok(members::get_cluster(m)))
             .await?;
         object(self.api.get_cluster(&caller, req).await)
     }
@@ -209,7 +210,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::JoinClusterRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::join_cluster).await?;
+        let (caller, req) = self.accept(request, members::join_cluster).await?;
         object(self.api.create_cluster(&caller, req).await)
     }
 
@@ -217,7 +218,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::UpdateClusterRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::update_cluster).await?;
+        let (caller, req) = self.accept(request, members::update_cluster).await?;
         object(self.api.update_cluster(&caller, req).await)
     }
 
@@ -226,7 +227,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::RemoveClusterRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert::remove_cluster(m)))
+            .accept(request, |m| Ok(members::remove_cluster(m)))
             .await?;
         object(self.api.remove_cluster(&caller, req).await)
     }
@@ -235,7 +236,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListResourcesRequest>,
     ) -> Answer<pb::ObjectList> {
-        let (caller, req) = self.accept(request, convert::list_resources).await?;
+        let (caller, req) = self.accept(request, resources::list_resources).await?;
         answer(
             self.api
                 .list_resources(&caller, req)
@@ -248,7 +249,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::GetResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::get_resource).await?;
+        let (caller, req) = self.accept(request, resources::get_resource).await?;
         object(self.api.get_resource(&caller, req).await)
     }
 
@@ -256,7 +257,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::CreateResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::create_resource).await?;
+        let (caller, req) = self.accept(request, resources::create_resource).await?;
         object(self.api.create_resource(&caller, req).await)
     }
 
@@ -264,7 +265,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::UpdateResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::update_resource).await?;
+        let (caller, req) = self.accept(request, resources::update_resource).await?;
         object(self.api.update_resource(&caller, req).await)
     }
 
@@ -272,7 +273,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::DeleteResourceRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::delete_resource).await?;
+        let (caller, req) = self.accept(request, resources::delete_resource).await?;
         object(self.api.delete_resource(&caller, req).await)
     }
 
@@ -281,7 +282,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::ListObjectsRequest>,
     ) -> Answer<pb::ObjectList> {
         let carried = carried_write(&request);
-        let (caller, req) = self.accept(request, convert::list_objects).await?;
+        let (caller, req) = self.accept(request, resources::list_objects).await?;
         if let Some(version) = carried {
             self.api.await_written(
                 &req.instance,
@@ -304,7 +305,9 @@ impl KairshipService for GrpcApi {
         request: Request<pb::GetObjectRequest>,
     ) -> Answer<prost_types::Struct> {
         let carried = carried_write(&request);
-        let (caller, req) = self.accept(request, |m| Ok(convert::get_object(m))).await?;
+        let (caller, req) = self
+            .accept(request, |m| Ok(resources::get_object(m)))
+            .await?;
         if let Some(version) = carried {
             self.api.await_written(
                 &req.instance,
@@ -321,7 +324,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::CreateObjectRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::create_object).await?;
+        let (caller, req) = self.accept(request, resources::create_object).await?;
         written_object(self.api.create_object(&caller, req).await)
     }
 
@@ -329,7 +332,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::UpdateObjectRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::update_object).await?;
+        let (caller, req) = self.accept(request, resources::update_object).await?;
         written_object(self.api.update_object(&caller, req).await)
     }
 
@@ -337,7 +340,7 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::PatchObjectRequest>,
     ) -> Answer<prost_types::Struct> {
-        let (caller, req) = self.accept(request, convert::patch_object).await?;
+        let (caller, req) = self.accept(request, resources::patch_object).await?;
         written_object(self.api.patch_object(&caller, req).await)
     }
 
@@ -346,13 +349,13 @@ impl KairshipService for GrpcApi {
         request: Request<pb::DeleteObjectRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert::delete_object(m)))
+            .accept(request, |m| Ok(resources::delete_object(m)))
             .await?;
         object(self.api.delete_object(&caller, req).await)
     }
 
     async fn list_events(&self, request: Request<pb::ListEventsRequest>) -> Answer<pb::ObjectList> {
-        let (caller, req) = self.accept(request, convert::list_events).await?;
+        let (caller, req) = self.accept(request, resources::list_events).await?;
         answer(
             self.api
                 .list_events(&caller, req)
@@ -366,7 +369,7 @@ impl KairshipService for GrpcApi {
         request: Request<pb::DeploymentActionRequest>,
     ) -> Answer<prost_types::Struct> {
         let (caller, req) = self
-            .accept(request, convert::deployment_action_request)
+            .accept(request, workloads::deployment_action_request)
             .await?;
         object(self.api.deployment_action(&caller, req).await)
     }
@@ -375,24 +378,24 @@ impl KairshipService for GrpcApi {
         &self,
         request: Request<pb::ListWorkloadsRequest>,
     ) -> Answer<pb::WorkloadList> {
-        let (caller, req) = self.accept(request, convert::list_workloads).await?;
+        let (caller, req) = self.accept(request, workloads::list_workloads).await?;
         answer(
             self.api
                 .list_workloads(&caller, req)
                 .await
-                .and_then(convert::workload_list),
+                .and_then(workloads::workload_list),
         )
     }
 
     async fn get_workload(&self, request: Request<pb::GetWorkloadRequest>) -> Answer<pb::Workload> {
         let (caller, req) = self
-            .accept(request, |m| Ok(convert::get_workload(m)))
+            .accept(request, |m| Ok(workloads::get_workload(m)))
             .await?;
         answer(
             self.api
                 .get_workload(&caller, req)
                 .await
-                .and_then(convert::workload),
+                .and_then(workloads::workload),
         )
     }
 

@@ -29,66 +29,58 @@ fn parse_action(segment: &str) -> Result<(String, DeploymentAction), ApiError> {
     Ok((name.to_owned(), action))
 }
 
-/// Runs `action` on the Deployment the path `(instance, namespace, name)` names.
-async fn deployment_action(
-    s: &RestState,
-    auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
-    action: DeploymentAction,
-) -> Answer<Object> {
-    let req = DeploymentActionRequest {
-        instance,
-        namespace,
-        name,
-        action,
+/// Declares the handler of one verb on a named object of a namespace
+/// (`…/namespaces/{namespace}/{kind}/{name}:{verb}`), answering the changed object: its doc
+/// comment, path, operation id, what the name names, what the answer is, and the service
+/// method with the request it sends (the request's `instance`, `namespace` and `name` come
+/// from the path). The path parameters are documented here once.
+macro_rules! verb_operation {
+    (
+        $(#[doc = $doc:tt])* $fn:ident $id:tt $path:tt name $name:tt answer $answer:tt,
+        $method:ident($req:ident { $($field:ident: $value:expr),* })
+    ) => {
+        $(#[doc = $doc])*
+        #[utoipa::path(post, path = $path, tag = "resources", operation_id = $id,
+            params(("instance" = String, Path, description = "Instance name"),
+                ("namespace" = String, Path, description = "Namespace"),
+                ("name" = String, Path, description = $name)),
+            responses((status = 200, body = Object, description = $answer), ErrorResponses))]
+        pub async fn $fn(
+            s: &RestState,
+            auth: &Authenticated,
+            (instance, namespace, name): (String, String, String),
+        ) -> Answer<Object> {
+            let req = $req {
+                instance,
+                namespace,
+                name,
+                $($field: $value,)*
+            };
+            s.api.$method(&auth.caller, req).await.map(Json)
+        }
     };
-    s.api.deployment_action(&auth.caller, req).await.map(Json)
 }
 
-/// Pause a Deployment (`spec.paused = true`).
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:pause",
-    tag = "resources", operation_id = "PauseDeployment",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("name" = String, Path, description = "Deployment name")),
-    responses((status = 200, body = Object, description = "The patched Deployment"), ErrorResponses))]
-pub async fn pause_deployment(
-    s: &RestState,
-    auth: &Authenticated,
-    path: (String, String, String),
-) -> Answer<Object> {
-    deployment_action(s, auth, path, DeploymentAction::Pause).await
+verb_operation! {
+    /// Pause a Deployment (`spec.paused = true`).
+    pause_deployment "PauseDeployment" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:pause"
+    name "Deployment name" answer "The patched Deployment",
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Pause })
 }
 
-/// Resume a paused Deployment (`spec.paused = false`).
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:resume",
-    tag = "resources", operation_id = "ResumeDeployment",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("name" = String, Path, description = "Deployment name")),
-    responses((status = 200, body = Object, description = "The patched Deployment"), ErrorResponses))]
-pub async fn resume_deployment(
-    s: &RestState,
-    auth: &Authenticated,
-    path: (String, String, String),
-) -> Answer<Object> {
-    deployment_action(s, auth, path, DeploymentAction::Resume).await
+verb_operation! {
+    /// Resume a paused Deployment (`spec.paused = false`).
+    resume_deployment "ResumeDeployment" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:resume"
+    name "Deployment name" answer "The patched Deployment",
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Resume })
 }
 
-/// Restart a Deployment's pods (the `kubectl.kubernetes.io/restartedAt` template annotation,
-/// as `kubectl rollout restart`).
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:restart",
-    tag = "resources", operation_id = "RestartDeployment",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("name" = String, Path, description = "Deployment name")),
-    responses((status = 200, body = Object, description = "The patched Deployment"), ErrorResponses))]
-pub async fn restart_deployment(
-    s: &RestState,
-    auth: &Authenticated,
-    path: (String, String, String),
-) -> Answer<Object> {
-    deployment_action(s, auth, path, DeploymentAction::Restart).await
+verb_operation! {
+    /// Restart a Deployment's pods (the `kubectl.kubernetes.io/restartedAt` template annotation,
+    /// as `kubectl rollout restart`).
+    restart_deployment "RestartDeployment" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:restart"
+    name "Deployment name" answer "The patched Deployment",
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Restart })
 }
 
 /// `POST …/namespaces/{namespace}/{kind}/{name}:verb`: the router cannot match a parameter
@@ -184,70 +176,26 @@ pub async fn list_workload_pods(
     s.api.list_workload_pods(&auth.caller, req).await.map(Json)
 }
 
-/// Re-run a Job: delete it and create it again from its spec (without the selector and
-/// `controller-uid` labels the server generated). 409 while the Job still runs pods.
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/jobs/{name}:restart",
-    tag = "resources", operation_id = "RestartJob",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("name" = String, Path, description = "Job name")),
-    responses((status = 200, body = Object, description = "The new Job"), ErrorResponses))]
-pub async fn restart_job(
-    s: &RestState,
-    auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
-) -> Answer<Object> {
-    let req = RestartJobRequest {
-        instance,
-        namespace,
-        name,
-    };
-    s.api.restart_job(&auth.caller, req).await.map(Json)
+verb_operation! {
+    /// Re-run a Job: delete it and create it again from its spec (without the selector and
+    /// `controller-uid` labels the server generated). 409 while the Job still runs pods.
+    restart_job "RestartJob" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/jobs/{name}:restart"
+    name "Job name" answer "The new Job",
+    restart_job(RestartJobRequest {})
 }
 
-async fn cronjob_action(
-    s: &RestState,
-    auth: &Authenticated,
-    (instance, namespace, name): (String, String, String),
-    action: CronJobAction,
-) -> Answer<Object> {
-    let req = CronJobActionRequest {
-        instance,
-        namespace,
-        name,
-        action,
-    };
-    s.api.cronjob_action(&auth.caller, req).await.map(Json)
+verb_operation! {
+    /// Pause a CronJob (`spec.suspend = true`): no new Jobs are scheduled. 409 when already paused.
+    pause_cronjob "PauseCronJob" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/cronjobs/{name}:pause"
+    name "CronJob name" answer "The patched CronJob",
+    cronjob_action(CronJobActionRequest { action: CronJobAction::Pause })
 }
 
-/// Pause a CronJob (`spec.suspend = true`): no new Jobs are scheduled. 409 when already paused.
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/cronjobs/{name}:pause",
-    tag = "resources", operation_id = "PauseCronJob",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("name" = String, Path, description = "CronJob name")),
-    responses((status = 200, body = Object, description = "The patched CronJob"), ErrorResponses))]
-pub async fn pause_cronjob(
-    s: &RestState,
-    auth: &Authenticated,
-    path: (String, String, String),
-) -> Answer<Object> {
-    cronjob_action(s, auth, path, CronJobAction::Pause).await
-}
-
-/// Resume a paused CronJob (`spec.suspend = false`). 409 when not paused.
-#[utoipa::path(post, path = "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/cronjobs/{name}:resume",
-    tag = "resources", operation_id = "ResumeCronJob",
-    params(("instance" = String, Path, description = "Instance name"),
-        ("namespace" = String, Path, description = "Namespace"),
-        ("name" = String, Path, description = "CronJob name")),
-    responses((status = 200, body = Object, description = "The patched CronJob"), ErrorResponses))]
-pub async fn resume_cronjob(
-    s: &RestState,
-    auth: &Authenticated,
-    path: (String, String, String),
-) -> Answer<Object> {
-    cronjob_action(s, auth, path, CronJobAction::Resume).await
+verb_operation! {
+    /// Resume a paused CronJob (`spec.suspend = false`). 409 when not paused.
+    resume_cronjob "ResumeCronJob" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/cronjobs/{name}:resume"
+    name "CronJob name" answer "The patched CronJob",
+    cronjob_action(CronJobActionRequest { action: CronJobAction::Resume })
 }
 
 /// The verbs of Jobs and CronJobs, as `object_verb` hands them over: `segment` is

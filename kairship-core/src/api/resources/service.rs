@@ -6,13 +6,13 @@ use kube::api::PatchParams;
 use super::ResourcesApi;
 use crate::access::{Caller, Verb};
 use crate::api::body::check_name;
-use crate::api::inside::{Inside, check_gvr, check_scope};
+use crate::api::inside::{Gvr, Inside, check_gvr, check_scope};
 use crate::api::kairship::{DEFAULT_FIELD_MANAGER, KairshipService, gvr, object_list};
 use crate::api::{
     ApiError, CORE_GROUP, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest,
     DeleteResourceRequest, GetObjectRequest, GetResourceRequest, ListEventsRequest,
-    ListObjectsRequest, ListResourcesRequest, Object, ObjectList, PatchObjectRequest, PatchType,
-    RenderedObjectList, UpdateObjectRequest, UpdateResourceRequest,
+    ListObjectsRequest, ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest,
+    PatchType, RenderedObjectList, ResourceKind, UpdateObjectRequest, UpdateResourceRequest,
 };
 use crate::router::written_target;
 
@@ -83,6 +83,126 @@ fn event_filters(req: &ListEventsRequest) -> Result<Vec<String>, ApiError> {
     Ok(fields)
 }
 
+/// What a resource call is about: a typed kind or a group/version/resource, in a namespace
+/// (or none) of an instance. The typed and the generic methods differ only in this.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    instance: &'a str,
+    of: Of<'a>,
+    namespace: Option<&'a str>,
+}
+
+#[derive(Clone, Copy)]
+enum Of<'a> {
+    Kind(ResourceKind),
+    Resource(Gvr<'a>),
+}
+
+impl<'a> At<'a> {
+    /// A typed alias (`deployments`, ...).
+    fn kind(instance: &'a str, kind: ResourceKind, namespace: Option<&'a str>) -> Self {
+        At {
+            instance,
+            of: Of::Kind(kind),
+            namespace,
+        }
+    }
+
+    /// Any resource the instance serves.
+    fn resource(
+        instance: &'a str,
+        group: &'a str,
+        version: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+    ) -> Self {
+        At {
+            instance,
+            of: Of::Resource(gvr(group, version, resource)),
+            namespace,
+        }
+    }
+
+    /// The call `action` (`list`, `read`, ...) with `verb` on it.
+    fn call(self, verb: Verb, action: &str) -> Inside<'a> {
+        match self.of {
+            Of::Kind(kind) => Inside::resource(self.instance, kind, self.namespace, verb, action),
+            Of::Resource(gvr) => Inside::generic(self.instance, gvr, self.namespace, verb, action),
+        }
+    }
+}
+
+/// Where a generic request (its `instance`, `group`, `version`, `resource` and `namespace`)
+/// points.
+macro_rules! at_resource {
+    ($req:expr) => {
+        At::resource(
+            &$req.instance,
+            &$req.group,
+            &$req.version,
+            &$req.resource,
+            $req.namespace.as_deref(),
+        )
+    };
+}
+
+/// The steps of each call, the same for typed kinds and generic resources.
+impl KairshipService {
+    async fn list_at(
+        &self,
+        caller: &Caller,
+        at: At<'_>,
+        options: &ListOptions,
+    ) -> Result<ObjectList, ApiError> {
+        let call = at.call(Verb::Get, "list").listing(options);
+        self.list_inside(caller, call).await
+    }
+
+    async fn list_rendered_at(
+        &self,
+        caller: &Caller,
+        at: At<'_>,
+        options: &ListOptions,
+    ) -> Result<RenderedObjectList, ApiError> {
+        let call = at.call(Verb::Get, "list").listing(options);
+        self.list_inside_rendered(caller, call).await
+    }
+
+    async fn get_at(&self, caller: &Caller, at: At<'_>, name: &str) -> Result<Object, ApiError> {
+        let call = at.call(Verb::Get, "read").named("name", name);
+        self.get_inside(caller, call, name, "an object").await
+    }
+
+    async fn create_at(
+        &self,
+        caller: &Caller,
+        at: At<'_>,
+        body: Object,
+    ) -> Result<Object, ApiError> {
+        let call = at.call(Verb::Create, "create").with_body(body);
+        self.create_inside(caller, call).await
+    }
+
+    async fn replace_at(
+        &self,
+        caller: &Caller,
+        at: At<'_>,
+        name: &str,
+        body: Object,
+    ) -> Result<Object, ApiError> {
+        let call = at
+            .call(Verb::Update, "update")
+            .named("name", name)
+            .with_body(body);
+        self.replace_inside(caller, call, name).await
+    }
+
+    async fn delete_at(&self, caller: &Caller, at: At<'_>, name: &str) -> Result<Object, ApiError> {
+        let call = at.call(Verb::Delete, "delete").named("name", name);
+        self.delete_inside(caller, call, name).await
+    }
+}
+
 #[async_trait]
 impl ResourcesApi for KairshipService {
     async fn list_resources(
@@ -90,15 +210,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: ListResourcesRequest,
     ) -> Result<ObjectList, ApiError> {
-        let call = Inside::resource(
-            &req.instance,
-            req.kind,
-            req.namespace.as_deref(),
-            Verb::Get,
-            "list",
-        )
-        .listing(&req.options);
-        self.list_inside(caller, call).await
+        let at = At::kind(&req.instance, req.kind, req.namespace.as_deref());
+        self.list_at(caller, at, &req.options).await
     }
 
     async fn list_resources_rendered(
@@ -106,15 +219,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: ListResourcesRequest,
     ) -> Result<RenderedObjectList, ApiError> {
-        let call = Inside::resource(
-            &req.instance,
-            req.kind,
-            req.namespace.as_deref(),
-            Verb::Get,
-            "list",
-        )
-        .listing(&req.options);
-        self.list_inside_rendered(caller, call).await
+        let at = At::kind(&req.instance, req.kind, req.namespace.as_deref());
+        self.list_rendered_at(caller, at, &req.options).await
     }
 
     async fn get_resource(
@@ -122,16 +228,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: GetResourceRequest,
     ) -> Result<Object, ApiError> {
-        let name = req.name.as_str();
-        let call = Inside::resource(
-            &req.instance,
-            req.kind,
-            req.namespace.as_deref(),
-            Verb::Get,
-            "read",
-        )
-        .named("name", name);
-        self.get_inside(caller, call, name, "an object").await
+        let at = At::kind(&req.instance, req.kind, req.namespace.as_deref());
+        self.get_at(caller, at, &req.name).await
     }
 
     async fn create_resource(
@@ -139,15 +237,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: CreateResourceRequest,
     ) -> Result<Object, ApiError> {
-        let call = Inside::resource(
-            &req.instance,
-            req.kind,
-            req.namespace.as_deref(),
-            Verb::Create,
-            "create",
-        )
-        .with_body(req.body);
-        self.create_inside(caller, call).await
+        let at = At::kind(&req.instance, req.kind, req.namespace.as_deref());
+        self.create_at(caller, at, req.body).await
     }
 
     async fn update_resource(
@@ -155,17 +246,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: UpdateResourceRequest,
     ) -> Result<Object, ApiError> {
-        let name = req.name.as_str();
-        let call = Inside::resource(
-            &req.instance,
-            req.kind,
-            req.namespace.as_deref(),
-            Verb::Update,
-            "update",
-        )
-        .named("name", name)
-        .with_body(req.body);
-        self.replace_inside(caller, call, name).await
+        let at = At::kind(&req.instance, req.kind, req.namespace.as_deref());
+        self.replace_at(caller, at, &req.name, req.body).await
     }
 
     async fn delete_resource(
@@ -173,16 +255,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: DeleteResourceRequest,
     ) -> Result<Object, ApiError> {
-        let name = req.name.as_str();
-        let call = Inside::resource(
-            &req.instance,
-            req.kind,
-            req.namespace.as_deref(),
-            Verb::Delete,
-            "delete",
-        )
-        .named("name", name);
-        self.delete_inside(caller, call, name).await
+        let at = At::kind(&req.instance, req.kind, req.namespace.as_deref());
+        self.delete_at(caller, at, &req.name).await
     }
 
     async fn list_objects(
@@ -190,16 +264,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: ListObjectsRequest,
     ) -> Result<ObjectList, ApiError> {
-        let gvr = gvr(&req.group, &req.version, &req.resource);
-        let call = Inside::generic(
-            &req.instance,
-            gvr,
-            req.namespace.as_deref(),
-            Verb::Get,
-            "list",
-        )
-        .listing(&req.options);
-        self.list_inside(caller, call).await
+        let at = at_resource!(req);
+        self.list_at(caller, at, &req.options).await
     }
 
     async fn list_objects_rendered(
@@ -207,16 +273,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: ListObjectsRequest,
     ) -> Result<RenderedObjectList, ApiError> {
-        let gvr = gvr(&req.group, &req.version, &req.resource);
-        let call = Inside::generic(
-            &req.instance,
-            gvr,
-            req.namespace.as_deref(),
-            Verb::Get,
-            "list",
-        )
-        .listing(&req.options);
-        self.list_inside_rendered(caller, call).await
+        let at = at_resource!(req);
+        self.list_rendered_at(caller, at, &req.options).await
     }
 
     fn await_written(
@@ -233,17 +291,8 @@ impl ResourcesApi for KairshipService {
     }
 
     async fn get_object(&self, caller: &Caller, req: GetObjectRequest) -> Result<Object, ApiError> {
-        let name = req.name.as_str();
-        let gvr = gvr(&req.group, &req.version, &req.resource);
-        let call = Inside::generic(
-            &req.instance,
-            gvr,
-            req.namespace.as_deref(),
-            Verb::Get,
-            "read",
-        )
-        .named("name", name);
-        self.get_inside(caller, call, name, "an object").await
+        let at = at_resource!(req);
+        self.get_at(caller, at, &req.name).await
     }
 
     async fn create_object(
@@ -251,16 +300,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: CreateObjectRequest,
     ) -> Result<Object, ApiError> {
-        let gvr = gvr(&req.group, &req.version, &req.resource);
-        let call = Inside::generic(
-            &req.instance,
-            gvr,
-            req.namespace.as_deref(),
-            Verb::Create,
-            "create",
-        )
-        .with_body(req.body);
-        self.create_inside(caller, call).await
+        let at = at_resource!(req);
+        self.create_at(caller, at, req.body).await
     }
 
     async fn update_object(
@@ -268,18 +309,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: UpdateObjectRequest,
     ) -> Result<Object, ApiError> {
-        let name = req.name.as_str();
-        let gvr = gvr(&req.group, &req.version, &req.resource);
-        let call = Inside::generic(
-            &req.instance,
-            gvr,
-            req.namespace.as_deref(),
-            Verb::Update,
-            "update",
-        )
-        .named("name", name)
-        .with_body(req.body);
-        self.replace_inside(caller, call, name).await
+        let at = at_resource!(req);
+        self.replace_at(caller, at, &req.name, req.body).await
     }
 
     async fn patch_object(
@@ -289,16 +320,11 @@ impl ResourcesApi for KairshipService {
     ) -> Result<Object, ApiError> {
         let params = patch_params(&req)?;
         let name = req.name.as_str();
-        let gvr = gvr(&req.group, &req.version, &req.resource);
-        let call = Inside::generic(
-            &req.instance,
-            gvr,
-            req.namespace.as_deref(),
-            Verb::Patch,
-            "patch",
-        )
-        .named("name", name)
-        .with_patch(req.patch_type, req.patch);
+        let at = at_resource!(req);
+        let call = at
+            .call(Verb::Patch, "patch")
+            .named("name", name)
+            .with_patch(req.patch_type, req.patch);
         self.inside(caller, call, |c| async move {
             let patch = c
                 .patch
@@ -314,17 +340,8 @@ impl ResourcesApi for KairshipService {
         caller: &Caller,
         req: DeleteObjectRequest,
     ) -> Result<Object, ApiError> {
-        let name = req.name.as_str();
-        let gvr = gvr(&req.group, &req.version, &req.resource);
-        let call = Inside::generic(
-            &req.instance,
-            gvr,
-            req.namespace.as_deref(),
-            Verb::Delete,
-            "delete",
-        )
-        .named("name", name);
-        self.delete_inside(caller, call, name).await
+        let at = at_resource!(req);
+        self.delete_at(caller, at, &req.name).await
     }
 
     async fn list_events(

@@ -7,7 +7,6 @@ pub mod view;
 use std::collections::BTreeSet;
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::routing::get;
@@ -22,8 +21,7 @@ use crate::api::{
     ListWorkloadsRequest, ResourceKind, SortBy, SortDir,
 };
 use crate::console::request::{
-    Shared, allowed, check_csrf, forbidden, html, is_htmx, see_other, signed_in, signed_post,
-    status_of,
+    Shared, SignedForm, SignedIn, allowed, error_answer, html, is_htmx, see_other, status_of,
 };
 
 /// Workloads per page of the overview.
@@ -81,11 +79,8 @@ pub(in crate::console) async fn instances(
     State(console): State<Shared>,
     headers: HeaderMap,
     Query(query): Query<InstancesQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let list = match console
         .api
         .list_instances(
@@ -265,11 +260,8 @@ pub(in crate::console) async fn overview(
     headers: HeaderMap,
     Path(instance): Path<String>,
     Query(query): Query<OverviewQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     match load_overview(console.api.as_ref(), &signed.caller, &instance, &query).await {
         Ok(mut o) => {
             o.can_write = allowed(
@@ -285,22 +277,14 @@ pub(in crate::console) async fn overview(
                 view::overview_page(&signed.viewer(), &instance, &o, is_htmx(&headers)),
             )
         }
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &instance, &err),
-        ),
+        Err(err) => error_answer(&signed, &instance, &err),
     }
 }
 
 pub(in crate::console) async fn delete_confirm(
-    State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     html(
         StatusCode::OK,
         view::delete_instance_page(&signed.viewer(), &instance, None),
@@ -311,24 +295,15 @@ pub(in crate::console) async fn delete_instance(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path(instance): Path<String>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    if let Err(reason) = check_csrf(&signed, &headers, &crate::console::form::parse(&body)) {
-        return forbidden(reason);
-    }
     match console
         .api
         .delete_instance(
             &signed.caller,
             DeleteInstanceRequest {
                 instance: instance.clone(),
-                force: crate::console::form::parse(&body)
-                    .get("force")
-                    .is_some_and(|v| v == "true"),
+                force: fields.get("force").is_some_and(|v| v == "true"),
             },
         )
         .await
@@ -348,15 +323,10 @@ pub(in crate::console) struct CreateQuery {
 }
 
 pub(in crate::console) async fn create_form(
-    State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
     Query(query): Query<CreateQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let ns = query.ns.unwrap_or_else(|| "default".to_owned());
     html(
         StatusCode::OK,
@@ -412,12 +382,8 @@ pub(in crate::console) async fn create(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path(instance): Path<String>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let yaml = fields.get("yaml").map(String::as_str).unwrap_or_default();
     let ns = fields
         .get("namespace")

@@ -4,7 +4,6 @@
 pub mod view;
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -19,7 +18,8 @@ use crate::api::{
     ObjectList, ResourceKind, SortDir, UpdateResourceRequest, WorkloadKind,
 };
 use crate::console::request::{
-    Console, Shared, allowed, html, is_htmx, see_other, signed_in, signed_post, status_of,
+    Console, Shared, SignedForm, SignedIn, allowed, error_answer, html, is_htmx, see_other,
+    status_of,
 };
 
 pub(in crate::console) async fn get_workload(
@@ -46,11 +46,8 @@ pub(in crate::console) async fn workload(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path((instance, namespace, name)): Path<(String, String, String)>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let w = match get_workload(&console, &signed.caller, &instance, &namespace, &name).await {
         Ok(w) => w,
         Err(err) => {
@@ -144,12 +141,8 @@ pub(in crate::console) async fn workload_action(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path((instance, namespace, name, action)): Path<(String, String, String, String)>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let result = if action == "scale" {
         let replicas = fields.get("replicas").map(String::as_str).unwrap_or("");
         scale(
@@ -194,10 +187,7 @@ pub(in crate::console) async fn workload_action(
                 );
                 see_other(&headers, &to)
             }
-            Err(err) => html(
-                status_of(&err),
-                crate::console::page::error_page(Some(&signed.viewer()), &name, &err),
-            ),
+            Err(err) => error_answer(&signed, &name, &err),
         };
     }
     let status = result.as_ref().err().map_or(StatusCode::OK, status_of);
@@ -307,13 +297,9 @@ pub async fn load_events(
 /// `GET …/workloads/{name}/pods`: the pods part of a workload page, for its refresh.
 pub(super) async fn workload_pods(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path((instance, namespace, name)): Path<(String, String, String)>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let pods = load_pods(
         console.api.as_ref(),
         &signed.caller,
