@@ -17,7 +17,7 @@ use http::StatusCode;
 use kube_sandbox::ApiError;
 use kube_sandbox::UserInfo;
 
-use super::cluster_proxy::{Connection, impersonation};
+use super::cluster_connection::{Connection, impersonation};
 use crate::proxy::upgrade::{UPGRADE_HEADERS, splice};
 
 /// Request headers passed on besides the upgrade's own.

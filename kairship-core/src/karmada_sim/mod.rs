@@ -10,6 +10,7 @@
 pub mod binding;
 pub mod binding_status;
 mod cluster_passes;
+pub mod cluster_connection;
 pub mod cluster_proxy;
 pub mod cluster_status;
 pub mod cluster_strategy;

@@ -12,6 +12,9 @@ use http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use kube::core::WatchEvent;
 
 use super::ProxyState;
+use super::upstream::{
+    HOP_BY_HOP, acts_as_caller, connect, forwarded_request_header, is_member_proxy,
+};
 use super::compress::{self, GZIP_THRESHOLD_BYTES, ListKey, accepts_gzip};
 use super::path::{KubePath, ResourcePath, parse_kube_path};
 use super::request::{Handling, ReadParams, plan, verb_of};
@@ -30,19 +33,6 @@ use crate::router::{
     RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie, written_version,
 };
 
-/// Headers that describe one connection, not the message: never forwarded either way.
-pub(super) const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "content-length",
-];
-
 /// The proxy reads the bearer token as the REST API does.
 pub use crate::transport::bearer_token;
 
@@ -57,38 +47,6 @@ pub fn kube_path_of<'a>(full_path: &'a str, instance: &str) -> Option<&'a str> {
         rest if rest.starts_with('/') => Some(rest),
         _ => None,
     }
-}
-
-/// Whether a request header is forwarded to the instance: everything but hop-by-hop headers,
-/// the caller's credentials (the instance client presents its own), `Host`, and impersonation
-/// headers (a caller must never choose who the instance's credentials act as).
-pub(super) fn forwarded_request_header(name: &HeaderName) -> bool {
-    let name = name.as_str();
-    name != "authorization"
-        && name != "host"
-        && !HOP_BY_HOP.contains(&name)
-        && !is_impersonation_header(name)
-}
-
-/// Whether a forwarded request goes out impersonating the caller: writes when the instance is
-/// asked to impersonate, and every request through Karmada's cluster proxy
-/// (`cluster.karmada.io` `clusters/{name}/proxy`), which impersonates whoever calls it in the
-/// member: made as the instance's identity, it would reach the member as that identity.
-pub fn acts_as_caller(
-    method: &Method,
-    resource: Option<&ResourcePath>,
-    identity: WriteIdentity,
-) -> bool {
-    let writes = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
-    resource.is_some_and(is_member_proxy) || (writes && identity == WriteIdentity::Impersonate)
-}
-
-/// Whether `resource` is Karmada's cluster proxy of a member (`clusters/{name}/proxy/...` of
-/// `cluster.karmada.io`).
-pub(super) fn is_member_proxy(resource: &ResourcePath) -> bool {
-    resource.group == "cluster.karmada.io"
-        && resource.resource == "clusters"
-        && resource.subresource.as_deref() == Some("proxy")
 }
 
 pub(super) async fn handle(
@@ -359,23 +317,6 @@ async fn authorize(
             verb.as_str()
         )))
     }
-}
-
-/// The client of `instance`, checked now; discovery answers of instances that changed since the
-/// last request are dropped.
-pub(super) async fn connect(
-    state: &ProxyState,
-    instance: &str,
-) -> Result<InstanceConnection, RouterError> {
-    let connected = state.clients.connect(instance).await;
-    let generation = *state.clients.changes().borrow();
-    state
-        .discovery
-        .forget_changed(generation, |i| state.clients.current(i));
-    if let Err(RouterError::UnknownInstance { .. }) = &connected {
-        state.discovery.forget_instance(instance);
-    }
-    connected
 }
 
 /// The router target of a resource path, from discovery; `None` when the instance does not

@@ -30,6 +30,7 @@ mod request;
 mod serving;
 mod status;
 pub mod upgrade;
+mod upstream;
 
 use std::sync::Arc;
 
@@ -42,6 +43,7 @@ pub use compress::{
     gzip_large_answers, gzip_stream,
 };
 pub use handler::{bearer_token, kube_path_of};
+pub use upstream::acts_as_caller;
 pub use path::{KubePath, ResourcePath, parse_kube_path};
 pub use request::{Handling, ReadParams, accepts_plain_json, plan, verb_of};
 pub use serving::{

@@ -25,7 +25,7 @@ use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
 use super::ProxyState;
-use super::handler::{
+use super::upstream::{
     HOP_BY_HOP, acts_as_caller, connect, forwarded_request_header, is_member_proxy,
 };
 use super::path::ResourcePath;

@@ -1,11 +1,11 @@
 //! The shell of a simulated container: `kubectl exec -it POD -- sh` reads command lines from
-//! stdin and runs each with the simulated commands ([`super::kubelet_api::run_command`]),
+//! stdin and runs each with the simulated commands ([`super::commands::run_command`]),
 //! `exit [N]` (or end of input) ends it. With a terminal (`tty`) it behaves as a terminal's
 //! line discipline does for a shell: typed characters are echoed, Enter is `\r`, output lines
 //! end in `\r\n`, backspace erases, Ctrl-C drops the line and Ctrl-D on an empty line exits,
 //! and a `$ ` prompt is printed. `sh -c 'a; b'` runs its statements in turn. Pure.
 
-use super::kubelet_api::{CommandOutput, run_command};
+use super::commands::{CommandOutput, run_command};
 use serde_json::Value;
 
 /// The prompt printed on a terminal.
