@@ -24,8 +24,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::body::Body;
 use axum::response::Response;
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use http::{HeaderName, HeaderValue, StatusCode};
 use kube_sandbox::resources::GroupResource;
 use kube_sandbox::state::ClusterState;
@@ -207,6 +205,8 @@ fn describe(err: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
     use serde_json::json;
 
     fn secret(data: &[(&str, &str)]) -> Value {

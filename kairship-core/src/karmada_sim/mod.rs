@@ -9,8 +9,8 @@
 
 pub mod binding;
 pub mod binding_status;
-mod cluster_passes;
 pub mod cluster_connection;
+mod cluster_passes;
 pub mod cluster_proxy;
 pub mod cluster_status;
 pub mod cluster_strategy;

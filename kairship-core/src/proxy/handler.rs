@@ -8,13 +8,10 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, Request, State};
 use axum::response::Response;
 use futures::StreamExt;
-use http::{HeaderMap, HeaderName, Method, StatusCode, header};
+use http::{HeaderMap, Method, StatusCode, header};
 use kube::core::WatchEvent;
 
 use super::ProxyState;
-use super::upstream::{
-    HOP_BY_HOP, acts_as_caller, connect, forwarded_request_header, is_member_proxy,
-};
 use super::compress::{self, GZIP_THRESHOLD_BYTES, ListKey, accepts_gzip};
 use super::path::{KubePath, ResourcePath, parse_kube_path};
 use super::request::{Handling, ReadParams, plan, verb_of};
@@ -22,15 +19,15 @@ use super::status::{
     access_error_response, json_response, router_error_response, status_json, status_response,
     status_value,
 };
-use crate::access::{
-    AccessError, Caller, InstanceResource, Verb, WriteIdentity, impersonation_headers,
-    is_impersonation_header,
+use super::upstream::{
+    HOP_BY_HOP, acts_as_caller, connect, forwarded_request_header, is_member_proxy,
 };
+use crate::access::{AccessError, Caller, InstanceResource, Verb, impersonation_headers};
 use crate::audit::{AuditObject, AuditRecordSpec, Door};
 use crate::limit::{CallerLimiter, proxy_too_many_requests};
 use crate::router::{
-    EventStream, InstanceConnection, ListChunks, ListQuery, ObjectPage, ResourceTarget,
-    RouterError, SortBy, identity_lost, render_list, rendered_len, written_cookie, written_version,
+    EventStream, ListChunks, ListQuery, ObjectPage, ResourceTarget, RouterError, SortBy,
+    identity_lost, render_list, rendered_len, written_cookie, written_version,
 };
 
 /// The proxy reads the bearer token as the REST API does.
@@ -655,6 +652,8 @@ async fn note_write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::WriteIdentity;
+    use http::HeaderName;
 
     #[test]
     fn a_create_names_its_object_in_json_or_protobuf() {

@@ -43,7 +43,6 @@ pub use compress::{
     gzip_large_answers, gzip_stream,
 };
 pub use handler::{bearer_token, kube_path_of};
-pub use upstream::acts_as_caller;
 pub use path::{KubePath, ResourcePath, parse_kube_path};
 pub use request::{Handling, ReadParams, accepts_plain_json, plan, verb_of};
 pub use serving::{
@@ -51,6 +50,7 @@ pub use serving::{
     HTTP2_STREAM_WINDOW_BYTES, connection_builder,
 };
 pub use status::{reason_of, status_json};
+pub use upstream::acts_as_caller;
 
 use crate::access::{Authenticator, Authorizer, WriteIdentity};
 use crate::router::{InstanceClients, ReadWriteRouter};

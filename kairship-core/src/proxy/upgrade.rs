@@ -25,11 +25,11 @@ use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
 use super::ProxyState;
+use super::path::ResourcePath;
+use super::status::{router_error_response, status_response};
 use super::upstream::{
     HOP_BY_HOP, acts_as_caller, connect, forwarded_request_header, is_member_proxy,
 };
-use super::path::ResourcePath;
-use super::status::{router_error_response, status_response};
 use crate::access::{Caller, Verb, impersonation_headers};
 use crate::router::identity_lost;
 

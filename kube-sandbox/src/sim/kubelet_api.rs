@@ -28,8 +28,8 @@
 //! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access
 //! (`nodes/stats` for the summary, `nodes/metrics` for the metrics, as kubelet authorizes).
 
-pub use super::commands::{CommandOutput, run_command};
 use super::Simulator;
+pub use super::commands::{CommandOutput, run_command};
 use crate::apiserver::auth::{self, Attributes, UserInfo};
 use crate::apiserver::pki::PeerCertificate;
 use crate::apiserver::resources::GroupResource;
