@@ -74,7 +74,11 @@ async fn run() {
     let run_start = Instant::now();
     for i in 0..ROUNDS {
         // Alternate which goes first: the second write of a pair finds the connection warm.
-        let order = if i % 2 == 0 { [false, true] } else { [true, false] };
+        let order = if i % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
         for with_audit in order {
             let (writer, times, prefix): (&dyn WriteBackend, _, _) = if with_audit {
                 (&audited, &mut with, "audited")

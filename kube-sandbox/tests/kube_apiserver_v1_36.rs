@@ -799,3 +799,31 @@ async fn a_deployment_gets_the_replica_set_name_kube_gives_it() {
     })
     .await;
 }
+
+/// kube-apiserver publishes the CA of the client certificates it accepts in
+/// `kube-system/extension-apiserver-authentication` under `client-ca-file` (kubernetes
+/// `pkg/controlplane/controller/clusterauthenticationtrust/cluster_authentication_trust_controller.go`,
+/// `writeConfigMap`; the `requestheader-*` keys only with `--requestheader-client-ca-file`,
+/// which the sandbox does not serve). A served sandbox accepts client certificates of its CA.
+#[tokio::test]
+async fn the_client_ca_is_published_for_extension_apiservers() {
+    for t in targets().await {
+        if t.served.is_none() {
+            continue;
+        }
+        let path = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+        let (code, config_map) = get(&t.client, path).await;
+        assert_eq!(code, 200, "{}: {config_map}", t.how);
+        let data = config_map["data"].as_object().unwrap();
+        assert_eq!(
+            data.keys().collect::<Vec<_>>(),
+            ["client-ca-file"],
+            "{config_map}"
+        );
+        let pki = t.cluster.pki().unwrap();
+        assert_eq!(
+            data["client-ca-file"].as_str().unwrap().trim(),
+            pki.ca_pem().trim()
+        );
+    }
+}
