@@ -319,6 +319,53 @@ impl CachedItem {
     pub fn json(&self) -> &[u8] {
         &self.0.json
     }
+
+    /// `metadata.creationTimestamp`.
+    pub fn creation_timestamp(&self) -> Option<k8s_openapi::jiff::Timestamp> {
+        self.0.created
+    }
+
+    /// `metadata.labels` (empty when it has none).
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        self.0
+            .labels
+            .as_ref()
+            .map(|labels| {
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A cached item is selected as the object it indexes (name, namespace, labels,
+/// creationTimestamp), so a [`CompiledQuery`] filters cache readers' items as it filters lists.
+impl super::query::ListFields for CachedItem {
+    fn name(&self) -> Option<&str> {
+        super::query::ListFields::name(self.0.as_ref())
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        super::query::ListFields::namespace(self.0.as_ref())
+    }
+
+    fn creation_timestamp(&self) -> Option<k8s_openapi::jiff::Timestamp> {
+        self.0.created
+    }
+
+    fn label(&self, key: &str) -> Option<&str> {
+        self.0.label(key)
+    }
+
+    fn field_value(&self, path: &str) -> std::borrow::Cow<'_, str> {
+        self.0.field_value(path)
+    }
+
+    fn sort_value(&self, path: &[String]) -> Option<std::borrow::Cow<'_, serde_json::Value>> {
+        self.0.sort_value(path)
+    }
 }
 
 /// Removes (and stops) the entries of `instance` that were not built for `keep`.
