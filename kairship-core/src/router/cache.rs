@@ -279,6 +279,21 @@ impl CachedResource {
         self.len() == 0
     }
 
+    /// The cached objects `query` selects (its selectors, name and namespaces; not its order
+    /// or page), in (namespace, name) order. Each object is read through its index under the
+    /// lock, and only those selected are shared out; one namespace is one range.
+    pub fn matching(&self, query: &CompiledQuery) -> Vec<CachedItem> {
+        let objects = self.cache.read();
+        let namespace = match query.namespaces.as_slice() {
+            [one] => Some(one.as_str()),
+            _ => None,
+        };
+        objects_in(&objects, namespace)
+            .filter(|cached| query.matches(None, cached.as_ref()))
+            .map(|cached| CachedItem(cached.clone()))
+            .collect()
+    }
+
     /// The cached objects, in (namespace, name) order.
     pub fn items(&self) -> Vec<CachedItem> {
         self.cache

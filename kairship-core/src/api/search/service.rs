@@ -331,9 +331,8 @@ impl SearchApi for KairshipService {
                     let before = hits.len();
                     hits.extend(
                         cached
-                            .items()
+                            .matching(&query)
                             .into_iter()
-                            .filter(|item| query.matches(None, item))
                             .map(|item| (name.clone(), item)),
                     );
                     totals.push(InstanceTotal {
