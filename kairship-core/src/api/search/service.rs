@@ -213,8 +213,8 @@ fn hit(instance: &str, resource: &ApiResource, item: &CachedItem) -> SearchHit {
 
 /// What one instance answered.
 enum Searched {
-    /// The cache of the resource, synced.
-    Cache(ApiResource, crate::router::CachedResource),
+    /// The resource, and the objects of its synced cache the query selects.
+    Found(ApiResource, Vec<CachedItem>),
     /// Why the instance was not searched.
     Unavailable(String),
     /// The instance does not serve the resource.
@@ -267,12 +267,15 @@ impl KairshipService {
         Ok(names)
     }
 
-    /// The synced cache of `target` in `instance`, or why there is none.
+    /// The objects `query` selects in the synced cache of `target` in `instance`, or why
+    /// there is none. The scan runs on a blocking thread, so the instances are scanned side by
+    /// side.
     async fn searched(
         &self,
         cache: &EmbeddedCacheBackend,
         instance: &str,
         target: &SearchTarget,
+        query: &Arc<CompiledQuery>,
     ) -> Searched {
         let resource = match target {
             SearchTarget::Kind(kind) => kind.api_resource(),
@@ -290,7 +293,15 @@ impl KairshipService {
             .resource(instance, &resource, CacheContent::Objects)
             .await
         {
-            Ok(cached) if cached.has_listed() => Searched::Cache(resource, cached),
+            Ok(cached) if cached.has_listed() => {
+                let query = query.clone();
+                match tokio::task::spawn_blocking(move || cached.matching(&query)).await {
+                    Ok(items) => Searched::Found(resource, items),
+                    Err(err) => {
+                        Searched::Unavailable(format!("the search of its cache failed: {err}"))
+                    }
+                }
+            }
             Ok(_) => Searched::Unavailable(format!(
                 "the cache of {} is still syncing: search again shortly",
                 resource.plural
@@ -313,10 +324,11 @@ impl SearchApi for KairshipService {
             ));
         };
         let instances = self.searchable(caller, named).await?;
+        let shared_query = Arc::new(query.clone());
         let answers = futures::future::join_all(
             instances
                 .iter()
-                .map(|instance| self.searched(cache, instance, &target)),
+                .map(|instance| self.searched(cache, instance, &target, &shared_query)),
         )
         .await;
         let mut unavailable = Vec::new();
@@ -326,15 +338,10 @@ impl SearchApi for KairshipService {
         let mut resources = Vec::new();
         for (instance, answer) in instances.iter().zip(answers) {
             match answer {
-                Searched::Cache(resource, cached) => {
+                Searched::Found(resource, items) => {
                     let name: Arc<str> = Arc::from(instance.as_str());
                     let before = hits.len();
-                    hits.extend(
-                        cached
-                            .matching(&query)
-                            .into_iter()
-                            .map(|item| (name.clone(), item)),
-                    );
+                    hits.extend(items.into_iter().map(|item| (name.clone(), item)));
                     totals.push(InstanceTotal {
                         instance: instance.clone(),
                         total: u64::try_from(hits.len() - before).unwrap_or(u64::MAX),
