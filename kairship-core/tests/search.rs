@@ -299,3 +299,74 @@ async fn a_search_across_three_instances_keeps_to_what_the_caller_may_read() {
         refused.message()
     );
 }
+
+/// Signs in to the console as `token`: the session cookie.
+async fn console_cookie(env: &ApiEnv, token: &str) -> String {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let signin = http
+        .post(format!("{}/ui/signin", env.base))
+        .header(
+            http::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(format!("token={token}"))
+        .send()
+        .await
+        .unwrap();
+    signin
+        .headers()
+        .get_all(http::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.split(';').next().map(str::to_owned))
+        .expect("a session cookie")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_searches_from_the_header_box() {
+    let env = ApiEnv::builder(A).with_console().start().await;
+    create(&env, A, "default", deployment("checkout-web", "checkout")).await;
+    let cookie = console_cookie(&env, ADMIN).await;
+    let get = |path: String| {
+        let (http, cookie) = (env.http.clone(), cookie.clone());
+        let url = format!("{}{path}", env.base);
+        async move {
+            let resp = http
+                .get(url)
+                .header(http::header::COOKIE, cookie)
+                .send()
+                .await
+                .unwrap();
+            (resp.status(), resp.text().await.unwrap())
+        }
+    };
+    // Every page's header carries the search box.
+    let (status, instances) = get("/ui/instances".into()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        instances.contains("action=\"/ui/search\"") && instances.contains("id=\"search-name\""),
+        "{instances}"
+    );
+    // The box sends a name; the results page searches Deployments (bounded wait for the
+    // cache the first search starts).
+    let mut page = String::new();
+    for _ in 0..200 {
+        let (status, body) = get("/ui/search?name=CHECKOUT".into()).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        page = body;
+        if page.contains("<table id=\"hits\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(page.contains("<td>checkout-web</td>"), "{page}");
+    assert!(page.contains(&format!("Per instance: {A} 1")), "{page}");
+    assert!(!page.contains("not searched"), "{page}");
+    // A malformed selector shows the API's message.
+    let (status, bad) = get("/ui/search?labelSelector=app+in+(".into()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(bad.contains("labelSelector"), "{bad}");
+}
