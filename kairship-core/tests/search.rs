@@ -370,3 +370,35 @@ async fn the_console_searches_from_the_header_box() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(bad.contains("labelSelector"), "{bad}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_cannot_be_read_is_named_unavailable_and_the_others_answer() {
+    let env = ApiEnv::builder(A).start().await;
+    // An instance whose apiserver does not answer (nothing listens on port 1).
+    let down = "k-search-down";
+    let kubeconfig =
+        kube_sandbox::serve::kubeconfig_yaml(down, "http://127.0.0.1:1", None, "no-token");
+    common::register_adopted_with(&env.host.client(), down, &kubeconfig).await;
+    create(&env, A, "default", deployment("checkout-web", "checkout")).await;
+    let path = format!("{P}/search?kind=Deployment&name=checkout");
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let answer = env.ok_as_admin("GET", &path, None).await;
+        let unavailable: Vec<&str> = answer["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["instance"].as_str().unwrap())
+            .collect();
+        if answer["pagination"]["total"] == 1 && unavailable == [down] {
+            assert_eq!(hits(&answer), [format!("{A}/default/checkout-web")]);
+            assert_eq!(totals(&answer), BTreeMap::from([(A.to_owned(), 1)]));
+            let reason = answer["unavailable"][0]["reason"].as_str().unwrap();
+            assert!(!reason.is_empty(), "{answer}");
+            return;
+        }
+        last = answer;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the search never settled: {last:#}");
+}
