@@ -173,21 +173,24 @@ pub async fn build(options: ApiOptions) -> anyhow::Result<Api> {
     let router_dyn: Arc<dyn ReadWriteRouter> = router.clone();
     // One discovery cache: the proxy and the generic resource API ask the same questions.
     let discovery = Arc::new(DiscoveryCache::default());
-    let service: Arc<dyn KairshipApi> = Arc::new(
-        KairshipService::new(
-            options.host.clone(),
-            router_dyn.clone(),
-            options.authorizer.clone(),
-            ServiceConfig {
-                external_url: options.external_url,
-                ca_pem: options.ca_pem,
-                host_timeout: options.host_timeout,
-                ..ServiceConfig::default()
-            },
-        )
-        .with_discovery(clients.clone(), discovery.clone())
-        .with_audit(audit.clone()),
-    );
+    let service = KairshipService::new(
+        options.host.clone(),
+        router_dyn.clone(),
+        options.authorizer.clone(),
+        ServiceConfig {
+            external_url: options.external_url,
+            ca_pem: options.ca_pem,
+            host_timeout: options.host_timeout,
+            ..ServiceConfig::default()
+        },
+    )
+    .with_discovery(clients.clone(), discovery.clone())
+    .with_audit(audit.clone());
+    // The fleet search answers from the embedded cache; with Clusterpedia there is none.
+    let service: Arc<dyn KairshipApi> = Arc::new(match &instance_cache {
+        Some(embedded) => service.with_search_cache(embedded.clone()),
+        None => service,
+    });
     let session_ttl = options.console_sessions.session_ttl;
     let console = kairship_core::console::routes(kairship_core::console::ConsoleParts {
         api: service.clone(),

@@ -303,6 +303,7 @@ impl ApplicationsApi for InMemory {
 // Placement previews and drift are not on the pages this bench measures.
 impl PlacementApi for InMemory {}
 impl DriftApi for InMemory {}
+impl SearchApi for InMemory {}
 #[async_trait]
 impl AuditApi for InMemory {
     async fn list_audit(

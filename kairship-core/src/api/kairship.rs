@@ -57,6 +57,8 @@ pub struct KairshipService {
     pub(super) discovery: Option<Discovery>,
     /// Where writes made on the host for callers are recorded, and the trail is read.
     pub(super) audit: Option<crate::audit::log::HostAuditLog>,
+    /// The embedded cache the router reads, which the fleet search answers from.
+    pub(super) search_cache: Option<Arc<crate::router::EmbeddedCacheBackend>>,
 }
 
 /// How generic calls learn which resources an instance serves.

@@ -45,6 +45,7 @@ impl KairshipService {
             config,
             discovery: None,
             audit: None,
+            search_cache: None,
         }
     }
 

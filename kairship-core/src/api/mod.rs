@@ -48,6 +48,7 @@
 //! | `list_member_objects` | [`ListMemberObjectsRequest`] | [`ObjectList`] | `GET instances/{i}/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}` |
 //! | `get_member_object` | [`GetMemberObjectRequest`] | [`Object`] | `GET …/clusters/{c}[/namespaces/{ns}]/resources/{group}/{version}/{resource}/{name}` |
 //! | `list_audit` | [`ListAuditRequest`] | [`AuditRecordList`] | `GET audit` |
+//! | `search` | [`SearchRequest`] | [`SearchResult`] | `GET search` |
 //! | `promote_workload` | [`PromoteWorkloadRequest`] | [`PromoteWorkloadResponse`] | `POST instances/{i}/clusters/{c}/namespaces/{ns}/{kind}/{name}:promote` |
 //! | `preview_placement` | [`PreviewPlacementRequest`] | [`PlacementPreview`] | `POST instances/{i}/placements:preview` |
 //! | `instance_drift` | [`GetInstanceDriftRequest`] | [`InstanceDrift`] | `GET instances/{i}/drift` |
@@ -97,6 +98,7 @@ pub mod members;
 pub mod placement;
 pub mod references;
 pub mod resources;
+pub mod search;
 pub mod tls;
 pub mod workloads;
 
@@ -136,6 +138,9 @@ pub use resources::{
     ListResourcesRequest, PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList,
     ResourcesApi, UpdateObjectRequest, UpdateResourceRequest,
 };
+pub use search::{
+    InstanceTotal, SearchApi, SearchHit, SearchRequest, SearchResult, UnavailableInstance,
+};
 pub use service::KairshipApi;
 pub use types::{
     CORE_GROUP, KubeObject, ListOptions, Object, ObjectList, Pagination, SortBy, SortDir,
@@ -152,7 +157,7 @@ pub mod prelude {
         ApplicationsApi, AuditApi, InstancesApi, KairshipApi, MembersApi, ResourcesApi,
         WorkloadsApi,
     };
-    pub use super::{DriftApi, PlacementApi};
+    pub use super::{DriftApi, PlacementApi, SearchApi};
 }
 
 /// Prefix of every REST path.

@@ -2,7 +2,7 @@
 //! traits.
 
 use super::{ApplicationsApi, AuditApi, InstancesApi, MembersApi, ResourcesApi, WorkloadsApi};
-use super::{DriftApi, PlacementApi};
+use super::{DriftApi, PlacementApi, SearchApi};
 
 /// The Kairship API. One implementation ([`KairshipService`](super::KairshipService)); REST
 /// and gRPC are thin adapters that authenticate the caller, build the request message and
@@ -24,6 +24,7 @@ pub trait KairshipApi:
     + PlacementApi
     + DriftApi
     + AuditApi
+    + SearchApi
 {
 }
 
@@ -36,6 +37,7 @@ impl<T> KairshipApi for T where
         + PlacementApi
         + DriftApi
         + AuditApi
+        + SearchApi
         + ?Sized
 {
 }

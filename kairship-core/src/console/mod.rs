@@ -12,9 +12,9 @@
 //! the host cluster, [`session_store`]); every POST carries the session's CSRF token.
 //!
 //! Pages are organised by the API's features, each a module serving its routes:
-//! [`instances`], [`members`], [`workloads`], [`applications`], [`audit`]; what they share is in
-//! [`request`] (state, sign-in, CSRF) and [`page`] (layout). [`shell`] serves sign-in,
-//! sign-out and the assets.
+//! [`instances`], [`members`], [`workloads`], [`applications`], [`audit`], [`search`]; what
+//! they share is in [`request`] (state, sign-in, CSRF) and [`page`] (layout). [`shell`]
+//! serves sign-in, sign-out and the assets.
 
 pub mod applications;
 pub mod audit;
@@ -29,6 +29,7 @@ pub mod page;
 pub mod placement;
 pub mod pods;
 pub mod request;
+pub mod search;
 pub mod session;
 pub mod session_store;
 pub mod shell;
@@ -94,6 +95,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(placement::routes())
         .merge(drift::routes())
         .merge(audit::routes())
+        .merge(search::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
 }

@@ -40,6 +40,11 @@ pub fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Html) -> String {
             h.open("body", &[("hx-headers", &headers)]);
             h.raw("<header><a class=\"brand\" href=\"/ui/instances\">Kairship</a>")
                 .raw("<nav><a href=\"/ui/instances\">Instances</a> <a href=\"/ui/audit\">Audit</a></nav>")
+                // The fleet search box: a name, searched as Deployments (the results page
+                // offers the other kinds and filters).
+                .raw("<form method=\"get\" action=\"/ui/search\" class=\"inline search\" role=\"search\">")
+                .raw("<input type=\"search\" name=\"name\" id=\"search-name\" aria-label=\"Search\" placeholder=\"Search every instance\">")
+                .raw("<button type=\"submit\">Search</button></form>")
                 .raw("<span class=\"user\">")
                 .text(v.user)
                 .raw("</span><form method=\"post\" action=\"/ui/signout\" class=\"inline\">");

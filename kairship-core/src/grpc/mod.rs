@@ -25,6 +25,7 @@ pub mod instances;
 pub mod members;
 pub mod placement;
 pub mod resources;
+pub mod search;
 mod service;
 pub mod workloads;
 

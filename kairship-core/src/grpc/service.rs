@@ -593,6 +593,16 @@ impl KairshipService for GrpcApi {
         )
     }
 
+    async fn search(&self, request: Request<pb::SearchRequest>) -> Answer<pb::SearchResult> {
+        let (caller, req) = self.accept(request, super::search::search_request).await?;
+        answer(
+            self.api
+                .search(&caller, req)
+                .await
+                .map(super::search::search_result),
+        )
+    }
+
     async fn adopt_instance(
         &self,
         request: Request<pb::AdoptInstanceRequest>,

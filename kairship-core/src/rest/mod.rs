@@ -13,6 +13,7 @@ pub mod objects;
 pub mod openapi;
 pub mod placement;
 pub mod resources;
+pub mod search;
 pub mod workloads;
 
 use std::sync::Arc;
@@ -99,6 +100,7 @@ pub const PROXY_TAG: &str = "proxy";
         (name = "placements", description = "Where Karmada's scheduling rules would place a workload, and why other clusters are left out"),
         (name = "drift", description = "Member copies that no longer match what Karmada applies to them"),
         (name = "audit", description = "The trail of writes made through Kairship, kept in the host cluster"),
+        (name = "search", description = "Objects of one kind across every instance the caller may read, from the caches"),
     ),
     components(schemas(
         ApiError, Code, KubeObject, ObjectList, Pagination, ListOptions, SortBy, SortDir,
@@ -125,6 +127,8 @@ pub const PROXY_TAG: &str = "proxy";
         crate::api::GetInstanceDriftRequest, crate::api::GetObjectDriftRequest,
         crate::drift::FieldDrift,
         crate::api::AuditRecordList, crate::audit::AuditRecordSpec, crate::audit::AuditObject,
+        crate::api::SearchRequest, crate::api::SearchResult, crate::api::SearchHit,
+        crate::api::InstanceTotal, crate::api::UnavailableInstance,
     )),
     modifiers(&BearerAuth),
 )]
@@ -270,6 +274,7 @@ fn build() -> Builder {
         .add(routes!(drift::instance_drift))
         .add(routes!(drift::object_drift));
     let builder = builder.add(routes!(audit::list_audit));
+    let builder = builder.add(routes!(search::search));
     // The deployment verbs: documented as `{name}:verb` paths, served by one route.
     let mut router = builder
         .router
@@ -472,7 +477,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 63, "{documented:#?}");
+        assert_eq!(documented.len(), 64, "{documented:#?}");
     }
 
     #[test]

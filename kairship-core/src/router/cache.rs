@@ -279,6 +279,21 @@ impl CachedResource {
         self.len() == 0
     }
 
+    /// The cached objects `query` selects (its selectors, name and namespaces; not its order
+    /// or page), in (namespace, name) order. Each object is read through its index under the
+    /// lock, and only those selected are shared out; one namespace is one range.
+    pub fn matching(&self, query: &CompiledQuery) -> Vec<CachedItem> {
+        let objects = self.cache.read();
+        let namespace = match query.namespaces.as_slice() {
+            [one] => Some(one.as_str()),
+            _ => None,
+        };
+        objects_in(&objects, namespace)
+            .filter(|cached| query.matches(None, cached.as_ref()))
+            .map(|cached| CachedItem(cached.clone()))
+            .collect()
+    }
+
     /// The cached objects, in (namespace, name) order.
     pub fn items(&self) -> Vec<CachedItem> {
         self.cache
@@ -318,6 +333,53 @@ impl CachedItem {
     /// indexed metadata).
     pub fn json(&self) -> &[u8] {
         &self.0.json
+    }
+
+    /// `metadata.creationTimestamp`.
+    pub fn creation_timestamp(&self) -> Option<k8s_openapi::jiff::Timestamp> {
+        self.0.created
+    }
+
+    /// `metadata.labels` (empty when it has none).
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        self.0
+            .labels
+            .as_ref()
+            .map(|labels| {
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A cached item is selected as the object it indexes (name, namespace, labels,
+/// creationTimestamp), so a [`CompiledQuery`] filters cache readers' items as it filters lists.
+impl super::query::ListFields for CachedItem {
+    fn name(&self) -> Option<&str> {
+        super::query::ListFields::name(self.0.as_ref())
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        super::query::ListFields::namespace(self.0.as_ref())
+    }
+
+    fn creation_timestamp(&self) -> Option<k8s_openapi::jiff::Timestamp> {
+        self.0.created
+    }
+
+    fn label(&self, key: &str) -> Option<&str> {
+        self.0.label(key)
+    }
+
+    fn field_value(&self, path: &str) -> std::borrow::Cow<'_, str> {
+        self.0.field_value(path)
+    }
+
+    fn sort_value(&self, path: &[String]) -> Option<std::borrow::Cow<'_, serde_json::Value>> {
+        self.0.sort_value(path)
     }
 }
 

@@ -309,8 +309,9 @@ impl ApiEnvBuilder {
             )),
             None => writer,
         };
+        let cache = Arc::new(EmbeddedCacheBackend::new(clients.clone()));
         let split = Arc::new(SplitRouter::with_config(
-            Arc::new(EmbeddedCacheBackend::new(clients.clone())),
+            cache.clone(),
             Arc::new(DirectBackend::new(clients.clone())),
             writer,
             self.router,
@@ -330,7 +331,8 @@ impl ApiEnvBuilder {
             kairship_core::proxy::proxy_routes(state)
         });
         let authorizer = self.authorizer.clone();
-        let mut service = KairshipService::new(host.client(), router, self.authorizer, self.config);
+        let mut service = KairshipService::new(host.client(), router, self.authorizer, self.config)
+            .with_search_cache(cache);
         if self.discovery {
             service = service.with_discovery(clients, Arc::new(DiscoveryCache::default()));
         }

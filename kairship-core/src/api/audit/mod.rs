@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use crate::access::Caller;
 use crate::api::ApiError;
 
+pub use service::Readable;
 pub use types::{AuditRecordList, ListAuditRequest};
 
 /// The audit part of [`KairshipApi`](crate::api::KairshipApi), which

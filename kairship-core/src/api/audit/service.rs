@@ -96,7 +96,11 @@ pub fn audit_page(records: Vec<AuditRecordSpec>, req: &ListAuditRequest) -> Audi
 impl KairshipService {
     /// Which records `caller` may read: all of them with `list` on every instance, else the
     /// records of each instance it may `get` (one asked for by name is checked alone).
-    async fn readable(&self, caller: &Caller, one: Option<&str>) -> Result<Readable, ApiError> {
+    pub(in crate::api) async fn readable(
+        &self,
+        caller: &Caller,
+        one: Option<&str>,
+    ) -> Result<Readable, ApiError> {
         if self
             .authorizer
             .allowed(caller, Verb::List, InstanceResource::Instances, None)

@@ -1,0 +1,237 @@
+//! Console page of the fleet search: the header's search box lands here, and the page offers
+//! the API's filters (kind, name, label selector, namespace, instances) over every instance
+//! the signed-in user may read, with each hit's instance, the hits per instance and paging.
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::Response;
+use axum::routing::get;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+
+use super::html::{Html, url_segment};
+use super::page::{error_box, page};
+use super::request::{Shared, html, signed_in, status_of};
+use crate::api::{ResourceKind, SearchRequest, SearchResult};
+
+/// Hits per page of the search page.
+pub const SEARCH_PAGE_SIZE: u32 = 100;
+
+/// The kind searched when the form names none (the header's box sends only a name).
+const DEFAULT_KIND: &str = "Deployment";
+
+/// The search page's query, as the forms send it (empty means none).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SearchPageQuery {
+    /// Kind searched (default Deployment).
+    pub kind: String,
+    /// Fuzzy name.
+    pub name: String,
+    /// Label selector.
+    #[serde(rename = "labelSelector")]
+    pub label_selector: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Instance or comma-separated instances.
+    pub instance: String,
+    /// 1-based page.
+    pub page: Option<u32>,
+}
+
+impl SearchPageQuery {
+    /// The kind searched.
+    fn kind(&self) -> &str {
+        let kind = self.kind.trim();
+        if kind.is_empty() { DEFAULT_KIND } else { kind }
+    }
+
+    /// The API request this query asks for.
+    pub fn request(&self) -> SearchRequest {
+        let some = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
+        SearchRequest {
+            kind: Some(self.kind().to_string()),
+            name: some(&self.name),
+            label_selector: some(&self.label_selector),
+            namespace: some(&self.namespace),
+            instance: some(&self.instance),
+            page: Some(self.page.unwrap_or(1).max(1)),
+            page_size: Some(SEARCH_PAGE_SIZE),
+            ..SearchRequest::default()
+        }
+    }
+
+    /// The query string of page `page` with the same filters.
+    fn page_link(&self, page: u32) -> String {
+        let pairs = [
+            ("kind", self.kind()),
+            ("name", self.name.as_str()),
+            ("labelSelector", self.label_selector.as_str()),
+            ("namespace", self.namespace.as_str()),
+            ("instance", self.instance.as_str()),
+        ];
+        let mut parts: Vec<String> = pairs
+            .iter()
+            .filter(|(_, value)| !value.is_empty())
+            .map(|(key, value)| format!("{key}={}", url_segment(value)))
+            .collect();
+        parts.push(format!("page={page}"));
+        format!("/ui/search?{}", parts.join("&"))
+    }
+}
+
+/// The filter form, filled in with `query`.
+fn filters(h: &mut Html, query: &SearchPageQuery) {
+    h.raw("<form method=\"get\" action=\"/ui/search\" class=\"filters\">");
+    h.raw("<label>Kind <select name=\"kind\" id=\"kind\">");
+    for kind in ResourceKind::ALL.map(ResourceKind::kind) {
+        if kind.eq_ignore_ascii_case(query.kind()) {
+            h.open("option", &[("value", kind), ("selected", "selected")]);
+        } else {
+            h.open("option", &[("value", kind)]);
+        }
+        h.text(kind).close("option");
+    }
+    h.raw("</select></label>");
+    for (name, label, value) in [
+        ("name", "Name contains", query.name.as_str()),
+        (
+            "labelSelector",
+            "Label selector",
+            query.label_selector.as_str(),
+        ),
+        ("namespace", "Namespace", query.namespace.as_str()),
+        ("instance", "Instances (a,b)", query.instance.as_str()),
+    ] {
+        h.open("label", &[]).text(label).raw(" ");
+        h.open("input", &[("name", name), ("id", name), ("value", value)]);
+        h.close("label");
+    }
+    h.raw("<button type=\"submit\" id=\"search\">Search</button></form>");
+}
+
+/// The hits as a table, the totals per instance, the instances not searched and paging.
+fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
+    for u in &result.unavailable {
+        h.raw("<p class=\"muted unavailable\">")
+            .text(&format!("{} not searched: {}", u.instance, u.reason))
+            .raw("</p>");
+    }
+    if !result.totals.is_empty() {
+        let totals: Vec<String> = result
+            .totals
+            .iter()
+            .map(|t| format!("{} {}", t.instance, t.total))
+            .collect();
+        h.el(
+            "p",
+            &[("class", "totals")],
+            &format!("Per instance: {}", totals.join(", ")),
+        );
+    }
+    if result.items.is_empty() {
+        h.el("p", &[("class", "muted")], "Nothing matches.");
+        return;
+    }
+    h.raw("<table id=\"hits\"><thead><tr><th>Instance</th><th>Namespace</th><th>Name</th>")
+        .raw("<th>Kind</th><th>Labels</th><th>Created</th></tr></thead><tbody>");
+    for hit in &result.items {
+        let labels: Vec<String> = hit.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        h.raw("<tr><td>")
+            .el(
+                "a",
+                &[(
+                    "href",
+                    &format!("/ui/instances/{}", url_segment(&hit.instance)),
+                )],
+                &hit.instance,
+            )
+            .raw("</td>")
+            .el("td", &[], hit.namespace.as_deref().unwrap_or(""))
+            .el("td", &[], &hit.name)
+            .el("td", &[], &hit.kind)
+            .el("td", &[], &labels.join(", "))
+            .el("td", &[], hit.creation_timestamp.as_deref().unwrap_or(""))
+            .raw("</tr>");
+    }
+    h.raw("</tbody></table>");
+    let p = &result.pagination;
+    h.raw("<nav class=\"pages\">");
+    if p.page > 1 {
+        h.el(
+            "a",
+            &[("href", &query.page_link(p.page - 1)), ("rel", "prev")],
+            "Previous",
+        );
+    }
+    h.raw(" ")
+        .text(&format!(
+            "{} hits, page {} of {}",
+            p.total,
+            p.page,
+            p.pages.max(1)
+        ))
+        .raw(" ");
+    if p.page < p.pages {
+        h.el(
+            "a",
+            &[("href", &query.page_link(p.page + 1)), ("rel", "next")],
+            "Next",
+        );
+    }
+    h.raw("</nav>");
+}
+
+async fn search_page(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<SearchPageQuery>,
+) -> Response {
+    let signed = match signed_in(&console, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let mut h = Html::new();
+    h.el("h1", &[], "Search");
+    filters(&mut h, &query);
+    let status = match console.api.search(&signed.caller, query.request()).await {
+        Ok(result) => {
+            results(&mut h, &result, &query);
+            StatusCode::OK
+        }
+        Err(err) => {
+            error_box(&mut h, &err);
+            status_of(&err)
+        }
+    };
+    html(status, page("Search", Some(&signed.viewer()), h))
+}
+
+/// The search page's route.
+pub(super) fn routes() -> Router<Shared> {
+    Router::new().route("/ui/search", get(search_page))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_asks_the_api_with_its_filters_only() {
+        let query = SearchPageQuery {
+            name: " web ".into(),
+            instance: "k1,k2".into(),
+            ..Default::default()
+        };
+        let req = query.request();
+        assert_eq!(req.kind.as_deref(), Some("Deployment"));
+        assert_eq!(req.name.as_deref(), Some("web"));
+        assert_eq!(req.instance.as_deref(), Some("k1,k2"));
+        assert_eq!(req.label_selector, None);
+        assert_eq!(req.page, Some(1));
+        assert_eq!(
+            query.page_link(2),
+            "/ui/search?kind=Deployment&name=%20web%20&instance=k1%2Ck2&page=2"
+        );
+    }
+}
