@@ -12,7 +12,7 @@ use super::{DriftApi, PlacementApi, SearchApi};
 /// touches anything; writes a caller may not make are never forwarded.
 ///
 /// It is the sum of one trait per feature and is implemented for every type implementing
-/// them all: an embedder implements (or, wrapping an `Arc<dyn KairshipApi>`, forwards) the five
+/// them all: an embedder implements (or, wrapping an `Arc<dyn KairshipApi>`, forwards) the
 /// feature traits and hands out `Arc<dyn KairshipApi>`. Callers bring the feature traits into
 /// scope to call their methods (`use kairship_core::api::prelude::*`).
 pub trait KairshipApi:
