@@ -193,7 +193,7 @@ async fn parent() {
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy_addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, proxy_routes(state)).await });
+    tokio::spawn(support::serve_without_delay(listener, proxy_routes(state)));
     let http = reqwest::Client::new();
     let url = |instance: &str, ns: &str| {
         format!(

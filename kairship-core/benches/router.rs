@@ -174,7 +174,7 @@ async fn run() {
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy_addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, proxy_routes(state)).await });
+    tokio::spawn(support::serve_without_delay(listener, proxy_routes(state)));
     let http_client = reqwest::Client::new();
     let proxied_url = format!(
         "http://{proxy_addr}/apis/kairship.io/v1alpha1/instances/{INSTANCE}/proxy/apis/apps/v1/namespaces/{NAMESPACE}/deployments"

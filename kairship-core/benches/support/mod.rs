@@ -189,3 +189,13 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
+
+/// Serves `app` on `listener` as the API server accepts connections (`server.rs`): with
+/// `TCP_NODELAY`, so the chunks of a streamed list are not held back by Nagle's algorithm
+/// waiting for the client's delayed ACK.
+pub async fn serve_without_delay(listener: tokio::net::TcpListener, app: axum::Router) {
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let _ = axum::serve(listener, app).await;
+}
