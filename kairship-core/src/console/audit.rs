@@ -8,7 +8,7 @@ use axum::routing::get;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 
-use super::html::{Html, url_segment};
+use super::html::Html;
 use super::page::{error_box, page};
 use super::request::{Shared, html, signed_in, status_of};
 use crate::api::{AuditRecordList, ListAuditRequest};
@@ -54,21 +54,18 @@ impl AuditPageQuery {
 
     /// The query string of page `page` with the same filters.
     fn page_link(&self, page: u32) -> String {
-        let pairs = [
-            ("instance", self.instance.as_str()),
-            ("user", self.user.as_str()),
-            ("verb", self.verb.as_str()),
-            ("door", self.door.as_str()),
-            ("since", self.since.as_str()),
-            ("until", self.until.as_str()),
-        ];
-        let mut parts: Vec<String> = pairs
-            .iter()
-            .filter(|(_, value)| !value.is_empty())
-            .map(|(key, value)| format!("{key}={}", url_segment(value)))
-            .collect();
-        parts.push(format!("page={page}"));
-        format!("/ui/audit?{}", parts.join("&"))
+        super::page::filtered_page_link(
+            "/ui/audit",
+            &[
+                ("instance", self.instance.as_str()),
+                ("user", self.user.as_str()),
+                ("verb", self.verb.as_str()),
+                ("door", self.door.as_str()),
+                ("since", self.since.as_str()),
+                ("until", self.until.as_str()),
+            ],
+            page,
+        )
     }
 }
 
@@ -149,30 +146,13 @@ fn records(h: &mut Html, list: &AuditRecordList, query: &AuditPageQuery) {
     }
     h.raw("</tbody></table>");
     let p = &list.pagination;
-    h.raw("<nav class=\"pages\">");
-    if p.page > 1 {
-        h.el(
-            "a",
-            &[("href", &query.page_link(p.page - 1)), ("rel", "prev")],
-            "Newer",
-        );
-    }
-    h.raw(" ")
-        .text(&format!(
-            "{} records, page {} of {}",
-            p.total,
-            p.page,
-            p.pages.max(1)
-        ))
-        .raw(" ");
-    if p.page < p.pages {
-        h.el(
-            "a",
-            &[("href", &query.page_link(p.page + 1)), ("rel", "next")],
-            "Older",
-        );
-    }
-    h.raw("</nav>");
+    super::page::page_nav(
+        h,
+        (p.total, p.page, p.pages),
+        "records",
+        ("Newer", "Older"),
+        |page| query.page_link(page),
+    );
 }
 
 async fn audit_page(

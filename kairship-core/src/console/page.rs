@@ -92,6 +92,39 @@ pub fn error_box(h: &mut Html, err: &ApiError) {
         .close("div");
 }
 
+/// A filtered list's link to `page`: the non-empty `filters` as query parameters of `path`.
+pub fn filtered_page_link(path: &str, filters: &[(&str, &str)], page: u32) -> String {
+    let mut parts: Vec<String> = filters
+        .iter()
+        .filter(|(_, value)| !value.is_empty())
+        .map(|(key, value)| format!("{key}={}", super::html::url_segment(value)))
+        .collect();
+    parts.push(format!("page={page}"));
+    format!("{path}?{}", parts.join("&"))
+}
+
+/// The paging line under a list: `<total> <noun>, page <p> of <n>` between the links to the
+/// neighbouring pages (`link(page)`), labelled `back` and `forward`.
+pub fn page_nav(
+    h: &mut Html,
+    (total, page, pages): (u64, u32, u32),
+    noun: &str,
+    (back, forward): (&str, &str),
+    link: impl Fn(u32) -> String,
+) {
+    h.raw("<nav class=\"pages\">");
+    if page > 1 {
+        h.el("a", &[("href", &link(page - 1)), ("rel", "prev")], back);
+    }
+    h.raw(" ")
+        .text(&format!("{total} {noun}, page {page} of {}", pages.max(1)))
+        .raw(" ");
+    if page < pages {
+        h.el("a", &[("href", &link(page + 1)), ("rel", "next")], forward);
+    }
+    h.raw("</nav>");
+}
+
 /// A notice box.
 pub fn notice_box(h: &mut Html, text: &str) {
     h.el("div", &[("class", "notice"), ("role", "status")], text);

@@ -63,20 +63,17 @@ impl SearchPageQuery {
 
     /// The query string of page `page` with the same filters.
     fn page_link(&self, page: u32) -> String {
-        let pairs = [
-            ("kind", self.kind()),
-            ("name", self.name.as_str()),
-            ("labelSelector", self.label_selector.as_str()),
-            ("namespace", self.namespace.as_str()),
-            ("instance", self.instance.as_str()),
-        ];
-        let mut parts: Vec<String> = pairs
-            .iter()
-            .filter(|(_, value)| !value.is_empty())
-            .map(|(key, value)| format!("{key}={}", url_segment(value)))
-            .collect();
-        parts.push(format!("page={page}"));
-        format!("/ui/search?{}", parts.join("&"))
+        super::page::filtered_page_link(
+            "/ui/search",
+            &[
+                ("kind", self.kind()),
+                ("name", self.name.as_str()),
+                ("labelSelector", self.label_selector.as_str()),
+                ("namespace", self.namespace.as_str()),
+                ("instance", self.instance.as_str()),
+            ],
+            page,
+        )
     }
 }
 
@@ -156,30 +153,13 @@ fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
     }
     h.raw("</tbody></table>");
     let p = &result.pagination;
-    h.raw("<nav class=\"pages\">");
-    if p.page > 1 {
-        h.el(
-            "a",
-            &[("href", &query.page_link(p.page - 1)), ("rel", "prev")],
-            "Previous",
-        );
-    }
-    h.raw(" ")
-        .text(&format!(
-            "{} hits, page {} of {}",
-            p.total,
-            p.page,
-            p.pages.max(1)
-        ))
-        .raw(" ");
-    if p.page < p.pages {
-        h.el(
-            "a",
-            &[("href", &query.page_link(p.page + 1)), ("rel", "next")],
-            "Next",
-        );
-    }
-    h.raw("</nav>");
+    super::page::page_nav(
+        h,
+        (p.total, p.page, p.pages),
+        "hits",
+        ("Previous", "Next"),
+        |page| query.page_link(page),
+    );
 }
 
 async fn search_page(
