@@ -207,6 +207,15 @@ impl Env {
             "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
             "metadata": {"name": "north", "labels": {"env": "dev"}}, "spec": {"syncMode": "Pull"}
         }))).await;
+        // North's karmada-agent reports it Ready (without a report Karmada taints a Pull
+        // cluster not-ready, then unreachable).
+        send(&admin, "PUT", "/apis/cluster.karmada.io/v1alpha1/clusters/north/status", Some({
+            let mut north = send(&admin, "GET", "/apis/cluster.karmada.io/v1alpha1/clusters/north", None).await;
+            north["status"] = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
+                "message": "cluster is healthy and ready to accept workloads",
+                "lastTransitionTime": "2026-11-28T20:00:00Z"}]});
+            north
+        })).await;
         let shutdown = CancellationToken::new();
         cluster_status::spawn(admin.clone(), Duration::from_secs(1), shutdown.clone());
         execution_space::spawn(admin.clone(), Duration::from_secs(1), shutdown.clone());
@@ -301,7 +310,8 @@ impl Env {
     /// Waits until every Push member is Ready (the emulated cluster-status controller has
     /// probed it), so that previews and propagation see the members' status.
     async fn members_ready(&self) {
-        eventually("the members to be Ready", LIMIT, || async {
+        // Ready, and without the taints Karmada's cluster controller keeps until they are.
+        eventually("the members to be Ready and untainted", LIMIT, || async {
             let list = send(
                 &self.instance.client(),
                 "GET",
@@ -313,14 +323,25 @@ impl Env {
                 .as_array()?
                 .iter()
                 .filter(|c| {
-                    c["status"]["conditions"]
+                    let untainted = c["spec"]["taints"]
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                        .all(|t| {
+                            !t["key"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .starts_with("cluster.karmada.io/")
+                        });
+                    untainted
+                        && c["status"]["conditions"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
                 })
                 .count();
-            (ready == 3).then_some(())
+            (ready == 4).then_some(())
         })
         .await;
     }
@@ -496,6 +517,7 @@ async fn a_preview_answers_the_split_and_why_each_cluster_is_left_out() {
 #[tokio::test]
 async fn a_placement_selecting_nothing_is_an_empty_answer_and_bad_input_a_400() {
     let env = Env::start().await;
+    env.members_ready().await;
     let nowhere = json!({"kind": "PropagationPolicy",
         "spec": {"placement": {"clusterAffinity": {"clusterNames": ["nowhere"]}}}});
     let (code, preview) = env

@@ -555,3 +555,220 @@ async fn deleting_the_template_removes_its_works_and_member_objects() {
     // The Service stays where it is.
     assert!(get(&msb, &services(), "demo", "shop").await.is_some());
 }
+
+fn clusters() -> ApiResource {
+    resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters")
+}
+
+async fn cluster(client: &Client, name: &str) -> Option<Value> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &clusters());
+    serde_json::to_value(api.get_opt(name).await.ok()??).ok()
+}
+
+fn ready_status(cluster: &Value) -> Option<&str> {
+    cluster["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")?["status"]
+        .as_str()
+}
+
+fn taints(cluster: &Value) -> Vec<Value> {
+    cluster["spec"]["taints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// As recorded, the members were Ready and untainted before the application was created.
+async fn members_ready(k: &Client) {
+    eventually("both Clusters Ready and untainted", LIMIT, || async {
+        for name in ["msb", "mreal"] {
+            let c = cluster(k, name).await?;
+            if ready_status(&c) != Some("True") || !taints(&c).is_empty() {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+}
+
+async fn events(client: &Client, namespace: &str) -> Vec<Value> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &resource("", "v1", "Event", "events"),
+    );
+    match api.list(&Default::default()).await {
+        Ok(list) => list
+            .items
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What identifies a recorded event across runs: who recorded what about which object.
+fn event_key(e: &Value) -> String {
+    let o = &e["involvedObject"];
+    format!(
+        "{} {}/{} {} | {} {} | {} | {} | {} | rv:{}",
+        o["apiVersion"],
+        o["kind"],
+        o["name"],
+        o["namespace"],
+        e["type"],
+        e["reason"],
+        e["message"],
+        e["source"],
+        e["reportingComponent"],
+        o.get("resourceVersion").is_some()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_records_the_events_karmada_recorded() {
+    let env = Env::start().await;
+    let k = env.karmada.clone();
+    members_ready(&k).await;
+    create_application(&env).await;
+    let want: Vec<Value> = recorded("events-demo.json")["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let got = eventually("every event the real Karmada recorded", LIMIT, || async {
+        let got = events(&k, "demo").await;
+        let have: std::collections::BTreeSet<String> = got.iter().map(event_key).collect();
+        want.iter()
+            .all(|w| have.contains(&event_key(w)))
+            .then_some(got)
+    })
+    .await;
+    // About the objects themselves: each reference names the object's uid.
+    let uid = |resource: &ApiResource, name: &str| {
+        let k = k.clone();
+        let resource = resource.clone();
+        let name = name.to_owned();
+        async move { get(&k, &resource, "demo", &name).await.unwrap()["metadata"]["uid"].clone() }
+    };
+    let uids = [
+        ("Deployment", "shop", uid(&deployments(), "shop").await),
+        ("Service", "shop", uid(&services(), "shop").await),
+        (
+            "ResourceBinding",
+            "shop-deployment",
+            uid(&rb(), "shop-deployment").await,
+        ),
+        (
+            "ResourceBinding",
+            "shop-service",
+            uid(&rb(), "shop-service").await,
+        ),
+    ];
+    let recorded_kinds: std::collections::BTreeSet<(String, String)> = want
+        .iter()
+        .map(|w| {
+            (
+                w["source"]["component"].to_string(),
+                w["reason"].to_string(),
+            )
+        })
+        .collect();
+    for e in &got {
+        let o = &e["involvedObject"];
+        let (_, _, want_uid) = uids
+            .iter()
+            .find(|(kind, name, _)| o["kind"] == *kind && o["name"] == *name)
+            .unwrap_or_else(|| panic!("an event about an object of the application: {e}"));
+        assert_eq!(&o["uid"], want_uid, "{e}");
+        // Nothing Karmada did not record, and no failure on the way.
+        assert!(
+            recorded_kinds.contains(&(
+                e["source"]["component"].to_string(),
+                e["reason"].to_string()
+            )),
+            "an event of a kind the real Karmada did not record: {e}"
+        );
+        assert_eq!(e["type"], "Normal", "{e}");
+        let name = e["metadata"]["name"].as_str().unwrap();
+        let (prefix, nanos) = name.rsplit_once('.').unwrap();
+        assert_eq!(prefix, o["name"].as_str().unwrap());
+        assert!(u64::from_str_radix(nanos, 16).is_ok(), "{name}");
+        assert!(e["count"].as_i64().unwrap() >= 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_stops_answering_is_tainted_and_left_out_of_placements() {
+    let env = Env::start().await;
+    let k = env.karmada.clone();
+    members_ready(&k).await;
+    // events-cluster-mreal.json: the execution space's event, on the Cluster, in `default`.
+    eventually("the execution space events", LIMIT, || async {
+        let all = events(&k, "default").await;
+        ["msb", "mreal"]
+            .iter()
+            .all(|m| {
+                all.iter().any(|e| {
+                    e["involvedObject"]["kind"] == "Cluster"
+                        && e["involvedObject"]["name"] == *m
+                        && e["reason"] == "CreateExecutionSpaceSucceed"
+                        && e["message"]
+                            == format!("Created execution space(karmada-es-{m}) for cluster({m}).")
+                        && e["source"]["component"] == "cluster-controller"
+                })
+            })
+            .then_some(())
+    })
+    .await;
+
+    let mreal = &env.members.iter().find(|(n, _, _)| n == "mreal").unwrap().2;
+    mreal.stop();
+    // cluster-msb-after-member-stopped.json: Ready False, then the not-ready taint.
+    let stopped = eventually("mreal not ready and tainted", LIMIT, || async {
+        let c = cluster(&k, "mreal").await?;
+        (ready_status(&c) == Some("False") && !taints(&c).is_empty()).then_some(c)
+    })
+    .await;
+    let taint = &taints(&stopped)[0];
+    assert_eq!(taint["key"], "cluster.karmada.io/not-ready");
+    assert_eq!(taint["effect"], "NoSchedule");
+    assert!(taint["timeAdded"].is_string(), "{taint}");
+    eventually("the taint's event", LIMIT, || async {
+        events(&k, "default")
+            .await
+            .into_iter()
+            .find(|e| {
+                e["involvedObject"]["name"] == "mreal"
+                    && e["reason"] == "TaintClusterSucceed"
+                    && e["message"]
+                        == "Taint cluster succeed: cluster now has taints([{Key:cluster.karmada.io/not-ready,Effect:NoSchedule}])."
+            })
+    })
+    .await;
+
+    // The recorded application (static weights msb:3 mreal:1) now goes to msb alone.
+    create_application(&env).await;
+    let binding = eventually("the Deployment's binding scheduled", LIMIT, || async {
+        let b = get(&k, &rb(), "demo", "shop-deployment").await?;
+        b["spec"]["clusters"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty())
+            .then_some(b)
+    })
+    .await;
+    assert_eq!(
+        binding["spec"]["clusters"],
+        json!([{"name": "msb", "replicas": 4}])
+    );
+    eventually("the scheduler's event", LIMIT, || async {
+        events(&k, "demo").await.into_iter().find(|e| {
+            e["involvedObject"]["kind"] == "ResourceBinding"
+                && e["reason"] == "ScheduleBindingSucceed"
+                && e["message"] == "Binding has been scheduled successfully. Result: {msb:4}"
+        })
+    })
+    .await;
+}

@@ -15,6 +15,7 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::detector::selector_priority;
+use super::events::{EventType, ObjectRef, component};
 use super::execution_space::{EXECUTION_FINALIZER, execution_space, without_finalizer};
 use super::informers::{Pending, generation, key, version, versions, works_by_binding};
 use super::interpreter;
@@ -355,6 +356,7 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
                 continue;
             }
         };
+        record_overrides(k, &template, cluster_name, &cluster_applied, &applied);
         let mut annotations = serde_json::Map::new();
         if binding["kind"] == "ClusterResourceBinding" {
             annotations.insert(CRB_NAME.into(), json!(text(binding, "/metadata/name")));
@@ -439,10 +441,77 @@ async fn sync(k: &Karmada, binding: &Value, works: &[Value]) -> Result<(), Strin
             errors.push(format!("{cluster_name}: {e}"));
         }
     }
-    if errors.is_empty() {
+    let outcome = if errors.is_empty() {
         Ok(())
     } else {
         Err(errors.join("; "))
+    };
+    // `syncBinding`: on the binding and on its template.
+    let (event_type, reason, message) = match &outcome {
+        Ok(()) if binding["kind"] == "ClusterResourceBinding" => (
+            EventType::Normal,
+            "SyncWorkSucceed",
+            format!(
+                "Sync work of ClusterResourceBinding({}) successful.",
+                text(binding, "/metadata/name")
+            ),
+        ),
+        Ok(()) => (
+            EventType::Normal,
+            "SyncWorkSucceed",
+            format!(
+                "Sync work of ResourceBinding({}/{}) successful.",
+                text(binding, "/metadata/namespace"),
+                text(binding, "/metadata/name")
+            ),
+        ),
+        Err(e) => (EventType::Warning, "SyncWorkFailed", e.clone()),
+    };
+    for about in [ObjectRef::of(binding), ObjectRef::of(&template)] {
+        k.events.record_about(
+            component::BINDING,
+            about,
+            event_type,
+            reason,
+            message.clone(),
+        );
+    }
+    outcome
+}
+
+/// The override manager's event per policy applied for `cluster` (`applyClusterOverrides`,
+/// then `applyNamespacedOverrides`), on the template.
+fn record_overrides(
+    k: &Karmada,
+    template: &Value,
+    cluster: &str,
+    cluster_applied: &overrides::Applied,
+    applied: &overrides::Applied,
+) {
+    let about = ObjectRef::of(template);
+    let namespace = text(template, "/metadata/namespace");
+    for (list, cluster_scoped) in [(cluster_applied, true), (applied, false)] {
+        let mut named = BTreeSet::new();
+        for policy in list.iter().map(|a| text(a, "/policyName")) {
+            // One event per policy, however many of its rules applied.
+            if !named.insert(policy) {
+                continue;
+            }
+            let message = if cluster_scoped {
+                format!("Apply cluster override policy({policy}) for cluster({cluster}) succeed.")
+            } else {
+                format!(
+                    "Apply override policy({namespace}/{policy}) for cluster({cluster}) succeed."
+                )
+            };
+            k.events.record_about(
+                component::OVERRIDE_MANAGER,
+                about.clone(),
+                EventType::Normal,
+                "ApplyOverridePolicySucceed",
+                message,
+            );
+        }
     }
 }
 

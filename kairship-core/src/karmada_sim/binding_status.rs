@@ -10,6 +10,7 @@ use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
+use super::events::{EventType, ObjectRef, component};
 use super::informers::{Pending, key, version, works_by_binding};
 use super::interpreter;
 use super::karmada::Karmada;
@@ -180,13 +181,43 @@ async fn sync(k: &Karmada, binding: &Value, works: &[&Value]) -> Result<(), Stri
             "aggregatedStatus": items,
             "conditions": set_condition(&status["conditions"], condition),
         }});
-        api.patch_status(
-            text(binding, "/metadata/name"),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        let written = api
+            .patch_status(
+                text(binding, "/metadata/name"),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|e| e.to_string());
+        // `AggregateResourceBindingWorkStatus` (and its ClusterResourceBinding twin).
+        let (event_type, reason, message) = match &written {
+            Ok(_) if cluster_scoped => (
+                EventType::Normal,
+                "AggregateStatusSucceed",
+                format!(
+                    "Update ClusterResourceBinding({}) with AggregatedStatus successfully.",
+                    text(binding, "/metadata/name")
+                ),
+            ),
+            Ok(_) => (
+                EventType::Normal,
+                "AggregateStatusSucceed",
+                format!(
+                    "Update ResourceBinding({}/{}) with AggregatedStatus successfully.",
+                    text(binding, "/metadata/namespace"),
+                    text(binding, "/metadata/name")
+                ),
+            ),
+            Err(e) => (EventType::Warning, "AggregateStatusFailed", e.clone()),
+        };
+        k.events.record_about(
+            component::BINDING_STATUS,
+            ObjectRef::of(binding),
+            event_type,
+            reason,
+            message,
+        );
+        written?;
     }
     aggregate_into_template(k, binding, &items).await
 }
@@ -212,6 +243,8 @@ async fn aggregate_into_template(
     let Some(next) = interpreter::aggregate_status(&template, items) else {
         return Ok(());
     };
+    // `updateResourceStatus` writes (and records) only a status that changed.
+    let changed = template.get("status").unwrap_or(&Value::Null) != &next;
     // A merge patch replacing the status: fields gone are set to null.
     let mut status = next.as_object().cloned().unwrap_or_default();
     for key in template["status"]
@@ -233,8 +266,17 @@ async fn aggregate_into_template(
         &Patch::Merge(&json!({"status": status})),
     )
     .await
-    .map(|_| ())
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    if changed {
+        k.events.record_about(
+            component::BINDING_STATUS,
+            ObjectRef::of(&template),
+            EventType::Normal,
+            "AggregateStatusSucceed",
+            "Update Resource with AggregatedStatus successfully.",
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

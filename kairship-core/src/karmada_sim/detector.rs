@@ -12,6 +12,7 @@ use kube::core::DynamicObject;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+use super::events::{EventType, ObjectRef, component};
 use super::informers::{Pending, version, versions};
 use super::interpreter;
 use super::karmada::Karmada;
@@ -389,15 +390,55 @@ async fn detect(
     {
         merge(&api, text(template, "/metadata/name"), claim).await?;
     }
-    ensure_binding(k, template, policy, cluster_scoped || ns.is_empty()).await
+    let about = ObjectRef::of(template);
+    if interpreter::replicas(template).is_some() {
+        // `BuildResourceBinding` interprets the replicas each time it runs.
+        k.events.record_about(
+            component::RESOURCE_DETECTOR,
+            about.clone(),
+            EventType::Normal,
+            "GetReplicasSucceed",
+            "Get replicas of resource template successfully.",
+        );
+    }
+    let policy_name = if cluster_scoped {
+        format!("cluster policy({})", text(policy, "/metadata/name"))
+    } else {
+        format!(
+            "policy({}/{})",
+            text(policy, "/metadata/namespace"),
+            text(policy, "/metadata/name")
+        )
+    };
+    let applied = ensure_binding(k, template, policy, cluster_scoped || ns.is_empty()).await;
+    // `ApplyPolicy` / `ApplyClusterPolicy`: an event when the binding was written or failed.
+    match &applied {
+        Ok(true) => k.events.record_about(
+            component::RESOURCE_DETECTOR,
+            about,
+            EventType::Normal,
+            "ApplyPolicySucceed",
+            format!("Apply {policy_name} succeed"),
+        ),
+        Ok(false) => {}
+        Err(e) => k.events.record_about(
+            component::RESOURCE_DETECTOR,
+            about,
+            EventType::Warning,
+            "ApplyPolicyFailed",
+            format!("Apply {policy_name} failed: {e}"),
+        ),
+    }
+    applied.map(|_| ())
 }
 
+/// Creates or updates the template's binding; `Ok(true)` when it wrote one.
 async fn ensure_binding(
     k: &Karmada,
     template: &Value,
     policy: &Value,
     cluster_binding: bool,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let cpp =
         policy["kind"] == "ClusterPropagationPolicy" || policy["metadata"]["namespace"].is_null();
     let desired = binding_for(template, policy, cpp);
@@ -436,14 +477,14 @@ async fn ensure_binding(
             body["metadata"]["labels"][id_key] = json!(permanent_id());
             let object: DynamicObject = serde_json::from_value(body).map_err(|e| e.to_string())?;
             match api.create(&PostParams::default(), &object).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
                 Err(e) => Err(format!("binding {name}: {e}")),
             }
         }
         Some(current) => {
             if current["metadata"]["deletionTimestamp"].is_string() {
-                return Ok(());
+                return Ok(false);
             }
             if current.pointer("/spec/resource/uid") != desired.pointer("/spec/resource/uid") {
                 // A binding left from an earlier object of that name: replaced.
@@ -487,9 +528,9 @@ async fn ensure_binding(
                 }
             }
             if patch == json!({}) {
-                return Ok(());
+                return Ok(false);
             }
-            merge(&api, &name, patch).await
+            merge(&api, &name, patch).await.map(|()| true)
         }
     }
 }

@@ -10,6 +10,7 @@ use kube::core::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+use super::events::{EventType, ObjectRef, component};
 use super::execution_space::{EXECUTION_FINALIZER, is_ready, without_finalizer};
 use super::informers::{Pending, generation, key, version};
 use super::karmada::Karmada;
@@ -275,10 +276,13 @@ async fn sync(k: &Karmada, work: &Value) -> Result<(), String> {
             }
             None => None,
         };
-        if let Err(e) = apply(&member, cluster_name, manifest, managed.as_ref()).await {
+        let applied = apply(&member, cluster_name, manifest, managed.as_ref()).await;
+        record_applied(k, manifest, cluster_name, applied.as_ref().err());
+        if let Err(e) = applied {
             errors.push(e);
         }
     }
+    record_synced(k, work, cluster_name, errors.is_empty());
     let outcome = if errors.is_empty() {
         Ok(())
     } else {
@@ -317,6 +321,58 @@ async fn sync(k: &Karmada, work: &Value) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+/// `syncToClusters`' event per manifest, on the resource template.
+fn record_applied(k: &Karmada, manifest: &Value, cluster: &str, failed: Option<&String>) {
+    let about = ObjectRef::of_manifest(manifest);
+    let object = about.as_ref().map(ObjectRef::key).unwrap_or_default();
+    let (event_type, reason, message) = match failed {
+        None => (
+            EventType::Normal,
+            "SyncSucceed",
+            format!(
+                "Successfully applied resource({}/{}) to cluster {cluster}",
+                text(manifest, "/metadata/namespace"),
+                text(manifest, "/metadata/name")
+            ),
+        ),
+        Some(e) => (
+            EventType::Warning,
+            "SyncFailed",
+            format!(
+                "Failed to create or update resource({object}) in member cluster({cluster}): {e}"
+            ),
+        ),
+    };
+    k.events
+        .record_about(component::EXECUTION, about, event_type, reason, message);
+}
+
+/// `syncWork`'s event on the Work.
+fn record_synced(k: &Karmada, work: &Value, cluster: &str, synced: bool) {
+    let ns = text(work, "/metadata/namespace");
+    let name = text(work, "/metadata/name");
+    let (event_type, reason, message) = if synced {
+        (
+            EventType::Normal,
+            "SyncSucceed",
+            format!("Sync work({ns}/{name}) to cluster({cluster}) successful."),
+        )
+    } else {
+        (
+            EventType::Warning,
+            "SyncFailed",
+            format!("Failed to sync work({ns}/{name}) to cluster({cluster})"),
+        )
+    };
+    k.events.record_about(
+        component::EXECUTION,
+        ObjectRef::of(work),
+        event_type,
+        reason,
+        message,
+    );
 }
 
 #[cfg(test)]

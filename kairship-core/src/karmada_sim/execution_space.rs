@@ -12,7 +12,11 @@
 //!   its finalizer `karmada.io/execution-controller`; when the Cluster is not Ready, the
 //!   finalizer is dropped without touching the member (the objects stay there, orphaned);
 //! - when the execution space is empty, the cluster controller deletes it
-//!   (`removeExecutionSpace`), then releases the Cluster.
+//!   (`removeExecutionSpace`), then releases the Cluster;
+//! - the cluster controller keeps the scheduling taints of a Cluster in step with its Ready
+//!   condition (`taintClusterByCondition`, [`super::cluster_taints`]);
+//! - it records the Events Karmada's records for all of this (`CreateExecutionSpaceSucceed`,
+//!   `TaintClusterSucceed`, `RemoveExecutionSpaceSucceed`).
 //!
 //! Scheduling, propagation and applying Works are not emulated.
 
@@ -26,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::cluster_passes::{clusters, on_cluster_changes};
 use super::cluster_status;
+use super::cluster_taints::{taints_for, taints_message};
+use super::events::{EventRecorder, EventType, ObjectRef, component};
 
 /// The cluster controller's finalizer on Clusters.
 pub const CLUSTER_FINALIZER: &str = "karmada.io/cluster-controller";
@@ -153,9 +159,21 @@ async fn delete_applied(member: &Client, work: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The reference to a Cluster its events are about.
+fn cluster_ref(cluster: &Value) -> Option<ObjectRef> {
+    let mut typed = cluster.clone();
+    typed["apiVersion"] = json!("cluster.karmada.io/v1alpha1");
+    typed["kind"] = json!("Cluster");
+    ObjectRef::of(&typed)
+}
+
 /// One pass over the execution space of the deleted `cluster`; `Ok(true)` once the Cluster
 /// could be released.
-async fn remove_execution_space(karmada: &Client, cluster: &Value) -> Result<bool, String> {
+async fn remove_execution_space(
+    karmada: &Client,
+    cluster: &Value,
+    events: &EventRecorder,
+) -> Result<bool, String> {
     let name = cluster
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -199,8 +217,19 @@ async fn remove_execution_space(karmada: &Client, cluster: &Value) -> Result<boo
     match spaces.get_opt(&space).await {
         Ok(None) => {}
         Ok(Some(ns)) => {
-            if ns.metadata.deletion_timestamp.is_none() {
-                let _ = spaces.delete(&space, &DeleteParams::default()).await;
+            if ns.metadata.deletion_timestamp.is_none()
+                && spaces
+                    .delete(&space, &DeleteParams::default())
+                    .await
+                    .is_ok()
+            {
+                events.record_about(
+                    component::CLUSTER,
+                    cluster_ref(cluster),
+                    EventType::Normal,
+                    "RemoveExecutionSpaceSucceed",
+                    format!("Removed execution space for cluster({name})."),
+                );
             }
             return Ok(false);
         }
@@ -216,7 +245,7 @@ async fn remove_execution_space(karmada: &Client, cluster: &Value) -> Result<boo
 }
 
 /// One pass over every Cluster of `karmada`.
-pub async fn sync_once(karmada: &Client) -> Result<(), kube::Error> {
+pub async fn sync_once(karmada: &Client, events: &EventRecorder) -> Result<(), kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &clusters());
     let spaces: Api<DynamicObject> = Api::all_with(karmada.clone(), &namespaces());
     for cluster in api.list(&ListParams::default()).await?.items {
@@ -225,37 +254,81 @@ pub async fn sync_once(karmada: &Client) -> Result<(), kube::Error> {
         };
         let value = serde_json::to_value(&cluster).unwrap_or(Value::Null);
         if cluster.metadata.deletion_timestamp.is_some() {
-            if let Err(why) = remove_execution_space(karmada, &value).await {
+            if let Err(why) = remove_execution_space(karmada, &value, events).await {
                 tracing::debug!(cluster = %name, reason = %why, "execution space not removed yet");
             }
             continue;
-        }
-        if let Some(all) = with_finalizer(&value, CLUSTER_FINALIZER) {
-            set_finalizers(&api, &name, all).await?;
         }
         let space = execution_space(&name);
         if spaces.get_opt(&space).await?.is_none() {
             let body = DynamicObject::new(&space, &namespaces());
             match spaces.create(&PostParams::default(), &body).await {
-                Ok(_) => {}
+                Ok(_) => events.record_about(
+                    component::CLUSTER,
+                    cluster_ref(&value),
+                    EventType::Normal,
+                    "CreateExecutionSpaceSucceed",
+                    format!("Created execution space({space}) for cluster({name})."),
+                ),
                 Err(kube::Error::Api(s)) if s.code == 409 => {}
                 Err(e) => return Err(e),
             }
+        }
+        taint_by_condition(&api, &value, events).await;
+        if let Some(all) = with_finalizer(&value, CLUSTER_FINALIZER) {
+            set_finalizers(&api, &name, all).await?;
         }
     }
     Ok(())
 }
 
+/// `taintClusterByCondition` with `updateClusterTaints`: written against the resourceVersion
+/// read, so a taint someone set meanwhile is not lost (the next pass sees it).
+async fn taint_by_condition(api: &Api<DynamicObject>, cluster: &Value, events: &EventRecorder) {
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let Some(taints) = taints_for(cluster, &now) else {
+        return;
+    };
+    let name = cluster
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let patch = json!({
+        "metadata": {"resourceVersion": cluster.pointer("/metadata/resourceVersion")},
+        "spec": {"taints": taints},
+    });
+    let (event_type, reason, message) = match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => (
+            EventType::Normal,
+            "TaintClusterSucceed",
+            format!("Taint cluster succeed: {}.", taints_message(&taints)),
+        ),
+        // A stale view: the next pass decides again.
+        Err(kube::Error::Api(s)) if s.code == 409 => return,
+        Err(e) => (EventType::Warning, "TaintClusterFailed", e.to_string()),
+    };
+    events.record_about(
+        component::CLUSTER,
+        cluster_ref(cluster),
+        event_type,
+        reason,
+        message,
+    );
+}
+
 /// Runs the emulation on `karmada` until `shutdown`: a pass on every change of a Cluster and
 /// every `interval`.
 pub async fn run(karmada: Client, interval: Duration, shutdown: CancellationToken) {
-    on_cluster_changes(
-        karmada,
-        interval,
-        shutdown,
-        "execution spaces",
-        |k| async move { sync_once(&k).await },
-    )
+    let events = EventRecorder::start(karmada.clone(), shutdown.clone());
+    on_cluster_changes(karmada, interval, shutdown, "execution spaces", |k| {
+        let events = events.clone();
+        async move { sync_once(&k, &events).await }
+    })
     .await;
 }
 

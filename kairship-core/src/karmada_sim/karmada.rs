@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::cluster_passes::clusters;
+use super::events::EventRecorder;
 use super::informers::{Informer, Members, Memo};
 use super::objects::*;
 
@@ -39,6 +40,8 @@ pub struct Karmada {
     pub members: Members,
     /// What each controller already did.
     pub memo: Memo,
+    /// The Events the controllers record.
+    pub events: EventRecorder,
     /// Stops everything.
     pub shutdown: CancellationToken,
 }
@@ -62,6 +65,7 @@ impl Karmada {
                 .collect(),
             members: Members::default(),
             memo: Memo::default(),
+            events: EventRecorder::start(client.clone(), shutdown.clone()),
             client,
             shutdown,
         })

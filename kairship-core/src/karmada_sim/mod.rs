@@ -3,7 +3,8 @@
 //! aggregated apiserver's Cluster strategy, what Karmada does with a member's execution
 //! space (`execution_space`), and the propagation controllers (`propagation`: resource
 //! detector, scheduler, binding, namespace sync, execution, work status and binding status
-//! controllers, with the override manager and the default resource interpreter), acting on
+//! controllers, with the override manager and the default resource interpreter; the Events
+//! they record, `events`), acting on
 //! kube-sandbox clusters holding Karmada's resource types as Karmada would, so that what
 //! Kairship creates behaves as it does in a real instance.
 
@@ -14,8 +15,10 @@ mod cluster_passes;
 pub mod cluster_proxy;
 pub mod cluster_status;
 pub mod cluster_strategy;
+pub mod cluster_taints;
 mod cluster_upgrade;
 pub mod detector;
+pub mod events;
 pub mod execution;
 pub mod execution_space;
 pub mod informers;

@@ -11,6 +11,7 @@ use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
+use super::events::{EventType, ObjectRef, component};
 use super::informers::{Pending, version, versions};
 use super::karmada::Karmada;
 use super::objects::*;
@@ -277,7 +278,53 @@ async fn schedule_one(
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|e| e.to_string())?;
+    record_result(k, binding, chosen.as_deref(), &cond, cluster_scoped);
     Ok(())
+}
+
+/// The result as `recordScheduleResultEventForResourceBinding` (and its ClusterResourceBinding
+/// twin, whose message has no colon after `Result`) records it, on the binding and its template.
+fn record_result(
+    k: &Karmada,
+    binding: &Value,
+    chosen: Option<&[TargetCluster]>,
+    condition: &Value,
+    cluster_scoped: bool,
+) {
+    let (event_type, reason, message) = match chosen {
+        Some(clusters) => (
+            EventType::Normal,
+            "ScheduleBindingSucceed",
+            format!(
+                "{SCHEDULED_MESSAGE} Result{} {{{}}}",
+                if cluster_scoped { "" } else { ":" },
+                result_text(clusters)
+            ),
+        ),
+        None => (
+            EventType::Warning,
+            "ScheduleBindingFailed",
+            text(condition, "/message").to_owned(),
+        ),
+    };
+    for about in [ObjectRef::of(binding), ObjectRef::template_of(binding)] {
+        k.events.record_about(
+            component::SCHEDULER,
+            about,
+            event_type,
+            reason,
+            message.clone(),
+        );
+    }
+}
+
+/// `targetClustersToString`: `member1:1, member2:2`.
+pub fn result_text(clusters: &[TargetCluster]) -> String {
+    clusters
+        .iter()
+        .map(|c| format!("{}:{}", c.name, c.replicas))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -296,6 +343,17 @@ mod tests {
             applied_placement(&placement),
             "{\"clusterAffinity\":{\"clusterNames\":[\"msb\",\"mreal\"]},\"replicaScheduling\":{\"replicaSchedulingType\":\"Divided\",\"replicaDivisionPreference\":\"Weighted\",\"weightPreference\":{\"staticWeightList\":[{\"targetCluster\":{\"clusterNames\":[\"mreal\"]},\"weight\":1},{\"targetCluster\":{\"clusterNames\":[\"msb\"]},\"weight\":3}]}}}"
         );
+    }
+
+    #[test]
+    fn the_result_reads_as_recorded() {
+        // events-demo.json: "Binding has been scheduled successfully. Result: {mreal:1, msb:3}".
+        let clusters: Vec<TargetCluster> = serde_json::from_value(
+            json!([{"name": "mreal", "replicas": 1}, {"name": "msb", "replicas": 3}]),
+        )
+        .unwrap_or_default();
+        assert_eq!(result_text(&clusters), "mreal:1, msb:3");
+        assert_eq!(result_text(&[]), "");
     }
 
     #[test]
