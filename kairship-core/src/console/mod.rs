@@ -20,6 +20,7 @@ pub mod applications;
 pub mod audit;
 pub mod browser;
 pub mod drift;
+pub mod events;
 pub mod form;
 pub mod html;
 pub mod instances;
@@ -95,6 +96,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(placement::routes())
         .merge(drift::routes())
         .merge(audit::routes())
+        .merge(events::routes())
         .merge(search::routes())
         .layer(axum::middleware::map_response(shell::security_headers))
         .with_state(console)
