@@ -47,7 +47,8 @@ pub const CLUSTER_POLICY_NAME_ANNOTATION: &str = "clusterpropagationpolicy.karma
 
 /// The routes (under `/ui/instances/{instance}/members/{cluster}`).
 pub(super) fn routes() -> Router<Shared> {
-    let one = "/ui/instances/{instance}/members/{cluster}/namespaces/{namespace}/workloads/{kind}/{name}";
+    let one =
+        "/ui/instances/{instance}/members/{cluster}/namespaces/{namespace}/workloads/{kind}/{name}";
     Router::new()
         .route(
             "/ui/instances/{instance}/members/{cluster}/workloads",
@@ -109,7 +110,9 @@ pub fn management(object: &Value, kind: WorkloadKind) -> Management {
         .and_then(Value::as_str)
         .unwrap_or_default();
     match annotation(object, POLICY_NAME_ANNOTATION) {
-        Some(policy) if policy == policy_name(kind, name) => Management::Promoted(policy.to_owned()),
+        Some(policy) if policy == policy_name(kind, name) => {
+            Management::Promoted(policy.to_owned())
+        }
         Some(policy) => {
             let ns = annotation(object, "propagationpolicy.karmada.io/namespace").unwrap_or("");
             Management::Propagated(if ns.is_empty() {
@@ -279,7 +282,10 @@ impl WorkloadsQuery {
             let known: Vec<&str> = WorkloadKind::ALL.iter().map(|k| k.plural()).collect();
             ApiError::invalid_field(
                 "kind",
-                format!("{kind:?} is not a workload kind; one of {}", known.join(", ")),
+                format!(
+                    "{kind:?} is not a workload kind; one of {}",
+                    known.join(", ")
+                ),
             )
         })
     }
@@ -332,7 +338,11 @@ pub fn workload_url(
 /// The console page of the workload in the instance (Karmada's template): the typed pages of
 /// Deployments, Jobs and CronJobs, the resource browser's for the other kinds.
 pub fn karmada_url(instance: &str, namespace: &str, kind: WorkloadKind, name: &str) -> String {
-    let (i, ns, n) = (url_segment(instance), url_segment(namespace), url_segment(name));
+    let (i, ns, n) = (
+        url_segment(instance),
+        url_segment(namespace),
+        url_segment(name),
+    );
     match kind {
         WorkloadKind::Deployments => format!("/ui/instances/{i}/namespaces/{ns}/workloads/{n}"),
         WorkloadKind::Jobs => format!("/ui/instances/{i}/namespaces/{ns}/jobs/{n}"),
@@ -349,7 +359,11 @@ fn management_badge(h: &mut Html, m: &Management) {
         Management::MemberOnly => "badge wait",
         Management::Propagated(_) | Management::Promoted(_) => "badge ok",
     };
-    h.el("span", &[("class", class), ("data-management", m.label())], m.label());
+    h.el(
+        "span",
+        &[("class", class), ("data-management", m.label())],
+        m.label(),
+    );
     if let Management::Propagated(p) | Management::Promoted(p) = m
         && !p.is_empty()
     {
@@ -368,7 +382,13 @@ pub struct Listed {
     pub errors: Vec<ApiError>,
 }
 
-fn filters_form(h: &mut Html, instance: &str, cluster: &str, query: &WorkloadsQuery, listed: &Listed) {
+fn filters_form(
+    h: &mut Html,
+    instance: &str,
+    cluster: &str,
+    query: &WorkloadsQuery,
+    listed: &Listed,
+) {
     let action = workloads_url(instance, cluster, &WorkloadsQuery::default());
     h.open(
         "form",
@@ -488,7 +508,10 @@ fn crumbs(h: &mut Html, instance: &str, cluster: &str) {
         .raw(" / ")
         .el(
             "a",
-            &[("href", &format!("/ui/instances/{}/members", url_segment(instance)))],
+            &[(
+                "href",
+                &format!("/ui/instances/{}/members", url_segment(instance)),
+            )],
             "members",
         )
         .raw(" / ")
@@ -496,7 +519,10 @@ fn crumbs(h: &mut Html, instance: &str, cluster: &str) {
         .raw(" / ")
         .el(
             "a",
-            &[("href", &format!("{base}/workloads")), ("id", "member-workloads-link")],
+            &[
+                ("href", &format!("{base}/workloads")),
+                ("id", "member-workloads-link"),
+            ],
             "workloads",
         )
         .close("p");
@@ -608,13 +634,18 @@ pub struct WorkloadPath {
 
 impl WorkloadPath {
     fn kind(&self) -> Result<WorkloadKind, ApiError> {
-        WorkloadKind::parse(&self.kind).ok_or_else(|| {
-            ApiError::not_found(format!("{:?} is not a workload kind", self.kind))
-        })
+        WorkloadKind::parse(&self.kind)
+            .ok_or_else(|| ApiError::not_found(format!("{:?} is not a workload kind", self.kind)))
     }
 
     fn url(&self, kind: WorkloadKind) -> String {
-        workload_url(&self.instance, &self.cluster, &self.namespace, kind, &self.name)
+        workload_url(
+            &self.instance,
+            &self.cluster,
+            &self.namespace,
+            kind,
+            &self.name,
+        )
     }
 }
 
@@ -630,13 +661,19 @@ pub fn status_facts(object: &Value, kind: WorkloadKind) -> Vec<(&'static str, St
     };
     match kind {
         WorkloadKind::Deployments => vec![
-            ("Replicas", int(object, "/spec/replicas").unwrap_or(1).to_string()),
+            (
+                "Replicas",
+                int(object, "/spec/replicas").unwrap_or(1).to_string(),
+            ),
             ("Ready", n("/status/readyReplicas")),
             ("Available", n("/status/availableReplicas")),
             ("Updated", n("/status/updatedReplicas")),
         ],
         WorkloadKind::Statefulsets => vec![
-            ("Replicas", int(object, "/spec/replicas").unwrap_or(1).to_string()),
+            (
+                "Replicas",
+                int(object, "/spec/replicas").unwrap_or(1).to_string(),
+            ),
             ("Ready", n("/status/readyReplicas")),
             ("Current", n("/status/currentReplicas")),
             ("Updated", n("/status/updatedReplicas")),
@@ -648,7 +685,10 @@ pub fn status_facts(object: &Value, kind: WorkloadKind) -> Vec<(&'static str, St
             ("Available", n("/status/numberAvailable")),
         ],
         WorkloadKind::Jobs => vec![
-            ("Completions", int(object, "/spec/completions").unwrap_or(1).to_string()),
+            (
+                "Completions",
+                int(object, "/spec/completions").unwrap_or(1).to_string(),
+            ),
             ("Active", n("/status/active")),
             ("Succeeded", n("/status/succeeded")),
             ("Failed", n("/status/failed")),
@@ -724,7 +764,11 @@ fn workload_live(p: &WorkloadPath, kind: WorkloadKind, object: &Value) -> Html {
             .raw("</tr>");
     }
     h.raw("</tbody></table></section><section><h2>YAML</h2>");
-    h.el("pre", &[("id", "yaml"), ("class", "yaml")], &yaml_of(&shown(object)));
+    h.el(
+        "pre",
+        &[("id", "yaml"), ("class", "yaml")],
+        &yaml_of(&shown(object)),
+    );
     h.raw("</section></div>");
     h
 }
@@ -776,7 +820,10 @@ pub fn workload_page(
         h.el(
             "a",
             &[
-                ("href", &karmada_url(&p.instance, &p.namespace, kind, &p.name)),
+                (
+                    "href",
+                    &karmada_url(&p.instance, &p.namespace, kind, &p.name),
+                ),
                 ("id", "karmada-page"),
             ],
             "Its page in the instance",
@@ -808,7 +855,10 @@ fn objects_table(h: &mut Html, objects: &[Value]) {
         let t = |ptr: &str| o.pointer(ptr).and_then(Value::as_str).unwrap_or_default();
         h.open(
             "tr",
-            &[("data-kind", t("/kind")), ("data-name", t("/metadata/name"))],
+            &[
+                ("data-kind", t("/kind")),
+                ("data-name", t("/metadata/name")),
+            ],
         )
         .el("td", &[], t("/kind"))
         .el("td", &[], t("/metadata/namespace"))
@@ -880,7 +930,10 @@ pub fn promote_page(
             h.el(
                 "a",
                 &[
-                    ("href", &karmada_url(&p.instance, &p.namespace, kind, &p.name)),
+                    (
+                        "href",
+                        &karmada_url(&p.instance, &p.namespace, kind, &p.name),
+                    ),
                     ("id", "karmada-page"),
                 ],
                 "The workload in the instance",
@@ -894,7 +947,11 @@ pub fn promote_page(
             h.raw("<p>The API refused the promotion:</p>");
             error_box(&mut h, err);
             h.open("p", &[]);
-            h.el("a", &[("href", &back), ("id", "promote-back")], "Back to the workload");
+            h.el(
+                "a",
+                &[("href", &back), ("id", "promote-back")],
+                "Back to the workload",
+            );
             h.close("p");
         }
     }
@@ -902,7 +959,14 @@ pub fn promote_page(
 }
 
 async fn may_promote(console: &Console, caller: &Caller, instance: &str) -> bool {
-    allowed(console, caller, Verb::Create, InstanceResource::Proxy, instance).await
+    allowed(
+        console,
+        caller,
+        Verb::Create,
+        InstanceResource::Proxy,
+        instance,
+    )
+    .await
 }
 
 fn refused_page(signed: &SignedIn, title: &str, err: &ApiError) -> Response {
@@ -1034,9 +1098,7 @@ mod tests {
 
     #[test]
     fn management_table() {
-        let with = |labels: Value, annotations: Value| {
-            json!({"metadata": {"name": "web", "labels": labels, "annotations": annotations}})
-        };
+        let with = |labels: Value, annotations: Value| json!({"metadata": {"name": "web", "labels": labels, "annotations": annotations}});
         for (object, want) in [
             (json!({"metadata": {"name": "web"}}), Management::MemberOnly),
             (
@@ -1067,7 +1129,11 @@ mod tests {
                 Management::Propagated("all".into()),
             ),
         ] {
-            assert_eq!(management(&object, WorkloadKind::Deployments), want, "{object}");
+            assert_eq!(
+                management(&object, WorkloadKind::Deployments),
+                want,
+                "{object}"
+            );
         }
     }
 
@@ -1142,12 +1208,19 @@ mod tests {
         }
         .kinds()
         .unwrap_err();
-        assert!(err.message.contains("not a workload kind"), "{}", err.message);
+        assert!(
+            err.message.contains("not a workload kind"),
+            "{}",
+            err.message
+        );
         assert_eq!(
             workloads_url("i", "c/1", &jobs),
             "/ui/instances/i/members/c%2F1/workloads?ns=demo&kind=jobs"
         );
-        assert_eq!(workloads_url("i", "c", &all), "/ui/instances/i/members/c/workloads");
+        assert_eq!(
+            workloads_url("i", "c", &all),
+            "/ui/instances/i/members/c/workloads"
+        );
         assert_eq!(
             workload_url("i", "c", "demo", WorkloadKind::Cronjobs, "a b"),
             "/ui/instances/i/members/c/namespaces/demo/workloads/cronjobs/a%20b"
@@ -1210,7 +1283,9 @@ mod tests {
         };
         let page = promote_page(&viewer(), &path(), kind, &PromoteOutcome::Preview(&preview));
         assert!(page.contains("id=\"promote-confirm\"") && page.contains("id=\"promote-cancel\""));
-        assert!(page.contains("name=\"op\" value=\"promote\"") && page.contains("value=\"csrf-token\""));
+        assert!(
+            page.contains("name=\"op\" value=\"promote\"") && page.contains("value=\"csrf-token\"")
+        );
         assert!(page.contains("data-kind=\"ConfigMap\"") && !page.contains("karmada-page"));
         let done = PromoteWorkloadResponse {
             dry_run: false,
@@ -1218,10 +1293,15 @@ mod tests {
         };
         let page = promote_page(&viewer(), &path(), kind, &PromoteOutcome::Promoted(&done));
         assert!(
-            page.contains("href=\"/ui/instances/karmada-a/namespaces/demo/workloads/orders%3Cb%3E\""),
+            page.contains(
+                "href=\"/ui/instances/karmada-a/namespaces/demo/workloads/orders%3Cb%3E\""
+            ),
             "{page}"
         );
-        let err = ApiError::new(crate::api::Code::AlreadyExists, "Deployment <x> already exists");
+        let err = ApiError::new(
+            crate::api::Code::AlreadyExists,
+            "Deployment <x> already exists",
+        );
         let page = promote_page(&viewer(), &path(), kind, &PromoteOutcome::Refused(&err));
         assert!(page.contains("AlreadyExists") && page.contains("Deployment &lt;x&gt;"));
         assert!(!page.contains("promote-confirm"));

@@ -208,7 +208,11 @@ pub fn members_page(
             .el("td", &[], s(c, "/spec/apiEndpoint"));
         let workloads = format!("{base}/members/{}/workloads", url_segment(name));
         h.raw("<td>");
-        h.el("a", &[("href", &workloads), ("class", "member-workloads")], "Workloads");
+        h.el(
+            "a",
+            &[("href", &workloads), ("class", "member-workloads")],
+            "Workloads",
+        );
         h.raw("</td>");
         if can_write {
             let unjoin = format!("{base}/members/{}/unjoin", url_segment(name));

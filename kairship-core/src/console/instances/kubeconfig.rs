@@ -82,7 +82,10 @@ pub fn kubeconfig_page(
             ("name", "server"),
             ("id", "server"),
             ("value", server),
-            ("placeholder", request_server.unwrap_or("https://kairship.example.com")),
+            (
+                "placeholder",
+                request_server.unwrap_or("https://kairship.example.com"),
+            ),
         ],
     );
     h.raw("</label>");
@@ -205,7 +208,12 @@ mod tests {
             "attachment; filename=\"karmada-a.kubeconfig\""
         );
         assert_eq!(h[header::CACHE_CONTROL], "no-store");
-        assert!(h[header::CONTENT_TYPE].to_str().unwrap().starts_with("application/yaml"));
+        assert!(
+            h[header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with("application/yaml")
+        );
     }
 
     #[test]
@@ -222,8 +230,14 @@ mod tests {
             Some(&ApiError::invalid_field("server", "bad <url>")),
         );
         assert!(page.contains("value=\"tok\""), "{page}");
-        assert!(page.contains("bad &lt;url&gt;") && !page.contains("i<1>"), "{page}");
+        assert!(
+            page.contains("bad &lt;url&gt;") && !page.contains("i<1>"),
+            "{page}"
+        );
         assert!(page.contains("http://h&quot;x"), "{page}");
-        assert!(page.contains("action=\"/ui/instances/i%3C1%3E/kubeconfig\""), "{page}");
+        assert!(
+            page.contains("action=\"/ui/instances/i%3C1%3E/kubeconfig\""),
+            "{page}"
+        );
     }
 }

@@ -550,7 +550,10 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
     );
     h.raw(" ").el(
         "a",
-        &[("href", &format!("{base}/kubeconfig")), ("id", "kubeconfig")],
+        &[
+            ("href", &format!("{base}/kubeconfig")),
+            ("id", "kubeconfig"),
+        ],
         "Kubeconfig",
     );
     namespace_form(&mut h, &base, o);
