@@ -11,9 +11,12 @@
 //! API's refusal. A forged promote POST (no or a wrong CSRF token) is refused with 403, and so
 //! is the viewer's own, while the viewer sees no Promote control. The kubeconfig page's POST
 //! answers a file (`<instance>.kubeconfig`, not cached) that kube-rs uses to list the
-//! instance's namespaces through Kairship. (The sandbox serves plain HTTP here, over which
-//! kubectl sends no credentials; `kairship-bin/tests/kubectl.rs` runs kubectl against an
-//! issued kubeconfig over HTTPS.)
+//! instance's namespaces through Kairship. The real kubectl lists them with a kubeconfig
+//! downloaded from the same page of `kairship sandbox --tls` (kubectl sends a kubeconfig's
+//! token over HTTPS only; the file carries the CA to trust).
+//!
+//! kubectl is found as `kube_sandbox::testing::kubectl` says; without it that test prints a
+//! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI).
 //!
 //! Needs `chromium` and `chromedriver` on PATH; without them the test prints a notice and
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
@@ -425,4 +428,104 @@ async fn promote_a_member_workload_after_its_preview_in_chromium() {
             .is_none()
     );
     b.quit().await;
+}
+
+/// The value of the hidden `_csrf` field of a console page.
+fn csrf_in(page: &str) -> String {
+    let start = page
+        .find("name=\"_csrf\" value=\"")
+        .map(|i| i + "name=\"_csrf\" value=\"".len())
+        .unwrap_or_else(|| panic!("no CSRF field in {page}"));
+    let len = page[start..].find('"').unwrap();
+    page[start..start + len].to_owned()
+}
+
+/// `s` percent-encoded as a form value.
+fn form_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The real kubectl with a kubeconfig downloaded from the console page: over HTTPS (`kairship
+/// sandbox --tls`), where kubectl sends the token, its file carrying the CA to trust.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_uses_the_kubeconfig_downloaded_from_the_console() {
+    let Some(binary) = kube_sandbox::testing::kubectl::kubectl_or_skip(
+        "kubectl_uses_the_kubeconfig_downloaded_from_the_console",
+    ) else {
+        return;
+    };
+    kube_kit::client::install_crypto_provider();
+    let dir = std::env::temp_dir().join(format!(
+        "kairship-console-kubeconfig-{}",
+        std::process::id()
+    ));
+    let port = free_port();
+    let sandbox = start_sandbox(&dir, port, &["--tls"]);
+    let ca = std::fs::read(dir.join("kairship-ca.crt")).unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
+        .build()
+        .unwrap();
+    let base = format!("https://127.0.0.1:{port}");
+    let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
+    let signed_in = http
+        .post(format!("{base}/ui/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={}", form_value(admin.trim())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    let cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let url = format!("{base}/ui/instances/karmada-a/kubeconfig");
+    let form = http
+        .get(&url)
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let answer = http
+        .post(&url)
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("_csrf={}&server=", form_value(&csrf_in(&form))))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(
+        answer.headers()["content-disposition"],
+        "attachment; filename=\"karmada-a.kubeconfig\""
+    );
+    assert_eq!(answer.headers()["cache-control"], "no-store");
+    let file = answer.text().await.unwrap();
+    assert!(file.contains(&format!("server: {base}/")), "{file}");
+    assert!(file.contains("certificate-authority-data"));
+    let path = dir.join("downloaded.kubeconfig");
+    std::fs::write(&path, &file).unwrap();
+    let kubectl = kube_sandbox::testing::kubectl::Kubectl::new(binary, &path);
+    let namespaces = kubectl.ok(&["get", "namespaces", "-o", "name"]);
+    assert!(
+        namespaces.lines().any(|l| l == "namespace/demo"),
+        "{namespaces}"
+    );
+    drop(sandbox);
 }
