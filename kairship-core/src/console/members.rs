@@ -189,13 +189,13 @@ pub fn members_page(
         );
     }
     h.close("p");
-    h.raw("<table id=\"members\" class=\"list\"><thead><tr><th>Name</th><th>Mode</th><th>Ready</th><th>Kubernetes</th><th>Region</th><th>Endpoint</th>");
+    h.raw("<table id=\"members\" class=\"list\"><thead><tr><th>Name</th><th>Mode</th><th>Ready</th><th>Kubernetes</th><th>Region</th><th>Endpoint</th><th>Workloads</th>");
     if can_write {
         h.raw("<th></th>");
     }
     h.raw("</tr></thead><tbody>");
     if clusters.is_empty() {
-        h.raw("<tr><td colspan=\"7\" class=\"muted\">No member clusters.</td></tr>");
+        h.raw("<tr><td colspan=\"8\" class=\"muted\">No member clusters.</td></tr>");
     }
     for c in clusters {
         let name = s(c, "/metadata/name");
@@ -206,6 +206,14 @@ pub fn members_page(
             .el("td", &[], s(c, "/status/kubernetesVersion"))
             .el("td", &[], s(c, "/spec/region"))
             .el("td", &[], s(c, "/spec/apiEndpoint"));
+        let workloads = format!("{base}/members/{}/workloads", url_segment(name));
+        h.raw("<td>");
+        h.el(
+            "a",
+            &[("href", &workloads), ("class", "member-workloads")],
+            "Workloads",
+        );
+        h.raw("</td>");
         if can_write {
             let unjoin = format!("{base}/members/{}/unjoin", url_segment(name));
             h.raw("<td>");

@@ -24,6 +24,7 @@ pub mod events;
 pub mod form;
 pub mod html;
 pub mod instances;
+pub mod member_workloads;
 pub mod members;
 pub mod oidc;
 pub mod page;
@@ -88,7 +89,9 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(oidc::routes())
         .merge(instances::routes())
         .merge(instances::forms::routes())
+        .merge(instances::kubeconfig::routes())
         .merge(members::routes())
+        .merge(member_workloads::routes())
         .merge(workloads::routes())
         .merge(applications::routes())
         .merge(browser::routes())

@@ -2,6 +2,7 @@
 //! one, and creating resources in it (the new-instance forms are in [`forms`]).
 
 pub mod forms;
+pub mod kubeconfig;
 pub mod view;
 
 use std::collections::BTreeSet;

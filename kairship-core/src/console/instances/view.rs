@@ -553,6 +553,14 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
         &[("href", &format!("{base}/events")), ("id", "events-link")],
         "Events",
     );
+    h.raw(" ").el(
+        "a",
+        &[
+            ("href", &format!("{base}/kubeconfig")),
+            ("id", "kubeconfig"),
+        ],
+        "Kubeconfig",
+    );
     namespace_form(&mut h, &base, o);
     h.append(live);
     page(name, Some(viewer), h)
