@@ -38,7 +38,12 @@ async fn client_from(kubeconfig: &Path) -> Client {
 }
 
 /// `GET path` of the REST API as `token`: status and body.
-async fn rest(http: &reqwest::Client, base: &str, token: Option<&str>, path: &str) -> (StatusCode, Value) {
+async fn rest(
+    http: &reqwest::Client,
+    base: &str,
+    token: Option<&str>,
+    path: &str,
+) -> (StatusCode, Value) {
     let mut req = http.get(format!("{base}{P}{path}"));
     if let Some(token) = token {
         req = req.bearer_auth(token);
@@ -49,7 +54,11 @@ async fn rest(http: &reqwest::Client, base: &str, token: Option<&str>, path: &st
 }
 
 /// `ListApiResources` over gRPC as `token`.
-async fn grpc_list(base: &str, token: &str, instance: &str) -> Result<pb::ApiResourceList, tonic::Status> {
+async fn grpc_list(
+    base: &str,
+    token: &str,
+    instance: &str,
+) -> Result<pb::ApiResourceList, tonic::Status> {
     let channel = tonic::transport::Endpoint::from_shared(base.to_owned())
         .unwrap()
         .connect()
@@ -62,7 +71,10 @@ async fn grpc_list(base: &str, token: &str, instance: &str) -> Result<pb::ApiRes
     request
         .metadata_mut()
         .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    client.list_api_resources(request).await.map(|r| r.into_inner())
+    client
+        .list_api_resources(request)
+        .await
+        .map(|r| r.into_inner())
 }
 
 /// One resource as compared: verbs, short names, categories and subresources sorted.
@@ -70,7 +82,11 @@ fn summary(r: &Value) -> Value {
     let sorted = |v: &Value| {
         let mut list: Vec<String> = v
             .as_array()
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         list.sort();
         json!(list)
@@ -110,7 +126,12 @@ async fn legacy_discovery(
             }
         }
         for v in listed {
-            versions.push((name.into(), v.into(), v == preferred, format!("/apis/{name}/{v}")));
+            versions.push((
+                name.into(),
+                v.into(),
+                v == preferred,
+                format!("/apis/{name}/{v}"),
+            ));
         }
     }
     let mut out = Vec::new();
@@ -118,11 +139,19 @@ async fn legacy_discovery(
         let list = get(client, &path).await;
         let mut resources: BTreeMap<String, Value> = BTreeMap::new();
         let entries = list["resources"].as_array().unwrap();
-        for r in entries.iter().filter(|r| !r["name"].as_str().unwrap().contains('/')) {
+        for r in entries
+            .iter()
+            .filter(|r| !r["name"].as_str().unwrap().contains('/'))
+        {
             let plural = r["name"].as_str().unwrap();
             let subresources: Vec<&str> = entries
                 .iter()
-                .filter_map(|s| s["name"].as_str().unwrap().strip_prefix(&format!("{plural}/")))
+                .filter_map(|s| {
+                    s["name"]
+                        .as_str()
+                        .unwrap()
+                        .strip_prefix(&format!("{plural}/"))
+                })
                 .collect();
             let mut r = r.clone();
             r["subresources"] = json!(subresources);
@@ -169,7 +198,13 @@ fn crd(group: &str, plural: &str, kind: &str, short: &str) -> Value {
 async fn await_listed(http: &reqwest::Client, base: &str, token: &str, plural: &str) -> Value {
     let deadline = Instant::now() + LIMIT;
     loop {
-        let (status, answer) = rest(http, base, Some(token), &format!("/instances/{INSTANCE}/apiresources")).await;
+        let (status, answer) = rest(
+            http,
+            base,
+            Some(token),
+            &format!("/instances/{INSTANCE}/apiresources"),
+        )
+        .await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         if let Some(found) = answer["items"]
             .as_array()
@@ -203,16 +238,21 @@ async fn api_resources_are_the_instance_discovery_over_rest_and_grpc() {
     let instance = client_from(&dir.join(format!("{INSTANCE}.kubeconfig"))).await;
     let served = legacy_discovery(&instance).await;
     let listed = by_group_version(&answer);
-    let keys = |l: &[((String, String, bool), BTreeMap<String, Value>)]| -> Vec<(String, String, bool)> {
-        l.iter().map(|(k, _)| k.clone()).collect()
-    };
+    let keys =
+        |l: &[((String, String, bool), BTreeMap<String, Value>)]| -> Vec<(String, String, bool)> {
+            l.iter().map(|(k, _)| k.clone()).collect()
+        };
     assert_eq!(keys(&listed), keys(&served));
     for ((key, mine), (_, theirs)) in listed.iter().zip(&served) {
         assert_eq!(mine, theirs, "{key:?}");
     }
     // Karmada's own groups are there, as this instance serves them.
     for group in ["policy.karmada.io", "work.karmada.io", "cluster.karmada.io"] {
-        assert!(listed.iter().any(|((g, _, _), _)| g == group), "{group}: {:?}", keys(&listed));
+        assert!(
+            listed.iter().any(|((g, _, _), _)| g == group),
+            "{group}: {:?}",
+            keys(&listed)
+        );
     }
 
     // gRPC answers the same list.
@@ -234,37 +274,84 @@ async fn api_resources_are_the_instance_discovery_over_rest_and_grpc() {
     assert_eq!(status, StatusCode::OK, "{made}");
     let widgets = await_listed(&http, &base, &viewer, "widgets").await;
     assert_eq!(
-        (&widgets["group"], &widgets["version"], &widgets["kind"], &widgets["namespaced"], &widgets["preferred"]),
-        (&json!("example.io"), &json!("v1"), &json!("Widget"), &json!(true), &json!(true)),
+        (
+            &widgets["group"],
+            &widgets["version"],
+            &widgets["kind"],
+            &widgets["namespaced"],
+            &widgets["preferred"]
+        ),
+        (
+            &json!("example.io"),
+            &json!("v1"),
+            &json!("Widget"),
+            &json!(true),
+            &json!(true)
+        ),
         "{widgets}"
     );
-    assert_eq!((&widgets["shortNames"], &widgets["categories"]), (&json!(["wd"]), &json!(["all"])));
-    assert!(widgets["verbs"].as_array().unwrap().contains(&json!("list")), "{widgets}");
+    assert_eq!(
+        (&widgets["shortNames"], &widgets["categories"]),
+        (&json!(["wd"]), &json!(["all"]))
+    );
+    assert!(
+        widgets["verbs"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("list")),
+        "{widgets}"
+    );
     let made = http
-        .post(format!("{base}{P}/instances/{INSTANCE}/namespaces/demo/resources/example.io/v1/widgets"))
+        .post(format!(
+            "{base}{P}/instances/{INSTANCE}/namespaces/demo/resources/example.io/v1/widgets"
+        ))
         .bearer_auth(&admin)
         .json(&json!({"metadata": {"name": "w1"}, "spec": {"size": 3}}))
         .send()
         .await
         .unwrap();
     assert!(made.status().is_success(), "{}", made.text().await.unwrap());
-    let (status, objects) = rest(&http, &base, Some(&viewer), &format!("/instances/{INSTANCE}/namespaces/demo/resources/example.io/v1/widgets")).await;
+    let (status, objects) = rest(
+        &http,
+        &base,
+        Some(&viewer),
+        &format!("/instances/{INSTANCE}/namespaces/demo/resources/example.io/v1/widgets"),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{objects}");
     assert_eq!(objects["items"][0]["spec"]["size"], 3, "{objects}");
     // Both transports still agree, the CRD included.
     let (_, answer) = rest(&http, &base, Some(&viewer), &path).await;
-    let grpc = kairship_core::grpc::resources::api_resource_list_from_pb(grpc_list(&base, &viewer, INSTANCE).await.unwrap());
+    let grpc = kairship_core::grpc::resources::api_resource_list_from_pb(
+        grpc_list(&base, &viewer, INSTANCE).await.unwrap(),
+    );
     assert_eq!(serde_json::to_value(&grpc).unwrap(), answer);
 
     // Who may not read the instance is refused; no token, no list; no such instance.
-    let (status, refused) = rest(&http, &base, Some(&viewer), "/instances/karmada-b/apiresources").await;
-    assert_eq!((status, &refused["code"]), (StatusCode::FORBIDDEN, &json!(7)), "{refused}");
+    let (status, refused) = rest(
+        &http,
+        &base,
+        Some(&viewer),
+        "/instances/karmada-b/apiresources",
+    )
+    .await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (StatusCode::FORBIDDEN, &json!(7)),
+        "{refused}"
+    );
     let grpc = grpc_list(&base, &viewer, "karmada-b").await.unwrap_err();
     assert_eq!(grpc.code(), tonic::Code::PermissionDenied, "{grpc:?}");
     assert_eq!(grpc.message(), refused["message"].as_str().unwrap());
     let (status, _) = rest(&http, &base, None, &path).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, missing) = rest(&http, &base, Some(&admin), "/instances/nowhere/apiresources").await;
+    let (status, missing) = rest(
+        &http,
+        &base,
+        Some(&admin),
+        "/instances/nowhere/apiresources",
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
     drop(sandbox);
 }
@@ -272,7 +359,9 @@ async fn api_resources_are_the_instance_discovery_over_rest_and_grpc() {
 /// The first shell block of docs/kairship/api.md's "What an instance serves", against `port`.
 fn documented_commands(port: u16) -> String {
     let doc = include_str!("../../docs/kairship/api.md");
-    let section = &doc[doc.find("### What an instance serves").expect("the section")..];
+    let section = &doc[doc
+        .find("### What an instance serves")
+        .expect("the section")..];
     let start = section.find("```sh\n").expect("a sh block") + "```sh\n".len();
     let block = &section[start..];
     let block = &block[..block.find("```").expect("the block's end")];
@@ -286,7 +375,8 @@ async fn api_resources_commands_of_the_docs_print_what_the_docs_say() {
         skip_or_fail(TEST, "curl and jq are needed", "install curl and jq");
         return;
     }
-    let work = std::env::temp_dir().join(format!("kairship-apiresources-docs-{}", std::process::id()));
+    let work =
+        std::env::temp_dir().join(format!("kairship-apiresources-docs-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let port = free_port();
@@ -297,7 +387,11 @@ async fn api_resources_commands_of_the_docs_print_what_the_docs_say() {
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{out}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines,
@@ -319,7 +413,12 @@ async fn api_resources_commands_of_the_docs_print_what_the_docs_say() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_index_in_chromium_follows_the_instance_discovery() {
-    let Some(fixture) = SignedIn::start("resource_index_in_chromium_follows_the_instance_discovery", "console-index").await else {
+    let Some(fixture) = SignedIn::start(
+        "resource_index_in_chromium_follows_the_instance_discovery",
+        "console-index",
+    )
+    .await
+    else {
         return;
     };
     let SignedIn {
@@ -334,11 +433,23 @@ async fn resource_index_in_chromium_follows_the_instance_discovery() {
     browser.goto(&ui).await;
     let groups = browser.text("#resource-groups").await;
     // Built-in groups people browse first, Karmada's after the custom resources' place.
-    let at = |needle: &str| groups.find(needle).unwrap_or_else(|| panic!("{needle} missing: {groups}"));
-    assert!(at("Kubernetes") < at("apps") && at("apps") < at("Karmada"), "{groups}");
+    let at = |needle: &str| {
+        groups
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing: {groups}"))
+    };
+    assert!(
+        at("Kubernetes") < at("apps") && at("apps") < at("Karmada"),
+        "{groups}"
+    );
     assert!(at("Karmada") < at("policy.karmada.io"), "{groups}");
     // Only what can be listed: bindings (create only) are not offered.
-    assert!(browser.find_all("tr[data-resource=bindings]").await.is_empty());
+    assert!(
+        browser
+            .find_all("tr[data-resource=bindings]")
+            .await
+            .is_empty()
+    );
 
     // A CRD created while the page is open appears there without a reload.
     let made = http
@@ -363,14 +474,20 @@ async fn resource_index_in_chromium_follows_the_instance_discovery() {
         if rows.len() == 1 {
             break;
         }
-        assert!(Instant::now() < deadline, "the filter left {} rows", rows.len());
+        assert!(
+            Instant::now() < deadline,
+            "the filter left {} rows",
+            rows.len()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     browser.screenshot(&shots, "browser-index-filter").await;
     // It opens from the index.
     browser.click("tr[data-resource=gadgets] a").await;
     browser
-        .wait_url(&format!("/ui/instances/{INSTANCE}/resources/example.io/v1/gadgets"))
+        .wait_url(&format!(
+            "/ui/instances/{INSTANCE}/resources/example.io/v1/gadgets"
+        ))
         .await;
     let table = browser.text("#objects").await;
     assert!(table.contains("No objects match."), "{table}");

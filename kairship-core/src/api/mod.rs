@@ -136,9 +136,9 @@ pub use placement::{
 pub use resources::{
     ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest,
     DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
-    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest,
-    ListResourcesRequest, PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList,
-    ResourcesApi, UpdateObjectRequest, UpdateResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListResourcesRequest,
+    PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList, ResourcesApi,
+    UpdateObjectRequest, UpdateResourceRequest,
 };
 pub use search::{
     InstanceTotal, SearchApi, SearchHit, SearchRequest, SearchResult, UnavailableInstance,

@@ -4,11 +4,10 @@
 use super::convert::{body, enum_value, list_options, value_to_json};
 use super::pb;
 use crate::api::{
-    ApiError, ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest,
-    DeleteResourceRequest, GetObjectRequest, GetResourceRequest, ListApiResourcesRequest,
-    ListEventsRequest,
-    ListObjectsRequest, ListResourcesRequest, PatchObjectRequest, PatchType, ResourceKind,
-    UpdateObjectRequest, UpdateResourceRequest,
+    ApiError, ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest,
+    DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListResourcesRequest,
+    PatchObjectRequest, PatchType, ResourceKind, UpdateObjectRequest, UpdateResourceRequest,
 };
 
 /// The resource kind; it must be given.
@@ -284,6 +283,9 @@ mod tests {
                 subresources: vec!["scale".into(), "status".into()],
             }],
         };
-        assert_eq!(api_resource_list_from_pb(api_resource_list(list.clone())), list);
+        assert_eq!(
+            api_resource_list_from_pb(api_resource_list(list.clone())),
+            list
+        );
     }
 }

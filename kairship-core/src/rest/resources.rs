@@ -15,9 +15,10 @@ use super::handler::{
 use super::objects::PatchOptions;
 use crate::api::fields::WriteOptions;
 use crate::api::{
-    ApiError, ApiResourceList, CORE_GROUP, CreateResourceRequest, DeleteResourceRequest, GetResourceRequest,
-    KubeObject, ListApiResourcesRequest, ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest,
-    RenderedObjectList, ResourceKind, UpdateResourceRequest,
+    ApiError, ApiResourceList, CORE_GROUP, CreateResourceRequest, DeleteResourceRequest,
+    GetResourceRequest, KubeObject, ListApiResourcesRequest, ListOptions, ListResourcesRequest,
+    Object, ObjectList, PatchObjectRequest, RenderedObjectList, ResourceKind,
+    UpdateResourceRequest,
 };
 
 /// The kind named by a URL segment.

@@ -606,7 +606,11 @@ mod tests {
                 {"groupVersion": "autoscaling/v2", "version": "v2"}],
              "preferredVersion": {"groupVersion": "autoscaling/v2", "version": "v2"}}]}))
         .unwrap();
-        let want = [("", "v1", true), ("autoscaling", "v2", true), ("autoscaling", "v1", false)];
+        let want = [
+            ("", "v1", true),
+            ("autoscaling", "v2", true),
+            ("autoscaling", "v1", false),
+        ];
         let got: Vec<(String, String, bool)> = legacy_parts(Some(&core), Some(&groups))
             .into_iter()
             .map(|p| match p {

@@ -14,10 +14,11 @@ use crate::api::{ApiError, Object, ObjectList};
 
 pub use discovery::ServedResources;
 pub use types::{
-    ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
-    GetObjectRequest, GetResourceRequest, ListApiResourcesRequest, ListEventsRequest,
-    ListObjectsRequest, ListResourcesRequest, PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList,
-    UpdateObjectRequest, UpdateResourceRequest,
+    ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest,
+    DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListResourcesRequest,
+    PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList, UpdateObjectRequest,
+    UpdateResourceRequest,
 };
 
 /// The resources part of [`KairshipApi`](crate::api::KairshipApi), which [`KairshipService`](crate::api::KairshipService)

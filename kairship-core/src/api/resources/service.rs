@@ -9,11 +9,11 @@ use crate::api::body::check_name;
 use crate::api::inside::{Gvr, Inside, check_gvr, check_scope};
 use crate::api::kairship::{DEFAULT_FIELD_MANAGER, KairshipService, gvr, object_list};
 use crate::api::{
-    ApiError, ApiResourceList, CORE_GROUP, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest,
-    DeleteResourceRequest, GetObjectRequest, GetResourceRequest, ListApiResourcesRequest,
-    ListEventsRequest,
-    ListObjectsRequest, ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest,
-    PatchType, RenderedObjectList, ResourceKind, UpdateObjectRequest, UpdateResourceRequest,
+    ApiError, ApiResourceList, CORE_GROUP, CreateObjectRequest, CreateResourceRequest,
+    DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListOptions,
+    ListResourcesRequest, Object, ObjectList, PatchObjectRequest, PatchType, RenderedObjectList,
+    ResourceKind, UpdateObjectRequest, UpdateResourceRequest,
 };
 use crate::router::written_target;
 

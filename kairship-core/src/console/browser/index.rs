@@ -318,7 +318,10 @@ pub fn index_page(
             ("hx-target", "#resource-groups"),
             ("hx-swap", "outerHTML"),
             ("hx-push-url", "true"),
-            ("hx-trigger", "input changed delay:300ms from:#resource-q, submit"),
+            (
+                "hx-trigger",
+                "input changed delay:300ms from:#resource-q, submit",
+            ),
         ],
     )
     .raw("<label>Filter ")
@@ -355,7 +358,13 @@ pub fn index_page(
 mod tests {
     use super::*;
 
-    fn served(group: &str, version: &str, resource: &str, kind: &str, verbs: &[&str]) -> ApiResourceInfo {
+    fn served(
+        group: &str,
+        version: &str,
+        resource: &str,
+        kind: &str,
+        verbs: &[&str],
+    ) -> ApiResourceInfo {
         ApiResourceInfo {
             group: group.into(),
             version: version.into(),
@@ -392,7 +401,13 @@ mod tests {
 
     #[test]
     fn the_index_lists_listable_resources_once_at_the_preferred_version() {
-        let mut hpa_v1 = served("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler", &["list"]);
+        let mut hpa_v1 = served(
+            "autoscaling",
+            "v1",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            &["list"],
+        );
         hpa_v1.preferred = false;
         let mut binding = served("core", "v1", "bindings", "Binding", &["create"]);
         binding.namespaced = true;
@@ -402,23 +417,55 @@ mod tests {
             binding,
             served("core", "v1", "pods", "Pod", &["list"]),
             deploy,
-            served("policy.karmada.io", "v1alpha1", "propagationpolicies", "PropagationPolicy", &["list"]),
+            served(
+                "policy.karmada.io",
+                "v1alpha1",
+                "propagationpolicies",
+                "PropagationPolicy",
+                &["list"],
+            ),
             served("example.io", "v1", "widgets", "Widget", &["list"]),
-            served("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", &["list"]),
-            served("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", &["list"]),
+            served(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+                &["list"],
+            ),
+            served(
+                "autoscaling",
+                "v2",
+                "horizontalpodautoscalers",
+                "HorizontalPodAutoscaler",
+                &["list"],
+            ),
             hpa_v1,
         ];
         let groups = index_groups(&list, "");
         let order: Vec<&str> = groups.iter().map(|g| g.group.as_str()).collect();
         assert_eq!(
             order,
-            ["core", "apps", "autoscaling", "apiextensions.k8s.io", "example.io", "policy.karmada.io"]
+            [
+                "core",
+                "apps",
+                "autoscaling",
+                "apiextensions.k8s.io",
+                "example.io",
+                "policy.karmada.io"
+            ]
         );
         // Bindings cannot be listed.
-        let core: Vec<&str> = groups[0].entries.iter().map(|e| e.resource.as_str()).collect();
+        let core: Vec<&str> = groups[0]
+            .entries
+            .iter()
+            .map(|e| e.resource.as_str())
+            .collect();
         assert_eq!(core, ["pods"]);
         let hpa = &groups[2].entries[0];
-        assert_eq!((hpa.version.as_str(), hpa.versions.clone()), ("v2", vec!["v2".to_owned(), "v1".to_owned()]));
+        assert_eq!(
+            (hpa.version.as_str(), hpa.versions.clone()),
+            ("v2", vec!["v2".to_owned(), "v1".to_owned()])
+        );
         // The filter: part of a kind, a whole short name, part of a group.
         for (filter, want) in [
             ("DEPLOY", vec!["deployments"]),
@@ -447,7 +494,10 @@ mod tests {
             q: "\"><script>".into(),
         };
         let out = index_page(&viewer, "karmada-a", &query, &Ok(list));
-        assert!(!out.contains("<b>Thing") && !out.contains("\"><script>"), "{out}");
+        assert!(
+            !out.contains("<b>Thing") && !out.contains("\"><script>"),
+            "{out}"
+        );
         assert!(out.contains("&lt;b&gt;Thing"), "{out}");
         assert!(out.contains("hx-trigger=\"every 5s\""), "{out}");
         assert!(out.contains("id=\"open\""), "{out}");
