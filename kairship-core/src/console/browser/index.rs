@@ -493,12 +493,13 @@ mod tests {
         let query = IndexQuery {
             q: "\"><script>".into(),
         };
-        let out = index_page(&viewer, "karmada-a", &query, &Ok(list));
-        assert!(
-            !out.contains("<b>Thing") && !out.contains("\"><script>"),
-            "{out}"
-        );
-        assert!(out.contains("&lt;b&gt;Thing"), "{out}");
+        // The filter is written back escaped (and matches nothing here).
+        let filtered = index_page(&viewer, "karmada-a", &query, &Ok(list.clone()));
+        assert!(!filtered.contains("\"><script>"), "{filtered}");
+        assert!(filtered.contains("No resource matches."), "{filtered}");
+        let out = index_page(&viewer, "karmada-a", &IndexQuery::default(), &Ok(list));
+        assert!(!out.contains("<b>Thing"), "{out}");
+        assert!(out.contains("&lt;b&gt;Thing&lt;/b&gt;"), "{out}");
         assert!(out.contains("hx-trigger=\"every 5s\""), "{out}");
         assert!(out.contains("id=\"open\""), "{out}");
         let refused = index_page(
