@@ -29,6 +29,10 @@ use support::{LIMIT, P, SignedIn, free_port, start_sandbox};
 
 const INSTANCE: &str = "karmada-a";
 
+/// A group version (`group`, `version`, whether it is preferred) and its resources by plural.
+type GroupVersion = ((String, String, bool), BTreeMap<String, Value>);
+type Discovered = Vec<GroupVersion>;
+
 async fn client_from(kubeconfig: &Path) -> Client {
     let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
@@ -101,9 +105,7 @@ fn summary(r: &Value) -> Value {
 /// The instance's discovery read directly from its legacy documents: the group versions in
 /// order (core first, then `/apis`'s groups, each preferred version first) with whether each
 /// is preferred, and each group version's resources by plural.
-async fn legacy_discovery(
-    client: &Client,
-) -> Vec<((String, String, bool), BTreeMap<String, Value>)> {
+async fn legacy_discovery(client: &Client) -> Discovered {
     async fn get(client: &Client, path: &str) -> Value {
         let req = http::Request::get(path).body(Vec::new()).unwrap();
         serde_json::from_str(&client.request_text(req).await.unwrap()).unwrap()
@@ -164,8 +166,8 @@ async fn legacy_discovery(
 }
 
 /// The answer of `ListApiResources` in the same shape as [`legacy_discovery`].
-fn by_group_version(answer: &Value) -> Vec<((String, String, bool), BTreeMap<String, Value>)> {
-    let mut out: Vec<((String, String, bool), BTreeMap<String, Value>)> = Vec::new();
+fn by_group_version(answer: &Value) -> Discovered {
+    let mut out: Discovered = Vec::new();
     for r in answer["items"].as_array().unwrap() {
         let key = (
             r["group"].as_str().unwrap().to_owned(),
@@ -238,10 +240,9 @@ async fn api_resources_are_the_instance_discovery_over_rest_and_grpc() {
     let instance = client_from(&dir.join(format!("{INSTANCE}.kubeconfig"))).await;
     let served = legacy_discovery(&instance).await;
     let listed = by_group_version(&answer);
-    let keys =
-        |l: &[((String, String, bool), BTreeMap<String, Value>)]| -> Vec<(String, String, bool)> {
-            l.iter().map(|(k, _)| k.clone()).collect()
-        };
+    let keys = |l: &[GroupVersion]| -> Vec<(String, String, bool)> {
+        l.iter().map(|(k, _)| k.clone()).collect()
+    };
     assert_eq!(keys(&listed), keys(&served));
     for ((key, mine), (_, theirs)) in listed.iter().zip(&served) {
         assert_eq!(mine, theirs, "{key:?}");
