@@ -661,4 +661,89 @@ mod tests {
         );
         assert_eq!(resources[0].short_names, ["po"]);
     }
+
+    /// A client of `cluster` whose discovery requests ask for plain JSON only: what a server
+    /// without aggregated discovery answers to kubectl's `Accept`.
+    fn legacy_only_client(cluster: &kube_sandbox::Cluster) -> kube::Client {
+        let token =
+            http::HeaderValue::from_str(&format!("Bearer {}", cluster.admin_token())).unwrap();
+        let service = tower::ServiceBuilder::new()
+            .map_request(move |mut req: http::Request<kube::client::Body>| {
+                req.headers_mut()
+                    .insert(http::header::AUTHORIZATION, token.clone());
+                let aggregated = req
+                    .headers()
+                    .get(http::header::ACCEPT)
+                    .and_then(|a| a.to_str().ok())
+                    .is_some_and(|a| a.contains("apidiscovery.k8s.io"));
+                if aggregated {
+                    req.headers_mut().insert(
+                        http::header::ACCEPT,
+                        http::HeaderValue::from_static("application/json"),
+                    );
+                }
+                req
+            })
+            .service(cluster.router());
+        kube::Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn the_legacy_documents_give_the_list_aggregated_discovery_gives() {
+        let cluster = kube_sandbox::Cluster::new("served-resources");
+        let clients = crate::router::StaticInstanceClients::new();
+        clients.insert("aggregated", cluster.client());
+        clients.insert("legacy", legacy_only_client(&cluster));
+        // That client really gets the legacy documents.
+        let probe = http::Request::get("/apis")
+            .header(http::header::ACCEPT, AGGREGATED_ACCEPT)
+            .body(Vec::new())
+            .unwrap();
+        let text = legacy_only_client(&cluster)
+            .request_text(probe)
+            .await
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["kind"], "APIGroupList");
+        let served = ServedResources::default();
+        let aggregated = served.list(&clients, "aggregated").await.unwrap();
+        let legacy = served.list(&clients, "legacy").await.unwrap();
+        assert!(aggregated.len() > 50, "{}", aggregated.len());
+        // The same resources, group versions in the same order; within one group version
+        // the legacy document keeps the server's order, the aggregated one sorts by name.
+        let sorted = |list: &[ApiResourceInfo]| {
+            let mut list = list.to_vec();
+            for r in &mut list {
+                r.subresources.sort();
+            }
+            let mut order: Vec<(String, String)> = Vec::new();
+            for r in &list {
+                let gv = (r.group.clone(), r.version.clone());
+                if order.last() != Some(&gv) {
+                    order.push(gv);
+                }
+            }
+            list.sort_by(|a, b| {
+                (&a.group, &a.version, &a.resource).cmp(&(&b.group, &b.version, &b.resource))
+            });
+            (order, list)
+        };
+        assert_eq!(sorted(&legacy), sorted(&aggregated));
+        let hpa: Vec<(&str, bool)> = aggregated
+            .iter()
+            .filter(|r| r.resource == "horizontalpodautoscalers")
+            .map(|r| (r.version.as_str(), r.preferred))
+            .collect();
+        assert_eq!(hpa, [("v2", true), ("v1", false)]);
+        // Fresh answers are kept; an unknown instance is refused.
+        assert!(Arc::ptr_eq(
+            &aggregated,
+            &served.list(&clients, "aggregated").await.unwrap()
+        ));
+        let unknown = served.list(&clients, "nowhere").await.unwrap_err();
+        assert!(
+            matches!(unknown, RouterError::UnknownInstance { .. }),
+            "{unknown}"
+        );
+    }
 }
