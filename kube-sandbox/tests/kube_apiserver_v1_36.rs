@@ -178,6 +178,97 @@ async fn discovery_serves_the_group_versions_and_resources_of_kube_apiserver_v1_
     }
 }
 
+/// `GET path` with the aggregated discovery `Accept` kubectl sends first.
+async fn aggregated(client: &kube::Client, path: &str) -> Value {
+    let req = http::Request::builder()
+        .uri(path)
+        .header(
+            "accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        )
+        .body(Vec::new())
+        .unwrap();
+    serde_json::from_str(&client.request_text(req).await.unwrap()).unwrap()
+}
+
+/// The aggregated documents are the recorded ones as a whole and in their order (groups and
+/// versions by priority, resources by name, every field), the recording's CRD group
+/// `cloud.tencent.com` included once its CRDs are created (from this repository's copies of
+/// them); only the recording's other CRD group, `kairship.io`, is left out.
+#[tokio::test]
+async fn aggregated_discovery_is_the_recorded_document_in_its_order() {
+    let cluster = Cluster::new("aggregated-order");
+    let client = cluster.client();
+    for file in [
+        "cloud.tencent.com_clusterbindings.yaml",
+        "cloud.tencent.com_resourceleasingpolicies.yaml",
+    ] {
+        let path = format!(
+            "{}/../deploy/crds/kubeocean/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let (code, body) = send(
+            &client,
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd,
+        )
+        .await;
+        assert_eq!(code, 201, "{file}: {body}");
+    }
+    eventually("the CRDs' group is served", || async {
+        aggregated(&client, "/apis").await["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["metadata"]["name"] == "cloud.tencent.com")
+    })
+    .await;
+    let outline = |doc: &Value| -> Vec<String> {
+        let mut out = Vec::new();
+        for g in doc["items"].as_array().unwrap() {
+            for v in g["versions"].as_array().unwrap() {
+                let resources: Vec<&str> = v["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["resource"].as_str().unwrap())
+                    .collect();
+                out.push(format!(
+                    "{}/{}: {}",
+                    g["metadata"]["name"].as_str().unwrap_or(""),
+                    v["version"].as_str().unwrap(),
+                    resources.join(" ")
+                ));
+            }
+        }
+        out
+    };
+    for (path, file) in [
+        ("/api", "discovery/api_aggregated_v2.json"),
+        ("/apis", "discovery/apis_aggregated_v2.json"),
+    ] {
+        let mut want = recorded(file);
+        want["items"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|g| g["metadata"]["name"] != "kairship.io");
+        let ours = aggregated(&client, path).await;
+        // The order first, readably; then every field.
+        assert_eq!(outline(&ours), outline(&want), "{path}");
+        for (mine, theirs) in ours["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(want["items"].as_array().unwrap())
+        {
+            assert_eq!(mine, theirs, "{path}: {}", theirs["metadata"]);
+        }
+        assert_eq!(ours, want, "{path}");
+    }
+}
+
 #[tokio::test]
 async fn paths_under_no_served_group_version_are_a_plain_page_not_found() {
     for t in targets().await {

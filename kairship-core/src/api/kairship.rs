@@ -65,6 +65,8 @@ pub struct KairshipService {
 pub(super) struct Discovery {
     pub(super) clients: Arc<dyn InstanceClients>,
     pub(super) cache: Arc<DiscoveryCache>,
+    /// Every resource each instance serves (`ListApiResources`).
+    pub(super) served: crate::api::resources::ServedResources,
 }
 
 /// Field manager of apply patches that name none.

@@ -64,7 +64,11 @@ impl KairshipService {
         clients: Arc<dyn InstanceClients>,
         cache: Arc<DiscoveryCache>,
     ) -> Self {
-        self.discovery = Some(Discovery { clients, cache });
+        self.discovery = Some(Discovery {
+            clients,
+            cache,
+            served: Default::default(),
+        });
         self
     }
 

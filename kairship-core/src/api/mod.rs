@@ -37,6 +37,7 @@
 //! | `patch_object` | [`PatchObjectRequest`] | [`Object`] | `PATCH …/resources/{group}/{version}/{resource}/{name}` |
 //! | `delete_object` | [`DeleteObjectRequest`] | [`Object`] | `DELETE …/resources/{group}/{version}/{resource}/{name}` |
 //! | `list_events` | [`ListEventsRequest`] | [`ObjectList`] | `GET instances/{i}[/namespaces/{ns}]/events`, `GET …/resources/{group}/{version}/{resource}/{name}/events` |
+//! | `list_api_resources` | [`ListApiResourcesRequest`] | [`ApiResourceList`] | `GET instances/{i}/apiresources` |
 //! | `deployment_action` | [`DeploymentActionRequest`] | [`Object`] | `POST …/deployments/{name}:pause\|:resume\|:restart` |
 //! | `list_workloads` | [`ListWorkloadsRequest`] | [`WorkloadList`] | `GET instances/{i}/namespaces/{ns}/workloads` |
 //! | `get_workload` | [`GetWorkloadRequest`] | [`Workload`] | `GET …/workloads/{name}` |
@@ -133,10 +134,11 @@ pub use placement::{
     PlacementApi, PlacementPreview, PlacementPreviewSpec, PreviewPlacementRequest,
 };
 pub use resources::{
-    CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
-    GetObjectRequest, GetResourceRequest, ListEventsRequest, ListObjectsRequest,
-    ListResourcesRequest, PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList,
-    ResourcesApi, UpdateObjectRequest, UpdateResourceRequest,
+    ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest,
+    DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListResourcesRequest,
+    PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList, ResourcesApi,
+    UpdateObjectRequest, UpdateResourceRequest,
 };
 pub use search::{
     InstanceTotal, SearchApi, SearchHit, SearchRequest, SearchResult, UnavailableInstance,

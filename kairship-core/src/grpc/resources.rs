@@ -4,10 +4,10 @@
 use super::convert::{body, enum_value, list_options, value_to_json};
 use super::pb;
 use crate::api::{
-    ApiError, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest,
-    DeleteResourceRequest, GetObjectRequest, GetResourceRequest, ListEventsRequest,
-    ListObjectsRequest, ListResourcesRequest, PatchObjectRequest, PatchType, ResourceKind,
-    UpdateObjectRequest, UpdateResourceRequest,
+    ApiError, ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest,
+    DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListResourcesRequest,
+    PatchObjectRequest, PatchType, ResourceKind, UpdateObjectRequest, UpdateResourceRequest,
 };
 
 /// The resource kind; it must be given.
@@ -192,6 +192,59 @@ pub fn delete_object(m: pb::DeleteObjectRequest) -> DeleteObjectRequest {
     }
 }
 
+/// `ListApiResources`.
+pub fn list_api_resources(m: pb::ListApiResourcesRequest) -> ListApiResourcesRequest {
+    ListApiResourcesRequest {
+        instance: m.instance,
+    }
+}
+
+/// The resources an instance serves, as proto.
+pub fn api_resource_list(list: ApiResourceList) -> pb::ApiResourceList {
+    pb::ApiResourceList {
+        items: list
+            .items
+            .into_iter()
+            .map(|r| pb::ApiResourceInfo {
+                group: r.group,
+                version: r.version,
+                preferred: r.preferred,
+                resource: r.resource,
+                singular: r.singular,
+                kind: r.kind,
+                namespaced: r.namespaced,
+                verbs: r.verbs,
+                short_names: r.short_names,
+                categories: r.categories,
+                subresources: r.subresources,
+            })
+            .collect(),
+    }
+}
+
+/// The resources of a `ListApiResources` answer, as the API's type (what REST answers).
+pub fn api_resource_list_from_pb(list: pb::ApiResourceList) -> ApiResourceList {
+    ApiResourceList {
+        items: list
+            .items
+            .into_iter()
+            .map(|r| ApiResourceInfo {
+                group: r.group,
+                version: r.version,
+                preferred: r.preferred,
+                resource: r.resource,
+                singular: r.singular,
+                kind: r.kind,
+                namespaced: r.namespaced,
+                verbs: r.verbs,
+                short_names: r.short_names,
+                categories: r.categories,
+                subresources: r.subresources,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +264,28 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn api_resource_lists_round_trip() {
+        let list = ApiResourceList {
+            items: vec![ApiResourceInfo {
+                group: "apps".into(),
+                version: "v1".into(),
+                preferred: true,
+                resource: "deployments".into(),
+                singular: "deployment".into(),
+                kind: "Deployment".into(),
+                namespaced: true,
+                verbs: vec!["list".into()],
+                short_names: vec!["deploy".into()],
+                categories: vec!["all".into()],
+                subresources: vec!["scale".into(), "status".into()],
+            }],
+        };
+        assert_eq!(
+            api_resource_list_from_pb(api_resource_list(list.clone())),
+            list
+        );
     }
 }

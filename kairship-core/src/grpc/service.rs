@@ -593,6 +593,21 @@ impl KairshipService for GrpcApi {
         )
     }
 
+    async fn list_api_resources(
+        &self,
+        request: Request<pb::ListApiResourcesRequest>,
+    ) -> Answer<pb::ApiResourceList> {
+        let (caller, req) = self
+            .accept(request, |m| Ok(resources::list_api_resources(m)))
+            .await?;
+        answer(
+            self.api
+                .list_api_resources(&caller, req)
+                .await
+                .map(resources::api_resource_list),
+        )
+    }
+
     async fn search(&self, request: Request<pb::SearchRequest>) -> Answer<pb::SearchResult> {
         let (caller, req) = self.accept(request, super::search::search_request).await?;
         answer(

@@ -113,6 +113,8 @@ pub const PROXY_TAG: &str = "proxy";
         DeploymentActionRequest, ListWorkloadsRequest, GetWorkloadRequest, ListObjectsRequest,
         GetObjectRequest, CreateObjectRequest, UpdateObjectRequest, PatchObjectRequest,
         DeleteObjectRequest, PatchType, ListEventsRequest, KubeStatus,
+        crate::api::ListApiResourcesRequest, crate::api::ApiResourceList,
+        crate::api::ApiResourceInfo,
         crate::api::applications::ApplicationSpec, crate::api::applications::ApplicationService,
         crate::api::applications::ApplicationPort, crate::api::applications::Placement,
         crate::api::applications::ClusterOverride, crate::api::applications::EnvVar,
@@ -251,6 +253,7 @@ fn build() -> Builder {
     .add(routes!(objects::list_namespaced_events))
     .add(routes!(objects::list_cluster_object_events))
     .add(routes!(objects::list_namespaced_object_events))
+    .add(routes!(resources::list_api_resources))
     .add(routes!(
         resources::list_in_instance,
         resources::create_cluster_scoped
@@ -477,7 +480,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 64, "{documented:#?}");
+        assert_eq!(documented.len(), 65, "{documented:#?}");
     }
 
     #[test]

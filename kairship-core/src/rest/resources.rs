@@ -1,9 +1,10 @@
 //! REST handlers of the resources feature's typed kinds:
-//! `…/instances/{instance}[/namespaces/{namespace}]/{kind}[/{name}]` (the generic
+//! `…/instances/{instance}[/namespaces/{namespace}]/{kind}[/{name}]`, and of the resources an
+//! instance serves, `…/instances/{instance}/apiresources` (the generic
 //! `…/resources/{group}/{version}/{resource}` calls and events are in [`super::objects`]).
 
 use axum::Json;
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authenticated, PatchBody};
@@ -14,9 +15,10 @@ use super::handler::{
 use super::objects::PatchOptions;
 use crate::api::fields::WriteOptions;
 use crate::api::{
-    ApiError, CORE_GROUP, CreateResourceRequest, DeleteResourceRequest, GetResourceRequest,
-    KubeObject, ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest,
-    RenderedObjectList, ResourceKind, UpdateResourceRequest,
+    ApiError, ApiResourceList, CORE_GROUP, CreateResourceRequest, DeleteResourceRequest,
+    GetResourceRequest, KubeObject, ListApiResourcesRequest, ListOptions, ListResourcesRequest,
+    Object, ObjectList, PatchObjectRequest, RenderedObjectList, ResourceKind,
+    UpdateResourceRequest,
 };
 
 /// The kind named by a URL segment.
@@ -329,6 +331,25 @@ kind_operation! {
     fn (call: KindCall) -> Answer<Object> {
         call.delete().await
     }
+}
+
+/// List the resources the instance serves, from its discovery (as `kubectl api-resources`):
+/// each resource of each group version with its kind, scope, verbs, short names, categories
+/// and subresources, the core group (`core`) first, then the groups in the instance's order,
+/// each group's preferred version first. Answers are at most a few seconds old, so a CRD
+/// created in the instance is listed within seconds.
+#[utoipa::path(get, path = "/apis/kairship.io/v1alpha1/instances/{instance}/apiresources", tag = "resources",
+    operation_id = "ListApiResources",
+    params(("instance" = String, Path, description = "Instance name")),
+    responses((status = 200, body = ApiResourceList, description = "The resources the instance serves"),
+        ReadErrorResponses))]
+pub async fn list_api_resources(
+    State(s): State<RestState>,
+    auth: Authenticated,
+    ApiPath(instance): ApiPath<String>,
+) -> Answer<ApiResourceList> {
+    let req = ListApiResourcesRequest { instance };
+    s.api.list_api_resources(&auth.caller, req).await.map(Json)
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The resources feature: the typed kinds (`instances/{i}[/namespaces/{ns}]/{kind}`), any
-//! resource an instance serves by group, version and resource (`…/resources/{g}/{v}/{r}`), and
-//! events. Reads go through the router's read backend, writes through its write backend.
+//! resource an instance serves by group, version and resource (`…/resources/{g}/{v}/{r}`),
+//! events, and which resources an instance serves (`…/apiresources`, from its discovery).
+//! Reads go through the router's read backend, writes through its write backend.
 
+pub mod discovery;
 mod service;
 pub mod types;
 
@@ -10,11 +12,13 @@ use async_trait::async_trait;
 use crate::access::Caller;
 use crate::api::{ApiError, Object, ObjectList};
 
+pub use discovery::ServedResources;
 pub use types::{
-    CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest, DeleteResourceRequest,
-    GetObjectRequest, GetResourceRequest, ListEventsRequest, ListObjectsRequest,
-    ListResourcesRequest, PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList,
-    UpdateObjectRequest, UpdateResourceRequest,
+    ApiResourceInfo, ApiResourceList, CreateObjectRequest, CreateResourceRequest,
+    DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListResourcesRequest,
+    PatchObjectRequest, PatchType, RenderedItems, RenderedObjectList, UpdateObjectRequest,
+    UpdateResourceRequest,
 };
 
 /// The resources part of [`KairshipApi`](crate::api::KairshipApi), which [`KairshipService`](crate::api::KairshipService)
@@ -140,4 +144,22 @@ pub trait ResourcesApi: Send + Sync {
         caller: &Caller,
         req: ListEventsRequest,
     ) -> Result<ObjectList, ApiError>;
+
+    /// The resources the instance serves, from its discovery (`kubectl api-resources`), for
+    /// whoever may read inside the instance. The default answers `Unimplemented`: an
+    /// implementation without instance clients knows no discovery.
+    async fn list_api_resources(
+        &self,
+        caller: &Caller,
+        req: ListApiResourcesRequest,
+    ) -> Result<ApiResourceList, ApiError> {
+        let _ = caller;
+        Err(ApiError::new(
+            crate::api::Code::Unimplemented,
+            format!(
+                "listing the resources of instance {} is not implemented by this server",
+                req.instance
+            ),
+        ))
+    }
 }

@@ -4,15 +4,16 @@ use async_trait::async_trait;
 use kube::api::PatchParams;
 
 use super::ResourcesApi;
-use crate::access::{Caller, Verb};
+use crate::access::{Caller, InstanceResource, Verb};
 use crate::api::body::check_name;
 use crate::api::inside::{Gvr, Inside, check_gvr, check_scope};
 use crate::api::kairship::{DEFAULT_FIELD_MANAGER, KairshipService, gvr, object_list};
 use crate::api::{
-    ApiError, CORE_GROUP, CreateObjectRequest, CreateResourceRequest, DeleteObjectRequest,
-    DeleteResourceRequest, GetObjectRequest, GetResourceRequest, ListEventsRequest,
-    ListObjectsRequest, ListOptions, ListResourcesRequest, Object, ObjectList, PatchObjectRequest,
-    PatchType, RenderedObjectList, ResourceKind, UpdateObjectRequest, UpdateResourceRequest,
+    ApiError, ApiResourceList, CORE_GROUP, CreateObjectRequest, CreateResourceRequest,
+    DeleteObjectRequest, DeleteResourceRequest, GetObjectRequest, GetResourceRequest,
+    ListApiResourcesRequest, ListEventsRequest, ListObjectsRequest, ListOptions,
+    ListResourcesRequest, Object, ObjectList, PatchObjectRequest, PatchType, RenderedObjectList,
+    ResourceKind, UpdateObjectRequest, UpdateResourceRequest,
 };
 use crate::router::written_target;
 
@@ -394,5 +395,34 @@ impl ResourcesApi for KairshipService {
             object_list(self.router.list(&c.target, &query).await?)
         })
         .await
+    }
+
+    async fn list_api_resources(
+        &self,
+        caller: &Caller,
+        req: ListApiResourcesRequest,
+    ) -> Result<ApiResourceList, ApiError> {
+        let instance = req.instance.as_str();
+        check_name("instance", instance)?;
+        self.authorize(
+            caller,
+            Verb::Get,
+            InstanceResource::Proxy,
+            Some(instance),
+            "list the resources the instance serves",
+        )
+        .await?;
+        let Some(discovery) = &self.discovery else {
+            return Err(ApiError::unavailable(
+                "the resources of instances cannot be listed: this server has no instance clients",
+            ));
+        };
+        let items = discovery
+            .served
+            .list(discovery.clients.as_ref(), instance)
+            .await?;
+        Ok(ApiResourceList {
+            items: items.as_ref().clone(),
+        })
     }
 }

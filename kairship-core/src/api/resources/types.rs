@@ -389,3 +389,50 @@ impl Serialize for RenderedItems {
         }
     }
 }
+
+/// `ListApiResources`: the resources an instance serves, from its discovery.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListApiResourcesRequest {
+    /// Instance name.
+    pub instance: String,
+}
+
+/// One resource an instance serves at one version, as its discovery describes it
+/// (`kubectl api-resources`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiResourceInfo {
+    /// API group; `core` for the core group, as the generic paths spell it.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Whether `version` is the group's preferred version (listed first of the group's).
+    pub preferred: bool,
+    /// Resource plural (`deployments`), the `{resource}` of the generic paths.
+    pub resource: String,
+    /// Singular name (`deployment`); empty when discovery gives none.
+    pub singular: String,
+    /// Kind of its objects.
+    pub kind: String,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
+    /// Verbs it supports (`get`, `list`, `watch`, `create`, ...).
+    pub verbs: Vec<String>,
+    /// Short names (`deploy`).
+    pub short_names: Vec<String>,
+    /// Categories (`all`).
+    pub categories: Vec<String>,
+    /// Its subresources (`status`, `scale`), which are not listed as resources of their own.
+    pub subresources: Vec<String>,
+}
+
+/// The answer of `ListApiResources`: every resource of every served group version, the core
+/// group first, then the groups in the instance's discovery order (by priority), each group's
+/// preferred version first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiResourceList {
+    /// The resources.
+    pub items: Vec<ApiResourceInfo>,
+}

@@ -1,6 +1,6 @@
 //! The resource browser: any resource an instance serves, by group, version and plural, as the
-//! generic REST API (`…/resources/{group}/{version}/{resource}`) names it. The index lists the
-//! built-in resources and the instance's custom resources ([`list`]); a list page searches,
+//! generic REST API (`…/resources/{group}/{version}/{resource}`) names it. The index lists
+//! every resource the instance's discovery serves, by group ([`index`]); a list page searches,
 //! filters, sorts and pages with the REST list's semantics ([`list`]); an object's page shows
 //! its YAML, events, owners and propagation ([`detail`]); it is edited with server-side apply
 //! and deleted after a confirmation naming it ([`edit`]).
@@ -11,6 +11,7 @@
 
 pub mod detail;
 pub mod edit;
+pub mod index;
 pub mod list;
 
 use axum::Router;
@@ -110,7 +111,7 @@ pub(super) fn routes() -> Router<Shared> {
     let list = "/ui/instances/{instance}/resources/{group}/{version}/{resource}";
     let object = "/ui/instances/{instance}/resources/{group}/{version}/{resource}/{name}";
     Router::new()
-        .route(index, get(list::index))
+        .route(index, get(self::index::index))
         .route(&format!("{index}/open"), get(list::open))
         .route(list, get(list::list))
         .route(object, get(detail::detail))
