@@ -991,4 +991,80 @@ mod tests {
         assert_eq!(FrameReader::default().next_frame(&mut partial), Ok(None));
         assert_eq!(partial.len(), 9);
     }
+
+    /// What the real kubectl v1.36.3 wrote after the 101 of `KUBECTL_PORT_FORWARD_WEBSOCKETS=false
+    /// kubectl port-forward pod/web 18091:8080` while curl made two requests through it
+    /// (recorded between kubectl and `kube-sandbox serve --tls`): per connection an `error`
+    /// stream it half-closes at once and a `data` stream carrying the request, every header
+    /// block a continuation of one zlib stream that opens with SPDY's dictionary id.
+    const KUBECTL_SPDY: &str = concat!(
+        "800300010000003e0000000100000000000078f9e3c6a7c202253a703a2b294a4dcc851625aca9a0808614cb",
+        "45e01c60616061c0c0c0c0590489c64c50f2663400000000ffff000000010100000080030001000000180000",
+        "0003000000000000c2aa19540e2512d60b000000ffff0000000300000057474554202f636170747572656420",
+        "485454502f312e310d0a486f73743a203132372e302e302e313a31383039310d0a557365722d4167656e743a",
+        "206375726c2f372e38382e310d0a4163636570743a202a2f2a0d0a0d0a000000030100000080030001000000",
+        "1400000005000000000000a2c4624300000000ffff0000000501000000800300010000001700000007000000",
+        "000000826ac61425c22900000000ffff0000000700000055474554202f7365636f6e6420485454502f312e31",
+        "0d0a486f73743a203132372e302e302e313a31383039310d0a557365722d4167656e743a206375726c2f372e",
+        "38382e310d0a4163636570743a202a2f2a0d0a0d0a0000000701000000",
+    );
+
+    #[test]
+    fn frames_recorded_from_kubectl_decode() {
+        let bytes: Vec<u8> = (0..KUBECTL_SPDY.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&KUBECTL_SPDY[i..i + 2], 16).unwrap())
+            .collect();
+        let mut reader = FrameReader::default();
+        let mut buf = bytes;
+        let mut frames = Vec::new();
+        while let Some(frame) = reader.next_frame(&mut buf).unwrap() {
+            frames.push(frame);
+        }
+        assert!(buf.is_empty());
+        let syn = |stream_id, kind: &str, id: &str| Frame::SynStream {
+            stream_id,
+            associated_to: 0,
+            priority: 0,
+            fin: false,
+            unidirectional: false,
+            headers: h(&[("streamtype", kind), ("port", "8080"), ("requestid", id)]),
+        };
+        let fin = |stream_id| Frame::Data {
+            stream_id,
+            fin: true,
+            data: vec![],
+        };
+        let request = |stream_id, path: &str| Frame::Data {
+            stream_id,
+            fin: false,
+            data: format!(
+                "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:18091\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n"
+            )
+            .into_bytes(),
+        };
+        // Go's map order puts the second data stream's requestid first.
+        let Frame::SynStream { headers, .. } = &frames[7] else {
+            panic!("{:?}", frames[7]);
+        };
+        let mut sorted = headers.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            h(&[("port", "8080"), ("requestid", "1"), ("streamtype", "data")])
+        );
+        let expected = vec![
+            syn(1, "error", "0"),
+            fin(1),
+            syn(3, "data", "0"),
+            request(3, "/captured"),
+            fin(3),
+            syn(5, "error", "1"),
+            fin(5),
+            frames[7].clone(),
+            request(7, "/second"),
+            fin(7),
+        ];
+        assert_eq!(frames, expected);
+    }
 }

@@ -1,0 +1,173 @@
+//! The real kubectl (v1.36) forwards ports of a pod of `kube-sandbox serve --tls`, in both of
+//! its forms: by default SPDY tunnelled in a WebSocket (`SPDY/3.1+portforward.k8s.io`), which
+//! the API server turns into a SPDY upgrade to the simulated kubelet, and with
+//! `KUBECTL_PORT_FORWARD_WEBSOCKETS=false` a plain `Upgrade: SPDY/3.1` spliced through to it.
+//! A port the pod declares as `http` answers HTTP (the sandbox's HTTP echo server, which names
+//! the pod and port it runs in); another port echoes bytes.
+//!
+//! kubectl is found as `kube_sandbox::testing::kubectl` says; without it the test prints a
+//! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kube_sandbox::testing::kubectl::{Kubectl, kubectl_or_skip};
+use kube_sandbox::testing::process::Background;
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A pod with an HTTP port and a plain one.
+const POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - name: server
+    image: nginx:1.27
+    ports:
+    - {name: http, containerPort: 8080}
+    - {name: raw, containerPort: 9000}
+"#;
+
+fn wait_running(kubectl: &Kubectl, pod: &str) {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let out = kubectl.run(&["get", "pod", pod, "-o", "jsonpath={.status.phase}"]);
+        if out.stdout == b"Running" {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pod {pod} is not running: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `kubectl -v=4 port-forward pod/<pod> :<port>...` with its log on standard output, and the
+/// local port of each remote port once it listens.
+pub fn port_forward(
+    binary: &Path,
+    kubeconfig: &Path,
+    websockets: bool,
+    pod: &str,
+    ports: &[u16],
+) -> (Background, Vec<u16>) {
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", "exec \"$0\" \"$@\" 2>&1"])
+        .arg(binary)
+        .args(["-v=4", "port-forward", &format!("pod/{pod}")])
+        .args(ports.iter().map(|p| format!(":{p}")))
+        .env("KUBECONFIG", kubeconfig)
+        .env("KUBECACHEDIR", kubeconfig.with_extension("pf-cache"))
+        .env(
+            "KUBECTL_PORT_FORWARD_WEBSOCKETS",
+            if websockets { "true" } else { "false" },
+        );
+    let mut forward = Background::spawn(command);
+    let mut local = Vec::new();
+    for port in ports {
+        let suffix = format!(" -> {port}");
+        let line = forward.wait_for_line(LIMIT, |l| {
+            l.starts_with("Forwarding from 127.0.0.1:") && l.ends_with(&suffix)
+        });
+        let address = line
+            .trim_start_matches("Forwarding from ")
+            .trim_end_matches(&suffix);
+        local.push(address.rsplit(':').next().unwrap().parse().unwrap());
+    }
+    (forward, local)
+}
+
+/// One HTTP/1.1 request to a local port: the status line and the body.
+pub fn http_get(port: u16, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+    (head.lines().next().unwrap_or_default().to_string(), body.to_string())
+}
+
+/// Bytes sent to a local port and what came back before the far side closed.
+pub fn echo(port: u16, payload: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    stream.write_all(payload).unwrap();
+    stream.shutdown(Shutdown::Write).unwrap();
+    let mut back = Vec::new();
+    stream.read_to_end(&mut back).unwrap();
+    back
+}
+
+#[test]
+fn kubectl_port_forward_reaches_pod_ports_tunnelled_and_over_spdy() {
+    let test = "kubectl_port_forward_reaches_pod_ports_tunnelled_and_over_spdy";
+    let Some(binary) = kubectl_or_skip(test) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("kube-sandbox-port-forward-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kube-sandbox"));
+    command.args(["serve", "--tls", "--nodes", "1", "--kubeconfig"]);
+    command.arg(&kubeconfig);
+    let mut server = Background::spawn(command);
+    server.wait_for_line(LIMIT, |line| line.starts_with("kubeconfig written to"));
+    let kubectl = Kubectl::new(&binary, &kubeconfig);
+    kubectl.ok_with_input(&["apply", "-f", "-"], POD);
+    wait_running(&kubectl, "web");
+
+    for websockets in [true, false] {
+        let (forward, local) = port_forward(&binary, &kubeconfig, websockets, "web", &[8080, 9000]);
+        // Two connections through one forwarding session, each answered by the pod's port.
+        for path in ["/hello?from=kubectl", "/again"] {
+            let (status, body) = http_get(local[0], path);
+            assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+            let answer: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(answer["pod"], "web", "{answer}");
+            assert_eq!(answer["namespace"], "default");
+            assert_eq!(answer["container"], "server");
+            assert_eq!(answer["port"], 8080);
+            assert_eq!(answer["method"], "GET");
+            assert_eq!(answer["path"], path);
+        }
+        // More than one frame's worth comes back whole.
+        let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(echo(local[1], &payload), payload);
+        // The form used is the one asked for: kubectl logs the tunnel's protocol, and never
+        // falls back from it.
+        let log = &forward.printed;
+        assert!(!log.contains("fallback to secondary dialer"), "{log}");
+        assert_eq!(
+            log.contains("negotiated protocol: portforward.k8s.io"),
+            websockets,
+            "{log}"
+        );
+        drop(forward);
+    }
+
+    // A port-forward the kubelet cannot serve (no such pod) fails as kube-apiserver answers.
+    let err = kubectl.fails(&["port-forward", "pod/missing", ":8080"]);
+    assert!(err.contains("pods \"missing\" not found"), "{err}");
+
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
