@@ -75,7 +75,14 @@ fn member_kubeconfig(kubeconfig: &Path, member: &str) -> PathBuf {
 /// out.
 fn running_pod(member: &Kubectl) -> String {
     member.ok_within(
-        &["-n", "demo", "rollout", "status", "deployment/hello", "--timeout=120s"],
+        &[
+            "-n",
+            "demo",
+            "rollout",
+            "status",
+            "deployment/hello",
+            "--timeout=120s",
+        ],
         LIMIT,
     );
     let deadline = Instant::now() + LIMIT;
@@ -109,12 +116,24 @@ fn running_pod(member: &Kubectl) -> String {
 
 /// `kubectl -v=4 port-forward` in the background with its log on standard output, and the
 /// local port once it listens.
-fn port_forward(binary: &Path, kubeconfig: &Path, websockets: bool, pod: &str) -> (Background, u16) {
+fn port_forward(
+    binary: &Path,
+    kubeconfig: &Path,
+    websockets: bool,
+    pod: &str,
+) -> (Background, u16) {
     let mut command = Command::new("sh");
     command
         .args(["-c", "exec \"$0\" \"$@\" 2>&1"])
         .arg(binary)
-        .args(["-v=4", "-n", "demo", "port-forward", &format!("pod/{pod}"), ":8080"])
+        .args([
+            "-v=4",
+            "-n",
+            "demo",
+            "port-forward",
+            &format!("pod/{pod}"),
+            ":8080",
+        ])
         .env("KUBECONFIG", kubeconfig)
         .env("KUBECACHEDIR", kubeconfig.with_extension("pf-cache"))
         .env(

@@ -102,7 +102,10 @@ pub fn http_get(port: u16, path: &str) -> (String, String) {
     let (head, body) = answer
         .split_once("\r\n\r\n")
         .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
-    (head.lines().next().unwrap_or_default().to_string(), body.to_string())
+    (
+        head.lines().next().unwrap_or_default().to_string(),
+        body.to_string(),
+    )
 }
 
 /// Bytes sent to a local port and what came back before the far side closed.
@@ -122,7 +125,8 @@ fn kubectl_port_forward_reaches_pod_ports_tunnelled_and_over_spdy() {
     let Some(binary) = kubectl_or_skip(test) else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("kube-sandbox-port-forward-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("kube-sandbox-port-forward-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("kubeconfig");

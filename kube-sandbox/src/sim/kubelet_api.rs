@@ -847,7 +847,9 @@ fn serve_port_forward(
                         continue;
                     };
                     // Data channels are even; what arrives on error channels is dropped.
-                    let port = to_ports.get_mut(usize::from(ch / 2)).filter(|_| ch % 2 == 0);
+                    let port = to_ports
+                        .get_mut(usize::from(ch / 2))
+                        .filter(|_| ch % 2 == 0);
                     if let Some(slot) = port
                         && let Some(to_port) = slot.as_mut()
                         && !data.is_empty()

@@ -141,8 +141,14 @@ pub fn spdy_handshake(headers: &HeaderMap) -> Result<Response, Refusal> {
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = response.headers_mut();
     h.insert(PROTOCOL_HEADER, HeaderValue::from_static(PROTOCOL));
-    h.insert(http::header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    h.insert(http::header::UPGRADE, HeaderValue::from_static(SPDY_UPGRADE));
+    h.insert(
+        http::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    h.insert(
+        http::header::UPGRADE,
+        HeaderValue::from_static(SPDY_UPGRADE),
+    );
     Ok(response)
 }
 
@@ -598,6 +604,9 @@ mod tests {
             .collect()
     }
 
+    /// Request headers, and the status and message of their refusal.
+    type RefusalCase<'a> = (&'a [(&'a str, &'a str)], StatusCode, &'a str);
+
     #[test]
     fn spdy_upgrades_are_negotiated_as_kubelet_does() {
         let upgrade = [("connection", "Upgrade"), ("upgrade", "SPDY/3.1")];
@@ -610,7 +619,7 @@ mod tests {
         assert_eq!(ok.status(), StatusCode::SWITCHING_PROTOCOLS);
         assert_eq!(ok.headers()[PROTOCOL_HEADER], PROTOCOL);
         assert_eq!(ok.headers()["upgrade"], "SPDY/3.1");
-        let cases: [(&[(&str, &str)], StatusCode, &str); 4] = [
+        let cases: [RefusalCase; 4] = [
             (
                 &upgrade,
                 StatusCode::BAD_REQUEST,
@@ -654,7 +663,10 @@ mod tests {
             ])
         };
         let cases = [
-            (ws("SPDY/3.1+portforward.k8s.io"), Some(vec!["portforward.k8s.io"])),
+            (
+                ws("SPDY/3.1+portforward.k8s.io"),
+                Some(vec!["portforward.k8s.io"]),
+            ),
             (
                 ws("v4.channel.k8s.io, SPDY/3.1+portforward.k8s.io"),
                 Some(vec!["portforward.k8s.io"]),
@@ -675,7 +687,10 @@ mod tests {
             vec![
                 ("connection", "Upgrade".to_string()),
                 ("upgrade", "SPDY/3.1".to_string()),
-                ("x-stream-protocol-version", "portforward.k8s.io".to_string()),
+                (
+                    "x-stream-protocol-version",
+                    "portforward.k8s.io".to_string()
+                ),
             ]
         );
         let answer = |pairs: &[(&str, &str)]| tunnel_protocol_of(&headers(pairs));
@@ -715,9 +730,21 @@ mod tests {
                 ok(80, true, "0"),
             ),
             // Old clients without requestID: error n pairs with data n + 2.
-            (5, h(&[("port", "80"), ("streamtype", "error")]), ok(80, false, "5")),
-            (7, h(&[("port", "80"), ("streamtype", "data")]), ok(80, true, "5")),
-            (1, h(&[("streamtype", "data")]), Err("\"port\" header is required".into())),
+            (
+                5,
+                h(&[("port", "80"), ("streamtype", "error")]),
+                ok(80, false, "5"),
+            ),
+            (
+                7,
+                h(&[("port", "80"), ("streamtype", "data")]),
+                ok(80, true, "5"),
+            ),
+            (
+                1,
+                h(&[("streamtype", "data")]),
+                Err("\"port\" header is required".into()),
+            ),
             (
                 1,
                 h(&[("port", "0"), ("streamtype", "data")]),
@@ -728,7 +755,11 @@ mod tests {
                 h(&[("port", "http"), ("streamtype", "data")]),
                 Err("unable to parse \"http\" as a port: invalid digit found in string".into()),
             ),
-            (1, h(&[("port", "80")]), Err("\"streamType\" header is required".into())),
+            (
+                1,
+                h(&[("port", "80")]),
+                Err("\"streamType\" header is required".into()),
+            ),
             (
                 1,
                 h(&[("port", "80"), ("streamtype", "both")]),

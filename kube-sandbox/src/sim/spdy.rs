@@ -645,7 +645,12 @@ impl FrameWriter {
                 payload.push(priority << 5);
                 payload.push(0);
                 payload.extend(self.compress(headers)?);
-                let flags = fin_flag(*fin) | if *unidirectional { FLAG_UNIDIRECTIONAL } else { 0 };
+                let flags = fin_flag(*fin)
+                    | if *unidirectional {
+                        FLAG_UNIDIRECTIONAL
+                    } else {
+                        0
+                    };
                 control(TYPE_SYN_STREAM, flags, &payload)
             }
             Frame::SynReply {
@@ -799,11 +804,7 @@ mod tests {
                 priority: 0,
                 fin: false,
                 unidirectional: false,
-                headers: h(&[
-                    ("port", "80"),
-                    ("requestid", "0"),
-                    ("streamtype", "error"),
-                ]),
+                headers: h(&[("port", "80"), ("requestid", "0"), ("streamtype", "error")]),
             },
             Frame::SynReply {
                 stream_id: 1,
@@ -1035,13 +1036,15 @@ mod tests {
             fin: true,
             data: vec![],
         };
-        let request = |stream_id, path: &str| Frame::Data {
+        let request = |stream_id, path: &str| {
+            Frame::Data {
             stream_id,
             fin: false,
             data: format!(
                 "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:18091\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n"
             )
             .into_bytes(),
+        }
         };
         // Go's map order puts the second data stream's requestid first.
         let Frame::SynStream { headers, .. } = &frames[7] else {
