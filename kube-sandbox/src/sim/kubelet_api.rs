@@ -856,8 +856,9 @@ fn serve_port_forward(
                         && tokio::io::AsyncWriteExt::write_all(to_port, data)
                             .await
                             .is_err()
+                        && let Some(mut to_port) = slot.take()
                     {
-                        *slot = None;
+                        let _ = tokio::io::AsyncWriteExt::shutdown(&mut to_port).await;
                     }
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,

@@ -347,8 +347,9 @@ impl Session {
                 if let Some(to_port) = forwarding.to_port.as_mut()
                     && !data.is_empty()
                     && to_port.write_all(&data).await.is_err()
+                    && let Some(mut to_port) = forwarding.to_port.take()
                 {
-                    forwarding.to_port = None;
+                    let _ = to_port.shutdown().await;
                 }
                 if fin && let Some(mut to_port) = forwarding.to_port.take() {
                     let _ = to_port.shutdown().await;
@@ -357,7 +358,11 @@ impl Session {
             Frame::RstStream { stream_id, .. } => {
                 if let Some(forwarding) = self.forwarding.get_mut(&stream_id) {
                     forwarding.resets.data.store(true, Ordering::SeqCst);
-                    forwarding.to_port = None;
+                    // The port sees the end of its input (a dropped half of a split stream
+                    // would not close it), finishes, and the error stream is then closed.
+                    if let Some(mut to_port) = forwarding.to_port.take() {
+                        let _ = to_port.shutdown().await;
+                    }
                 }
                 if let Some(resets) = self.error_streams.get(&stream_id) {
                     resets.error.store(true, Ordering::SeqCst);
@@ -769,5 +774,205 @@ mod tests {
         for (id, headers, want) in cases {
             assert_eq!(stream_request(id, &headers), want, "{headers:?}");
         }
+    }
+
+    /// The client's end of a SPDY connection in memory.
+    struct Client {
+        io: tokio::io::DuplexStream,
+        writer: FrameWriter,
+        reader: FrameReader,
+        buf: Vec<u8>,
+    }
+
+    impl Client {
+        async fn send(&mut self, frame: Frame) {
+            let bytes = self.writer.encode(&frame).unwrap();
+            self.io.write_all(&bytes).await.unwrap();
+        }
+
+        /// The next frame from the server; `None` when it closed the connection.
+        async fn next(&mut self) -> Option<Frame> {
+            loop {
+                if let Some(frame) = self.reader.next_frame(&mut self.buf).unwrap() {
+                    return Some(frame);
+                }
+                let mut chunk = [0u8; 4096];
+                let n = tokio::time::timeout(
+                    std::time::Duration::from_secs(10),
+                    self.io.read(&mut chunk),
+                )
+                .await
+                .expect("the server answers within 10 s")
+                .unwrap();
+                if n == 0 {
+                    return None;
+                }
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+
+        async fn open(&mut self, stream_id: u32, kind: &str, port: &str, request: &str) {
+            self.send(Frame::SynStream {
+                stream_id,
+                associated_to: 0,
+                priority: 0,
+                fin: false,
+                unidirectional: false,
+                headers: h(&[("streamtype", kind), ("port", port), ("requestid", request)]),
+            })
+            .await;
+        }
+
+        async fn data(&mut self, stream_id: u32, fin: bool, data: &[u8]) {
+            self.send(Frame::Data {
+                stream_id,
+                fin,
+                data: data.to_vec(),
+            })
+            .await;
+        }
+
+        /// What arrives on data stream `data` until its FIN, checking that error stream
+        /// `error` is closed empty first.
+        async fn until_closed(&mut self, error: u32, data: u32) -> Vec<u8> {
+            let (mut received, mut error_closed) = (Vec::new(), false);
+            loop {
+                match self.next().await {
+                    Some(Frame::Data {
+                        stream_id,
+                        fin,
+                        data: bytes,
+                    }) if stream_id == data => {
+                        received.extend(bytes);
+                        if fin {
+                            assert!(error_closed, "the error stream closes first");
+                            return received;
+                        }
+                    }
+                    Some(Frame::Data {
+                        stream_id,
+                        fin: true,
+                        data: bytes,
+                    }) if stream_id == error => {
+                        assert!(bytes.is_empty(), "{}", String::from_utf8_lossy(&bytes));
+                        error_closed = true;
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_spdy_session_pairs_streams_and_closes_them_as_kubelet_does() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let pod = serde_json::json!({"spec": {"containers": [
+            {"name": "web", "ports": [{"name": "http", "containerPort": 8080}]}
+        ]}});
+        tokio::spawn(serve_spdy(
+            server,
+            pod,
+            "ns".into(),
+            "p".into(),
+            CancellationToken::new(),
+        ));
+        let mut client = Client {
+            io: client,
+            writer: FrameWriter::default(),
+            reader: FrameReader::default(),
+            buf: Vec::new(),
+        };
+        let reply = |stream_id| {
+            Some(Frame::SynReply {
+                stream_id,
+                fin: false,
+                headers: vec![],
+            })
+        };
+
+        // kubectl's order: the error stream, half-closed at once, then the data stream.
+        client.open(1, "error", "9000", "0").await;
+        assert_eq!(client.next().await, reply(1));
+        client.data(1, true, b"").await;
+        client.open(3, "data", "9000", "0").await;
+        assert_eq!(client.next().await, reply(3));
+        client.data(3, false, b"ping").await;
+        client.data(3, true, b"").await;
+        assert_eq!(client.until_closed(1, 3).await, b"ping");
+
+        // A client's ping comes back; a stream naming no valid port is reset.
+        client.send(Frame::Ping { id: 7 }).await;
+        assert_eq!(client.next().await, Some(Frame::Ping { id: 7 }));
+        client.open(5, "data", "0", "9").await;
+        assert_eq!(
+            client.next().await,
+            Some(Frame::RstStream {
+                stream_id: 5,
+                status: rst::CANCEL
+            })
+        );
+
+        // A second connection, to the HTTP port.
+        client.open(7, "error", "8080", "1").await;
+        assert_eq!(client.next().await, reply(7));
+        client.open(9, "data", "8080", "1").await;
+        assert_eq!(client.next().await, reply(9));
+        client
+            .data(
+                9,
+                false,
+                b"GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+            )
+            .await;
+        let answer = String::from_utf8(client.until_closed(7, 9).await).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        assert!(answer.contains("\"path\":\"/x\""), "{answer}");
+        assert!(answer.contains("\"port\":8080"), "{answer}");
+
+        // A connection whose data stream the client resets: the port sees its end, and only
+        // the error stream is closed.
+        client.open(11, "error", "9000", "2").await;
+        assert_eq!(client.next().await, reply(11));
+        client.open(13, "data", "9000", "2").await;
+        assert_eq!(client.next().await, reply(13));
+        client.data(13, false, b"x").await;
+        assert_eq!(
+            client.next().await,
+            Some(Frame::Data {
+                stream_id: 13,
+                fin: false,
+                data: b"x".to_vec()
+            })
+        );
+        client
+            .send(Frame::RstStream {
+                stream_id: 13,
+                status: rst::CANCEL,
+            })
+            .await;
+        assert_eq!(
+            client.next().await,
+            Some(Frame::Data {
+                stream_id: 11,
+                fin: true,
+                data: vec![]
+            })
+        );
+
+        // GOAWAY from the client ends the connection with the server's GOAWAY.
+        client
+            .send(Frame::GoAway {
+                last_good_stream_id: 0,
+                status: 0,
+            })
+            .await;
+        assert_eq!(
+            client.next().await,
+            Some(Frame::GoAway {
+                last_good_stream_id: 13,
+                status: 0
+            })
+        );
+        assert_eq!(client.next().await, None);
     }
 }
