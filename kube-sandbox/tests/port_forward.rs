@@ -5,9 +5,12 @@
 //! A port the pod declares as `http` answers HTTP (the sandbox's HTTP echo server, which names
 //! the pod and port it runs in); another port echoes bytes.
 //!
-//! kubectl is found as `kube_sandbox::testing::kubectl` says; without it the test prints a
-//! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI).
+//! kubectl is found as `kube_sandbox::testing::kubectl` says; without it that test prints a
+//! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI). The tunnel is also driven
+//! without kubectl, with the sandbox's own SPDY framing over a WebSocket.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -174,4 +177,167 @@ fn kubectl_port_forward_reaches_pod_ports_tunnelled_and_over_spdy() {
 
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A served cluster running pod `web` (HTTP on 8080), and a client of it.
+async fn served_web(name: &str) -> (kube_sandbox::Cluster, kube_sandbox::Served, kube::Client) {
+    use k8s_openapi::api::core::v1::Pod;
+    let cluster = kube_sandbox::Cluster::with_options(
+        name,
+        kube_sandbox::ClusterOptions {
+            pod_start_delay: Duration::from_millis(20),
+            ..Default::default()
+        },
+    );
+    cluster
+        .add_node(&kube_sandbox::SimNode::new("n1", "4", "8Gi"))
+        .unwrap();
+    let served = cluster
+        .serve(kube_sandbox::ServeOptions {
+            tls: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let client = served.client().await.unwrap();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_saphyr::from_str(POD).unwrap();
+    pods.create(&Default::default(), &pod).await.unwrap();
+    common::eventually("web running", || {
+        let pods = pods.clone();
+        async move {
+            pods.get("web")
+                .await
+                .unwrap()
+                .status
+                .and_then(|s| s.phase)
+                .as_deref()
+                == Some("Running")
+        }
+    })
+    .await;
+    (cluster, served, client)
+}
+
+/// A port-forward WebSocket offering `protocol`, as client-go's tunneling dialer sends it.
+fn tunnel_request(protocol: &str) -> http::Request<kube::client::Body> {
+    http::Request::get("/api/v1/namespaces/default/pods/web/portforward")
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header("sec-websocket-protocol", protocol)
+        .body(kube::client::Body::empty())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_api_server_tunnels_spdy_in_a_websocket_to_the_kubelet() {
+    use futures::{SinkExt, StreamExt};
+    use kube_sandbox::sim::spdy::{Frame, FrameReader, FrameWriter};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let (_cluster, _served, client) = served_web("pf-tunnel").await;
+    let mut response = client
+        .send(tunnel_request("SPDY/3.1+portforward.k8s.io"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), http::StatusCode::SWITCHING_PROTOCOLS);
+    assert_eq!(
+        response.headers()["sec-websocket-protocol"],
+        "SPDY/3.1+portforward.k8s.io"
+    );
+    let upgraded = hyper::upgrade::on(&mut response).await.unwrap();
+    let mut ws = tokio_tungstenite::WebSocketStream::from_raw_socket(
+        hyper_util::rt::TokioIo::new(upgraded),
+        tokio_tungstenite::tungstenite::protocol::Role::Client,
+        None,
+    )
+    .await;
+    // kubectl's frames for one connection to port 8080, each in its own binary message.
+    let headers = |kind: &str| {
+        [("streamtype", kind), ("port", "8080"), ("requestid", "0")]
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    };
+    let syn = |stream_id, kind| Frame::SynStream {
+        stream_id,
+        associated_to: 0,
+        priority: 0,
+        fin: false,
+        unidirectional: false,
+        headers: headers(kind),
+    };
+    let data = |stream_id, fin, bytes: &[u8]| Frame::Data {
+        stream_id,
+        fin,
+        data: bytes.to_vec(),
+    };
+    let mut writer = FrameWriter::default();
+    for frame in [
+        syn(1, "error"),
+        data(1, true, b""),
+        syn(3, "data"),
+        data(
+            3,
+            false,
+            b"GET /tunnelled HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+        ),
+    ] {
+        let bytes = writer.encode(&frame).unwrap();
+        ws.send(Message::binary(bytes)).await.unwrap();
+    }
+    let mut reader = FrameReader::default();
+    let mut buf = Vec::new();
+    let mut answer = Vec::new();
+    let mut replies = Vec::new();
+    'read: while let Some(message) = tokio::time::timeout(LIMIT, ws.next()).await.unwrap() {
+        let Message::Binary(bytes) = message.unwrap() else {
+            continue;
+        };
+        buf.extend_from_slice(&bytes);
+        while let Some(frame) = reader.next_frame(&mut buf).unwrap() {
+            match frame {
+                Frame::SynReply { stream_id, .. } => replies.push(stream_id),
+                Frame::Data {
+                    stream_id: 3,
+                    fin,
+                    data,
+                } => {
+                    answer.extend(data);
+                    if fin {
+                        break 'read;
+                    }
+                }
+                Frame::Data {
+                    stream_id: 1, data, ..
+                } => assert!(data.is_empty(), "{}", String::from_utf8_lossy(&data)),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+    assert_eq!(replies, [1, 3]);
+    let answer = String::from_utf8(answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(answer.contains("\"path\":\"/tunnelled\""), "{answer}");
+    assert!(answer.contains("\"pod\":\"web\""), "{answer}");
+
+    // A tunnel offering no Kubernetes protocol is refused before the kubelet is called, as
+    // kube-apiserver's tunnel refuses it.
+    let refused = client
+        .send(tunnel_request("SPDY/3.1+other.example"))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), http::StatusCode::BAD_REQUEST);
+    let body = http_body_util::BodyExt::collect(refused.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let status: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(
+        status["message"],
+        "unable to upgrade: no tunneling spdy protocols provided"
+    );
 }
