@@ -3,7 +3,8 @@
 //! the API server turns into a SPDY upgrade to the simulated kubelet, and with
 //! `KUBECTL_PORT_FORWARD_WEBSOCKETS=false` a plain `Upgrade: SPDY/3.1` spliced through to it.
 //! A port the pod declares as `http` answers HTTP (the sandbox's HTTP echo server, which names
-//! the pod and port it runs in); another port echoes bytes.
+//! the pod and port it runs in); another port echoes bytes. `kubectl exec` over SPDY
+//! (`KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false`) reaches the same simulated kubelet.
 //!
 //! kubectl is found as `kube_sandbox::testing::kubectl` says; without it that test prints a
 //! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI). The tunnel is also driven
@@ -170,6 +171,40 @@ fn kubectl_port_forward_reaches_pod_ports_tunnelled_and_over_spdy() {
         );
         drop(forward);
     }
+
+    // Exec over SPDY too (what kubectl falls back to, here asked for): the upgrade is a POST.
+    let spdy_exec = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(&binary)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECACHEDIR", kubeconfig.with_extension("exec-cache"))
+            .env("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
+            .args(["-v=6", "exec"])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = spdy_exec(&["web", "--", "echo", "hello"], "");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n", "{log}");
+    assert!(
+        log.contains(r#"verb="POST""#) && log.contains("/pods/web/exec?"),
+        "{log}"
+    );
+    let out = spdy_exec(&["-i", "web", "--", "sh"], "echo one\nhostname\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "one\nweb\n");
+    let out = spdy_exec(&["web", "--", "sh", "-c", "echo out; exit 3"], "");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    assert_eq!(out.status.code(), Some(3));
 
     // A port-forward the kubelet cannot serve (no such pod) fails as kube-apiserver answers.
     let err = kubectl.fails(&["port-forward", "pod/missing", ":8080"]);

@@ -26,7 +26,8 @@
 //!   listener, so these answer for the node the `Host` header names (the API server's
 //!   `nodes/{name}/proxy` answers them in process for its own simulated nodes).
 //!
-//! Exec and attach over SPDY are refused (400): they are simulated over WebSocket only.
+//! Exec and attach also answer SPDY/3.1 (`v4.channel.k8s.io` … `channel.k8s.io`,
+//! [`super::remote_command`]), reading a shell's stdin to its end before it answers.
 //! Callers authenticate as kubelet does with `--client-ca-file` and webhook token auth (a client
 //! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access
 //! (`nodes/stats` for the summary, `nodes/metrics` for the metrics, as kubelet authorizes).
@@ -275,7 +276,7 @@ pub fn websocket_handshake(
         .unwrap_or("");
     if upgrade.to_ascii_lowercase().contains("spdy") {
         return Err(
-            "SPDY exec and attach are not implemented by the simulated kubelet; use WebSocket (v5.channel.k8s.io or v4.channel.k8s.io)"
+            "expected a WebSocket upgrade, got SPDY (served apart, see sim::remote_command and sim::port_forward)"
                 .into(),
         );
     }
@@ -609,6 +610,10 @@ fn serve_command(
         Ok(o) => o,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
     };
+    if super::port_forward::is_spdy_request(req.headers()) {
+        let printed = printed.to_vec();
+        return serve_spdy_command(sim, req, pod, name, container, exec, printed, options);
+    }
     let (response, protocol) = match websocket_handshake(req.headers(), EXEC_PROTOCOLS) {
         Ok(r) => r,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
@@ -649,6 +654,49 @@ fn serve_command(
             _ = sim.state.shutdown.cancelled() => {}
         }
         finish(ws).await;
+    });
+    response
+}
+
+/// Exec or attach over SPDY ([`super::remote_command`]).
+#[allow(clippy::too_many_arguments)]
+fn serve_spdy_command(
+    sim: Arc<Simulator>,
+    mut req: Request,
+    pod: &Value,
+    name: &str,
+    container: &str,
+    exec: bool,
+    printed: Vec<String>,
+    options: StreamOptions,
+) -> Response {
+    use super::remote_command::{Command, PROTOCOLS, serve_spdy};
+    let (response, protocol) = match super::port_forward::spdy_upgrade(req.headers(), PROTOCOLS) {
+        Ok(r) => r,
+        Err(refusal) => return text(refusal.code, refusal.message),
+    };
+    let command = if exec && options.stdin && super::shell::is_interactive(&options.command) {
+        Command::Shell(Box::new(super::shell::Shell::new(
+            pod.clone(),
+            name,
+            container,
+            options.tty,
+        )))
+    } else if exec {
+        Command::Fixed(super::shell::run(pod, name, container, &options.command))
+    } else {
+        Command::Fixed(CommandOutput {
+            stdout: printed.iter().map(|l| format!("{l}\n")).collect(),
+            ..Default::default()
+        })
+    };
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let shutdown = sim.state.shutdown.clone();
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        serve_spdy(TokioIo::new(upgraded), protocol, options, command, shutdown).await;
     });
     response
 }

@@ -25,6 +25,7 @@ pub mod node_lifecycle;
 pub mod node_proxy;
 pub mod pod_ports;
 pub mod port_forward;
+pub mod remote_command;
 pub mod scheduler;
 pub mod shell;
 pub mod spdy;

@@ -91,10 +91,20 @@ pub struct Refusal {
     pub list_accepted: bool,
 }
 
-/// Checks a SPDY port-forward upgrade as kubelet does: the protocol negotiation first
-/// (streaming `httpstream.Handshake`), then the upgrade headers (streaming
-/// `spdy.responseUpgrader.UpgradeResponse`). The answer is the 101 to send.
+/// Checks a SPDY port-forward upgrade as kubelet does (see [`spdy_upgrade`]). The answer is
+/// the 101 to send.
 pub fn spdy_handshake(headers: &HeaderMap) -> Result<Response, Refusal> {
+    spdy_upgrade(headers, &[PROTOCOL]).map(|(response, _)| response)
+}
+
+/// Checks a SPDY upgrade as kubelet does: the protocol negotiation first (streaming
+/// `httpstream.Handshake`: the first protocol the client offers that the server supports),
+/// then the upgrade headers (streaming `spdy.responseUpgrader.UpgradeResponse`). The answer
+/// is the 101 to send and the protocol chosen.
+pub fn spdy_upgrade(
+    headers: &HeaderMap,
+    supported: &[&'static str],
+) -> Result<(Response, &'static str), Refusal> {
     let refuse = |code: StatusCode, message: String| Refusal {
         code,
         message,
@@ -117,16 +127,20 @@ pub fn spdy_handshake(headers: &HeaderMap) -> Result<Response, Refusal> {
                 .into(),
         ));
     }
-    if !offered.contains(&PROTOCOL) {
+    let Some(chosen) = offered
+        .iter()
+        .find_map(|o| supported.iter().find(|s| *s == o).copied())
+    else {
         return Err(Refusal {
             code: StatusCode::FORBIDDEN,
             message: format!(
-                "unable to upgrade: unable to negotiate protocol: client supports [{}], server accepts [{PROTOCOL}]",
-                offered.join(" ")
+                "unable to upgrade: unable to negotiate protocol: client supports [{}], server accepts [{}]",
+                offered.join(" "),
+                supported.join(" ")
             ),
             list_accepted: true,
         });
-    }
+    };
     let connection_upgrade =
         header_values(headers, "connection").any(|c| c.to_ascii_lowercase().contains("upgrade"));
     let spdy =
@@ -140,7 +154,7 @@ pub fn spdy_handshake(headers: &HeaderMap) -> Result<Response, Refusal> {
     let mut response = Response::new(Body::empty());
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = response.headers_mut();
-    h.insert(PROTOCOL_HEADER, HeaderValue::from_static(PROTOCOL));
+    h.insert(PROTOCOL_HEADER, HeaderValue::from_static(chosen));
     h.insert(
         http::header::CONNECTION,
         HeaderValue::from_static("Upgrade"),
@@ -149,7 +163,7 @@ pub fn spdy_handshake(headers: &HeaderMap) -> Result<Response, Refusal> {
         http::header::UPGRADE,
         HeaderValue::from_static(SPDY_UPGRADE),
     );
-    Ok(response)
+    Ok((response, chosen))
 }
 
 /// The SPDY protocols a WebSocket request tunnels: its `SPDY/3.1+…k8s.io` subprotocols
@@ -518,18 +532,13 @@ async fn pump(
     }
 }
 
-/// Serves a SPDY port-forward connection (after [`spdy_handshake`]'s 101) for `pod` until
-/// the client closes it, sends GOAWAY, breaks the protocol, or the sandbox shuts down.
-pub async fn serve_spdy<IO>(
-    io: IO,
-    pod: Value,
-    namespace: String,
-    name: String,
-    shutdown: CancellationToken,
-) where
-    IO: AsyncRead + AsyncWrite + Send + 'static,
+/// The writing side of a SPDY connection: frames sent to the channel are encoded (with this
+/// direction's header compression) and written in order; it ends, shutting the connection's
+/// write side, when every sender is gone or the connection breaks.
+pub(crate) fn frame_writer<W>(mut wr: W) -> (mpsc::Sender<Frame>, JoinHandle<()>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut rd, mut wr) = tokio::io::split(io);
     let (frames, mut queue) = mpsc::channel::<Frame>(WRITE_QUEUE);
     let writer = tokio::spawn(async move {
         let mut encoder = FrameWriter::default();
@@ -546,6 +555,22 @@ pub async fn serve_spdy<IO>(
         }
         let _ = wr.shutdown().await;
     });
+    (frames, writer)
+}
+
+/// Serves a SPDY port-forward connection (after [`spdy_handshake`]'s 101) for `pod` until
+/// the client closes it, sends GOAWAY, breaks the protocol, or the sandbox shuts down.
+pub async fn serve_spdy<IO>(
+    io: IO,
+    pod: Value,
+    namespace: String,
+    name: String,
+    shutdown: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, wr) = tokio::io::split(io);
+    let (frames, writer) = frame_writer(wr);
     let mut session = Session {
         pod,
         namespace,
