@@ -156,10 +156,9 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{written:?}");
     drop(follow);
 
-    // Port forwarding carries a connection to the pod (every simulated port echoes). kubectl
-    // 1.36 tunnels SPDY inside its port-forward WebSocket, which the simulated kubelet does
-    // not speak, so kube-rs's client (`v4.channel.k8s.io`) forwards here, with the same
-    // kubeconfig.
+    // Port forwarding carries a connection to the pod (a port not named `http` echoes), here
+    // with kube-rs's client (`v4.channel.k8s.io`) and the same kubeconfig; `kubectl
+    // port-forward` (SPDY) has its own test, port_forward.rs.
     let echoed = tokio::runtime::Runtime::new().unwrap().block_on(async {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         kube_kit::client::install_crypto_provider();

@@ -162,7 +162,7 @@ async fn run(args: Args) -> Result<(), String> {
     println!("kubeconfig written to {}", kubeconfig.display());
     println!("{nodes} simulated nodes; pods scheduled on them turn Running.");
     println!(
-        "Their kubelet API (logs, exec, attach, port-forward over WebSocket) listens at https://{}",
+        "Their kubelet API (logs; exec, attach and port-forward over WebSocket and SPDY) listens at https://{}",
         served.kubelet_addr
     );
     println!();

@@ -15,15 +15,19 @@
 //!   Attach prints what the container printed so far, then ends.
 //! - `/portForward/{ns}/{pod}[/{uid}]?port=P` (or `ports=P,Q`) over WebSocket
 //!   (`v4.channel.k8s.io`, `channel.k8s.io`, `portforward.k8s.io`): per port a data channel
-//!   `2i` and an error channel `2i+1`, each opened with the little-endian port; every simulated
-//!   port is an echo service.
+//!   `2i` and an error channel `2i+1`, each opened with the little-endian port; and over
+//!   SPDY/3.1 (`X-Stream-Protocol-Version: portforward.k8s.io`, what kube-apiserver sends for
+//!   kubectl), a pair of `error`/`data` streams per forwarded connection
+//!   ([`super::port_forward`]). What a port answers is [`super::pod_ports`]'s: an HTTP echo
+//!   server for ports named `http`, a byte echo otherwise.
 //!
 //! - `GET /stats/summary`, `/metrics/resource`, `/metrics/cadvisor`: the node's usage, made
 //!   from its running pods (see [`super::kubelet_stats`]); every simulated node shares this
 //!   listener, so these answer for the node the `Host` header names (the API server's
 //!   `nodes/{name}/proxy` answers them in process for its own simulated nodes).
 //!
-//! SPDY upgrades are refused (400): only WebSocket streaming is simulated.
+//! Exec and attach also answer SPDY/3.1 (`v4.channel.k8s.io` … `channel.k8s.io`,
+//! [`super::remote_command`]), reading a shell's stdin to its end before it answers.
 //! Callers authenticate as kubelet does with `--client-ca-file` and webhook token auth (a client
 //! certificate signed by the cluster CA, or a bearer token) and need `nodes/proxy` access
 //! (`nodes/stats` for the summary, `nodes/metrics` for the metrics, as kubelet authorizes).
@@ -272,7 +276,7 @@ pub fn websocket_handshake(
         .unwrap_or("");
     if upgrade.to_ascii_lowercase().contains("spdy") {
         return Err(
-            "SPDY streaming is not implemented by the simulated kubelet; use WebSocket (v5.channel.k8s.io or v4.channel.k8s.io)"
+            "expected a WebSocket upgrade, got SPDY (served apart, see sim::remote_command and sim::port_forward)"
                 .into(),
         );
     }
@@ -492,7 +496,10 @@ async fn handle(State(sim): State<Arc<Simulator>>, req: Request) -> Response {
             pod: name,
             container,
         } => serve_command(sim, req, &pod, &namespace, &name, &container, false),
-        KubeletPath::PortForward { .. } => serve_port_forward(sim.state.clone(), req),
+        KubeletPath::PortForward {
+            namespace,
+            pod: name,
+        } => serve_port_forward(sim.state.clone(), req, pod, namespace, name),
         KubeletPath::StatsSummary | KubeletPath::MetricsResource | KubeletPath::MetricsCadvisor => {
             text(StatusCode::NOT_FOUND, "404 page not found")
         }
@@ -603,6 +610,10 @@ fn serve_command(
         Ok(o) => o,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
     };
+    if super::port_forward::is_spdy_request(req.headers()) {
+        let printed = printed.to_vec();
+        return serve_spdy_command(sim, req, pod, name, container, exec, printed, options);
+    }
     let (response, protocol) = match websocket_handshake(req.headers(), EXEC_PROTOCOLS) {
         Ok(r) => r,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
@@ -643,6 +654,49 @@ fn serve_command(
             _ = sim.state.shutdown.cancelled() => {}
         }
         finish(ws).await;
+    });
+    response
+}
+
+/// Exec or attach over SPDY ([`super::remote_command`]).
+#[allow(clippy::too_many_arguments)]
+fn serve_spdy_command(
+    sim: Arc<Simulator>,
+    mut req: Request,
+    pod: &Value,
+    name: &str,
+    container: &str,
+    exec: bool,
+    printed: Vec<String>,
+    options: StreamOptions,
+) -> Response {
+    use super::remote_command::{Command, PROTOCOLS, serve_spdy};
+    let (response, protocol) = match super::port_forward::spdy_upgrade(req.headers(), PROTOCOLS) {
+        Ok(r) => r,
+        Err(refusal) => return text(refusal.code, refusal.message),
+    };
+    let command = if exec && options.stdin && super::shell::is_interactive(&options.command) {
+        Command::Shell(Box::new(super::shell::Shell::new(
+            pod.clone(),
+            name,
+            container,
+            options.tty,
+        )))
+    } else if exec {
+        Command::Fixed(super::shell::run(pod, name, container, &options.command))
+    } else {
+        Command::Fixed(CommandOutput {
+            stdout: printed.iter().map(|l| format!("{l}\n")).collect(),
+            ..Default::default()
+        })
+    };
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let shutdown = sim.state.shutdown.clone();
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        serve_spdy(TokioIo::new(upgraded), protocol, options, command, shutdown).await;
     });
     response
 }
@@ -733,9 +787,45 @@ async fn serve_shell(
     finish(ws).await;
 }
 
-fn serve_port_forward(state: Arc<ClusterState>, mut req: Request) -> Response {
-    // The handshake first: SPDY clients (which name ports in stream headers) learn that
-    // SPDY is not implemented rather than that the query lacks ports.
+fn serve_port_forward(
+    state: Arc<ClusterState>,
+    mut req: Request,
+    pod: Value,
+    namespace: String,
+    name: String,
+) -> Response {
+    // cri-streaming `ServePortForward`: WebSocket requests get channels, every other request
+    // is a SPDY upgrade whose streams name their ports.
+    if super::port_forward::is_spdy_request(req.headers()) {
+        let response = match super::port_forward::spdy_handshake(req.headers()) {
+            Ok(r) => r,
+            Err(refusal) => {
+                let mut response = text(refusal.code, refusal.message);
+                if refusal.list_accepted {
+                    response.headers_mut().insert(
+                        "x-accepted-stream-protocol-versions",
+                        HeaderValue::from_static(super::port_forward::PROTOCOL),
+                    );
+                }
+                return response;
+            }
+        };
+        let on_upgrade = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let Ok(upgraded) = on_upgrade.await else {
+                return;
+            };
+            super::port_forward::serve_spdy(
+                TokioIo::new(upgraded),
+                pod,
+                namespace,
+                name,
+                state.shutdown.clone(),
+            )
+            .await;
+        });
+        return response;
+    }
     let (response, _) = match websocket_handshake(req.headers(), PORT_FORWARD_PROTOCOLS) {
         Ok(r) => r,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
@@ -761,9 +851,42 @@ fn serve_port_forward(state: Arc<ClusterState>, mut req: Request) -> Response {
                 }
             }
         }
+        // Each port's data channel is one connection to that port of the pod.
+        let (from_ports, mut output) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+        let mut to_ports = Vec::new();
+        for (i, port) in ports.iter().enumerate() {
+            let (ours, theirs) = tokio::io::duplex(super::pod_ports::CONNECTION_BUFFER);
+            let target = super::pod_ports::PortTarget::new(&pod, &namespace, &name, *port);
+            tokio::spawn(super::pod_ports::serve_connection(target, theirs));
+            let (mut from_port, to_port) = tokio::io::split(ours);
+            to_ports.push(Some(to_port));
+            let from_ports = from_ports.clone();
+            let channel = (2 * i) as u8;
+            tokio::spawn(async move {
+                let mut chunk = vec![0u8; 32 * 1024];
+                while let Ok(n) = tokio::io::AsyncReadExt::read(&mut from_port, &mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut frame = Vec::with_capacity(n + 1);
+                    frame.push(channel);
+                    frame.extend_from_slice(&chunk[..n]);
+                    if from_ports.send(frame).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(from_ports);
         loop {
             let message = tokio::select! {
                 _ = state.shutdown.cancelled() => break,
+                Some(frame) = output.recv() => {
+                    if ws.send(Message::binary(frame)).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 m = ws.next() => m,
             };
             match message {
@@ -771,13 +894,19 @@ fn serve_port_forward(state: Arc<ClusterState>, mut req: Request) -> Response {
                     let Some((&ch, data)) = bytes.split_first() else {
                         continue;
                     };
-                    // Every simulated port echoes what it receives on its data channel.
-                    if ch % 2 == 0 && usize::from(ch / 2) < ports.len() && !data.is_empty() {
-                        let mut echo = Vec::with_capacity(bytes.len());
-                        echo.extend_from_slice(&bytes);
-                        if ws.send(Message::binary(echo)).await.is_err() {
-                            break;
-                        }
+                    // Data channels are even; what arrives on error channels is dropped.
+                    let port = to_ports
+                        .get_mut(usize::from(ch / 2))
+                        .filter(|_| ch % 2 == 0);
+                    if let Some(slot) = port
+                        && let Some(to_port) = slot.as_mut()
+                        && !data.is_empty()
+                        && tokio::io::AsyncWriteExt::write_all(to_port, data)
+                            .await
+                            .is_err()
+                        && let Some(mut to_port) = slot.take()
+                    {
+                        let _ = tokio::io::AsyncWriteExt::shutdown(&mut to_port).await;
                     }
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,

@@ -23,8 +23,12 @@ pub mod metrics_scraper;
 pub mod metrics_server;
 pub mod node_lifecycle;
 pub mod node_proxy;
+pub mod pod_ports;
+pub mod port_forward;
+pub mod remote_command;
 pub mod scheduler;
 pub mod shell;
+pub mod spdy;
 pub mod taint_eviction;
 
 use crate::apiserver::api::DeleteOptions;

@@ -5,7 +5,10 @@
 //! by the cluster CA) without verifying the kubelet's serving certificate (kube-apiserver's
 //! default). Logs stream back as the body; upgrade requests are forwarded with their
 //! Connection/Upgrade/Sec-WebSocket-*/X-Stream-Protocol-Version headers, the kubelet's 101 is
-//! returned, and both upgraded connections are spliced byte for byte (so SPDY would pass too).
+//! returned, and both upgraded connections are spliced byte for byte (WebSocket and SPDY
+//! alike). A port-forward WebSocket that tunnels SPDY (`SPDY/3.1+portforward.k8s.io`, kubectl's
+//! default) reaches the kubelet as a plain SPDY upgrade, as kube-apiserver's tunnel does
+//! ([`super::port_forward`]).
 //!
 //! While the cluster is not served the simulated kubelet has no address; logs of pods on the
 //! cluster's own simulated nodes are then answered in-process.
@@ -344,6 +347,11 @@ pub(crate) async fn serve(
         }
         return Ok(out);
     }
+    if subresource == "portforward"
+        && let Some(protocols) = super::port_forward::tunnelled_protocols(req.headers())
+    {
+        return tunnel_port_forward(&sim, req, &client, &url, target, &protocols).await;
+    }
     let client_upgrade = hyper::upgrade::on(&mut req);
     let method = if req.method() == Method::POST {
         Method::POST
@@ -388,6 +396,67 @@ pub(crate) async fn serve(
         let _ = client_io.shutdown().await;
     });
     Ok(out)
+}
+
+/// Serves kubectl's port-forward WebSocket that tunnels SPDY (`SPDY/3.1+portforward.k8s.io`)
+/// as kube-apiserver's `TunnelingHandler` does (apiserver `pkg/util/proxy/streamtunnel.go`):
+/// the kubelet gets a plain SPDY upgrade (POST, `Upgrade: SPDY/3.1`, the tunnelled protocols
+/// as `X-Stream-Protocol-Version`); when it switches, the client's WebSocket is accepted with
+/// `SPDY/3.1+` and the kubelet's protocol, and the SPDY bytes travel in binary messages.
+async fn tunnel_port_forward(
+    sim: &Arc<Simulator>,
+    mut req: Request,
+    client: &kube::Client,
+    url: &str,
+    target: String,
+    protocols: &[String],
+) -> Result<Response, ApiError> {
+    use super::port_forward::{TUNNEL_PROTOCOL, kubelet_upgrade_headers, tunnel_protocol_of};
+    if protocols.is_empty() {
+        return Err(ApiError::bad_request(
+            "unable to upgrade: no tunneling spdy protocols provided",
+        ));
+    }
+    let mut builder = http::Request::builder().method(Method::POST).uri(target);
+    for (name, value) in kubelet_upgrade_headers(protocols) {
+        builder = builder.header(name, value);
+    }
+    let request = builder
+        .body(kube::client::Body::empty())
+        .map_err(|e| ApiError::internal(format!("kubelet request: {e}")))?;
+    let mut response = client
+        .send(request)
+        .await
+        .map_err(|e| dial_error(url, &e))?;
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        return Err(error_from_response(response).await);
+    }
+    let protocol =
+        tunnel_protocol_of(response.headers()).map_err(|e| ApiError::with_code(500, e))?;
+    if protocol.as_deref() != Some(TUNNEL_PROTOCOL) {
+        return Err(ApiError::with_code(
+            500,
+            format!("unable to upgrade: the kubelet chose protocol {protocol:?}"),
+        ));
+    }
+    let (answer, _) = super::kubelet_api::websocket_handshake(req.headers(), &[TUNNEL_PROTOCOL])
+        .map_err(ApiError::bad_request)?;
+    let kubelet_upgrade = hyper::upgrade::on(&mut response);
+    let client_upgrade = hyper::upgrade::on(&mut req);
+    let shutdown = sim.state.shutdown.clone();
+    tokio::spawn(async move {
+        let (Ok(client_io), Ok(kubelet_io)) = tokio::join!(client_upgrade, kubelet_upgrade) else {
+            return;
+        };
+        let ws = tokio_tungstenite::WebSocketStream::from_raw_socket(
+            TokioIo::new(client_io),
+            tokio_tungstenite::tungstenite::protocol::Role::Server,
+            None,
+        )
+        .await;
+        super::port_forward::relay_tunnel(ws, TokioIo::new(kubelet_io), shutdown).await;
+    });
+    Ok(answer)
 }
 
 /// The kubelet path of a `nodes/{name}/proxy/...` request: what follows `/proxy` (at least
