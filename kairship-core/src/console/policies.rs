@@ -42,7 +42,7 @@ use crate::api::{
     ApiError, CreateObjectRequest, GetObjectRequest, PreviewPlacementRequest, UpdateObjectRequest,
 };
 
-pub use self::view::{edit_url as policy_edit_url, new_url as new_policy_url};
+pub use self::view::{edit_link, kind_of_resource, list_link, overview_link};
 
 /// The console routes of this module (merged into [`super::routes`]).
 pub(super) fn routes() -> Router<Shared> {
@@ -55,14 +55,6 @@ pub(super) fn routes() -> Router<Shared> {
             "/ui/instances/{instance}/policies/{kind}/{name}/edit",
             get(edit_form).post(edit_submit),
         )
-}
-
-/// The kind of a policy, as the browser names its resource: `Some` for the four policy
-/// resources of `policy.karmada.io` (what "Edit with form" links from).
-pub fn kind_of_resource(group: &str, resource: &str) -> Option<PolicyKind> {
-    (group == "policy.karmada.io")
-        .then(|| PolicyKind::parse(resource))
-        .flatten()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -90,7 +82,14 @@ fn unknown_kind(signed: &SignedIn, kind: &str) -> Response {
 }
 
 async fn may(console: &Console, signed: &SignedIn, verb: Verb, instance: &str) -> bool {
-    allowed(console, &signed.caller, verb, InstanceResource::Proxy, instance).await
+    allowed(
+        console,
+        &signed.caller,
+        verb,
+        InstanceResource::Proxy,
+        instance,
+    )
+    .await
 }
 
 fn group_version() -> (String, String) {
@@ -119,7 +118,15 @@ async fn new_form(
     let form = PolicyForm::blank(kind, &ns);
     html(
         StatusCode::OK,
-        policy_page(&signed.viewer(), &instance, &form, &Mode::New, can_write, None, None),
+        policy_page(
+            &signed.viewer(),
+            &instance,
+            &form,
+            &Mode::New,
+            can_write,
+            None,
+            None,
+        ),
     )
 }
 
@@ -168,7 +175,15 @@ async fn new_submit(
         ));
         return html(
             StatusCode::FORBIDDEN,
-            policy_page(&viewer, &instance, &form, &Mode::New, false, Some(&err), None),
+            policy_page(
+                &viewer,
+                &instance,
+                &form,
+                &Mode::New,
+                false,
+                Some(&err),
+                None,
+            ),
         );
     }
     let page = |form: &PolicyForm, status, refused: Option<&ApiError>, outcome| {
@@ -216,7 +231,10 @@ async fn new_submit(
             match created {
                 Ok(name) => {
                     let (_, namespace) = form.name_and_namespace();
-                    see_other(&headers, &done_url(&instance, kind, namespace, &name, "created"))
+                    see_other(
+                        &headers,
+                        &done_url(&instance, kind, namespace, &name, "created"),
+                    )
                 }
                 Err(err) => page(&form, status_of(&err), Some(&err), None),
             }
@@ -282,7 +300,15 @@ async fn edit_form(
     };
     html(
         StatusCode::OK,
-        policy_page(&signed.viewer(), &instance, &form, &mode, can_write, None, done),
+        policy_page(
+            &signed.viewer(),
+            &instance,
+            &form,
+            &mode,
+            can_write,
+            None,
+            done,
+        ),
     )
 }
 
@@ -339,12 +365,11 @@ async fn edit_submit(
             page(&form, status, None, Some(Outcome::Placement(&preview)))
         }
         _ => {
-            let merged = match read_policy(&console, &signed, &instance, kind, &namespace, &name)
-                .await
-            {
-                Ok(stored) => edited_policy(&stored, &form, &resource_version),
-                Err(err) => Err(err),
-            };
+            let merged =
+                match read_policy(&console, &signed, &instance, kind, &namespace, &name).await {
+                    Ok(stored) => edited_policy(&stored, &form, &resource_version),
+                    Err(err) => Err(err),
+                };
             let merged = match merged {
                 Ok(merged) => merged,
                 Err(err) => return page(&form, status_of(&err), Some(&err), None),

@@ -543,10 +543,14 @@ pub fn detail_page(
             "Edit YAML",
         );
         h.raw(" ");
-        if let Some(kind) = crate::console::policies::kind_of_resource(&resource.group, &resource.resource) {
-            let url = crate::console::policies::policy_edit_url(&resource.instance, kind, namespace.unwrap_or_default(), name);
-            h.el("a", &[("href", &url), ("class", "button"), ("id", "edit-form")], "Edit with form").raw(" ");
-        }
+        crate::console::policies::edit_link(
+            &mut h,
+            &resource.instance,
+            &resource.group,
+            &resource.resource,
+            namespace,
+            name,
+        );
     }
     if d.can_delete {
         let delete = resource.object_url(namespace, name, "/delete");

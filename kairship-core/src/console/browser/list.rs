@@ -605,11 +605,13 @@ pub fn list_page(
         .raw(" <span class=\"muted\">")
         .text(&format!("{}/{}", resource.group, resource.version))
         .raw("</span></h1>");
-    if let Some(kind) = crate::console::policies::kind_of_resource(&resource.group, &resource.resource) {
-        let ns = Some(query.ns.as_str()).filter(|ns| !ns.contains(',')).unwrap_or_default();
-        let url = crate::console::policies::new_policy_url(&resource.instance, kind, ns);
-        h.el("a", &[("href", &url), ("class", "button"), ("id", "new-policy")], "New policy");
-    }
+    crate::console::policies::list_link(
+        &mut h,
+        &resource.instance,
+        &resource.group,
+        &resource.resource,
+        &query.ns,
+    );
     h.open(
         "form",
         &[

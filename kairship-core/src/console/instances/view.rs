@@ -530,8 +530,7 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
             ],
             "New application",
         );
-        let new_policy = crate::console::policies::new_policy_url(name, crate::console::policies::fields::PolicyKind::Propagation, &o.namespace);
-        h.raw(" ").el("a", &[("href", &new_policy), ("class", "button"), ("id", "new-policy")], "New policy");
+        crate::console::policies::overview_link(&mut h, name, &o.namespace);
     }
     let batch = format!("{base}/namespaces/{}/batch", url_segment(&o.namespace));
     h.raw(" ").el(

@@ -254,7 +254,10 @@ impl SelectorRow {
                 kind: text_at(s, "/kind"),
                 name: text_at(s, "/name"),
                 namespace: text_at(s, "/namespace"),
-                labels: s.get("labelSelector").map(selector_text).unwrap_or_default(),
+                labels: s
+                    .get("labelSelector")
+                    .map(selector_text)
+                    .unwrap_or_default(),
             })
             .collect()
     }
@@ -293,7 +296,12 @@ impl SelectorRow {
 
 /// The policy object's `apiVersion`, `kind` and `metadata` (name, and namespace for
 /// namespaced kinds).
-pub fn policy_head(kind: PolicyKind, name: &str, namespace: &str, problems: &mut Problems) -> Map<String, Value> {
+pub fn policy_head(
+    kind: PolicyKind,
+    name: &str,
+    namespace: &str,
+    problems: &mut Problems,
+) -> Map<String, Value> {
     if name.is_empty() {
         problems.add("name", "give the policy a name");
     }
@@ -320,7 +328,10 @@ mod tests {
     fn kinds_parse_by_name_or_plural() {
         for (text, want) in [
             ("PropagationPolicy", Some(PolicyKind::Propagation)),
-            ("clusterpropagationpolicies", Some(PolicyKind::ClusterPropagation)),
+            (
+                "clusterpropagationpolicies",
+                Some(PolicyKind::ClusterPropagation),
+            ),
             ("overridepolicy", Some(PolicyKind::Override)),
             ("ClusterOverridePolicy", Some(PolicyKind::ClusterOverride)),
             ("Deployment", None),

@@ -13,8 +13,8 @@ use crate::api::{ApiError, PlacementPreviewSpec};
 /// The form of a propagation or an override policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PolicyForm {
-    /// (Cluster)PropagationPolicy.
-    Propagation(PropagationForm),
+    /// (Cluster)PropagationPolicy (boxed: it has many more fields).
+    Propagation(Box<PropagationForm>),
     /// (Cluster)OverridePolicy.
     Override(OverrideForm),
 }
@@ -23,7 +23,7 @@ impl PolicyForm {
     /// A new policy of `kind`.
     pub fn blank(kind: PolicyKind, namespace: &str) -> PolicyForm {
         if kind.propagates() {
-            PolicyForm::Propagation(PropagationForm::blank(kind, namespace))
+            PolicyForm::Propagation(Box::new(PropagationForm::blank(kind, namespace)))
         } else {
             PolicyForm::Override(OverrideForm::blank(kind, namespace))
         }
@@ -32,7 +32,7 @@ impl PolicyForm {
     /// The form as posted.
     pub fn posted(kind: PolicyKind, form: Posted<'_>) -> PolicyForm {
         if kind.propagates() {
-            PolicyForm::Propagation(PropagationForm::posted(kind, form))
+            PolicyForm::Propagation(Box::new(PropagationForm::posted(kind, form)))
         } else {
             PolicyForm::Override(OverrideForm::posted(kind, form))
         }
@@ -41,7 +41,7 @@ impl PolicyForm {
     /// The form showing a stored policy.
     pub fn of_policy(kind: PolicyKind, policy: &Value) -> PolicyForm {
         if kind.propagates() {
-            PolicyForm::Propagation(PropagationForm::of_policy(kind, policy))
+            PolicyForm::Propagation(Box::new(PropagationForm::of_policy(kind, policy)))
         } else {
             PolicyForm::Override(OverrideForm::of_policy(kind, policy))
         }
@@ -132,7 +132,10 @@ pub fn preview_request(form: &PropagationForm) -> Result<PlacementPreviewSpec, A
     let replicas = form.preview_replicas.trim();
     if !replicas.is_empty() {
         let replicas: i64 = replicas.parse().map_err(|_| {
-            ApiError::invalid_field("preview replicas", format!("{replicas:?} is not a whole number"))
+            ApiError::invalid_field(
+                "preview replicas",
+                format!("{replicas:?} is not a whole number"),
+            )
         })?;
         let workload = json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
@@ -248,9 +251,12 @@ mod tests {
         form.weights[1].weight = "3".into();
         let edited = edited_policy(&stored, &PolicyForm::Propagation(form), "9").unwrap();
         let mut want = stored.clone();
-        want["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"]
-            [1]["weight"] = json!(3);
-        want["metadata"].as_object_mut().unwrap().remove("managedFields");
+        want["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"][1]
+            ["weight"] = json!(3);
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
         assert_eq!(edited, want);
     }
 }

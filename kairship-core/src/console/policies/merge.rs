@@ -46,11 +46,7 @@ fn merge(stored: Option<&Value>, before: Option<&Value>, after: Option<&Value>) 
                     if out.contains_key(key) {
                         continue;
                     }
-                    let merged = merge(
-                        old.get(key),
-                        before.and_then(|b| b.get(key)),
-                        new.get(key),
-                    );
+                    let merged = merge(old.get(key), before.and_then(|b| b.get(key)), new.get(key));
                     if let Some(v) = merged {
                         out.insert(key.clone(), v);
                     }
@@ -72,8 +68,8 @@ fn merge(stored: Option<&Value>, before: Option<&Value>, after: Option<&Value>) 
 fn merge_list(stored: &[Value], shown: &[Value], new: &[Value]) -> Vec<Value> {
     // Item by item only when each item the form showed is what the stored item at that place
     // holds (the form's view of it), and the form kept their number.
-    let aligned = stored.len() == shown.len()
-        && stored.iter().zip(shown).all(|(s, b)| is_part_of(b, s));
+    let aligned =
+        stored.len() == shown.len() && stored.iter().zip(shown).all(|(s, b)| is_part_of(b, s));
     if aligned && new.len() == shown.len() {
         return stored
             .iter()
@@ -131,14 +127,14 @@ mod tests {
                 "a weight changed: item by item, the stored exclude kept",
                 {
                     let mut a = before.clone();
-                    a["spec"]["placement"]["replicaScheduling"]["weightPreference"]
-                        ["staticWeightList"][1]["weight"] = json!(2);
+                    a["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"]
+                        [1]["weight"] = json!(2);
                     a
                 },
                 {
                     let mut w = stored.clone();
-                    w["spec"]["placement"]["replicaScheduling"]["weightPreference"]
-                        ["staticWeightList"][1]["weight"] = json!(2);
+                    w["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"]
+                        [1]["weight"] = json!(2);
                     w
                 },
             ),
@@ -200,11 +196,17 @@ mod tests {
                 {"key": "zone", "operator": "NotIn", "values": ["z1"]}]})
         );
         // Items the form shows in another order are not merged across places.
-        let stored = json!({"m": [{"key": "zone", "values": ["z"]}, {"key": "region", "values": ["r"]}]});
-        let before = json!({"m": [{"key": "region", "values": ["r"]}, {"key": "zone", "values": ["z"]}]});
-        let after = json!({"m": [{"key": "region", "values": ["s"]}, {"key": "zone", "values": ["z"]}]});
+        let stored =
+            json!({"m": [{"key": "zone", "values": ["z"]}, {"key": "region", "values": ["r"]}]});
+        let before =
+            json!({"m": [{"key": "region", "values": ["r"]}, {"key": "zone", "values": ["z"]}]});
+        let after =
+            json!({"m": [{"key": "region", "values": ["s"]}, {"key": "zone", "values": ["z"]}]});
         assert_eq!(merge_edit(&stored, &before, &after), after);
-        assert!(is_part_of(&json!({"a": [1, {"b": 2}]}), &json!({"a": [1, {"b": 2, "c": 3}], "d": 4})));
+        assert!(is_part_of(
+            &json!({"a": [1, {"b": 2}]}),
+            &json!({"a": [1, {"b": 2, "c": 3}], "d": 4})
+        ));
         assert!(!is_part_of(&json!({"a": [1]}), &json!({"a": [1, 2]})));
     }
 }

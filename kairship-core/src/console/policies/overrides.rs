@@ -264,7 +264,10 @@ impl RuleForm {
             list_or_null(comma_list(&self.clusters)),
         );
         let labels = problems
-            .selector(&format!("{rule_field} cluster labels"), &self.cluster_labels)
+            .selector(
+                &format!("{rule_field} cluster labels"),
+                &self.cluster_labels,
+            )
             .unwrap_or(Value::Null);
         put(&mut target, "labelSelector", labels);
 
@@ -278,7 +281,11 @@ impl RuleForm {
             if row.component.is_empty() {
                 problems.add(&field, "choose the component: Registry, Repository or Tag");
             }
-            problems.one_of(&format!("{field} component"), &row.component, &IMAGE_COMPONENTS);
+            problems.one_of(
+                &format!("{field} component"),
+                &row.component,
+                &IMAGE_COMPONENTS,
+            );
             if row.operator.is_empty() {
                 problems.add(&field, "choose the operator: add, remove or replace");
             }
@@ -358,7 +365,10 @@ impl RuleForm {
             }
             let field = format!("{rule_field} plaintext {}", i + 1);
             if !row.path.starts_with('/') {
-                problems.add(&field, "the path is a JSON pointer starting with / (/spec/replicas)");
+                problems.add(
+                    &field,
+                    "the path is a JSON pointer starting with / (/spec/replicas)",
+                );
             }
             if row.operator.is_empty() {
                 problems.add(&field, "choose the operator: add, remove or replace");
@@ -569,7 +579,12 @@ mod tests {
         form.selectors[0].api_version = "v1".into();
         form.selectors[0].kind = "ConfigMap".into();
         let err = form.to_policy().unwrap_err();
-        assert!(err.message.contains("rules: give at least one override rule"), "{}", err.message);
+        assert!(
+            err.message
+                .contains("rules: give at least one override rule"),
+            "{}",
+            err.message
+        );
         form.rules[0].clusters = "a".into();
         form.rules[0].images[0] = ImageRow {
             component: "Digest".into(),

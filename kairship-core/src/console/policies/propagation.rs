@@ -307,7 +307,11 @@ impl PropagationForm {
             "clusterNames",
             list_or_null(comma_list(&self.cluster_names)),
         );
-        put(&mut affinity, "exclude", list_or_null(comma_list(&self.exclude)));
+        put(
+            &mut affinity,
+            "exclude",
+            list_or_null(comma_list(&self.exclude)),
+        );
         let labels = problems
             .selector("cluster labels", &self.cluster_labels)
             .unwrap_or(Value::Null);
@@ -336,7 +340,11 @@ impl PropagationForm {
                 continue;
             }
             let field = format!("toleration {}", i + 1);
-            problems.one_of(&format!("{field} operator"), &t.operator, &["Equal", "Exists"]);
+            problems.one_of(
+                &format!("{field} operator"),
+                &t.operator,
+                &["Equal", "Exists"],
+            );
             problems.one_of(
                 &format!("{field} effect"),
                 &t.effect,
@@ -377,9 +385,7 @@ impl PropagationForm {
             );
             match (c.field.is_empty(), c.label.is_empty()) {
                 (true, true) => problems.add(&field, "spread by a field or by a label"),
-                (false, false) => {
-                    problems.add(&field, "spread by a field or by a label, not both")
-                }
+                (false, false) => problems.add(&field, "spread by a field or by a label, not both"),
                 _ => {}
             }
             by_field |= !c.field.is_empty();
@@ -393,7 +399,10 @@ impl PropagationForm {
                 && max > 0
                 && min > max
             {
-                problems.add(&field, format!("min groups {min} is above max groups {max}"));
+                problems.add(
+                    &field,
+                    format!("min groups {min} is above max groups {max}"),
+                );
             }
             if let Some(max) = max {
                 row.insert("maxGroups".into(), json!(max));
@@ -423,7 +432,11 @@ impl PropagationForm {
         );
         problems.one_of("division", &self.division, &["Weighted", "Aggregated"]);
         problems.one_of("weights", &self.weighting, &["static", "AvailableReplicas"]);
-        put(&mut scheduling, "replicaSchedulingType", text_or_null(&self.scheduling));
+        put(
+            &mut scheduling,
+            "replicaSchedulingType",
+            text_or_null(&self.scheduling),
+        );
         put(
             &mut scheduling,
             "replicaDivisionPreference",
@@ -460,8 +473,16 @@ impl PropagationForm {
         if self.weighting == "AvailableReplicas" {
             preference.insert("dynamicWeight".into(), json!("AvailableReplicas"));
         }
-        put(&mut scheduling, "weightPreference", object_or_null(preference));
-        put(&mut placement, "replicaScheduling", object_or_null(scheduling));
+        put(
+            &mut scheduling,
+            "weightPreference",
+            object_or_null(preference),
+        );
+        put(
+            &mut placement,
+            "replicaScheduling",
+            object_or_null(scheduling),
+        );
         Value::Object(placement)
     }
 
@@ -515,13 +536,14 @@ impl PropagationForm {
             &self.failover_purge,
             &["Directly", "Gracefully", "Never"],
         );
-        put(&mut application, "purgeMode", text_or_null(&self.failover_purge));
+        put(
+            &mut application,
+            "purgeMode",
+            text_or_null(&self.failover_purge),
+        );
         if let Some(s) = problems.number("failover grace period", &self.failover_grace) {
             if self.failover_purge != "Gracefully" {
-                problems.add(
-                    "failover grace period",
-                    "only with purge mode Gracefully",
-                );
+                problems.add("failover grace period", "only with purge mode Gracefully");
             }
             application.insert("gracePeriodSeconds".into(), json!(s));
         }

@@ -21,7 +21,11 @@ pub fn selector_text(selector: &Value) -> String {
     {
         let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
         let values = string_list(e.get("values")).join(",");
-        match e.get("operator").and_then(Value::as_str).unwrap_or_default() {
+        match e
+            .get("operator")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
             "In" => parts.push(format!("{key} in ({values})")),
             "NotIn" => parts.push(format!("{key} notin ({values})")),
             "Exists" => parts.push(key.to_owned()),
@@ -91,7 +95,11 @@ pub fn parse_selector(text: &str) -> Result<Option<Value>, String> {
     let mut labels = Map::new();
     let mut expressions = Vec::new();
     for requirement in requirements(text) {
-        let bad = || format!("{requirement:?} is not key=value, key!=value, key in (a,b), key notin (a,b), key or !key");
+        let bad = || {
+            format!(
+                "{requirement:?} is not key=value, key!=value, key in (a,b), key notin (a,b), key or !key"
+            )
+        };
         if let Some(key) = requirement.strip_prefix('!') {
             let key = key.trim();
             if !valid_key(key) {

@@ -79,6 +79,64 @@ pub fn object_url(instance: &str, kind: PolicyKind, namespace: &str, name: &str)
     url
 }
 
+/// The policy kind of a resource of the browser (`policy.karmada.io` and one of the four
+/// policy plurals), else `None`.
+pub fn kind_of_resource(group: &str, resource: &str) -> Option<PolicyKind> {
+    (group == "policy.karmada.io")
+        .then(|| PolicyKind::parse(resource))
+        .flatten()
+}
+
+/// A policy list's "New policy" button (nothing for other resources); `ns_filter`: the list's
+/// namespace filter, the new policy's namespace when it names one.
+pub fn list_link(h: &mut Html, instance: &str, group: &str, resource: &str, ns_filter: &str) {
+    let Some(kind) = kind_of_resource(group, resource) else {
+        return;
+    };
+    let ns = if ns_filter.contains(',') {
+        ""
+    } else {
+        ns_filter
+    };
+    let url = new_url(instance, kind, ns);
+    h.el(
+        "a",
+        &[("href", &url), ("class", "button"), ("id", "new-policy")],
+        "New policy",
+    );
+}
+
+/// The overview's "New policy" button (a PropagationPolicy in the namespace shown).
+pub fn overview_link(h: &mut Html, instance: &str, namespace: &str) {
+    let url = new_url(instance, PolicyKind::Propagation, namespace);
+    h.raw(" ").el(
+        "a",
+        &[("href", &url), ("class", "button"), ("id", "new-policy")],
+        "New policy",
+    );
+}
+
+/// A policy's "Edit with form" button on its object page (nothing for other resources).
+pub fn edit_link(
+    h: &mut Html,
+    instance: &str,
+    group: &str,
+    resource: &str,
+    namespace: Option<&str>,
+    name: &str,
+) {
+    let Some(kind) = kind_of_resource(group, resource) else {
+        return;
+    };
+    let url = edit_url(instance, kind, namespace.unwrap_or_default(), name);
+    h.el(
+        "a",
+        &[("href", &url), ("class", "button"), ("id", "edit-form")],
+        "Edit with form",
+    )
+    .raw(" ");
+}
+
 fn field_id(name: &str) -> String {
     name.replace('_', "-")
 }
@@ -107,8 +165,18 @@ fn select(h: &mut Html, label: &str, name: &str, value: &str, options: &[(&str, 
 
 /// A `<select>`; a value that is none of `options` is kept as one more option (a refused form
 /// comes back as sent).
-fn select_cell(h: &mut Html, name: &str, id: &str, label: &str, value: &str, options: &[(&str, &str)]) {
-    h.open("select", &[("name", name), ("id", id), ("aria-label", label)]);
+fn select_cell(
+    h: &mut Html,
+    name: &str,
+    id: &str,
+    label: &str,
+    value: &str,
+    options: &[(&str, &str)],
+) {
+    h.open(
+        "select",
+        &[("name", name), ("id", id), ("aria-label", label)],
+    );
     let mut found = false;
     for (v, text) in options {
         let mut attrs = vec![("value", *v)];
@@ -135,7 +203,8 @@ fn rows_table(
     columns: &[(&str, &str, Cell<'_>)],
     rows: &[Vec<&str>],
 ) {
-    h.open("table", &[("class", "list rows"), ("id", id)]).raw("<thead><tr>");
+    h.open("table", &[("class", "list rows"), ("id", id)])
+        .raw("<thead><tr>");
     for (_, heading, _) in columns {
         h.el("th", &[], heading);
     }
@@ -215,15 +284,28 @@ fn head_fieldset(h: &mut Html, kind: PolicyKind, name: &str, namespace: &str, ed
     h.raw("<fieldset><legend>Policy</legend>");
     if editing {
         // Name and namespace identify the stored object: shown, sent back, not edited.
-        h.raw("<p>").text(kind.kind()).raw(" <strong>").text(name).raw("</strong>");
+        h.raw("<p>")
+            .text(kind.kind())
+            .raw(" <strong>")
+            .text(name)
+            .raw("</strong>");
         if kind.namespaced() {
-            h.raw(" in namespace <strong>").text(namespace).raw("</strong>");
+            h.raw(" in namespace <strong>")
+                .text(namespace)
+                .raw("</strong>");
         }
         h.raw("</p>");
-        h.open("input", &[("type", "hidden"), ("name", "name"), ("value", name)]);
         h.open(
             "input",
-            &[("type", "hidden"), ("name", "namespace"), ("value", namespace)],
+            &[("type", "hidden"), ("name", "name"), ("value", name)],
+        );
+        h.open(
+            "input",
+            &[
+                ("type", "hidden"),
+                ("name", "namespace"),
+                ("value", namespace),
+            ],
         );
     } else {
         input(h, "Name", "name", name, "web-spread");
@@ -238,8 +320,20 @@ fn propagation_fields(h: &mut Html, f: &PropagationForm, editing: bool) {
     head_fieldset(h, f.kind, &f.name, &f.namespace, editing);
     selectors_fieldset(h, f.kind, &f.selectors);
     h.raw("<fieldset><legend>Placement: which clusters (all given criteria hold)</legend>");
-    input(h, "Cluster names", "cluster_names", &f.cluster_names, "east, west");
-    input(h, "Cluster labels", "cluster_labels", &f.cluster_labels, "env=prod");
+    input(
+        h,
+        "Cluster names",
+        "cluster_names",
+        &f.cluster_names,
+        "east, west",
+    );
+    input(
+        h,
+        "Cluster labels",
+        "cluster_labels",
+        &f.cluster_labels,
+        "env=prod",
+    );
     input(h, "Providers", "providers", &f.providers, "aws");
     input(h, "Regions", "regions", &f.regions, "eu-west");
     input(h, "Zones", "zones", &f.zones, "eu-west-1a");
@@ -288,7 +382,14 @@ fn propagation_fields(h: &mut Html, f: &PropagationForm, editing: bool) {
     let spread: Vec<Vec<&str>> = f
         .spread
         .iter()
-        .map(|c| vec![c.field.as_str(), c.label.as_str(), c.min.as_str(), c.max.as_str()])
+        .map(|c| {
+            vec![
+                c.field.as_str(),
+                c.label.as_str(),
+                c.min.as_str(),
+                c.max.as_str(),
+            ]
+        })
         .collect();
     rows_table(
         h,
@@ -445,7 +546,14 @@ fn rule_fields(h: &mut Html, r: usize, rule: &RuleForm) {
     let images: Vec<Vec<&str>> = rule
         .images
         .iter()
-        .map(|i| vec![i.component.as_str(), i.operator.as_str(), i.value.as_str(), i.path.as_str()])
+        .map(|i| {
+            vec![
+                i.component.as_str(),
+                i.operator.as_str(),
+                i.value.as_str(),
+                i.path.as_str(),
+            ]
+        })
         .collect();
     rows_table(
         h,
@@ -554,12 +662,19 @@ pub fn policy_page(
         kind.resource()
     );
     h.open("p", &[("class", "crumbs")])
-        .el("a", &[("href", &format!("/ui/instances/{}", url_segment(instance)))], instance)
+        .el(
+            "a",
+            &[("href", &format!("/ui/instances/{}", url_segment(instance)))],
+            instance,
+        )
         .raw(" › ")
         .el("a", &[("href", &list)], kind.resource());
     if editing {
-        h.raw(" › ")
-            .el("a", &[("href", &object_url(instance, kind, namespace, name))], name);
+        h.raw(" › ").el(
+            "a",
+            &[("href", &object_url(instance, kind, namespace, name))],
+            name,
+        );
     }
     h.close("p");
     let title = if editing {
@@ -607,7 +722,11 @@ pub fn policy_page(
     };
     h.open(
         "form",
-        &[("method", "post"), ("action", &action), ("id", "policy-form")],
+        &[
+            ("method", "post"),
+            ("action", &action),
+            ("id", "policy-form"),
+        ],
     );
     csrf_field(&mut h, viewer.csrf);
     if let Mode::Edit { resource_version } = mode {
@@ -630,9 +749,13 @@ pub fn policy_page(
     if kind.propagates() {
         h.raw("<button id=\"policy-placement\" type=\"submit\" name=\"op\" value=\"placement\">Preview placement</button> ");
     }
-    h.raw("<button id=\"policy-rows\" type=\"submit\" name=\"op\" value=\"rows\">More rows</button> ");
+    h.raw(
+        "<button id=\"policy-rows\" type=\"submit\" name=\"op\" value=\"rows\">More rows</button> ",
+    );
     if editing {
-        h.raw("<button id=\"policy-save\" type=\"submit\" name=\"op\" value=\"save\">Save</button>");
+        h.raw(
+            "<button id=\"policy-save\" type=\"submit\" name=\"op\" value=\"save\">Save</button>",
+        );
     } else {
         h.raw("<button id=\"policy-create\" type=\"submit\" name=\"op\" value=\"create\">Create</button>");
     }
@@ -649,7 +772,11 @@ pub fn policy_page(
             );
             let yaml = serde_saphyr::to_string(object)
                 .unwrap_or_else(|e| format!("# cannot render as YAML: {e}"));
-            h.el("pre", &[("id", "policy-yaml-preview"), ("class", "yaml")], &yaml);
+            h.el(
+                "pre",
+                &[("id", "policy-yaml-preview"), ("class", "yaml")],
+                &yaml,
+            );
         }
         Some(Outcome::Placement(preview)) => {
             h.append(crate::console::placement::preview_html(preview));
@@ -694,7 +821,13 @@ mod tests {
         assert!(page.find("role=\"alert\"").unwrap() < page.find("id=\"policy-form\"").unwrap());
         let hidden = policy_page(&viewer(), "i", &form, &Mode::New, false, None, None);
         assert!(hidden.contains("class=\"notice\""));
-        for control in ["policy-form", "policy-create", "<input name", "<select", "<button id=\"policy"] {
+        for control in [
+            "policy-form",
+            "policy-create",
+            "<input name",
+            "<select",
+            "<button id=\"policy",
+        ] {
             assert!(!hidden.contains(control), "{control}");
         }
 
@@ -718,6 +851,30 @@ mod tests {
         assert!(page.contains("id=\"policy-save\"") && !page.contains("policy-placement"));
         assert!(page.contains("id=\"policy-yaml-preview\""));
         assert!(page.contains("name=\"rule_0_image_0_component\""));
+    }
+
+    #[test]
+    fn links_only_for_policies() {
+        let mut h = Html::new();
+        list_link(&mut h, "i", "policy.karmada.io", "overridepolicies", "demo");
+        edit_link(
+            &mut h,
+            "i",
+            "policy.karmada.io",
+            "clusterpropagationpolicies",
+            None,
+            "all",
+        );
+        list_link(&mut h, "i", "apps", "deployments", "demo");
+        edit_link(&mut h, "i", "core", "configmaps", Some("demo"), "x");
+        let out = h.finish();
+        assert_eq!(out.matches("<a ").count(), 2, "{out}");
+        assert!(
+            out.contains("href=\"/ui/instances/i/policies/new?kind=OverridePolicy&amp;ns=demo\"")
+        );
+        assert!(
+            out.contains("href=\"/ui/instances/i/policies/ClusterPropagationPolicy/all/edit\"")
+        );
     }
 
     #[test]
@@ -746,7 +903,10 @@ mod tests {
         assert!(result < table);
         // A cluster-wide policy has no namespace field.
         assert!(!page.contains("name=\"namespace\""));
-        assert!(new_url("i", PolicyKind::ClusterPropagation, "demo").ends_with("kind=ClusterPropagationPolicy"));
+        assert!(
+            new_url("i", PolicyKind::ClusterPropagation, "demo")
+                .ends_with("kind=ClusterPropagationPolicy")
+        );
         assert_eq!(
             edit_url("i", PolicyKind::Override, "demo ns", "a/b"),
             "/ui/instances/i/policies/OverridePolicy/a%2Fb/edit?ns=demo%20ns"
