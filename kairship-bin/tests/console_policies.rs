@@ -330,6 +330,8 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
         .await;
     browser.click("#edit-form").await;
     browser.find("#policy-form").await;
+    let kept = browser.text("#policy-kept").await;
+    assert!(kept.contains("/spec/activationPreference"), "{kept}");
     assert_eq!(
         browser
             .script(

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use self::fields::{POLICY_API_VERSION, PolicyKind, Posted};
-use self::form::{PolicyForm, edited_policy, preview_request};
+use self::form::{PolicyForm, edited_policy, not_shown, preview_request};
 use self::view::{Mode, Outcome, edit_url, policy_page};
 use super::request::{
     Console, Shared, SignedForm, SignedIn, allowed, error_answer, html, see_other, status_of,
@@ -292,6 +292,7 @@ async fn edit_form(
     let form = PolicyForm::of_policy(kind, &stored);
     let mode = Mode::Edit {
         resource_version: fields::text_at(&stored, "/metadata/resourceVersion"),
+        kept: not_shown(&stored, &form),
     };
     let done = match query.done.as_deref() {
         Some("created") => Some(Outcome::Done("Created.")),
@@ -335,6 +336,7 @@ async fn edit_submit(
     let resource_version = Posted(&fields).get("resource_version");
     let mode = Mode::Edit {
         resource_version: resource_version.clone(),
+        kept: Vec::new(),
     };
     let viewer = signed.viewer();
     if !may(&console, &signed, Verb::Update, &instance).await {

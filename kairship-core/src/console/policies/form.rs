@@ -109,6 +109,37 @@ pub fn edited_policy(
     Ok(merged)
 }
 
+/// Where the stored policy's `spec` holds what the form does not show (JSON pointers, sorted):
+/// an edit keeps these as stored.
+pub fn not_shown(stored: &Value, form: &PolicyForm) -> Vec<String> {
+    fn walk(stored: &Value, shown: Option<&Value>, at: String, out: &mut Vec<String>) {
+        match (stored, shown) {
+            (_, None) => out.push(at),
+            (Value::Object(s), Some(Value::Object(f))) => {
+                for (k, v) in s {
+                    walk(v, f.get(k), format!("{at}/{k}"), out);
+                }
+            }
+            (Value::Array(s), Some(Value::Array(f)))
+                if s.iter().any(|v| v.is_object() || v.is_array()) =>
+            {
+                for (i, v) in s.iter().enumerate() {
+                    walk(v, f.get(i), format!("{at}/{i}"), out);
+                }
+            }
+            (s, Some(f)) if s != f => out.push(at),
+            _ => {}
+        }
+    }
+    let shown = form.shown();
+    let mut out = Vec::new();
+    if let Some(spec) = stored.get("spec") {
+        walk(spec, shown.get("spec"), "/spec".into(), &mut out);
+    }
+    out.sort();
+    out
+}
+
 /// `kind` as its resource plural, as Kubernetes names the built-in kinds (`Deployment` ->
 /// `deployments`, `NetworkPolicy` -> `networkpolicies`, `Ingress` -> `ingresses`).
 pub fn plural(kind: &str) -> String {

@@ -21,6 +21,8 @@ pub enum Mode {
     Edit {
         /// The version the form was filled from.
         resource_version: String,
+        /// What the stored policy holds that the form does not show (kept by an edit).
+        kept: Vec<String>,
     },
 }
 
@@ -729,7 +731,11 @@ pub fn policy_page(
         ],
     );
     csrf_field(&mut h, viewer.csrf);
-    if let Mode::Edit { resource_version } = mode {
+    if let Mode::Edit {
+        resource_version,
+        kept,
+    } = mode
+    {
         h.open(
             "input",
             &[
@@ -739,6 +745,12 @@ pub fn policy_page(
             ],
         );
         h.raw("<p class=\"muted\">Saving changes only what the form changed: fields it does not show (annotations, other placement settings) are kept as stored. A change made by someone else meanwhile is refused, not overwritten.</p>");
+        if !kept.is_empty() {
+            h.open("p", &[("id", "policy-kept"), ("class", "muted")])
+                .raw("Kept as stored, not shown in the form: ")
+                .text(&kept.join(", "))
+                .close("p");
+        }
     }
     match form {
         PolicyForm::Propagation(f) => propagation_fields(&mut h, f, editing),
@@ -842,6 +854,7 @@ mod tests {
             &over,
             &Mode::Edit {
                 resource_version: evil.into(),
+                kept: vec![evil.into()],
             },
             true,
             None,
