@@ -30,6 +30,7 @@ pub mod oidc;
 pub mod page;
 pub mod placement;
 pub mod pods;
+pub mod policies;
 pub mod request;
 pub mod search;
 pub mod session;
@@ -97,6 +98,7 @@ pub fn routes(parts: ConsoleParts) -> Router {
         .merge(browser::routes())
         .merge(pods::routes())
         .merge(placement::routes())
+        .merge(policies::routes())
         .merge(drift::routes())
         .merge(audit::routes())
         .merge(events::routes())

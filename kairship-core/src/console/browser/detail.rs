@@ -543,6 +543,14 @@ pub fn detail_page(
             "Edit YAML",
         );
         h.raw(" ");
+        crate::console::policies::edit_link(
+            &mut h,
+            &resource.instance,
+            &resource.group,
+            &resource.resource,
+            namespace,
+            name,
+        );
     }
     if d.can_delete {
         let delete = resource.object_url(namespace, name, "/delete");

@@ -391,6 +391,13 @@ pub fn list_page(
         .raw(" <span class=\"muted\">")
         .text(&format!("{}/{}", resource.group, resource.version))
         .raw("</span></h1>");
+    crate::console::policies::list_link(
+        &mut h,
+        &resource.instance,
+        &resource.group,
+        &resource.resource,
+        &query.ns,
+    );
     h.open(
         "form",
         &[

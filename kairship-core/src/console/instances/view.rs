@@ -530,6 +530,7 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
             ],
             "New application",
         );
+        crate::console::policies::overview_link(&mut h, name, &o.namespace);
     }
     let batch = format!("{base}/namespaces/{}/batch", url_segment(&o.namespace));
     h.raw(" ").el(
