@@ -5,12 +5,12 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::get;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 
 use super::html::Html;
-use super::page::{error_box, page};
-use super::request::{Shared, html, signed_in, status_of};
+use super::page::{error_box, live_open, page};
+use super::request::{Shared, SignedIn, html, status_of};
 use crate::api::{AuditRecordList, ListAuditRequest};
 
 /// Records per page of the audit page.
@@ -157,16 +157,15 @@ fn records(h: &mut Html, list: &AuditRecordList, query: &AuditPageQuery) {
 
 async fn audit_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Query(query): Query<AuditPageQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let mut h = Html::new();
     h.el("h1", &[], "Audit");
     filters(&mut h, &query);
+    // New records appear as they are written; the filters above stay as typed.
+    let refresh = query.page_link(query.page.unwrap_or(1).max(1));
+    live_open(&mut h, "section", "audit-live", &refresh);
     let status = match console
         .api
         .list_audit(&signed.caller, query.request())
@@ -181,6 +180,7 @@ async fn audit_page(
             status_of(&err)
         }
     };
+    h.close("section");
     html(status, page("Audit", Some(&signed.viewer()), h))
 }
 

@@ -6,13 +6,13 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::get;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 
 use super::html::{Html, url_segment};
-use super::page::{error_box, page};
-use super::request::{Shared, html, signed_in, status_of};
-use crate::api::{ResourceKind, SearchRequest, SearchResult};
+use super::page::{error_box, live_open, page};
+use super::request::{Shared, SignedIn, html, status_of};
+use crate::api::{ResourceKind, SearchHit, SearchRequest, SearchResult};
 
 /// Hits per page of the search page.
 pub const SEARCH_PAGE_SIZE: u32 = 100;
@@ -107,6 +107,34 @@ fn filters(h: &mut Html, query: &SearchPageQuery) {
     h.raw("<button type=\"submit\" id=\"search\">Search</button></form>");
 }
 
+/// Where a hit opens: a Deployment's workload page (status, scaling, pods), any other
+/// object's page in the resource browser; `None` for a member cluster's copy (the browser
+/// reads the Karmada control plane).
+pub fn hit_url(hit: &SearchHit) -> Option<String> {
+    if hit.cluster.is_some() {
+        return None;
+    }
+    let namespace = hit.namespace.as_deref().filter(|ns| !ns.is_empty());
+    if hit.kind == "Deployment"
+        && let Some(ns) = namespace
+    {
+        return Some(format!(
+            "/ui/instances/{}/namespaces/{}/workloads/{}",
+            url_segment(&hit.instance),
+            url_segment(ns),
+            url_segment(&hit.name)
+        ));
+    }
+    let (group, version) = super::browser::detail::group_version(&hit.api_version);
+    let resource = super::browser::ResourcePath {
+        instance: hit.instance.clone(),
+        group: group.to_owned(),
+        version: version.to_owned(),
+        resource: super::browser::detail::guess_plural(&hit.kind),
+    };
+    Some(resource.object_url(namespace, &hit.name, ""))
+}
+
 /// The hits as a table, the totals per instance, the instances not searched and paging.
 fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
     for u in &result.unavailable {
@@ -145,7 +173,12 @@ fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
             )
             .raw("</td>")
             .el("td", &[], hit.namespace.as_deref().unwrap_or(""))
-            .el("td", &[], &hit.name)
+            .open("td", &[]);
+        match hit_url(hit) {
+            Some(url) => h.el("a", &[("href", &url), ("class", "hit")], &hit.name),
+            None => h.text(&hit.name),
+        };
+        h.close("td")
             .el("td", &[], &hit.kind)
             .el("td", &[], &labels.join(", "))
             .el("td", &[], hit.creation_timestamp.as_deref().unwrap_or(""))
@@ -164,16 +197,15 @@ fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
 
 async fn search_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Query(query): Query<SearchPageQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let mut h = Html::new();
     h.el("h1", &[], "Search");
     filters(&mut h, &query);
+    // The hits follow the instances as they change; the filters above stay as typed.
+    let refresh = query.page_link(query.page.unwrap_or(1).max(1));
+    live_open(&mut h, "section", "hits-live", &refresh);
     let status = match console.api.search(&signed.caller, query.request()).await {
         Ok(result) => {
             results(&mut h, &result, &query);
@@ -184,6 +216,7 @@ async fn search_page(
             status_of(&err)
         }
     };
+    h.close("section");
     html(status, page("Search", Some(&signed.viewer()), h))
 }
 

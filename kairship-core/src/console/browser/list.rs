@@ -17,8 +17,8 @@ use crate::api::{
 };
 use crate::console::html::{Html, url_segment};
 use crate::console::instances::view::{option, policy_places, policy_selects};
-use crate::console::page::{Viewer, error_box, page};
-use crate::console::request::{Shared, html, see_other, signed_in, status_of};
+use crate::console::page::{PREVIOUS_NEXT, Viewer, error_box, live_open, page, page_nav};
+use crate::console::request::{Shared, SignedIn, html, see_other, signed_in, status_of};
 
 /// Objects per list page unless `size` says otherwise.
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
@@ -365,14 +365,10 @@ impl BrowseQuery {
 /// `GET /ui/instances/{i}/resources/{g}/{v}/{r}`: a resource's list page.
 pub(in crate::console) async fn list(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(resource): Path<ResourcePath>,
     Query(query): Query<BrowseQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let namespace = query.namespace();
     let listed = console
         .api
@@ -625,10 +621,15 @@ pub fn list_page(
         .raw("\" placeholder=\"all (or a,b)\"></label>");
     sort_options(&mut h, query);
     h.raw("<button id=\"apply-filter\" type=\"submit\">Show</button></form>");
+    // The table and its pager refresh themselves with the same query and page; the form
+    // above stays as typed.
+    let refresh = format!("{base}?{}", query.to_query(query.page()));
+    live_open(&mut h, "section", "objects-live", &refresh);
     let list = match listed {
         Ok(list) => list,
         Err(err) => {
             error_box(&mut h, err);
+            h.close("section");
             return page(&resource.resource, Some(viewer), h);
         }
     };
@@ -676,23 +677,14 @@ pub fn list_page(
     }
     h.raw("</tbody></table>");
     let p = &list.pagination;
-    h.open("nav", &[("class", "pager")])
-        .open("span", &[("class", "total")])
-        .num(p.total)
-        .raw(" total · page ")
-        .num(p.page)
-        .raw(" of ")
-        .num(p.pages.max(1))
-        .close("span");
-    if p.page > 1 {
-        let prev = format!("{base}?{}", query.to_query(p.page - 1));
-        h.el("a", &[("href", &prev), ("rel", "prev")], "← Previous");
-    }
-    if p.page < p.pages {
-        let next = format!("{base}?{}", query.to_query(p.page + 1));
-        h.el("a", &[("href", &next), ("rel", "next")], "Next →");
-    }
-    h.close("nav");
+    page_nav(
+        &mut h,
+        (p.total, p.page, p.pages),
+        "total",
+        PREVIOUS_NEXT,
+        |page| format!("{base}?{}", query.to_query(page)),
+    );
+    h.close("section");
     page(&resource.resource, Some(viewer), h)
 }
 
