@@ -98,11 +98,11 @@ fn shortcuts_dialog(h: &mut Html) {
         .raw("<button type=\"button\" id=\"shortcuts-close\">Close</button></dialog>");
 }
 
-/// How often a page's live part refreshes.
-pub const LIVE_SECONDS: u32 = 5;
+/// How often a page's live part refreshes (htmx's trigger).
+pub const LIVE_TRIGGER: &str = "every 5s";
 
 /// Opens the live part of a page: an element `id` that htmx fetches again from `refresh`
-/// every [`LIVE_SECONDS`] and replaces with the element of the same id in the answer (the
+/// as [`LIVE_TRIGGER`] says and replaces with the element of the same id in the answer (the
 /// whole page or just that part). Forms being typed into stay outside it; `assets/console.js`
 /// skips a refresh while the tab is hidden or a field inside has the focus, and keeps the
 /// focus on the same link across one. Close it with `h.close(tag)`.
@@ -114,7 +114,7 @@ pub fn live_open(h: &mut Html, tag: &'static str, id: &str, refresh: &str) {
             ("id", id),
             ("class", "live"),
             ("hx-get", refresh),
-            ("hx-trigger", "every 5s"),
+            ("hx-trigger", LIVE_TRIGGER),
             ("hx-select", &select),
             ("hx-swap", "outerHTML"),
         ],
@@ -250,4 +250,90 @@ pub(in crate::console) fn state_badge(h: &mut Html, state: &str) {
         _ => "badge bad",
     };
     h.el("span", &[("class", class)], state);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn viewer() -> Viewer<'static> {
+        Viewer {
+            user: "alice",
+            csrf: "c0ffee",
+        }
+    }
+
+    #[test]
+    fn the_skip_link_comes_first_and_leads_to_the_content() {
+        for out in [
+            page("P", Some(&viewer()), Html::new()),
+            page("P", None, Html::new()),
+        ] {
+            let body = &out[out.find("<body").unwrap()..];
+            let first_link = body.find("<a ").unwrap();
+            assert!(
+                body[first_link..].starts_with(
+                    "<a class=\"skip-link\" id=\"skip-link\" href=\"#main\">Skip to content</a>"
+                ),
+                "{out}"
+            );
+            assert!(out.contains("<main id=\"main\" tabindex=\"-1\">"), "{out}");
+        }
+    }
+
+    #[test]
+    fn signed_in_pages_load_the_shortcuts_and_list_them() {
+        let out = page("P", Some(&viewer()), Html::new());
+        assert!(out.contains("<script src=\"/ui/assets/console.js\" defer></script>"));
+        assert!(out.contains("id=\"search-name\""), "/ has a box to focus");
+        let dialog = &out[out.find("<dialog id=\"shortcuts\"").unwrap()..];
+        for (keys, what) in SHORTCUTS {
+            let kbd: Vec<String> = keys.split(' ').map(|k| format!("<kbd>{k}</kbd>")).collect();
+            assert!(dialog.contains(&kbd.join(" ")), "{keys}: {dialog}");
+            assert!(dialog.contains(what), "{what}: {dialog}");
+        }
+        // No inline script anywhere: the CSP allows none.
+        assert_eq!(out.matches("<script").count(), 2, "{out}");
+        assert!(!out.contains("onclick") && !out.contains("onkeydown"));
+    }
+
+    #[test]
+    fn live_parts_refresh_within_five_seconds_and_select_themselves() {
+        let mut h = Html::new();
+        live_open(&mut h, "section", "objects-live", "/ui/x?q=a%20b&page=2");
+        h.close("section");
+        let out = h.finish();
+        assert_eq!(
+            out,
+            "<section id=\"objects-live\" class=\"live\" hx-get=\"/ui/x?q=a%20b&amp;page=2\" \
+             hx-trigger=\"every 5s\" hx-select=\"#objects-live\" hx-swap=\"outerHTML\"></section>"
+        );
+        let err = live_error("pod-live", "/ui/p", &ApiError::not_found("pods \"x\" not found"));
+        assert!(err.starts_with("<div id=\"pod-live\""), "{err}");
+        assert!(err.contains("role=\"alert\"") && err.contains("not found"), "{err}");
+    }
+
+    #[test]
+    fn pagers_link_their_neighbours_only() {
+        for ((total, page, pages), prev, next) in [
+            ((0, 1, 0), false, false),
+            ((120, 1, 3), false, true),
+            ((120, 2, 3), true, true),
+            ((120, 3, 3), true, false),
+        ] {
+            let mut h = Html::new();
+            page_nav(&mut h, (total, page, pages), "hits", PREVIOUS_NEXT, |p| {
+                format!("/ui/search?page={p}")
+            });
+            let out = h.finish();
+            assert!(
+                out.contains(&format!("{total} hits · page {page} of {}", pages.max(1))),
+                "{out}"
+            );
+            let prev_link = format!("href=\"/ui/search?page={}\" rel=\"prev\"", page.max(2) - 1);
+            assert_eq!(out.contains(&prev_link), prev, "{out}");
+            let next_link = format!("href=\"/ui/search?page={}\" rel=\"next\"", page + 1);
+            assert_eq!(out.contains(&next_link), next, "{out}");
+        }
+    }
 }

@@ -247,4 +247,73 @@ mod tests {
             "/ui/search?kind=Deployment&name=%20web%20&instance=k1%2Ck2&page=2"
         );
     }
+
+    #[test]
+    fn hits_open_the_workload_or_the_object_page() {
+        let hit = |kind: &str, api_version: &str, namespace: Option<&str>, cluster: Option<&str>| {
+            SearchHit {
+                instance: "karmada a".into(),
+                cluster: cluster.map(str::to_owned),
+                api_version: api_version.into(),
+                kind: kind.into(),
+                namespace: namespace.map(str::to_owned),
+                name: "web/1".into(),
+                labels: Default::default(),
+                creation_timestamp: None,
+            }
+        };
+        for (h, want) in [
+            (
+                hit("Deployment", "apps/v1", Some("demo"), None),
+                Some("/ui/instances/karmada%20a/namespaces/demo/workloads/web%2F1"),
+            ),
+            (
+                hit("ConfigMap", "v1", Some("demo"), None),
+                Some("/ui/instances/karmada%20a/resources/core/v1/configmaps/web%2F1?ns=demo"),
+            ),
+            (
+                hit(
+                    "ClusterPropagationPolicy",
+                    "policy.karmada.io/v1alpha1",
+                    None,
+                    None,
+                ),
+                Some(
+                    "/ui/instances/karmada%20a/resources/policy.karmada.io/v1alpha1/clusterpropagationpolicies/web%2F1",
+                ),
+            ),
+            (hit("Deployment", "apps/v1", Some("demo"), Some("east")), None),
+        ] {
+            assert_eq!(hit_url(&h).as_deref(), want, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn each_hit_is_a_link_and_escaped() {
+        let query = SearchPageQuery {
+            name: "web".into(),
+            page: Some(2),
+            ..Default::default()
+        };
+        let result = SearchResult {
+            items: vec![SearchHit {
+                instance: "k1".into(),
+                cluster: None,
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("demo".into()),
+                name: "<web>".into(),
+                labels: Default::default(),
+                creation_timestamp: None,
+            }],
+            ..SearchResult::default()
+        };
+        let mut h = Html::new();
+        results(&mut h, &result, &query);
+        let out = h.finish();
+        assert!(
+            out.contains("href=\"/ui/instances/k1/namespaces/demo/workloads/%3Cweb%3E\" class=\"hit\">&lt;web&gt;</a>"),
+            "{out}"
+        );
+    }
 }

@@ -691,6 +691,32 @@ mod tests {
     }
 
     #[test]
+    fn the_object_refreshes_itself_but_not_its_controls() {
+        let resource = ResourcePath {
+            instance: "i".into(),
+            group: "core".into(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+        };
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "namespace": "demo"}, "data": {"k": "v"}});
+        let out = detail_page(&viewer(), &resource, &detail(cm, true), false);
+        let live = out
+            .find("<div id=\"object-live\" class=\"live\" hx-get=\"/ui/instances/i/resources/core/v1/configmaps/web?ns=demo\"")
+            .expect("a live part");
+        assert!(out.find("id=\"edit\"").unwrap() < live, "{out}");
+        for part in ["id=\"facts\"", "id=\"owners\"", "id=\"yaml\""] {
+            assert!(out[live..].contains(part), "{part} in {out}");
+        }
+        let secret = detail_page(&viewer(), &secret_resource(), &detail(secret(), true), true);
+        let live = secret.find("id=\"object-live\"").unwrap();
+        assert!(
+            secret.find("id=\"secret-values\"").unwrap() < live,
+            "revealed values are not fetched again: {secret}"
+        );
+    }
+
+    #[test]
     fn write_controls_only_for_writers() {
         let resource = ResourcePath {
             instance: "i".into(),

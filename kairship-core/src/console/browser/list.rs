@@ -878,6 +878,41 @@ mod tests {
     }
 
     #[test]
+    fn the_table_refreshes_with_its_query_and_page_outside_the_form() {
+        let resource = ResourcePath {
+            instance: "i".into(),
+            group: "core".into(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+        };
+        let query = BrowseQuery {
+            q: "web".into(),
+            ns: "demo".into(),
+            page: Some(2),
+            ..BrowseQuery::default()
+        };
+        let listed = Ok(ObjectList {
+            items: vec![json!({"metadata": {"name": "web-config", "namespace": "demo"}})],
+            pagination: Pagination {
+                total: 51,
+                page: 2,
+                page_size: 50,
+                pages: 2,
+            },
+        });
+        let out = list_page(&viewer(), &resource, &query, &listed);
+        let live = out.find("<section id=\"objects-live\"").expect("a live part");
+        assert!(
+            out[live..].starts_with("<section id=\"objects-live\" class=\"live\" hx-get=\"/ui/instances/i/resources/core/v1/configmaps?q=web&amp;ns=demo&amp;page=2\""),
+            "{out}"
+        );
+        assert!(out.find("id=\"filter\"").unwrap() < live, "the form is not refreshed");
+        assert!(out[live..].contains("data-name=\"web-config\""), "{out}");
+        assert!(out[live..].contains("rel=\"prev\""), "{out}");
+        assert!(out.contains("51 total · page 2 of 2"), "{out}");
+    }
+
+    #[test]
     fn a_refused_query_shows_the_api_message_and_keeps_the_form() {
         let resource = ResourcePath {
             instance: "i".into(),
