@@ -69,7 +69,8 @@ pub fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Html) -> String {
 
 /// The first thing on every page: a link past the header to the page's content (shown when
 /// it has the keyboard focus).
-const SKIP_LINK: &str = "<a class=\"skip-link\" id=\"skip-link\" href=\"#main\">Skip to content</a>";
+const SKIP_LINK: &str =
+    "<a class=\"skip-link\" id=\"skip-link\" href=\"#main\">Skip to content</a>";
 
 /// The keyboard shortcuts, as `?` shows them (`assets/console.js` handles the keys).
 pub const SHORTCUTS: [(&str, &str); 6] = [
@@ -308,9 +309,16 @@ mod tests {
             "<section id=\"objects-live\" class=\"live\" hx-get=\"/ui/x?q=a%20b&amp;page=2\" \
              hx-trigger=\"every 5s\" hx-select=\"#objects-live\" hx-swap=\"outerHTML\"></section>"
         );
-        let err = live_error("pod-live", "/ui/p", &ApiError::not_found("pods \"x\" not found"));
+        let err = live_error(
+            "pod-live",
+            "/ui/p",
+            &ApiError::not_found("pods \"x\" not found"),
+        );
         assert!(err.starts_with("<div id=\"pod-live\""), "{err}");
-        assert!(err.contains("role=\"alert\"") && err.contains("not found"), "{err}");
+        assert!(
+            err.contains("role=\"alert\"") && err.contains("not found"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -250,18 +250,19 @@ mod tests {
 
     #[test]
     fn hits_open_the_workload_or_the_object_page() {
-        let hit = |kind: &str, api_version: &str, namespace: Option<&str>, cluster: Option<&str>| {
-            SearchHit {
-                instance: "karmada a".into(),
-                cluster: cluster.map(str::to_owned),
-                api_version: api_version.into(),
-                kind: kind.into(),
-                namespace: namespace.map(str::to_owned),
-                name: "web/1".into(),
-                labels: Default::default(),
-                creation_timestamp: None,
-            }
-        };
+        let hit =
+            |kind: &str, api_version: &str, namespace: Option<&str>, cluster: Option<&str>| {
+                SearchHit {
+                    instance: "karmada a".into(),
+                    cluster: cluster.map(str::to_owned),
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                    namespace: namespace.map(str::to_owned),
+                    name: "web/1".into(),
+                    labels: Default::default(),
+                    creation_timestamp: None,
+                }
+            };
         for (h, want) in [
             (
                 hit("Deployment", "apps/v1", Some("demo"), None),
@@ -282,7 +283,10 @@ mod tests {
                     "/ui/instances/karmada%20a/resources/policy.karmada.io/v1alpha1/clusterpropagationpolicies/web%2F1",
                 ),
             ),
-            (hit("Deployment", "apps/v1", Some("demo"), Some("east")), None),
+            (
+                hit("Deployment", "apps/v1", Some("demo"), Some("east")),
+                None,
+            ),
         ] {
             assert_eq!(hit_url(&h).as_deref(), want, "{h:?}");
         }

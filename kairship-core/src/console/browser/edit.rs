@@ -246,7 +246,14 @@ pub(in crate::console) async fn edit_form(
         .unwrap_or_else(|e| format!("# cannot render as YAML: {e}"));
     html(
         StatusCode::OK,
-        edit_page(&signed.viewer(), &resource, namespace, &path.name, &yaml, None),
+        edit_page(
+            &signed.viewer(),
+            &resource,
+            namespace,
+            &path.name,
+            &yaml,
+            None,
+        ),
     )
 }
 

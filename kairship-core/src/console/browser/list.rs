@@ -901,12 +901,17 @@ mod tests {
             },
         });
         let out = list_page(&viewer(), &resource, &query, &listed);
-        let live = out.find("<section id=\"objects-live\"").expect("a live part");
+        let live = out
+            .find("<section id=\"objects-live\"")
+            .expect("a live part");
         assert!(
             out[live..].starts_with("<section id=\"objects-live\" class=\"live\" hx-get=\"/ui/instances/i/resources/core/v1/configmaps?q=web&amp;ns=demo&amp;page=2\""),
             "{out}"
         );
-        assert!(out.find("id=\"filter\"").unwrap() < live, "the form is not refreshed");
+        assert!(
+            out.find("id=\"filter\"").unwrap() < live,
+            "the form is not refreshed"
+        );
         assert!(out[live..].contains("data-name=\"web-config\""), "{out}");
         assert!(out[live..].contains("rel=\"prev\""), "{out}");
         assert!(out.contains("51 total · page 2 of 2"), "{out}");

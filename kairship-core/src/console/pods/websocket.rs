@@ -80,7 +80,12 @@ where
 /// Closes `socket` after telling the page why the API refused the stream (its code and
 /// message).
 pub(super) async fn close_refused(socket: &mut Socket, err: &crate::api::ApiError) {
-    close(socket, Some(format!("{:?}: {}", err.code, err.message)), false).await;
+    close(
+        socket,
+        Some(format!("{:?}: {}", err.code, err.message)),
+        false,
+    )
+    .await;
 }
 
 /// Whether the upgrade comes from a page of this origin: an `Origin` header is required (every
