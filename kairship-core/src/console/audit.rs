@@ -9,7 +9,7 @@ use http::StatusCode;
 use serde::Deserialize;
 
 use super::html::Html;
-use super::page::{error_box, live_open, page};
+use super::page::live_page;
 use super::request::{Shared, SignedIn, html, status_of};
 use crate::api::{AuditRecordList, ListAuditRequest};
 
@@ -160,28 +160,26 @@ async fn audit_page(
     Query(query): Query<AuditPageQuery>,
     signed: SignedIn,
 ) -> Response {
-    let mut h = Html::new();
-    h.el("h1", &[], "Audit");
-    filters(&mut h, &query);
+    let mut head = Html::new();
+    head.el("h1", &[], "Audit");
+    filters(&mut head, &query);
     // New records appear as they are written; the filters above stay as typed.
     let refresh = query.page_link(query.page.unwrap_or(1).max(1));
-    live_open(&mut h, "section", "audit-live", &refresh);
-    let status = match console
+    let part = console
         .api
         .list_audit(&signed.caller, query.request())
         .await
-    {
-        Ok(list) => {
+        .map(|list| {
+            let mut h = Html::new();
             records(&mut h, &list, &query);
-            StatusCode::OK
-        }
-        Err(err) => {
-            error_box(&mut h, &err);
-            status_of(&err)
-        }
-    };
-    h.close("section");
-    html(status, page("Audit", Some(&signed.viewer()), h))
+            h
+        });
+    let status = part.as_ref().err().map_or(StatusCode::OK, status_of);
+    let live = ("audit-live", refresh.as_str());
+    html(
+        status,
+        live_page(&signed.viewer(), "Audit", head, live, part),
+    )
 }
 
 /// The audit page's route.

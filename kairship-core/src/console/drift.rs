@@ -11,7 +11,7 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::html::{Html, url_segment};
-use super::page::{error_box, live_open, notice_box, page};
+use super::page::{live_page, notice_box};
 use super::request::{Shared, SignedIn, html, status_of};
 use crate::api::drift::{DriftState, MemberDrift};
 use crate::api::{GetInstanceDriftRequest, GetObjectDriftRequest, InstanceDrift, ObjectDrift};
@@ -212,28 +212,20 @@ pub fn badge_html(url: &str, drift: &ObjectDrift) -> Html {
     h
 }
 
-/// A drift page: `part` (or the API's error) inside a part refreshing itself from
-/// `refresh`, as the members' copies change.
+/// A drift page: `part` (or the API's error), refreshing itself from `refresh` as the
+/// members' copies change.
 fn drift_page(
     signed: &SignedIn,
     title: &str,
     refresh: &str,
     part: Result<Html, crate::api::ApiError>,
 ) -> Response {
-    let mut h = Html::new();
-    live_open(&mut h, "div", "drift-live", refresh);
-    let status = match part {
-        Ok(part) => {
-            h.append(part);
-            StatusCode::OK
-        }
-        Err(err) => {
-            error_box(&mut h, &err);
-            status_of(&err)
-        }
-    };
-    h.close("div");
-    html(status, page(title, Some(&signed.viewer()), h))
+    let status = part.as_ref().err().map_or(StatusCode::OK, status_of);
+    let live = ("drift-live", refresh);
+    html(
+        status,
+        live_page(&signed.viewer(), title, Html::new(), live, part),
+    )
 }
 
 async fn instance_page(

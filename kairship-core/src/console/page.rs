@@ -202,6 +202,27 @@ pub fn live_error(id: &str, refresh: &str, err: &ApiError) -> String {
     h.finish()
 }
 
+/// A page of `head` (a heading, a filter form: what stays as typed) above `part`, or the
+/// API's error in its place, which refreshes itself from `refresh` as [`live_open`] says.
+pub fn live_page(
+    viewer: &Viewer<'_>,
+    title: &str,
+    mut head: Html,
+    (id, refresh): (&str, &str),
+    part: Result<Html, ApiError>,
+) -> String {
+    live_open(&mut head, "div", id, refresh);
+    match part {
+        Ok(part) => head.append(part),
+        Err(err) => {
+            error_box(&mut head, &err);
+            &mut head
+        }
+    };
+    head.close("div");
+    page(title, Some(viewer), head)
+}
+
 /// The labels of [`page_nav`]'s links on most lists.
 pub const PREVIOUS_NEXT: (&str, &str) = ("← Previous", "Next →");
 

@@ -10,7 +10,7 @@ use http::StatusCode;
 use serde::Deserialize;
 
 use super::html::{Html, url_segment};
-use super::page::{error_box, live_open, page};
+use super::page::live_page;
 use super::request::{Shared, SignedIn, html, status_of};
 use crate::api::{ResourceKind, SearchHit, SearchRequest, SearchResult};
 
@@ -200,24 +200,26 @@ async fn search_page(
     Query(query): Query<SearchPageQuery>,
     signed: SignedIn,
 ) -> Response {
-    let mut h = Html::new();
-    h.el("h1", &[], "Search");
-    filters(&mut h, &query);
+    let mut head = Html::new();
+    head.el("h1", &[], "Search");
+    filters(&mut head, &query);
     // The hits follow the instances as they change; the filters above stay as typed.
     let refresh = query.page_link(query.page.unwrap_or(1).max(1));
-    live_open(&mut h, "section", "hits-live", &refresh);
-    let status = match console.api.search(&signed.caller, query.request()).await {
-        Ok(result) => {
+    let part = console
+        .api
+        .search(&signed.caller, query.request())
+        .await
+        .map(|result| {
+            let mut h = Html::new();
             results(&mut h, &result, &query);
-            StatusCode::OK
-        }
-        Err(err) => {
-            error_box(&mut h, &err);
-            status_of(&err)
-        }
-    };
-    h.close("section");
-    html(status, page("Search", Some(&signed.viewer()), h))
+            h
+        });
+    let status = part.as_ref().err().map_or(StatusCode::OK, status_of);
+    let live = ("hits-live", refresh.as_str());
+    html(
+        status,
+        live_page(&signed.viewer(), "Search", head, live, part),
+    )
 }
 
 /// The search page's route.

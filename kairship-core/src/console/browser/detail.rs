@@ -612,13 +612,17 @@ mod tests {
         }
     }
 
-    fn secret_resource() -> ResourcePath {
+    fn core_resource(plural: &str) -> ResourcePath {
         ResourcePath {
             instance: "i".into(),
             group: "core".into(),
             version: "v1".into(),
-            resource: "secrets".into(),
+            resource: plural.into(),
         }
+    }
+
+    fn secret_resource() -> ResourcePath {
+        core_resource("secrets")
     }
 
     fn secret() -> Value {
@@ -692,12 +696,7 @@ mod tests {
 
     #[test]
     fn the_object_refreshes_itself_but_not_its_controls() {
-        let resource = ResourcePath {
-            instance: "i".into(),
-            group: "core".into(),
-            version: "v1".into(),
-            resource: "configmaps".into(),
-        };
+        let resource = core_resource("configmaps");
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "web", "namespace": "demo"}, "data": {"k": "v"}});
         let out = detail_page(&viewer(), &resource, &detail(cm, true), false);
@@ -718,12 +717,7 @@ mod tests {
 
     #[test]
     fn write_controls_only_for_writers() {
-        let resource = ResourcePath {
-            instance: "i".into(),
-            group: "core".into(),
-            version: "v1".into(),
-            resource: "configmaps".into(),
-        };
+        let resource = core_resource("configmaps");
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "<b>x</b>", "namespace": "demo"}, "data": {"k": "<script>"}});
         let writer = detail_page(&viewer(), &resource, &detail(cm.clone(), true), false);
