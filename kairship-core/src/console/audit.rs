@@ -5,12 +5,12 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::get;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 
 use super::html::Html;
-use super::page::{error_box, page};
-use super::request::{Shared, html, signed_in, status_of};
+use super::page::live_page;
+use super::request::{Shared, SignedIn, html, status_of};
 use crate::api::{AuditRecordList, ListAuditRequest};
 
 /// Records per page of the audit page.
@@ -157,31 +157,29 @@ fn records(h: &mut Html, list: &AuditRecordList, query: &AuditPageQuery) {
 
 async fn audit_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Query(query): Query<AuditPageQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let mut h = Html::new();
-    h.el("h1", &[], "Audit");
-    filters(&mut h, &query);
-    let status = match console
+    let mut head = Html::new();
+    head.el("h1", &[], "Audit");
+    filters(&mut head, &query);
+    // New records appear as they are written; the filters above stay as typed.
+    let refresh = query.page_link(query.page.unwrap_or(1).max(1));
+    let part = console
         .api
         .list_audit(&signed.caller, query.request())
         .await
-    {
-        Ok(list) => {
+        .map(|list| {
+            let mut h = Html::new();
             records(&mut h, &list, &query);
-            StatusCode::OK
-        }
-        Err(err) => {
-            error_box(&mut h, &err);
-            status_of(&err)
-        }
-    };
-    html(status, page("Audit", Some(&signed.viewer()), h))
+            h
+        });
+    let status = part.as_ref().err().map_or(StatusCode::OK, status_of);
+    let live = ("audit-live", refresh.as_str());
+    html(
+        status,
+        live_page(&signed.viewer(), "Audit", head, live, part),
+    )
 }
 
 /// The audit page's route.

@@ -7,12 +7,12 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde_json::Value;
 
 use super::html::{Html, url_segment};
-use super::page::{error_box, notice_box, page};
-use super::request::{Shared, html, signed_in, status_of};
+use super::page::{live_page, notice_box};
+use super::request::{Shared, SignedIn, html, status_of};
 use crate::api::drift::{DriftState, MemberDrift};
 use crate::api::{GetInstanceDriftRequest, GetObjectDriftRequest, InstanceDrift, ObjectDrift};
 
@@ -212,33 +212,37 @@ pub fn badge_html(url: &str, drift: &ObjectDrift) -> Html {
     h
 }
 
+/// A drift page: `part` (or the API's error), refreshing itself from `refresh` as the
+/// members' copies change.
+fn drift_page(
+    signed: &SignedIn,
+    title: &str,
+    refresh: &str,
+    part: Result<Html, crate::api::ApiError>,
+) -> Response {
+    let status = part.as_ref().err().map_or(StatusCode::OK, status_of);
+    let live = ("drift-live", refresh);
+    html(
+        status,
+        live_page(&signed.viewer(), title, Html::new(), live, part),
+    )
+}
+
 async fn instance_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(instance): Path<String>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let req = GetInstanceDriftRequest {
         instance: instance.clone(),
     };
-    match console.api.instance_drift(&signed.caller, req).await {
-        Ok(drift) => html(
-            StatusCode::OK,
-            page(
-                "Drift",
-                Some(&signed.viewer()),
-                instance_html(&instance, &drift),
-            ),
-        ),
-        Err(err) => {
-            let mut h = Html::new();
-            error_box(&mut h, &err);
-            html(status_of(&err), page("Drift", Some(&signed.viewer()), h))
-        }
-    }
+    let part = console
+        .api
+        .instance_drift(&signed.caller, req)
+        .await
+        .map(|drift| instance_html(&instance, &drift));
+    let refresh = format!("/ui/instances/{}/drift", url_segment(&instance));
+    drift_page(&signed, "Drift", &refresh, part)
 }
 
 /// Path of an object's drift pages.
@@ -262,41 +266,23 @@ async fn read_object(
 
 async fn object_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(path): Path<ObjectPath>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let instance = path.0.clone();
     let title = format!("Drift of {}", path.5);
-    match read_object(&console, &signed.caller, path).await {
-        Ok(drift) => html(
-            StatusCode::OK,
-            page(
-                &title,
-                Some(&signed.viewer()),
-                object_html(&instance, &drift),
-            ),
-        ),
-        Err(err) => {
-            let mut h = Html::new();
-            error_box(&mut h, &err);
-            html(status_of(&err), page(&title, Some(&signed.viewer()), h))
-        }
-    }
+    let refresh = object_url(&path.0, &path.1, (&path.2, &path.3, &path.4), &path.5);
+    let part = read_object(&console, &signed.caller, path)
+        .await
+        .map(|drift| object_html(&instance, &drift));
+    drift_page(&signed, &title, &refresh, part)
 }
 
 async fn badge(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(path): Path<ObjectPath>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let url = object_url(&path.0, &path.1, (&path.2, &path.3, &path.4), &path.5);
     // A badge that cannot be computed is left out: the diff view says why.
     let body = match read_object(&console, &signed.caller, path).await {

@@ -50,7 +50,7 @@ use crate::api::KairshipApi;
 
 pub use self::instances::{NAMESPACE_SAMPLE, WORKLOADS_PAGE_SIZE};
 pub use self::page::{PREFIX, Viewer};
-pub use self::shell::{CONSOLE_CSS, CONTENT_SECURITY_POLICY, HTMX_JS, HTMX_LICENSE};
+pub use self::shell::{CONSOLE_CSS, CONSOLE_JS, CONTENT_SECURITY_POLICY, HTMX_JS, HTMX_LICENSE};
 
 /// What the console is built on.
 pub struct ConsoleParts {

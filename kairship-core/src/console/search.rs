@@ -6,13 +6,13 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::response::Response;
 use axum::routing::get;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 
 use super::html::{Html, url_segment};
-use super::page::{error_box, page};
-use super::request::{Shared, html, signed_in, status_of};
-use crate::api::{ResourceKind, SearchRequest, SearchResult};
+use super::page::live_page;
+use super::request::{Shared, SignedIn, html, status_of};
+use crate::api::{ResourceKind, SearchHit, SearchRequest, SearchResult};
 
 /// Hits per page of the search page.
 pub const SEARCH_PAGE_SIZE: u32 = 100;
@@ -107,6 +107,34 @@ fn filters(h: &mut Html, query: &SearchPageQuery) {
     h.raw("<button type=\"submit\" id=\"search\">Search</button></form>");
 }
 
+/// Where a hit opens: a Deployment's workload page (status, scaling, pods), any other
+/// object's page in the resource browser; `None` for a member cluster's copy (the browser
+/// reads the Karmada control plane).
+pub fn hit_url(hit: &SearchHit) -> Option<String> {
+    if hit.cluster.is_some() {
+        return None;
+    }
+    let namespace = hit.namespace.as_deref().filter(|ns| !ns.is_empty());
+    if hit.kind == "Deployment"
+        && let Some(ns) = namespace
+    {
+        return Some(format!(
+            "/ui/instances/{}/namespaces/{}/workloads/{}",
+            url_segment(&hit.instance),
+            url_segment(ns),
+            url_segment(&hit.name)
+        ));
+    }
+    let (group, version) = super::browser::detail::group_version(&hit.api_version);
+    let resource = super::browser::ResourcePath {
+        instance: hit.instance.clone(),
+        group: group.to_owned(),
+        version: version.to_owned(),
+        resource: super::browser::detail::guess_plural(&hit.kind),
+    };
+    Some(resource.object_url(namespace, &hit.name, ""))
+}
+
 /// The hits as a table, the totals per instance, the instances not searched and paging.
 fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
     for u in &result.unavailable {
@@ -145,7 +173,12 @@ fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
             )
             .raw("</td>")
             .el("td", &[], hit.namespace.as_deref().unwrap_or(""))
-            .el("td", &[], &hit.name)
+            .open("td", &[]);
+        match hit_url(hit) {
+            Some(url) => h.el("a", &[("href", &url), ("class", "hit")], &hit.name),
+            None => h.text(&hit.name),
+        };
+        h.close("td")
             .el("td", &[], &hit.kind)
             .el("td", &[], &labels.join(", "))
             .el("td", &[], hit.creation_timestamp.as_deref().unwrap_or(""))
@@ -164,27 +197,29 @@ fn results(h: &mut Html, result: &SearchResult, query: &SearchPageQuery) {
 
 async fn search_page(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Query(query): Query<SearchPageQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let mut h = Html::new();
-    h.el("h1", &[], "Search");
-    filters(&mut h, &query);
-    let status = match console.api.search(&signed.caller, query.request()).await {
-        Ok(result) => {
+    let mut head = Html::new();
+    head.el("h1", &[], "Search");
+    filters(&mut head, &query);
+    // The hits follow the instances as they change; the filters above stay as typed.
+    let refresh = query.page_link(query.page.unwrap_or(1).max(1));
+    let part = console
+        .api
+        .search(&signed.caller, query.request())
+        .await
+        .map(|result| {
+            let mut h = Html::new();
             results(&mut h, &result, &query);
-            StatusCode::OK
-        }
-        Err(err) => {
-            error_box(&mut h, &err);
-            status_of(&err)
-        }
-    };
-    html(status, page("Search", Some(&signed.viewer()), h))
+            h
+        });
+    let status = part.as_ref().err().map_or(StatusCode::OK, status_of);
+    let live = ("hits-live", refresh.as_str());
+    html(
+        status,
+        live_page(&signed.viewer(), "Search", head, live, part),
+    )
 }
 
 /// The search page's route.
@@ -212,6 +247,79 @@ mod tests {
         assert_eq!(
             query.page_link(2),
             "/ui/search?kind=Deployment&name=%20web%20&instance=k1%2Ck2&page=2"
+        );
+    }
+
+    #[test]
+    fn hits_open_the_workload_or_the_object_page() {
+        let hit =
+            |kind: &str, api_version: &str, namespace: Option<&str>, cluster: Option<&str>| {
+                SearchHit {
+                    instance: "karmada a".into(),
+                    cluster: cluster.map(str::to_owned),
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                    namespace: namespace.map(str::to_owned),
+                    name: "web/1".into(),
+                    labels: Default::default(),
+                    creation_timestamp: None,
+                }
+            };
+        for (h, want) in [
+            (
+                hit("Deployment", "apps/v1", Some("demo"), None),
+                Some("/ui/instances/karmada%20a/namespaces/demo/workloads/web%2F1"),
+            ),
+            (
+                hit("ConfigMap", "v1", Some("demo"), None),
+                Some("/ui/instances/karmada%20a/resources/core/v1/configmaps/web%2F1?ns=demo"),
+            ),
+            (
+                hit(
+                    "ClusterPropagationPolicy",
+                    "policy.karmada.io/v1alpha1",
+                    None,
+                    None,
+                ),
+                Some(
+                    "/ui/instances/karmada%20a/resources/policy.karmada.io/v1alpha1/clusterpropagationpolicies/web%2F1",
+                ),
+            ),
+            (
+                hit("Deployment", "apps/v1", Some("demo"), Some("east")),
+                None,
+            ),
+        ] {
+            assert_eq!(hit_url(&h).as_deref(), want, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn each_hit_is_a_link_and_escaped() {
+        let query = SearchPageQuery {
+            name: "web".into(),
+            page: Some(2),
+            ..Default::default()
+        };
+        let result = SearchResult {
+            items: vec![SearchHit {
+                instance: "k1".into(),
+                cluster: None,
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("demo".into()),
+                name: "<web>".into(),
+                labels: Default::default(),
+                creation_timestamp: None,
+            }],
+            ..SearchResult::default()
+        };
+        let mut h = Html::new();
+        results(&mut h, &result, &query);
+        let out = h.finish();
+        assert!(
+            out.contains("href=\"/ui/instances/k1/namespaces/demo/workloads/%3Cweb%3E\" class=\"hit\">&lt;web&gt;</a>"),
+            "{out}"
         );
     }
 }

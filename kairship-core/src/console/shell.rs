@@ -24,6 +24,10 @@ pub const HTMX_LICENSE: &str = include_str!("assets/htmx.LICENSE");
 /// The console's stylesheet.
 pub const CONSOLE_CSS: &str = include_str!("assets/console.css");
 
+/// The script every signed-in page loads: keyboard shortcuts, and the live parts' manners
+/// (no refresh while the tab is hidden or a field inside is being typed into).
+pub const CONSOLE_JS: &str = include_str!("assets/console.js");
+
 /// The Content-Security-Policy of every console answer: only this origin, no inline script,
 /// no eval, no framing.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
@@ -127,6 +131,7 @@ pub(in crate::console) async fn asset(Path(file): Path<String>) -> Response {
     let (body, content_type) = match file.as_str() {
         "htmx.min.js" => (HTMX_JS, "text/javascript; charset=utf-8"),
         "console.css" => (CONSOLE_CSS, "text/css; charset=utf-8"),
+        "console.js" => (CONSOLE_JS, "text/javascript; charset=utf-8"),
         "htmx.LICENSE" => (HTMX_LICENSE, "text/plain; charset=utf-8"),
         "kubeconfig-file.js" => (
             super::members::KUBECONFIG_FILE_JS,

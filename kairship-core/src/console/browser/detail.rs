@@ -4,7 +4,6 @@
 //! aggregated status, for any kind. A Secret's values are replaced by their sizes until
 //! "reveal" is posted for it.
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use base64::Engine as _;
@@ -16,8 +15,10 @@ use super::{NamespaceQuery, ObjectPath, ResourcePath};
 use crate::access::{Caller, InstanceResource, Verb};
 use crate::api::{ApiError, Code, GetObjectRequest, KairshipApi, ObjectList};
 use crate::console::html::{Html, url_segment};
-use crate::console::page::{Viewer, csrf_field, error_box, page};
-use crate::console::request::{Shared, allowed, html, signed_in, signed_post, status_of};
+use crate::console::page::{Viewer, csrf_field, error_box, live_error, live_open, page};
+use crate::console::request::{
+    Shared, SignedForm, SignedIn, allowed, error_answer, html, is_htmx, status_of,
+};
 use crate::console::workloads::load_events;
 use crate::console::workloads::view::events_section;
 
@@ -260,12 +261,20 @@ pub fn refused_as_cluster_scoped(err: &ApiError) -> bool {
         })
 }
 
+/// Where the live part of an object's page refreshes from.
+fn refresh_url(path: &ObjectPath, namespace: Option<&str>) -> String {
+    path.resource().object_url(namespace, &path.name, "")
+}
+
+/// The id of an object page's live part.
+const LIVE_ID: &str = "object-live";
+
 async fn respond(
     console: &crate::console::request::Console,
     path: &ObjectPath,
     query: &NamespaceQuery,
-    reveal: bool,
-    signed: crate::console::request::SignedIn,
+    (reveal, refreshing): (bool, bool),
+    signed: SignedIn,
 ) -> Response {
     let api = console.api.as_ref();
     let mut got = get_object(api, &signed.caller, path, query.namespace()).await;
@@ -280,12 +289,11 @@ async fn respond(
     }
     let object = match got {
         Ok(o) => o,
-        Err(err) => {
-            return html(
-                status_of(&err),
-                crate::console::page::error_page(Some(&signed.viewer()), &path.name, &err),
-            );
+        Err(err) if refreshing => {
+            let refresh = refresh_url(path, query.namespace());
+            return html(status_of(&err), live_error(LIVE_ID, &refresh, &err));
         }
+        Err(err) => return error_answer(&signed, &path.name, &err),
     };
     let detail = load_detail(console, &signed.caller, path, object).await;
     html(
@@ -294,41 +302,31 @@ async fn respond(
     )
 }
 
-/// `GET …/resources/{g}/{v}/{r}/{name}[?ns=]`: the object's page.
+/// `GET …/resources/{g}/{v}/{r}/{name}[?ns=]`: the object's page (also its live part's
+/// refresh, answered whole: htmx picks the part out).
 pub(in crate::console) async fn detail(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path(path): Path<ObjectPath>,
     Query(query): Query<NamespaceQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    respond(&console, &path, &query, false, signed).await
+    respond(&console, &path, &query, (false, is_htmx(&headers)), signed).await
 }
 
 /// `POST …/secrets/{name}/reveal[?ns=]`: the Secret's page with its values, for this one
 /// answer (a read: whoever may read the Secret through the API may reveal it).
 pub(in crate::console) async fn reveal(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(path): Path<ObjectPath>,
     Query(query): Query<NamespaceQuery>,
-    body: Bytes,
+    SignedForm { signed, .. }: SignedForm,
 ) -> Response {
-    let (signed, _) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     if !path.resource().is_secret() {
         let err = ApiError::not_found("only a Secret's values are revealed");
-        return html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &path.name, &err),
-        );
+        return error_answer(&signed, &path.name, &err);
     }
-    respond(&console, &path, &query, true, signed).await
+    respond(&console, &path, &query, (true, false), signed).await
 }
 
 fn owners_section(h: &mut Html, instance: &str, object: &Value) {
@@ -512,28 +510,6 @@ pub fn detail_page(
         .el("a", &[("href", &resource.list_url())], &resource.resource)
         .close("p");
     h.open("h1", &[]).text(kind).raw(" ").text(name).close("h1");
-    h.raw("<dl class=\"facts\" id=\"facts\"><dt>Instance</dt>")
-        .el("dd", &[], &resource.instance)
-        .raw("<dt>Namespace</dt>")
-        .el("dd", &[], namespace.unwrap_or("(cluster-scoped)"))
-        .raw("<dt>API version</dt>")
-        .el("dd", &[], text("/apiVersion"))
-        .raw("<dt>Created</dt>")
-        .el("dd", &[], text("/metadata/creationTimestamp"))
-        .raw("<dt>Labels</dt><dd>");
-    if let Some(labels) = object
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-    {
-        for (k, v) in labels {
-            h.el(
-                "span",
-                &[("class", "chip")],
-                &format!("{k}={}", v.as_str().unwrap_or_default()),
-            );
-        }
-    }
-    h.raw("</dd></dl>");
     h.raw("<p class=\"toolbar\">");
     if d.can_write {
         let edit = resource.object_url(namespace, name, "/edit");
@@ -595,6 +571,32 @@ pub fn detail_page(
         }
         h.raw("</section>");
     }
+    // Facts, owners, propagation, events and YAML refresh themselves; the controls above
+    // and a revealed Secret's values do not.
+    let refresh = resource.object_url(namespace, name, "");
+    live_open(&mut h, "div", LIVE_ID, &refresh);
+    h.raw("<dl class=\"facts\" id=\"facts\"><dt>Instance</dt>")
+        .el("dd", &[], &resource.instance)
+        .raw("<dt>Namespace</dt>")
+        .el("dd", &[], namespace.unwrap_or("(cluster-scoped)"))
+        .raw("<dt>API version</dt>")
+        .el("dd", &[], text("/apiVersion"))
+        .raw("<dt>Created</dt>")
+        .el("dd", &[], text("/metadata/creationTimestamp"))
+        .raw("<dt>Labels</dt><dd>");
+    if let Some(labels) = object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+    {
+        for (k, v) in labels {
+            h.el(
+                "span",
+                &[("class", "chip")],
+                &format!("{k}={}", v.as_str().unwrap_or_default()),
+            );
+        }
+    }
+    h.raw("</dd></dl>");
     owners_section(&mut h, &resource.instance, object);
     propagation_section(&mut h, &resource.instance, &d.propagation);
     h.append(events_section(&d.events));
@@ -602,7 +604,7 @@ pub fn detail_page(
     let yaml = serde_saphyr::to_string(&shown_object(object, secret))
         .unwrap_or_else(|e| format!("# cannot render as YAML: {e}"));
     h.el("pre", &[("id", "yaml"), ("class", "yaml")], &yaml);
-    h.raw("</section>");
+    h.raw("</section></div>");
     page(&format!("{kind} {name}"), Some(viewer), h)
 }
 
@@ -618,13 +620,17 @@ mod tests {
         }
     }
 
-    fn secret_resource() -> ResourcePath {
+    fn core_resource(plural: &str) -> ResourcePath {
         ResourcePath {
             instance: "i".into(),
             group: "core".into(),
             version: "v1".into(),
-            resource: "secrets".into(),
+            resource: plural.into(),
         }
+    }
+
+    fn secret_resource() -> ResourcePath {
+        core_resource("secrets")
     }
 
     fn secret() -> Value {
@@ -697,13 +703,29 @@ mod tests {
     }
 
     #[test]
+    fn the_object_refreshes_itself_but_not_its_controls() {
+        let resource = core_resource("configmaps");
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "namespace": "demo"}, "data": {"k": "v"}});
+        let out = detail_page(&viewer(), &resource, &detail(cm, true), false);
+        let live = out
+            .find("<div id=\"object-live\" class=\"live\" hx-get=\"/ui/instances/i/resources/core/v1/configmaps/web?ns=demo\"")
+            .expect("a live part");
+        assert!(out.find("id=\"edit\"").unwrap() < live, "{out}");
+        for part in ["id=\"facts\"", "id=\"owners\"", "id=\"yaml\""] {
+            assert!(out[live..].contains(part), "{part} in {out}");
+        }
+        let secret = detail_page(&viewer(), &secret_resource(), &detail(secret(), true), true);
+        let live = secret.find("id=\"object-live\"").unwrap();
+        assert!(
+            secret.find("id=\"secret-values\"").unwrap() < live,
+            "revealed values are not fetched again: {secret}"
+        );
+    }
+
+    #[test]
     fn write_controls_only_for_writers() {
-        let resource = ResourcePath {
-            instance: "i".into(),
-            group: "core".into(),
-            version: "v1".into(),
-            resource: "configmaps".into(),
-        };
+        let resource = core_resource("configmaps");
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "<b>x</b>", "namespace": "demo"}, "data": {"k": "<script>"}});
         let writer = detail_page(&viewer(), &resource, &detail(cm.clone(), true), false);

@@ -4,7 +4,6 @@
 //! instance) where its name is typed to confirm. Both forms carry the session's CSRF token
 //! and are refused (403) to a caller the API would refuse.
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
@@ -17,7 +16,7 @@ use crate::api::{ApiError, DeleteObjectRequest, PatchObjectRequest, PatchType};
 use crate::console::html::{Html, url_segment};
 use crate::console::page::{Viewer, csrf_field, error_box, page};
 use crate::console::request::{
-    Shared, SignedIn, allowed, forbidden, html, see_other, signed_in, signed_post, status_of,
+    Shared, SignedForm, SignedIn, allowed, error_answer, forbidden, html, see_other, status_of,
 };
 
 /// The field manager of the console's applies.
@@ -215,48 +214,60 @@ async fn may(
     }
 }
 
+/// The object an edit or delete page is about, for a caller who may `verb` it; else the
+/// answer: 403 before the API is asked, or the API's error.
+async fn object_for(
+    console: &crate::console::request::Console,
+    signed: &SignedIn,
+    verb: Verb,
+    path: &ObjectPath,
+    namespace: Option<&str>,
+) -> Result<Value, Response> {
+    may(console, signed, verb, &path.instance).await?;
+    get_object(console.api.as_ref(), &signed.caller, path, namespace)
+        .await
+        .map_err(|err| error_answer(signed, &path.name, &err))
+}
+
 /// `GET …/{name}/edit[?ns=]`: the edit page.
 pub(in crate::console) async fn edit_form(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(path): Path<ObjectPath>,
     Query(query): Query<NamespaceQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
+    let namespace = query.namespace();
+    let object = match object_for(&console, &signed, Verb::Patch, &path, namespace).await {
+        Ok(object) => object,
+        Err(answer) => return answer,
     };
-    if let Err(r) = may(&console, &signed, Verb::Patch, &path.instance).await {
-        return r;
-    }
     let resource = path.resource();
-    match get_object(
-        console.api.as_ref(),
-        &signed.caller,
-        &path,
-        query.namespace(),
-    )
-    .await
-    {
-        Ok(object) => {
-            let yaml = serde_saphyr::to_string(&apply_configuration(&object, resource.is_secret()))
-                .unwrap_or_else(|e| format!("# cannot render as YAML: {e}"));
-            html(
-                StatusCode::OK,
-                edit_page(
-                    &signed.viewer(),
-                    &resource,
-                    query.namespace(),
-                    &path.name,
-                    &yaml,
-                    None,
-                ),
-            )
-        }
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &path.name, &err),
+    let yaml = serde_saphyr::to_string(&apply_configuration(&object, resource.is_secret()))
+        .unwrap_or_else(|e| format!("# cannot render as YAML: {e}"));
+    html(
+        StatusCode::OK,
+        edit_page(
+            &signed.viewer(),
+            &resource,
+            namespace,
+            &path.name,
+            &yaml,
+            None,
         ),
+    )
+}
+
+/// The apply patch the edit form's YAML holds: one object (a YAML mapping).
+pub fn apply_patch(yaml: &str) -> Result<Value, ApiError> {
+    let value = serde_saphyr::from_str::<Value>(yaml)
+        .map_err(|e| ApiError::invalid_field("yaml", format!("not YAML: {e}")))?;
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err(ApiError::invalid_field(
+            "yaml",
+            "must be one object (a YAML mapping)",
+        ))
     }
 }
 
@@ -267,12 +278,8 @@ pub(in crate::console) async fn apply(
     headers: HeaderMap,
     Path(path): Path<ObjectPath>,
     Query(query): Query<NamespaceQuery>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     if let Err(r) = may(&console, &signed, Verb::Patch, &path.instance).await {
         return r;
     }
@@ -280,19 +287,7 @@ pub(in crate::console) async fn apply(
     let namespace = query.namespace();
     let yaml = fields.get("yaml").map(String::as_str).unwrap_or_default();
     let force = fields.get("force").is_some_and(|f| f == "true");
-    let parsed = serde_saphyr::from_str::<Value>(yaml)
-        .map_err(|e| ApiError::invalid_field("yaml", format!("not YAML: {e}")))
-        .and_then(|v| {
-            if v.is_object() {
-                Ok(v)
-            } else {
-                Err(ApiError::invalid_field(
-                    "yaml",
-                    "must be one object (a YAML mapping)",
-                ))
-            }
-        });
-    let result = match parsed {
+    let result = match apply_patch(yaml) {
         Ok(patch) => {
             console
                 .api
@@ -367,7 +362,7 @@ pub fn delete_page(
     csrf_field(&mut h, viewer.csrf);
     h.raw("<label>Type the name <code>")
         .text(name)
-        .raw("</code> to confirm <input type=\"text\" id=\"confirm\" name=\"confirm\" autocomplete=\"off\" required></label>")
+        .raw("</code> to confirm <input type=\"text\" id=\"confirm\" name=\"confirm\" autocomplete=\"off\" required autofocus></label>")
         .raw("<button id=\"confirm-delete\" class=\"danger\" type=\"submit\">Delete</button> ");
     let back = resource.object_url(namespace, name, "");
     h.el("a", &[("href", &back)], "Cancel");
@@ -385,40 +380,24 @@ fn kind_of(object: &Value) -> &str {
 /// `GET …/{name}/delete[?ns=]`: the confirmation page.
 pub(in crate::console) async fn delete_form(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(path): Path<ObjectPath>,
     Query(query): Query<NamespaceQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    if let Err(r) = may(&console, &signed, Verb::Delete, &path.instance).await {
-        return r;
-    }
-    match get_object(
-        console.api.as_ref(),
-        &signed.caller,
-        &path,
-        query.namespace(),
-    )
-    .await
-    {
+    let namespace = query.namespace();
+    match object_for(&console, &signed, Verb::Delete, &path, namespace).await {
         Ok(object) => html(
             StatusCode::OK,
             delete_page(
                 &signed.viewer(),
                 &path.resource(),
                 kind_of(&object),
-                query.namespace(),
+                namespace,
                 &path.name,
                 None,
             ),
         ),
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &path.name, &err),
-        ),
+        Err(answer) => answer,
     }
 }
 
@@ -428,12 +407,8 @@ pub(in crate::console) async fn delete(
     headers: HeaderMap,
     Path(path): Path<ObjectPath>,
     Query(query): Query<NamespaceQuery>,
-    body: Bytes,
+    SignedForm { signed, fields }: SignedForm,
 ) -> Response {
-    let (signed, fields) = match signed_post(&console, &headers, &body).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     if let Err(r) = may(&console, &signed, Verb::Delete, &path.instance).await {
         return r;
     }

@@ -15,8 +15,8 @@ use crate::api::{
 };
 use crate::console::html::{Html, url_segment};
 use crate::console::instances::view::{option, policy_places, policy_selects};
-use crate::console::page::{Viewer, error_box, page};
-use crate::console::request::{Shared, html, see_other, signed_in, status_of};
+use crate::console::page::{PREVIOUS_NEXT, Viewer, error_box, live_open, page, page_nav};
+use crate::console::request::{Shared, SignedIn, html, see_other, signed_in, status_of};
 
 /// Objects per list page unless `size` says otherwise.
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
@@ -151,14 +151,10 @@ impl BrowseQuery {
 /// `GET /ui/instances/{i}/resources/{g}/{v}/{r}`: a resource's list page.
 pub(in crate::console) async fn list(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(resource): Path<ResourcePath>,
     Query(query): Query<BrowseQuery>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
     let namespace = query.namespace();
     let listed = console
         .api
@@ -418,10 +414,15 @@ pub fn list_page(
         .raw("\" placeholder=\"all (or a,b)\"></label>");
     sort_options(&mut h, query);
     h.raw("<button id=\"apply-filter\" type=\"submit\">Show</button></form>");
+    // The table and its pager refresh themselves with the same query and page; the form
+    // above stays as typed.
+    let refresh = format!("{base}?{}", query.to_query(query.page()));
+    live_open(&mut h, "section", "objects-live", &refresh);
     let list = match listed {
         Ok(list) => list,
         Err(err) => {
             error_box(&mut h, err);
+            h.close("section");
             return page(&resource.resource, Some(viewer), h);
         }
     };
@@ -469,23 +470,14 @@ pub fn list_page(
     }
     h.raw("</tbody></table>");
     let p = &list.pagination;
-    h.open("nav", &[("class", "pager")])
-        .open("span", &[("class", "total")])
-        .num(p.total)
-        .raw(" total · page ")
-        .num(p.page)
-        .raw(" of ")
-        .num(p.pages.max(1))
-        .close("span");
-    if p.page > 1 {
-        let prev = format!("{base}?{}", query.to_query(p.page - 1));
-        h.el("a", &[("href", &prev), ("rel", "prev")], "← Previous");
-    }
-    if p.page < p.pages {
-        let next = format!("{base}?{}", query.to_query(p.page + 1));
-        h.el("a", &[("href", &next), ("rel", "next")], "Next →");
-    }
-    h.close("nav");
+    page_nav(
+        &mut h,
+        (p.total, p.page, p.pages),
+        "total",
+        PREVIOUS_NEXT,
+        |page| format!("{base}?{}", query.to_query(page)),
+    );
+    h.close("section");
     page(&resource.resource, Some(viewer), h)
 }
 
@@ -623,6 +615,46 @@ mod tests {
             !out.contains("aHVudGVyMg") && !out.contains("hunter2"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn the_table_refreshes_with_its_query_and_page_outside_the_form() {
+        let resource = ResourcePath {
+            instance: "i".into(),
+            group: "core".into(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+        };
+        let query = BrowseQuery {
+            q: "web".into(),
+            ns: "demo".into(),
+            page: Some(2),
+            ..BrowseQuery::default()
+        };
+        let listed = Ok(ObjectList {
+            items: vec![json!({"metadata": {"name": "web-config", "namespace": "demo"}})],
+            pagination: Pagination {
+                total: 51,
+                page: 2,
+                page_size: 50,
+                pages: 2,
+            },
+        });
+        let out = list_page(&viewer(), &resource, &query, &listed);
+        let live = out
+            .find("<section id=\"objects-live\"")
+            .expect("a live part");
+        assert!(
+            out[live..].starts_with("<section id=\"objects-live\" class=\"live\" hx-get=\"/ui/instances/i/resources/core/v1/configmaps?q=web&amp;ns=demo&amp;page=2\""),
+            "{out}"
+        );
+        assert!(
+            out.find("id=\"filter\"").unwrap() < live,
+            "the form is not refreshed"
+        );
+        assert!(out[live..].contains("data-name=\"web-config\""), "{out}");
+        assert!(out[live..].contains("rel=\"prev\""), "{out}");
+        assert!(out.contains("51 total · page 2 of 2"), "{out}");
     }
 
     #[test]

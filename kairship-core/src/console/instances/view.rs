@@ -337,24 +337,13 @@ pub(in crate::console) fn pager(
     total: u64,
     pages: u32,
 ) {
-    let page = query.page();
-    h.open("nav", &[("class", "pager")])
-        .open("span", &[("class", "total")])
-        .num(total)
-        .raw(" total · page ")
-        .num(page)
-        .raw(" of ")
-        .num(pages.max(1))
-        .close("span");
-    if page > 1 {
-        let prev = format!("{base}?{}", query.to_query(page - 1));
-        h.el("a", &[("href", &prev), ("rel", "prev")], "← Previous");
-    }
-    if page < pages {
-        let next = format!("{base}?{}", query.to_query(page + 1));
-        h.el("a", &[("href", &next), ("rel", "next")], "Next →");
-    }
-    h.close("nav");
+    crate::console::page::page_nav(
+        h,
+        (total, query.page(), pages),
+        "total",
+        crate::console::page::PREVIOUS_NEXT,
+        |page| format!("{base}?{}", query.to_query(page)),
+    );
 }
 
 /// The confirmation page of an instance's deletion, with the API's answer when it refused.
@@ -371,7 +360,7 @@ pub fn delete_instance_page(viewer: &Viewer<'_>, instance: &str, err: Option<&Ap
     let action = format!("/ui/instances/{}/delete", url_segment(instance));
     h.open("form", &[("method", "post"), ("action", &action)]);
     csrf_field(&mut h, viewer.csrf);
-    h.raw("<p><label><input type=\"checkbox\" name=\"force\" value=\"true\"> Delete anyway (member clusters stay joined to the Karmada)</label></p>");
+    h.raw("<p><label><input type=\"checkbox\" id=\"force\" name=\"force\" value=\"true\" autofocus> Delete anyway (member clusters stay joined to the Karmada)</label></p>");
     h.raw("<button id=\"confirm-delete\" class=\"danger\" type=\"submit\">Delete</button> ")
         .raw("<a href=\"/ui/instances\">Cancel</a></form>");
     page("Delete instance", Some(viewer), h)
@@ -844,24 +833,14 @@ pub(in crate::console) fn workloads_section(h: &mut Html, base: &str, o: &Overvi
     }
     h.raw("</tbody></table>");
     let (page, pages) = o.workloads_page;
-    h.open("nav", &[("class", "pager")])
-        .open("span", &[("class", "total")])
-        .num(o.workloads_total)
-        .raw(" workloads · page ")
-        .num(page)
-        .raw(" of ")
-        .num(pages.max(1))
-        .close("span");
-    for (p, label, rel) in [
-        (page.saturating_sub(1), "← Previous", "prev"),
-        (page + 1, "Next →", "next"),
-    ] {
-        if p >= 1 && p <= pages && p != page {
-            let href = format!("{base}?ns={}&page={p}", url_segment(&o.namespace));
-            h.el("a", &[("href", &href), ("rel", rel)], label);
-        }
-    }
-    h.raw("</nav></section>");
+    crate::console::page::page_nav(
+        h,
+        (o.workloads_total, page, pages),
+        "workloads",
+        crate::console::page::PREVIOUS_NEXT,
+        |p| format!("{base}?ns={}&page={p}", url_segment(&o.namespace)),
+    );
+    h.raw("</section>");
 }
 
 #[cfg(test)]

@@ -8,16 +8,16 @@ use std::collections::HashMap;
 use axum::extract::{Path, Query, Request, State};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::websocket::{self, Accepted};
-use super::{PodPath, container_names, heading, load_pod};
+use super::websocket;
+use super::{PodPath, container_names, heading, pod_or_answer};
 use crate::api::ApiError;
 use crate::api::members::streams::LogOptions;
 use crate::console::html::{Html, url_segment};
 use crate::console::page::{Viewer, error_box, page};
-use crate::console::request::{Shared, html, signed_in, status_of};
+use crate::console::request::{Shared, SignedIn, html, status_of};
 
 /// The log choices of a request, as the page's form sends them (`container`, `previous`,
 /// `sinceSeconds`, `tailLines`; empty fields are absent).
@@ -163,33 +163,20 @@ pub fn logs_page(
 /// `GET …/pods/{pod}/logs`.
 pub(super) async fn show(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(p): Path<PodPath>,
     Query(query): Query<HashMap<String, String>>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let pod = match load_pod(&console, &signed.caller, &p).await {
+    let pod = match pod_or_answer(&console, &signed, &p, false).await {
         Ok(pod) => pod,
-        Err(err) => {
-            return html(
-                status_of(&err),
-                crate::console::page::error_page(Some(&signed.viewer()), &p.pod, &err),
-            );
-        }
+        Err(answer) => return answer,
     };
     let containers = container_names(&pod);
     let (choice, refused) = match log_choice(&query) {
         Ok(choice) => (choice, None),
         Err(err) => (LogChoice::default(), Some(err)),
     };
-    let status = if refused.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
+    let status = refused.as_ref().map_or(StatusCode::OK, status_of);
     html(
         status,
         logs_page(&signed.viewer(), &p, &containers, &choice, refused.as_ref()),
@@ -203,20 +190,13 @@ pub(super) async fn stream(
     Query(query): Query<HashMap<String, String>>,
     mut request: Request,
 ) -> Response {
-    let Accepted {
-        signed,
-        response,
-        on_upgrade,
-    } = match websocket::accept(&console, &query, &mut request).await {
+    let accepted = match websocket::accept(&console, &query, &mut request).await {
         Ok(accepted) => accepted,
         Err(refusal) => return refusal,
     };
     let choice = log_choice(&query);
     let api = console.api.clone();
-    tokio::spawn(async move {
-        let Some(mut socket) = websocket::socket(on_upgrade).await else {
-            return;
-        };
+    websocket::upgrade(accepted, move |signed, mut socket| async move {
         let log = match choice {
             Ok(choice) => {
                 api.member_pod_log(
@@ -230,11 +210,7 @@ pub(super) async fn stream(
         };
         let mut log = match log {
             Ok(log) => log,
-            Err(err) => {
-                let text = format!("{:?}: {}", err.code, err.message);
-                websocket::close(&mut socket, Some(text), false).await;
-                return;
-            }
+            Err(err) => return websocket::close_refused(&mut socket, &err).await,
         };
         let end = loop {
             tokio::select! {
@@ -255,8 +231,7 @@ pub(super) async fn stream(
             }
         };
         websocket::close(&mut socket, end, true).await;
-    });
-    response
+    })
 }
 
 #[cfg(test)]

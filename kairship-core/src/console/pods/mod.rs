@@ -23,8 +23,13 @@ use crate::access::{InstanceResource, Verb};
 use crate::api::members::streams::MemberPod;
 use crate::api::{ApiError, GetMemberObjectRequest, Object};
 use crate::console::html::{Html, url_segment};
-use crate::console::page::{Viewer, page};
-use crate::console::request::{Console, Shared, allowed, html, signed_in, status_of};
+use crate::console::page::{Viewer, live_error, live_open, page};
+use crate::console::request::{
+    Console, Shared, SignedIn, allowed, error_answer, html, is_htmx, status_of,
+};
+
+/// The id of the pod page's live part.
+const LIVE_ID: &str = "pod-live";
 
 /// The script of the logs and terminal pages.
 pub const POD_STREAM_JS: &str = include_str!("../assets/pod-stream.js");
@@ -142,6 +147,8 @@ fn heading(h: &mut Html, title: &str, p: &PodPath) {
 pub fn pod_page(viewer: &Viewer<'_>, p: &PodPath, pod: &Value, can_exec: bool) -> String {
     let mut h = Html::new();
     heading(&mut h, "Pod", p);
+    let base = p.url();
+    live_open(&mut h, "div", LIVE_ID, &base);
     let text = |ptr: &str| pod.pointer(ptr).and_then(Value::as_str).unwrap_or("–");
     h.raw("<dl class=\"facts\"><dt>Phase</dt>")
         .el("dd", &[("id", "pod-phase")], text("/status/phase"))
@@ -162,7 +169,6 @@ pub fn pod_page(viewer: &Viewer<'_>, p: &PodPath, pod: &Value, can_exec: bool) -
             )
         })
         .collect();
-    let base = p.url();
     for (name, image) in &images {
         let q = url_segment(name);
         h.open("tr", &[("data-container", name)])
@@ -189,33 +195,43 @@ pub fn pod_page(viewer: &Viewer<'_>, p: &PodPath, pod: &Value, can_exec: bool) -
         }
         h.raw("</td></tr>");
     }
-    h.raw("</tbody></table></section>");
+    h.raw("</tbody></table></section></div>");
     page(&format!("Pod {}", p.pod), Some(viewer), h)
 }
 
-/// `GET …/members/{cluster}/namespaces/{namespace}/pods/{pod}`.
+/// The pod a page of it is about, read as the signed-in caller; else the answer: the API's
+/// error page, or (`refreshing`, a live part's refresh) that part holding the error.
+async fn pod_or_answer(
+    console: &Console,
+    signed: &SignedIn,
+    p: &PodPath,
+    refreshing: bool,
+) -> Result<Object, Response> {
+    load_pod(console, &signed.caller, p)
+        .await
+        .map_err(|err| match refreshing {
+            true => html(status_of(&err), live_error(LIVE_ID, &p.url(), &err)),
+            false => error_answer(signed, &p.pod, &err),
+        })
+}
+
+/// `GET …/members/{cluster}/namespaces/{namespace}/pods/{pod}` (also the refresh of its
+/// live part).
 async fn pod(
     State(console): State<Shared>,
     headers: HeaderMap,
     Path(p): Path<PodPath>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
+    let object = match pod_or_answer(&console, &signed, &p, is_htmx(&headers)).await {
+        Ok(object) => object,
+        Err(answer) => return answer,
     };
-    match load_pod(&console, &signed.caller, &p).await {
-        Ok(object) => {
-            let can_exec = may_exec(&console, &signed.caller, &p.instance).await;
-            html(
-                StatusCode::OK,
-                pod_page(&signed.viewer(), &p, &object, can_exec),
-            )
-        }
-        Err(err) => html(
-            status_of(&err),
-            crate::console::page::error_page(Some(&signed.viewer()), &p.pod, &err),
-        ),
-    }
+    let can_exec = may_exec(&console, &signed.caller, &p.instance).await;
+    html(
+        StatusCode::OK,
+        pod_page(&signed.viewer(), &p, &object, can_exec),
+    )
 }
 
 async fn script() -> Response {

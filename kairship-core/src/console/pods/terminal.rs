@@ -10,16 +10,16 @@ use std::collections::HashMap;
 use axum::extract::{Path, Query, Request, State};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::websocket::{self, Accepted};
-use super::{PodPath, container_names, heading, load_pod, may_exec};
+use super::websocket;
+use super::{PodPath, container_names, heading, may_exec, pod_or_answer};
 use crate::api::members::streams::ExecOptions;
 use crate::console::html::{Html, url_segment};
 use crate::console::page::{Viewer, notice_box, page};
-use crate::console::request::{Shared, html, signed_in, status_of};
+use crate::console::request::{Shared, SignedIn, html};
 
 /// The shells the page offers.
 pub const SHELLS: [&str; 2] = ["sh", "bash"];
@@ -122,22 +122,13 @@ pub fn terminal_page(
 /// `GET …/pods/{pod}/terminal`.
 pub(super) async fn show(
     State(console): State<Shared>,
-    headers: HeaderMap,
     Path(p): Path<PodPath>,
     Query(query): Query<HashMap<String, String>>,
+    signed: SignedIn,
 ) -> Response {
-    let signed = match signed_in(&console, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let pod = match load_pod(&console, &signed.caller, &p).await {
+    let pod = match pod_or_answer(&console, &signed, &p, false).await {
         Ok(pod) => pod,
-        Err(err) => {
-            return html(
-                status_of(&err),
-                crate::console::page::error_page(Some(&signed.viewer()), &p.pod, &err),
-            );
-        }
+        Err(answer) => return answer,
     };
     let can_exec = may_exec(&console, &signed.caller, &p.instance).await;
     let container = query.get("container").filter(|c| !c.is_empty());
@@ -161,15 +152,11 @@ pub(super) async fn stream(
     Query(query): Query<HashMap<String, String>>,
     mut request: Request,
 ) -> Response {
-    let Accepted {
-        signed,
-        response,
-        on_upgrade,
-    } = match websocket::accept(&console, &query, &mut request).await {
+    let accepted = match websocket::accept(&console, &query, &mut request).await {
         Ok(accepted) => accepted,
         Err(refusal) => return refusal,
     };
-    if !may_exec(&console, &signed.caller, &p.instance).await {
+    if !may_exec(&console, &accepted.signed.caller, &p.instance).await {
         return (
             StatusCode::FORBIDDEN,
             "you may not run commands in the pods of this instance",
@@ -183,20 +170,13 @@ pub(super) async fn stream(
         stdin: true,
         tty: true,
     };
-    tokio::spawn(async move {
-        let Some(mut socket) = websocket::socket(on_upgrade).await else {
-            return;
-        };
+    websocket::upgrade(accepted, move |signed, mut socket| async move {
         let connection = match api
             .member_pod_exec(&signed.caller, p.member_pod(container), options)
             .await
         {
             Ok(connection) => connection,
-            Err(err) => {
-                let text = format!("{:?}: {}", err.code, err.message);
-                websocket::close(&mut socket, Some(text), false).await;
-                return;
-            }
+            Err(err) => return websocket::close_refused(&mut socket, &err).await,
         };
         let closes_stdin = connection.supports_stream_close();
         let mut member = connection.into_stream();
@@ -245,8 +225,7 @@ pub(super) async fn stream(
         };
         let _ = member.close(None).await;
         websocket::close(&mut socket, Some(end), true).await;
-    });
-    response
+    })
 }
 
 #[cfg(test)]

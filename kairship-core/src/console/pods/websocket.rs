@@ -29,7 +29,7 @@ pub(super) struct Accepted {
 }
 
 /// The WebSocket, once the 101 has been sent (`None` when the client went away).
-pub(super) async fn socket(on_upgrade: OnUpgrade) -> Option<Socket> {
+async fn socket(on_upgrade: OnUpgrade) -> Option<Socket> {
     let upgraded = on_upgrade.await.ok()?;
     Some(WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await)
 }
@@ -55,6 +55,37 @@ pub(super) async fn close(socket: &mut Socket, last: Option<String>, normal: boo
             reason: "".into(),
         }))
         .await;
+}
+
+/// Answers the upgrade `accepted` with its 101 and, once the connection is a WebSocket, runs
+/// `serve` on it as the signed-in caller (nothing runs when the client went away first).
+pub(super) fn upgrade<F, Fut>(accepted: Accepted, serve: F) -> Response
+where
+    F: FnOnce(SignedIn, Socket) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let Accepted {
+        signed,
+        response,
+        on_upgrade,
+    } = accepted;
+    tokio::spawn(async move {
+        if let Some(socket) = socket(on_upgrade).await {
+            serve(signed, socket).await;
+        }
+    });
+    response
+}
+
+/// Closes `socket` after telling the page why the API refused the stream (its code and
+/// message).
+pub(super) async fn close_refused(socket: &mut Socket, err: &crate::api::ApiError) {
+    close(
+        socket,
+        Some(format!("{:?}: {}", err.code, err.message)),
+        false,
+    )
+    .await;
 }
 
 /// Whether the upgrade comes from a page of this origin: an `Origin` header is required (every
