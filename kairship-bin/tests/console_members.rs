@@ -382,6 +382,17 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
     browser.goto(&ui).await;
     browser.wait_text("#ready", |t| t == "Ready").await;
     assert!(browser.find_all("#edit").await.is_empty());
+    // The page is live: a change made elsewhere appears without a reload.
+    let set = http
+        .patch(format!("{base}{P}/instances/karmada-a/clusters/a-east"))
+        .bearer_auth(&admin)
+        .json(&json!({"provider": "acme"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(set.status().is_success(), "{}", set.text().await.unwrap());
+    browser.wait_text("#provider", |t| t == "acme").await;
+    assert!(browser.url().await.ends_with("/members/a-east"));
     browser.goto(&format!("{ui}/edit")).await;
     browser
         .wait_text("div.notice", |t| {

@@ -355,7 +355,7 @@ fn effect_select(h: &mut Html, name: &str, label: &str, effect: &str) {
         &[("name", name), ("id", name), ("aria-label", label)],
     );
     // An effect the API refused is kept as sent, so the form comes back unchanged.
-    let unknown = (!EFFECTS.contains(&effect)).then_some(effect);
+    let unknown = (!effect.is_empty() && !EFFECTS.contains(&effect)).then_some(effect);
     for option in EFFECTS.iter().copied().chain(unknown) {
         let mut attrs = vec![("value", option)];
         if option == effect || (effect.is_empty() && option == EFFECTS[0]) {
@@ -463,7 +463,7 @@ pub fn edit_page(
     );
     // Enter in a field submits with the form's first submit button: this one, so it saves
     // rather than adding a row.
-    h.raw("<button type=\"submit\" hidden tabindex=\"-1\" aria-hidden=\"true\">Save</button>");
+    h.raw("<p><button id=\"save-top\" type=\"submit\">Save</button></p>");
     let managed = serde_json::to_string(&form.managed).unwrap_or_default();
     h.open(
         "input",
@@ -713,6 +713,9 @@ mod tests {
         assert!(!page.contains("id=\"label-key-3\""));
         assert!(page.contains("name=\"_csrf\" value=\"c\""));
         assert!(page.contains("kairship.io/member-cluster=east"));
+        // The empty taint row offers the first effect, chosen.
+        assert_eq!(fields_of(&page)["taint-effect-1"], "NoSchedule");
+        assert_eq!(page.matches(" selected=\"\"").count(), 2);
     }
 
     #[test]
