@@ -720,7 +720,12 @@ mod tests {
 
     #[test]
     fn only_what_changed_is_sent() {
-        let cases: Vec<(Vec<(&str, &str)>, Option<UpdateMemberRequest>)> = vec![
+        // The fields changed, and the call they make.
+        type Case = (
+            Vec<(&'static str, &'static str)>,
+            Option<UpdateMemberRequest>,
+        );
+        let cases: Vec<Case> = vec![
             (vec![], None),
             (
                 // Add tier=gold, remove env.
