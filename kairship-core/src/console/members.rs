@@ -2,7 +2,12 @@
 //! readiness, the Push join form (choose the member's kubeconfig file or paste it), the Pull form (shows the
 //! manifests to apply in the member), and the unjoin confirmation, which shows the API's
 //! refusal and offers `force`. Viewers see the list without any of these controls, and the
-//! API refuses their writes anyway.
+//! API refuses their writes anyway. One member's page ([`detail`]), its edit form ([`edit`])
+//! and its nodes ([`nodes`]) have their own modules.
+
+pub mod detail;
+pub mod edit;
+pub mod nodes;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -39,6 +44,18 @@ pub(super) fn routes() -> Router<Shared> {
         .route(
             "/ui/instances/{instance}/members/{cluster}/unjoin",
             get(unjoin_form).post(unjoin),
+        )
+        .route(
+            "/ui/instances/{instance}/members/{cluster}",
+            get(detail::member),
+        )
+        .route(
+            "/ui/instances/{instance}/members/{cluster}/edit",
+            get(edit::edit_form).post(edit::edit),
+        )
+        .route(
+            "/ui/instances/{instance}/members/{cluster}/nodes",
+            get(nodes::nodes),
         )
 }
 
@@ -200,7 +217,10 @@ pub fn members_page(
     for c in clusters {
         let name = s(c, "/metadata/name");
         h.open("tr", &[("data-cluster", name)]);
-        h.el("td", &[], name)
+        let link = format!("{base}/members/{}", url_segment(name));
+        h.raw("<td>")
+            .el("a", &[("href", &link), ("class", "member")], name)
+            .raw("</td>")
             .el("td", &[], s(c, "/spec/syncMode"))
             .el("td", &[("class", "ready")], ready_of(c))
             .el("td", &[], s(c, "/status/kubernetesVersion"))

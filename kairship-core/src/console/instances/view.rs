@@ -476,7 +476,7 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
             ("hx-swap", "outerHTML"),
         ],
     );
-    clusters_section(&mut live, &o.clusters);
+    clusters_section(&mut live, &base, &o.clusters);
     workloads_section(&mut live, &base, o);
     policies_section(&mut live, o);
     if let Some(events) = &o.recent_events {
@@ -556,7 +556,9 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
     page(name, Some(viewer), h)
 }
 
-pub(in crate::console) fn clusters_section(h: &mut Html, clusters: &[Value]) {
+/// The member clusters table; each name links the member's page under `base` (the
+/// instance's page).
+pub(in crate::console) fn clusters_section(h: &mut Html, base: &str, clusters: &[Value]) {
     h.raw("<section><h2>Clusters</h2><table id=\"clusters\" class=\"list\"><thead><tr><th>Name</th><th>Ready</th><th>Kubernetes</th><th>Provider</th><th>Region</th><th>Zone</th><th>Nodes</th><th>CPU</th><th>Memory</th></tr></thead><tbody>");
     if clusters.is_empty() {
         h.raw("<tr><td colspan=\"9\" class=\"muted\">No member clusters.</td></tr>");
@@ -564,7 +566,10 @@ pub(in crate::console) fn clusters_section(h: &mut Html, clusters: &[Value]) {
     for c in clusters {
         let name = s(c, "/metadata/name").unwrap_or_default();
         h.open("tr", &[("data-cluster", name)]);
-        h.el("td", &[], name).raw("<td>");
+        let member = format!("{base}/members/{}", url_segment(name));
+        h.raw("<td>")
+            .el("a", &[("href", &member)], name)
+            .raw("</td><td>");
         match condition_status(c, "Ready") {
             Some("True") => state_badge(h, "Ready"),
             Some("False") => state_badge(h, "NotReady"),
@@ -1033,6 +1038,7 @@ mod tests {
         let mut h = Html::new();
         clusters_section(
             &mut h,
+            "/ui/instances/i",
             &[
                 json!({"metadata": {"name": "a"}, "spec": {"zones": ["eu-1a", "eu-1b"]}}),
                 json!({"metadata": {"name": "b"}, "spec": {"zone": "us-1a"}}),
