@@ -17,6 +17,10 @@
 //! `cargo bench -p kairship-core --bench cache_scale` runs 1 and 5 instances;
 //! `KAIRSHIP_BENCH_CACHE_INSTANCES=1,5,20` adds the 20-instance size and
 //! `KAIRSHIP_BENCH_CACHE_DEPLOYMENTS` changes the Deployments per instance (default 5,000).
+//! The caches' clients are built as the API server builds them, asking for no gzip;
+//! `KAIRSHIP_BENCH_CACHE_GZIP=1` has them ask for it as client-go does, so that each page of a
+//! cache's list over 128 KiB comes gzipped (docs/benchmarks.md, "before and after the API's
+//! reorganisation by feature", measures what that costs a first sync).
 //! Prints `BENCH name=value` lines.
 #![allow(clippy::unwrap_used)]
 
@@ -38,13 +42,14 @@ use kube::Api;
 use kube::api::ListParams;
 use kube::core::{DynamicObject, TypeMeta};
 use support::{
-    client_of, deployments, fill_deployments, ms, namespace_of, percentile, rss_bytes,
-    until_stdin_closes,
+    InstanceGzip, deployments, fill_deployments, instance_client_of, ms, namespace_of, percentile,
+    rss_bytes, until_stdin_closes,
 };
 
 const CHILD_ENV: &str = "KAIRSHIP_BENCH_SANDBOX_CHILD";
 const INSTANCES_ENV: &str = "KAIRSHIP_BENCH_CACHE_INSTANCES";
 const DEPLOYMENTS_ENV: &str = "KAIRSHIP_BENCH_CACHE_DEPLOYMENTS";
+const GZIP_ENV: &str = "KAIRSHIP_BENCH_CACHE_GZIP";
 const LIST_ROUNDS: usize = 400;
 const TOKEN: &str = "bench-token";
 
@@ -171,11 +176,19 @@ async fn parent() {
     let (sizes, per_instance) = env_sizes();
     let most = sizes.iter().copied().max().unwrap_or(1);
     println!("BENCH cache_scale_deployments_per_instance={per_instance}");
+    let gzip = match std::env::var(GZIP_ENV).as_deref() {
+        Ok("1") => InstanceGzip::Asked,
+        _ => InstanceGzip::AsTheApiServer,
+    };
+    println!(
+        "BENCH cache_scale_instance_gzip={}",
+        u8::from(gzip == InstanceGzip::Asked)
+    );
     let sandboxes = start_sandboxes(most, per_instance);
 
     let mut clients = StaticInstanceClients::new();
     for (name, url, token) in &sandboxes.instances {
-        clients = clients.with(name, client_of(name, url, token).await);
+        clients = clients.with(name, instance_client_of(name, url, token, gzip).await);
     }
     let clients = Arc::new(clients);
     let cache = Arc::new(EmbeddedCacheBackend::new(clients.clone()));

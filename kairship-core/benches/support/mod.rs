@@ -151,6 +151,36 @@ pub async fn client_of(name: &str, url: &str, token: &str) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
+/// Whether an instance client asks the instance for gzip (`Accept-Encoding: gzip`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceGzip {
+    /// As the API server's instance clients ask: `kairship-bin` builds kube-rs without its
+    /// `gzip` feature, so they send no `Accept-Encoding` and instances answer uncompressed.
+    AsTheApiServer,
+    /// As client-go asks by default: answers over 128 KiB come gzipped.
+    Asked,
+}
+
+/// A client of the served sandbox `name` at `url` as the API server builds its instance
+/// clients (kube-kit's options for clients relaying users' requests), asking for gzip as `gzip`
+/// says. The benches' kube-rs has the `gzip` feature (a dev-dependency of the tests), which
+/// would otherwise make every client ask for it.
+pub async fn instance_client_of(
+    name: &str,
+    url: &str,
+    token: &str,
+    gzip: InstanceGzip,
+) -> kube::Client {
+    let yaml = kube_sandbox::serve::kubeconfig_yaml(name, url, None, token);
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    config.disable_compression = gzip == InstanceGzip::AsTheApiServer;
+    let options = kube_kit::client::ClientOptions::new("kairship-bench").relaying_users();
+    kube_kit::client::client_from_config(config, &options, name).unwrap()
+}
+
 /// Waits until `stdin` closes: a child process's parent is done with it.
 pub async fn until_stdin_closes() {
     tokio::task::spawn_blocking(|| {
