@@ -33,6 +33,8 @@
 //! (`nodes/stats` for the summary, `nodes/metrics` for the metrics, as kubelet authorizes).
 
 use super::Simulator;
+use super::command_streams::{STATUS_CHANNEL, STDERR_CHANNEL, STDOUT_CHANNEL};
+pub use super::command_streams::{StreamOptions, exit_status, output_frames};
 pub use super::commands::{CommandOutput, run_command};
 use crate::apiserver::auth::{self, Attributes, UserInfo};
 use crate::apiserver::pki::PeerCertificate;
@@ -45,7 +47,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,10 +68,6 @@ pub const EXEC_PROTOCOLS: &[&str] = &[
 /// Subprotocols of port forwarding.
 pub const PORT_FORWARD_PROTOCOLS: &[&str] =
     &["v4.channel.k8s.io", "channel.k8s.io", "portforward.k8s.io"];
-
-const STDOUT_CHANNEL: u8 = 1;
-const STDERR_CHANNEL: u8 = 2;
-const STATUS_CHANNEL: u8 = 3;
 
 /// The router of the simulated kubelet API.
 pub fn router(sim: Arc<Simulator>) -> Router {
@@ -173,51 +171,6 @@ pub fn parse_kubelet_path(path: &str) -> Option<KubeletPath> {
     })
 }
 
-/// Which streams an exec or attach request wants, and the command.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamOptions {
-    /// Standard input.
-    pub stdin: bool,
-    /// Standard output.
-    pub stdout: bool,
-    /// Standard error.
-    pub stderr: bool,
-    /// A terminal (stderr goes to stdout).
-    pub tty: bool,
-    /// The command (exec).
-    pub command: Vec<String>,
-}
-
-impl StreamOptions {
-    /// Reads the query of an exec or attach request, in kube-apiserver's form (`input=1`) or
-    /// the API's (`stdin=true`).
-    pub fn parse(params: &[(String, String)], exec: bool) -> Result<StreamOptions, String> {
-        let flag = |names: &[&str]| {
-            params
-                .iter()
-                .any(|(k, v)| names.contains(&k.as_str()) && (v == "1" || v == "true"))
-        };
-        let options = StreamOptions {
-            stdin: flag(&["input", "stdin"]),
-            stdout: flag(&["output", "stdout"]),
-            stderr: flag(&["error", "stderr"]),
-            tty: flag(&["tty"]),
-            command: params
-                .iter()
-                .filter(|(k, _)| k == "command")
-                .map(|(_, v)| v.clone())
-                .collect(),
-        };
-        if !(options.stdin || options.stdout || options.stderr) {
-            return Err("you must specify at least 1 of stdin, stdout, stderr".into());
-        }
-        if exec && options.command.is_empty() {
-            return Err("you must specify at least 1 command".into());
-        }
-        Ok(options)
-    }
-}
-
 /// The ports of a port-forward request (`port=P` as kube-apiserver sends it, or `ports=P,Q`).
 pub fn parse_ports(params: &[(String, String)]) -> Result<Vec<u16>, String> {
     let mut ports = Vec::new();
@@ -308,61 +261,6 @@ pub fn websocket_handshake(
         h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(p));
     }
     Ok((response, protocol))
-}
-
-/// The `Status` an exec ends with on channel 3 (v4 and later).
-pub fn exit_status(command: &[String], exit_code: i32) -> Value {
-    if exit_code == 0 {
-        return json!({"metadata": {}, "status": "Success"});
-    }
-    json!({
-        "metadata": {},
-        "status": "Failure",
-        "message": format!(
-            "command terminated with non-zero exit code: error executing command [{}], exit code {exit_code}",
-            command.join(" ")
-        ),
-        "reason": "NonZeroExitCode",
-        "details": {"causes": [{"reason": "ExitCode", "message": exit_code.to_string()}]}
-    })
-}
-
-/// The frames (channel byte first) an exec or attach sends, then the connection closes.
-pub fn output_frames(
-    options: &StreamOptions,
-    output: &CommandOutput,
-    protocol: Option<&str>,
-) -> Vec<Vec<u8>> {
-    let frame = |ch: u8, data: &[u8]| {
-        let mut f = Vec::with_capacity(data.len() + 1);
-        f.push(ch);
-        f.extend_from_slice(data);
-        f
-    };
-    let mut frames = Vec::new();
-    if options.stdout && !output.stdout.is_empty() {
-        frames.push(frame(STDOUT_CHANNEL, output.stdout.as_bytes()));
-    }
-    if !output.stderr.is_empty() {
-        // A terminal has no separate stderr.
-        if options.tty && options.stdout {
-            frames.push(frame(STDOUT_CHANNEL, output.stderr.as_bytes()));
-        } else if options.stderr {
-            frames.push(frame(STDERR_CHANNEL, output.stderr.as_bytes()));
-        }
-    }
-    let status = exit_status(&options.command, output.exit_code);
-    match protocol {
-        Some("v4.channel.k8s.io" | "v5.channel.k8s.io") => {
-            frames.push(frame(STATUS_CHANNEL, status.to_string().as_bytes()));
-        }
-        _ if output.exit_code != 0 => {
-            let message = status["message"].as_str().unwrap_or("").as_bytes().to_vec();
-            frames.push(frame(STATUS_CHANNEL, &message));
-        }
-        _ => {}
-    }
-    frames
 }
 
 fn text(code: StatusCode, message: impl Into<String>) -> Response {
@@ -938,6 +836,7 @@ async fn finish(mut ws: WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     /// Offered protocols and the choice (`Err` when none is supported).
     type ProtocolCase<'a> = (&'a [&'a str], Result<Option<&'a str>, ()>);
 

@@ -12,6 +12,7 @@
 //! The loop follows the store's change history like a watch, so each change is looked at once.
 //! The workload controllers (`controllers/`) run in a loop of their own, when enabled.
 
+pub mod command_streams;
 pub mod commands;
 pub mod container_script;
 pub mod controllers;

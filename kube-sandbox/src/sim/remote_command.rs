@@ -12,7 +12,8 @@
 //! reads all of stdin, up to the client's end of it, before it answers; other commands and
 //! attach ignore stdin.
 
-use super::kubelet_api::{CommandOutput, StreamOptions, output_frames};
+use super::command_streams::{StreamOptions, output_frames};
+use super::commands::CommandOutput;
 use super::port_forward::frame_writer;
 use super::spdy::{Frame, FrameReader, header};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};

@@ -16,7 +16,7 @@ use crate::api::{
 use crate::console::html::{Html, url_segment};
 use crate::console::instances::view::{option, policy_places, policy_selects};
 use crate::console::page::{PREVIOUS_NEXT, Viewer, error_box, live_open, page, page_nav};
-use crate::console::request::{Shared, SignedIn, html, see_other, signed_in, status_of};
+use crate::console::request::{Shared, SignedIn, html, see_other, status_of};
 
 /// Objects per list page unless `size` says otherwise.
 pub const DEFAULT_PAGE_SIZE: u32 = 50;

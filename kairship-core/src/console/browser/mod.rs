@@ -111,7 +111,7 @@ pub(super) fn routes() -> Router<Shared> {
     let list = "/ui/instances/{instance}/resources/{group}/{version}/{resource}";
     let object = "/ui/instances/{instance}/resources/{group}/{version}/{resource}/{name}";
     Router::new()
-        .route(index, get(self::index::index))
+        .route(index, get(index::index))
         .route(&format!("{index}/open"), get(list::open))
         .route(list, get(list::list))
         .route(object, get(detail::detail))

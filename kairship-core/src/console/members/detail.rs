@@ -9,11 +9,12 @@ use axum::response::Response;
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
+use crate::access::{InstanceResource, Verb};
 use crate::api::{ApiError, GetClusterRequest, cluster_zones};
 use crate::console::html::{Html, url_segment};
 use crate::console::instances::view::{condition_status, usage_bar};
 use crate::console::page::{Viewer, error_box, i, page, s, state_badge};
-use crate::console::request::{Shared, SignedIn, error_answer, html, is_htmx};
+use crate::console::request::{Console, Shared, SignedIn, allowed, error_answer, html, is_htmx};
 
 /// The resources whose use the page draws, as `resourceSummary` names them, with their
 /// labels.
@@ -275,7 +276,7 @@ pub(in crate::console) async fn member(
     let fragment = is_htmx(&headers);
     match console.api.get_cluster(&signed.caller, req).await {
         Ok(object) => {
-            let can_edit = super::edit::may_edit(&console, &signed, &instance).await;
+            let can_edit = may_edit(&console, &signed, &instance).await;
             html(
                 StatusCode::OK,
                 member_page(&signed.viewer(), &instance, &object, can_edit, fragment),
@@ -284,6 +285,23 @@ pub(in crate::console) async fn member(
         Err(err) if fragment => html(StatusCode::OK, failed_live(&instance, &cluster, &err)),
         Err(err) => error_answer(&signed, &cluster, &err),
     }
+}
+
+/// Whether the caller may change member clusters of the instance (`patch` inside it, as
+/// `UpdateMember` needs).
+pub(in crate::console) async fn may_edit(
+    console: &Console,
+    signed: &SignedIn,
+    instance: &str,
+) -> bool {
+    allowed(
+        console,
+        &signed.caller,
+        Verb::Patch,
+        InstanceResource::Proxy,
+        instance,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::detail::{labels_of, member_path};
+use super::detail::{labels_of, may_edit, member_path};
 use crate::access::{InstanceResource, Verb};
 use crate::api::members::objects::{INSTANCE_LABEL, MEMBER_LABEL};
 use crate::api::{ApiError, GetClusterRequest, MemberTaint, UpdateMemberRequest, cluster_zones};
@@ -271,23 +271,6 @@ impl MemberEdit {
             && req.zone.is_none();
         Ok((!nothing).then_some(req))
     }
-}
-
-/// Whether the caller may change member clusters of the instance (`patch` inside it, as
-/// `UpdateMember` needs).
-pub(in crate::console) async fn may_edit(
-    console: &Console,
-    signed: &SignedIn,
-    instance: &str,
-) -> bool {
-    allowed(
-        console,
-        &signed.caller,
-        Verb::Patch,
-        InstanceResource::Proxy,
-        instance,
-    )
-    .await
 }
 
 fn text_input(h: &mut Html, name: &str, label: &str, value: &str) {
