@@ -26,6 +26,7 @@ pub mod instances;
 pub mod members;
 pub mod oidc;
 pub mod page;
+pub mod pictures;
 pub mod placement;
 pub mod pods;
 pub mod request;

@@ -47,6 +47,7 @@ pub fn deployment_action_request(
         namespace: m.namespace,
         name: m.name,
         action: deployment_action(m.action)?,
+        kind: m.kind.as_deref().map(workload_kind).transpose()?,
     })
 }
 

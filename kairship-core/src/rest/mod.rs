@@ -285,6 +285,8 @@ fn build() -> Builder {
         verb_doc::<workloads::__path_pause_deployment>(),
         verb_doc::<workloads::__path_resume_deployment>(),
         verb_doc::<workloads::__path_restart_deployment>(),
+        verb_doc::<workloads::__path_restart_statefulset>(),
+        verb_doc::<workloads::__path_restart_daemonset>(),
         verb_doc::<workloads::__path_restart_job>(),
         verb_doc::<workloads::__path_pause_cronjob>(),
         verb_doc::<workloads::__path_resume_cronjob>(),
