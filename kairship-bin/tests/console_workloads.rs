@@ -520,11 +520,11 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         )
         .await;
     browser.click("#action-scale").await;
-    browser
-        .wait_text("#workload-live", |t| t.contains("Scaled to 4 replicas"))
-        .await;
-    let (_, db) = rest_get(base, admin, &format!("{objects}/statefulsets/db")).await;
-    assert_eq!(db["spec"]["replicas"], 4, "{db}");
+    let scaled = || async {
+        let (_, db) = rest_get(base, admin, &format!("{objects}/statefulsets/db")).await;
+        db["spec"]["replicas"] == 4
+    };
+    kube_sandbox::testing::wait::eventually("the StatefulSet is scaled to 4", scaled).await;
     browser.wait_text("#ready", |t| t.ends_with("/4")).await;
 
     // The viewer: no action control; their own session and CSRF token make no write.

@@ -284,6 +284,8 @@ fn objects_table(h: &mut Html, instance: &str, result: &ApplicationResult) {
             .raw("<td>");
         let link = match kind {
             "Deployment" if !result.dry_run => Some("workloads"),
+            "StatefulSet" if !result.dry_run => Some("statefulsets"),
+            "DaemonSet" if !result.dry_run => Some("daemonsets"),
             "Job" if !result.dry_run => Some("jobs"),
             "CronJob" if !result.dry_run => Some("cronjobs"),
             _ => None,

@@ -392,7 +392,7 @@ fn legend(bars: &[ClusterBar]) -> String {
         if placed.len() == 1 { "" } else { "s" }
     );
     if placed.iter().any(|b| b.scheduled.is_some()) {
-        text.push_str(&format!(", {ready} of {want} replicas ready"));
+        text.push_str(&format!(", {ready} of {want} ready"));
     }
     if empty > 0 {
         text.push_str(&format!(
@@ -493,7 +493,7 @@ mod tests {
         let half = ((WIDTH - LABEL - NUMBERS) / 2).to_string();
         assert!(out.contains(&format!("width=\"{full}\"")), "{out}");
         assert!(out.contains(&format!("width=\"{half}\"")), "{out}");
-        assert!(out.contains("2 member clusters, 2 of 3 replicas ready; 1 more"), "{out}");
+        assert!(out.contains("2 member clusters, 2 of 3 ready; 1 more"), "{out}");
         let none = placement_picture("p", &[]).finish();
         assert!(none.contains("Not propagated") && !none.contains("<svg"), "{none}");
     }

@@ -181,6 +181,26 @@ mod tests {
     }
 
     #[test]
+    fn a_restart_names_its_workload_kind() {
+        let request = |kind: Option<&str>| pb::DeploymentActionRequest {
+            instance: "i".into(),
+            namespace: "demo".into(),
+            name: "db".into(),
+            action: pb::DeploymentVerb::Restart as i32,
+            kind: kind.map(str::to_owned),
+        };
+        assert_eq!(deployment_action_request(request(None)).unwrap().kind, None);
+        assert_eq!(
+            deployment_action_request(request(Some("statefulsets")))
+                .unwrap()
+                .kind,
+            Some(WorkloadKind::Statefulsets)
+        );
+        let err = deployment_action_request(request(Some("pods"))).unwrap_err();
+        assert!(err.message.contains("unknown workload kind"), "{err:?}");
+    }
+
+    #[test]
     fn workloads_round_trip() {
         let w = Workload {
             name: "web".into(),

@@ -479,7 +479,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 64, "{documented:#?}");
+        assert_eq!(documented.len(), 66, "{documented:#?}");
     }
 
     #[test]
