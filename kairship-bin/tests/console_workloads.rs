@@ -209,10 +209,7 @@ fn bars_of_binding(binding: &Value, ready_field: &str) -> BTreeMap<String, (Stri
             c["replicas"].as_i64()
         };
         let show = |n: Option<i64>| n.map(|n| n.to_string()).unwrap_or_default();
-        out.insert(
-            name,
-            (show(scheduled), show(status[ready_field].as_i64())),
-        );
+        out.insert(name, (show(scheduled), show(status[ready_field].as_i64())));
     }
     out
 }
@@ -269,14 +266,22 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         base,
         admin,
         &format!("{objects}/statefulsets"),
-        labelled("StatefulSet", "db", json!({"replicas": 3, "serviceName": "db"})),
+        labelled(
+            "StatefulSet",
+            "db",
+            json!({"replicas": 3, "serviceName": "db"}),
+        ),
     )
     .await;
     rest_create(
         base,
         admin,
         &format!("{objects}/statefulsets"),
-        labelled("StatefulSet", "solo", json!({"replicas": 1, "serviceName": "solo"})),
+        labelled(
+            "StatefulSet",
+            "solo",
+            json!({"replicas": 1, "serviceName": "solo"}),
+        ),
     )
     .await;
     rest_create(
@@ -308,32 +313,38 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     // them, and its pods.
     let db_page = format!("{base}{PAGES}/statefulsets/db");
     let statefulset_classes = ["replicas", "ready", "current", "updated"];
-    until_page_shows(browser, dir, (&db_page, "db"), &statefulset_classes, || async {
-        let mut out = BTreeMap::new();
-        for member in MEMBERS {
-            let sets: kube::Api<StatefulSet> =
-                kube::Api::namespaced(member_client(dir, member).await, "demo");
-            let Ok(set) = sets.get("db").await else {
-                return None;
-            };
-            let st = set.status.unwrap_or_default();
-            let want = set.spec.and_then(|s| s.replicas).unwrap_or(1);
-            if st.ready_replicas.unwrap_or(0) != want {
-                return None;
+    until_page_shows(
+        browser,
+        dir,
+        (&db_page, "db"),
+        &statefulset_classes,
+        || async {
+            let mut out = BTreeMap::new();
+            for member in MEMBERS {
+                let sets: kube::Api<StatefulSet> =
+                    kube::Api::namespaced(member_client(dir, member).await, "demo");
+                let Ok(set) = sets.get("db").await else {
+                    return None;
+                };
+                let st = set.status.unwrap_or_default();
+                let want = set.spec.and_then(|s| s.replicas).unwrap_or(1);
+                if st.ready_replicas.unwrap_or(0) != want {
+                    return None;
+                }
+                let n = |v: Option<i32>| v.unwrap_or(0).to_string();
+                out.insert(
+                    member.to_owned(),
+                    vec![
+                        st.replicas.to_string(),
+                        n(st.ready_replicas),
+                        n(st.current_replicas),
+                        n(st.updated_replicas),
+                    ],
+                );
             }
-            let n = |v: Option<i32>| v.unwrap_or(0).to_string();
-            out.insert(
-                member.to_owned(),
-                vec![
-                    st.replicas.to_string(),
-                    n(st.ready_replicas),
-                    n(st.current_replicas),
-                    n(st.updated_replicas),
-                ],
-            );
-        }
-        Some(out)
-    })
+            Some(out)
+        },
+    )
     .await;
     let pods = pods_shown(browser).await;
     assert_eq!(pods.len(), 3, "{pods:?}");
@@ -395,12 +406,22 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     assert_eq!(drawn, want);
 
     // One replica goes to one member: the other, which the policy could use, is drawn empty.
-    browser.goto(&format!("{base}{PAGES}/statefulsets/solo")).await;
+    browser
+        .goto(&format!("{base}{PAGES}/statefulsets/solo"))
+        .await;
     let deadline = Instant::now() + LIMIT;
     let (given, empty) = loop {
         let bars = bars_shown(browser).await;
-        let given: Vec<&String> = bars.iter().filter(|(_, b)| b[2] == "true").map(|(c, _)| c).collect();
-        let empty: Vec<&String> = bars.iter().filter(|(_, b)| b[2] == "false").map(|(c, _)| c).collect();
+        let given: Vec<&String> = bars
+            .iter()
+            .filter(|(_, b)| b[2] == "true")
+            .map(|(c, _)| c)
+            .collect();
+        let empty: Vec<&String> = bars
+            .iter()
+            .filter(|(_, b)| b[2] == "false")
+            .map(|(c, _)| c)
+            .collect();
         if given.len() == 1 && empty.len() == 1 {
             break (given[0].clone(), empty[0].clone());
         }
@@ -420,7 +441,11 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     assert_eq!(both, MEMBERS);
     let picture = browser.find("#placement-picture").await;
     let png = browser
-        .call("GET", &format!("/element/{picture}/screenshot"), Value::Null)
+        .call(
+            "GET",
+            &format!("/element/{picture}/screenshot"),
+            Value::Null,
+        )
         .await;
     use base64::Engine as _;
     std::fs::write(
@@ -434,32 +459,40 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     // The DaemonSet: each member's desired, current, ready, updated and available nodes.
     let agent_page = format!("{base}{PAGES}/daemonsets/agent");
     let daemonset_classes = ["desired", "current", "ready", "updated", "available"];
-    until_page_shows(browser, dir, (&agent_page, "agent"), &daemonset_classes, || async {
-        let mut out = BTreeMap::new();
-        for member in MEMBERS {
-            let sets: kube::Api<DaemonSet> =
-                kube::Api::namespaced(member_client(dir, member).await, "demo");
-            let Ok(set) = sets.get("agent").await else {
-                return None;
-            };
-            let st = set.status.unwrap_or_default();
-            if st.desired_number_scheduled == 0 || st.number_ready != st.desired_number_scheduled {
-                return None;
+    until_page_shows(
+        browser,
+        dir,
+        (&agent_page, "agent"),
+        &daemonset_classes,
+        || async {
+            let mut out = BTreeMap::new();
+            for member in MEMBERS {
+                let sets: kube::Api<DaemonSet> =
+                    kube::Api::namespaced(member_client(dir, member).await, "demo");
+                let Ok(set) = sets.get("agent").await else {
+                    return None;
+                };
+                let st = set.status.unwrap_or_default();
+                if st.desired_number_scheduled == 0
+                    || st.number_ready != st.desired_number_scheduled
+                {
+                    return None;
+                }
+                let n = |v: Option<i32>| v.unwrap_or(0).to_string();
+                out.insert(
+                    member.to_owned(),
+                    vec![
+                        st.desired_number_scheduled.to_string(),
+                        st.current_number_scheduled.to_string(),
+                        st.number_ready.to_string(),
+                        n(st.updated_number_scheduled),
+                        n(st.number_available),
+                    ],
+                );
             }
-            let n = |v: Option<i32>| v.unwrap_or(0).to_string();
-            out.insert(
-                member.to_owned(),
-                vec![
-                    st.desired_number_scheduled.to_string(),
-                    st.current_number_scheduled.to_string(),
-                    st.number_ready.to_string(),
-                    n(st.updated_number_scheduled),
-                    n(st.number_available),
-                ],
-            );
-        }
-        Some(out)
-    })
+            Some(out)
+        },
+    )
     .await;
     // One pod per node: 3 on a-east, 2 on a-west.
     let pods = pods_shown(browser).await;
@@ -484,10 +517,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
 
     // Forged POSTs (the admin's session, no CSRF token): refused before anything is done.
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    for url in [
-        format!("{db_page}/scale"),
-        format!("{agent_page}/restart"),
-    ] {
+    for url in [format!("{db_page}/scale"), format!("{agent_page}/restart")] {
         let (status, page) = post_form(&url, &cookie, "replicas=7").await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(page.contains("CSRF"), "{page}");
@@ -501,9 +531,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
 
     // Restart the DaemonSet through its page: the template annotation, in Karmada.
     browser.click("#action-restart").await;
-    let restarted = browser
-        .wait_text("#restarted-at", |t| t != "never")
-        .await;
+    let restarted = browser.wait_text("#restarted-at", |t| t != "never").await;
     let (_, agent) = rest_get(base, admin, &format!("{objects}/daemonsets/agent")).await;
     assert_eq!(
         agent["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"],
@@ -550,10 +578,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         )
         .await;
     let csrf = csrf.as_str().unwrap();
-    for url in [
-        format!("{db_page}/scale"),
-        format!("{agent_page}/restart"),
-    ] {
+    for url in [format!("{db_page}/scale"), format!("{agent_page}/restart")] {
         let (status, page) = post_form(&url, &cookie, &format!("replicas=1&_csrf={csrf}")).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(page.contains("PermissionDenied"), "{page}");

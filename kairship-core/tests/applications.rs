@@ -579,14 +579,21 @@ async fn statefulsets_and_daemonsets_restart_as_kubectl_rollout_restart() {
         .unwrap()
         .to_owned();
     assert!(at.ends_with('Z') && at.len() == 20, "{at}");
-    let stored = env.ok("GET", &format!("{apps}/statefulsets/db"), None).await;
+    let stored = env
+        .ok("GET", &format!("{apps}/statefulsets/db"), None)
+        .await;
     assert_eq!(
         stored["spec"]["template"]["metadata"]["annotations"][RESTARTED_AT],
         at.as_str()
     );
     // They have no pause, and the viewer may not restart them.
     let (status, body) = env
-        .call("POST", &format!("{ns_path}/daemonsets/agent:pause"), ADMIN, None)
+        .call(
+            "POST",
+            &format!("{ns_path}/daemonsets/agent:pause"),
+            ADMIN,
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(error_message(status, &body).contains(":restart"), "{body}");
@@ -600,7 +607,12 @@ async fn statefulsets_and_daemonsets_restart_as_kubectl_rollout_restart() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, _) = env
-        .call("POST", &format!("{ns_path}/daemonsets/gone:restart"), ADMIN, None)
+        .call(
+            "POST",
+            &format!("{ns_path}/daemonsets/gone:restart"),
+            ADMIN,
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 

@@ -245,8 +245,12 @@ pub fn placement_picture(id: &str, bars: &[ClusterBar]) -> Html {
     };
     h.open("figure", &[("id", id), ("class", "placement-picture")]);
     if bars.is_empty() {
-        h.el("p", &[("class", "muted")], "Not propagated to any member cluster.")
-            .close("figure");
+        h.el(
+            "p",
+            &[("class", "muted")],
+            "Not propagated to any member cluster.",
+        )
+        .close("figure");
         return h;
     }
     let height = (ROW * i64::try_from(bars.len()).unwrap_or(i64::MAX / ROW)).max(ROW);
@@ -407,7 +411,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn bar(cluster: &str, scheduled: Option<i64>, ready: Option<i64>, health: Health) -> ClusterBar {
+    fn bar(
+        cluster: &str,
+        scheduled: Option<i64>,
+        ready: Option<i64>,
+        health: Health,
+    ) -> ClusterBar {
         ClusterBar {
             cluster: cluster.into(),
             scheduled,
@@ -493,9 +502,15 @@ mod tests {
         let half = ((WIDTH - LABEL - NUMBERS) / 2).to_string();
         assert!(out.contains(&format!("width=\"{full}\"")), "{out}");
         assert!(out.contains(&format!("width=\"{half}\"")), "{out}");
-        assert!(out.contains("2 member clusters, 2 of 3 ready; 1 more"), "{out}");
+        assert!(
+            out.contains("2 member clusters, 2 of 3 ready; 1 more"),
+            "{out}"
+        );
         let none = placement_picture("p", &[]).finish();
-        assert!(none.contains("Not propagated") && !none.contains("<svg"), "{none}");
+        assert!(
+            none.contains("Not propagated") && !none.contains("<svg"),
+            "{none}"
+        );
     }
 
     #[test]

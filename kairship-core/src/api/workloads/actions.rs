@@ -15,15 +15,13 @@ pub fn check_action(kind: WorkloadKind, action: DeploymentAction) -> Result<(), 
         | (WorkloadKind::Statefulsets | WorkloadKind::Daemonsets, DeploymentAction::Restart) => {
             Ok(())
         }
-        (WorkloadKind::Statefulsets | WorkloadKind::Daemonsets, _) => {
-            Err(ApiError::invalid_field(
-                "action",
-                format!(
-                    "{kind} cannot be {}d: only Deployments pause and resume; {kind} restart",
-                    action.as_str()
-                ),
-            ))
-        }
+        (WorkloadKind::Statefulsets | WorkloadKind::Daemonsets, _) => Err(ApiError::invalid_field(
+            "action",
+            format!(
+                "{kind} cannot be {}d: only Deployments pause and resume; {kind} restart",
+                action.as_str()
+            ),
+        )),
         (WorkloadKind::Jobs | WorkloadKind::Cronjobs, _) => Err(ApiError::invalid_field(
             "kind",
             format!(

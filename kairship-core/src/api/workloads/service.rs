@@ -10,10 +10,10 @@ use super::WorkloadsApi;
 use crate::access::{Caller, Verb};
 use crate::api::inside::Inside;
 use crate::api::kairship::KairshipService;
+use crate::api::kairship::gvr;
 use crate::api::kinds::{ResourceKind, resource_bindings_resource};
 use crate::api::list::pagination;
 use crate::api::members::streams::{ExecOptions, LogOptions, LogStream, MemberPod};
-use crate::api::kairship::gvr;
 use crate::api::workloads::actions::{check_action, deployment_patch};
 use crate::api::workloads::view::{deployment_binding_name, parse_binding, workload};
 use crate::api::{

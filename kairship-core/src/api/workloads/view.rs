@@ -344,7 +344,12 @@ mod tests {
         assert_eq!((w.ready_replicas, w.available_replicas), (4, 4));
         let west = &w.clusters[1];
         assert_eq!(
-            (west.scheduled_replicas, west.replicas, west.ready_replicas, west.updated_replicas),
+            (
+                west.scheduled_replicas,
+                west.replicas,
+                west.ready_replicas,
+                west.updated_replicas
+            ),
             (None, Some(2), Some(1), Some(2))
         );
         let statefulset = json!({"readyReplicas": 2, "replicas": 3, "currentReplicas": 3,

@@ -763,7 +763,11 @@ mod tests {
                 {"clusterName": "a-east", "applied": true, "health": "Healthy"},
                 {"clusterName": "a-west", "applied": false, "appliedMessage": "<oops>"}]}});
         let mut h = Html::new();
-        propagation_section(&mut h, "i", &Propagation::Bound(binding, vec!["spare".into()]));
+        propagation_section(
+            &mut h,
+            "i",
+            &Propagation::Bound(binding, vec!["spare".into()]),
+        );
         let out = h.finish();
         assert!(out.contains("data-cluster=\"a-east\""), "{out}");
         assert!(out.contains("<td class=\"replicas\">2</td>"), "{out}");
@@ -774,7 +778,9 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("data-cluster=\"spare\" data-scheduled=\"\" data-ready=\"\" data-placed=\"false\""),
+            out.contains(
+                "data-cluster=\"spare\" data-scheduled=\"\" data-ready=\"\" data-placed=\"false\""
+            ),
             "{out}"
         );
         assert!(

@@ -671,8 +671,7 @@ pub fn list_page(
                 "workload page",
             );
         }
-        h.close("td")
-            .el("td", &[], namespace);
+        h.close("td").el("td", &[], namespace);
         for c in columns {
             h.el("td", &[], &c.cell(object));
         }

@@ -257,18 +257,23 @@ pub fn kind_live(
         );
     }
     h.raw("<dt>Policy</dt>")
-        .el("dd", &[("id", "policy")], w.policy.as_deref().unwrap_or("–"))
+        .el(
+            "dd",
+            &[("id", "policy")],
+            w.policy.as_deref().unwrap_or("–"),
+        )
         .raw("</dl>");
     if can_write && v.kind == WorkloadKind::Jobs {
         // Served with the Jobs page's other buttons (`RestartJob`); it answers with the page.
         let url = format!("{base}/restart");
-        h.raw("<div class=\"toolbar\" id=\"job-actions\">")
-            .open(
-                "form",
-                &[("method", "post"), ("action", &url), ("class", "inline")],
-            );
+        h.raw("<div class=\"toolbar\" id=\"job-actions\">").open(
+            "form",
+            &[("method", "post"), ("action", &url), ("class", "inline")],
+        );
         csrf_field(&mut h, csrf);
-        h.raw("<button type=\"submit\" id=\"job-restart\">Restart (run again)</button></form></div>");
+        h.raw(
+            "<button type=\"submit\" id=\"job-restart\">Restart (run again)</button></form></div>",
+        );
     }
     if can_write && !actions(v.kind).is_empty() {
         h.raw("<div class=\"toolbar\" id=\"actions\">");
@@ -408,7 +413,11 @@ pub fn kind_page(
             url_segment(instance),
             url_segment(&w.namespace)
         );
-        h.raw("<p>").el("a", &[("href", &batch)], "Jobs and CronJobs of the namespace");
+        h.raw("<p>").el(
+            "a",
+            &[("href", &batch)],
+            "Jobs and CronJobs of the namespace",
+        );
         if let Some(owner) = cronjob_owner(&w.deployment) {
             let href = page_url(instance, &w.namespace, WorkloadKind::Cronjobs, owner);
             h.raw(" · created by CronJob ")
@@ -475,8 +484,21 @@ pub fn cronjob_jobs_section(instance: &str, cronjob: &str, jobs: &[Value]) -> Ht
 
 /// Whether the caller may use the page's verbs: patch inside the instance (restart, scale);
 /// for a Job's re-run, delete and create.
-async fn may_write(console: &Console, signed: &SignedIn, instance: &str, kind: WorkloadKind) -> bool {
-    let may = |verb| allowed(console, &signed.caller, verb, InstanceResource::Proxy, instance);
+async fn may_write(
+    console: &Console,
+    signed: &SignedIn,
+    instance: &str,
+    kind: WorkloadKind,
+) -> bool {
+    let may = |verb| {
+        allowed(
+            console,
+            &signed.caller,
+            verb,
+            InstanceResource::Proxy,
+            instance,
+        )
+    };
     if kind == WorkloadKind::Jobs {
         may(Verb::Delete).await && may(Verb::Create).await
     } else {
@@ -560,7 +582,9 @@ async fn action_answer(
             )
             .await
             .map(|_| "Restart requested: the pods are replaced.".to_owned()),
-        other => Err(ApiError::not_found(format!("{kind} have no action {other}"))),
+        other => Err(ApiError::not_found(format!(
+            "{kind} have no action {other}"
+        ))),
     };
     if !is_htmx(headers) {
         return match result {
@@ -746,7 +770,10 @@ mod tests {
         }
         assert!(!out.contains("id=\"action-"), "{out}");
         assert!(out.contains("id=\"job-restart\""), "{out}");
-        assert!(out.contains("<dd id=\"active\" class=\"active\">1</dd>"), "{out}");
+        assert!(
+            out.contains("<dd id=\"active\" class=\"active\">1</dd>"),
+            "{out}"
+        );
         let reader = kind_page(&viewer(), "i", &job, false, Html::new());
         assert!(!reader.contains("job-restart"), "{reader}");
     }

@@ -15,18 +15,16 @@ use self::view::{RECENT_EVENTS, pods_section, pods_url, text};
 use crate::access::{Caller, InstanceResource, Verb};
 use crate::api::placement::WorkloadReference;
 use crate::api::{
-    POLICY_GROUP, PlacementPreviewSpec, PreviewPlacementRequest,
-};
-use crate::scheduling::Exclusion;
-use crate::api::{
     ApiError, CLUSTER_ANNOTATION, DeploymentAction, DeploymentActionRequest, GetObjectRequest,
     GetWorkloadRequest, KairshipApi, ListEventsRequest, ListOptions, ListWorkloadPodsRequest,
     ObjectList, SortDir, UpdateObjectRequest, WorkloadKind,
 };
+use crate::api::{POLICY_GROUP, PlacementPreviewSpec, PreviewPlacementRequest};
 use crate::console::request::{
     Console, Shared, SignedForm, SignedIn, allowed, error_answer, html, is_htmx, see_other,
     status_of,
 };
+use crate::scheduling::Exclusion;
 
 pub(in crate::console) async fn get_workload(
     console: &Console,
@@ -72,7 +70,14 @@ pub(in crate::console) async fn workload(
     )
     .await;
     let api = console.api.as_ref();
-    let unplaced = unplaced_of(api, &signed.caller, &instance, WorkloadKind::Deployments, &w).await;
+    let unplaced = unplaced_of(
+        api,
+        &signed.caller,
+        &instance,
+        WorkloadKind::Deployments,
+        &w,
+    )
+    .await;
     let body = if is_htmx(&headers) {
         view::workload_live(
             &instance,
@@ -101,7 +106,14 @@ pub(in crate::console) async fn workload(
             &instance, &refresh, &pods,
         ));
         members.append(crate::console::workloads::view::events_section(&events));
-        view::workload_page(&signed.viewer(), &instance, &w, can_write, &unplaced, members)
+        view::workload_page(
+            &signed.viewer(),
+            &instance,
+            &w,
+            can_write,
+            &unplaced,
+            members,
+        )
     };
     html(StatusCode::OK, body)
 }
@@ -323,8 +335,14 @@ pub(in crate::console) async fn workload_action(
         Ok(w) => {
             let shown = result.as_ref().map(String::as_str);
             let api = console.api.as_ref();
-            let unplaced =
-                unplaced_of(api, &signed.caller, &instance, WorkloadKind::Deployments, &w).await;
+            let unplaced = unplaced_of(
+                api,
+                &signed.caller,
+                &instance,
+                WorkloadKind::Deployments,
+                &w,
+            )
+            .await;
             html(
                 status,
                 view::workload_live(

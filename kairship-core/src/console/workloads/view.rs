@@ -275,7 +275,10 @@ pub fn restarts(pod: &Value) -> i64 {
 
 /// Where the pods part of a Deployment's page refreshes from.
 pub fn pods_url(instance: &str, namespace: &str, name: &str) -> String {
-    format!("{}/pods", page_url(instance, namespace, WorkloadKind::Deployments, name))
+    format!(
+        "{}/pods",
+        page_url(instance, namespace, WorkloadKind::Deployments, name)
+    )
 }
 
 /// The workload page of an object of `resource` (`(group, plural)`), when it has one: the
@@ -475,11 +478,31 @@ mod tests {
     #[test]
     fn workload_pages_by_resource() {
         for (group, resource, want) in [
-            ("apps", "deployments", Some("/ui/instances/i/namespaces/demo/workloads/w%2F1")),
-            ("apps", "statefulsets", Some("/ui/instances/i/namespaces/demo/statefulsets/w%2F1")),
-            ("apps", "daemonsets", Some("/ui/instances/i/namespaces/demo/daemonsets/w%2F1")),
-            ("batch", "jobs", Some("/ui/instances/i/namespaces/demo/jobs/w%2F1")),
-            ("batch", "cronjobs", Some("/ui/instances/i/namespaces/demo/cronjobs/w%2F1")),
+            (
+                "apps",
+                "deployments",
+                Some("/ui/instances/i/namespaces/demo/workloads/w%2F1"),
+            ),
+            (
+                "apps",
+                "statefulsets",
+                Some("/ui/instances/i/namespaces/demo/statefulsets/w%2F1"),
+            ),
+            (
+                "apps",
+                "daemonsets",
+                Some("/ui/instances/i/namespaces/demo/daemonsets/w%2F1"),
+            ),
+            (
+                "batch",
+                "jobs",
+                Some("/ui/instances/i/namespaces/demo/jobs/w%2F1"),
+            ),
+            (
+                "batch",
+                "cronjobs",
+                Some("/ui/instances/i/namespaces/demo/cronjobs/w%2F1"),
+            ),
             ("apps", "replicasets", None),
             ("example.com", "deployments", None),
             ("core", "configmaps", None),
@@ -490,7 +513,10 @@ mod tests {
                 "{group}/{resource}"
             );
         }
-        assert_eq!(workload_page_for("i", ("apps", "deployments"), "", "w"), None);
+        assert_eq!(
+            workload_page_for("i", ("apps", "deployments"), "", "w"),
+            None
+        );
     }
 
     #[test]
