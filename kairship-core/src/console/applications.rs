@@ -640,7 +640,9 @@ pub fn cronjob_page_html(
         h.raw("</div>");
     }
     h.append(super::workloads::kinds::cronjob_jobs_section(
-        instance, name, jobs,
+        instance,
+        (ns, name),
+        jobs,
     ));
     yaml_section(&mut h, cronjob);
     page(name, Some(viewer), h)

@@ -444,8 +444,12 @@ pub fn cronjob_owner(job: &Value) -> Option<&str> {
 }
 
 /// The Jobs a CronJob made (`jobs` of its namespace whose controller it is), newest first, as
-/// a table linking to their pages.
-pub fn cronjob_jobs_section(instance: &str, cronjob: &str, jobs: &[Value]) -> Html {
+/// a table linking to their pages; it reloads itself from the CronJob's page every 5 s.
+pub fn cronjob_jobs_section(
+    instance: &str,
+    (namespace, cronjob): (&str, &str),
+    jobs: &[Value],
+) -> Html {
     let mut owned: Vec<&Value> = jobs
         .iter()
         .filter(|j| cronjob_owner(j) == Some(cronjob))
@@ -454,7 +458,18 @@ pub fn cronjob_jobs_section(instance: &str, cronjob: &str, jobs: &[Value]) -> Ht
         text(b, "/metadata/creationTimestamp").cmp(text(a, "/metadata/creationTimestamp"))
     });
     let mut h = Html::new();
-    h.raw("<section><h2>Its Jobs</h2><table id=\"cronjob-jobs\" class=\"list\"><thead><tr><th>Name</th><th>Active</th><th>Succeeded</th><th>Failed</th><th>Created</th></tr></thead><tbody>");
+    let refresh = page_url(instance, namespace, WorkloadKind::Cronjobs, cronjob);
+    h.open(
+        "section",
+        &[
+            ("id", "cronjob-jobs-live"),
+            ("hx-get", &refresh),
+            ("hx-trigger", "every 5s"),
+            ("hx-select", "#cronjob-jobs-live"),
+            ("hx-swap", "outerHTML"),
+        ],
+    );
+    h.raw("<h2>Its Jobs</h2><table id=\"cronjob-jobs\" class=\"list\"><thead><tr><th>Name</th><th>Active</th><th>Succeeded</th><th>Failed</th><th>Created</th></tr></thead><tbody>");
     if owned.is_empty() {
         h.raw("<tr><td colspan=\"5\" class=\"muted\">No Jobs of this CronJob now.</td></tr>");
     }
@@ -790,13 +805,17 @@ mod tests {
             job("other-1", "other", "2026-01-01T00:00:00Z"),
             job("tick-2", "tick", "2026-01-01T00:05:00Z"),
         ];
-        let out = cronjob_jobs_section("i", "tick", &jobs).finish();
+        let out = cronjob_jobs_section("i", ("demo", "tick"), &jobs).finish();
         let (first, second) = (out.find("tick-2").unwrap(), out.find("tick-1").unwrap());
         assert!(first < second, "{out}");
         assert!(!out.contains("other-1"), "{out}");
         assert!(out.contains("/ui/instances/i/namespaces/demo/jobs/tick-2"));
         assert!(
-            cronjob_jobs_section("i", "none", &jobs)
+            out.contains("hx-get=\"/ui/instances/i/namespaces/demo/cronjobs/tick\""),
+            "{out}"
+        );
+        assert!(
+            cronjob_jobs_section("i", ("demo", "none"), &jobs)
                 .finish()
                 .contains("No Jobs")
         );
