@@ -13,7 +13,8 @@
 //!
 //! Pages are organised by the API's features, each a module serving its routes:
 //! [`instances`], [`members`], [`workloads`], [`applications`], [`audit`], [`search`]; what
-//! they share is in [`request`] (state, sign-in, CSRF) and [`page`] (layout). [`shell`]
+//! they share is in [`request`] (state, sign-in, CSRF), [`page`] (layout) and [`pictures`]
+//! (placement drawn as SVG). [`shell`]
 //! serves sign-in, sign-out and the assets.
 
 pub mod applications;

@@ -1,5 +1,7 @@
-//! Console pages of the workloads feature: one workload with its per-cluster status, scaling,
-//! the Deployment verbs, and its pods and events per member cluster.
+//! Console pages of the workloads feature: a Deployment with its per-cluster status, scaling,
+//! the Deployment verbs, and its pods and events per member cluster; the pages of
+//! StatefulSets, DaemonSets and Jobs ([`kinds`]); what they share (pods, events, scale, the
+//! clusters a policy could use that got nothing).
 
 pub mod kinds;
 pub mod view;
@@ -17,9 +19,9 @@ use crate::api::placement::WorkloadReference;
 use crate::api::{
     ApiError, CLUSTER_ANNOTATION, DeploymentAction, DeploymentActionRequest, GetObjectRequest,
     GetWorkloadRequest, KairshipApi, ListEventsRequest, ListOptions, ListWorkloadPodsRequest,
-    ObjectList, SortDir, UpdateObjectRequest, WorkloadKind,
+    ObjectList, POLICY_GROUP, PlacementPreviewSpec, PreviewPlacementRequest, SortDir,
+    UpdateObjectRequest, WorkloadKind,
 };
-use crate::api::{POLICY_GROUP, PlacementPreviewSpec, PreviewPlacementRequest};
 use crate::console::request::{
     Console, Shared, SignedForm, SignedIn, allowed, error_answer, html, is_htmx, see_other,
     status_of,
