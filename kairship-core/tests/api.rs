@@ -1671,6 +1671,7 @@ async fn rest_and_grpc_answer_alike() {
             namespace: NS.into(),
             name: "db".into(),
             action: pb::DeploymentVerb::Pause as i32,
+            kind: None,
         })
         .await
         .unwrap()
@@ -1711,6 +1712,7 @@ async fn rest_and_grpc_answer_alike() {
             namespace: NS.into(),
             name: "web".into(),
             action: pb::DeploymentVerb::Pause as i32,
+            kind: None,
         })
         .await
         .unwrap_err();

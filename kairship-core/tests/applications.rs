@@ -539,6 +539,114 @@ fn job(name: &str) -> Value {
             "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}})
 }
 
+/// `kind` `name` of the namespace with one container, selected by `app: <name>`.
+fn apps_object(kind: &str, name: &str) -> Value {
+    let mut spec = json!({"selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": name, "image": "nginx:1.27"}]}}});
+    if kind == "StatefulSet" {
+        spec["serviceName"] = json!(name);
+    }
+    json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name}, "spec": spec})
+}
+
+const RESTARTED_AT: &str = "kubectl.kubernetes.io/restartedAt";
+
+#[tokio::test]
+async fn statefulsets_and_daemonsets_restart_as_kubectl_rollout_restart() {
+    let env = Env::start().await;
+    let ns_path = format!("{P}/instances/{INSTANCE}/namespaces/{NS}");
+    let apps = format!("{ns_path}/resources/apps/v1");
+    env.ok(
+        "POST",
+        &format!("{apps}/statefulsets"),
+        Some(apps_object("StatefulSet", "db")),
+    )
+    .await;
+    env.ok(
+        "POST",
+        &format!("{apps}/daemonsets"),
+        Some(apps_object("DaemonSet", "agent")),
+    )
+    .await;
+
+    // REST: the template annotation, as `kubectl rollout restart` sets it.
+    let restarted = env
+        .ok("POST", &format!("{ns_path}/statefulsets/db:restart"), None)
+        .await;
+    let at = restarted["spec"]["template"]["metadata"]["annotations"][RESTARTED_AT]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(at.ends_with('Z') && at.len() == 20, "{at}");
+    let stored = env
+        .ok("GET", &format!("{apps}/statefulsets/db"), None)
+        .await;
+    assert_eq!(
+        stored["spec"]["template"]["metadata"]["annotations"][RESTARTED_AT],
+        at.as_str()
+    );
+    // They have no pause, and the viewer may not restart them.
+    let (status, body) = env
+        .call(
+            "POST",
+            &format!("{ns_path}/daemonsets/agent:pause"),
+            ADMIN,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(error_message(status, &body).contains(":restart"), "{body}");
+    let (status, _) = env
+        .call(
+            "POST",
+            &format!("{ns_path}/daemonsets/agent:restart"),
+            VIEWER,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = env
+        .call(
+            "POST",
+            &format!("{ns_path}/daemonsets/gone:restart"),
+            ADMIN,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // gRPC: DeploymentAction with the kind.
+    let mut grpc = env.grpc(ADMIN).await;
+    let request = |verb: pb::DeploymentVerb, kind: &str| pb::DeploymentActionRequest {
+        instance: INSTANCE.into(),
+        namespace: NS.into(),
+        name: "agent".into(),
+        action: verb as i32,
+        kind: Some(kind.into()),
+    };
+    let restarted = grpc
+        .deployment_action(request(pb::DeploymentVerb::Restart, "daemonsets"))
+        .await
+        .unwrap()
+        .into_inner();
+    let restarted = grpc_convert::struct_to_json(restarted);
+    assert!(
+        restarted["spec"]["template"]["metadata"]["annotations"][RESTARTED_AT].is_string(),
+        "{restarted}"
+    );
+    let err = grpc
+        .deployment_action(request(pb::DeploymentVerb::Pause, "daemonsets"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+    let err = grpc
+        .deployment_action(request(pb::DeploymentVerb::Restart, "jobs"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+}
+
 #[tokio::test]
 async fn jobs_restart_and_cronjobs_pause_and_resume() {
     let env = Env::start().await;

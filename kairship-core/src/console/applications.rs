@@ -41,7 +41,6 @@ pub(super) fn routes() -> Router<Shared> {
             get(application_form).post(application_submit),
         )
         .route(&format!("{ns}/batch"), get(batch_list))
-        .route(&format!("{ns}/jobs/{{name}}"), get(job_page))
         .route(&format!("{ns}/jobs/{{name}}/restart"), post(job_restart))
         .route(&format!("{ns}/cronjobs/{{name}}"), get(cronjob_page))
         .route(
@@ -285,6 +284,8 @@ fn objects_table(h: &mut Html, instance: &str, result: &ApplicationResult) {
             .raw("<td>");
         let link = match kind {
             "Deployment" if !result.dry_run => Some("workloads"),
+            "StatefulSet" if !result.dry_run => Some("statefulsets"),
+            "DaemonSet" if !result.dry_run => Some("daemonsets"),
             "Job" if !result.dry_run => Some("jobs"),
             "CronJob" if !result.dry_run => Some("cronjobs"),
             _ => None,
@@ -598,59 +599,11 @@ fn post_button(h: &mut Html, action: &str, id: &'static str, label: &str, csrf: 
     h.close("form");
 }
 
-/// The page of a Job, with the restart button when `can_write`.
-pub fn job_page_html(
-    viewer: &Viewer<'_>,
-    instance: &str,
-    job: &Value,
-    can_write: bool,
-    notice: Option<&str>,
-) -> String {
-    let ns = text_at(job, "/metadata/namespace");
-    let name = text_at(job, "/metadata/name");
-    let mut h = Html::new();
-    crumbs(&mut h, instance, ns);
-    h.open("h1", &[]).raw("Job ").text(name).close("h1");
-    if let Some(n) = notice {
-        notice_box(&mut h, n);
-    }
-    h.raw("<dl id=\"job-facts\" class=\"facts\"><dt>Active</dt><dd class=\"active\">")
-        .num(number_at(job, "/status/active"))
-        .raw("</dd><dt>Succeeded</dt><dd class=\"succeeded\">")
-        .num(number_at(job, "/status/succeeded"))
-        .raw("</dd><dt>Failed</dt><dd class=\"failed\">")
-        .num(number_at(job, "/status/failed"))
-        .raw("</dd><dt>Created</dt><dd>")
-        .text(text_at(job, "/metadata/creationTimestamp"))
-        .raw("</dd><dt>UID</dt><dd class=\"uid\">")
-        .text(text_at(job, "/metadata/uid"))
-        .raw("</dd></dl>");
-    if can_write {
-        let action = format!(
-            "/ui/instances/{}/namespaces/{}/jobs/{}/restart",
-            url_segment(instance),
-            url_segment(ns),
-            url_segment(name)
-        );
-        h.raw("<div id=\"job-actions\">");
-        post_button(
-            &mut h,
-            &action,
-            "job-restart",
-            "Restart (run again)",
-            viewer.csrf,
-        );
-        h.raw("</div>");
-    }
-    yaml_section(&mut h, job);
-    page(name, Some(viewer), h)
-}
-
 /// The page of a CronJob, with pause or resume when `can_write`.
 pub fn cronjob_page_html(
     viewer: &Viewer<'_>,
     instance: &str,
-    cronjob: &Value,
+    (cronjob, jobs): (&Value, &[Value]),
     can_write: bool,
     notice: Option<&str>,
 ) -> String {
@@ -686,6 +639,11 @@ pub fn cronjob_page_html(
         post_button(&mut h, &action, id, label, viewer.csrf);
         h.raw("</div>");
     }
+    h.append(super::workloads::kinds::cronjob_jobs_section(
+        instance,
+        (ns, name),
+        jobs,
+    ));
     yaml_section(&mut h, cronjob);
     page(name, Some(viewer), h)
 }
@@ -795,32 +753,6 @@ async fn read(
         .await
 }
 
-async fn job_page(
-    State(console): State<Shared>,
-    Path((instance, namespace, name)): Path<(String, String, String)>,
-    signed: SignedIn,
-) -> Response {
-    let at = (instance.as_str(), namespace.as_str(), name.as_str());
-    match read(&console, &signed.caller, at, ResourceKind::Jobs).await {
-        Ok(job) => {
-            let can_write = allowed(
-                &console,
-                &signed.caller,
-                Verb::Delete,
-                InstanceResource::Proxy,
-                &instance,
-            )
-            .await
-                && may_create(&console, &signed.caller, &instance).await;
-            html(
-                StatusCode::OK,
-                job_page_html(&signed.viewer(), &instance, &job, can_write, None),
-            )
-        }
-        Err(err) => error_answer(&signed, &name, &err),
-    }
-}
-
 async fn job_restart(
     State(console): State<Shared>,
     headers: HeaderMap,
@@ -852,7 +784,19 @@ async fn cronjob_page(
     signed: SignedIn,
 ) -> Response {
     let at = (instance.as_str(), namespace.as_str(), name.as_str());
-    match read(&console, &signed.caller, at, ResourceKind::Cronjobs).await {
+    let jobs = ListResourcesRequest {
+        instance: instance.clone(),
+        kind: ResourceKind::Jobs,
+        namespace: Some(namespace.clone()),
+        options: ListOptions::default(),
+    };
+    let (cronjob, jobs) = futures::join!(
+        read(&console, &signed.caller, at, ResourceKind::Cronjobs),
+        console.api.list_resources(&signed.caller, jobs),
+    );
+    // The Jobs are a part of the page: a refusal to list them leaves the list empty.
+    let jobs = jobs.map(|list| list.items).unwrap_or_default();
+    match cronjob {
         Ok(cronjob) => {
             let can_write = allowed(
                 &console,
@@ -864,7 +808,13 @@ async fn cronjob_page(
             .await;
             html(
                 StatusCode::OK,
-                cronjob_page_html(&signed.viewer(), &instance, &cronjob, can_write, None),
+                cronjob_page_html(
+                    &signed.viewer(),
+                    &instance,
+                    (&cronjob, &jobs),
+                    can_write,
+                    None,
+                ),
             )
         }
         Err(err) => error_answer(&signed, &name, &err),
@@ -997,18 +947,14 @@ mod tests {
         let hidden = application_page(&viewer, "inst", &form, false, None);
         assert!(!hidden.contains("app-form") && !hidden.contains("app-create"));
 
-        let job = json!({"metadata": {"name": "once", "namespace": "demo",
-            "labels": {"x": evil}}, "status": {"active": 1}});
-        let page = job_page_html(&viewer, "inst", &job, true, None);
-        assert!(page.contains("id=\"job-restart\"") && !page.contains("<script>x()"));
-        assert!(!job_page_html(&viewer, "inst", &job, false, None).contains("job-restart"));
         let cron = json!({"metadata": {"name": "tick", "namespace": "demo"},
             "spec": {"schedule": evil, "suspend": true}});
-        let page = cronjob_page_html(&viewer, "inst", &cron, true, None);
+        let page = cronjob_page_html(&viewer, "inst", (&cron, &[]), true, None);
         assert!(page.contains("id=\"cronjob-resume\"") && !page.contains("cronjob-pause"));
         assert!(!page.contains("<script>x()"));
         assert!(
-            !cronjob_page_html(&viewer, "inst", &cron, false, None).contains("cronjob-actions")
+            !cronjob_page_html(&viewer, "inst", (&cron, &[]), false, None)
+                .contains("cronjob-actions")
         );
     }
 

@@ -13,7 +13,8 @@
 //!
 //! Pages are organised by the API's features, each a module serving its routes:
 //! [`instances`], [`members`], [`workloads`], [`applications`], [`audit`], [`search`]; what
-//! they share is in [`request`] (state, sign-in, CSRF) and [`page`] (layout). [`shell`]
+//! they share is in [`request`] (state, sign-in, CSRF), [`page`] (layout) and [`pictures`]
+//! (placement drawn as SVG). [`shell`]
 //! serves sign-in, sign-out and the assets.
 
 pub mod applications;
@@ -28,6 +29,7 @@ pub mod member_workloads;
 pub mod members;
 pub mod oidc;
 pub mod page;
+pub mod pictures;
 pub mod placement;
 pub mod pods;
 pub mod policies;

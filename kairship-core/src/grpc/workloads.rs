@@ -47,6 +47,7 @@ pub fn deployment_action_request(
         namespace: m.namespace,
         name: m.name,
         action: deployment_action(m.action)?,
+        kind: m.kind.as_deref().map(workload_kind).transpose()?,
     })
 }
 
@@ -177,6 +178,26 @@ mod tests {
         ] {
             assert_eq!(deployment_action(number).ok(), want, "{number}");
         }
+    }
+
+    #[test]
+    fn a_restart_names_its_workload_kind() {
+        let request = |kind: Option<&str>| pb::DeploymentActionRequest {
+            instance: "i".into(),
+            namespace: "demo".into(),
+            name: "db".into(),
+            action: pb::DeploymentVerb::Restart as i32,
+            kind: kind.map(str::to_owned),
+        };
+        assert_eq!(deployment_action_request(request(None)).unwrap().kind, None);
+        assert_eq!(
+            deployment_action_request(request(Some("statefulsets")))
+                .unwrap()
+                .kind,
+            Some(WorkloadKind::Statefulsets)
+        );
+        let err = deployment_action_request(request(Some("pods"))).unwrap_err();
+        assert!(err.message.contains("unknown workload kind"), "{err:?}");
     }
 
     #[test]

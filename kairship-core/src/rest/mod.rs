@@ -288,6 +288,8 @@ fn build() -> Builder {
         verb_doc::<workloads::__path_pause_deployment>(),
         verb_doc::<workloads::__path_resume_deployment>(),
         verb_doc::<workloads::__path_restart_deployment>(),
+        verb_doc::<workloads::__path_restart_statefulset>(),
+        verb_doc::<workloads::__path_restart_daemonset>(),
         verb_doc::<workloads::__path_restart_job>(),
         verb_doc::<workloads::__path_pause_cronjob>(),
         verb_doc::<workloads::__path_resume_cronjob>(),
@@ -480,7 +482,7 @@ mod tests {
             }
         }
         assert_eq!(routed, documented);
-        assert_eq!(documented.len(), 65, "{documented:#?}");
+        assert_eq!(documented.len(), 67, "{documented:#?}");
     }
 
     #[test]

@@ -65,14 +65,14 @@ verb_operation! {
     /// Pause a Deployment (`spec.paused = true`).
     pause_deployment "PauseDeployment" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:pause"
     name "Deployment name" answer "The patched Deployment",
-    deployment_action(DeploymentActionRequest { action: DeploymentAction::Pause })
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Pause, kind: None })
 }
 
 verb_operation! {
     /// Resume a paused Deployment (`spec.paused = false`).
     resume_deployment "ResumeDeployment" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:resume"
     name "Deployment name" answer "The patched Deployment",
-    deployment_action(DeploymentActionRequest { action: DeploymentAction::Resume })
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Resume, kind: None })
 }
 
 verb_operation! {
@@ -80,7 +80,23 @@ verb_operation! {
     /// as `kubectl rollout restart`).
     restart_deployment "RestartDeployment" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/deployments/{name}:restart"
     name "Deployment name" answer "The patched Deployment",
-    deployment_action(DeploymentActionRequest { action: DeploymentAction::Restart })
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Restart, kind: None })
+}
+
+verb_operation! {
+    /// Restart a StatefulSet's pods (the `kubectl.kubernetes.io/restartedAt` template
+    /// annotation, as `kubectl rollout restart`).
+    restart_statefulset "RestartStatefulSet" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/statefulsets/{name}:restart"
+    name "StatefulSet name" answer "The patched StatefulSet",
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Restart, kind: Some(WorkloadKind::Statefulsets) })
+}
+
+verb_operation! {
+    /// Restart a DaemonSet's pods (the `kubectl.kubernetes.io/restartedAt` template
+    /// annotation, as `kubectl rollout restart`).
+    restart_daemonset "RestartDaemonSet" "/apis/kairship.io/v1alpha1/instances/{instance}/namespaces/{namespace}/daemonsets/{name}:restart"
+    name "DaemonSet name" answer "The patched DaemonSet",
+    deployment_action(DeploymentActionRequest { action: DeploymentAction::Restart, kind: Some(WorkloadKind::Daemonsets) })
 }
 
 /// `POST …/namespaces/{namespace}/{kind}/{name}:verb`: the router cannot match a parameter
@@ -91,6 +107,22 @@ pub async fn object_verb(
     auth: Authenticated,
     ApiPath((instance, namespace, kind, segment)): ApiPath<(String, String, String, String)>,
 ) -> Answer<Object> {
+    if let Some(workload @ (WorkloadKind::Statefulsets | WorkloadKind::Daemonsets)) =
+        WorkloadKind::parse(&kind)
+    {
+        let (name, action) = parse_action(&segment)?;
+        if action != DeploymentAction::Restart {
+            return Err(ApiError::not_found(format!(
+                "{workload} have no verb {:?}; use :restart",
+                action.as_str()
+            )));
+        }
+        let path = (instance, namespace, name);
+        return match workload {
+            WorkloadKind::Statefulsets => restart_statefulset(&s, &auth, path).await,
+            _ => restart_daemonset(&s, &auth, path).await,
+        };
+    }
     let kind = parse_kind(&kind)?;
     if matches!(kind, ResourceKind::Jobs | ResourceKind::Cronjobs) {
         let path = (instance, namespace);

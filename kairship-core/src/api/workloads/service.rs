@@ -10,15 +10,16 @@ use super::WorkloadsApi;
 use crate::access::{Caller, Verb};
 use crate::api::inside::Inside;
 use crate::api::kairship::KairshipService;
+use crate::api::kairship::gvr;
 use crate::api::kinds::{ResourceKind, resource_bindings_resource};
 use crate::api::list::pagination;
 use crate::api::members::streams::{ExecOptions, LogOptions, LogStream, MemberPod};
-use crate::api::workloads::actions::deployment_patch;
+use crate::api::workloads::actions::{check_action, deployment_patch};
 use crate::api::workloads::view::{deployment_binding_name, parse_binding, workload};
 use crate::api::{
     ApiError, CronJobActionRequest, DeploymentAction, DeploymentActionRequest, GetWorkloadRequest,
     ListWorkloadPodsRequest, ListWorkloadsRequest, Object, ObjectList, RestartJobRequest, Workload,
-    WorkloadList,
+    WorkloadKind, WorkloadList,
 };
 use crate::router::ResourceTarget;
 
@@ -30,16 +31,28 @@ impl WorkloadsApi for KairshipService {
         req: DeploymentActionRequest,
     ) -> Result<Object, ApiError> {
         let (namespace, name, action) = (req.namespace.as_str(), req.name.as_str(), req.action);
-        let call = Inside::kind(
-            &req.instance,
-            ResourceKind::Deployments,
-            Some(namespace),
-            Verb::Patch,
-            format!("{} deployments", action.as_str()),
-        )
+        let kind = req.kind.unwrap_or(WorkloadKind::Deployments);
+        check_action(kind, action)?;
+        let call = match kind {
+            WorkloadKind::Deployments => Inside::kind(
+                &req.instance,
+                ResourceKind::Deployments,
+                Some(namespace),
+                Verb::Patch,
+                format!("{} deployments", action.as_str()),
+            ),
+            // StatefulSets and DaemonSets are found by the instance's discovery.
+            _ => Inside::generic(
+                &req.instance,
+                gvr(kind.group(), "v1", kind.plural()),
+                Some(namespace),
+                Verb::Patch,
+                action.as_str(),
+            ),
+        }
         .named("name", name);
         self.inside(caller, call, |c| async move {
-            if action == DeploymentAction::Restart {
+            if kind == WorkloadKind::Deployments && action == DeploymentAction::Restart {
                 // As kubectl: a paused Deployment would not roll out the restart.
                 let current = self.router.get(&c.target, name).await?;
                 if current.data.pointer("/spec/paused") == Some(&Value::Bool(true)) {

@@ -44,7 +44,9 @@ impl DeploymentAction {
     }
 }
 
-/// `DeploymentAction`: `POST …/deployments/{name}:pause|:resume|:restart`.
+/// `DeploymentAction`: `POST …/deployments/{name}:pause|:resume|:restart`, and the restart of
+/// a StatefulSet or DaemonSet (`…/statefulsets/{name}:restart`, `…/daemonsets/{name}:restart`),
+/// as `kubectl rollout` offers them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeploymentActionRequest {
@@ -52,10 +54,14 @@ pub struct DeploymentActionRequest {
     pub instance: String,
     /// Namespace.
     pub namespace: String,
-    /// Deployment name.
+    /// Workload name.
     pub name: String,
     /// What to do.
     pub action: DeploymentAction,
+    /// The workload's kind: a Deployment when absent (every verb); `statefulsets` and
+    /// `daemonsets` take `restart` only.
+    #[serde(default)]
+    pub kind: Option<WorkloadKind>,
 }
 
 /// `ListWorkloads`: Deployments of a namespace joined with their ResourceBindings.
@@ -140,7 +146,8 @@ pub struct Workload {
     pub policy: Option<String>,
     /// Per member cluster status, by cluster name.
     pub clusters: Vec<ClusterWorkloadStatus>,
-    /// The Deployment object.
+    /// The workload object: the Deployment (the console joins its StatefulSet, DaemonSet and
+    /// Job pages the same way, with the object here).
     #[schema(value_type = Object)]
     pub deployment: Object,
 }

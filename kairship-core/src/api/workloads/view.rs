@@ -1,4 +1,5 @@
-//! The workload view: a Deployment joined with its ResourceBinding's per-cluster status.
+//! The workload view: a workload (a Deployment, or a StatefulSet, DaemonSet or Job) joined with
+//! its ResourceBinding's per-cluster status.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -38,7 +39,7 @@ fn meta_value<'a>(
 
 /// The policy a binding names: `namespace/name` for a PropagationPolicy, the name of a
 /// ClusterPropagationPolicy.
-fn policy_of(binding: &ResourceBinding) -> Option<String> {
+pub fn policy_of(binding: &ResourceBinding) -> Option<String> {
     let meta = &binding.metadata;
     if let Some(name) = meta_value(meta, PROPAGATION_POLICY_NAME_KEY) {
         return Some(match meta_value(meta, PROPAGATION_POLICY_NAMESPACE_KEY) {
@@ -81,9 +82,48 @@ pub fn parse_binding(object: &DynamicObject) -> Option<ResourceBinding> {
         .and_then(|v| serde_json::from_value(v).ok())
 }
 
-/// Joins `deployment` with its binding (if Karmada made one).
-pub fn workload(deployment: &DynamicObject, binding: Option<&ResourceBinding>) -> Workload {
-    let data = &deployment.data;
+/// What a member reports of a workload of `kind` (its `aggregatedStatus` item's `status`, as
+/// Karmada's interpreter reflects it): `(replicas, ready, available, updated)`. A DaemonSet
+/// counts nodes (`desiredNumberScheduled`, `numberReady`, `numberAvailable`,
+/// `updatedNumberScheduled`); a Job its running pods (`active`) only.
+pub fn member_numbers(kind: &str, status: &Value) -> [Option<i32>; 4] {
+    match kind {
+        "DaemonSet" => [
+            int(status, "/desiredNumberScheduled"),
+            int(status, "/numberReady"),
+            int(status, "/numberAvailable"),
+            int(status, "/updatedNumberScheduled"),
+        ],
+        "Job" => [int(status, "/active"), None, None, None],
+        _ => [
+            int(status, "/replicas"),
+            int(status, "/readyReplicas"),
+            int(status, "/availableReplicas"),
+            int(status, "/updatedReplicas"),
+        ],
+    }
+}
+
+/// The replicas a workload of `kind` asks for: `spec.replicas` (default 1), a Job's
+/// `spec.parallelism` (default 1), a DaemonSet's nodes (`status.desiredNumberScheduled`,
+/// which Karmada sums over the members).
+fn desired(kind: &str, data: &Value) -> i32 {
+    match kind {
+        "DaemonSet" => int(data, "/status/desiredNumberScheduled").unwrap_or(0),
+        "Job" => int(data, "/spec/parallelism").unwrap_or(1),
+        _ => int(data, "/spec/replicas").unwrap_or(1),
+    }
+}
+
+/// Joins a workload (a Deployment, StatefulSet, DaemonSet or Job) with its binding (if
+/// Karmada made one). The object is kept in [`Workload::deployment`] whatever its kind.
+pub fn workload(object: &DynamicObject, binding: Option<&ResourceBinding>) -> Workload {
+    let data = &object.data;
+    let kind = object
+        .types
+        .as_ref()
+        .map(|t| t.kind.as_str())
+        .unwrap_or("Deployment");
     let mut clusters: BTreeMap<String, ClusterWorkloadStatus> = BTreeMap::new();
     if let Some(binding) = binding {
         for target in &binding.spec.clusters {
@@ -100,10 +140,12 @@ pub fn workload(deployment: &DynamicObject, binding: Option<&ResourceBinding>) -
             let entry = clusters.entry(item.cluster_name.clone()).or_default();
             entry.cluster.clone_from(&item.cluster_name);
             let status = item.status.clone().unwrap_or(Value::Null);
-            entry.replicas = int(&status, "/replicas");
-            entry.ready_replicas = int(&status, "/readyReplicas");
-            entry.available_replicas = int(&status, "/availableReplicas");
-            entry.updated_replicas = int(&status, "/updatedReplicas");
+            [
+                entry.replicas,
+                entry.ready_replicas,
+                entry.available_replicas,
+                entry.updated_replicas,
+            ] = member_numbers(kind, &status);
             entry.applied = item.applied;
             entry.health.clone_from(&item.health);
             entry.message = item.applied_message.clone().filter(|m| !m.is_empty());
@@ -113,11 +155,9 @@ pub fn workload(deployment: &DynamicObject, binding: Option<&ResourceBinding>) -
         .values()
         .filter(|c| c.replicas.is_some() || c.ready_replicas.is_some())
         .collect();
+    let [_, own_ready, own_available, _] = member_numbers(kind, &data["status"]);
     let (ready, available) = if reported.is_empty() {
-        (
-            int(data, "/status/readyReplicas").unwrap_or(0),
-            int(data, "/status/availableReplicas").unwrap_or(0),
-        )
+        (own_ready.unwrap_or(0), own_available.unwrap_or(0))
     } else {
         reported.iter().fold((0i32, 0i32), |(r, a), c| {
             (
@@ -127,9 +167,9 @@ pub fn workload(deployment: &DynamicObject, binding: Option<&ResourceBinding>) -
         })
     };
     Workload {
-        name: deployment.metadata.name.clone().unwrap_or_default(),
-        namespace: deployment.metadata.namespace.clone().unwrap_or_default(),
-        replicas: int(data, "/spec/replicas").unwrap_or(1),
+        name: object.metadata.name.clone().unwrap_or_default(),
+        namespace: object.metadata.namespace.clone().unwrap_or_default(),
+        replicas: desired(kind, data),
         ready_replicas: ready,
         available_replicas: available,
         paused: data
@@ -139,7 +179,7 @@ pub fn workload(deployment: &DynamicObject, binding: Option<&ResourceBinding>) -
         binding: binding.and_then(|b| b.metadata.name.clone()),
         policy: binding.and_then(policy_of),
         clusters: clusters.into_values().collect(),
-        deployment: serde_json::to_value(deployment).unwrap_or(Value::Null),
+        deployment: serde_json::to_value(object).unwrap_or(Value::Null),
     }
 }
 
@@ -274,6 +314,60 @@ mod tests {
         assert!(w.clusters.is_empty());
         assert_eq!((w.binding, w.policy), (None, None));
         assert_eq!(deployment_binding_name("Web:v1"), "web.v1-deployment");
+    }
+
+    #[test]
+    fn daemonsets_count_nodes_and_statefulsets_replicas() {
+        let daemonset: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "team-a"},
+            "status": {"desiredNumberScheduled": 5, "numberReady": 4}
+        }))
+        .unwrap();
+        let binding: ResourceBinding = serde_json::from_value(json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": "agent-daemonset", "namespace": "team-a"},
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"},
+                "clusters": [{"name": "east"}, {"name": "west"}]},
+            "status": {"aggregatedStatus": [
+                {"clusterName": "east", "applied": true, "health": "Healthy",
+                 "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3,
+                    "numberReady": 3, "numberAvailable": 3, "updatedNumberScheduled": 3}},
+                {"clusterName": "west", "applied": true, "health": "Unhealthy",
+                 "status": {"desiredNumberScheduled": 2, "currentNumberScheduled": 2,
+                    "numberReady": 1, "numberAvailable": 1, "updatedNumberScheduled": 2}}
+            ]}
+        }))
+        .unwrap();
+        let w = workload(&daemonset, Some(&binding));
+        assert_eq!(w.replicas, 5, "a DaemonSet wants its nodes");
+        assert_eq!((w.ready_replicas, w.available_replicas), (4, 4));
+        let west = &w.clusters[1];
+        assert_eq!(
+            (
+                west.scheduled_replicas,
+                west.replicas,
+                west.ready_replicas,
+                west.updated_replicas
+            ),
+            (None, Some(2), Some(1), Some(2))
+        );
+        let statefulset = json!({"readyReplicas": 2, "replicas": 3, "currentReplicas": 3,
+            "updatedReplicas": 1, "availableReplicas": 2});
+        assert_eq!(
+            member_numbers("StatefulSet", &statefulset),
+            [Some(3), Some(2), Some(2), Some(1)]
+        );
+        assert_eq!(
+            member_numbers("Job", &json!({"active": 2, "succeeded": 1})),
+            [Some(2), None, None, None]
+        );
+        let job: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi"},
+            "spec": {"parallelism": 4}
+        }))
+        .unwrap();
+        assert_eq!(workload(&job, None).replicas, 4);
     }
 
     #[test]

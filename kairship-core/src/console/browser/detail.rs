@@ -28,8 +28,9 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 /// Where an object was propagated.
 #[derive(Clone, Debug)]
 pub enum Propagation {
-    /// Its binding (ResourceBinding or ClusterResourceBinding).
-    Bound(Value),
+    /// Its binding (ResourceBinding or ClusterResourceBinding), and the clusters its policy
+    /// could use that got nothing.
+    Bound(Value, Vec<String>),
     /// No binding of this object: not propagated (yet).
     None,
     /// The binding could not be read.
@@ -193,7 +194,8 @@ async fn load_propagation(
                     .and_then(Value::as_str)
                     == Some(name);
             if points_here {
-                Propagation::Bound(binding)
+                let unplaced = unplaced_of_binding(api, caller, instance, object, &binding).await;
+                Propagation::Bound(binding, unplaced)
             } else {
                 Propagation::None
             }
@@ -201,6 +203,43 @@ async fn load_propagation(
         Err(err) if err.code == Code::NotFound => Propagation::None,
         Err(err) => Propagation::Failed(err),
     }
+}
+
+/// The clusters the policy that placed `object` (by `binding`) could use but gave nothing.
+async fn unplaced_of_binding(
+    api: &dyn KairshipApi,
+    caller: &Caller,
+    instance: &str,
+    object: &Value,
+    binding: &Value,
+) -> Vec<String> {
+    let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let policy = serde_json::from_value::<crate::models::work::ResourceBinding>(binding.clone())
+        .ok()
+        .and_then(|b| crate::api::workloads::view::policy_of(&b));
+    let (group, version) = group_version(text("/apiVersion"));
+    let placed: Vec<String> = crate::console::pictures::binding_bars(binding, &[])
+        .into_iter()
+        .map(|b| b.cluster)
+        .collect();
+    let reference = crate::api::placement::WorkloadReference {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        resource: guess_plural(text("/kind")),
+        namespace: Some(text("/metadata/namespace"))
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_owned),
+        name: text("/metadata/name").to_owned(),
+    };
+    crate::console::workloads::unplaced_clusters(
+        api,
+        caller,
+        instance,
+        policy.as_deref(),
+        reference,
+        &placed,
+    )
+    .await
 }
 
 /// Everything the page of `object` shows, read as `caller`.
@@ -381,8 +420,9 @@ fn propagation_section(h: &mut Html, instance: &str, propagation: &Propagation) 
             h.raw("</section>");
             return;
         }
-        Propagation::Bound(b) => b,
+        Propagation::Bound(b, unplaced) => (b, unplaced),
     };
+    let (binding, unplaced) = binding;
     let text = |v: &Value, p: &str| {
         v.pointer(p)
             .and_then(Value::as_str)
@@ -480,7 +520,12 @@ fn propagation_section(h: &mut Html, instance: &str, propagation: &Propagation) 
             .el("td", &[("class", "status")], detail.trim())
             .raw("</tr>");
     }
-    h.raw("</tbody></table></section>");
+    h.raw("</tbody></table>");
+    h.append(crate::console::pictures::placement_picture(
+        "placement-picture",
+        &crate::console::pictures::binding_bars(binding, unplaced),
+    ));
+    h.raw("</section>");
 }
 
 /// The object's page; `reveal`: a Secret's values are shown.
@@ -748,11 +793,26 @@ mod tests {
                 {"clusterName": "a-east", "applied": true, "health": "Healthy"},
                 {"clusterName": "a-west", "applied": false, "appliedMessage": "<oops>"}]}});
         let mut h = Html::new();
-        propagation_section(&mut h, "i", &Propagation::Bound(binding));
+        propagation_section(
+            &mut h,
+            "i",
+            &Propagation::Bound(binding, vec!["spare".into()]),
+        );
         let out = h.finish();
         assert!(out.contains("data-cluster=\"a-east\""), "{out}");
         assert!(out.contains("<td class=\"replicas\">2</td>"), "{out}");
         assert!(out.contains("<td class=\"health\">Healthy</td>"), "{out}");
+        // The picture: a-west's 2 replicas, and the spare cluster the policy could use, empty.
+        assert!(
+            out.contains("data-cluster=\"a-west\" data-scheduled=\"2\""),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "data-cluster=\"spare\" data-scheduled=\"\" data-ready=\"\" data-placed=\"false\""
+            ),
+            "{out}"
+        );
         assert!(
             out.contains("&lt;oops&gt;") && !out.contains("<oops>"),
             "{out}"

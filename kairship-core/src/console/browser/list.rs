@@ -452,9 +452,20 @@ pub fn list_page(
         }
         h.open("tr", &[("data-name", name), ("data-namespace", namespace)])
             .open("td", &[])
-            .el("a", &[("href", &href), ("class", "object")], name)
-            .close("td")
-            .el("td", &[], namespace);
+            .el("a", &[("href", &href), ("class", "object")], name);
+        if let Some(page) = crate::console::workloads::view::workload_page_for(
+            &resource.instance,
+            (&resource.group, &resource.resource),
+            namespace,
+            name,
+        ) {
+            h.raw(" ").el(
+                "a",
+                &[("href", &page), ("class", "workload-page")],
+                "workload page",
+            );
+        }
+        h.close("td").el("td", &[], namespace);
         for c in columns {
             h.el("td", &[], &c.cell(object));
         }

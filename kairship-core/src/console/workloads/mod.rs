@@ -1,6 +1,9 @@
-//! Console pages of the workloads feature: one workload with its per-cluster status, scaling,
-//! the Deployment verbs, and its pods and events per member cluster.
+//! Console pages of the workloads feature: a Deployment with its per-cluster status, scaling,
+//! the Deployment verbs, and its pods and events per member cluster; the pages of
+//! StatefulSets, DaemonSets and Jobs ([`kinds`]); what they share (pods, events, scale, the
+//! clusters a policy could use that got nothing).
 
+pub mod kinds;
 pub mod view;
 
 use axum::Router;
@@ -12,15 +15,18 @@ use serde_json::Value;
 
 use self::view::{RECENT_EVENTS, pods_section, pods_url, text};
 use crate::access::{Caller, InstanceResource, Verb};
+use crate::api::placement::WorkloadReference;
 use crate::api::{
-    ApiError, CLUSTER_ANNOTATION, DeploymentAction, DeploymentActionRequest, GetResourceRequest,
+    ApiError, CLUSTER_ANNOTATION, DeploymentAction, DeploymentActionRequest, GetObjectRequest,
     GetWorkloadRequest, KairshipApi, ListEventsRequest, ListOptions, ListWorkloadPodsRequest,
-    ObjectList, ResourceKind, SortDir, UpdateResourceRequest, WorkloadKind,
+    ObjectList, POLICY_GROUP, PlacementPreviewSpec, PreviewPlacementRequest, SortDir,
+    UpdateObjectRequest, WorkloadKind,
 };
 use crate::console::request::{
     Console, Shared, SignedForm, SignedIn, allowed, error_answer, html, is_htmx, see_other,
     status_of,
 };
+use crate::scheduling::Exclusion;
 
 pub(in crate::console) async fn get_workload(
     console: &Console,
@@ -65,13 +71,33 @@ pub(in crate::console) async fn workload(
         &instance,
     )
     .await;
+    let api = console.api.as_ref();
+    let unplaced = unplaced_of(
+        api,
+        &signed.caller,
+        &instance,
+        WorkloadKind::Deployments,
+        &w,
+    )
+    .await;
     let body = if is_htmx(&headers) {
-        view::workload_live(&instance, &w, can_write, &signed.session.csrf, None).finish()
+        view::workload_live(
+            &instance,
+            &w,
+            (can_write, &signed.session.csrf),
+            &unplaced,
+            None,
+        )
+        .finish()
     } else {
-        let api = console.api.as_ref();
         let object = Some(("apps", "v1", "deployments", name.as_str()));
         let (pods, events) = futures::join!(
-            load_pods(api, &signed.caller, &instance, &namespace, &name),
+            load_pods(
+                api,
+                &signed.caller,
+                (&instance, &namespace, &name),
+                WorkloadKind::Deployments
+            ),
             load_events(api, &signed.caller, &instance, Some(&namespace), object),
         );
         let refresh = crate::console::workloads::view::pods_url(&instance, &namespace, &name);
@@ -82,19 +108,26 @@ pub(in crate::console) async fn workload(
             &instance, &refresh, &pods,
         ));
         members.append(crate::console::workloads::view::events_section(&events));
-        view::workload_page(&signed.viewer(), &instance, &w, can_write, members)
+        view::workload_page(
+            &signed.viewer(),
+            &instance,
+            &w,
+            can_write,
+            &unplaced,
+            members,
+        )
     };
     html(StatusCode::OK, body)
 }
 
-/// Scales a Deployment by replacing it with `spec.replicas` changed (the API has no scale
-/// call; the replace carries the read `resourceVersion`, so a concurrent change is refused).
+/// Scales a Deployment or StatefulSet by replacing it with `spec.replicas` changed (the API
+/// has no scale call; the replace carries the read `resourceVersion`, so a concurrent change
+/// is refused).
 pub(in crate::console) async fn scale(
     console: &Console,
     caller: &Caller,
-    instance: &str,
-    namespace: &str,
-    name: &str,
+    (instance, namespace, name): (&str, &str, &str),
+    kind: WorkloadKind,
     replicas: &str,
 ) -> Result<(), ApiError> {
     let replicas: i64 = replicas
@@ -107,34 +140,135 @@ pub(in crate::console) async fn scale(
         })?;
     let mut object = console
         .api
-        .get_resource(
-            caller,
-            GetResourceRequest {
-                instance: instance.to_owned(),
-                kind: ResourceKind::Deployments,
-                namespace: Some(namespace.to_owned()),
-                name: name.to_owned(),
-            },
-        )
+        .get_object(caller, object_request(instance, namespace, kind, name))
         .await?;
     object["spec"]["replicas"] = Value::from(replicas);
     if let Some(o) = object.as_object_mut() {
         o.remove("status");
     }
+    let at = object_request(instance, namespace, kind, name);
     console
         .api
-        .update_resource(
+        .update_object(
             caller,
-            UpdateResourceRequest {
-                instance: instance.to_owned(),
-                kind: ResourceKind::Deployments,
-                namespace: Some(namespace.to_owned()),
-                name: name.to_owned(),
+            UpdateObjectRequest {
+                instance: at.instance,
+                group: at.group,
+                version: at.version,
+                resource: at.resource,
+                namespace: at.namespace,
+                name: at.name,
                 body: object,
             },
         )
         .await
         .map(|_| ())
+}
+
+/// The clusters the policy that placed a workload could use but gave nothing, as the API's
+/// placement preview of that policy for that workload answers them now: the clusters it would
+/// choose, and those it leaves out only for spread constraints, resources or a division that
+/// gave them no replica (not those the affinity, a taint or readiness rule out), less the
+/// clusters `placed`. `policy` is the binding's policy (`namespace/name` of a
+/// PropagationPolicy, or a ClusterPropagationPolicy's name). Empty when anything cannot be
+/// read: the picture then only lacks its empty bars.
+pub(in crate::console) async fn unplaced_clusters(
+    api: &dyn KairshipApi,
+    caller: &Caller,
+    instance: &str,
+    policy: Option<&str>,
+    reference: WorkloadReference,
+    placed: &[String],
+) -> Vec<String> {
+    let Some(policy) = policy else {
+        return Vec::new();
+    };
+    let (namespace, resource, name) = match policy.split_once('/') {
+        Some((ns, name)) => (Some(ns.to_owned()), "propagationpolicies", name),
+        None => (None, "clusterpropagationpolicies", policy),
+    };
+    let read = GetObjectRequest {
+        instance: instance.to_owned(),
+        group: POLICY_GROUP.to_owned(),
+        version: "v1alpha1".to_owned(),
+        resource: resource.to_owned(),
+        namespace,
+        name: name.to_owned(),
+    };
+    let Ok(policy) = api.get_object(caller, read).await else {
+        return Vec::new();
+    };
+    let preview = PreviewPlacementRequest {
+        instance: instance.to_owned(),
+        preview: PlacementPreviewSpec {
+            policy: Some(policy),
+            workload_ref: Some(reference),
+            ..PlacementPreviewSpec::default()
+        },
+    };
+    let Ok(preview) = api.preview_placement(caller, preview).await else {
+        return Vec::new();
+    };
+    let usable = preview.clusters.into_iter().map(|t| t.cluster).chain(
+        preview
+            .left_out
+            .into_iter()
+            .filter(|l| {
+                matches!(
+                    l.exclusion,
+                    Exclusion::SpreadConstraint | Exclusion::Resources | Exclusion::NoReplicas
+                )
+            })
+            .map(|l| l.cluster),
+    );
+    let mut unplaced: Vec<String> = usable.filter(|c| !placed.contains(c)).collect();
+    unplaced.sort();
+    unplaced.dedup();
+    unplaced
+}
+
+/// [`unplaced_clusters`] of a workload of `kind` joined with its binding.
+pub(in crate::console) async fn unplaced_of(
+    api: &dyn KairshipApi,
+    caller: &Caller,
+    instance: &str,
+    kind: WorkloadKind,
+    w: &crate::api::Workload,
+) -> Vec<String> {
+    let placed: Vec<String> = w.clusters.iter().map(|c| c.cluster.clone()).collect();
+    let reference = WorkloadReference {
+        group: kind.group().to_owned(),
+        version: "v1".to_owned(),
+        resource: kind.plural().to_owned(),
+        namespace: Some(w.namespace.clone()),
+        name: w.name.clone(),
+    };
+    unplaced_clusters(
+        api,
+        caller,
+        instance,
+        w.policy.as_deref(),
+        reference,
+        &placed,
+    )
+    .await
+}
+
+/// The generic read of workload `name` of `kind`.
+pub(in crate::console) fn object_request(
+    instance: &str,
+    namespace: &str,
+    kind: WorkloadKind,
+    name: &str,
+) -> GetObjectRequest {
+    GetObjectRequest {
+        instance: instance.to_owned(),
+        group: kind.group().to_owned(),
+        version: "v1".to_owned(),
+        resource: kind.plural().to_owned(),
+        namespace: Some(namespace.to_owned()),
+        name: name.to_owned(),
+    }
 }
 
 pub(in crate::console) async fn workload_action(
@@ -148,9 +282,8 @@ pub(in crate::console) async fn workload_action(
         scale(
             &console,
             &signed.caller,
-            &instance,
-            &namespace,
-            &name,
+            (&instance, &namespace, &name),
+            WorkloadKind::Deployments,
             replicas,
         )
         .await
@@ -165,6 +298,7 @@ pub(in crate::console) async fn workload_action(
                     namespace: namespace.clone(),
                     name: name.clone(),
                     action: a,
+                    kind: None,
                 },
             )
             .await
@@ -202,10 +336,25 @@ pub(in crate::console) async fn workload_action(
     match get_workload(&console, &signed.caller, &instance, &namespace, &name).await {
         Ok(w) => {
             let shown = result.as_ref().map(String::as_str);
+            let api = console.api.as_ref();
+            let unplaced = unplaced_of(
+                api,
+                &signed.caller,
+                &instance,
+                WorkloadKind::Deployments,
+                &w,
+            )
+            .await;
             html(
                 status,
-                view::workload_live(&instance, &w, can_write, &signed.session.csrf, Some(shown))
-                    .finish(),
+                view::workload_live(
+                    &instance,
+                    &w,
+                    (can_write, &signed.session.csrf),
+                    &unplaced,
+                    Some(shown),
+                )
+                .finish(),
             )
         }
         Err(err) => {
@@ -216,13 +365,12 @@ pub(in crate::console) async fn workload_action(
     }
 }
 
-/// The pods of Deployment `name`, by cluster then name.
+/// The pods of workload `name` of `kind`, by cluster then name.
 pub async fn load_pods(
     api: &dyn KairshipApi,
     caller: &Caller,
-    instance: &str,
-    namespace: &str,
-    name: &str,
+    (instance, namespace, name): (&str, &str, &str),
+    kind: WorkloadKind,
 ) -> Result<ObjectList, ApiError> {
     let mut pods = api
         .list_workload_pods(
@@ -230,7 +378,7 @@ pub async fn load_pods(
             ListWorkloadPodsRequest {
                 instance: instance.to_owned(),
                 namespace: namespace.to_owned(),
-                kind: WorkloadKind::Deployments,
+                kind,
                 name: name.to_owned(),
                 options: ListOptions::default(),
             },
@@ -303,9 +451,8 @@ pub(super) async fn workload_pods(
     let pods = load_pods(
         console.api.as_ref(),
         &signed.caller,
-        &instance,
-        &namespace,
-        &name,
+        (&instance, &namespace, &name),
+        WorkloadKind::Deployments,
     )
     .await;
     let section = pods_section(&instance, &pods_url(&instance, &namespace, &name), &pods);
@@ -319,4 +466,5 @@ pub(super) fn routes() -> Router<Shared> {
         .route(w, get(workload))
         .route(&format!("{w}/pods"), get(workload_pods))
         .route(&format!("{w}/{{action}}"), post(workload_action))
+        .merge(kinds::routes())
 }

@@ -3,9 +3,10 @@
 
 use serde_json::Value;
 
-use crate::api::{ApiError, CLUSTER_ANNOTATION, ObjectList, Workload};
+use crate::api::{ApiError, CLUSTER_ANNOTATION, ObjectList, Workload, WorkloadKind};
 use crate::console::html::{Html, url_segment};
 use crate::console::page::{Viewer, csrf_field, error_box, i, notice_box, page, state_badge};
+use crate::console::pictures::{placement_picture, workload_bars};
 
 /// The placement of a workload: one chip per member cluster with its ready and scheduled
 /// replicas.
@@ -50,12 +51,13 @@ pub fn restarted_at(deployment: &Value) -> Option<&str> {
         .as_str()
 }
 
-/// The live part of a workload's page: rollout facts, actions and per-cluster status.
+/// The live part of a workload's page: rollout facts, actions, per-cluster status and the
+/// placement picture (`unplaced`: clusters the policy could use that got nothing).
 pub fn workload_live(
     instance: &str,
     w: &Workload,
-    can_write: bool,
-    csrf: &str,
+    (can_write, csrf): (bool, &str),
+    unplaced: &[String],
     result: Option<Result<&str, &ApiError>>,
 ) -> Html {
     let base = format!(
@@ -202,9 +204,12 @@ pub fn workload_live(
         h.el("td", &[], c.message.as_deref().unwrap_or(""));
         h.raw("</tr>");
     }
-    h.raw("</tbody></table><p>");
-    placement(&mut h, w);
-    h.raw("</p></div>");
+    h.raw("</tbody></table>");
+    h.append(placement_picture(
+        "placement-picture",
+        &workload_bars(w, unplaced),
+    ));
+    h.raw("</div>");
     h
 }
 
@@ -214,6 +219,7 @@ pub fn workload_page(
     instance: &str,
     w: &Workload,
     can_write: bool,
+    unplaced: &[String],
     members: Html,
 ) -> String {
     let mut h = Html::new();
@@ -231,7 +237,13 @@ pub fn workload_page(
         .raw("Deployment ")
         .text(&w.name)
         .close("h1");
-    h.append(workload_live(instance, w, can_write, viewer.csrf, None));
+    h.append(workload_live(
+        instance,
+        w,
+        (can_write, viewer.csrf),
+        unplaced,
+        None,
+    ));
     // Pods per member cluster and events.
     h.append(members);
     h.raw("<h2>YAML</h2>");
@@ -261,10 +273,35 @@ pub fn restarts(pod: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-/// Where the pods part of a workload page refreshes from.
+/// Where the pods part of a Deployment's page refreshes from.
 pub fn pods_url(instance: &str, namespace: &str, name: &str) -> String {
     format!(
-        "/ui/instances/{}/namespaces/{}/workloads/{}/pods",
+        "{}/pods",
+        page_url(instance, namespace, WorkloadKind::Deployments, name)
+    )
+}
+
+/// The workload page of an object of `resource` (`(group, plural)`), when it has one: the
+/// Deployments, StatefulSets, DaemonSets, Jobs and CronJobs of a namespace.
+pub fn workload_page_for(
+    instance: &str,
+    (group, resource): (&str, &str),
+    namespace: &str,
+    name: &str,
+) -> Option<String> {
+    let kind = WorkloadKind::parse(resource).filter(|k| k.group() == group)?;
+    (!namespace.is_empty()).then(|| page_url(instance, namespace, kind, name))
+}
+
+/// The console page of workload `name` of `kind`: `…/workloads/{name}` for a Deployment,
+/// `…/{statefulsets|daemonsets|jobs|cronjobs}/{name}` for the others.
+pub fn page_url(instance: &str, namespace: &str, kind: WorkloadKind, name: &str) -> String {
+    let segment = match kind {
+        WorkloadKind::Deployments => "workloads",
+        other => other.plural(),
+    };
+    format!(
+        "/ui/instances/{}/namespaces/{}/{segment}/{}",
         url_segment(instance),
         url_segment(namespace),
         url_segment(name)
@@ -401,7 +438,7 @@ mod tests {
     #[test]
     fn workload_page_escapes_and_hides_writes_from_viewers() {
         let w = workload(EVIL);
-        let html = workload_page(&viewer(), "karmada-a", &w, true, Html::new());
+        let html = workload_page(&viewer(), "karmada-a", &w, true, &[], Html::new());
         assert_no_injection(&html);
         assert!(html.contains("id=\"action-restart\""));
         assert!(html.contains("2026-01-01T00:00:00Z"));
@@ -410,7 +447,7 @@ mod tests {
             html.contains("/workloads/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"),
             "names are encoded in URLs: {html}"
         );
-        let html = workload_page(&viewer(), "karmada-a", &w, false, Html::new());
+        let html = workload_page(&viewer(), "karmada-a", &w, false, &[], Html::new());
         assert!(!html.contains("action-"), "{html}");
     }
 
@@ -436,6 +473,50 @@ mod tests {
         assert!(html.contains("hx-get=\"/ui/x\""), "{html}");
         let none = pods_section("i", "/ui/x", &Ok(ObjectList::default())).finish();
         assert!(none.contains("No pods"));
+    }
+
+    #[test]
+    fn workload_pages_by_resource() {
+        for (group, resource, want) in [
+            (
+                "apps",
+                "deployments",
+                Some("/ui/instances/i/namespaces/demo/workloads/w%2F1"),
+            ),
+            (
+                "apps",
+                "statefulsets",
+                Some("/ui/instances/i/namespaces/demo/statefulsets/w%2F1"),
+            ),
+            (
+                "apps",
+                "daemonsets",
+                Some("/ui/instances/i/namespaces/demo/daemonsets/w%2F1"),
+            ),
+            (
+                "batch",
+                "jobs",
+                Some("/ui/instances/i/namespaces/demo/jobs/w%2F1"),
+            ),
+            (
+                "batch",
+                "cronjobs",
+                Some("/ui/instances/i/namespaces/demo/cronjobs/w%2F1"),
+            ),
+            ("apps", "replicasets", None),
+            ("example.com", "deployments", None),
+            ("core", "configmaps", None),
+        ] {
+            assert_eq!(
+                workload_page_for("i", (group, resource), "demo", "w/1").as_deref(),
+                want,
+                "{group}/{resource}"
+            );
+        }
+        assert_eq!(
+            workload_page_for("i", ("apps", "deployments"), "", "w"),
+            None
+        );
     }
 
     #[test]
