@@ -16,14 +16,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::detail::{labels_of, may_edit, member_path};
-use crate::access::{InstanceResource, Verb};
 use crate::api::members::objects::{INSTANCE_LABEL, MEMBER_LABEL};
 use crate::api::{ApiError, GetClusterRequest, MemberTaint, UpdateMemberRequest, cluster_zones};
 use crate::console::html::Html;
 use crate::console::page::{Viewer, notice_box, page, post_form, s};
 use crate::console::request::{
-    Console, Shared, SignedForm, SignedIn, allowed, error_answer, forbidden, html, see_other,
-    status_of,
+    Shared, SignedForm, SignedIn, error_answer, forbidden, html, see_other, status_of,
 };
 
 /// The taint effects Karmada accepts, offered in the form.

@@ -4,7 +4,7 @@
 //! workload's selector), events and YAML; restart of a StatefulSet or DaemonSet and scale of a
 //! StatefulSet (a Job's re-run is the Jobs page's button). The object and its binding are read
 //! with the generic calls and joined by the API's own join
-//! ([`workload`](crate::api::workloads::view::workload)), so a Deployment and these kinds share
+//! ([`crate::api::workloads::view::workload`]), so a Deployment and these kinds share
 //! one reading of Karmada's status.
 
 use axum::Router;
@@ -31,7 +31,7 @@ use crate::console::request::{
     status_of,
 };
 
-/// The kinds with a page here (a Deployment's is [`super::workload`]).
+/// The kinds with a page here (a Deployment has its own page, `workloads/mod.rs`).
 pub const KINDS: [WorkloadKind; 3] = [
     WorkloadKind::Statefulsets,
     WorkloadKind::Daemonsets,
