@@ -564,7 +564,7 @@ mod tests {
             "3 / 110",
             "gpu:NoSchedule",
             ">24h<",
-            "120 nodes, page 2 of 3",
+            "120 nodes · page 2 of 3",
             "href=\"/ui/instances/i/members/east/nodes?page=1\"",
             "href=\"/ui/instances/i/members/east/nodes?page=3\"",
             "hx-trigger=\"every 5s\"",
