@@ -10,13 +10,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::ResourcePath;
+use crate::access::{InstanceResource, Verb};
 use crate::api::{
     ApiError, CORE_GROUP, ListObjectsRequest, ListOptions, ObjectList, SortBy, SortDir,
 };
 use crate::console::html::{Html, url_segment};
 use crate::console::instances::view::{option, policy_places, policy_selects};
 use crate::console::page::{PREVIOUS_NEXT, Viewer, error_box, live_open, page, page_nav};
-use crate::console::request::{Shared, SignedIn, html, see_other, status_of};
+use crate::console::request::{Shared, SignedIn, allowed, html, see_other, status_of};
 
 /// Objects per list page unless `size` says otherwise.
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
@@ -173,9 +174,20 @@ pub(in crate::console) async fn list(
     // A refused query (a malformed selector, an unknown resource) is shown on the page with
     // the API's status, the form kept so it can be corrected.
     let status = listed.as_ref().err().map_or(StatusCode::OK, status_of);
+    // Only who may create policies gets the policy lists' "New policy" button.
+    let can_create =
+        crate::console::policies::kind_of_resource(&resource.group, &resource.resource).is_some()
+            && allowed(
+                &console,
+                &signed.caller,
+                Verb::Create,
+                InstanceResource::Proxy,
+                &resource.instance,
+            )
+            .await;
     html(
         status,
-        list_page(&signed.viewer(), &resource, &query, &listed),
+        list_page(&signed.viewer(), &resource, &query, &listed, can_create),
     )
 }
 
@@ -367,6 +379,7 @@ pub fn list_page(
     resource: &ResourcePath,
     query: &BrowseQuery,
     listed: &Result<ObjectList, ApiError>,
+    can_create: bool,
 ) -> String {
     let base = resource.list_url();
     let rows = listed.as_ref().map_or(0, |l| l.items.len());
@@ -387,13 +400,15 @@ pub fn list_page(
         .raw(" <span class=\"muted\">")
         .text(&format!("{}/{}", resource.group, resource.version))
         .raw("</span></h1>");
-    crate::console::policies::list_link(
-        &mut h,
-        &resource.instance,
-        &resource.group,
-        &resource.resource,
-        &query.ns,
-    );
+    if can_create {
+        crate::console::policies::list_link(
+            &mut h,
+            &resource.instance,
+            &resource.group,
+            &resource.resource,
+            &query.ns,
+        );
+    }
     h.open(
         "form",
         &[
@@ -620,12 +635,53 @@ mod tests {
                 pages: 1,
             },
         });
-        let out = list_page(&viewer(), &resource, &BrowseQuery::default(), &listed);
+        let out = list_page(
+            &viewer(),
+            &resource,
+            &BrowseQuery::default(),
+            &listed,
+            false,
+        );
         assert!(out.contains("password (7 bytes)"), "{out}");
         assert!(
             !out.contains("aHVudGVyMg") && !out.contains("hunter2"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn only_who_may_create_gets_the_new_policy_button() {
+        let empty = || {
+            Ok(ObjectList {
+                items: vec![],
+                pagination: Pagination::default(),
+            })
+        };
+        for (group, resource, can_create, shown) in [
+            ("policy.karmada.io", "propagationpolicies", true, true),
+            ("policy.karmada.io", "propagationpolicies", false, false),
+            ("policy.karmada.io", "overridepolicies", true, true),
+            ("core", "configmaps", true, false),
+        ] {
+            let path = ResourcePath {
+                instance: "i".into(),
+                group: group.into(),
+                version: "v1alpha1".into(),
+                resource: resource.into(),
+            };
+            let out = list_page(
+                &viewer(),
+                &path,
+                &BrowseQuery::default(),
+                &empty(),
+                can_create,
+            );
+            assert_eq!(
+                out.contains("id=\"new-policy\""),
+                shown,
+                "{resource} {can_create}"
+            );
+        }
     }
 
     #[test]
@@ -651,7 +707,7 @@ mod tests {
                 pages: 2,
             },
         });
-        let out = list_page(&viewer(), &resource, &query, &listed);
+        let out = list_page(&viewer(), &resource, &query, &listed, false);
         let live = out
             .find("<section id=\"objects-live\"")
             .expect("a live part");
@@ -681,7 +737,7 @@ mod tests {
             ..BrowseQuery::default()
         };
         let err = Err(ApiError::invalid_field("labelSelector", "unable to parse"));
-        let out = list_page(&viewer(), &resource, &query, &err);
+        let out = list_page(&viewer(), &resource, &query, &err, false);
         assert!(out.contains("labelSelector: unable to parse"), "{out}");
         assert!(out.contains("value=\"app in (&lt;b&gt;\""), "{out}");
         assert!(!out.contains("<b>"), "{out}");
