@@ -362,7 +362,13 @@ async fn the_console_searches_from_the_header_box() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(page.contains("<td>checkout-web</td>"), "{page}");
+    // The hit links its workload page.
+    assert!(
+        page.contains(&format!(
+            "href=\"/ui/instances/{A}/namespaces/default/workloads/checkout-web\" class=\"hit\">checkout-web</a>"
+        )),
+        "{page}"
+    );
     assert!(page.contains(&format!("Per instance: {A} 1")), "{page}");
     assert!(!page.contains("not searched"), "{page}");
     // A malformed selector shows the API's message.
