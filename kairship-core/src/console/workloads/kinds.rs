@@ -15,7 +15,9 @@ use http::{HeaderMap, StatusCode};
 use kube::core::DynamicObject;
 use serde_json::Value;
 
-use super::view::{events_section, page_url, pods_section, restarted_at, text};
+use super::view::{
+    events_section, open_action_form, page_url, pods_section, replicas_input, restarted_at, text,
+};
 use super::{load_events, load_pods, object_request, scale, unplaced_of};
 use crate::access::{InstanceResource, Verb};
 use crate::api::workloads::view::{parse_binding, workload};
@@ -279,38 +281,15 @@ pub fn kind_live(
         h.raw("<div class=\"toolbar\" id=\"actions\">");
         for (action, label) in actions(v.kind) {
             let url = format!("{base}/{action}");
-            h.open(
-                "form",
-                &[
-                    ("method", "post"),
-                    ("action", &url),
-                    ("hx-post", &url),
-                    ("hx-target", "#workload-live"),
-                    ("hx-swap", "outerHTML"),
-                    ("class", "inline"),
-                ],
-            );
-            csrf_field(&mut h, csrf);
+            open_action_form(&mut h, &url, csrf);
             if *action == "scale" {
                 let replicas = object
                     .pointer("/spec/replicas")
                     .and_then(Value::as_i64)
                     .unwrap_or(1)
                     .to_string();
-                h.raw("<label>Replicas ")
-                    .open(
-                        "input",
-                        &[
-                            ("type", "number"),
-                            ("name", "replicas"),
-                            ("id", "replicas"),
-                            // Kept as typed when the live part is refreshed around it.
-                            ("hx-preserve", "true"),
-                            ("min", "0"),
-                            ("value", &replicas),
-                        ],
-                    )
-                    .raw("</label> ");
+                h.raw("<label>Replicas ");
+                replicas_input(&mut h, &replicas).raw("</label> ");
             }
             let id = format!("action-{action}");
             h.el("button", &[("type", "submit"), ("id", &id)], label)

@@ -126,49 +126,16 @@ pub fn workload_live(
             ("restart", "Restart"),
         ] {
             let url = format!("{base}/{action}");
-            h.open(
-                "form",
-                &[
-                    ("method", "post"),
-                    ("action", &url),
-                    ("hx-post", &url),
-                    ("hx-target", "#workload-live"),
-                    ("hx-swap", "outerHTML"),
-                    ("class", "inline"),
-                ],
-            );
-            csrf_field(&mut h, csrf);
+            open_action_form(&mut h, &url, csrf);
             let id = format!("action-{action}");
             h.el("button", &[("type", "submit"), ("id", &id)], label)
                 .close("form");
         }
         let url = format!("{base}/scale");
         let replicas = w.replicas.to_string();
-        h.open(
-            "form",
-            &[
-                ("method", "post"),
-                ("action", &url),
-                ("hx-post", &url),
-                ("hx-target", "#workload-live"),
-                ("hx-swap", "outerHTML"),
-                ("class", "inline"),
-            ],
-        );
-        csrf_field(&mut h, csrf);
-        h.open(
-            "input",
-            &[
-                ("type", "number"),
-                ("name", "replicas"),
-                ("id", "replicas"),
-                // Kept as typed when the live part is refreshed around it.
-                ("hx-preserve", "true"),
-                ("min", "0"),
-                ("value", &replicas),
-            ],
-        )
-        .raw("<button type=\"submit\" id=\"action-scale\">Scale</button></form></div>");
+        open_action_form(&mut h, &url, csrf);
+        replicas_input(&mut h, &replicas)
+            .raw("<button type=\"submit\" id=\"action-scale\">Scale</button></form></div>");
     }
     h.raw("<h2>Clusters</h2><table id=\"workload-clusters\" class=\"list\"><thead><tr><th>Cluster</th><th>Scheduled</th><th>Replicas</th><th>Ready</th><th>Available</th><th>Updated</th><th>Applied</th><th>Health</th><th>Message</th></tr></thead><tbody>");
     if w.clusters.is_empty() {
@@ -358,6 +325,39 @@ pub fn pods_section(instance: &str, refresh: &str, pods: &Result<ObjectList, Api
     }
     h.raw("</section>");
     h
+}
+
+/// Opens the form of a workload action: a POST that htmx sends in place, answered with the
+/// page's live part, carrying the session's CSRF token.
+pub(super) fn open_action_form(h: &mut Html, url: &str, csrf: &str) {
+    h.open(
+        "form",
+        &[
+            ("method", "post"),
+            ("action", url),
+            ("hx-post", url),
+            ("hx-target", "#workload-live"),
+            ("hx-swap", "outerHTML"),
+            ("class", "inline"),
+        ],
+    );
+    csrf_field(h, csrf);
+}
+
+/// The scale form's replicas field.
+pub(super) fn replicas_input<'a>(h: &'a mut Html, replicas: &str) -> &'a mut Html {
+    h.open(
+        "input",
+        &[
+            ("type", "number"),
+            ("name", "replicas"),
+            ("id", "replicas"),
+            // Kept as typed when the live part is refreshed around it.
+            ("hx-preserve", "true"),
+            ("min", "0"),
+            ("value", replicas),
+        ],
+    )
 }
 
 /// The recent events table (`id="events"`).
