@@ -123,6 +123,14 @@ async fn join_and_unjoin_a_member_in_chromium() {
     );
     browser.click("tr[data-cluster=\"spare\"] a.unjoin").await;
     browser.wait_url("/members/spare/unjoin").await;
+    // The confirmation's first field has the focus, so the keyboard starts there.
+    let focused = browser
+        .script(
+            "return document.activeElement && document.activeElement.id;",
+            json!([]),
+        )
+        .await;
+    assert_eq!(focused, "force");
     browser.click("#confirm-unjoin").await;
     let refusal = browser
         .wait_text("div.error", |t| {

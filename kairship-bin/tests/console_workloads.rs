@@ -1,11 +1,13 @@
-//! The workload pages of StatefulSets and DaemonSets in a real Chromium against `kairship
+//! The workload pages of StatefulSets, DaemonSets and Jobs in a real Chromium against `kairship
 //! sandbox`: a StatefulSet and a DaemonSet propagated to the two members of `karmada-a` show
 //! each member's status and pods as the members themselves hold them (read with each member's
 //! own kubeconfig); the placement picture carries the ResourceBinding's numbers, and draws a
 //! cluster the policy could use that got no replica as an empty bar; the StatefulSet is scaled
 //! and the DaemonSet restarted through their pages (seen in Karmada through the REST API); the
 //! resource browser's rows lead to these pages; forged POSTs and the viewer's are refused, and
-//! the viewer sees no action control.
+//! the viewer sees no action control. A Job divided over both members: the namespace's Jobs
+//! list follows its completions without a reload, and its page shows each member's active,
+//! succeeded and failed pods as the member's Job counts them.
 //!
 //! Needs `chromium` and `chromedriver` on PATH; without them the test prints a notice and
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
@@ -555,16 +557,143 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     kube_sandbox::testing::wait::eventually("the StatefulSet is scaled to 4", scaled).await;
     browser.wait_text("#ready", |t| t.ends_with("/4")).await;
 
+    // A Job divided over both members: the namespace's Jobs list follows its completions
+    // without a reload, and its page shows each member's counts as the member holds them.
+    rest_create(
+        base,
+        admin,
+        &format!("{DEMO}/resources/batch/v1/jobs"),
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "crunch", "namespace": "demo"},
+            "spec": {"parallelism": 2, "completions": 2, "template": {
+                "metadata": {"annotations": {"sandbox.kube/run-seconds": "1"}},
+                "spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "crunch", "image": "busybox:1.36",
+                        "command": ["sh", "-c", "echo done"]}]}}}}),
+    )
+    .await;
+    rest_create(
+        base,
+        admin,
+        &format!("{DEMO}/propagationpolicies"),
+        json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "crunch", "namespace": "demo"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "batch/v1", "kind": "Job", "name": "crunch"}],
+                "placement": {
+                    "clusterAffinity": {"clusterNames": MEMBERS},
+                    "replicaScheduling": {"replicaSchedulingType": "Divided",
+                        "replicaDivisionPreference": "Weighted"}}}}),
+    )
+    .await;
+    browser.goto(&format!("{base}{PAGES}/batch")).await;
+    browser.find("#jobs tr[data-job=crunch]").await;
+    browser
+        .script("window.kairshipTestMark = 'kept'; return true;", json!([]))
+        .await;
+    // Karmada divides the parallelism only (`reviseJobReplica`): each member runs its own
+    // completions, and Karmada's Job sums the members' counts.
+    let deadline = Instant::now() + LIMIT;
+    let succeeded = loop {
+        let (_, job) = rest_get(
+            base,
+            admin,
+            &format!("{DEMO}/resources/batch/v1/jobs/crunch"),
+        )
+        .await;
+        let shown = browser.text("#jobs tr[data-job=crunch] td.succeeded").await;
+        let complete = job["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Complete" && c["status"] == "True");
+        let succeeded = job["status"]["succeeded"].as_i64().unwrap_or(0).to_string();
+        if complete && shown == succeeded {
+            break succeeded;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Jobs list shows {shown} succeeded; Karmada's Job: {}",
+            job["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let kept = browser
+        .script("return window.kairshipTestMark === 'kept';", json!([]))
+        .await;
+    assert_eq!(
+        kept, true,
+        "the Jobs list was reloaded instead of refreshed"
+    );
+    browser.click("#jobs tr[data-job=crunch] a").await;
+    browser.wait_url("/namespaces/demo/jobs/crunch").await;
+    let job_classes = ["active", "succeeded", "failed"];
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let mut held = BTreeMap::new();
+        let mut complete = true;
+        for member in MEMBERS {
+            let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
+                kube::Api::namespaced(member_client(dir, member).await, "demo");
+            let Ok(job) = jobs.get("crunch").await else {
+                complete = false;
+                continue;
+            };
+            let wanted = job.spec.and_then(|s| s.completions).unwrap_or(1);
+            let st = job.status.unwrap_or_default();
+            complete &= st.succeeded.unwrap_or(0) == wanted;
+            let n = |v: Option<i32>| v.unwrap_or(0).to_string();
+            held.insert(
+                member.to_owned(),
+                vec![n(st.active), n(st.succeeded), n(st.failed)],
+            );
+        }
+        let shown = clusters_shown(browser, &job_classes).await;
+        if complete && shown == held {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Job page shows {shown:?}; the members hold {held:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Each member's share of the parallelism, as the binding schedules it.
+    let (_, binding) = rest_get(base, admin, &format!("{binding_path}/crunch-job")).await;
+    let scheduled: BTreeMap<String, String> = binding["spec"]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["replicas"].as_i64().unwrap_or(0).to_string(),
+            )
+        })
+        .collect();
+    let shown: BTreeMap<String, String> = clusters_shown(browser, &["scheduled"])
+        .await
+        .into_iter()
+        .map(|(c, mut v)| (c, v.remove(0)))
+        .collect();
+    assert_eq!(shown, scheduled);
+    assert_eq!(browser.text("#succeeded").await, succeeded);
+    browser.screenshot(&s.shots, "workload-job").await;
+    let job_page = format!("{base}{PAGES}/jobs/crunch");
+    let (status, page) = post_form(&format!("{job_page}/restart"), &cookie, "").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(page.contains("CSRF"), "{page}");
+
     // The viewer: no action control; their own session and CSRF token make no write.
     browser.click("#signout").await;
     browser.wait_url("/ui/signin").await;
     browser.sign_in(base, &s.viewer).await;
-    for page in [&db_page, &agent_page] {
+    for page in [&db_page, &agent_page, &job_page] {
         browser.goto(page).await;
         browser.find("#workload-clusters").await;
         assert!(
             browser
-                .find_all("#actions, #action-scale, #action-restart")
+                .find_all("#actions, #action-scale, #action-restart, #job-actions")
                 .await
                 .is_empty(),
             "{page}"
@@ -578,7 +707,11 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         )
         .await;
     let csrf = csrf.as_str().unwrap();
-    for url in [format!("{db_page}/scale"), format!("{agent_page}/restart")] {
+    for url in [
+        format!("{db_page}/scale"),
+        format!("{agent_page}/restart"),
+        format!("{job_page}/restart"),
+    ] {
         let (status, page) = post_form(&url, &cookie, &format!("replicas=1&_csrf={csrf}")).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(page.contains("PermissionDenied"), "{page}");

@@ -14,7 +14,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
 use super::html::{Html, url_segment};
-use super::page::{Viewer, csrf_field, error_box, notice_box, page};
+use super::page::{Viewer, csrf_field, error_box, live_page, notice_box, page};
 use super::request::{
     Shared, SignedForm, SignedIn, allowed, error_answer, html, see_other, status_of,
 };
@@ -648,17 +648,17 @@ pub fn cronjob_page_html(
     page(name, Some(viewer), h)
 }
 
-/// The Jobs and CronJobs of a namespace, linking to their pages.
+/// The Jobs and CronJobs of a namespace, linking to their pages; both tables refresh
+/// themselves.
 pub fn batch_page(
     viewer: &Viewer<'_>,
     instance: &str,
     namespace: &str,
-    jobs: &[Value],
-    cronjobs: &[Value],
+    lists: Result<(&[Value], &[Value]), ApiError>,
 ) -> String {
-    let mut h = Html::new();
-    crumbs(&mut h, instance, namespace);
-    h.open("h1", &[])
+    let mut head = Html::new();
+    crumbs(&mut head, instance, namespace);
+    head.open("h1", &[])
         .raw("Jobs and CronJobs in ")
         .text(namespace)
         .close("h1");
@@ -667,36 +667,61 @@ pub fn batch_page(
         url_segment(instance),
         url_segment(namespace)
     );
-    h.raw("<section><h2>Jobs</h2><table id=\"jobs\" class=\"list\"><thead><tr><th>Name</th><th>Active</th><th>Succeeded</th><th>Failed</th></tr></thead><tbody>");
+    let refresh = format!("{base}/batch");
+    let part = lists.map(|(jobs, cronjobs)| batch_tables(&base, jobs, cronjobs));
+    live_page(viewer, "Jobs and CronJobs", head, ("batch", &refresh), part)
+}
+
+fn batch_tables(base: &str, jobs: &[Value], cronjobs: &[Value]) -> Html {
+    let mut h = Html::new();
+    h.raw("<section><h2>Jobs</h2><table id=\"jobs\" class=\"list\"><thead><tr><th>Name</th><th>Active</th><th>Succeeded</th><th>Failed</th><th>Completions</th></tr></thead><tbody>");
+    if jobs.is_empty() {
+        h.raw("<tr><td colspan=\"5\" class=\"muted\">No Jobs in this namespace.</td></tr>");
+    }
     for j in jobs {
         let name = text_at(j, "/metadata/name");
         let href = format!("{base}/jobs/{}", url_segment(name));
-        h.raw("<tr><td>")
+        h.open("tr", &[("data-job", name)])
+            .raw("<td>")
             .el("a", &[("href", &href)], name)
-            .raw("</td><td>")
+            .raw("</td><td class=\"active\">")
             .num(number_at(j, "/status/active"))
+            .raw("</td><td class=\"succeeded\">")
+            .num(number_at(j, "/status/succeeded"))
+            .raw("</td><td class=\"failed\">")
+            .num(number_at(j, "/status/failed"))
             .raw("</td><td>")
             .num(number_at(j, "/status/succeeded"))
-            .raw("</td><td>")
-            .num(number_at(j, "/status/failed"))
+            .raw("/")
+            .num(
+                j.pointer("/spec/completions")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1),
+            )
             .raw("</td></tr>");
     }
     h.raw("</tbody></table></section>");
-    h.raw("<section><h2>CronJobs</h2><table id=\"cronjobs\" class=\"list\"><thead><tr><th>Name</th><th>Schedule</th><th>State</th></tr></thead><tbody>");
+    h.raw("<section><h2>CronJobs</h2><table id=\"cronjobs\" class=\"list\"><thead><tr><th>Name</th><th>Schedule</th><th>State</th><th>Last scheduled</th></tr></thead><tbody>");
+    if cronjobs.is_empty() {
+        h.raw("<tr><td colspan=\"4\" class=\"muted\">No CronJobs in this namespace.</td></tr>");
+    }
     for c in cronjobs {
         let name = text_at(c, "/metadata/name");
         let href = format!("{base}/cronjobs/{}", url_segment(name));
         let suspended = c.pointer("/spec/suspend") == Some(&Value::Bool(true));
-        h.raw("<tr><td>")
+        h.open("tr", &[("data-cronjob", name)])
+            .raw("<td>")
             .el("a", &[("href", &href)], name)
             .raw("</td><td>")
             .text(text_at(c, "/spec/schedule"))
-            .raw("</td><td>")
+            .raw("</td><td class=\"state\">")
             .text(if suspended { "Paused" } else { "Active" })
+            .raw("</td><td>")
+            .text(text_at(c, "/status/lastScheduleTime"))
             .raw("</td></tr>");
     }
     h.raw("</tbody></table></section>");
-    page("Jobs and CronJobs", Some(viewer), h)
+    h
 }
 
 async fn batch_list(
@@ -718,19 +743,15 @@ async fn batch_list(
             .api
             .list_resources(&signed.caller, list(ResourceKind::Cronjobs)),
     );
-    match lists {
-        Ok((jobs, cronjobs)) => html(
-            StatusCode::OK,
-            batch_page(
-                &signed.viewer(),
-                &instance,
-                &namespace,
-                &jobs.items,
-                &cronjobs.items,
-            ),
-        ),
-        Err(err) => error_answer(&signed, &namespace, &err),
-    }
+    let status = lists.as_ref().err().map_or(StatusCode::OK, status_of);
+    let lists = lists
+        .as_ref()
+        .map(|(jobs, cronjobs)| (jobs.items.as_slice(), cronjobs.items.as_slice()))
+        .map_err(Clone::clone);
+    html(
+        status,
+        batch_page(&signed.viewer(), &instance, &namespace, lists),
+    )
 }
 
 async fn read(
@@ -956,6 +977,16 @@ mod tests {
             !cronjob_page_html(&viewer, "inst", (&cron, &[]), false, None)
                 .contains("cronjob-actions")
         );
+
+        let job = json!({"metadata": {"name": evil}, "spec": {"completions": 3},
+            "status": {"succeeded": 2, "active": 1}});
+        let page = batch_page(&viewer, evil, evil, Ok((&[job], &[cron.clone()])));
+        assert!(!page.contains("<script>x()"), "{page}");
+        assert!(page.contains("<td class=\"succeeded\">2</td>") && page.contains("2/3"));
+        assert!(page.contains("hx-trigger"), "the tables refresh themselves");
+        let refused = batch_page(&viewer, "inst", "demo", Err(ApiError::forbidden(evil)));
+        assert!(refused.contains("PermissionDenied") && !refused.contains("<script>x()"));
+        assert!(refused.contains("hx-get=\"/ui/instances/inst/namespaces/demo/batch\""));
     }
 
     #[test]

@@ -360,7 +360,7 @@ pub fn unjoin_page(
     h.raw("<p>Kairship refuses to unjoin a member that ResourceBindings still schedule to; force unjoins it anyway. The Cluster, its credential Secrets and what the join created in the member are removed.</p>");
     let action = format!("{base}/members/{}/unjoin", url_segment(cluster));
     post_form(&mut h, None, &action, viewer.csrf);
-    h.raw("<label class=\"inline\"><input type=\"checkbox\" id=\"force\" name=\"force\" value=\"true\"> Force</label> ");
+    h.raw("<label class=\"inline\"><input type=\"checkbox\" id=\"force\" name=\"force\" value=\"true\" autofocus> Force</label> ");
     h.raw("<button id=\"confirm-unjoin\" class=\"danger\" type=\"submit\">Unjoin</button> ");
     cancel_form(&mut h, &format!("{base}/members"));
     page("Unjoin a member cluster", Some(viewer), h)

@@ -837,6 +837,32 @@ pub(in crate::console) fn workloads_section(h: &mut Html, base: &str, o: &Overvi
         h.raw("</td></tr>");
     }
     h.raw("</tbody></table>");
+    // The other workload kinds have their pages too; their lists are the resource browser's.
+    let ns = url_segment(&o.namespace);
+    h.raw("<p id=\"other-workloads\">Also in this namespace: ");
+    for (i, (label, path)) in [
+        ("StatefulSets", "apps/v1/statefulsets"),
+        ("DaemonSets", "apps/v1/daemonsets"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if i > 0 {
+            h.raw(" · ");
+        }
+        h.el(
+            "a",
+            &[("href", &format!("{base}/resources/{path}?ns={ns}"))],
+            label,
+        );
+    }
+    h.raw(" · ")
+        .el(
+            "a",
+            &[("href", &format!("{base}/namespaces/{ns}/batch"))],
+            "Jobs and CronJobs",
+        )
+        .raw("</p>");
     let (page, pages) = o.workloads_page;
     crate::console::page::page_nav(
         h,
@@ -1084,5 +1110,30 @@ mod tests {
         assert_no_injection(&error_page(Some(&viewer()), EVIL, &err));
         assert_no_injection(&delete_instance_page(&viewer(), EVIL, Some(&err)));
         assert_no_injection(&signin_page(Some(EVIL), true));
+    }
+
+    #[test]
+    fn the_overview_links_the_namespace_s_other_workload_kinds() {
+        let o = Overview {
+            instance: json!({"metadata": {"name": "a"}}),
+            clusters: vec![],
+            namespaces: vec!["demo".into()],
+            namespace: "demo".into(),
+            workloads: vec![],
+            workloads_total: 0,
+            workloads_page: (1, 1),
+            propagation: vec![],
+            overrides: vec![],
+            can_write: false,
+            recent_events: None,
+        };
+        let html = overview_page(&viewer(), "a", &o, false);
+        for href in [
+            "/ui/instances/a/resources/apps/v1/statefulsets?ns=demo",
+            "/ui/instances/a/resources/apps/v1/daemonsets?ns=demo",
+            "/ui/instances/a/namespaces/demo/batch",
+        ] {
+            assert!(html.contains(&format!("href=\"{href}\"")), "{href}");
+        }
     }
 }

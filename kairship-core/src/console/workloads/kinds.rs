@@ -242,15 +242,16 @@ pub fn kind_live(
         h.open("dt", &[]).text(label).close("dt");
         h.el("dd", &[("id", id), ("class", id)], &value);
     }
-    h.raw("<dt>Generation</dt>").el(
-        "dd",
-        &[("id", "generation")],
-        &format!(
-            "{} (observed {})",
-            i(object, "/metadata/generation"),
-            i(object, "/status/observedGeneration")
+    // Jobs (and Karmada's aggregate of them) report no observedGeneration.
+    let generation = match object.pointer("/status/observedGeneration") {
+        Some(observed) => format!(
+            "{} (observed {observed})",
+            i(object, "/metadata/generation")
         ),
-    );
+        None => i(object, "/metadata/generation").to_string(),
+    };
+    h.raw("<dt>Generation</dt>")
+        .el("dd", &[("id", "generation")], &generation);
     if v.kind != WorkloadKind::Jobs {
         h.raw("<dt>Last restart</dt>").el(
             "dd",
