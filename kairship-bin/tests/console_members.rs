@@ -77,10 +77,13 @@ async fn join_and_unjoin_a_member_in_chromium() {
         .lines()
         .find(|l| l.trim_start().starts_with("token:"))
         .map(|l| l.trim().trim_start_matches("token:").trim().to_owned());
-    // Listed, and Ready once the emulated cluster-status controller probed it.
+    // Listed, and Ready once the emulated cluster-status controller probed it: the list
+    // refreshes itself, the document is not reloaded.
+    browser
+        .script("window.kairshipTestMark = 'kept'; return true;", json!([]))
+        .await;
     let deadline = Instant::now() + LIMIT;
     loop {
-        browser.goto(&members).await;
         let state = browser
             .script(
                 "const r = document.querySelector('tr[data-cluster=\"spare\"] .ready'); return r ? r.innerText : null;",
@@ -96,6 +99,13 @@ async fn join_and_unjoin_a_member_in_chromium() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    let kept = browser
+        .script("return window.kairshipTestMark === 'kept';", json!([]))
+        .await;
+    assert_eq!(
+        kept, true,
+        "the member list was reloaded instead of refreshed"
+    );
     if let Some(token) = token_line {
         assert!(!browser.source().await.contains(&token));
     }

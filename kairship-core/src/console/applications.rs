@@ -980,7 +980,12 @@ mod tests {
 
         let job = json!({"metadata": {"name": evil}, "spec": {"completions": 3},
             "status": {"succeeded": 2, "active": 1}});
-        let page = batch_page(&viewer, evil, evil, Ok((&[job], &[cron.clone()])));
+        let page = batch_page(
+            &viewer,
+            evil,
+            evil,
+            Ok((&[job], std::slice::from_ref(&cron))),
+        );
         assert!(!page.contains("<script>x()"), "{page}");
         assert!(page.contains("<td class=\"succeeded\">2</td>") && page.contains("2/3"));
         assert!(page.contains("hx-trigger"), "the tables refresh themselves");

@@ -20,9 +20,7 @@ use serde_json::Value;
 
 use super::html::{Html, url_segment};
 use super::page::{Viewer, cancel_form, error_box, notice_box, page, post_form};
-use super::request::{
-    Shared, SignedForm, SignedIn, allowed, error_answer, html, see_other, status_of,
-};
+use super::request::{Shared, SignedForm, SignedIn, allowed, html, see_other, status_of};
 use crate::access::{InstanceResource, Verb};
 use crate::api::members::types::{
     JoinMemberRequest, RegisterMemberRequest, RegisterMemberResponse,
@@ -168,11 +166,11 @@ fn ready_of(c: &Value) -> &'static str {
     }
 }
 
-/// The members page.
+/// The members page; its table refreshes itself (a refusal to list shows in its place).
 pub fn members_page(
     viewer: &Viewer<'_>,
     instance: &str,
-    clusters: &[Value],
+    clusters: Result<&[Value], ApiError>,
     can_write: bool,
 ) -> String {
     let base = format!("/ui/instances/{}", url_segment(instance));
@@ -206,6 +204,19 @@ pub fn members_page(
         );
     }
     h.close("p");
+    let refresh = format!("{base}/members");
+    let table = clusters.map(|clusters| members_table(&base, clusters, can_write));
+    crate::console::page::live_page(
+        viewer,
+        &format!("Members of {instance}"),
+        h,
+        ("members-live", &refresh),
+        table,
+    )
+}
+
+fn members_table(base: &str, clusters: &[Value], can_write: bool) -> Html {
+    let mut h = Html::new();
     h.raw("<table id=\"members\" class=\"list\"><thead><tr><th>Name</th><th>Mode</th><th>Ready</th><th>Kubernetes</th><th>Region</th><th>Endpoint</th><th>Workloads</th>");
     if can_write {
         h.raw("<th></th>");
@@ -243,7 +254,7 @@ pub fn members_page(
         h.raw("</tr>");
     }
     h.raw("</tbody></table>");
-    page(&format!("Members of {instance}"), Some(viewer), h)
+    h
 }
 
 fn input(h: &mut Html, label: &str, name: &'static str, value: &str, required: bool) {
@@ -390,16 +401,19 @@ async fn members(
         instance: instance.clone(),
         options: ListOptions::default(),
     };
-    match console.api.list_clusters(&signed.caller, req).await {
-        Ok(list) => {
-            let write = can_write(&console, &signed.caller, &instance).await;
-            html(
-                StatusCode::OK,
-                members_page(&signed.viewer(), &instance, &list.items, write),
-            )
-        }
-        Err(err) => error_answer(&signed, &instance, &err),
-    }
+    let (list, write) = futures::join!(
+        console.api.list_clusters(&signed.caller, req),
+        can_write(&console, &signed.caller, &instance)
+    );
+    let status = list.as_ref().err().map_or(StatusCode::OK, status_of);
+    let clusters = list
+        .as_ref()
+        .map(|l| l.items.as_slice())
+        .map_err(Clone::clone);
+    html(
+        status,
+        members_page(&signed.viewer(), &instance, clusters, write),
+    )
 }
 
 async fn join_form(Path(instance): Path<String>, signed: SignedIn) -> Response {
@@ -539,11 +553,17 @@ mod tests {
     #[test]
     fn pages_escape_and_hide_controls_from_viewers() {
         let cluster = serde_json::json!({"metadata": {"name": "<script>x</script>"}, "spec": {"syncMode": "Push"}});
-        let page = members_page(&viewer(), "i", std::slice::from_ref(&cluster), false);
+        let page = members_page(&viewer(), "i", Ok(std::slice::from_ref(&cluster)), false);
         assert!(!page.contains("<script>x"));
         assert!(!page.contains("join-push") && !page.contains("Unjoin"));
-        let page = members_page(&viewer(), "i", &[cluster], true);
+        assert!(
+            page.contains("hx-get=\"/ui/instances/i/members\""),
+            "{page}"
+        );
+        let page = members_page(&viewer(), "i", Ok(&[cluster]), true);
         assert!(page.contains("join-push") && page.contains("Unjoin"));
+        let refused = members_page(&viewer(), "i", Err(ApiError::forbidden("<b>no</b>")), true);
+        assert!(refused.contains("&lt;b&gt;no") && refused.contains("hx-get"));
         // A refused join shows the message but never the kubeconfig it was given.
         let form = JoinForm {
             name: "m1".into(),
