@@ -27,6 +27,7 @@ pub mod html;
 pub mod instances;
 pub mod member_workloads;
 pub mod members;
+pub mod merge;
 pub mod oidc;
 pub mod page;
 pub mod pictures;
