@@ -7,9 +7,9 @@
 
 use std::path::Path;
 
+use kairship_core::console::merge::is_part_of;
 use kairship_core::console::policies::fields::PolicyKind;
 use kairship_core::console::policies::form::{PolicyForm, edited_policy, not_shown};
-use kairship_core::console::policies::merge::is_part_of;
 use serde_json::{Value, json};
 
 fn recorded(file: &str) -> Value {

@@ -13,8 +13,9 @@
 //!
 //! Pages are organised by the API's features, each a module serving its routes:
 //! [`instances`], [`members`], [`workloads`], [`applications`], [`audit`], [`search`]; what
-//! they share is in [`request`] (state, sign-in, CSRF), [`page`] (layout) and [`pictures`]
-//! (placement drawn as SVG). [`shell`]
+//! they share is in [`request`] (state, sign-in, CSRF), [`page`] (layout), [`merge`] (an edit
+//! form's change merged into the stored object) and [`pictures`] (placement drawn as SVG).
+//! [`shell`]
 //! serves sign-in, sign-out and the assets.
 
 pub mod applications;
@@ -27,6 +28,7 @@ pub mod html;
 pub mod instances;
 pub mod member_workloads;
 pub mod members;
+pub mod merge;
 pub mod oidc;
 pub mod page;
 pub mod pictures;

@@ -6,18 +6,18 @@
 //! would create (or, editing, store) and creates nothing, **Preview placement** asks the API's
 //! placement preview where the policy would put a workload, **More rows** adds blank rows, and
 //! **Create** / **Save** write it through the generic resource calls. An edit is a three-way
-//! merge ([`merge`]) of what the user changed in the form into the stored object, sent as an
-//! update carrying the resourceVersion the form was filled from: fields the form does not show
-//! are kept, and a change made meanwhile is refused rather than overwritten. A caller who may
-//! not write gets a notice instead of the form, and their POST is answered 403.
+//! merge ([`crate::console::merge`]) of what the user changed in the form into the stored
+//! object, sent as an update carrying the resourceVersion the form was filled from: fields the
+//! form does not show are kept, and a change made meanwhile is refused rather than
+//! overwritten. A caller who may not write gets a notice instead of the form, and their POST
+//! is answered 403.
 //!
 //! The pure parts: [`selector`] (label selector text), [`fields`] (kinds, rows, problems),
-//! [`propagation`] and [`overrides`] (form <-> policy), [`merge`], [`form`] (either form, the
-//! edit, the preview's request) and [`view`] (the page).
+//! [`propagation`] and [`overrides`] (form <-> policy), [`form`] (either form, the edit, the
+//! preview's request) and [`view`] (the page).
 
 pub mod fields;
 pub mod form;
-pub mod merge;
 pub mod overrides;
 pub mod propagation;
 pub mod selector;

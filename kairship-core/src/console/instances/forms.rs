@@ -146,26 +146,33 @@ impl ProvisionForm {
         }
     }
 
-    /// The Provision-mode Instance; the API checks what this does not (version format,
-    /// component names, the name).
+    /// The Provision-mode Instance to create: the form with its defaults (the proposed Karmada
+    /// release, the instance's name as host namespace) filled in; the API checks what this
+    /// does not (version format, component names, the name).
     pub fn instance(&self) -> Result<Value, ApiError> {
+        let mut filled = self.clone();
+        if filled.karmada_version.is_empty() {
+            filled.karmada_version = DEFAULT_KARMADA_VERSION.to_owned();
+        }
+        if filled.host_namespace.is_empty() {
+            filled.host_namespace = filled.name.clone();
+        }
+        filled.as_instance()
+    }
+
+    /// The Provision-mode Instance exactly as the form says, no default filled in (an edit
+    /// compares and sends this: an emptied field is the API's to refuse, not replaced).
+    pub fn as_instance(&self) -> Result<Value, ApiError> {
         let image_tags = pairs("imageTags", &self.image_tags, |v| Ok(Value::from(v)))?;
         let feature_gates = pairs("featureGates", &self.feature_gates, |v| match v {
             "true" => Ok(Value::Bool(true)),
             "false" => Ok(Value::Bool(false)),
             _ => Err(format!("{v:?} is not true or false")),
         })?;
-        let version = if self.karmada_version.is_empty() {
-            DEFAULT_KARMADA_VERSION
-        } else {
-            &self.karmada_version
-        };
-        let host_namespace = if self.host_namespace.is_empty() {
-            &self.name
-        } else {
-            &self.host_namespace
-        };
-        let mut provision = json!({"karmadaVersion": version, "hostNamespace": host_namespace});
+        let mut provision = json!({
+            "karmadaVersion": self.karmada_version,
+            "hostNamespace": self.host_namespace,
+        });
         if !self.image_registry.is_empty() {
             provision["imageRegistry"] = Value::from(self.image_registry.clone());
         }
@@ -192,6 +199,53 @@ impl ProvisionForm {
             "metadata": {"name": self.name},
             "spec": spec,
         }))
+    }
+
+    /// The form filled from a stored Provision-mode Instance: what [`ProvisionForm::from_fields`]
+    /// would read back from it shown (image tags and feature gates as sorted `key=value`
+    /// lines, the optional components in their install order; what the form cannot show, such
+    /// as a component that is not optional, is left out).
+    pub fn of_instance(instance: &Value) -> ProvisionForm {
+        let text = |pointer: &str| {
+            instance
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let lines = |pointer: &str| {
+            let Some(map) = instance.pointer(pointer).and_then(Value::as_object) else {
+                return String::new();
+            };
+            let mut lines: Vec<String> = map
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect();
+            lines.sort();
+            lines.join("\n")
+        };
+        let listed: Vec<&str> = instance
+            .pointer("/spec/provision/components")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        ProvisionForm {
+            name: text("/metadata/name"),
+            alias: text("/spec/alias"),
+            karmada_version: text("/spec/provision/karmadaVersion"),
+            host_namespace: text("/spec/provision/hostNamespace"),
+            image_registry: text("/spec/provision/imageRegistry"),
+            components: KarmadaComponent::ALL
+                .into_iter()
+                .filter(|c| c.is_optional() && listed.contains(&c.field_name()))
+                .collect(),
+            image_tags: lines("/spec/provision/imageTags"),
+            feature_gates: lines("/spec/provision/featureGates"),
+            deletion_policy: text("/spec/deletionPolicy"),
+        }
     }
 }
 
@@ -243,7 +297,15 @@ pub struct NewInstancePage<'a> {
     pub refused: Option<(Mode, &'a ApiError)>,
 }
 
-fn input(h: &mut Html, label: &str, name: &'static str, id: &str, value: &str, required: bool) {
+/// A labelled text input.
+pub(in crate::console::instances) fn input(
+    h: &mut Html,
+    label: &str,
+    name: &'static str,
+    id: &str,
+    value: &str,
+    required: bool,
+) {
     h.raw("<label>").text(label).raw(" ");
     let mut attrs = vec![("name", name), ("id", id), ("value", value)];
     if required {
@@ -252,7 +314,8 @@ fn input(h: &mut Html, label: &str, name: &'static str, id: &str, value: &str, r
     h.open("input", &attrs).raw("</label>");
 }
 
-fn deletion_policy(h: &mut Html, id: &str, chosen: &str) {
+/// The deletion policy's choice (`Delete` or `Retain`).
+pub(in crate::console::instances) fn deletion_policy(h: &mut Html, id: &str, chosen: &str) {
     h.raw("<label>Deletion policy ")
         .open("select", &[("name", "deletionPolicy"), ("id", id)]);
     for option in ["Delete", "Retain"] {
@@ -271,6 +334,84 @@ fn refusal(h: &mut Html, page: &NewInstancePage<'_>, mode: Mode) {
     {
         error_box(h, err);
     }
+}
+
+/// The Provision settings' fields (Karmada version, host namespace when `host_namespace`,
+/// image registry, optional components, image tags, feature gates) as [`ProvisionForm::from_fields`]
+/// reads them: the new-instance form's and an instance's edit page's.
+pub(in crate::console::instances) fn provision_settings(
+    h: &mut Html,
+    v: &ProvisionForm,
+    host_namespace: bool,
+) {
+    input(
+        h,
+        "Karmada version",
+        "karmadaVersion",
+        "karmadaVersion",
+        &v.karmada_version,
+        true,
+    );
+    if host_namespace {
+        input(
+            h,
+            "Host namespace (default: the instance's name)",
+            "hostNamespace",
+            "hostNamespace",
+            &v.host_namespace,
+            false,
+        );
+    }
+    input(
+        h,
+        "Image registry (optional)",
+        "imageRegistry",
+        "imageRegistry",
+        &v.image_registry,
+        false,
+    );
+    h.raw("<fieldset><legend>Optional components</legend>");
+    for c in KarmadaComponent::ALL
+        .into_iter()
+        .filter(|c| c.is_optional())
+    {
+        let name = format!("component-{}", c.field_name());
+        // The field name carries the component: a form field keeps one value per name.
+        let mut attrs = vec![
+            ("type", "checkbox"),
+            ("name", name.as_str()),
+            ("id", name.as_str()),
+        ];
+        if v.components.contains(&c) {
+            attrs.push(("checked", "checked"));
+        }
+        h.raw("<label>")
+            .open("input", &attrs)
+            .raw(" ")
+            .text(c.field_name())
+            .raw("</label>");
+    }
+    h.raw("</fieldset>");
+    h.raw("<label>Image tags, one <code>component=tag</code> a line (optional) ");
+    h.open(
+        "textarea",
+        &[("name", "imageTags"), ("id", "imageTags"), ("rows", "3")],
+    )
+    .text(&v.image_tags)
+    .close("textarea")
+    .raw("</label>");
+    h.raw("<label>Feature gates, one <code>Gate=true</code> a line (optional) ");
+    h.open(
+        "textarea",
+        &[
+            ("name", "featureGates"),
+            ("id", "featureGates"),
+            ("rows", "3"),
+        ],
+    )
+    .text(&v.feature_gates)
+    .close("textarea")
+    .raw("</label>");
 }
 
 /// The "new instance" page.
@@ -355,72 +496,11 @@ pub fn new_instance_page(viewer: &Viewer<'_>, p: &NewInstancePage<'_>) -> String
         &v.alias,
         false,
     );
-    input(
-        &mut h,
-        "Karmada version",
-        "karmadaVersion",
-        "karmadaVersion",
-        version,
-        true,
-    );
-    input(
-        &mut h,
-        "Host namespace (default: the instance's name)",
-        "hostNamespace",
-        "hostNamespace",
-        &v.host_namespace,
-        false,
-    );
-    input(
-        &mut h,
-        "Image registry (optional)",
-        "imageRegistry",
-        "imageRegistry",
-        &v.image_registry,
-        false,
-    );
-    h.raw("<fieldset><legend>Optional components</legend>");
-    for c in KarmadaComponent::ALL
-        .into_iter()
-        .filter(|c| c.is_optional())
-    {
-        let name = format!("component-{}", c.field_name());
-        // The field name carries the component: a form field keeps one value per name.
-        let mut attrs = vec![
-            ("type", "checkbox"),
-            ("name", name.as_str()),
-            ("id", name.as_str()),
-        ];
-        if v.components.contains(&c) {
-            attrs.push(("checked", "checked"));
-        }
-        h.raw("<label>")
-            .open("input", &attrs)
-            .raw(" ")
-            .text(c.field_name())
-            .raw("</label>");
-    }
-    h.raw("</fieldset>");
-    h.raw("<label>Image tags, one <code>component=tag</code> a line (optional) ");
-    h.open(
-        "textarea",
-        &[("name", "imageTags"), ("id", "imageTags"), ("rows", "3")],
-    )
-    .text(&v.image_tags)
-    .close("textarea")
-    .raw("</label>");
-    h.raw("<label>Feature gates, one <code>Gate=true</code> a line (optional) ");
-    h.open(
-        "textarea",
-        &[
-            ("name", "featureGates"),
-            ("id", "featureGates"),
-            ("rows", "3"),
-        ],
-    )
-    .text(&v.feature_gates)
-    .close("textarea")
-    .raw("</label>");
+    let shown = ProvisionForm {
+        karmada_version: version.to_owned(),
+        ..v.clone()
+    };
+    provision_settings(&mut h, &shown, true);
     deletion_policy(&mut h, "provision-deletion-policy", &v.deletion_policy);
     h.raw("<button id=\"provision-submit\" type=\"submit\">Provision</button></form></section>")
         .raw("<p><a href=\"/ui/instances\">Cancel</a></p>");
@@ -553,6 +633,53 @@ mod tests {
             assert_eq!(instance["spec"], spec, "{what}");
             assert_eq!(instance["metadata"]["name"], "edge", "{what}");
         }
+    }
+
+    #[test]
+    fn a_stored_instance_reads_back_into_the_form() {
+        for (what, f) in [
+            ("the defaults filled in", fields(&[("name", "edge")])),
+            (
+                "everything",
+                fields(&[
+                    ("name", "edge"),
+                    ("alias", "Edge"),
+                    ("karmadaVersion", "v1.13.2"),
+                    ("hostNamespace", "karmada-edge"),
+                    ("imageRegistry", "registry.local"),
+                    ("component-karmadaMetricsAdapter", "on"),
+                    ("component-karmadaDescheduler", "on"),
+                    ("imageTags", "karmadaScheduler=v1.13.3\netcd=3.5.16-0"),
+                    ("featureGates", "GracefulEviction=false\nFailover=true"),
+                    ("deletionPolicy", "Retain"),
+                ]),
+            ),
+        ] {
+            let instance = ProvisionForm::from_fields(&f).instance().unwrap();
+            let form = ProvisionForm::of_instance(&instance);
+            // The same Instance again, without a default to fill in.
+            assert_eq!(form.as_instance().unwrap(), instance, "{what}");
+            assert_eq!(form.instance().unwrap(), instance, "{what}");
+        }
+        let form = ProvisionForm::of_instance(&json!({"metadata": {"name": "edge"},
+            "spec": {"provision": {"components": ["karmadaSearch", "etcd", "karmadaDescheduler"],
+                "imageTags": {"etcd": "3.5", "karmadaWebhook": "v1"},
+                "featureGates": {"B": false, "A": true}}}}));
+        // Optional components only, in install order; lines sorted.
+        assert_eq!(
+            form.components,
+            [
+                KarmadaComponent::KarmadaDescheduler,
+                KarmadaComponent::KarmadaSearch
+            ]
+        );
+        assert_eq!(form.image_tags, "etcd=3.5\nkarmadaWebhook=v1");
+        assert_eq!(form.feature_gates, "A=true\nB=false");
+        // No default slips into what an edit sends.
+        assert_eq!(
+            form.as_instance().unwrap()["spec"]["provision"]["karmadaVersion"],
+            ""
+        );
     }
 
     #[test]

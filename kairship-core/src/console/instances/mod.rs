@@ -1,6 +1,8 @@
 //! Console pages of the instances feature: the instance list, an instance's overview, deleting
-//! one, and creating resources in it (the new-instance forms are in [`forms`]).
+//! one, and creating resources in it (the new-instance forms are in [`forms`], the edit page
+//! in [`edit`]).
 
+pub mod edit;
 pub mod forms;
 pub mod kubeconfig;
 pub mod view;
@@ -250,6 +252,8 @@ pub async fn load_overview(
         propagation: pp.items.into_iter().chain(cpp.items).collect(),
         overrides: op.items.into_iter().chain(cop.items).collect(),
         can_write: false,
+        can_update: false,
+        can_delete: false,
         recent_events: Some(
             crate::console::workloads::load_events(api, caller, instance, None, None).await,
         ),
@@ -265,14 +269,12 @@ pub(in crate::console) async fn overview(
 ) -> Response {
     match load_overview(console.api.as_ref(), &signed.caller, &instance, &query).await {
         Ok(mut o) => {
-            o.can_write = allowed(
-                &console,
-                &signed.caller,
-                Verb::Create,
-                InstanceResource::Proxy,
-                &instance,
-            )
-            .await;
+            let may = |verb, resource| allowed(&console, &signed.caller, verb, resource, &instance);
+            (o.can_write, o.can_update, o.can_delete) = futures::join!(
+                may(Verb::Create, InstanceResource::Proxy),
+                may(Verb::Update, InstanceResource::Instances),
+                may(Verb::Delete, InstanceResource::Instances),
+            );
             html(
                 StatusCode::OK,
                 view::overview_page(&signed.viewer(), &instance, &o, is_htmx(&headers)),
@@ -437,6 +439,10 @@ pub(super) fn routes() -> Router<Shared> {
     Router::new()
         .route("/ui/instances", get(instances))
         .route("/ui/instances/{instance}", get(overview))
+        .route(
+            "/ui/instances/{instance}/edit",
+            get(edit::edit_form).post(edit::edit),
+        )
         .route(
             "/ui/instances/{instance}/delete",
             get(delete_confirm).post(delete_instance),

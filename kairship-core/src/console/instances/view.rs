@@ -445,6 +445,10 @@ pub struct Overview {
     pub overrides: Vec<Value>,
     /// Whether the viewer may create objects inside the instance (controls only).
     pub can_write: bool,
+    /// Whether the viewer may `update` the Instance (the **Edit** link).
+    pub can_update: bool,
+    /// Whether the viewer may `delete` the Instance (the **Delete** link).
+    pub can_delete: bool,
     /// Recent events of the instance, when loaded.
     pub recent_events: Option<Result<crate::api::ObjectList, ApiError>>,
 }
@@ -496,8 +500,45 @@ pub fn overview_page(viewer: &Viewer<'_>, name: &str, o: &Overview, fragment: bo
         .raw(" · Kubernetes ")
         .text(s(&status, "/kubernetesVersion").unwrap_or("–"))
         .raw(" · mode ")
-        .text(s(&o.instance, "/spec/mode").unwrap_or("–"))
+        .text(s(&o.instance, "/spec/mode").unwrap_or("–"));
+    if let Some(alias) = s(&o.instance, "/spec/alias") {
+        h.raw(" · display name ")
+            .el("span", &[("id", "alias")], alias);
+    }
+    h.raw(" · deletion policy ")
+        .el(
+            "span",
+            &[("id", "deletion-policy")],
+            s(&o.instance, "/spec/deletionPolicy").unwrap_or("Delete"),
+        )
         .raw("</p>");
+    // The instance itself: for who may update or delete it (the API checks again).
+    if o.can_update || o.can_delete {
+        h.raw("<p class=\"actions\">");
+        if o.can_update {
+            h.el(
+                "a",
+                &[
+                    ("href", &format!("{base}/edit")),
+                    ("class", "button"),
+                    ("id", "edit-instance"),
+                ],
+                "Edit",
+            );
+        }
+        if o.can_delete {
+            h.raw(" ").el(
+                "a",
+                &[
+                    ("href", &format!("{base}/delete")),
+                    ("class", "button danger delete"),
+                    ("id", "delete-instance"),
+                ],
+                "Delete",
+            );
+        }
+        h.raw("</p>");
+    }
     if o.can_write {
         let create = format!("{base}/create");
         h.el(
@@ -1095,6 +1136,8 @@ mod tests {
                 "spec": {"resourceSelectors": [{"kind": EVIL, "name": EVIL}]}})],
             overrides: vec![],
             can_write: true,
+            can_update: true,
+            can_delete: true,
             recent_events: Some(Ok(crate::api::ObjectList {
                 items: vec![json!({"type": EVIL, "reason": EVIL, "message": EVIL,
                     "involvedObject": {"kind": EVIL, "name": EVIL}, "lastTimestamp": EVIL})],
@@ -1125,6 +1168,8 @@ mod tests {
             propagation: vec![],
             overrides: vec![],
             can_write: false,
+            can_update: false,
+            can_delete: false,
             recent_events: None,
         };
         let html = overview_page(&viewer(), "a", &o, false);

@@ -4,11 +4,11 @@
 use serde_json::{Value, json};
 
 use super::fields::{PolicyKind, Posted};
-use super::merge::merge_edit;
 use super::overrides::OverrideForm;
 use super::propagation::PropagationForm;
 use crate::api::placement::WorkloadReference;
 use crate::api::{ApiError, PlacementPreviewSpec};
+use crate::console::merge::edited_object;
 
 /// The form of a propagation or an override policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,15 +98,7 @@ pub fn edited_policy(
 ) -> Result<Value, ApiError> {
     let after = posted.to_policy()?;
     let before = PolicyForm::of_policy(posted.kind(), stored).shown();
-    let mut merged = merge_edit(stored, &before, &after);
-    if !resource_version.is_empty() {
-        merged["metadata"]["resourceVersion"] = json!(resource_version);
-    }
-    if let Some(metadata) = merged["metadata"].as_object_mut() {
-        // Read-only bookkeeping the update need not carry.
-        metadata.remove("managedFields");
-    }
-    Ok(merged)
+    Ok(edited_object(stored, &before, &after, resource_version))
 }
 
 /// Where the stored policy's `spec` holds what the form does not show (JSON pointers, sorted):

@@ -196,7 +196,7 @@ impl PropagationForm {
     }
 
     /// The form showing a stored policy (fields the form does not know are left out; an edit
-    /// keeps them, [`super::merge`]).
+    /// keeps them, [`crate::console::merge`]).
     pub fn of_policy(kind: PolicyKind, policy: &Value) -> PropagationForm {
         let affinity = policy
             .pointer("/spec/placement/clusterAffinity")

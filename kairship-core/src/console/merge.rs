@@ -1,10 +1,30 @@
-//! How an edit made with the policy form reaches the stored object: a three-way merge of what
-//! the form showed (`before`: the stored object as the form sees it) and what it sends back
-//! (`after`) into the stored object. Only what the user changed in the form changes; every
-//! field the form does not know (annotations, `activationPreference`, a field selector the form
-//! cannot show, ...) stays as stored.
+//! How an edit made with a form reaches the stored object (the policy form, an instance's edit
+//! page): a three-way merge of what the form showed (`before`: the stored object as the form
+//! sees it) and what it sends back (`after`) into the stored object. Only what the user changed
+//! in the form changes; every field the form does not know (annotations, `activationPreference`,
+//! a field selector the form cannot show, ...) stays as stored.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+/// The object an edit stores: `stored` with the change from `before` to `after` merged in
+/// ([`merge_edit`]), carrying `resource_version` (the version the form was filled from; empty:
+/// the stored one) so that a change made meanwhile is refused rather than overwritten.
+pub fn edited_object(
+    stored: &Value,
+    before: &Value,
+    after: &Value,
+    resource_version: &str,
+) -> Value {
+    let mut merged = merge_edit(stored, before, after);
+    if !resource_version.is_empty() {
+        merged["metadata"]["resourceVersion"] = json!(resource_version);
+    }
+    if let Some(metadata) = merged["metadata"].as_object_mut() {
+        // Read-only bookkeeping the update need not carry.
+        metadata.remove("managedFields");
+    }
+    merged
+}
 
 /// `stored` with the change from `before` to `after` applied.
 ///
