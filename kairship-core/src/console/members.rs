@@ -204,6 +204,19 @@ pub fn members_page(
             ],
             "Join (Pull)",
         );
+        h.raw(" ").el(
+            "a",
+            &[
+                (
+                    "href",
+                    &format!(
+                        "{base}/create?group=cluster.karmada.io&version=v1alpha1&resource=clusters"
+                    ),
+                ),
+                ("id", "create-cluster"),
+            ],
+            "Create a Cluster object",
+        );
     }
     h.close("p");
     h.raw("<table id=\"members\" class=\"list\"><thead><tr><th>Name</th><th>Mode</th><th>Ready</th><th>Kubernetes</th><th>Region</th><th>Endpoint</th><th>Workloads</th>");
@@ -544,6 +557,9 @@ mod tests {
         assert!(!page.contains("join-push") && !page.contains("Unjoin"));
         let page = members_page(&viewer(), "i", &[cluster], true);
         assert!(page.contains("join-push") && page.contains("Unjoin"));
+        assert!(page.contains(
+            "create?group=cluster.karmada.io&amp;version=v1alpha1&amp;resource=clusters"
+        ));
         // A refused join shows the message but never the kubeconfig it was given.
         let form = JoinForm {
             name: "m1".into(),

@@ -192,15 +192,16 @@ fn near_kinds(served: &[ApiResourceInfo], kind: &str) -> Vec<String> {
             || (wanted.len() >= 4 && candidate.contains(&wanted))
             || (candidate.len() >= 4 && wanted.contains(&candidate));
         let named = format!("{} ({})", r.kind, api_version_of(r));
-        if close && !near.iter().any(|(_, n)| n.starts_with(&format!("{} (", r.kind))) {
+        if close
+            && !near
+                .iter()
+                .any(|(_, n)| n.starts_with(&format!("{} (", r.kind)))
+        {
             near.push((d, named));
         }
     }
     near.sort_by_key(|(d, _)| *d);
-    near.into_iter()
-        .take(SUGGESTIONS)
-        .map(|(_, n)| n)
-        .collect()
+    near.into_iter().take(SUGGESTIONS).map(|(_, n)| n).collect()
 }
 
 /// The resource `instance` serves for `api_version` and `kind`, from its discovery
@@ -310,8 +311,7 @@ pub fn plan(
                 "{which}, {kind} {}",
                 object_name(&body, namespace.as_deref())
             );
-            let call = if resource.group == CLUSTER_GROUP && resource.resource == CLUSTER_RESOURCE
-            {
+            let call = if resource.group == CLUSTER_GROUP && resource.resource == CLUSTER_RESOURCE {
                 CreateCall::Cluster(JoinClusterRequest {
                     instance: instance.to_owned(),
                     body,
@@ -344,7 +344,11 @@ pub fn object_link(
     name: &str,
 ) -> String {
     let base = format!("/ui/instances/{}", url_segment(instance));
-    match (resource.group.as_str(), resource.resource.as_str(), namespace) {
+    match (
+        resource.group.as_str(),
+        resource.resource.as_str(),
+        namespace,
+    ) {
         (CLUSTER_GROUP, CLUSTER_RESOURCE, _) => {
             format!("{base}/members/{}", url_segment(name))
         }
@@ -509,7 +513,9 @@ pub(in crate::console) async fn create(
     let mut outcome = Outcome::default();
     for p in planned {
         let (namespace, answer) = match p.call {
-            CreateCall::Cluster(req) => (None, console.api.create_cluster(&signed.caller, req).await),
+            CreateCall::Cluster(req) => {
+                (None, console.api.create_cluster(&signed.caller, req).await)
+            }
             CreateCall::Object(req) => (
                 req.namespace.clone(),
                 console.api.create_object(&signed.caller, req).await,
@@ -599,7 +605,8 @@ pub fn create_page(
         .raw("</textarea></label><button id=\"create\" type=\"submit\">Create</button></form>");
     h.raw("<div id=\"create-result\" aria-live=\"polite\">");
     if !outcome.created.is_empty() {
-        h.open("section", &[("id", "created")]).raw("<h2>Created</h2><ul>");
+        h.open("section", &[("id", "created")])
+            .raw("<h2>Created</h2><ul>");
         for c in &outcome.created {
             let label = match &c.namespace {
                 Some(ns) => format!("{} {ns}/{}", c.kind, c.name),
@@ -651,7 +658,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ar(group: &str, version: &str, kind: &str, resource: &str, namespaced: bool) -> ApiResourceInfo {
+    fn ar(
+        group: &str,
+        version: &str,
+        kind: &str,
+        resource: &str,
+        namespaced: bool,
+    ) -> ApiResourceInfo {
         ApiResourceInfo {
             group: group.into(),
             version: version.into(),
@@ -672,10 +685,22 @@ mod tests {
             ar(CORE_GROUP, "v1", "Service", "services", true),
             ar("apps", "v1", "Deployment", "deployments", true),
             ar("apps", "v1", "StatefulSet", "statefulsets", true),
-            ar("cluster.karmada.io", "v1alpha1", "Cluster", "clusters", false),
+            ar(
+                "cluster.karmada.io",
+                "v1alpha1",
+                "Cluster",
+                "clusters",
+                false,
+            ),
             ar("example.io", "v1", "Widget", "widgets", true),
             ar("example.io", "v1beta1", "Widget", "widgets", true),
-            ar("policy.karmada.io", "v1alpha1", "PropagationPolicy", "propagationpolicies", true),
+            ar(
+                "policy.karmada.io",
+                "v1alpha1",
+                "PropagationPolicy",
+                "propagationpolicies",
+                true,
+            ),
         ]
     }
 
@@ -692,14 +717,23 @@ mod tests {
             ("", "nothing to create"),
             ("# only a comment\n", "nothing to create"),
             ("just text", "the document is not an object"),
-            ("kind: ConfigMap\nmetadata: {name: x}", "the document has no apiVersion"),
-            ("apiVersion: v1\nmetadata: {name: x}", "the document has no kind"),
+            (
+                "kind: ConfigMap\nmetadata: {name: x}",
+                "the document has no apiVersion",
+            ),
+            (
+                "apiVersion: v1\nmetadata: {name: x}",
+                "the document has no kind",
+            ),
             ("apiVersion: v1\nkind: ''\n", "the document has no kind"),
             (
                 "apiVersion: v1\nkind: ConfigMap\n---\napiVersion: v1\n",
                 "document 2 of 2 has no kind",
             ),
-            ("apiVersion: v1\nkind: ConfigMap\n---\n- a\n", "document 2 of 2 is not an object"),
+            (
+                "apiVersion: v1\nkind: ConfigMap\n---\n- a\n",
+                "document 2 of 2 is not an object",
+            ),
         ] {
             let err = parse_documents(yaml).unwrap_err();
             assert!(err.message.contains(want), "{yaml:?}: {}", err.message);
@@ -727,22 +761,24 @@ mod tests {
             (
                 "apps/v1",
                 "Deploymnt",
-                Err("kind Deploymnt is not served by karmada-a in apps/v1; did you mean Deployment (apps/v1)?"),
+                Err(
+                    "kind Deploymnt is not served by karmada-a in apps/v1; did you mean Deployment (apps/v1)?",
+                ),
             ),
-            (
-                "v1",
-                "configmap",
-                Err("did you mean ConfigMap (v1)?"),
-            ),
+            ("v1", "configmap", Err("did you mean ConfigMap (v1)?")),
             (
                 "v1",
                 "Foo",
-                Err("kind Foo is not served by karmada-a in v1; v1 serves ConfigMap, Namespace, Service"),
+                Err(
+                    "kind Foo is not served by karmada-a in v1; v1 serves ConfigMap, Namespace, Service",
+                ),
             ),
             (
                 "apps/v2",
                 "Deployment",
-                Err("kind Deployment is not served as apps/v2 by karmada-a; it is served as apps/v1"),
+                Err(
+                    "kind Deployment is not served as apps/v2 by karmada-a; it is served as apps/v1",
+                ),
             ),
             (
                 "v1",
@@ -752,7 +788,9 @@ mod tests {
             (
                 "example.io/v2",
                 "Gizmo",
-                Err("apiVersion example.io/v2 is not served by karmada-a; group example.io serves v1, v1beta1"),
+                Err(
+                    "apiVersion example.io/v2 is not served by karmada-a; group example.io serves v1, v1beta1",
+                ),
             ),
             (
                 "foo.io/v1",
@@ -765,8 +803,8 @@ mod tests {
                 Err("did you mean PropagationPolicy (policy.karmada.io/v1alpha1)?"),
             ),
         ] {
-            let got = resolve_kind(&served, "karmada-a", api_version, kind)
-                .map(|r| r.resource.as_str());
+            let got =
+                resolve_kind(&served, "karmada-a", api_version, kind).map(|r| r.resource.as_str());
             match want {
                 Ok(plural) => assert_eq!(got, Ok(plural), "{api_version} {kind}"),
                 Err(part) => {
@@ -829,7 +867,11 @@ mod tests {
                     Some("other".to_owned()),
                     "document 2 of 5, Service other/s"
                 ),
-                ("core/v1/namespaces".to_owned(), None, "document 3 of 5, Namespace team"),
+                (
+                    "core/v1/namespaces".to_owned(),
+                    None,
+                    "document 3 of 5, Namespace team"
+                ),
                 ("cluster".to_owned(), None, "document 4 of 5, Cluster m"),
                 (
                     "example.io/v1/widgets".to_owned(),
@@ -875,7 +917,12 @@ mod tests {
                 "web",
                 "/ui/instances/karmada-a/namespaces/demo/workloads/web",
             ),
-            ("clusters", None, "m 1", "/ui/instances/karmada-a/members/m%201"),
+            (
+                "clusters",
+                None,
+                "m 1",
+                "/ui/instances/karmada-a/members/m%201",
+            ),
             (
                 "widgets",
                 Some("demo"),
