@@ -184,24 +184,24 @@ fn distance(a: &str, b: &str) -> usize {
 /// nearest first, each with an `apiVersion` serving it (the group's preferred one first).
 fn near_kinds(served: &[ApiResourceInfo], kind: &str) -> Vec<String> {
     let wanted = kind.to_lowercase();
-    let mut near: Vec<(usize, String)> = Vec::new();
+    // (distance, kind, "Kind (apiVersion)"): one entry per kind, the first version discovery
+    // lists (the group's preferred one).
+    let mut near: Vec<(usize, &str, String)> = Vec::new();
     for r in served {
         let candidate = r.kind.to_lowercase();
         let d = distance(&wanted, &candidate);
         let close = d <= 2.max(wanted.len() / 4)
             || (wanted.len() >= 4 && candidate.contains(&wanted))
             || (candidate.len() >= 4 && wanted.contains(&candidate));
-        let named = format!("{} ({})", r.kind, api_version_of(r));
-        if close
-            && !near
-                .iter()
-                .any(|(_, n)| n.starts_with(&format!("{} (", r.kind)))
-        {
-            near.push((d, named));
+        if close && !near.iter().any(|(_, k, _)| *k == r.kind) {
+            near.push((d, &r.kind, format!("{} ({})", r.kind, api_version_of(r))));
         }
     }
-    near.sort_by_key(|(d, _)| *d);
-    near.into_iter().take(SUGGESTIONS).map(|(_, n)| n).collect()
+    near.sort_by_key(|(d, _, _)| *d);
+    near.into_iter()
+        .take(SUGGESTIONS)
+        .map(|(_, _, named)| named)
+        .collect()
 }
 
 /// The resource `instance` serves for `api_version` and `kind`, from its discovery
@@ -443,10 +443,10 @@ pub(in crate::console) async fn create_form(
                     let err = ApiError::not_found(format!(
                         "{instance} does not serve {resource} in {group}/{version}"
                     ));
-                    outcome.refused = Some(("the resource to prefill".to_owned(), err));
+                    outcome.refused = Some(("prefilling the form".to_owned(), err));
                 }
             },
-            Err(err) => outcome.refused = Some(("the resource to prefill".to_owned(), err)),
+            Err(err) => outcome.refused = Some(("prefilling the form".to_owned(), err)),
         }
     }
     html(
