@@ -506,7 +506,7 @@ pub(in crate::console) async fn create(
         Err(err) => {
             return refused(Outcome {
                 created: Vec::new(),
-                refused: Some(("nothing was created".to_owned(), err)),
+                refused: Some(("the paste (nothing was created)".to_owned(), err)),
             });
         }
     };
