@@ -202,6 +202,19 @@ pub fn members_page(
             ],
             "Join (Pull)",
         );
+        h.raw(" ").el(
+            "a",
+            &[
+                (
+                    "href",
+                    &format!(
+                        "{base}/create?group=cluster.karmada.io&version=v1alpha1&resource=clusters"
+                    ),
+                ),
+                ("id", "create-cluster"),
+            ],
+            "Create a Cluster object",
+        );
     }
     h.close("p");
     let refresh = format!("{base}/members");
@@ -562,6 +575,9 @@ mod tests {
         );
         let page = members_page(&viewer(), "i", Ok(&[cluster]), true);
         assert!(page.contains("join-push") && page.contains("Unjoin"));
+        assert!(page.contains(
+            "create?group=cluster.karmada.io&amp;version=v1alpha1&amp;resource=clusters"
+        ));
         let refused = members_page(&viewer(), "i", Err(ApiError::forbidden("<b>no</b>")), true);
         assert!(refused.contains("&lt;b&gt;no") && refused.contains("hx-get"));
         // A refused join shows the message but never the kubeconfig it was given.

@@ -174,17 +174,16 @@ pub(in crate::console) async fn list(
     // A refused query (a malformed selector, an unknown resource) is shown on the page with
     // the API's status, the form kept so it can be corrected.
     let status = listed.as_ref().err().map_or(StatusCode::OK, status_of);
-    // Only who may create policies gets the policy lists' "New policy" button.
-    let can_create =
-        crate::console::policies::kind_of_resource(&resource.group, &resource.resource).is_some()
-            && allowed(
-                &console,
-                &signed.caller,
-                Verb::Create,
-                InstanceResource::Proxy,
-                &resource.instance,
-            )
-            .await;
+    // Only who may create inside the instance gets the Create link (and the policy lists'
+    // "New policy" button).
+    let can_create = allowed(
+        &console,
+        &signed.caller,
+        Verb::Create,
+        InstanceResource::Proxy,
+        &resource.instance,
+    )
+    .await;
     html(
         status,
         list_page(&signed.viewer(), &resource, &query, &listed, can_create),
@@ -373,6 +372,30 @@ fn sort_options(h: &mut Html, query: &BrowseQuery) {
     h.raw("</select></label>");
 }
 
+/// The list's **Create** link: the create-from-YAML page prefilled with a skeleton of the
+/// resource, in the list's namespace when it names one.
+fn create_link(h: &mut Html, resource: &ResourcePath, ns_filter: &str) {
+    let ns = if ns_filter.contains(',') {
+        ""
+    } else {
+        ns_filter.trim()
+    };
+    let url = format!(
+        "/ui/instances/{}/create?group={}&version={}&resource={}&ns={}",
+        url_segment(&resource.instance),
+        url_segment(&resource.group),
+        url_segment(&resource.version),
+        url_segment(&resource.resource),
+        url_segment(ns)
+    );
+    h.el(
+        "a",
+        &[("href", &url), ("class", "button"), ("id", "create-object")],
+        "Create",
+    )
+    .raw(" ");
+}
+
 /// A resource's list page (`listed` is the API's answer, an error shown above the form).
 pub fn list_page(
     viewer: &Viewer<'_>,
@@ -401,6 +424,8 @@ pub fn list_page(
         .text(&format!("{}/{}", resource.group, resource.version))
         .raw("</span></h1>");
     if can_create {
+        h.open("p", &[]);
+        create_link(&mut h, resource, &query.ns);
         crate::console::policies::list_link(
             &mut h,
             &resource.instance,
@@ -408,6 +433,7 @@ pub fn list_page(
             &resource.resource,
             &query.ns,
         );
+        h.close("p");
     }
     h.open(
         "form",
@@ -681,6 +707,37 @@ mod tests {
                 shown,
                 "{resource} {can_create}"
             );
+            // Every list has the Create link, for who may create only.
+            assert_eq!(
+                out.contains("id=\"create-object\""),
+                can_create,
+                "{resource} {can_create}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_create_link_names_the_resource_and_the_one_namespace() {
+        let path = ResourcePath {
+            instance: "karmada-a".into(),
+            group: "example.io".into(),
+            version: "v1".into(),
+            resource: "widgets".into(),
+        };
+        for (ns, want) in [("demo", "ns=demo"), ("a,b", "ns=\""), ("", "ns=\"")] {
+            let query = BrowseQuery {
+                ns: ns.into(),
+                ..BrowseQuery::default()
+            };
+            let listed = Ok(ObjectList {
+                items: vec![],
+                pagination: Pagination::default(),
+            });
+            let out = list_page(&viewer(), &path, &query, &listed, true);
+            let link = format!(
+                "href=\"/ui/instances/karmada-a/create?group=example.io&amp;version=v1&amp;resource=widgets&amp;{want}"
+            );
+            assert!(out.contains(&link), "{ns}: {out}");
         }
     }
 

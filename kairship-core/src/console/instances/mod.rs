@@ -1,7 +1,8 @@
-//! Console pages of the instances feature: the instance list, an instance's overview, deleting
-//! one, and creating resources in it (the new-instance forms are in [`forms`], the edit page
-//! in [`edit`]).
+//! Console pages of the instances feature: the instance list, an instance's overview and
+//! deleting one (the new-instance forms are in [`forms`], the edit page in [`edit`], creating
+//! objects in an instance from YAML in [`create`]).
 
+pub mod create;
 pub mod edit;
 pub mod forms;
 pub mod kubeconfig;
@@ -19,9 +20,9 @@ use serde_json::Value;
 use self::view::{InstanceRow, InstancesQuery, Overview};
 use crate::access::{Caller, InstanceResource, Verb};
 use crate::api::{
-    ApiError, CreateResourceRequest, DeleteInstanceRequest, GetInstanceRequest, KairshipApi,
-    ListClustersRequest, ListInstancesRequest, ListOptions, ListResourcesRequest,
-    ListWorkloadsRequest, ResourceKind, SortBy, SortDir,
+    ApiError, DeleteInstanceRequest, GetInstanceRequest, KairshipApi, ListClustersRequest,
+    ListInstancesRequest, ListOptions, ListResourcesRequest, ListWorkloadsRequest, ResourceKind,
+    SortBy, SortDir,
 };
 use crate::console::request::{
     Shared, SignedForm, SignedIn, allowed, error_answer, html, is_htmx, see_other, status_of,
@@ -319,121 +320,6 @@ pub(in crate::console) async fn delete_instance(
     }
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub(in crate::console) struct CreateQuery {
-    ns: Option<String>,
-}
-
-pub(in crate::console) async fn create_form(
-    Path(instance): Path<String>,
-    Query(query): Query<CreateQuery>,
-    signed: SignedIn,
-) -> Response {
-    let ns = query.ns.unwrap_or_else(|| "default".to_owned());
-    html(
-        StatusCode::OK,
-        view::create_page(&signed.viewer(), &instance, &ns, "", None),
-    )
-}
-
-/// The create call a YAML document asks for: its kind (by `kind`) and namespace (the
-/// document's, else `default_namespace`, none for cluster-scoped kinds). Only the shape
-/// needed to route it is read here; the API checks everything else.
-pub fn create_request(
-    instance: &str,
-    yaml: &str,
-    default_namespace: &str,
-) -> Result<CreateResourceRequest, ApiError> {
-    let body: Value = serde_saphyr::from_str(yaml)
-        .map_err(|e| ApiError::invalid(format!("the YAML does not parse: {e}")))?;
-    let Some(kind_name) = body.get("kind").and_then(Value::as_str) else {
-        return Err(ApiError::invalid_field(
-            "kind",
-            "the object has no kind: give `kind` (Deployment, ConfigMap, ...)",
-        ));
-    };
-    let Some(kind) = ResourceKind::ALL
-        .into_iter()
-        .find(|k| k.kind() == kind_name)
-    else {
-        let known: Vec<&str> = ResourceKind::ALL.iter().map(|k| k.kind()).collect();
-        return Err(ApiError::invalid_field(
-            "kind",
-            format!(
-                "kind {kind_name} is not served; one of: {}",
-                known.join(", ")
-            ),
-        ));
-    };
-    let namespace = kind.namespaced().then(|| {
-        body.pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-            .unwrap_or(default_namespace)
-            .to_owned()
-    });
-    Ok(CreateResourceRequest {
-        instance: instance.to_owned(),
-        kind,
-        namespace,
-        body,
-    })
-}
-
-pub(in crate::console) async fn create(
-    State(console): State<Shared>,
-    headers: HeaderMap,
-    Path(instance): Path<String>,
-    SignedForm { signed, fields }: SignedForm,
-) -> Response {
-    let yaml = fields.get("yaml").map(String::as_str).unwrap_or_default();
-    let ns = fields
-        .get("namespace")
-        .map(|n| n.trim())
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default");
-    let result = match create_request(&instance, yaml, ns) {
-        Ok(req) => {
-            let kind = req.kind;
-            let namespace = req.namespace.clone();
-            console
-                .api
-                .create_resource(&signed.caller, req)
-                .await
-                .map(|o| (kind, namespace, o))
-        }
-        Err(err) => Err(err),
-    };
-    match result {
-        Ok((ResourceKind::Deployments, Some(ns), object)) => {
-            let name = object
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let to = format!(
-                "/ui/instances/{}/namespaces/{}/workloads/{}",
-                crate::console::html::url_segment(&instance),
-                crate::console::html::url_segment(&ns),
-                crate::console::html::url_segment(name)
-            );
-            see_other(&headers, &to)
-        }
-        Ok((_, ns, _)) => {
-            let to = format!(
-                "/ui/instances/{}?ns={}",
-                crate::console::html::url_segment(&instance),
-                crate::console::html::url_segment(ns.as_deref().unwrap_or_default())
-            );
-            see_other(&headers, &to)
-        }
-        Err(err) => html(
-            status_of(&err),
-            view::create_page(&signed.viewer(), &instance, ns, yaml, Some(&err)),
-        ),
-    }
-}
-
 /// The instance list, an instance's overview, its deletion and creating resources in it.
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
@@ -447,45 +333,13 @@ pub(super) fn routes() -> Router<Shared> {
             "/ui/instances/{instance}/delete",
             get(delete_confirm).post(delete_instance),
         )
-        .route(
-            "/ui/instances/{instance}/create",
-            get(create_form).post(create),
-        )
+        .merge(create::routes())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn create_request_table() {
-        let r = create_request("a", "kind: Deployment\nmetadata: {name: web}\n", "demo").unwrap();
-        assert_eq!(r.kind, ResourceKind::Deployments);
-        assert_eq!(r.namespace.as_deref(), Some("demo"));
-        let r = create_request(
-            "a",
-            "kind: ConfigMap\nmetadata: {name: c, namespace: other}\n",
-            "demo",
-        )
-        .unwrap();
-        assert_eq!(r.namespace.as_deref(), Some("other"));
-        let r = create_request(
-            "a",
-            "kind: ClusterPropagationPolicy\nmetadata: {name: p}\n",
-            "demo",
-        )
-        .unwrap();
-        assert_eq!(r.namespace, None);
-        for (yaml, want) in [
-            ("kind: [", "the YAML does not parse"),
-            ("metadata: {name: x}", "has no kind"),
-            ("kind: Pod", "kind Pod is not served"),
-        ] {
-            let err = create_request("a", yaml, "demo").unwrap_err();
-            assert!(err.message.contains(want), "{yaml}: {}", err.message);
-        }
-    }
 
     #[test]
     fn state_filter_pages_what_remains() {

@@ -1,5 +1,5 @@
 //! HTML of the instances feature's pages: the list with its filters and pager, the overview
-//! (members, workloads, policies) and the create and delete pages.
+//! (members, workloads, policies) and the delete page.
 
 use serde_json::Value;
 
@@ -783,75 +783,6 @@ pub(in crate::console) fn policies_section(h: &mut Html, o: &Overview) {
     }
 }
 
-/// The "create from YAML" page, with the YAML sent and the API's answer when it refused.
-pub fn create_page(
-    viewer: &Viewer<'_>,
-    instance: &str,
-    namespace: &str,
-    yaml: &str,
-    err: Option<&ApiError>,
-) -> String {
-    let mut h = Html::new();
-    h.open("h1", &[])
-        .raw("Create in ")
-        .text(instance)
-        .close("h1");
-    h.raw("<p>One object: a Deployment, Service, ConfigMap, Secret, Job, CronJob or a (Cluster)PropagationPolicy / (Cluster)OverridePolicy. The API checks it as it checks any create.</p>");
-    let action = format!("/ui/instances/{}/create", url_segment(instance));
-    h.open(
-        "form",
-        &[
-            ("method", "post"),
-            ("action", &action),
-            ("hx-post", &action),
-            ("hx-target", "#create-result"),
-            ("hx-select", "#create-result"),
-            ("hx-swap", "outerHTML"),
-        ],
-    );
-    csrf_field(&mut h, viewer.csrf);
-    h.raw("<label>Namespace (when the YAML names none) ")
-        .open(
-            "input",
-            &[
-                ("name", "namespace"),
-                ("id", "namespace"),
-                ("value", namespace),
-            ],
-        )
-        .raw("</label><label>YAML ")
-        .open(
-            "textarea",
-            &[
-                ("name", "yaml"),
-                ("id", "yaml"),
-                ("rows", "18"),
-                ("spellcheck", "false"),
-            ],
-        )
-        .text(yaml)
-        .raw("</textarea></label><button id=\"create\" type=\"submit\">Create</button></form>");
-    h.raw("<div id=\"create-result\">");
-    if let Some(err) = err {
-        error_box(&mut h, err);
-        for d in &err.details {
-            if let Some(violations) = d.get("fieldViolations").and_then(Value::as_array) {
-                h.raw("<ul class=\"violations\">");
-                for v in violations {
-                    h.raw("<li>")
-                        .el("code", &[], s(v, "/field").unwrap_or_default())
-                        .raw(": ")
-                        .text(s(v, "/description").unwrap_or_default())
-                        .raw("</li>");
-                }
-                h.raw("</ul>");
-            }
-        }
-    }
-    h.raw("</div>");
-    page("Create from YAML", Some(viewer), h)
-}
-
 pub(in crate::console) fn workloads_section(h: &mut Html, base: &str, o: &Overview) {
     h.raw("<section><h2>Workloads</h2>");
     h.raw("<table id=\"workloads\" class=\"list\"><thead><tr><th>Name</th><th>Ready</th><th>Paused</th><th>Policy</th><th>Placement</th></tr></thead><tbody>");
@@ -1147,9 +1078,6 @@ mod tests {
         assert_no_injection(&overview_page(&viewer(), EVIL, &o, false));
         let err = ApiError::invalid(EVIL)
             .with_detail(json!({"fieldViolations": [{"field": EVIL, "description": EVIL}]}));
-        let html = create_page(&viewer(), EVIL, EVIL, EVIL, Some(&err));
-        assert_no_injection(&html);
-        assert!(html.contains("InvalidArgument"));
         assert_no_injection(&error_page(Some(&viewer()), EVIL, &err));
         assert_no_injection(&delete_instance_page(&viewer(), EVIL, Some(&err)));
         assert_no_injection(&signin_page(Some(EVIL), true));
