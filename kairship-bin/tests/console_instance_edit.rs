@@ -1,8 +1,10 @@
 //! An instance's edit page in a real Chromium against `kairship sandbox`: from the overview of
 //! `karmada-a` the admin follows **Edit**, changes the display name and the deletion policy
 //! and saves; the Instance on the host (read with kube-rs) then holds exactly those changes,
-//! with an annotation and a label set outside the form kept. A form opened before a change
-//! made elsewhere (kube-rs) is refused on save with the API's message above the form as sent;
+//! with an annotation and a label set outside the form kept. An annotation added elsewhere
+//! (kube-rs) while a form is open is kept by its save; a form opened before a change made
+//! elsewhere to what it shows (the display name) is refused on save with the API's message
+//! above the form as sent;
 //! a deletion policy the API does not know and, on a provisioned instance, a malformed Karmada
 //! version show the API's message; the provisioning settings are edited with the new-instance
 //! form's fields while the host namespace, not offered, is kept. The overview's **Delete**
@@ -144,7 +146,8 @@ async fn edit_an_instance_in_chromium() {
     want["spec"]["deletionPolicy"] = json!("Delete");
     assert_eq!(after, want);
 
-    // A form made stale by a change in between: refused, shown above the form as sent.
+    // A change made meanwhile to what the form does not show (an annotation): the save goes
+    // through, and keeps it.
     browser.goto(&edit).await;
     assert_eq!(value_of(&browser, "#alias").await, "Karmada A (Europe)");
     instances
@@ -154,6 +157,25 @@ async fn edit_an_instance_in_chromium() {
             &Patch::Merge(
                 json!({"metadata": {"annotations": {"example.com/changed": "meanwhile"}}}),
             ),
+        )
+        .await
+        .unwrap();
+    let mut want = held(&instances, "karmada-a").await;
+    retype(&browser, "#alias", "Karmada A").await;
+    browser.click("#save").await;
+    browser.wait_url("/ui/instances/karmada-a").await;
+    want["spec"]["alias"] = json!("Karmada A");
+    assert_eq!(held(&instances, "karmada-a").await, want);
+
+    // A form made stale by a change in between to what it shows: refused, shown above the
+    // form as sent.
+    browser.goto(&edit).await;
+    assert_eq!(value_of(&browser, "#alias").await, "Karmada A");
+    instances
+        .patch(
+            "karmada-a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"alias": "Renamed meanwhile"}})),
         )
         .await
         .unwrap();

@@ -137,8 +137,39 @@ impl InstanceEdit {
     }
 }
 
+/// What a form was filled from, carried in its hidden fields: the Instance's
+/// `resourceVersion` and a digest of what the form showed of it ([`shown_digest`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilledFrom<'a> {
+    /// `metadata.resourceVersion` of the Instance the form was filled from.
+    pub resource_version: &'a str,
+    /// [`shown_digest`] of that Instance.
+    pub shown: &'a str,
+}
+
+/// A digest of what the edit form shows of `stored` (its display name, deletion policy and
+/// settings, as [`InstanceEdit::to_instance`] writes them).
+pub fn shown_digest(stored: &Value) -> Result<String, ApiError> {
+    let shown = InstanceEdit::of_instance(stored)?.to_instance()?;
+    let bytes = serde_json::to_vec(&shown).unwrap_or_default();
+    let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
+    Ok(digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The `resourceVersion` a save carries. When nothing the form shows changed since it was
+/// filled (the controllers write the status, someone a label), the stored version: the
+/// merge keeps what changed meanwhile, and a write between this read and the update is still
+/// refused. Otherwise the version the form was filled from, which the API refuses as stale,
+/// so a change made meanwhile to what the form shows is never overwritten.
+pub fn version_to_carry(stored: &Value, filled: FilledFrom<'_>) -> Result<String, ApiError> {
+    if !filled.shown.is_empty() && shown_digest(stored)? == filled.shown {
+        return Ok(text(stored, "/metadata/resourceVersion"));
+    }
+    Ok(filled.resource_version.to_owned())
+}
+
 /// The Instance an edit stores: `stored` with the change from the form as it showed `stored`
-/// to the form as posted, carrying `resource_version` (the version the form was filled from).
+/// to the form as posted, carrying `resource_version` ([`version_to_carry`]).
 pub fn edited_instance(
     stored: &Value,
     posted: &InstanceEdit,
@@ -155,11 +186,11 @@ pub fn overview_path(instance: &str) -> String {
 }
 
 /// The edit page of `instance`: the form (the refusal of the last save above it) for who may
-/// change it, else a notice; `resource_version` is the version the form was filled from.
+/// change it, else a notice; `filled` says what the form was filled from.
 pub fn edit_page(
     viewer: &Viewer<'_>,
     instance: &str,
-    form: Option<(&InstanceEdit, &str)>,
+    form: Option<(&InstanceEdit, FilledFrom<'_>)>,
     err: Option<&ApiError>,
 ) -> String {
     let back = overview_path(instance);
@@ -172,7 +203,7 @@ pub fn edit_page(
         .raw("Edit instance ")
         .text(instance)
         .close("h1");
-    let Some((form, resource_version)) = form else {
+    let Some((form, filled)) = form else {
         if let Some(err) = err {
             crate::console::page::error_box(&mut h, err);
         }
@@ -194,14 +225,22 @@ pub fn edit_page(
         }
     }
     h.close("p");
-    h.raw("<p>Only what you change is written; what the form does not show (labels, annotations, other fields) stays as stored. A change made to the instance since this form was opened makes the save fail instead of being overwritten.</p>");
+    h.raw("<p>Only what you change is written; what the form does not show (labels, annotations, other fields) stays as stored. A change made since this form was opened to what it shows makes the save fail instead of being overwritten.</p>");
     post_form(&mut h, err, &format!("{back}/edit"), viewer.csrf);
     h.open(
         "input",
         &[
             ("type", "hidden"),
             ("name", "resource_version"),
-            ("value", resource_version),
+            ("value", filled.resource_version),
+        ],
+    );
+    h.open(
+        "input",
+        &[
+            ("type", "hidden"),
+            ("name", "shown"),
+            ("value", filled.shown),
         ],
     );
     input(
@@ -295,17 +334,18 @@ pub(in crate::console) async fn edit_form(
             edit_page(&signed.viewer(), &instance, None, None),
         );
     }
-    match InstanceEdit::of_instance(&stored) {
-        Ok(form) => {
+    let filled =
+        InstanceEdit::of_instance(&stored).and_then(|form| Ok((form, shown_digest(&stored)?)));
+    match filled {
+        Ok((form, shown)) => {
             let resource_version = text(&stored, "/metadata/resourceVersion");
+            let filled = FilledFrom {
+                resource_version: &resource_version,
+                shown: &shown,
+            };
             html(
                 StatusCode::OK,
-                edit_page(
-                    &signed.viewer(),
-                    &instance,
-                    Some((&form, &resource_version)),
-                    None,
-                ),
+                edit_page(&signed.viewer(), &instance, Some((&form, filled)), None),
             )
         }
         Err(err) => error_answer(&signed, &instance, &err),
@@ -338,8 +378,13 @@ pub(in crate::console) async fn edit(
         Ok(form) => form,
         Err(err) => return error_answer(&signed, &instance, &err),
     };
-    let resource_version = fields.get("resource_version").cloned().unwrap_or_default();
-    let updated = match edited_instance(&stored, &form, &resource_version) {
+    let field = |name: &str| fields.get(name).map(String::as_str).unwrap_or_default();
+    let filled = FilledFrom {
+        resource_version: field("resource_version"),
+        shown: field("shown"),
+    };
+    let carried = version_to_carry(&stored, filled);
+    let updated = match carried.and_then(|version| edited_instance(&stored, &form, &version)) {
         Ok(body) => {
             let req = UpdateInstanceRequest {
                 instance: instance.clone(),
@@ -356,7 +401,7 @@ pub(in crate::console) async fn edit(
             edit_page(
                 &signed.viewer(),
                 &instance,
-                Some((&form, &resource_version)),
+                Some((&form, filled)),
                 Some(&err),
             ),
         ),
@@ -603,6 +648,62 @@ mod tests {
     }
 
     #[test]
+    fn a_form_is_stale_only_when_what_it_shows_changed() {
+        let opened = provisioned();
+        let shown = shown_digest(&opened).unwrap();
+        let edit = |f: &dyn Fn(&mut Value)| {
+            let mut v = opened.clone();
+            f(&mut v);
+            v["metadata"]["resourceVersion"] = json!("9");
+            v
+        };
+        for (case, stored, carried) in [
+            ("nothing changed", opened.clone(), "7"),
+            (
+                "the status, a label and an annotation changed",
+                edit(&|v| {
+                    v["status"]["state"] = json!("UPGRADING");
+                    v["metadata"]["labels"]["tier"] = json!("silver");
+                    v["metadata"]["annotations"]["new"] = json!("x");
+                }),
+                "9",
+            ),
+            (
+                "the display name changed",
+                edit(&|v| v["spec"]["alias"] = json!("Edge 2")),
+                "7",
+            ),
+            (
+                "a feature gate changed",
+                edit(&|v| v["spec"]["provision"]["featureGates"]["Failover"] = json!(false)),
+                "7",
+            ),
+            (
+                "the deletion policy changed",
+                edit(&|v| v["spec"]["deletionPolicy"] = json!("Retain")),
+                "7",
+            ),
+        ] {
+            let filled = FilledFrom {
+                resource_version: "7",
+                shown: &shown,
+            };
+            assert_eq!(
+                version_to_carry(&stored, filled).unwrap(),
+                carried,
+                "{case}"
+            );
+        }
+        // A form without the digest (sent by an older page) carries its own version.
+        let moved_on = edit(&|v| v["status"]["state"] = json!("UPGRADING"));
+        let filled = FilledFrom {
+            resource_version: "7",
+            shown: "",
+        };
+        assert_eq!(version_to_carry(&moved_on, filled).unwrap(), "7");
+    }
+
+    #[test]
     fn what_the_form_cannot_parse_is_refused_before_the_api() {
         for (field, value, says) in [
             ("featureGates", "Failover=yes", "not true or false"),
@@ -636,7 +737,11 @@ mod tests {
         )
         .unwrap();
         let err = ApiError::invalid(format!("spec: {evil}"));
-        let out = edit_page(&viewer, evil, Some((&form, "7")), Some(&err));
+        let filled = FilledFrom {
+            resource_version: "7",
+            shown: "d1",
+        };
+        let out = edit_page(&viewer, evil, Some((&form, filled)), Some(&err));
         assert!(!out.contains("<script>alert"), "{out}");
         assert!(out.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert_eq!(out.matches("role=\"alert\"").count(), 1);
@@ -645,6 +750,7 @@ mod tests {
             out.contains("name=\"resource_version\" value=\"7\""),
             "{out}"
         );
+        assert!(out.contains("name=\"shown\" value=\"d1\""), "{out}");
         assert!(
             out.contains("id=\"karmadaVersion\" value=\"1.14\""),
             "{out}"
@@ -657,7 +763,13 @@ mod tests {
         let adopted_page = edit_page(
             &viewer,
             "prod",
-            Some((&InstanceEdit::of_instance(&adopted()).unwrap(), "3")),
+            Some((
+                &InstanceEdit::of_instance(&adopted()).unwrap(),
+                FilledFrom {
+                    resource_version: "3",
+                    shown: "d2",
+                },
+            )),
             None,
         );
         assert!(
