@@ -1,6 +1,6 @@
 //! The real kubectl (v1.36) streaming through Kairship's native proxy to a member pod:
 //! `kubectl exec` (WebSocket `v5.channel.k8s.io`, an interactive shell over stdin, an exit
-//! code) and `kubectl logs -f` (lines arriving while the container writes them), and port
+//! code), `kubectl attach` and `kubectl logs -f` (lines arriving while the container writes them), and port
 //! forwarding with kube-rs's client (`v4.channel.k8s.io`), with a
 //! kubeconfig whose server is Karmada's cluster proxy of member `a-east` inside the instance
 //! proxy (`…/instances/karmada-a/proxy/apis/cluster.karmada.io/v1alpha1/clusters/a-east/proxy`),
@@ -134,6 +134,12 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
     // The exit code comes back as the container's.
     let err = member.fails(&["-n", "demo", "exec", &pod, "--", "sh", "-c", "exit 3"]);
     assert!(err.contains("exit code 3"), "{err}");
+
+    // `attach` carries the container's output (the sandbox's kubelet sends what the
+    // container printed so far, then detaches).
+    let out = member.ok(&["-n", "demo", "attach", &pod]);
+    assert!(out.lines().any(|l| l == "started"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("tick ")), "{out}");
 
     // `logs -f` streams the lines while the container writes them: after the last line
     // written before the command, new ones arrive, each written later than the one before
