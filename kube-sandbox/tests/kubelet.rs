@@ -86,8 +86,16 @@ async fn pods_are_scheduled_where_they_fit_and_run() {
     let status = running.status.unwrap();
     assert!(status.pod_ip.is_some_and(|ip| ip.starts_with("10.244.")));
     assert!(status.container_statuses.unwrap()[0].ready);
+    // A container given a command prints what the command prints, nothing more; one running
+    // its image's entrypoint gets a line saying what started (the image's own output is
+    // unknown here).
     let logs = pods.logs("tolerant", &LogParams::default()).await.unwrap();
-    assert!(logs.contains("ready"), "{logs}");
+    assert_eq!(logs, "ready\n");
+    let logs = pods.logs("pinned", &LogParams::default()).await.unwrap();
+    assert_eq!(
+        logs,
+        "container app started from image busybox:1 on node small\n"
+    );
     let tail = pods
         .logs(
             "tolerant",

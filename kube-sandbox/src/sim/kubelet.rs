@@ -479,12 +479,17 @@ pub(super) fn start_pod(sim: &Arc<Simulator>, namespace: &str, name: &str) -> Op
     for c in &containers {
         let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-        sim.kubelet.append_log(
-            namespace,
-            name,
-            cname,
-            &format!("container {cname} started from image {image} on node {node}"),
-        );
+        // A container running its image's own entrypoint prints what the image prints, which
+        // the sandbox cannot know: it gets one line saying what started. A container given a
+        // command or args prints only what they print, as a real one does.
+        if c.get("command").is_none() && c.get("args").is_none() {
+            sim.kubelet.append_log(
+                namespace,
+                name,
+                cname,
+                &format!("container {cname} started from image {image} on node {node}"),
+            );
+        }
         for line in printed_lines(c) {
             sim.kubelet.append_log(namespace, name, cname, &line);
         }
