@@ -244,10 +244,25 @@ impl ApiError {
         } else {
             format!("{context}: {}", status.message)
         };
-        match (status.code, status.reason.as_str()) {
+        let err = match (status.code, status.reason.as_str()) {
             (409, "AlreadyExists") => ApiError::new(Code::AlreadyExists, message),
             (409, _) => ApiError::precondition_failed("resourceVersion", context, message),
             (code, _) => ApiError::new(code_of_http_status(code), message),
+        };
+        // An invalid object's causes name its fields (kube-apiserver's `Invalid` Status, from
+        // `apierrors.NewInvalid` in k8s.io/apimachinery/pkg/api/errors/errors.go): kept as
+        // the field violations of a `BadRequest`, so that a client can point at each field.
+        let violations: Vec<serde_json::Value> = status
+            .details
+            .iter()
+            .flat_map(|d| &d.causes)
+            .filter(|c| !c.field.is_empty())
+            .map(|c| json!({"field": c.field, "description": c.message}))
+            .collect();
+        if err.code == Code::InvalidArgument && !violations.is_empty() {
+            err.with_detail(json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations}))
+        } else {
+            err
         }
     }
 }
@@ -367,6 +382,34 @@ mod tests {
             assert!(err.message.starts_with("inst/apps/v1/deployments: web: "));
             assert!(err.message.contains(&status.reason), "{}", err.message);
         }
+    }
+
+    #[test]
+    fn an_invalid_object_s_causes_become_field_violations() {
+        // As kube-apiserver answers an invalid Deployment (422, reason Invalid).
+        let status: kube::core::Status = serde_json::from_value(json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422,
+            "reason": "Invalid",
+            "message": "Deployment.apps \"web\" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equal to 0, spec.template.spec.containers: Required value]",
+            "details": {"name": "web", "group": "apps", "kind": "Deployment", "causes": [
+                {"reason": "FieldValueInvalid", "message": "Invalid value: -1: must be greater than or equal to 0", "field": "spec.replicas"},
+                {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.template.spec.containers"},
+                {"reason": "UnexpectedServerResponse", "message": "no field"}]}}))
+        .unwrap();
+        let err = ApiError::from_kube_status(&status, "inst/apps/v1/deployments");
+        assert_eq!(err.code, Code::InvalidArgument);
+        assert_eq!(
+            err.details,
+            [json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": [
+                {"field": "spec.replicas", "description": "Invalid value: -1: must be greater than or equal to 0"},
+                {"field": "spec.template.spec.containers", "description": "Required value"}]})]
+        );
+        // Causes of other refusals are left in the message only.
+        let mut conflict = status.clone();
+        conflict.code = 409;
+        conflict.reason = "Conflict".into();
+        let err = ApiError::from_kube_status(&conflict, "inst");
+        assert!(!err.has_detail(BAD_REQUEST_TYPE), "{err:?}");
     }
 
     #[test]
