@@ -16,7 +16,7 @@ mod common;
 use std::time::Duration;
 
 use common::{CLUSTER_CRD, eventually, load_crd};
-use kairship_core::karmada_sim::{cluster_status, execution_space, propagation};
+use kairship_core::karmada_sim::{cluster_health, cluster_status, execution_space, propagation};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use kube_sandbox::{ServeOptions, Served, SimNode};
@@ -771,4 +771,149 @@ async fn a_member_that_stops_answering_is_tainted_and_left_out_of_placements() {
         })
     })
     .await;
+}
+
+/// The Ready condition of `cluster`, without its time.
+fn ready_without_time(cluster: &Value) -> Option<Value> {
+    let mut ready = cluster["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")?
+        .clone();
+    ready.as_object_mut()?.remove("lastTransitionTime");
+    Some(ready)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_pull_member_turns_unknown_as_karmada_marks_it() {
+    let karmada_cluster = kube_sandbox::Cluster::new("karmada");
+    kube_sandbox::testing::install_crds(
+        &karmada_cluster.client(),
+        vec![serde_json::from_str(CLUSTER_CRD).unwrap()],
+    )
+    .await;
+    let served = karmada_cluster
+        .serve(ServeOptions::default())
+        .await
+        .unwrap();
+    let k = served.client().await.unwrap();
+    kube_sandbox::testing::ensure_namespace(&k, "karmada-cluster").await;
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    // Grace periods of one second instead of Karmada's 60 s and 40 s.
+    let graces = cluster_health::Graces {
+        startup: Duration::from_secs(1),
+        monitor: Duration::from_secs(1),
+    };
+    execution_space::spawn_with(
+        k.clone(),
+        Duration::from_millis(300),
+        graces,
+        shutdown.clone(),
+    );
+
+    // cluster-edge-1-pull-no-agent.json: a Pull Cluster whose agent never ran.
+    let recorded = recorded("cluster-edge-1-pull-no-agent.json");
+    create(
+        &k,
+        &clusters(),
+        None,
+        json!({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": "edge-1"},
+            "spec": {"syncMode": "Pull", "region": "eu"}}),
+    )
+    .await;
+    let never = eventually("edge-1 marked as never updated", LIMIT, || async {
+        let c = cluster(&k, "edge-1").await?;
+        (ready_status(&c) == Some("Unknown") && !taints(&c).is_empty()).then_some(c)
+    })
+    .await;
+    assert_eq!(
+        ready_without_time(&never),
+        ready_without_time(&recorded),
+        "{never}"
+    );
+    let key_and_effect = |c: &Value| -> Vec<(Value, Value)> {
+        taints(c)
+            .iter()
+            .map(|t| (t["key"].clone(), t["effect"].clone()))
+            .collect()
+    };
+    assert_eq!(key_and_effect(&never), key_and_effect(&recorded));
+    let created: jiff::Timestamp = never["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let marked: jiff::Timestamp = never["status"]["conditions"][0]["lastTransitionTime"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(marked > created, "marked {marked}, created {created}");
+
+    // An agent posts Ready and renews its Lease: the member stays Ready, the taint goes.
+    let now = || {
+        jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string()
+    };
+    let api: Api<DynamicObject> = Api::all_with(k.clone(), &clusters());
+    api.patch_status(
+        "edge-1",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"status": {"conditions": [{"type": "Ready",
+            "status": "True", "reason": "ClusterReady",
+            "message": "cluster is healthy and ready to accept workloads",
+            "lastTransitionTime": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()}]}})),
+    )
+    .await
+    .unwrap();
+    let leases: Api<DynamicObject> = Api::namespaced_with(
+        k.clone(),
+        "karmada-cluster",
+        &resource("coordination.k8s.io", "v1", "Lease", "leases"),
+    );
+    create(
+        &k,
+        &resource("coordination.k8s.io", "v1", "Lease", "leases"),
+        Some("karmada-cluster"),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "edge-1", "namespace": "karmada-cluster"},
+            "spec": {"holderIdentity": "edge-1", "leaseDurationSeconds": 40, "renewTime": now()}}),
+    )
+    .await;
+    let renew_until = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < renew_until {
+        leases
+            .patch(
+                "edge-1",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"renewTime": now()}})),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let renewing = cluster(&k, "edge-1").await.unwrap();
+    assert_eq!(ready_status(&renewing), Some("True"), "{renewing}");
+    eventually("the unreachable taint removed", LIMIT, || async {
+        taints(&cluster(&k, "edge-1").await?)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+
+    // The agent stops: after the monitor grace, Unknown and tainted again.
+    let stopped = eventually("edge-1 marked as stopped", LIMIT, || async {
+        let c = cluster(&k, "edge-1").await?;
+        (ready_status(&c) == Some("Unknown") && !taints(&c).is_empty()).then_some(c)
+    })
+    .await;
+    let ready = ready_without_time(&stopped).unwrap();
+    assert_eq!(ready["reason"], "ClusterStatusUnknown", "{stopped}");
+    assert_eq!(
+        ready["message"],
+        "Cluster status controller stopped posting cluster status."
+    );
 }

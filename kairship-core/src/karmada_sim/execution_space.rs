@@ -13,8 +13,10 @@
 //!   finalizer is dropped without touching the member (the objects stay there, orphaned);
 //! - when the execution space is empty, the cluster controller deletes it
 //!   (`removeExecutionSpace`), then releases the Cluster;
-//! - the cluster controller keeps the scheduling taints of a Cluster in step with its Ready
-//!   condition (`taintClusterByCondition`, [`super::cluster_taints`]);
+//! - the cluster controller marks a quiet Pull member's `Ready` `Unknown`
+//!   (`tryUpdateClusterHealth`, [`super::cluster_health`]), and keeps the scheduling taints of
+//!   a Cluster in step with its Ready condition (`taintClusterByCondition`,
+//!   [`super::cluster_taints`]);
 //! - it records the Events Karmada's records for all of this (`CreateExecutionSpaceSucceed`,
 //!   `TaintClusterSucceed`, `RemoveExecutionSpaceSucceed`).
 //!
@@ -28,6 +30,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::cluster_health::{Graces, update_pull_health};
 use super::cluster_passes::{clusters, on_cluster_changes};
 use super::cluster_status;
 use super::cluster_taints::{taints_for, taints_message};
@@ -244,8 +247,12 @@ async fn remove_execution_space(
     Ok(true)
 }
 
-/// One pass over every Cluster of `karmada`.
-pub async fn sync_once(karmada: &Client, events: &EventRecorder) -> Result<(), kube::Error> {
+/// One pass over every Cluster of `karmada`, with the cluster controller's `graces`.
+pub async fn sync_once(
+    karmada: &Client,
+    events: &EventRecorder,
+    graces: Graces,
+) -> Result<(), kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &clusters());
     let spaces: Api<DynamicObject> = Api::all_with(karmada.clone(), &namespaces());
     for cluster in api.list(&ListParams::default()).await?.items {
@@ -274,6 +281,7 @@ pub async fn sync_once(karmada: &Client, events: &EventRecorder) -> Result<(), k
                 Err(e) => return Err(e),
             }
         }
+        update_pull_health(&api, &value, graces).await;
         taint_by_condition(&api, &value, events).await;
         if let Some(all) = with_finalizer(&value, CLUSTER_FINALIZER) {
             set_finalizers(&api, &name, all).await?;
@@ -324,10 +332,20 @@ async fn taint_by_condition(api: &Api<DynamicObject>, cluster: &Value, events: &
 /// Runs the emulation on `karmada` until `shutdown`: a pass on every change of a Cluster and
 /// every `interval`.
 pub async fn run(karmada: Client, interval: Duration, shutdown: CancellationToken) {
+    run_with(karmada, interval, Graces::default(), shutdown).await;
+}
+
+/// [`run`] with other grace periods than Karmada's defaults.
+pub async fn run_with(
+    karmada: Client,
+    interval: Duration,
+    graces: Graces,
+    shutdown: CancellationToken,
+) {
     let events = EventRecorder::start(karmada.clone(), shutdown.clone());
     on_cluster_changes(karmada, interval, shutdown, "execution spaces", |k| {
         let events = events.clone();
-        async move { sync_once(&k, &events).await }
+        async move { sync_once(&k, &events, graces).await }
     })
     .await;
 }
@@ -339,6 +357,16 @@ pub fn spawn(
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(run(karmada, interval, shutdown))
+}
+
+/// Starts [`run_with`] in the background.
+pub fn spawn_with(
+    karmada: Client,
+    interval: Duration,
+    graces: Graces,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run_with(karmada, interval, graces, shutdown))
 }
 
 #[cfg(test)]

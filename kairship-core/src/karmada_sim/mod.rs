@@ -11,6 +11,7 @@
 pub mod binding;
 pub mod binding_status;
 pub mod cluster_connection;
+pub mod cluster_health;
 mod cluster_passes;
 pub mod cluster_proxy;
 pub mod cluster_status;
