@@ -917,3 +917,70 @@ async fn a_quiet_pull_member_turns_unknown_as_karmada_marks_it() {
         "Cluster status controller stopped posting cluster status."
     );
 }
+
+/// The conditions of `cluster` without their times.
+fn conditions_without_time(cluster: &Value) -> Vec<Value> {
+    cluster["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut c| {
+            if let Some(c) = c.as_object_mut() {
+                c.remove("lastTransitionTime");
+            }
+            c
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_member_s_status_is_collected_as_karmada_collected_it() {
+    let env = Env::start().await;
+    members_ready(&env.karmada).await;
+    // cluster-msb-push-kube-sandbox.json: the same kube-sandbox member of 3 nodes, joined
+    // to a real Karmada.
+    let recorded = recorded("cluster-msb-push-kube-sandbox.json");
+    let msb = cluster(&env.karmada, "msb").await.unwrap();
+    assert_eq!(
+        conditions_without_time(&msb),
+        conditions_without_time(&recorded)
+    );
+    assert_eq!(
+        msb["status"]["nodeSummary"],
+        recorded["status"]["nodeSummary"]
+    );
+    assert_eq!(
+        msb["status"]["resourceSummary"]["allocatable"],
+        recorded["status"]["resourceSummary"]["allocatable"]
+    );
+    // What the member serves, per group version: the recording's, except what kube-sandbox
+    // has learnt to serve since it was made.
+    let served: Vec<Value> = msb["status"]["apiEnablements"].as_array().unwrap().clone();
+    let mut missing = Vec::new();
+    for want in recorded["status"]["apiEnablements"].as_array().unwrap() {
+        let Some(got) = served
+            .iter()
+            .find(|g| g["groupVersion"] == want["groupVersion"])
+        else {
+            missing.push(want["groupVersion"].clone());
+            continue;
+        };
+        for resource in want["resources"].as_array().unwrap() {
+            if !got["resources"].as_array().unwrap().contains(resource) {
+                missing.push(json!([want["groupVersion"], resource]));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in the emulated status: {missing:?}"
+    );
+    let mut order: Vec<&str> = served
+        .iter()
+        .map(|g| g["groupVersion"].as_str().unwrap())
+        .collect();
+    let listed = order.clone();
+    order.sort();
+    assert_eq!(listed, order, "sorted by group version");
+}

@@ -302,7 +302,15 @@ async fn push_join_makes_a_ready_member_with_exactly_the_documented_objects() {
 
     // The emulated cluster-status controller reaches the member with the stored token.
     let ready = ready(&env, "m1").await;
-    assert_eq!(ready["status"]["conditions"][0]["reason"], "ClusterReady");
+    let conditions = ready["status"]["conditions"].as_array().unwrap();
+    let reason_of = |t: &str| {
+        conditions
+            .iter()
+            .find(|c| c["type"] == t)
+            .map(|c| c["reason"].clone())
+    };
+    assert_eq!(reason_of("Ready"), Some(json!("ClusterReady")));
+    assert_eq!(reason_of("CompleteAPIEnablements"), Some(json!("Complete")));
     assert_eq!(ready["status"]["nodeSummary"]["totalNum"], 1);
     assert!(ready["status"]["kubernetesVersion"].is_string());
     assert_eq!(

@@ -2,8 +2,11 @@
 //! server that has `spec.secretRef` (a Push member), it reaches the member's `apiEndpoint`
 //! with the token (and `caBundle`) of that Secret, probes `/readyz`, `/version` and the nodes
 //! and pods, and writes the status Karmada writes: the `Ready` condition (`ClusterReady`,
-//! `ClusterNotReady` or `ClusterNotReachable`, with Karmada's messages), `kubernetesVersion`,
-//! `nodeSummary` and `resourceSummary` (allocatable and allocated CPU, memory and pods).
+//! `ClusterNotReady` or `ClusterNotReachable`, with Karmada's messages), and for a member that
+//! answers healthy `kubernetesVersion`, `apiEnablements` with the `CompleteAPIEnablements`
+//! condition, `nodeSummary` and `resourceSummary` (allocatable and allocated CPU, memory and
+//! pods) (karmada-io/karmada `pkg/controllers/status/cluster_status_controller.go`,
+//! `syncClusterStatus`, `setCurrentClusterStatus`).
 //!
 //! It watches Clusters (a new member is probed at once) and probes every member again each
 //! `interval`, as Karmada's `--cluster-status-update-frequency` does.
@@ -44,11 +47,56 @@ pub enum Probe {
         allocatable: BTreeMap<String, Quantity>,
         /// Sum of the requests of the pods bound to nodes and not finished.
         allocated: BTreeMap<String, Quantity>,
+        /// The member's API group versions and their resources ([`api_enablements`]), and
+        /// whether every group version could be read.
+        api_enablements: (Vec<Value>, bool),
     },
 }
 
+/// `status.apiEnablements` from a member's discovery: per group version (sorted), its
+/// resources by name and kind (sorted by name), subresources left out (`getAPIEnablements`).
+pub fn api_enablements(discovered: Vec<(String, Vec<(String, String)>)>) -> Vec<Value> {
+    let mut lists = discovered;
+    lists.sort_by(|a, b| a.0.cmp(&b.0));
+    lists
+        .into_iter()
+        .map(|(group_version, resources)| {
+            let mut resources: Vec<(String, String)> = resources
+                .into_iter()
+                .filter(|(name, _)| !name.contains('/'))
+                .collect();
+            resources.sort_by(|a, b| a.0.cmp(&b.0));
+            let resources: Vec<Value> = resources
+                .into_iter()
+                .map(|(name, kind)| json!({"name": name, "kind": kind}))
+                .collect();
+            json!({"groupVersion": group_version, "resources": resources})
+        })
+        .collect()
+}
+
+/// `meta.SetStatusCondition`: `condition` replaces the one of its type, keeping its
+/// `lastTransitionTime` while the status stays the same, or is appended.
+fn set_condition(conditions: &mut Vec<Value>, condition: Value) {
+    match conditions
+        .iter_mut()
+        .find(|c| c["type"] == condition["type"])
+    {
+        Some(existing) => {
+            let transition = if existing["status"] == condition["status"] {
+                existing["lastTransitionTime"].clone()
+            } else {
+                condition["lastTransitionTime"].clone()
+            };
+            *existing = condition;
+            existing["lastTransitionTime"] = transition;
+        }
+        None => conditions.push(condition),
+    }
+}
+
 /// The `status` Karmada would write for `probe`; `previous` is the current status, whose
-/// `lastTransitionTime` is kept while the Ready status does not change.
+/// conditions keep their `lastTransitionTime` while their status does not change.
 pub fn status_of(probe: &Probe, previous: Option<&Value>, now: &str) -> Value {
     let (ready, reason, message) = match probe {
         Probe::Unreachable(_) => ("False", "ClusterNotReachable", "cluster is not reachable"),
@@ -61,27 +109,41 @@ pub fn status_of(probe: &Probe, previous: Option<&Value>, now: &str) -> Value {
             "cluster is healthy and ready to accept workloads",
         ),
     };
-    let previous_ready = previous
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"));
-    let transition = match previous_ready {
-        Some(c) if c["status"] == ready => c["lastTransitionTime"].clone(),
-        _ => json!(now),
-    };
     let mut status = previous.cloned().unwrap_or_else(|| json!({}));
-    status["conditions"] = json!([{
-        "type": "Ready", "status": ready, "reason": reason, "message": message,
-        "lastTransitionTime": transition,
-    }]);
+    let mut conditions: Vec<Value> = status["conditions"].as_array().cloned().unwrap_or_default();
+    // Only a member that answers healthy has the rest of its status collected.
     if let Probe::Reached {
+        healthy: true,
         version,
         nodes,
         allocatable,
         allocated,
-        ..
+        api_enablements: (enablements, complete),
     } = probe
     {
+        let (state, reason, message) = match (enablements.len(), complete) {
+            (0, _) => (
+                "False",
+                "Empty",
+                "collected empty APIEnablements from the cluster".to_owned(),
+            ),
+            (n, false) => (
+                "False",
+                "Partial",
+                format!("might collect partial APIEnablements({n}) from the cluster"),
+            ),
+            (_, true) => (
+                "True",
+                "Complete",
+                "collected complete APIEnablements from the cluster".to_owned(),
+            ),
+        };
+        set_condition(
+            &mut conditions,
+            json!({"type": "CompleteAPIEnablements", "status": state, "reason": reason,
+                "message": message, "lastTransitionTime": now}),
+        );
+        status["apiEnablements"] = json!(enablements);
         if let Some(v) = version {
             status["kubernetesVersion"] = json!(v);
         }
@@ -95,6 +157,12 @@ pub fn status_of(probe: &Probe, previous: Option<&Value>, now: &str) -> Value {
         status["resourceSummary"] =
             json!({"allocatable": strings(allocatable), "allocated": strings(allocated)});
     }
+    set_condition(
+        &mut conditions,
+        json!({"type": "Ready", "status": ready, "reason": reason, "message": message,
+            "lastTransitionTime": now}),
+    );
+    status["conditions"] = json!(conditions);
     status
 }
 
@@ -270,13 +338,61 @@ async fn probe(karmada: &Client, cluster: &Value) -> Probe {
     let nodes = list("", "Node", "nodes").await;
     let pods = list("", "Pod", "pods").await;
     let (nodes, allocatable, allocated) = summarize(&nodes, &pods);
+    let api_enablements = match tokio::time::timeout(PROBE_TIMEOUT, discover(&client)).await {
+        Ok((found, complete)) => (api_enablements(found), complete),
+        Err(_) => (Vec::new(), false),
+    };
     Probe::Reached {
         healthy,
         version,
         nodes,
         allocatable,
         allocated,
+        api_enablements,
     }
+}
+
+/// Every group version the member serves with its resources (`(name, kind)`), as client-go's
+/// `ServerGroupsAndResources` reads them, and whether none failed to be read.
+async fn discover(client: &Client) -> (Vec<(String, Vec<(String, String)>)>, bool) {
+    let mut found = Vec::new();
+    let mut complete = true;
+    let of = |list: k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList| {
+        let resources = list
+            .resources
+            .into_iter()
+            .map(|r| (r.name, r.kind))
+            .collect();
+        (list.group_version, resources)
+    };
+    match client.list_core_api_versions().await {
+        Ok(core) => {
+            for version in core.versions {
+                match client.list_core_api_resources(&version).await {
+                    Ok(list) => found.push(of(list)),
+                    Err(_) => complete = false,
+                }
+            }
+        }
+        Err(_) => complete = false,
+    }
+    match client.list_api_groups().await {
+        Ok(groups) => {
+            for group in groups.groups {
+                for version in group.versions {
+                    match client
+                        .list_api_group_resources(&version.group_version)
+                        .await
+                    {
+                        Ok(list) => found.push(of(list)),
+                        Err(_) => complete = false,
+                    }
+                }
+            }
+        }
+        Err(_) => complete = false,
+    }
+    (found, complete)
 }
 
 /// Probes every Push member of `karmada` once and writes the statuses that changed.
@@ -348,36 +464,106 @@ mod tests {
 
     #[test]
     fn statuses_follow_karmada() {
+        let enablements = api_enablements(vec![
+            (
+                "v1".into(),
+                vec![
+                    ("pods".into(), "Pod".into()),
+                    ("pods/log".into(), "Pod".into()),
+                    ("configmaps".into(), "ConfigMap".into()),
+                ],
+            ),
+            (
+                "apps/v1".into(),
+                vec![("deployments".into(), "Deployment".into())],
+            ),
+        ]);
+        assert_eq!(
+            enablements,
+            [
+                json!({"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]}),
+                json!({"groupVersion": "v1", "resources": [
+                    {"name": "configmaps", "kind": "ConfigMap"}, {"name": "pods", "kind": "Pod"}]}),
+            ]
+        );
         let reached = Probe::Reached {
             healthy: true,
             version: Some("v1.31.0".into()),
             nodes: (2, 1),
             allocatable: [("cpu".to_owned(), q("4"))].into(),
             allocated: [("cpu".to_owned(), q("500m"))].into(),
+            api_enablements: (enablements.clone(), true),
         };
         let s = status_of(&reached, None, "T1");
-        assert_eq!(s["conditions"][0]["reason"], "ClusterReady");
-        assert_eq!(s["conditions"][0]["lastTransitionTime"], "T1");
+        // The order Karmada sets them in (cluster-msb-push-kube-sandbox.json).
+        let types: Vec<&Value> = s["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["type"])
+            .collect();
+        assert_eq!(types, ["CompleteAPIEnablements", "Ready"]);
+        assert_eq!(
+            s["conditions"][0],
+            json!({"type": "CompleteAPIEnablements", "status": "True", "reason": "Complete",
+                "message": "collected complete APIEnablements from the cluster",
+                "lastTransitionTime": "T1"})
+        );
+        assert_eq!(s["conditions"][1]["reason"], "ClusterReady");
+        assert_eq!(s["conditions"][1]["lastTransitionTime"], "T1");
+        assert_eq!(s["apiEnablements"], json!(enablements));
         assert_eq!(s["kubernetesVersion"], "v1.31.0");
         assert_eq!(s["nodeSummary"], json!({"totalNum": 2, "readyNum": 1}));
         assert_eq!(s["resourceSummary"]["allocated"]["cpu"], "500m");
-        // The same answer later keeps the transition time; a change moves it.
+        // The same answer later keeps the transition times; a change moves it.
         assert_eq!(status_of(&reached, Some(&s), "T2"), s);
         let down = status_of(&Probe::Unreachable("refused".into()), Some(&s), "T3");
-        assert_eq!(down["conditions"][0]["status"], "False");
-        assert_eq!(down["conditions"][0]["reason"], "ClusterNotReachable");
-        assert_eq!(down["conditions"][0]["lastTransitionTime"], "T3");
+        assert_eq!(down["conditions"][1]["status"], "False");
+        assert_eq!(down["conditions"][1]["reason"], "ClusterNotReachable");
+        assert_eq!(down["conditions"][1]["lastTransitionTime"], "T3");
+        // What was collected before stays as it was.
+        assert_eq!(down["conditions"][0], s["conditions"][0]);
+        assert_eq!(down["nodeSummary"], s["nodeSummary"]);
         let unhealthy = Probe::Reached {
             healthy: false,
             version: None,
             nodes: (0, 0),
             allocatable: BTreeMap::new(),
             allocated: BTreeMap::new(),
+            api_enablements: (Vec::new(), true),
         };
-        assert_eq!(
-            status_of(&unhealthy, None, "T")["conditions"][0]["reason"],
-            "ClusterNotReady"
-        );
+        let s = status_of(&unhealthy, None, "T");
+        assert_eq!(s["conditions"][0]["reason"], "ClusterNotReady");
+        assert_eq!(s["conditions"].as_array().unwrap().len(), 1);
+        assert!(s.get("nodeSummary").is_none(), "{s}");
+        // Discovery that failed in part, or found nothing.
+        for (found, complete, reason, message) in [
+            (
+                enablements.clone(),
+                false,
+                "Partial",
+                "might collect partial APIEnablements(2) from the cluster",
+            ),
+            (
+                Vec::new(),
+                false,
+                "Empty",
+                "collected empty APIEnablements from the cluster",
+            ),
+        ] {
+            let probe = Probe::Reached {
+                healthy: true,
+                version: None,
+                nodes: (0, 0),
+                allocatable: BTreeMap::new(),
+                allocated: BTreeMap::new(),
+                api_enablements: (found, complete),
+            };
+            let s = status_of(&probe, None, "T");
+            assert_eq!(s["conditions"][0]["status"], "False");
+            assert_eq!(s["conditions"][0]["reason"], reason);
+            assert_eq!(s["conditions"][0]["message"], message);
+        }
     }
 
     #[test]
