@@ -77,24 +77,6 @@ async fn page_rows(browser: &Browser) -> Vec<(String, Vec<String>)> {
     serde_json::from_value(rows).unwrap()
 }
 
-/// A POST to the console with the given cookie and form, as a forger would send it.
-async fn post_form(
-    http: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    form: &str,
-) -> (StatusCode, String) {
-    let r = http
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    (r.status(), r.text().await.unwrap())
-}
-
 async fn restarted_at(http: &reqwest::Client, base: &str, token: &str, name: &str) -> Value {
     let d: Value = http
         .get(format!(
@@ -212,7 +194,7 @@ async fn console_in_chromium() {
     let restart = format!("{base}/ui/instances/karmada-a/namespaces/demo/workloads/web/restart");
     let before = restarted_at(&http, &base, &admin, "web").await;
     for form in ["", "_csrf=0123456789abcdef"] {
-        let (status, body) = post_form(&http, &restart, &admin_cookie, form).await;
+        let (status, body) = post_form(&restart, &admin_cookie, form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{form}: {body}");
         assert!(body.contains("CSRF"), "{body}");
     }
@@ -333,11 +315,10 @@ async fn console_in_chromium() {
     // Forged POSTs are refused before the API is asked; with the right token, the API's
     // refusal is what the viewer reads.
     for form in ["", "_csrf=wrong"] {
-        let (status, _) = post_form(&http, &restart, &viewer_cookie, form).await;
+        let (status, _) = post_form(&restart, &viewer_cookie, form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{form}");
     }
     let (status, body) = post_form(
-        &http,
         &restart,
         &viewer_cookie,
         &format!("_csrf={}", csrf.as_str().unwrap()),

@@ -282,15 +282,13 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     // A forged POST with the admin's own cookie but no CSRF token is refused, nothing made.
     let cookie = browser.session_cookie().await.expect("a session cookie");
     let form = "kind=Deployment&name=forged&namespace=demo&image=nginx&clusters=a-east&op=create";
-    let forged = http
-        .post(format!("{base}/ui/instances/karmada-a/applications/new"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let (status, _) = post_form(
+        &format!("{base}/ui/instances/karmada-a/applications/new"),
+        &cookie,
+        form,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, _) = rest_get(&http, &base, &admin, "deployments/forged").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
@@ -319,16 +317,13 @@ async fn create_application_form_and_job_buttons_in_chromium() {
             json!([]),
         )
         .await;
-    let refused = http
-        .post(format!("{base}/ui/instances/karmada-a/applications/new"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("{form}&_csrf={}", csrf.as_str().unwrap()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    let page = refused.text().await.unwrap();
+    let (status, page) = post_form(
+        &format!("{base}/ui/instances/karmada-a/applications/new"),
+        &cookie,
+        &format!("{form}&_csrf={}", csrf.as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(page.contains("PermissionDenied"), "{page}");
     let (status, _) = rest_get(&http, &base, &admin, "deployments/forged").await;
     assert_eq!(status, StatusCode::NOT_FOUND);

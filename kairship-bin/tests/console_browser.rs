@@ -42,37 +42,6 @@ async fn rest_get(
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(
-    http: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    form: &str,
-) -> (StatusCode, String) {
-    let resp = http
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
-fn form_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_browser_in_chromium() {
     let Some(fixture) = SignedIn::start("resource_browser_in_chromium", "console-browser").await
@@ -395,7 +364,7 @@ async fn resource_browser_in_chromium() {
             String::new(),
         ),
     ] {
-        let (status, page) = post_form(&http, &url, &cookie, &form).await;
+        let (status, page) = post_form(&url, &cookie, &form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(
             page.contains("CSRF") && !page.contains(SECRET_VALUE),
@@ -464,7 +433,7 @@ async fn resource_browser_in_chromium() {
             format!("confirm=web-config&_csrf={csrf}"),
         ),
     ] {
-        let (status, page) = post_form(&http, &url, &cookie, &form).await;
+        let (status, page) = post_form(&url, &cookie, &form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(page.contains("PermissionDenied"), "{page}");
     }
@@ -483,11 +452,11 @@ async fn resource_browser_in_chromium() {
     // Revealing is a read, as the API allows it to whoever may read the Secret; without the
     // CSRF token even that is refused.
     let reveal = format!("{base}{UI}/core/v1/secrets/db-credentials/reveal?ns=demo");
-    let (status, page) = post_form(&http, &reveal, &cookie, "").await;
+    let (status, page) = post_form(&reveal, &cookie, "").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(!page.contains(SECRET_VALUE));
     let (rest_status, _) = rest_get(&http, &base, &viewer, "core/v1/secrets/db-credentials").await;
-    let (status, page) = post_form(&http, &reveal, &cookie, &format!("_csrf={csrf}")).await;
+    let (status, page) = post_form(&reveal, &cookie, &format!("_csrf={csrf}")).await;
     assert_eq!(status, rest_status, "reveal answers as the REST read does");
     assert_eq!(page.contains(SECRET_VALUE), rest_status == StatusCode::OK);
     let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/web-config").await;

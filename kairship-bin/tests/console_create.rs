@@ -74,37 +74,6 @@ async fn cluster_names(http: &reqwest::Client, base: &str, token: &str) -> Vec<S
         .collect()
 }
 
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(
-    http: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    form: &str,
-) -> (StatusCode, String) {
-    let resp = http
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
-fn form_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// Replaces the form's YAML and presses Create.
 async fn create(browser: &Browser, yaml: &str) {
     browser
@@ -378,7 +347,6 @@ async fn create_any_kind_from_yaml_in_chromium() {
     let admin_csrf = admin_csrf.as_str().unwrap().to_owned();
     let refused_again = REFUSED.replace("before-refusal", "before-refusal-2");
     let (status, page) = post_form(
-        &http,
         &format!("{base}{CREATE}"),
         &admin_cookie,
         &format!(
@@ -414,7 +382,6 @@ async fn create_any_kind_from_yaml_in_chromium() {
     // A forged POST without the CSRF token is refused before anything is created.
     let forged = form_value("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged\n");
     let (status, _) = post_form(
-        &http,
         &format!("{base}{CREATE}"),
         &admin_cookie,
         &format!("namespace=demo&yaml={forged}"),
@@ -452,7 +419,6 @@ async fn create_any_kind_from_yaml_in_chromium() {
         )
         .await;
     let (status, page) = post_form(
-        &http,
         &format!("{base}{CREATE}"),
         &cookie,
         &format!(

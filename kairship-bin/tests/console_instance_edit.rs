@@ -68,20 +68,6 @@ async fn retype(browser: &Browser, css: &str, text: &str) {
     browser.type_into(css, text).await;
 }
 
-/// A console form POST with the session `cookie`: its status and page.
-async fn post_form(url: &str, cookie: &str, form: &str) -> (StatusCode, String) {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_an_instance_in_chromium() {
     let Some(fixture) =

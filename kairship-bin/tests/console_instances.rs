@@ -240,27 +240,17 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
             "PermissionDenied",
         ),
     ] {
-        let resp = http
-            .post(format!("{base}/ui/new-instance"))
-            .header("cookie", format!("kairship_session={cookie}"))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), status);
-        let page = resp.text().await.unwrap();
+        let (got, page) = post_form(&format!("{base}/ui/new-instance"), &cookie, &body).await;
+        assert_eq!(got, status);
         assert!(page.contains(says), "{page}");
     }
-    let forged_delete = http
-        .post(format!("{base}/ui/instances/edge/delete"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("_csrf={}", csrf.as_str().unwrap()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged_delete.status(), StatusCode::FORBIDDEN);
+    let (status, _) = post_form(
+        &format!("{base}/ui/instances/edge/delete"),
+        &cookie,
+        &format!("_csrf={}", csrf.as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, _) = rest_instance(&http, &base, &admin, "forged").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, rest) = rest_instance(&http, &base, &admin, "edge").await;

@@ -197,19 +197,6 @@ fn labels_of(cluster: &Value) -> BTreeMap<String, String> {
     serde_json::from_value(cluster["metadata"]["labels"].clone()).unwrap_or_default()
 }
 
-/// A console form POST with the session `cookie` and `form` as the body: its status.
-async fn post_form(url: &str, cookie: &str, form: &str) -> StatusCode {
-    reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap()
-        .status()
-}
-
 /// The value of the form control `css`.
 async fn value_of(browser: &Browser, css: &str) -> Value {
     browser
@@ -389,7 +376,7 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
     let cookie = browser.session_cookie().await.expect("a session cookie");
     let forged = "label-key-0=forged&label-value-0=yes";
     assert_eq!(
-        post_form(&format!("{ui}/edit"), &cookie, forged).await,
+        post_form(&format!("{ui}/edit"), &cookie, forged).await.0,
         StatusCode::FORBIDDEN
     );
 
@@ -432,7 +419,8 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
             &cookie,
             &format!("{forged}&_csrf={csrf}")
         )
-        .await,
+        .await
+        .0,
         StatusCode::FORBIDDEN
     );
     assert_eq!(

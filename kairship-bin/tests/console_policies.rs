@@ -416,7 +416,6 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
     );
 
     // A POST with the admin's cookie but no CSRF token: 403, nothing created.
-    let http = reqwest::Client::new();
     let cookie = browser.session_cookie().await.expect("a session cookie");
     let edit =
         format!("{base}/ui/instances/karmada-a/policies/PropagationPolicy/weighted/edit?ns=demo");
@@ -429,20 +428,17 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
             json!([]),
         )
         .await;
-    let stale = http
-        .post(&edit)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!(
+    let (status, page) = post_form(
+        &edit,
+        &cookie,
+        &format!(
             "_csrf={}&resource_version=1&sel_0_api=apps%2Fv1&sel_0_kind=Deployment&sel_0_name=weighted\
              &cluster_names=a-east&weight_0_clusters=a-east&weight_0_weight=7&scheduling=Divided&op=save",
             admin_csrf.as_str().unwrap()
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stale.status(), StatusCode::PRECONDITION_FAILED);
-    let page = stale.text().await.unwrap();
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
     assert!(page.contains("FailedPrecondition"), "{page}");
     assert!(
         page.find("role=\"alert\"").unwrap() < page.find("id=\"policy-form\"").unwrap(),
@@ -451,24 +447,20 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
     assert!(page.contains("name=\"weight_0_weight\" id=\"weight-0-weight\" value=\"7\""));
     let form =
         "name=forged&namespace=demo&sel_0_api=v1&sel_0_kind=ConfigMap&sel_0_name=x&op=create";
-    let forged = http
-        .post(format!("{base}{NEW}?kind=PropagationPolicy"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
-    let forged_edit = http
-        .post(&edit)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("weight_0_clusters=a-east&weight_0_weight=9&op=save")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged_edit.status(), StatusCode::FORBIDDEN);
+    let (status, _) = post_form(
+        &format!("{base}{NEW}?kind=PropagationPolicy"),
+        &cookie,
+        form,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = post_form(
+        &edit,
+        &cookie,
+        "weight_0_clusters=a-east&weight_0_weight=9&op=save",
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
 
     // The viewer: a notice instead of the form, and their own POST refused.
     browser.click("#signout").await;
@@ -512,16 +504,8 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
             format!("weight_0_clusters=a-east&weight_0_weight=9&op=save&_csrf={csrf}"),
         ),
     ] {
-        let refused = http
-            .post(&url)
-            .header("cookie", format!("kairship_session={cookie}"))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{url}");
-        let page = refused.text().await.unwrap();
+        let (status, page) = post_form(&url, &cookie, &body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(page.contains("PermissionDenied"), "{page}");
         assert!(!page.contains("id=\"policy-form\""), "{page}");
     }

@@ -137,20 +137,6 @@ async fn held_by_karmada(karmada: &kube::Client) -> [bool; 4] {
     ]
 }
 
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(url: &str, cookie: &str, form: &str) -> (StatusCode, String) {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
 /// The CSRF token of the page the browser shows.
 async fn csrf(browser: &Browser) -> String {
     browser
@@ -428,29 +414,6 @@ async fn promote_a_member_workload_after_its_preview_in_chromium() {
             .is_none()
     );
     b.quit().await;
-}
-
-/// The value of the hidden `_csrf` field of a console page.
-fn csrf_in(page: &str) -> String {
-    let start = page
-        .find("name=\"_csrf\" value=\"")
-        .map(|i| i + "name=\"_csrf\" value=\"".len())
-        .unwrap_or_else(|| panic!("no CSRF field in {page}"));
-    let len = page[start..].find('"').unwrap();
-    page[start..start + len].to_owned()
-}
-
-/// `s` percent-encoded as a form value.
-fn form_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// The real kubectl with a kubeconfig downloaded from the console page: over HTTPS (`kairship

@@ -70,20 +70,6 @@ async fn rest_create(base: &str, token: &str, path: &str, body: Value) {
     );
 }
 
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(url: &str, cookie: &str, form: &str) -> (StatusCode, String) {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
 fn labelled(kind: &str, name: &str, spec: Value) -> Value {
     let mut spec = spec;
     spec["selector"] = json!({"matchLabels": {"app": name}});

@@ -12,6 +12,12 @@ use kube_sandbox::testing::process::Background;
 use kube_sandbox::testing::tools::{on_path, skip_or_fail};
 use serde_json::{Value, json};
 
+mod forms;
+
+// Not every test binary uses every helper.
+#[allow(unused_imports)]
+pub use forms::*;
+
 /// How long the sandbox may take to come up, and anything the page should show to appear.
 pub const LIMIT: Duration = Duration::from_secs(120);
 pub const P: &str = "/apis/kairship.io/v1alpha1";
