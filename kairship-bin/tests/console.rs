@@ -268,8 +268,7 @@ async fn console_in_chromium() {
 
     // Sign-out ends the session: the old cookie no longer opens a page.
     browser.goto(&format!("{base}/ui/instances")).await;
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     let old = http
         .get(format!("{base}/ui/instances"))
         .header("cookie", format!("kairship_session={admin_cookie}"))
@@ -306,24 +305,14 @@ async fn console_in_chromium() {
     browser.find("#clusters").await;
     assert!(browser.find_all("#create-yaml").await.is_empty());
     let viewer_cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let csrf = browser.csrf().await;
     // Forged POSTs are refused before the API is asked; with the right token, the API's
     // refusal is what the viewer reads.
     for form in ["", "_csrf=wrong"] {
         let (status, _) = post_form(&restart, &viewer_cookie, form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{form}");
     }
-    let (status, body) = post_form(
-        &restart,
-        &viewer_cookie,
-        &format!("_csrf={}", csrf.as_str().unwrap()),
-    )
-    .await;
+    let (status, body) = post_form(&restart, &viewer_cookie, &format!("_csrf={csrf}")).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert!(body.contains("PermissionDenied"), "{body}");
     let viewer_rest = http

@@ -293,8 +293,7 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The viewer: no form, no buttons.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser
         .goto(&format!("{base}/ui/instances/karmada-a"))
@@ -311,16 +310,11 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     browser.screenshot(&shots, "viewer-application").await;
     // With the viewer's own session and CSRF token, the API refuses and says so.
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let csrf = browser.csrf().await;
     let (status, page) = post_form(
         &format!("{base}/ui/instances/karmada-a/applications/new"),
         &cookie,
-        &format!("{form}&_csrf={}", csrf.as_str().unwrap()),
+        &format!("{form}&_csrf={csrf}"),
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);

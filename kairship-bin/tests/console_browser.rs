@@ -394,8 +394,7 @@ async fn resource_browser_in_chromium() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The viewer: no write control; its own session and CSRF token do not make a write.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     let page = format!("{base}{UI}/core/v1/configmaps/web-config?ns=demo");
     browser.goto(&page).await;
@@ -408,13 +407,7 @@ async fn resource_browser_in_chromium() {
     );
     browser.screenshot(&shots, "browser-viewer").await;
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let csrf = csrf.as_str().unwrap();
+    let csrf = browser.csrf().await;
     let object = format!("{base}{UI}/core/v1/configmaps/web-config");
     let yaml = form_value(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: demo\ndata:\n  greeting: forged\n",

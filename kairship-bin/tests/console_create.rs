@@ -338,13 +338,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
     browser.screenshot(&shots, "create-any").await;
     // Without htmx (a plain form POST) the page comes back with the form as sent.
     let admin_cookie = browser.session_cookie().await.expect("a session cookie");
-    let admin_csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let admin_csrf = admin_csrf.as_str().unwrap().to_owned();
+    let admin_csrf = browser.csrf().await;
     let refused_again = REFUSED.replace("before-refusal", "before-refusal-2");
     let (status, page) = post_form(
         &format!("{base}{CREATE}"),
@@ -393,8 +387,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
     // The viewer: no Create link on the lists or the members page, a notice instead of the
     // form, and their own POST (with their session's CSRF token) refused with 403.
     browser.goto(&format!("{base}/ui/instances")).await;
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser
         .goto(&format!(
@@ -412,19 +405,11 @@ async fn create_any_kind_from_yaml_in_chromium() {
     browser.find(".notice").await;
     assert!(browser.find_all("#yaml, #create").await.is_empty());
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let csrf = browser.csrf().await;
     let (status, page) = post_form(
         &format!("{base}{CREATE}"),
         &cookie,
-        &format!(
-            "namespace=demo&yaml={forged}&_csrf={}",
-            csrf.as_str().unwrap()
-        ),
+        &format!("namespace=demo&yaml={forged}&_csrf={csrf}"),
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");

@@ -209,8 +209,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     assert!(rest["metadata"]["deletionTimestamp"].is_null(), "{rest}");
 
     // The viewer: no create or delete controls, and forged POSTs refused.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser.find("tr[data-instance]").await;
     assert!(browser.find_all("#new-instance, a.delete").await.is_empty());
@@ -225,17 +224,12 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     );
     browser.screenshot(&shots, "viewer-new-instance").await;
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let csrf = browser.csrf().await;
     let form = "mode=provision&name=forged&karmadaVersion=v1.14.0";
     for (body, status, says) in [
         (form.to_owned(), StatusCode::FORBIDDEN, "CSRF"),
         (
-            format!("{form}&_csrf={}", csrf.as_str().unwrap()),
+            format!("{form}&_csrf={csrf}"),
             StatusCode::FORBIDDEN,
             "PermissionDenied",
         ),
@@ -247,7 +241,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     let (status, _) = post_form(
         &format!("{base}/ui/instances/edge/delete"),
         &cookie,
-        &format!("_csrf={}", csrf.as_str().unwrap()),
+        &format!("_csrf={csrf}"),
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);

@@ -100,20 +100,6 @@ async fn wait_true(browser: &Browser, what: &str, script: &str, args: Value) {
     }
 }
 
-/// Marks the loaded document, so that a later check can tell that it was not reloaded.
-async fn mark_document(browser: &Browser) {
-    browser
-        .script("window.kairshipTestMark = 'kept'; return true;", json!([]))
-        .await;
-}
-
-async fn document_kept(browser: &Browser) -> bool {
-    browser
-        .script("return window.kairshipTestMark === 'kept';", json!([]))
-        .await
-        == true
-}
-
 async fn rest_replicas(http: &reqwest::Client, base: &str, token: &str) -> i64 {
     let deployment: Value = http
         .get(format!(
@@ -265,7 +251,7 @@ async fn console_with_the_keyboard_only() {
         format!("{base}/ui/instances/karmada-a/resources/core/v1/configmaps?ns=demo&q=probe");
     browser.goto(&list).await;
     browser.find("#objects").await;
-    mark_document(&browser).await;
+    browser.mark_document().await;
     let made = http
         .post(format!("{rest}/core/v1/configmaps"))
         .bearer_auth(&admin)
@@ -281,7 +267,7 @@ async fn console_with_the_keyboard_only() {
         json!([]),
     )
     .await;
-    assert!(document_kept(&browser).await, "the list was reloaded");
+    assert!(browser.document_kept().await, "the list was reloaded");
     assert!(
         browser.url().await.ends_with("q=probe"),
         "the query is kept"
@@ -294,7 +280,7 @@ async fn console_with_the_keyboard_only() {
         ))
         .await;
     browser.find("#facts").await;
-    mark_document(&browser).await;
+    browser.mark_document().await;
     let patched = http
         .patch(format!("{rest}/core/v1/configmaps/live-probe?fieldManager=ops"))
         .bearer_auth(&admin)
@@ -312,7 +298,7 @@ async fn console_with_the_keyboard_only() {
         .wait_text("#facts", |t| t.contains("tier=live"))
         .await;
     assert!(
-        document_kept(&browser).await,
+        browser.document_kept().await,
         "the object page was reloaded"
     );
     browser.screenshot(&shots, "keyboard-live-object").await;

@@ -236,8 +236,7 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
     }
 
     // The viewer reads the logs, sees no terminal control, and their forged upgrade is refused.
-    b.click("#signout").await;
-    b.wait_url("/ui/signin").await;
+    b.sign_out().await;
     b.sign_in(&s.base, &s.viewer).await;
     b.goto(&pod_page).await;
     b.find("#containers a.logs").await;

@@ -422,19 +422,13 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
 
     // A save from a form filled before someone else's change: the API's refusal above the
     // form as sent, the stored policy unchanged.
-    let admin_csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let admin_csrf = browser.csrf().await;
     let (status, page) = post_form(
         &edit,
         &cookie,
         &format!(
-            "_csrf={}&resource_version=1&sel_0_api=apps%2Fv1&sel_0_kind=Deployment&sel_0_name=weighted\
-             &cluster_names=a-east&weight_0_clusters=a-east&weight_0_weight=7&scheduling=Divided&op=save",
-            admin_csrf.as_str().unwrap()
+            "_csrf={admin_csrf}&resource_version=1&sel_0_api=apps%2Fv1&sel_0_kind=Deployment&sel_0_name=weighted\
+             &cluster_names=a-east&weight_0_clusters=a-east&weight_0_weight=7&scheduling=Divided&op=save"
         ),
     )
     .await;
@@ -463,8 +457,7 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
     assert_eq!(status, StatusCode::FORBIDDEN);
 
     // The viewer: a notice instead of the form, and their own POST refused.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser
         .goto(&format!("{base}/ui/instances/karmada-a?ns=demo"))
@@ -487,13 +480,7 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
     }
     browser.screenshot(&shots, "policy-viewer").await;
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let csrf = csrf.as_str().unwrap();
+    let csrf = browser.csrf().await;
     for (url, body) in [
         (
             format!("{base}{NEW}?kind=PropagationPolicy"),

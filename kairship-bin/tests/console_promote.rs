@@ -137,19 +137,6 @@ async fn held_by_karmada(karmada: &kube::Client) -> [bool; 4] {
     ]
 }
 
-/// The CSRF token of the page the browser shows.
-async fn csrf(browser: &Browser) -> String {
-    browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// The `(kind, name)` rows of the promote page's object table.
 async fn promote_rows(browser: &Browser) -> Vec<(String, String)> {
     let rows = browser
@@ -388,15 +375,14 @@ async fn promote_a_member_workload_after_its_preview_in_chromium() {
     assert_eq!(status, StatusCode::FORBIDDEN);
 
     // The viewer: no Promote control, and their own POST (with their token) is refused.
-    b.click("#signout").await;
-    b.wait_url("/ui/signin").await;
+    b.sign_out().await;
     b.sign_in(&s.base, &s.viewer).await;
     let late = workload.replace("/orders", "/late");
     b.goto(&late).await;
     b.find("#member-workload-status").await;
     assert!(b.find_all("#promote").await.is_empty());
     let viewer_cookie = b.session_cookie().await.unwrap();
-    let token = csrf(b).await;
+    let token = b.csrf().await;
     for op in ["preview", "promote"] {
         let (status, page) = post_form(
             &late_promote,

@@ -574,9 +574,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     .await;
     browser.goto(&format!("{base}{PAGES}/batch")).await;
     browser.find("#jobs tr[data-job=crunch]").await;
-    browser
-        .script("window.kairshipTestMark = 'kept'; return true;", json!([]))
-        .await;
+    browser.mark_document().await;
     // Karmada divides the parallelism only (`reviseJobReplica`): each member runs its own
     // completions, and Karmada's Job sums the members' counts.
     let deadline = Instant::now() + LIMIT;
@@ -604,11 +602,8 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
-    let kept = browser
-        .script("return window.kairshipTestMark === 'kept';", json!([]))
-        .await;
-    assert_eq!(
-        kept, true,
+    assert!(
+        browser.document_kept().await,
         "the Jobs list was reloaded instead of refreshed"
     );
     browser.click("#jobs tr[data-job=crunch] a").await;
@@ -671,8 +666,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     assert!(page.contains("CSRF"), "{page}");
 
     // The viewer: no action control; their own session and CSRF token make no write.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(base, &s.viewer).await;
     for page in [&db_page, &agent_page, &job_page] {
         browser.goto(page).await;
@@ -686,13 +680,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         );
     }
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let csrf = csrf.as_str().unwrap();
+    let csrf = browser.csrf().await;
     for url in [
         format!("{db_page}/scale"),
         format!("{agent_page}/restart"),
