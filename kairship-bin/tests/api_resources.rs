@@ -15,31 +15,21 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kairship_core::grpc::pb;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
 use kube_sandbox::testing::tools::{on_path, skip_or_fail};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::{LIMIT, P, SignedIn, free_port, start_sandbox};
+use support::{LIMIT, P, SignedIn, client_of, free_port, start_sandbox};
 
 const INSTANCE: &str = "karmada-a";
 
 /// A group version (`group`, `version`, whether it is preferred) and its resources by plural.
 type GroupVersion = ((String, String, bool), BTreeMap<String, Value>);
 type Discovered = Vec<GroupVersion>;
-
-async fn client_from(kubeconfig: &Path) -> Client {
-    let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
 
 /// `GET path` of the REST API as `token`: status and body.
 async fn rest(
@@ -237,7 +227,7 @@ async fn api_resources_are_the_instance_discovery_over_rest_and_grpc() {
     // with its kind, scope, verbs, names and subresources.
     let (status, answer) = rest(&http, &base, Some(&admin), &path).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    let instance = client_from(&dir.join(format!("{INSTANCE}.kubeconfig"))).await;
+    let instance = client_of(&dir, INSTANCE).await;
     let served = legacy_discovery(&instance).await;
     let listed = by_group_version(&answer);
     let keys = |l: &[GroupVersion]| -> Vec<(String, String, bool)> {

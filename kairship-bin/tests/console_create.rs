@@ -13,7 +13,6 @@
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -27,16 +26,6 @@ mod support;
 use support::*;
 
 const CREATE: &str = "/ui/instances/karmada-a/create";
-
-/// A kube-rs client of `cluster` (`karmada-a`: the instance's Karmada API server).
-async fn client(dir: &Path, cluster: &str) -> Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{cluster}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
 
 fn api(
     client: &Client,
@@ -143,7 +132,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         ..
     } = fixture;
     let http = reqwest::Client::new();
-    let karmada = client(&dir, "karmada-a").await;
+    let karmada = client_of(&dir, "karmada-a").await;
 
     // A CRD in the instance, made with kube-rs; the console learns of it from the instance's
     // discovery (ListApiResources), polled until the Widgets are served.

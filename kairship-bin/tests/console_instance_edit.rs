@@ -28,15 +28,11 @@ use support::*;
 
 /// The host's Instances, as kube-rs reads them with the sandbox's `host.kubeconfig`.
 async fn host_instances(dir: &Path) -> kube::Api<DynamicObject> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("host.kubeconfig")).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("kairship.io", "v1alpha1", "Instance"),
         "instances",
     );
-    kube::Api::all_with(kube::Client::try_from(config).unwrap(), &resource)
+    kube::Api::all_with(client_of(dir, "host").await, &resource)
 }
 
 /// What a user may change of an Instance and what must stay: its spec, labels and

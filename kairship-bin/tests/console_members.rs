@@ -165,17 +165,6 @@ async fn join_and_unjoin_a_member_in_chromium() {
     browser.quit().await;
 }
 
-/// A client of the sandbox cluster whose kubeconfig is `<name>.kubeconfig` (an instance or a
-/// member).
-async fn client_of(dir: &std::path::Path, name: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{name}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 /// The `Cluster` `cluster` as the instance `instance` holds it.
 async fn cluster_object(dir: &std::path::Path, instance: &str, cluster: &str) -> Value {
     let resource = ApiResource::from_gvk_with_plural(

@@ -12,8 +12,6 @@
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -26,15 +24,6 @@ mod support;
 use support::*;
 
 const NEW: &str = "/ui/instances/karmada-a/policies/new";
-
-async fn client(dir: &Path, cluster: &str) -> Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{cluster}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
@@ -147,9 +136,9 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
         browser,
         ..
     } = fixture;
-    let karmada = client(&dir, "karmada-a").await;
-    let east = client(&dir, "a-east").await;
-    let west = client(&dir, "a-west").await;
+    let karmada = client_of(&dir, "karmada-a").await;
+    let east = client_of(&dir, "a-east").await;
+    let west = client_of(&dir, "a-west").await;
 
     // The workload the policy will select: 3 replicas, not selected by the sample policy.
     let deployment: Deployment = serde_json::from_value(json!({

@@ -37,16 +37,6 @@ use support::*;
 /// The Secret's value: it must never reach a page.
 const SECRET_VALUE: &str = "orders-db-password-5e1f";
 
-/// A client with the kubeconfig the sandbox wrote for cluster `name` (an instance or a member).
-async fn client_of(dir: &std::path::Path, name: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{name}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 fn deployment(name: &str, image: &str) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",

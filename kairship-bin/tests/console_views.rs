@@ -18,16 +18,6 @@ mod support;
 
 use support::*;
 
-/// A client of member `member`, with the kubeconfig the sandbox wrote for it.
-async fn member_client(dir: &std::path::Path, member: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{member}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 /// Whether the page shows exactly what the members hold, every pod running on a node.
 fn settled(held: &BTreeSet<Vec<String>>, rows: &BTreeSet<Vec<String>>) -> bool {
     let running = held.iter().all(|p| p[2] == "Running" && !p[3].is_empty());
@@ -42,7 +32,7 @@ async fn held_by_members(
 ) -> BTreeSet<Vec<String>> {
     let mut out = BTreeSet::new();
     for member in members {
-        let pods: kube::Api<Pod> = kube::Api::namespaced(member_client(dir, member).await, "demo");
+        let pods: kube::Api<Pod> = kube::Api::namespaced(client_of(dir, member).await, "demo");
         for pod in pods
             .list(&ListParams::default().labels(&format!("app={app}")))
             .await
@@ -168,7 +158,7 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
     // Live: a pod deleted in a member is replaced there, and the page shows the replacement
     // without being reloaded.
     let gone = rows.iter().find(|r| r[0] == "a-west").unwrap()[1].clone();
-    let west: kube::Api<Pod> = kube::Api::namespaced(member_client(&dir, "a-west").await, "demo");
+    let west: kube::Api<Pod> = kube::Api::namespaced(client_of(&dir, "a-west").await, "demo");
     west.delete(&gone, &Default::default()).await.unwrap();
     let deadline = Instant::now() + LIMIT;
     loop {

@@ -32,16 +32,6 @@ const DEMO: &str = "/instances/karmada-a/namespaces/demo";
 /// The console's pages of `demo`.
 const PAGES: &str = "/ui/instances/karmada-a/namespaces/demo";
 
-/// A client of member `member`, with the kubeconfig the sandbox wrote for it.
-async fn member_client(dir: &std::path::Path, member: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{member}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 /// `GET {base}{P}{path}` as `token`: its status and body.
 async fn rest_get(base: &str, token: &str, path: &str) -> (StatusCode, Value) {
     let resp = reqwest::Client::new()
@@ -86,7 +76,7 @@ fn labelled(kind: &str, name: &str, spec: Value) -> Value {
 async fn pods_held(dir: &std::path::Path, app: &str) -> BTreeSet<Vec<String>> {
     let mut out = BTreeSet::new();
     for member in MEMBERS {
-        let pods: kube::Api<Pod> = kube::Api::namespaced(member_client(dir, member).await, "demo");
+        let pods: kube::Api<Pod> = kube::Api::namespaced(client_of(dir, member).await, "demo");
         for pod in pods
             .list(&ListParams::default().labels(&format!("app={app}")))
             .await
@@ -310,7 +300,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
             let mut out = BTreeMap::new();
             for member in MEMBERS {
                 let sets: kube::Api<StatefulSet> =
-                    kube::Api::namespaced(member_client(dir, member).await, "demo");
+                    kube::Api::namespaced(client_of(dir, member).await, "demo");
                 let Ok(set) = sets.get("db").await else {
                     return None;
                 };
@@ -456,7 +446,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
             let mut out = BTreeMap::new();
             for member in MEMBERS {
                 let sets: kube::Api<DaemonSet> =
-                    kube::Api::namespaced(member_client(dir, member).await, "demo");
+                    kube::Api::namespaced(client_of(dir, member).await, "demo");
                 let Ok(set) = sets.get("agent").await else {
                     return None;
                 };
@@ -615,7 +605,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         let mut complete = true;
         for member in MEMBERS {
             let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
-                kube::Api::namespaced(member_client(dir, member).await, "demo");
+                kube::Api::namespaced(client_of(dir, member).await, "demo");
             let Ok(job) = jobs.get("crunch").await else {
                 complete = false;
                 continue;

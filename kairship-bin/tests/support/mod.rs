@@ -11,11 +11,14 @@ use kube_sandbox::testing::process::Background;
 use kube_sandbox::testing::tools::{on_path, skip_or_fail};
 
 mod browser;
+mod clusters;
 mod forms;
 
 // Not every test binary uses every helper.
 #[allow(unused_imports)]
 pub use browser::*;
+#[allow(unused_imports)]
+pub use clusters::*;
 #[allow(unused_imports)]
 pub use forms::*;
 
