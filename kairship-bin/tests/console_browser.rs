@@ -25,23 +25,6 @@ const UI: &str = "/ui/instances/karmada-a/resources";
 /// The Secret's value, which no page may hold until it is revealed.
 const SECRET_VALUE: &str = "s3cr3t-hunter2-value";
 
-/// `GET` of an object through the REST API as `token`: its status and body.
-async fn rest_get(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    path: &str,
-) -> (StatusCode, Value) {
-    let resp = http
-        .get(format!("{base}{P}{INSTANCE_NS}/{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_browser_in_chromium() {
     let Some(fixture) = SignedIn::start("resource_browser_in_chromium", "console-browser").await
@@ -327,13 +310,23 @@ async fn resource_browser_in_chromium() {
         "{conflicts}"
     );
     browser.screenshot(&shots, "browser-conflict").await;
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(held["data"]["mode"], "blue");
     browser.click("#force").await;
     browser
         .wait_url("/core/v1/configmaps/settings?ns=demo")
         .await;
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(held["data"]["mode"], "green");
     let managers: Vec<&str> = held["metadata"]["managedFields"]
         .as_array()
@@ -371,7 +364,12 @@ async fn resource_browser_in_chromium() {
             "{page}"
         );
     }
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(held["data"]["mode"], "green");
 
     // Delete: the page names the object; a wrong name is refused; the right one deletes.
@@ -385,12 +383,22 @@ async fn resource_browser_in_chromium() {
     browser.type_into("#confirm", "setting").await;
     browser.click("#confirm-delete").await;
     browser.wait_text(".error", |t| t.contains("confirm")).await;
-    let (status, _) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (status, _) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     browser.type_into("#confirm", "settings").await;
     browser.click("#confirm-delete").await;
     browser.wait_url("/core/v1/configmaps?ns=demo").await;
-    let (status, _) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (status, _) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The viewer: no write control; its own session and CSRF token do not make a write.
@@ -448,11 +456,21 @@ async fn resource_browser_in_chromium() {
     let (status, page) = post_form(&reveal, &cookie, "").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(!page.contains(SECRET_VALUE));
-    let (rest_status, _) = rest_get(&http, &base, &viewer, "core/v1/secrets/db-credentials").await;
+    let (rest_status, _) = rest_get(
+        &base,
+        &viewer,
+        &format!("{INSTANCE_NS}/core/v1/secrets/db-credentials"),
+    )
+    .await;
     let (status, page) = post_form(&reveal, &cookie, &format!("_csrf={csrf}")).await;
     assert_eq!(status, rest_status, "reveal answers as the REST read does");
     assert_eq!(page.contains(SECRET_VALUE), rest_status == StatusCode::OK);
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/web-config").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/web-config"),
+    )
+    .await;
     assert_eq!(held["data"]["greeting"], "hello from Kairship");
     browser.assert_same_origin(&base).await;
     browser.quit().await;

@@ -14,27 +14,11 @@
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
 use support::*;
-
-async fn rest_instance(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    name: &str,
-) -> (StatusCode, Value) {
-    let resp = http
-        .get(format!("{base}{P}/instances/{name}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
 
 /// Reloads the instance list until `name`'s row shows a state `ok` accepts; returns it.
 async fn wait_row_state(
@@ -105,7 +89,6 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         .unwrap()
         .trim()
         .to_owned();
-    let http = reqwest::Client::new();
 
     browser.click("#new-instance").await;
     browser.wait_url("/ui/new-instance").await;
@@ -129,7 +112,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         "{refused}"
     );
     assert!(!browser.source().await.contains("nowhere.example"));
-    let (status, _) = rest_instance(&http, &base, &admin, "karmada-c").await;
+    let (status, _) = rest_get(&base, &admin, "/instances/karmada-c").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     browser.screenshot(&shots, "new-instance-refused").await;
 
@@ -144,7 +127,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     browser.wait_url("/ui/instances/karmada-c").await;
     assert!(!browser.source().await.contains(&server_line));
     wait_row_state(&browser, &base, "karmada-c", |s| s == "RUNNING").await;
-    let (status, rest) = rest_instance(&http, &base, &admin, "karmada-c").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/karmada-c").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(rest["spec"]["mode"], "Adopt");
     assert_eq!(
@@ -167,7 +150,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         refused.contains("InvalidArgument") && refused.contains("1.14"),
         "{refused}"
     );
-    let (status, _) = rest_instance(&http, &base, &admin, "edge").await;
+    let (status, _) = rest_get(&base, &admin, "/instances/edge").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     browser.goto(&format!("{base}/ui/new-instance")).await;
     browser.type_into("#provision-name", "edge").await;
@@ -175,7 +158,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     browser.screenshot(&shots, "new-instance-provision").await;
     browser.click("#provision-submit").await;
     browser.wait_url("/ui/instances/edge").await;
-    let (status, rest) = rest_instance(&http, &base, &admin, "edge").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/edge").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         rest["spec"]["provision"],
@@ -184,7 +167,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     // Listed with the state its controllers give it (the sandbox runs no karmada-operator).
     let deadline = Instant::now() + LIMIT;
     let state = loop {
-        let (_, rest) = rest_instance(&http, &base, &admin, "edge").await;
+        let (_, rest) = rest_get(&base, &admin, "/instances/edge").await;
         if let Some(state) = rest["status"]["state"].as_str() {
             break state.to_owned();
         }
@@ -204,7 +187,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         "{refused}"
     );
     browser.screenshot(&shots, "delete-refused").await;
-    let (status, rest) = rest_instance(&http, &base, &admin, "karmada-c").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/karmada-c").await;
     assert_eq!(status, StatusCode::OK);
     assert!(rest["metadata"]["deletionTimestamp"].is_null(), "{rest}");
 
@@ -245,9 +228,9 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, _) = rest_instance(&http, &base, &admin, "forged").await;
+    let (status, _) = rest_get(&base, &admin, "/instances/forged").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, rest) = rest_instance(&http, &base, &admin, "edge").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/edge").await;
     assert_eq!(status, StatusCode::OK);
     assert!(rest["metadata"]["deletionTimestamp"].is_null(), "{rest}");
     browser.quit().await;

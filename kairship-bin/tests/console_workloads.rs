@@ -32,34 +32,6 @@ const DEMO: &str = "/instances/karmada-a/namespaces/demo";
 /// The console's pages of `demo`.
 const PAGES: &str = "/ui/instances/karmada-a/namespaces/demo";
 
-/// `GET {base}{P}{path}` as `token`: its status and body.
-async fn rest_get(base: &str, token: &str, path: &str) -> (StatusCode, Value) {
-    let resp = reqwest::Client::new()
-        .get(format!("{base}{P}{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-async fn rest_create(base: &str, token: &str, path: &str, body: Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}{P}{path}"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    assert!(
-        status.is_success(),
-        "{path}: {status} {}",
-        resp.text().await.unwrap()
-    );
-}
-
 fn labelled(kind: &str, name: &str, spec: Value) -> Value {
     let mut spec = spec;
     spec["selector"] = json!({"matchLabels": {"app": name}});

@@ -13,6 +13,7 @@ use kube_sandbox::testing::tools::{on_path, skip_or_fail};
 mod browser;
 mod clusters;
 mod forms;
+mod rest;
 
 // Not every test binary uses every helper.
 #[allow(unused_imports)]
@@ -21,6 +22,8 @@ pub use browser::*;
 pub use clusters::*;
 #[allow(unused_imports)]
 pub use forms::*;
+#[allow(unused_imports)]
+pub use rest::*;
 
 /// How long the sandbox may take to come up, and anything the page should show to appear.
 pub const LIMIT: Duration = Duration::from_secs(120);
