@@ -18,16 +18,8 @@ mod support;
 use support::*;
 
 /// What the REST API says of each instance the token may see: name -> the list's cells.
-async fn rest_rows(http: &reqwest::Client, base: &str, token: &str) -> Vec<(String, Vec<String>)> {
-    let list: Value = http
-        .get(format!("{base}{P}/instances"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn rest_rows(base: &str, token: &str) -> Vec<(String, Vec<String>)> {
+    let list = rest_json(base, token, "/instances").await;
     list["items"]
         .as_array()
         .unwrap()
@@ -77,18 +69,13 @@ async fn page_rows(browser: &Browser) -> Vec<(String, Vec<String>)> {
     serde_json::from_value(rows).unwrap()
 }
 
-async fn restarted_at(http: &reqwest::Client, base: &str, token: &str, name: &str) -> Value {
-    let d: Value = http
-        .get(format!(
-            "{base}{P}/instances/karmada-a/namespaces/demo/deployments/{name}"
-        ))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn restarted_at(base: &str, token: &str, name: &str) -> Value {
+    let d = rest_json(
+        base,
+        token,
+        &format!("/instances/karmada-a/namespaces/demo/deployments/{name}"),
+    )
+    .await;
     d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].clone()
 }
 
@@ -132,7 +119,7 @@ async fn console_in_chromium() {
     // instances, with the numbers the REST API gives.
     browser.goto(&format!("{base}/ui/instances")).await;
     browser.find("tr[data-instance]").await;
-    let want = rest_rows(&http, &base, &admin).await;
+    let want = rest_rows(&base, &admin).await;
     assert_eq!(want.len(), 2, "{want:?}");
     assert_eq!(page_rows(browser).await, want);
     assert_eq!(browser.find_all("a.delete").await.len(), 2);
@@ -192,13 +179,13 @@ async fn console_in_chromium() {
 
     // Forged POSTs with the admin's own cookie: no CSRF token, a wrong one.
     let restart = format!("{base}/ui/instances/karmada-a/namespaces/demo/workloads/web/restart");
-    let before = restarted_at(&http, &base, &admin, "web").await;
+    let before = restarted_at(&base, &admin, "web").await;
     for form in ["", "_csrf=0123456789abcdef"] {
         let (status, body) = post_form(&restart, &admin_cookie, form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{form}: {body}");
         assert!(body.contains("CSRF"), "{body}");
     }
-    assert_eq!(restarted_at(&http, &base, &admin, "web").await, before);
+    assert_eq!(restarted_at(&base, &admin, "web").await, before);
 
     // The admin restarts `web`: the page shows the new rollout without reloading.
     browser
@@ -214,7 +201,7 @@ async fn console_in_chromium() {
     let shown = browser.wait_text("#restarted-at", |t| t != "never").await;
     assert_eq!(
         Value::String(shown),
-        restarted_at(&http, &base, &admin, "web").await
+        restarted_at(&base, &admin, "web").await
     );
     assert_eq!(
         browser.script("return window.__page;", json!([])).await,
@@ -282,7 +269,7 @@ async fn console_in_chromium() {
     // The viewer: one instance, its numbers, and no write controls anywhere.
     browser.sign_in(&base, &viewer).await;
     browser.find("tr[data-instance]").await;
-    let want = rest_rows(&http, &base, &viewer).await;
+    let want = rest_rows(&base, &viewer).await;
     assert_eq!(want.len(), 1, "{want:?}");
     assert_eq!(page_rows(browser).await, want);
     assert!(browser.find_all("a.delete, #new-instance").await.is_empty());

@@ -14,7 +14,7 @@
 
 use base64::Engine as _;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
@@ -40,61 +40,46 @@ async fn resource_browser_in_chromium() {
         ..
     } = fixture;
     let http = reqwest::Client::new();
-    let rest = format!("{base}{P}{INSTANCE_NS}");
 
     // What the test browses, made through the REST API: a Secret; a ConfigMap applied by
     // field manager "ops"; a ConfigMap it owns; an event about it.
     let encoded = base64::engine::general_purpose::STANDARD.encode(SECRET_VALUE);
-    let made = http
-        .post(format!("{rest}/core/v1/secrets"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"metadata": {"name": "db-credentials"}, "type": "Opaque",
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/secrets"),
+        json!({"metadata": {"name": "db-credentials"}, "type": "Opaque",
             "data": {"password": encoded}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
-    let applied = http
-        .patch(format!("{rest}/core/v1/configmaps/settings?fieldManager=ops"))
-        .bearer_auth(&admin)
-        .header("content-type", "application/apply-patch+yaml")
-        .body("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  mode: blue\n")
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        applied.status().is_success(),
-        "{}",
-        applied.text().await.unwrap()
-    );
-    let settings: Value = applied.json().await.unwrap();
-    let made = http
-        .post(format!("{rest}/core/v1/configmaps"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"metadata": {"name": "settings-part", "ownerReferences": [{
+    )
+    .await;
+    let settings = rest_apply(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings?fieldManager=ops"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  mode: blue\n",
+    )
+    .await;
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps"),
+        json!({"metadata": {"name": "settings-part", "ownerReferences": [{
             "apiVersion": "v1", "kind": "ConfigMap", "name": "settings",
             "uid": settings["metadata"]["uid"]}]}, "data": {"part": "1"}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
-    let made = http
-        .post(format!("{rest}/core/v1/events"))
-        .bearer_auth(&admin)
-        .json(&json!({
+    )
+    .await;
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/events"),
+        json!({
             "metadata": {"name": "settings.changed"},
             "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": "settings", "namespace": "demo"},
             "type": "Normal", "reason": "SettingsReviewed", "message": "mode reviewed",
             "lastTimestamp": "2026-01-01T00:00:00Z"
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+        }),
+    )
+    .await;
 
     // From the overview to the index, to a custom resource's objects.
     browser
@@ -220,29 +205,21 @@ async fn resource_browser_in_chromium() {
     let events = browser.text("#events").await;
     assert!(events.contains("SettingsReviewed"), "{events}");
     // A cluster-scoped owner (the namespace) is reached from a namespaced object too.
-    let namespace: Value = http
-        .get(format!(
-            "{base}{P}/instances/karmada-a/resources/core/v1/namespaces/demo"
-        ))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let made = http
-        .post(format!("{rest}/core/v1/configmaps"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"metadata": {"name": "namespace-part", "ownerReferences": [{
+    let namespace = rest_json(
+        &base,
+        &admin,
+        "/instances/karmada-a/resources/core/v1/namespaces/demo",
+    )
+    .await;
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps"),
+        json!({"metadata": {"name": "namespace-part", "ownerReferences": [{
             "apiVersion": "v1", "kind": "Namespace", "name": "demo",
             "uid": namespace["metadata"]["uid"]}]}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+    )
+    .await;
     browser
         .goto(&format!(
             "{base}{UI}/core/v1/configmaps/namespace-part?ns=demo"

@@ -19,7 +19,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
@@ -45,16 +45,8 @@ async fn holds(api: &Api<DynamicObject>, name: &str) -> bool {
 }
 
 /// The instance's member clusters through the REST API (`ListClusters`), by name.
-async fn cluster_names(http: &reqwest::Client, base: &str, token: &str) -> Vec<String> {
-    let list: Value = http
-        .get(format!("{base}{P}/instances/karmada-a/clusters"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn cluster_names(base: &str, token: &str) -> Vec<String> {
+    let list = rest_json(base, token, "/instances/karmada-a/clusters").await;
     list["items"]
         .as_array()
         .unwrap()
@@ -152,15 +144,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         .unwrap();
     let deadline = Instant::now() + LIMIT;
     loop {
-        let served: Value = http
-            .get(format!("{base}{P}/instances/karmada-a/apiresources"))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let served = rest_json(&base, &admin, "/instances/karmada-a/apiresources").await;
         if served["items"]
             .as_array()
             .unwrap()
@@ -227,7 +211,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         .wait_url("/ui/instances/karmada-a/members/bare")
         .await;
     assert!(
-        cluster_names(&http, &base, &admin)
+        cluster_names(&base, &admin)
             .await
             .contains(&"bare".to_owned())
     );
@@ -249,7 +233,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         removed.text().await.unwrap()
     );
     let deadline = Instant::now() + LIMIT;
-    while cluster_names(&http, &base, &admin)
+    while cluster_names(&base, &admin)
         .await
         .contains(&"bare".to_owned())
     {

@@ -186,25 +186,17 @@ async fn edit_an_instance_in_chromium() {
     assert_eq!(held(&instances, "karmada-a").await, changed_meanwhile);
 
     // A provisioned instance: its provisioning settings, the host namespace kept.
-    let http = reqwest::Client::new();
-    let created = http
-        .post(format!("{base}{P}/instances"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"apiVersion": "kairship.io/v1alpha1", "kind": "Instance",
+    rest_create(
+        &base,
+        &admin,
+        "/instances",
+        json!({"apiVersion": "kairship.io/v1alpha1", "kind": "Instance",
             "metadata": {"name": "edge", "annotations": {"example.com/owner": "edge-team"}},
             "spec": {"mode": "Provision", "deletionPolicy": "Retain",
                 "provision": {"karmadaVersion": "v1.14.0", "hostNamespace": "karmada-edge",
                     "components": ["karmadaSearch"], "featureGates": {"Failover": true}}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        created.status().is_success(),
-        "{}",
-        created.text().await.unwrap()
-    );
+    )
+    .await;
     // Its controllers first add their finalizer and a state: a form opened before that would
     // be stale.
     let deadline = std::time::Instant::now() + LIMIT;

@@ -107,25 +107,17 @@ async fn join_and_unjoin_a_member_in_chromium() {
     browser.screenshot(&shots, "members").await;
 
     // A binding still schedules to it: the unjoin shows the API's refusal.
-    let http = reqwest::Client::new();
-    let created = http
-        .post(format!(
-            "{base}{P}/instances/karmada-a/namespaces/demo/resources/work.karmada.io/v1alpha2/resourcebindings"
-        ))
-        .bearer_auth(&admin)
-        .json(&json!({
+    rest_create(
+        &base,
+        &admin,
+        "/instances/karmada-a/namespaces/demo/resources/work.karmada.io/v1alpha2/resourcebindings",
+        json!({
             "metadata": {"name": "pinned-deployment"},
             "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "pinned", "namespace": "demo"},
                      "clusters": [{"name": "spare", "replicas": 1}]}
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        created.status().is_success(),
-        "{}",
-        created.text().await.unwrap()
-    );
+        }),
+    )
+    .await;
     browser.click("tr[data-cluster=\"spare\"] a.unjoin").await;
     browser.wait_url("/members/spare/unjoin").await;
     // The confirmation's first field has the focus, so the keyboard starts there.

@@ -91,25 +91,18 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
     let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
 
     // An event about Deployment web, as a controller of the instance would record it.
-    let created = reqwest::Client::new()
-        .post(format!(
-            "{base}{P}/instances/karmada-a/namespaces/demo/resources/core/v1/events"
-        ))
-        .bearer_auth(&admin)
-        .json(&json!({
+    rest_create(
+        &base,
+        &admin,
+        "/instances/karmada-a/namespaces/demo/resources/core/v1/events",
+        json!({
             "metadata": {"name": "web.scaled"},
             "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "demo"},
             "type": "Normal", "reason": "ScalingReplicaSet", "message": "Scaled up replica set web to 3",
             "lastTimestamp": "2026-01-01T00:00:00Z"
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        created.status().is_success(),
-        "{}",
-        created.text().await.unwrap()
-    );
+        }),
+    )
+    .await;
 
     let browser = Browser::start(&chromium, &chromedriver).await;
     browser.sign_in(&base, &admin).await;

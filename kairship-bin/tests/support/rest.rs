@@ -36,3 +36,33 @@ pub async fn rest_create(base: &str, token: &str, path: &str, body: Value) -> St
     );
     status
 }
+
+/// `GET {base}{P}{path}` as the bearer of `token`: the answer's JSON body, whatever its status.
+pub async fn rest_json(base: &str, token: &str, path: &str) -> Value {
+    reqwest::Client::new()
+        .get(format!("{base}{P}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A server-side apply (`PATCH {base}{P}{path}` of the `yaml` manifest, `path` naming the
+/// field manager) as the bearer of `token`, which must succeed: the object applied.
+pub async fn rest_apply(base: &str, token: &str, path: &str, yaml: &str) -> Value {
+    let resp = reqwest::Client::new()
+        .patch(format!("{base}{P}{path}"))
+        .bearer_auth(token)
+        .header("content-type", "application/apply-patch+yaml")
+        .body(yaml.to_owned())
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let text = resp.text().await.unwrap();
+    assert!(status.is_success(), "{path}: {status} {text}");
+    serde_json::from_str(&text).unwrap()
+}
