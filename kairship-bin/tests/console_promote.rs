@@ -408,12 +408,7 @@ async fn kubectl_uses_the_kubeconfig_downloaded_from_the_console() {
     ));
     let port = free_port();
     let sandbox = start_sandbox(&dir, port, &["--tls"]);
-    let ca = std::fs::read(dir.join("kairship-ca.crt")).unwrap();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
-        .build()
-        .unwrap();
+    let http = tls_client(&dir);
     let base = format!("https://127.0.0.1:{port}");
     let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
     let signed_in = http

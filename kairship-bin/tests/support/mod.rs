@@ -42,12 +42,27 @@ impl Drop for Sandbox {
     }
 }
 
-pub fn free_port() -> u16 {
+/// A child process, killed and reaped however the test ends.
+pub struct Process(pub std::process::Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback address with a port free at the time of asking.
+pub fn free_addr() -> std::net::SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port()
+}
+
+/// A loopback port free at the time of asking.
+pub fn free_port() -> u16 {
+    free_addr().port()
 }
 
 /// Starts `kairship sandbox` (with `extra` arguments) and waits for `--- running`.
@@ -65,6 +80,17 @@ pub fn start_sandbox(dir: &Path, port: u16, extra: &[&str]) -> Sandbox {
         _process: process,
         dir: dir.to_owned(),
     }
+}
+
+/// An HTTP client of the `kairship sandbox --tls` in `dir`: it trusts only the sandbox's CA
+/// and follows no redirects.
+pub fn tls_client(dir: &Path) -> reqwest::Client {
+    let ca = std::fs::read(dir.join("kairship-ca.crt")).unwrap();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
+        .build()
+        .unwrap()
 }
 
 /// chromium and chromedriver, or `None` (skip) when either is missing and the tools are not
