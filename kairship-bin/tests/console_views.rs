@@ -11,7 +11,6 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use serde_json::json;
 
 mod support;
@@ -22,55 +21,6 @@ use support::*;
 fn settled(held: &BTreeSet<Vec<String>>, rows: &BTreeSet<Vec<String>>) -> bool {
     let running = held.iter().all(|p| p[2] == "Running" && !p[3].is_empty());
     running && held.len() == 3 && rows == held
-}
-
-/// `(cluster, pod, phase, node)` of the pods of `app` in `demo`, as the members hold them.
-async fn held_by_members(
-    dir: &std::path::Path,
-    members: &[&str],
-    app: &str,
-) -> BTreeSet<Vec<String>> {
-    let mut out = BTreeSet::new();
-    for member in members {
-        let pods: kube::Api<Pod> = kube::Api::namespaced(client_of(dir, member).await, "demo");
-        for pod in pods
-            .list(&ListParams::default().labels(&format!("app={app}")))
-            .await
-            .unwrap()
-        {
-            let status = pod.status.unwrap_or_default();
-            out.insert(vec![
-                (*member).to_owned(),
-                pod.metadata.name.unwrap_or_default(),
-                status.phase.unwrap_or_default(),
-                pod.spec.and_then(|s| s.node_name).unwrap_or_default(),
-            ]);
-        }
-    }
-    out
-}
-
-/// The rows of the page's pods table: `(cluster, pod, phase, node)`.
-async fn shown(browser: &Browser) -> BTreeSet<Vec<String>> {
-    let rows = browser
-        .script(
-            "return [...document.querySelectorAll('#pods tr[data-pod]')].map(r => [\
-               r.dataset.cluster, r.dataset.pod, r.querySelector('.phase').textContent,\
-               r.querySelector('.node').textContent]);",
-            json!([]),
-        )
-        .await;
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,8 +63,8 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
     let (held, rows) = loop {
         browser.goto(&page).await;
         browser.find("#pods").await;
-        let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
-        let rows = shown(&browser).await;
+        let held = pods_held(&dir, &["a-east", "a-west"], "web").await;
+        let rows = pods_shown(&browser).await;
         if settled(&held, &rows) {
             break (held, rows);
         }
@@ -155,8 +105,8 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
     west.delete(&gone, &Default::default()).await.unwrap();
     let deadline = Instant::now() + LIMIT;
     loop {
-        let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
-        let rows = shown(&browser).await;
+        let held = pods_held(&dir, &["a-east", "a-west"], "web").await;
+        let rows = pods_shown(&browser).await;
         if settled(&held, &rows) && !rows.iter().any(|r| r[1] == gone) {
             break;
         }

@@ -13,12 +13,10 @@
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -42,44 +40,6 @@ fn labelled(kind: &str, name: &str, spec: Value) -> Value {
     json!({"apiVersion": "apps/v1", "kind": kind,
         "metadata": {"name": name, "namespace": "demo", "labels": {"app": name}},
         "spec": spec})
-}
-
-/// `(cluster, pod, phase, node)` of the pods of `app` in `demo`, as the members hold them.
-async fn pods_held(dir: &std::path::Path, app: &str) -> BTreeSet<Vec<String>> {
-    let mut out = BTreeSet::new();
-    for member in MEMBERS {
-        let pods: kube::Api<Pod> = kube::Api::namespaced(client_of(dir, member).await, "demo");
-        for pod in pods
-            .list(&ListParams::default().labels(&format!("app={app}")))
-            .await
-            .unwrap()
-        {
-            let status = pod.status.unwrap_or_default();
-            out.insert(vec![
-                member.to_owned(),
-                pod.metadata.name.unwrap_or_default(),
-                status.phase.unwrap_or_default(),
-                pod.spec.and_then(|s| s.node_name).unwrap_or_default(),
-            ]);
-        }
-    }
-    out
-}
-
-/// The rows of the page's pods table: `(cluster, pod, phase, node)`.
-async fn pods_shown(browser: &Browser) -> BTreeSet<Vec<String>> {
-    rows_of(
-        browser
-            .script(
-                "return [...document.querySelectorAll('#pods tr[data-pod]')].map(r => [\
-                   r.dataset.cluster, r.dataset.pod, r.querySelector('.phase').textContent,\
-                   r.querySelector('.node').textContent]);",
-                json!([]),
-            )
-            .await,
-    )
-    .into_iter()
-    .collect()
 }
 
 fn rows_of(value: Value) -> Vec<Vec<String>> {
@@ -183,7 +143,7 @@ async fn until_page_shows<F, Fut>(
     loop {
         let members = held().await;
         let shown = clusters_shown(browser, classes).await;
-        let pods = pods_held(dir, app).await;
+        let pods = pods_held(dir, &MEMBERS, app).await;
         let pods_page = pods_shown(browser).await;
         let running =
             !pods.is_empty() && pods.iter().all(|p| p[2] == "Running" && !p[3].is_empty());

@@ -1,6 +1,7 @@
 //! A W3C WebDriver session on chromedriver driving a real Chromium, and what the console tests
 //! read and do through it.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -296,4 +297,17 @@ impl Browser {
     pub async fn quit(&self) {
         let _ = self.http.delete(&self.session).send().await;
     }
+}
+
+/// The rows of a workload page's pods table: `(cluster, pod, phase, node)`.
+pub async fn pods_shown(browser: &Browser) -> BTreeSet<Vec<String>> {
+    let rows = browser
+        .script(
+            "return [...document.querySelectorAll('#pods tr[data-pod]')].map(r => [\
+               r.dataset.cluster, r.dataset.pod, r.querySelector('.phase').textContent,\
+               r.querySelector('.node').textContent]);",
+            json!([]),
+        )
+        .await;
+    serde_json::from_value(rows).unwrap()
 }

@@ -1,7 +1,11 @@
 //! The clusters of a `kairship sandbox` as kube-rs and kubectl reach them, with the
 //! kubeconfigs it writes into its directory.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
 
 /// A kube-rs client with the kubeconfig at `kubeconfig`.
 pub async fn client_from(kubeconfig: &Path) -> kube::Client {
@@ -38,5 +42,28 @@ pub fn member_kubeconfig(kubeconfig: &Path, member: &str) -> PathBuf {
         kubeconfig.file_stem().unwrap().to_string_lossy()
     ));
     std::fs::write(&out, rewritten.join("\n") + "\n").unwrap();
+    out
+}
+
+/// `(cluster, pod, phase, node)` of the pods labelled `app=<app>` in namespace `demo`, as the
+/// sandbox members `members` hold them.
+pub async fn pods_held(dir: &Path, members: &[&str], app: &str) -> BTreeSet<Vec<String>> {
+    let mut out = BTreeSet::new();
+    for member in members {
+        let pods: kube::Api<Pod> = kube::Api::namespaced(client_of(dir, member).await, "demo");
+        for pod in pods
+            .list(&ListParams::default().labels(&format!("app={app}")))
+            .await
+            .unwrap()
+        {
+            let status = pod.status.unwrap_or_default();
+            out.insert(vec![
+                (*member).to_owned(),
+                pod.metadata.name.unwrap_or_default(),
+                status.phase.unwrap_or_default(),
+                pod.spec.and_then(|s| s.node_name).unwrap_or_default(),
+            ]);
+        }
+    }
     out
 }
