@@ -12,6 +12,7 @@ use kube_sandbox::testing::tools::{on_path, skip_or_fail};
 
 mod browser;
 mod clusters;
+mod docs;
 mod forms;
 mod rest;
 
@@ -20,6 +21,8 @@ mod rest;
 pub use browser::*;
 #[allow(unused_imports)]
 pub use clusters::*;
+#[allow(unused_imports)]
+pub use docs::*;
 #[allow(unused_imports)]
 pub use forms::*;
 #[allow(unused_imports)]
