@@ -14,7 +14,7 @@
 
 use base64::Engine as _;
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 mod support;
 
@@ -24,6 +24,16 @@ const INSTANCE_NS: &str = "/instances/karmada-a/namespaces/demo/resources";
 const UI: &str = "/ui/instances/karmada-a/resources";
 /// The Secret's value, which no page may hold until it is revealed.
 const SECRET_VALUE: &str = "s3cr3t-hunter2-value";
+
+/// The names of the objects the list shows, in its order.
+async fn object_names(browser: &Browser) -> Value {
+    browser
+        .script(
+            "return [...document.querySelectorAll('#objects tr[data-name]')].map(r => r.dataset.name);",
+            json!([]),
+        )
+        .await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_browser_in_chromium() {
@@ -138,24 +148,14 @@ async fn resource_browser_in_chromium() {
             "{base}{UI}/core/v1/configmaps?ns=demo&q=Settings&selector=!nope"
         ))
         .await;
-    let rows = browser
-        .script(
-            "return [...document.querySelectorAll('#objects tr[data-name]')].map(r => r.dataset.name);",
-            json!([]),
-        )
-        .await;
+    let rows = object_names(&browser).await;
     assert_eq!(rows, json!(["settings", "settings-part"]));
     browser
         .goto(&format!(
             "{base}{UI}/core/v1/configmaps?ns=default,demo&q=Settings&sort=name&dir=desc"
         ))
         .await;
-    let rows = browser
-        .script(
-            "return [...document.querySelectorAll('#objects tr[data-name]')].map(r => r.dataset.name);",
-            json!([]),
-        )
-        .await;
+    let rows = object_names(&browser).await;
     assert_eq!(rows, json!(["settings-part", "settings"]));
 
     // An object's page: the policy's YAML.

@@ -85,16 +85,7 @@ async fn created(browser: &Browser) -> Vec<(String, String)> {
             json!([]),
         )
         .await;
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r[0].as_str().unwrap().to_owned(),
-                r[1].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    serde_json::from_value(rows).unwrap()
 }
 
 const WIDGET: &str = "apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: blue\n  labels:\n    team: ui\nspec:\n  size: 3\n  colors: [blue, green]\n";

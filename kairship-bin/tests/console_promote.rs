@@ -136,16 +136,7 @@ async fn promote_rows(browser: &Browser) -> Vec<(String, String)> {
             json!([]),
         )
         .await;
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r[0].as_str().unwrap().to_owned(),
-                r[1].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    serde_json::from_value(rows).unwrap()
 }
 
 fn management_of(name: &str) -> String {
