@@ -20,6 +20,7 @@ pub struct Browser {
 }
 
 impl Browser {
+    /// Starts chromedriver on a free port and a headless Chromium session through it.
     pub async fn start(chromium: &Path, chromedriver: &Path) -> Browser {
         let port = free_port();
         let mut command = Command::new(chromedriver);
@@ -66,6 +67,7 @@ impl Browser {
         }
     }
 
+    /// One WebDriver command of the session: its `value`, which must not be an error.
     pub async fn call(&self, method: &str, path: &str, body: Value) -> Value {
         let url = format!("{}{path}", self.session);
         let req = match method {
@@ -82,10 +84,12 @@ impl Browser {
         value
     }
 
+    /// Navigates to `url`.
     pub async fn goto(&self, url: &str) {
         self.call("POST", "/url", json!({ "url": url })).await;
     }
 
+    /// The URL of the page shown.
     pub async fn url(&self) -> String {
         self.call("GET", "/url", Value::Null)
             .await
@@ -94,6 +98,7 @@ impl Browser {
             .to_owned()
     }
 
+    /// The elements matching `css` now (none is no error).
     pub async fn find_all(&self, css: &str) -> Vec<String> {
         self.call(
             "POST",
@@ -125,12 +130,14 @@ impl Browser {
         }
     }
 
+    /// Clicks the first element matching `css`, once it appears.
     pub async fn click(&self, css: &str) {
         let e = self.find(css).await;
         self.call("POST", &format!("/element/{e}/click"), json!({}))
             .await;
     }
 
+    /// Types `text` into the first element matching `css`, once it appears.
     pub async fn type_into(&self, css: &str, text: &str) {
         let e = self.find(css).await;
         self.call(
@@ -141,6 +148,7 @@ impl Browser {
         .await;
     }
 
+    /// The rendered text of the first element matching `css`, once it appears.
     pub async fn text(&self, css: &str) -> String {
         let e = self.find(css).await;
         self.call("GET", &format!("/element/{e}/text"), Value::Null)
@@ -150,6 +158,7 @@ impl Browser {
             .to_owned()
     }
 
+    /// Runs `script` in the page with `args` (`arguments[i]`): what it returns.
     pub async fn script(&self, script: &str, args: Value) -> Value {
         self.call(
             "POST",
@@ -159,6 +168,7 @@ impl Browser {
         .await
     }
 
+    /// The page's HTML as the browser holds it now.
     pub async fn source(&self) -> String {
         self.call("GET", "/source", Value::Null)
             .await
@@ -204,6 +214,7 @@ impl Browser {
         }
     }
 
+    /// Writes a screenshot of the page to `<dir>/<name>.png`.
     pub async fn screenshot(&self, dir: &Path, name: &str) {
         let png = self.call("GET", "/screenshot", Value::Null).await;
         let bytes = base64::engine::general_purpose::STANDARD
@@ -245,6 +256,7 @@ impl Browser {
         }
     }
 
+    /// Signs in to the console at `base` with the bearer `token`, ending on the instance list.
     pub async fn sign_in(&self, base: &str, token: &str) {
         self.goto(&format!("{base}/ui/")).await;
         self.wait_url("/ui/signin").await;
@@ -294,6 +306,7 @@ impl Browser {
             == true
     }
 
+    /// Ends the WebDriver session (and with it the browser).
     pub async fn quit(&self) {
         let _ = self.http.delete(&self.session).send().await;
     }

@@ -1,6 +1,10 @@
-//! Shared by the console's browser tests: a `kairship sandbox` child process, a W3C WebDriver
-//! session on chromedriver driving a real Chromium, and [`SignedIn`], the two together with
-//! the admin signed in (what every console test starts from).
+//! Shared by the kairship binary's tests (each test binary compiles its own copy, so not every
+//! item is used everywhere): a `kairship sandbox` child process, a W3C WebDriver session on
+//! chromedriver driving a real Chromium ([`browser`]), and [`SignedIn`], the two together with
+//! the admin signed in (what every console test starts from); the REST API as a bearer reaches
+//! it ([`rest`]), console forms sent without the browser ([`forms`]), kube-rs clients and
+//! kubeconfigs of the sandbox's clusters ([`clusters`]), and the docs' shell commands
+//! ([`docs`]).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -30,7 +34,9 @@ pub use rest::*;
 
 /// How long the sandbox may take to come up, and anything the page should show to appear.
 pub const LIMIT: Duration = Duration::from_secs(120);
+/// The REST API's path prefix.
 pub const P: &str = "/apis/kairship.io/v1alpha1";
+/// The key of an element reference in a W3C WebDriver answer.
 pub const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// A running `kairship sandbox`, killed and its directory removed however the test ends.
