@@ -15,31 +15,22 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kairship_core::grpc::pb;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
-use kube_sandbox::testing::tools::{on_path, skip_or_fail};
+use kube::Client;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::{LIMIT, P, SignedIn, free_port, start_sandbox};
+use support::{
+    LIMIT, P, SignedIn, client_of, curl_and_jq_or_skip, free_port, run_bash, sh_block_after,
+    start_sandbox,
+};
 
 const INSTANCE: &str = "karmada-a";
 
 /// A group version (`group`, `version`, whether it is preferred) and its resources by plural.
 type GroupVersion = ((String, String, bool), BTreeMap<String, Value>);
 type Discovered = Vec<GroupVersion>;
-
-async fn client_from(kubeconfig: &Path) -> Client {
-    let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
 
 /// `GET path` of the REST API as `token`: status and body.
 async fn rest(
@@ -237,7 +228,7 @@ async fn api_resources_are_the_instance_discovery_over_rest_and_grpc() {
     // with its kind, scope, verbs, names and subresources.
     let (status, answer) = rest(&http, &base, Some(&admin), &path).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    let instance = client_from(&dir.join(format!("{INSTANCE}.kubeconfig"))).await;
+    let instance = client_of(&dir, INSTANCE).await;
     let served = legacy_discovery(&instance).await;
     let listed = by_group_version(&answer);
     let keys = |l: &[GroupVersion]| -> Vec<(String, String, bool)> {
@@ -357,23 +348,10 @@ async fn api_resources_are_the_instance_discovery_over_rest_and_grpc() {
     drop(sandbox);
 }
 
-/// The first shell block of docs/kairship/api.md's "What an instance serves", against `port`.
-fn documented_commands(port: u16) -> String {
-    let doc = include_str!("../../docs/kairship/api.md");
-    let section = &doc[doc
-        .find("### What an instance serves")
-        .expect("the section")..];
-    let start = section.find("```sh\n").expect("a sh block") + "```sh\n".len();
-    let block = &section[start..];
-    let block = &block[..block.find("```").expect("the block's end")];
-    block.replace("127.0.0.1:8443", &format!("127.0.0.1:{port}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_resources_commands_of_the_docs_print_what_the_docs_say() {
     const TEST: &str = "api_resources_commands_of_the_docs_print_what_the_docs_say";
-    if on_path("curl").is_none() || on_path("jq").is_none() {
-        skip_or_fail(TEST, "curl and jq are needed", "install curl and jq");
+    if !curl_and_jq_or_skip(TEST) {
         return;
     }
     let work =
@@ -382,17 +360,12 @@ async fn api_resources_commands_of_the_docs_print_what_the_docs_say() {
     std::fs::create_dir_all(&work).unwrap();
     let port = free_port();
     let sandbox = start_sandbox(&work.join("kairship-sandbox"), port, &[]);
-    let run = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", &documented_commands(port)])
-        .current_dir(&work)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&run.stderr)
+    let commands = sh_block_after(
+        include_str!("../../docs/kairship/api.md"),
+        "### What an instance serves",
+        port,
     );
+    let out = run_bash(&commands, &work, None);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines,

@@ -12,25 +12,13 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use kube_sandbox::testing::kubectl::kubectl_or_skip;
-use kube_sandbox::testing::tools::{on_path, skip_or_fail};
 use serde_json::Value;
-use support::{P, free_port, start_sandbox};
+use support::{P, curl_and_jq_or_skip, free_port, run_bash, sh_block_after, start_sandbox};
 
 const TEST: &str = "audit_commands_of_the_docs_leave_one_record_per_write";
-
-/// The shell block of docs/kairship/audit.md's "Try it" section, against `port`.
-fn documented_commands(port: u16) -> String {
-    let doc = include_str!("../../docs/kairship/audit.md");
-    let section = &doc[doc.find("## Try it").expect("a Try it section")..];
-    let start = section.find("```sh\n").expect("a sh block") + "```sh\n".len();
-    let block = &section[start..];
-    let block = &block[..block.find("```").expect("the block's end")];
-    block.replace("127.0.0.1:8443", &format!("127.0.0.1:{port}"))
-}
 
 /// `GET audit{query}` as the bearer of `token`.
 async fn audit(http: &reqwest::Client, base: &str, token: &str, query: &str) -> Value {
@@ -67,8 +55,7 @@ async fn audit_commands_of_the_docs_leave_one_record_per_write() {
     let Some(kubectl) = kubectl_or_skip(TEST) else {
         return;
     };
-    if on_path("curl").is_none() || on_path("jq").is_none() {
-        skip_or_fail(TEST, "curl and jq are needed", "install curl and jq");
+    if !curl_and_jq_or_skip(TEST) {
         return;
     }
     let work = std::env::temp_dir().join(format!("kairship-audit-{}", std::process::id()));
@@ -78,22 +65,15 @@ async fn audit_commands_of_the_docs_leave_one_record_per_write() {
     // The docs' default directory, `./kairship-sandbox`, in the working directory.
     let sandbox = start_sandbox(&work.join("kairship-sandbox"), port, &["--tls"]);
 
-    let path = format!(
-        "{}:{}",
-        kubectl.parent().unwrap_or(Path::new("/")).display(),
-        std::env::var("PATH").unwrap_or_default()
+    let commands = sh_block_after(
+        include_str!("../../docs/kairship/audit.md"),
+        "## Try it",
+        port,
     );
-    let run = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", &documented_commands(port)])
-        .current_dir(&work)
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&run.stderr)
+    let out = run_bash(
+        &commands,
+        &work,
+        Some(kubectl.parent().unwrap_or(Path::new("/"))),
     );
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.first(), Some(&"audited"), "{out}");

@@ -18,16 +18,8 @@ mod support;
 use support::*;
 
 /// What the REST API says of each instance the token may see: name -> the list's cells.
-async fn rest_rows(http: &reqwest::Client, base: &str, token: &str) -> Vec<(String, Vec<String>)> {
-    let list: Value = http
-        .get(format!("{base}{P}/instances"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn rest_rows(base: &str, token: &str) -> Vec<(String, Vec<String>)> {
+    let list = rest_json(base, token, "/instances").await;
     list["items"]
         .as_array()
         .unwrap()
@@ -77,36 +69,13 @@ async fn page_rows(browser: &Browser) -> Vec<(String, Vec<String>)> {
     serde_json::from_value(rows).unwrap()
 }
 
-/// A POST to the console with the given cookie and form, as a forger would send it.
-async fn post_form(
-    http: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    form: &str,
-) -> (StatusCode, String) {
-    let r = http
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    (r.status(), r.text().await.unwrap())
-}
-
-async fn restarted_at(http: &reqwest::Client, base: &str, token: &str, name: &str) -> Value {
-    let d: Value = http
-        .get(format!(
-            "{base}{P}/instances/karmada-a/namespaces/demo/deployments/{name}"
-        ))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn restarted_at(base: &str, token: &str, name: &str) -> Value {
+    let d = rest_json(
+        base,
+        token,
+        &format!("/instances/karmada-a/namespaces/demo/deployments/{name}"),
+    )
+    .await;
     d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].clone()
 }
 
@@ -150,7 +119,7 @@ async fn console_in_chromium() {
     // instances, with the numbers the REST API gives.
     browser.goto(&format!("{base}/ui/instances")).await;
     browser.find("tr[data-instance]").await;
-    let want = rest_rows(&http, &base, &admin).await;
+    let want = rest_rows(&base, &admin).await;
     assert_eq!(want.len(), 2, "{want:?}");
     assert_eq!(page_rows(browser).await, want);
     assert_eq!(browser.find_all("a.delete").await.len(), 2);
@@ -210,13 +179,13 @@ async fn console_in_chromium() {
 
     // Forged POSTs with the admin's own cookie: no CSRF token, a wrong one.
     let restart = format!("{base}/ui/instances/karmada-a/namespaces/demo/workloads/web/restart");
-    let before = restarted_at(&http, &base, &admin, "web").await;
+    let before = restarted_at(&base, &admin, "web").await;
     for form in ["", "_csrf=0123456789abcdef"] {
-        let (status, body) = post_form(&http, &restart, &admin_cookie, form).await;
+        let (status, body) = post_form(&restart, &admin_cookie, form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{form}: {body}");
         assert!(body.contains("CSRF"), "{body}");
     }
-    assert_eq!(restarted_at(&http, &base, &admin, "web").await, before);
+    assert_eq!(restarted_at(&base, &admin, "web").await, before);
 
     // The admin restarts `web`: the page shows the new rollout without reloading.
     browser
@@ -232,7 +201,7 @@ async fn console_in_chromium() {
     let shown = browser.wait_text("#restarted-at", |t| t != "never").await;
     assert_eq!(
         Value::String(shown),
-        restarted_at(&http, &base, &admin, "web").await
+        restarted_at(&base, &admin, "web").await
     );
     assert_eq!(
         browser.script("return window.__page;", json!([])).await,
@@ -286,8 +255,7 @@ async fn console_in_chromium() {
 
     // Sign-out ends the session: the old cookie no longer opens a page.
     browser.goto(&format!("{base}/ui/instances")).await;
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     let old = http
         .get(format!("{base}/ui/instances"))
         .header("cookie", format!("kairship_session={admin_cookie}"))
@@ -301,7 +269,7 @@ async fn console_in_chromium() {
     // The viewer: one instance, its numbers, and no write controls anywhere.
     browser.sign_in(&base, &viewer).await;
     browser.find("tr[data-instance]").await;
-    let want = rest_rows(&http, &base, &viewer).await;
+    let want = rest_rows(&base, &viewer).await;
     assert_eq!(want.len(), 1, "{want:?}");
     assert_eq!(page_rows(browser).await, want);
     assert!(browser.find_all("a.delete, #new-instance").await.is_empty());
@@ -324,25 +292,14 @@ async fn console_in_chromium() {
     browser.find("#clusters").await;
     assert!(browser.find_all("#create-yaml").await.is_empty());
     let viewer_cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let csrf = browser.csrf().await;
     // Forged POSTs are refused before the API is asked; with the right token, the API's
     // refusal is what the viewer reads.
     for form in ["", "_csrf=wrong"] {
-        let (status, _) = post_form(&http, &restart, &viewer_cookie, form).await;
+        let (status, _) = post_form(&restart, &viewer_cookie, form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{form}");
     }
-    let (status, body) = post_form(
-        &http,
-        &restart,
-        &viewer_cookie,
-        &format!("_csrf={}", csrf.as_str().unwrap()),
-    )
-    .await;
+    let (status, body) = post_form(&restart, &viewer_cookie, &format!("_csrf={csrf}")).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert!(body.contains("PermissionDenied"), "{body}");
     let viewer_rest = http
@@ -372,12 +329,7 @@ async fn session_cookie_flags_and_tls() {
     let dir = std::env::temp_dir().join(format!("kairship-console-tls-{}", std::process::id()));
     let port = free_port();
     let _sandbox = start_sandbox(&dir, port, &["--tls"]);
-    let ca = std::fs::read(dir.join("kairship-ca.crt")).unwrap();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
-        .build()
-        .unwrap();
+    let http = tls_client(&dir);
     let base = format!("https://127.0.0.1:{port}");
     let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
 

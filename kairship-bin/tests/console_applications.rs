@@ -11,45 +11,13 @@
 #![allow(clippy::unwrap_used)]
 
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
 use support::*;
 
 const NS_PATH: &str = "/instances/karmada-a/namespaces/demo";
-
-async fn rest_get(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    path: &str,
-) -> (StatusCode, Value) {
-    let resp = http
-        .get(format!("{base}{P}{NS_PATH}/{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-async fn rest_post(http: &reqwest::Client, base: &str, token: &str, path: &str, body: Value) {
-    let resp = http
-        .post(format!("{base}{P}{NS_PATH}/{path}"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        resp.status(),
-        StatusCode::OK,
-        "{}",
-        resp.text().await.unwrap()
-    );
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_application_form_and_job_buttons_in_chromium() {
@@ -69,7 +37,6 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         browser,
         ..
     } = fixture;
-    let http = reqwest::Client::new();
 
     browser
         .goto(&format!("{base}/ui/instances/karmada-a"))
@@ -131,7 +98,7 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         "overridepolicies/shop-a-east",
         "overridepolicies/shop-a-west",
     ] {
-        let (status, body) = rest_get(&http, &base, &admin, path).await;
+        let (status, body) = rest_get(&base, &admin, &format!("{NS_PATH}/{path}")).await;
         assert_eq!(
             status,
             StatusCode::NOT_FOUND,
@@ -172,7 +139,7 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         )
         .await;
     browser.screenshot(&shots, "application-created").await;
-    let (_, deployment) = rest_get(&http, &base, &admin, "deployments/shop").await;
+    let (_, deployment) = rest_get(&base, &admin, &format!("{NS_PATH}/deployments/shop")).await;
     let pod_labels = deployment["spec"]["template"]["metadata"]["labels"].clone();
     assert_eq!(pod_labels, json!({"app": "shop"}), "{deployment}");
     assert_eq!(deployment["spec"]["replicas"], 4);
@@ -180,10 +147,15 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         deployment["spec"]["template"]["spec"]["containers"][0]["image"],
         "nginx:1.27"
     );
-    let (_, service) = rest_get(&http, &base, &admin, "services/shop").await;
+    let (_, service) = rest_get(&base, &admin, &format!("{NS_PATH}/services/shop")).await;
     assert_eq!(service["spec"]["selector"], pod_labels);
     assert_eq!(service["spec"]["ports"][0]["targetPort"], 8080);
-    let (_, policy) = rest_get(&http, &base, &admin, "propagationpolicies/shop").await;
+    let (_, policy) = rest_get(
+        &base,
+        &admin,
+        &format!("{NS_PATH}/propagationpolicies/shop"),
+    )
+    .await;
     assert_eq!(
         policy["spec"]["resourceSelectors"],
         json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "shop"},
@@ -200,10 +172,9 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     );
     for (cluster, image, replicas) in [("a-east", Some("shop/nginx"), 3), ("a-west", None, 1)] {
         let (_, op) = rest_get(
-            &http,
             &base,
             &admin,
-            &format!("overridepolicies/shop-{cluster}"),
+            &format!("{NS_PATH}/overridepolicies/shop-{cluster}"),
         )
         .await;
         assert_eq!(
@@ -224,32 +195,32 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     }
 
     // A Job and a CronJob, and their buttons.
-    rest_post(
-        &http,
+    let status = rest_create(
         &base,
         &admin,
-        "jobs",
+        &format!("{NS_PATH}/jobs"),
         json!({"metadata": {"name": "once"}, "spec": {"template": {"spec": {
             "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}),
     )
     .await;
-    rest_post(
-        &http,
+    assert_eq!(status, StatusCode::OK);
+    let status = rest_create(
         &base,
         &admin,
-        "cronjobs",
+        &format!("{NS_PATH}/cronjobs"),
         json!({"metadata": {"name": "tick"}, "spec": {"schedule": "*/5 * * * *",
             "jobTemplate": {"spec": {"template": {"spec": {
                 "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
     )
     .await;
+    assert_eq!(status, StatusCode::OK);
     // The sandbox runs Jobs: restart once this one has finished.
     let finished = || async {
-        let (_, job) = rest_get(&http, &base, &admin, "jobs/once").await;
+        let (_, job) = rest_get(&base, &admin, &format!("{NS_PATH}/jobs/once")).await;
         job["status"]["active"].as_i64().unwrap_or(0) == 0
     };
     kube_sandbox::testing::wait::eventually("the job finishes", finished).await;
-    let (_, old) = rest_get(&http, &base, &admin, "jobs/once").await;
+    let (_, old) = rest_get(&base, &admin, &format!("{NS_PATH}/jobs/once")).await;
     let old_uid = old["metadata"]["uid"].as_str().unwrap().to_owned();
     browser
         .goto(&format!("{base}/ui/instances/karmada-a"))
@@ -260,7 +231,7 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     browser
         .wait_text("#job-facts .uid", |t| !t.is_empty() && t != old_uid)
         .await;
-    let (_, new) = rest_get(&http, &base, &admin, "jobs/once").await;
+    let (_, new) = rest_get(&base, &admin, &format!("{NS_PATH}/jobs/once")).await;
     assert_ne!(new["metadata"]["uid"], old_uid.as_str());
     assert_eq!(
         browser.text("#job-facts .uid").await,
@@ -274,7 +245,7 @@ async fn create_application_form_and_job_buttons_in_chromium() {
         .await;
     browser.click("#cronjob-pause").await;
     browser.wait_text("#cronjob-state", |t| t == "Paused").await;
-    let (_, cronjob) = rest_get(&http, &base, &admin, "cronjobs/tick").await;
+    let (_, cronjob) = rest_get(&base, &admin, &format!("{NS_PATH}/cronjobs/tick")).await;
     assert_eq!(cronjob["spec"]["suspend"], true);
     browser.find("#cronjob-resume").await;
     browser.screenshot(&shots, "cronjob").await;
@@ -282,21 +253,18 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     // A forged POST with the admin's own cookie but no CSRF token is refused, nothing made.
     let cookie = browser.session_cookie().await.expect("a session cookie");
     let form = "kind=Deployment&name=forged&namespace=demo&image=nginx&clusters=a-east&op=create";
-    let forged = http
-        .post(format!("{base}/ui/instances/karmada-a/applications/new"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
-    let (status, _) = rest_get(&http, &base, &admin, "deployments/forged").await;
+    let (status, _) = post_form(
+        &format!("{base}/ui/instances/karmada-a/applications/new"),
+        &cookie,
+        form,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = rest_get(&base, &admin, &format!("{NS_PATH}/deployments/forged")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The viewer: no form, no buttons.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser
         .goto(&format!("{base}/ui/instances/karmada-a"))
@@ -313,24 +281,16 @@ async fn create_application_form_and_job_buttons_in_chromium() {
     browser.screenshot(&shots, "viewer-application").await;
     // With the viewer's own session and CSRF token, the API refuses and says so.
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let refused = http
-        .post(format!("{base}/ui/instances/karmada-a/applications/new"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("{form}&_csrf={}", csrf.as_str().unwrap()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    let page = refused.text().await.unwrap();
+    let csrf = browser.csrf().await;
+    let (status, page) = post_form(
+        &format!("{base}/ui/instances/karmada-a/applications/new"),
+        &cookie,
+        &format!("{form}&_csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(page.contains("PermissionDenied"), "{page}");
-    let (status, _) = rest_get(&http, &base, &admin, "deployments/forged").await;
+    let (status, _) = rest_get(&base, &admin, &format!("{NS_PATH}/deployments/forged")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     for (page, control) in [
         ("jobs/once", "#job-restart"),

@@ -25,52 +25,14 @@ const UI: &str = "/ui/instances/karmada-a/resources";
 /// The Secret's value, which no page may hold until it is revealed.
 const SECRET_VALUE: &str = "s3cr3t-hunter2-value";
 
-/// `GET` of an object through the REST API as `token`: its status and body.
-async fn rest_get(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    path: &str,
-) -> (StatusCode, Value) {
-    let resp = http
-        .get(format!("{base}{P}{INSTANCE_NS}/{path}"))
-        .bearer_auth(token)
-        .send()
+/// The names of the objects the list shows, in its order.
+async fn object_names(browser: &Browser) -> Value {
+    browser
+        .script(
+            "return [...document.querySelectorAll('#objects tr[data-name]')].map(r => r.dataset.name);",
+            json!([]),
+        )
         .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(
-    http: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    form: &str,
-) -> (StatusCode, String) {
-    let resp = http
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
-fn form_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,61 +50,46 @@ async fn resource_browser_in_chromium() {
         ..
     } = fixture;
     let http = reqwest::Client::new();
-    let rest = format!("{base}{P}{INSTANCE_NS}");
 
     // What the test browses, made through the REST API: a Secret; a ConfigMap applied by
     // field manager "ops"; a ConfigMap it owns; an event about it.
     let encoded = base64::engine::general_purpose::STANDARD.encode(SECRET_VALUE);
-    let made = http
-        .post(format!("{rest}/core/v1/secrets"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"metadata": {"name": "db-credentials"}, "type": "Opaque",
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/secrets"),
+        json!({"metadata": {"name": "db-credentials"}, "type": "Opaque",
             "data": {"password": encoded}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
-    let applied = http
-        .patch(format!("{rest}/core/v1/configmaps/settings?fieldManager=ops"))
-        .bearer_auth(&admin)
-        .header("content-type", "application/apply-patch+yaml")
-        .body("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  mode: blue\n")
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        applied.status().is_success(),
-        "{}",
-        applied.text().await.unwrap()
-    );
-    let settings: Value = applied.json().await.unwrap();
-    let made = http
-        .post(format!("{rest}/core/v1/configmaps"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"metadata": {"name": "settings-part", "ownerReferences": [{
+    )
+    .await;
+    let settings = rest_apply(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings?fieldManager=ops"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  mode: blue\n",
+    )
+    .await;
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps"),
+        json!({"metadata": {"name": "settings-part", "ownerReferences": [{
             "apiVersion": "v1", "kind": "ConfigMap", "name": "settings",
             "uid": settings["metadata"]["uid"]}]}, "data": {"part": "1"}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
-    let made = http
-        .post(format!("{rest}/core/v1/events"))
-        .bearer_auth(&admin)
-        .json(&json!({
+    )
+    .await;
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/events"),
+        json!({
             "metadata": {"name": "settings.changed"},
             "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": "settings", "namespace": "demo"},
             "type": "Normal", "reason": "SettingsReviewed", "message": "mode reviewed",
             "lastTimestamp": "2026-01-01T00:00:00Z"
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+        }),
+    )
+    .await;
 
     // From the overview to the index, to a custom resource's objects.
     browser
@@ -201,24 +148,14 @@ async fn resource_browser_in_chromium() {
             "{base}{UI}/core/v1/configmaps?ns=demo&q=Settings&selector=!nope"
         ))
         .await;
-    let rows = browser
-        .script(
-            "return [...document.querySelectorAll('#objects tr[data-name]')].map(r => r.dataset.name);",
-            json!([]),
-        )
-        .await;
+    let rows = object_names(&browser).await;
     assert_eq!(rows, json!(["settings", "settings-part"]));
     browser
         .goto(&format!(
             "{base}{UI}/core/v1/configmaps?ns=default,demo&q=Settings&sort=name&dir=desc"
         ))
         .await;
-    let rows = browser
-        .script(
-            "return [...document.querySelectorAll('#objects tr[data-name]')].map(r => r.dataset.name);",
-            json!([]),
-        )
-        .await;
+    let rows = object_names(&browser).await;
     assert_eq!(rows, json!(["settings-part", "settings"]));
 
     // An object's page: the policy's YAML.
@@ -268,29 +205,21 @@ async fn resource_browser_in_chromium() {
     let events = browser.text("#events").await;
     assert!(events.contains("SettingsReviewed"), "{events}");
     // A cluster-scoped owner (the namespace) is reached from a namespaced object too.
-    let namespace: Value = http
-        .get(format!(
-            "{base}{P}/instances/karmada-a/resources/core/v1/namespaces/demo"
-        ))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let made = http
-        .post(format!("{rest}/core/v1/configmaps"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"metadata": {"name": "namespace-part", "ownerReferences": [{
+    let namespace = rest_json(
+        &base,
+        &admin,
+        "/instances/karmada-a/resources/core/v1/namespaces/demo",
+    )
+    .await;
+    rest_create(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps"),
+        json!({"metadata": {"name": "namespace-part", "ownerReferences": [{
             "apiVersion": "v1", "kind": "Namespace", "name": "demo",
             "uid": namespace["metadata"]["uid"]}]}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+    )
+    .await;
     browser
         .goto(&format!(
             "{base}{UI}/core/v1/configmaps/namespace-part?ns=demo"
@@ -358,13 +287,23 @@ async fn resource_browser_in_chromium() {
         "{conflicts}"
     );
     browser.screenshot(&shots, "browser-conflict").await;
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(held["data"]["mode"], "blue");
     browser.click("#force").await;
     browser
         .wait_url("/core/v1/configmaps/settings?ns=demo")
         .await;
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(held["data"]["mode"], "green");
     let managers: Vec<&str> = held["metadata"]["managedFields"]
         .as_array()
@@ -395,14 +334,19 @@ async fn resource_browser_in_chromium() {
             String::new(),
         ),
     ] {
-        let (status, page) = post_form(&http, &url, &cookie, &form).await;
+        let (status, page) = post_form(&url, &cookie, &form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(
             page.contains("CSRF") && !page.contains(SECRET_VALUE),
             "{page}"
         );
     }
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(held["data"]["mode"], "green");
 
     // Delete: the page names the object; a wrong name is refused; the right one deletes.
@@ -416,17 +360,26 @@ async fn resource_browser_in_chromium() {
     browser.type_into("#confirm", "setting").await;
     browser.click("#confirm-delete").await;
     browser.wait_text(".error", |t| t.contains("confirm")).await;
-    let (status, _) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (status, _) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     browser.type_into("#confirm", "settings").await;
     browser.click("#confirm-delete").await;
     browser.wait_url("/core/v1/configmaps?ns=demo").await;
-    let (status, _) = rest_get(&http, &base, &admin, "core/v1/configmaps/settings").await;
+    let (status, _) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/settings"),
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The viewer: no write control; its own session and CSRF token do not make a write.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     let page = format!("{base}{UI}/core/v1/configmaps/web-config?ns=demo");
     browser.goto(&page).await;
@@ -439,13 +392,7 @@ async fn resource_browser_in_chromium() {
     );
     browser.screenshot(&shots, "browser-viewer").await;
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let csrf = csrf.as_str().unwrap();
+    let csrf = browser.csrf().await;
     let object = format!("{base}{UI}/core/v1/configmaps/web-config");
     let yaml = form_value(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: demo\ndata:\n  greeting: forged\n",
@@ -464,7 +411,7 @@ async fn resource_browser_in_chromium() {
             format!("confirm=web-config&_csrf={csrf}"),
         ),
     ] {
-        let (status, page) = post_form(&http, &url, &cookie, &form).await;
+        let (status, page) = post_form(&url, &cookie, &form).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(page.contains("PermissionDenied"), "{page}");
     }
@@ -483,14 +430,24 @@ async fn resource_browser_in_chromium() {
     // Revealing is a read, as the API allows it to whoever may read the Secret; without the
     // CSRF token even that is refused.
     let reveal = format!("{base}{UI}/core/v1/secrets/db-credentials/reveal?ns=demo");
-    let (status, page) = post_form(&http, &reveal, &cookie, "").await;
+    let (status, page) = post_form(&reveal, &cookie, "").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(!page.contains(SECRET_VALUE));
-    let (rest_status, _) = rest_get(&http, &base, &viewer, "core/v1/secrets/db-credentials").await;
-    let (status, page) = post_form(&http, &reveal, &cookie, &format!("_csrf={csrf}")).await;
+    let (rest_status, _) = rest_get(
+        &base,
+        &viewer,
+        &format!("{INSTANCE_NS}/core/v1/secrets/db-credentials"),
+    )
+    .await;
+    let (status, page) = post_form(&reveal, &cookie, &format!("_csrf={csrf}")).await;
     assert_eq!(status, rest_status, "reveal answers as the REST read does");
     assert_eq!(page.contains(SECRET_VALUE), rest_status == StatusCode::OK);
-    let (_, held) = rest_get(&http, &base, &admin, "core/v1/configmaps/web-config").await;
+    let (_, held) = rest_get(
+        &base,
+        &admin,
+        &format!("{INSTANCE_NS}/core/v1/configmaps/web-config"),
+    )
+    .await;
     assert_eq!(held["data"]["greeting"], "hello from Kairship");
     browser.assert_same_origin(&base).await;
     browser.quit().await;

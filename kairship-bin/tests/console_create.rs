@@ -13,30 +13,19 @@
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
 use support::*;
 
 const CREATE: &str = "/ui/instances/karmada-a/create";
-
-/// A kube-rs client of `cluster` (`karmada-a`: the instance's Karmada API server).
-async fn client(dir: &Path, cluster: &str) -> Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{cluster}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
 
 fn api(
     client: &Client,
@@ -56,52 +45,13 @@ async fn holds(api: &Api<DynamicObject>, name: &str) -> bool {
 }
 
 /// The instance's member clusters through the REST API (`ListClusters`), by name.
-async fn cluster_names(http: &reqwest::Client, base: &str, token: &str) -> Vec<String> {
-    let list: Value = http
-        .get(format!("{base}{P}/instances/karmada-a/clusters"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn cluster_names(base: &str, token: &str) -> Vec<String> {
+    let list = rest_json(base, token, "/instances/karmada-a/clusters").await;
     list["items"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c["metadata"]["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(
-    http: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    form: &str,
-) -> (StatusCode, String) {
-    let resp = http
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
-fn form_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
         .collect()
 }
 
@@ -135,16 +85,7 @@ async fn created(browser: &Browser) -> Vec<(String, String)> {
             json!([]),
         )
         .await;
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r[0].as_str().unwrap().to_owned(),
-                r[1].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    serde_json::from_value(rows).unwrap()
 }
 
 const WIDGET: &str = "apiVersion: example.io/v1\nkind: Widget\nmetadata:\n  name: blue\n  labels:\n    team: ui\nspec:\n  size: 3\n  colors: [blue, green]\n";
@@ -174,7 +115,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         ..
     } = fixture;
     let http = reqwest::Client::new();
-    let karmada = client(&dir, "karmada-a").await;
+    let karmada = client_of(&dir, "karmada-a").await;
 
     // A CRD in the instance, made with kube-rs; the console learns of it from the instance's
     // discovery (ListApiResources), polled until the Widgets are served.
@@ -194,15 +135,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         .unwrap();
     let deadline = Instant::now() + LIMIT;
     loop {
-        let served: Value = http
-            .get(format!("{base}{P}/instances/karmada-a/apiresources"))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let served = rest_json(&base, &admin, "/instances/karmada-a/apiresources").await;
         if served["items"]
             .as_array()
             .unwrap()
@@ -269,7 +202,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         .wait_url("/ui/instances/karmada-a/members/bare")
         .await;
     assert!(
-        cluster_names(&http, &base, &admin)
+        cluster_names(&base, &admin)
             .await
             .contains(&"bare".to_owned())
     );
@@ -291,7 +224,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
         removed.text().await.unwrap()
     );
     let deadline = Instant::now() + LIMIT;
-    while cluster_names(&http, &base, &admin)
+    while cluster_names(&base, &admin)
         .await
         .contains(&"bare".to_owned())
     {
@@ -369,16 +302,9 @@ async fn create_any_kind_from_yaml_in_chromium() {
     browser.screenshot(&shots, "create-any").await;
     // Without htmx (a plain form POST) the page comes back with the form as sent.
     let admin_cookie = browser.session_cookie().await.expect("a session cookie");
-    let admin_csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let admin_csrf = admin_csrf.as_str().unwrap().to_owned();
+    let admin_csrf = browser.csrf().await;
     let refused_again = REFUSED.replace("before-refusal", "before-refusal-2");
     let (status, page) = post_form(
-        &http,
         &format!("{base}{CREATE}"),
         &admin_cookie,
         &format!(
@@ -414,7 +340,6 @@ async fn create_any_kind_from_yaml_in_chromium() {
     // A forged POST without the CSRF token is refused before anything is created.
     let forged = form_value("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged\n");
     let (status, _) = post_form(
-        &http,
         &format!("{base}{CREATE}"),
         &admin_cookie,
         &format!("namespace=demo&yaml={forged}"),
@@ -426,8 +351,7 @@ async fn create_any_kind_from_yaml_in_chromium() {
     // The viewer: no Create link on the lists or the members page, a notice instead of the
     // form, and their own POST (with their session's CSRF token) refused with 403.
     browser.goto(&format!("{base}/ui/instances")).await;
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser
         .goto(&format!(
@@ -445,20 +369,11 @@ async fn create_any_kind_from_yaml_in_chromium() {
     browser.find(".notice").await;
     assert!(browser.find_all("#yaml, #create").await.is_empty());
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let csrf = browser.csrf().await;
     let (status, page) = post_form(
-        &http,
         &format!("{base}{CREATE}"),
         &cookie,
-        &format!(
-            "namespace=demo&yaml={forged}&_csrf={}",
-            csrf.as_str().unwrap()
-        ),
+        &format!("namespace=demo&yaml={forged}&_csrf={csrf}"),
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");

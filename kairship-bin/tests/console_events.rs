@@ -7,29 +7,11 @@
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
 use support::*;
-
-async fn create(s: &SignedIn, path: &str, body: Value) {
-    let answer = reqwest::Client::new()
-        .post(format!(
-            "{}{P}/instances/karmada-a/namespaces/demo/resources/{path}",
-            s.base
-        ))
-        .bearer_auth(&s.admin)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        answer.status().is_success(),
-        "{}",
-        answer.text().await.unwrap()
-    );
-}
 
 /// The Object column of the events table.
 async fn objects(s: &SignedIn) -> Vec<String> {
@@ -85,9 +67,10 @@ async fn the_events_page_filters_and_follows_karmadas_events() {
     s.browser
         .wait_text("#events-live", |t| t.contains("No events match."))
         .await;
-    create(
-        &s,
-        "apps/v1/deployments",
+    rest_create(
+        &s.base,
+        &s.admin,
+        "/instances/karmada-a/namespaces/demo/resources/apps/v1/deployments",
         json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "lost", "labels": {"app": "lost"}},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "lost"}},
@@ -95,9 +78,10 @@ async fn the_events_page_filters_and_follows_karmadas_events() {
                     "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}),
     )
     .await;
-    create(
-        &s,
-        "policy.karmada.io/v1alpha1/propagationpolicies",
+    rest_create(
+        &s.base,
+        &s.admin,
+        "/instances/karmada-a/namespaces/demo/resources/policy.karmada.io/v1alpha1/propagationpolicies",
         json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
             "metadata": {"name": "lost"},
             "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "lost"}],

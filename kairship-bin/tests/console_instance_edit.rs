@@ -28,15 +28,11 @@ use support::*;
 
 /// The host's Instances, as kube-rs reads them with the sandbox's `host.kubeconfig`.
 async fn host_instances(dir: &Path) -> kube::Api<DynamicObject> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("host.kubeconfig")).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("kairship.io", "v1alpha1", "Instance"),
         "instances",
     );
-    kube::Api::all_with(kube::Client::try_from(config).unwrap(), &resource)
+    kube::Api::all_with(client_of(dir, "host").await, &resource)
 }
 
 /// What a user may change of an Instance and what must stay: its spec, labels and
@@ -50,15 +46,6 @@ async fn held(instances: &kube::Api<DynamicObject>, name: &str) -> Value {
     })
 }
 
-async fn value_of(browser: &Browser, css: &str) -> Value {
-    browser
-        .script(
-            "const e = document.querySelector(arguments[0]); return e ? e.value : null;",
-            json!([css]),
-        )
-        .await
-}
-
 /// Replaces the text of the input `css`.
 async fn retype(browser: &Browser, css: &str, text: &str) {
     let e = browser.find(css).await;
@@ -66,20 +53,6 @@ async fn retype(browser: &Browser, css: &str, text: &str) {
         .call("POST", &format!("/element/{e}/clear"), json!({}))
         .await;
     browser.type_into(css, text).await;
-}
-
-/// A console form POST with the session `cookie`: its status and page.
-async fn post_form(url: &str, cookie: &str, form: &str) -> (StatusCode, String) {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,13 +95,13 @@ async fn edit_an_instance_in_chromium() {
     browser.click("#edit-instance").await;
     browser.wait_url("/ui/instances/karmada-a/edit").await;
     assert_eq!(browser.text("#mode").await, "Adopt");
-    assert_eq!(value_of(&browser, "#alias").await, "");
-    assert_eq!(value_of(&browser, "#deletionPolicy").await, "Retain");
+    assert_eq!(browser.value_of("#alias").await, "");
+    assert_eq!(browser.value_of("#deletionPolicy").await, "Retain");
     assert_eq!(
-        value_of(&browser, "#secretName").await,
+        browser.value_of("#secretName").await,
         before["spec"]["kubeconfigSecretRef"]["name"]
     );
-    assert_eq!(value_of(&browser, "#secretKey").await, "kubeconfig");
+    assert_eq!(browser.value_of("#secretKey").await, "kubeconfig");
     browser.type_into("#alias", "Karmada A (Europe)").await;
     browser
         .click("#deletionPolicy option[value=\"Delete\"]")
@@ -149,7 +122,7 @@ async fn edit_an_instance_in_chromium() {
     // A change made meanwhile to what the form does not show (an annotation): the save goes
     // through, and keeps it.
     browser.goto(&edit).await;
-    assert_eq!(value_of(&browser, "#alias").await, "Karmada A (Europe)");
+    assert_eq!(browser.value_of("#alias").await, "Karmada A (Europe)");
     instances
         .patch(
             "karmada-a",
@@ -170,7 +143,7 @@ async fn edit_an_instance_in_chromium() {
     // A form made stale by a change in between to what it shows: refused, shown above the
     // form as sent.
     browser.goto(&edit).await;
-    assert_eq!(value_of(&browser, "#alias").await, "Karmada A");
+    assert_eq!(browser.value_of("#alias").await, "Karmada A");
     instances
         .patch(
             "karmada-a",
@@ -192,7 +165,7 @@ async fn edit_an_instance_in_chromium() {
             .await
             .ends_with("/ui/instances/karmada-a/edit")
     );
-    assert_eq!(value_of(&browser, "#alias").await, "Stale edit");
+    assert_eq!(browser.value_of("#alias").await, "Stale edit");
     browser.screenshot(&shots, "instance-edit-stale").await;
     assert_eq!(held(&instances, "karmada-a").await, changed_meanwhile);
 
@@ -213,25 +186,17 @@ async fn edit_an_instance_in_chromium() {
     assert_eq!(held(&instances, "karmada-a").await, changed_meanwhile);
 
     // A provisioned instance: its provisioning settings, the host namespace kept.
-    let http = reqwest::Client::new();
-    let created = http
-        .post(format!("{base}{P}/instances"))
-        .bearer_auth(&admin)
-        .json(
-            &json!({"apiVersion": "kairship.io/v1alpha1", "kind": "Instance",
+    rest_create(
+        &base,
+        &admin,
+        "/instances",
+        json!({"apiVersion": "kairship.io/v1alpha1", "kind": "Instance",
             "metadata": {"name": "edge", "annotations": {"example.com/owner": "edge-team"}},
             "spec": {"mode": "Provision", "deletionPolicy": "Retain",
                 "provision": {"karmadaVersion": "v1.14.0", "hostNamespace": "karmada-edge",
                     "components": ["karmadaSearch"], "featureGates": {"Failover": true}}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        created.status().is_success(),
-        "{}",
-        created.text().await.unwrap()
-    );
+    )
+    .await;
     // Its controllers first add their finalizer and a state: a form opened before that would
     // be stale.
     let deadline = std::time::Instant::now() + LIMIT;
@@ -253,8 +218,8 @@ async fn edit_an_instance_in_chromium() {
     let edge_edit = format!("{base}/ui/instances/edge/edit");
     browser.goto(&edge_edit).await;
     assert_eq!(browser.text("#host-namespace").await, "karmada-edge");
-    assert_eq!(value_of(&browser, "#karmadaVersion").await, "v1.14.0");
-    assert_eq!(value_of(&browser, "#featureGates").await, "Failover=true");
+    assert_eq!(browser.value_of("#karmadaVersion").await, "v1.14.0");
+    assert_eq!(browser.value_of("#featureGates").await, "Failover=true");
     retype(&browser, "#karmadaVersion", "1.15").await;
     browser.click("#save").await;
     let refusal = browser.wait_text("div.error", |t| t.contains("1.15")).await;
@@ -262,7 +227,7 @@ async fn edit_an_instance_in_chromium() {
         refusal.contains("InvalidArgument") && refusal.contains("vMAJOR.MINOR.PATCH"),
         "{refusal}"
     );
-    assert_eq!(value_of(&browser, "#karmadaVersion").await, "1.15");
+    assert_eq!(browser.value_of("#karmadaVersion").await, "1.15");
     browser.screenshot(&shots, "instance-edit-refused").await;
     assert_eq!(held(&instances, "edge").await, provisioned);
     browser.goto(&edge_edit).await;
@@ -303,8 +268,7 @@ async fn edit_an_instance_in_chromium() {
     assert_eq!(held(&instances, "karmada-a").await, changed_meanwhile);
 
     // The viewer: neither Edit nor Delete, a notice instead of the form, their POST refused.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser.goto(&overview).await;
     browser.find("#members").await;
@@ -321,18 +285,8 @@ async fn edit_an_instance_in_chromium() {
     assert!(browser.find_all("#save, #alias").await.is_empty());
     browser.screenshot(&shots, "viewer-instance-edit").await;
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let (status, page) = post_form(
-        &edit,
-        &cookie,
-        &format!("{forged}&_csrf={}", csrf.as_str().unwrap()),
-    )
-    .await;
+    let csrf = browser.csrf().await;
+    let (status, page) = post_form(&edit, &cookie, &format!("{forged}&_csrf={csrf}")).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
     assert!(page.contains("PermissionDenied"), "{page}");
     assert_eq!(held(&instances, "karmada-a").await, changed_meanwhile);

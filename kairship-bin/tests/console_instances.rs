@@ -14,27 +14,11 @@
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 
 use support::*;
-
-async fn rest_instance(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    name: &str,
-) -> (StatusCode, Value) {
-    let resp = http
-        .get(format!("{base}{P}/instances/{name}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
 
 /// Reloads the instance list until `name`'s row shows a state `ok` accepts; returns it.
 async fn wait_row_state(
@@ -105,7 +89,6 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         .unwrap()
         .trim()
         .to_owned();
-    let http = reqwest::Client::new();
 
     browser.click("#new-instance").await;
     browser.wait_url("/ui/new-instance").await;
@@ -129,7 +112,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         "{refused}"
     );
     assert!(!browser.source().await.contains("nowhere.example"));
-    let (status, _) = rest_instance(&http, &base, &admin, "karmada-c").await;
+    let (status, _) = rest_get(&base, &admin, "/instances/karmada-c").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     browser.screenshot(&shots, "new-instance-refused").await;
 
@@ -144,7 +127,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     browser.wait_url("/ui/instances/karmada-c").await;
     assert!(!browser.source().await.contains(&server_line));
     wait_row_state(&browser, &base, "karmada-c", |s| s == "RUNNING").await;
-    let (status, rest) = rest_instance(&http, &base, &admin, "karmada-c").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/karmada-c").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(rest["spec"]["mode"], "Adopt");
     assert_eq!(
@@ -167,7 +150,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         refused.contains("InvalidArgument") && refused.contains("1.14"),
         "{refused}"
     );
-    let (status, _) = rest_instance(&http, &base, &admin, "edge").await;
+    let (status, _) = rest_get(&base, &admin, "/instances/edge").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     browser.goto(&format!("{base}/ui/new-instance")).await;
     browser.type_into("#provision-name", "edge").await;
@@ -175,7 +158,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     browser.screenshot(&shots, "new-instance-provision").await;
     browser.click("#provision-submit").await;
     browser.wait_url("/ui/instances/edge").await;
-    let (status, rest) = rest_instance(&http, &base, &admin, "edge").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/edge").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         rest["spec"]["provision"],
@@ -184,7 +167,7 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     // Listed with the state its controllers give it (the sandbox runs no karmada-operator).
     let deadline = Instant::now() + LIMIT;
     let state = loop {
-        let (_, rest) = rest_instance(&http, &base, &admin, "edge").await;
+        let (_, rest) = rest_get(&base, &admin, "/instances/edge").await;
         if let Some(state) = rest["status"]["state"].as_str() {
             break state.to_owned();
         }
@@ -204,13 +187,12 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
         "{refused}"
     );
     browser.screenshot(&shots, "delete-refused").await;
-    let (status, rest) = rest_instance(&http, &base, &admin, "karmada-c").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/karmada-c").await;
     assert_eq!(status, StatusCode::OK);
     assert!(rest["metadata"]["deletionTimestamp"].is_null(), "{rest}");
 
     // The viewer: no create or delete controls, and forged POSTs refused.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser.find("tr[data-instance]").await;
     assert!(browser.find_all("#new-instance, a.delete").await.is_empty());
@@ -225,45 +207,30 @@ async fn instances_are_adopted_provisioned_and_deleted_from_the_console() {
     );
     browser.screenshot(&shots, "viewer-new-instance").await;
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
+    let csrf = browser.csrf().await;
     let form = "mode=provision&name=forged&karmadaVersion=v1.14.0";
     for (body, status, says) in [
         (form.to_owned(), StatusCode::FORBIDDEN, "CSRF"),
         (
-            format!("{form}&_csrf={}", csrf.as_str().unwrap()),
+            format!("{form}&_csrf={csrf}"),
             StatusCode::FORBIDDEN,
             "PermissionDenied",
         ),
     ] {
-        let resp = http
-            .post(format!("{base}/ui/new-instance"))
-            .header("cookie", format!("kairship_session={cookie}"))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), status);
-        let page = resp.text().await.unwrap();
+        let (got, page) = post_form(&format!("{base}/ui/new-instance"), &cookie, &body).await;
+        assert_eq!(got, status);
         assert!(page.contains(says), "{page}");
     }
-    let forged_delete = http
-        .post(format!("{base}/ui/instances/edge/delete"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("_csrf={}", csrf.as_str().unwrap()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged_delete.status(), StatusCode::FORBIDDEN);
-    let (status, _) = rest_instance(&http, &base, &admin, "forged").await;
+    let (status, _) = post_form(
+        &format!("{base}/ui/instances/edge/delete"),
+        &cookie,
+        &format!("_csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = rest_get(&base, &admin, "/instances/forged").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, rest) = rest_instance(&http, &base, &admin, "edge").await;
+    let (status, rest) = rest_get(&base, &admin, "/instances/edge").await;
     assert_eq!(status, StatusCode::OK);
     assert!(rest["metadata"]["deletionTimestamp"].is_null(), "{rest}");
     browser.quit().await;

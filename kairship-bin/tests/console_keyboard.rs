@@ -100,32 +100,13 @@ async fn wait_true(browser: &Browser, what: &str, script: &str, args: Value) {
     }
 }
 
-/// Marks the loaded document, so that a later check can tell that it was not reloaded.
-async fn mark_document(browser: &Browser) {
-    browser
-        .script("window.kairshipTestMark = 'kept'; return true;", json!([]))
-        .await;
-}
-
-async fn document_kept(browser: &Browser) -> bool {
-    browser
-        .script("return window.kairshipTestMark === 'kept';", json!([]))
-        .await
-        == true
-}
-
-async fn rest_replicas(http: &reqwest::Client, base: &str, token: &str) -> i64 {
-    let deployment: Value = http
-        .get(format!(
-            "{base}{P}/instances/karmada-a/namespaces/demo/deployments/web"
-        ))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+async fn rest_replicas(base: &str, token: &str) -> i64 {
+    let deployment = rest_json(
+        base,
+        token,
+        "/instances/karmada-a/namespaces/demo/deployments/web",
+    )
+    .await;
     deployment["spec"]["replicas"].as_i64().unwrap_or(1)
 }
 
@@ -142,7 +123,6 @@ async fn console_with_the_keyboard_only() {
         browser,
         ..
     } = fixture;
-    let http = reqwest::Client::new();
 
     // The instance list, just signed in: the first Tab reaches the skip link, Enter moves the
     // focus to the content.
@@ -218,7 +198,7 @@ async fn console_with_the_keyboard_only() {
         .await;
 
     // Scale: Tab to the replicas field, replace the number, Enter.
-    let before = rest_replicas(&http, &base, &admin).await;
+    let before = rest_replicas(&base, &admin).await;
     let wanted = before + 2;
     tab_to(&browser, "the replicas field", |f| f["id"] == "replicas").await;
     // Control held while `a` is pressed: select all, then the new number replaces it.
@@ -235,7 +215,7 @@ async fn console_with_the_keyboard_only() {
     type_keys(&browser, &wanted.to_string()).await;
     press(&browser, &[ENTER]).await;
     let deadline = Instant::now() + LIMIT;
-    while rest_replicas(&http, &base, &admin).await != wanted {
+    while rest_replicas(&base, &admin).await != wanted {
         assert!(
             Instant::now() < deadline,
             "the Deployment was not scaled to {wanted}:\n{}",
@@ -260,20 +240,19 @@ async fn console_with_the_keyboard_only() {
 
     // The live resource list: a ConfigMap made through the REST API appears in the open page,
     // which keeps its query, without a reload.
-    let rest = format!("{base}{P}/instances/karmada-a/namespaces/demo/resources");
+    let rest = "/instances/karmada-a/namespaces/demo/resources";
     let list =
         format!("{base}/ui/instances/karmada-a/resources/core/v1/configmaps?ns=demo&q=probe");
     browser.goto(&list).await;
     browser.find("#objects").await;
-    mark_document(&browser).await;
-    let made = http
-        .post(format!("{rest}/core/v1/configmaps"))
-        .bearer_auth(&admin)
-        .json(&json!({"metadata": {"name": "live-probe"}, "data": {"k": "1"}}))
-        .send()
-        .await
-        .unwrap();
-    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+    browser.mark_document().await;
+    rest_create(
+        &base,
+        &admin,
+        &format!("{rest}/core/v1/configmaps"),
+        json!({"metadata": {"name": "live-probe"}, "data": {"k": "1"}}),
+    )
+    .await;
     wait_true(
         &browser,
         "the new ConfigMap in the list",
@@ -281,7 +260,7 @@ async fn console_with_the_keyboard_only() {
         json!([]),
     )
     .await;
-    assert!(document_kept(&browser).await, "the list was reloaded");
+    assert!(browser.document_kept().await, "the list was reloaded");
     assert!(
         browser.url().await.ends_with("q=probe"),
         "the query is kept"
@@ -294,25 +273,19 @@ async fn console_with_the_keyboard_only() {
         ))
         .await;
     browser.find("#facts").await;
-    mark_document(&browser).await;
-    let patched = http
-        .patch(format!("{rest}/core/v1/configmaps/live-probe?fieldManager=ops"))
-        .bearer_auth(&admin)
-        .header("content-type", "application/apply-patch+yaml")
-        .body("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: live-probe\n  namespace: demo\n  labels:\n    tier: live\n")
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        patched.status().is_success(),
-        "{}",
-        patched.text().await.unwrap()
-    );
+    browser.mark_document().await;
+    rest_apply(
+        &base,
+        &admin,
+        &format!("{rest}/core/v1/configmaps/live-probe?fieldManager=ops"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: live-probe\n  namespace: demo\n  labels:\n    tier: live\n",
+    )
+    .await;
     browser
         .wait_text("#facts", |t| t.contains("tier=live"))
         .await;
     assert!(
-        document_kept(&browser).await,
+        browser.document_kept().await,
         "the object page was reloaded"
     );
     browser.screenshot(&shots, "keyboard-live-object").await;

@@ -100,26 +100,12 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
     };
     let b = &s.browser;
     let (deployment, policy) = ticker();
-    let resources = format!(
-        "{}{P}/instances/karmada-a/namespaces/demo/resources",
-        s.base
-    );
+    let resources = "/instances/karmada-a/namespaces/demo/resources";
     for (path, body) in [
         ("apps/v1/deployments", deployment),
         ("policy.karmada.io/v1alpha1/propagationpolicies", policy),
     ] {
-        let created = reqwest::Client::new()
-            .post(format!("{resources}/{path}"))
-            .bearer_auth(&s.admin)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            created.status().is_success(),
-            "{}",
-            created.text().await.unwrap()
-        );
+        rest_create(&s.base, &s.admin, &format!("{resources}/{path}"), body).await;
     }
 
     // The workload page lists the member's pod; its name leads to the pod's page.
@@ -236,8 +222,7 @@ async fn logs_follow_a_member_pod_and_its_terminal_runs_commands() {
     }
 
     // The viewer reads the logs, sees no terminal control, and their forged upgrade is refused.
-    b.click("#signout").await;
-    b.wait_url("/ui/signin").await;
+    b.sign_out().await;
     b.sign_in(&s.base, &s.viewer).await;
     b.goto(&pod_page).await;
     b.find("#containers a.logs").await;

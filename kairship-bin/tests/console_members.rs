@@ -79,9 +79,7 @@ async fn join_and_unjoin_a_member_in_chromium() {
         .map(|l| l.trim().trim_start_matches("token:").trim().to_owned());
     // Listed, and Ready once the emulated cluster-status controller probed it: the list
     // refreshes itself, the document is not reloaded.
-    browser
-        .script("window.kairshipTestMark = 'kept'; return true;", json!([]))
-        .await;
+    browser.mark_document().await;
     let deadline = Instant::now() + LIMIT;
     loop {
         let state = browser
@@ -99,11 +97,8 @@ async fn join_and_unjoin_a_member_in_chromium() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let kept = browser
-        .script("return window.kairshipTestMark === 'kept';", json!([]))
-        .await;
-    assert_eq!(
-        kept, true,
+    assert!(
+        browser.document_kept().await,
         "the member list was reloaded instead of refreshed"
     );
     if let Some(token) = token_line {
@@ -112,25 +107,17 @@ async fn join_and_unjoin_a_member_in_chromium() {
     browser.screenshot(&shots, "members").await;
 
     // A binding still schedules to it: the unjoin shows the API's refusal.
-    let http = reqwest::Client::new();
-    let created = http
-        .post(format!(
-            "{base}{P}/instances/karmada-a/namespaces/demo/resources/work.karmada.io/v1alpha2/resourcebindings"
-        ))
-        .bearer_auth(&admin)
-        .json(&json!({
+    rest_create(
+        &base,
+        &admin,
+        "/instances/karmada-a/namespaces/demo/resources/work.karmada.io/v1alpha2/resourcebindings",
+        json!({
             "metadata": {"name": "pinned-deployment"},
             "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "pinned", "namespace": "demo"},
                      "clusters": [{"name": "spare", "replicas": 1}]}
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        created.status().is_success(),
-        "{}",
-        created.text().await.unwrap()
-    );
+        }),
+    )
+    .await;
     browser.click("tr[data-cluster=\"spare\"] a.unjoin").await;
     browser.wait_url("/members/spare/unjoin").await;
     // The confirmation's first field has the focus, so the keyboard starts there.
@@ -160,8 +147,7 @@ async fn join_and_unjoin_a_member_in_chromium() {
     );
 
     // The viewer sees the members without any control.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser.goto(&members).await;
     browser.find("#members").await;
@@ -169,17 +155,6 @@ async fn join_and_unjoin_a_member_in_chromium() {
     assert!(browser.find_all("a.unjoin").await.is_empty());
     browser.screenshot(&shots, "viewer-members").await;
     browser.quit().await;
-}
-
-/// A client of the sandbox cluster whose kubeconfig is `<name>.kubeconfig` (an instance or a
-/// member).
-async fn client_of(dir: &std::path::Path, name: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{name}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
 }
 
 /// The `Cluster` `cluster` as the instance `instance` holds it.
@@ -195,29 +170,6 @@ async fn cluster_object(dir: &std::path::Path, instance: &str, cluster: &str) ->
 
 fn labels_of(cluster: &Value) -> BTreeMap<String, String> {
     serde_json::from_value(cluster["metadata"]["labels"].clone()).unwrap_or_default()
-}
-
-/// A console form POST with the session `cookie` and `form` as the body: its status.
-async fn post_form(url: &str, cookie: &str, form: &str) -> StatusCode {
-    reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap()
-        .status()
-}
-
-/// The value of the form control `css`.
-async fn value_of(browser: &Browser, css: &str) -> Value {
-    browser
-        .script(
-            "const e = document.querySelector(arguments[0]); return e ? e.value : null;",
-            json!([css]),
-        )
-        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,8 +224,8 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
     // Edit: remove env, add tier=gold, add a taint.
     browser.click("#edit").await;
     browser.wait_url("/members/a-east/edit").await;
-    assert_eq!(value_of(&browser, "#label-key-0").await, "env");
-    assert_eq!(value_of(&browser, "#label-key-1").await, "team");
+    assert_eq!(browser.value_of("#label-key-0").await, "env");
+    assert_eq!(browser.value_of("#label-key-1").await, "team");
     browser.click("#label-remove-0").await;
     browser.type_into("#label-key-2", "tier").await;
     browser.type_into("#label-value-2", "gold").await;
@@ -285,8 +237,8 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
     // One more taint row, added without a script, keeps what was typed.
     browser.click("#add-taint").await;
     browser.find("#taint-key-1").await;
-    assert_eq!(value_of(&browser, "#taint-key-0").await, "dedicated");
-    assert_eq!(value_of(&browser, "#label-key-2").await, "tier");
+    assert_eq!(browser.value_of("#taint-key-0").await, "dedicated");
+    assert_eq!(browser.value_of("#label-key-2").await, "tier");
     browser.screenshot(&shots, "member-edit").await;
     browser.click("#save").await;
     browser
@@ -326,9 +278,9 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
         .await;
     assert!(refusal.contains("InvalidArgument"), "{refusal}");
     assert!(refusal.contains("bad key!"), "{refusal}");
-    assert_eq!(value_of(&browser, "#label-key-2").await, "bad key!");
-    assert_eq!(value_of(&browser, "#label-value-2").await, "x");
-    assert_eq!(value_of(&browser, "#region").await, "eu-north");
+    assert_eq!(browser.value_of("#label-key-2").await, "bad key!");
+    assert_eq!(browser.value_of("#label-value-2").await, "x");
+    assert_eq!(browser.value_of("#region").await, "eu-north");
     browser.screenshot(&shots, "member-edit-refused").await;
     let unchanged = cluster_object(&dir, "karmada-a", "a-east").await;
     assert_eq!(labels_of(&unchanged), want);
@@ -389,13 +341,12 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
     let cookie = browser.session_cookie().await.expect("a session cookie");
     let forged = "label-key-0=forged&label-value-0=yes";
     assert_eq!(
-        post_form(&format!("{ui}/edit"), &cookie, forged).await,
+        post_form(&format!("{ui}/edit"), &cookie, forged).await.0,
         StatusCode::FORBIDDEN
     );
 
     // The viewer: no edit control, a notice instead of the form, and their POST refused.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser.goto(&ui).await;
     browser.wait_text("#ready", |t| t == "Ready").await;
@@ -419,20 +370,15 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
         .await;
     assert!(browser.find_all("#save").await.is_empty());
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let csrf = csrf.as_str().unwrap();
+    let csrf = browser.csrf().await;
     assert_eq!(
         post_form(
             &format!("{ui}/edit"),
             &cookie,
             &format!("{forged}&_csrf={csrf}")
         )
-        .await,
+        .await
+        .0,
         StatusCode::FORBIDDEN
     );
     assert_eq!(

@@ -11,7 +11,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,19 +25,11 @@ use reqwest::StatusCode;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
+use support::{Process, free_addr};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const CLIENT_ID: &str = "kairship-console";
 const EMAIL: &str = "alice@example.com";
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// What the issuer remembers of an authorization until its code is exchanged.
 struct Grant {
@@ -208,13 +200,6 @@ async fn start_issuer(redirect_uri: String) -> Arc<Issuer> {
         let _ = axum::serve(listener, app).await;
     });
     issuer
-}
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 fn spawn_apiserver(dir: &std::path::Path, listen: SocketAddr, issuer: &str) -> Process {

@@ -12,8 +12,6 @@
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -26,15 +24,6 @@ mod support;
 use support::*;
 
 const NEW: &str = "/ui/instances/karmada-a/policies/new";
-
-async fn client(dir: &Path, cluster: &str) -> Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{cluster}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
@@ -147,9 +136,9 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
         browser,
         ..
     } = fixture;
-    let karmada = client(&dir, "karmada-a").await;
-    let east = client(&dir, "a-east").await;
-    let west = client(&dir, "a-west").await;
+    let karmada = client_of(&dir, "karmada-a").await;
+    let east = client_of(&dir, "a-east").await;
+    let west = client_of(&dir, "a-west").await;
 
     // The workload the policy will select: 3 replicas, not selected by the sample policy.
     let deployment: Deployment = serde_json::from_value(json!({
@@ -416,33 +405,23 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
     );
 
     // A POST with the admin's cookie but no CSRF token: 403, nothing created.
-    let http = reqwest::Client::new();
     let cookie = browser.session_cookie().await.expect("a session cookie");
     let edit =
         format!("{base}/ui/instances/karmada-a/policies/PropagationPolicy/weighted/edit?ns=demo");
 
     // A save from a form filled before someone else's change: the API's refusal above the
     // form as sent, the stored policy unchanged.
-    let admin_csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let stale = http
-        .post(&edit)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!(
-            "_csrf={}&resource_version=1&sel_0_api=apps%2Fv1&sel_0_kind=Deployment&sel_0_name=weighted\
-             &cluster_names=a-east&weight_0_clusters=a-east&weight_0_weight=7&scheduling=Divided&op=save",
-            admin_csrf.as_str().unwrap()
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(stale.status(), StatusCode::PRECONDITION_FAILED);
-    let page = stale.text().await.unwrap();
+    let admin_csrf = browser.csrf().await;
+    let (status, page) = post_form(
+        &edit,
+        &cookie,
+        &format!(
+            "_csrf={admin_csrf}&resource_version=1&sel_0_api=apps%2Fv1&sel_0_kind=Deployment&sel_0_name=weighted\
+             &cluster_names=a-east&weight_0_clusters=a-east&weight_0_weight=7&scheduling=Divided&op=save"
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
     assert!(page.contains("FailedPrecondition"), "{page}");
     assert!(
         page.find("role=\"alert\"").unwrap() < page.find("id=\"policy-form\"").unwrap(),
@@ -451,28 +430,23 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
     assert!(page.contains("name=\"weight_0_weight\" id=\"weight-0-weight\" value=\"7\""));
     let form =
         "name=forged&namespace=demo&sel_0_api=v1&sel_0_kind=ConfigMap&sel_0_name=x&op=create";
-    let forged = http
-        .post(format!("{base}{NEW}?kind=PropagationPolicy"))
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
-    let forged_edit = http
-        .post(&edit)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("weight_0_clusters=a-east&weight_0_weight=9&op=save")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged_edit.status(), StatusCode::FORBIDDEN);
+    let (status, _) = post_form(
+        &format!("{base}{NEW}?kind=PropagationPolicy"),
+        &cookie,
+        form,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = post_form(
+        &edit,
+        &cookie,
+        "weight_0_clusters=a-east&weight_0_weight=9&op=save",
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
 
     // The viewer: a notice instead of the form, and their own POST refused.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(&base, &viewer).await;
     browser
         .goto(&format!("{base}/ui/instances/karmada-a?ns=demo"))
@@ -495,13 +469,7 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
     }
     browser.screenshot(&shots, "policy-viewer").await;
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let csrf = csrf.as_str().unwrap();
+    let csrf = browser.csrf().await;
     for (url, body) in [
         (
             format!("{base}{NEW}?kind=PropagationPolicy"),
@@ -512,16 +480,8 @@ async fn policy_form_creates_previews_and_edits_in_chromium() {
             format!("weight_0_clusters=a-east&weight_0_weight=9&op=save&_csrf={csrf}"),
         ),
     ] {
-        let refused = http
-            .post(&url)
-            .header("cookie", format!("kairship_session={cookie}"))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{url}");
-        let page = refused.text().await.unwrap();
+        let (status, page) = post_form(&url, &cookie, &body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{url}");
         assert!(page.contains("PermissionDenied"), "{page}");
         assert!(!page.contains("id=\"policy-form\""), "{page}");
     }

@@ -37,16 +37,6 @@ use support::*;
 /// The Secret's value: it must never reach a page.
 const SECRET_VALUE: &str = "orders-db-password-5e1f";
 
-/// A client with the kubeconfig the sandbox wrote for cluster `name` (an instance or a member).
-async fn client_of(dir: &std::path::Path, name: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{name}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 fn deployment(name: &str, image: &str) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -137,33 +127,6 @@ async fn held_by_karmada(karmada: &kube::Client) -> [bool; 4] {
     ]
 }
 
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(url: &str, cookie: &str, form: &str) -> (StatusCode, String) {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
-/// The CSRF token of the page the browser shows.
-async fn csrf(browser: &Browser) -> String {
-    browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// The `(kind, name)` rows of the promote page's object table.
 async fn promote_rows(browser: &Browser) -> Vec<(String, String)> {
     let rows = browser
@@ -173,16 +136,7 @@ async fn promote_rows(browser: &Browser) -> Vec<(String, String)> {
             json!([]),
         )
         .await;
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r[0].as_str().unwrap().to_owned(),
-                r[1].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    serde_json::from_value(rows).unwrap()
 }
 
 fn management_of(name: &str) -> String {
@@ -402,15 +356,14 @@ async fn promote_a_member_workload_after_its_preview_in_chromium() {
     assert_eq!(status, StatusCode::FORBIDDEN);
 
     // The viewer: no Promote control, and their own POST (with their token) is refused.
-    b.click("#signout").await;
-    b.wait_url("/ui/signin").await;
+    b.sign_out().await;
     b.sign_in(&s.base, &s.viewer).await;
     let late = workload.replace("/orders", "/late");
     b.goto(&late).await;
     b.find("#member-workload-status").await;
     assert!(b.find_all("#promote").await.is_empty());
     let viewer_cookie = b.session_cookie().await.unwrap();
-    let token = csrf(b).await;
+    let token = b.csrf().await;
     for op in ["preview", "promote"] {
         let (status, page) = post_form(
             &late_promote,
@@ -430,29 +383,6 @@ async fn promote_a_member_workload_after_its_preview_in_chromium() {
     b.quit().await;
 }
 
-/// The value of the hidden `_csrf` field of a console page.
-fn csrf_in(page: &str) -> String {
-    let start = page
-        .find("name=\"_csrf\" value=\"")
-        .map(|i| i + "name=\"_csrf\" value=\"".len())
-        .unwrap_or_else(|| panic!("no CSRF field in {page}"));
-    let len = page[start..].find('"').unwrap();
-    page[start..start + len].to_owned()
-}
-
-/// `s` percent-encoded as a form value.
-fn form_value(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// The real kubectl with a kubeconfig downloaded from the console page: over HTTPS (`kairship
 /// sandbox --tls`), where kubectl sends the token, its file carrying the CA to trust.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -469,12 +399,7 @@ async fn kubectl_uses_the_kubeconfig_downloaded_from_the_console() {
     ));
     let port = free_port();
     let sandbox = start_sandbox(&dir, port, &["--tls"]);
-    let ca = std::fs::read(dir.join("kairship-ca.crt")).unwrap();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
-        .build()
-        .unwrap();
+    let http = tls_client(&dir);
     let base = format!("https://127.0.0.1:{port}");
     let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
     let signed_in = http

@@ -7,9 +7,10 @@
 
 #[path = "../../kairship-core/tests/common/mod.rs"]
 mod common;
+mod support;
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,26 +22,11 @@ use kairship_core::console::session::{KeyRing, Session, SessionKey, unix_now};
 use kube::Api;
 use kube::api::PostParams;
 use reqwest::StatusCode;
+use support::{Process, csrf_in, free_addr};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "alice-token";
 const SECRET: &str = "kairship-console-session";
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 fn spawn_apiserver(dir: &std::path::Path, listen: SocketAddr) -> Process {
     let child = Command::new(env!("CARGO_BIN_EXE_kairship"))
@@ -153,11 +139,6 @@ async fn page(http: &reqwest::Client, base: &str, cookie: &str) -> Option<String
     }
 }
 
-fn csrf_of(html: &str) -> String {
-    let start = html.find("name=\"_csrf\" value=\"").unwrap() + "name=\"_csrf\" value=\"".len();
-    html[start..][..html[start..].find('"').unwrap()].to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sessions_survive_round_robin_and_sign_out_ends_them_everywhere() {
     let host = host().await;
@@ -217,7 +198,7 @@ async fn sessions_survive_round_robin_and_sign_out_ends_them_everywhere() {
             .unwrap_or_else(|| panic!("page load {n} lost the session"));
         assert!(html.contains("alice"), "page load {n} names the user");
         assert!(!html.contains(TOKEN), "the token never reaches HTML");
-        let token = csrf_of(&html);
+        let token = csrf_in(&html);
         assert_eq!(csrf.get_or_insert_with(|| token.clone()), &token);
     }
     let backends = served.lock().unwrap().clone();

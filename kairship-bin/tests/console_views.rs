@@ -11,76 +11,16 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use serde_json::json;
 
 mod support;
 
 use support::*;
 
-/// A client of member `member`, with the kubeconfig the sandbox wrote for it.
-async fn member_client(dir: &std::path::Path, member: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{member}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 /// Whether the page shows exactly what the members hold, every pod running on a node.
 fn settled(held: &BTreeSet<Vec<String>>, rows: &BTreeSet<Vec<String>>) -> bool {
     let running = held.iter().all(|p| p[2] == "Running" && !p[3].is_empty());
     running && held.len() == 3 && rows == held
-}
-
-/// `(cluster, pod, phase, node)` of the pods of `app` in `demo`, as the members hold them.
-async fn held_by_members(
-    dir: &std::path::Path,
-    members: &[&str],
-    app: &str,
-) -> BTreeSet<Vec<String>> {
-    let mut out = BTreeSet::new();
-    for member in members {
-        let pods: kube::Api<Pod> = kube::Api::namespaced(member_client(dir, member).await, "demo");
-        for pod in pods
-            .list(&ListParams::default().labels(&format!("app={app}")))
-            .await
-            .unwrap()
-        {
-            let status = pod.status.unwrap_or_default();
-            out.insert(vec![
-                (*member).to_owned(),
-                pod.metadata.name.unwrap_or_default(),
-                status.phase.unwrap_or_default(),
-                pod.spec.and_then(|s| s.node_name).unwrap_or_default(),
-            ]);
-        }
-    }
-    out
-}
-
-/// The rows of the page's pods table: `(cluster, pod, phase, node)`.
-async fn shown(browser: &Browser) -> BTreeSet<Vec<String>> {
-    let rows = browser
-        .script(
-            "return [...document.querySelectorAll('#pods tr[data-pod]')].map(r => [\
-               r.dataset.cluster, r.dataset.pod, r.querySelector('.phase').textContent,\
-               r.querySelector('.node').textContent]);",
-            json!([]),
-        )
-        .await;
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,25 +41,18 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
     let admin = std::fs::read_to_string(dir.join("admin.token")).unwrap();
 
     // An event about Deployment web, as a controller of the instance would record it.
-    let created = reqwest::Client::new()
-        .post(format!(
-            "{base}{P}/instances/karmada-a/namespaces/demo/resources/core/v1/events"
-        ))
-        .bearer_auth(&admin)
-        .json(&json!({
+    rest_create(
+        &base,
+        &admin,
+        "/instances/karmada-a/namespaces/demo/resources/core/v1/events",
+        json!({
             "metadata": {"name": "web.scaled"},
             "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "demo"},
             "type": "Normal", "reason": "ScalingReplicaSet", "message": "Scaled up replica set web to 3",
             "lastTimestamp": "2026-01-01T00:00:00Z"
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        created.status().is_success(),
-        "{}",
-        created.text().await.unwrap()
-    );
+        }),
+    )
+    .await;
 
     let browser = Browser::start(&chromium, &chromedriver).await;
     browser.sign_in(&base, &admin).await;
@@ -130,8 +63,8 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
     let (held, rows) = loop {
         browser.goto(&page).await;
         browser.find("#pods").await;
-        let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
-        let rows = shown(&browser).await;
+        let held = pods_held(&dir, &["a-east", "a-west"], "web").await;
+        let rows = pods_shown(&browser).await;
         if settled(&held, &rows) {
             break (held, rows);
         }
@@ -168,12 +101,12 @@ async fn the_workload_page_shows_the_pods_of_each_member_cluster() {
     // Live: a pod deleted in a member is replaced there, and the page shows the replacement
     // without being reloaded.
     let gone = rows.iter().find(|r| r[0] == "a-west").unwrap()[1].clone();
-    let west: kube::Api<Pod> = kube::Api::namespaced(member_client(&dir, "a-west").await, "demo");
+    let west: kube::Api<Pod> = kube::Api::namespaced(client_of(&dir, "a-west").await, "demo");
     west.delete(&gone, &Default::default()).await.unwrap();
     let deadline = Instant::now() + LIMIT;
     loop {
-        let held = held_by_members(&dir, &["a-east", "a-west"], "web").await;
-        let rows = shown(&browser).await;
+        let held = pods_held(&dir, &["a-east", "a-west"], "web").await;
+        let rows = pods_shown(&browser).await;
         if settled(&held, &rows) && !rows.iter().any(|r| r[1] == gone) {
             break;
         }

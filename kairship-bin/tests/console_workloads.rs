@@ -13,12 +13,10 @@
 //! passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI), where it fails.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -32,58 +30,6 @@ const DEMO: &str = "/instances/karmada-a/namespaces/demo";
 /// The console's pages of `demo`.
 const PAGES: &str = "/ui/instances/karmada-a/namespaces/demo";
 
-/// A client of member `member`, with the kubeconfig the sandbox wrote for it.
-async fn member_client(dir: &std::path::Path, member: &str) -> kube::Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(dir.join(format!("{member}.kubeconfig"))).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
-/// `GET {base}{P}{path}` as `token`: its status and body.
-async fn rest_get(base: &str, token: &str, path: &str) -> (StatusCode, Value) {
-    let resp = reqwest::Client::new()
-        .get(format!("{base}{P}{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-async fn rest_create(base: &str, token: &str, path: &str, body: Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{base}{P}{path}"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    assert!(
-        status.is_success(),
-        "{path}: {status} {}",
-        resp.text().await.unwrap()
-    );
-}
-
-/// A console form POST with the session `cookie` and `form` as the body.
-async fn post_form(url: &str, cookie: &str, form: &str) -> (StatusCode, String) {
-    let resp = reqwest::Client::new()
-        .post(url)
-        .header("cookie", format!("kairship_session={cookie}"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    (status, resp.text().await.unwrap())
-}
-
 fn labelled(kind: &str, name: &str, spec: Value) -> Value {
     let mut spec = spec;
     spec["selector"] = json!({"matchLabels": {"app": name}});
@@ -94,44 +40,6 @@ fn labelled(kind: &str, name: &str, spec: Value) -> Value {
     json!({"apiVersion": "apps/v1", "kind": kind,
         "metadata": {"name": name, "namespace": "demo", "labels": {"app": name}},
         "spec": spec})
-}
-
-/// `(cluster, pod, phase, node)` of the pods of `app` in `demo`, as the members hold them.
-async fn pods_held(dir: &std::path::Path, app: &str) -> BTreeSet<Vec<String>> {
-    let mut out = BTreeSet::new();
-    for member in MEMBERS {
-        let pods: kube::Api<Pod> = kube::Api::namespaced(member_client(dir, member).await, "demo");
-        for pod in pods
-            .list(&ListParams::default().labels(&format!("app={app}")))
-            .await
-            .unwrap()
-        {
-            let status = pod.status.unwrap_or_default();
-            out.insert(vec![
-                member.to_owned(),
-                pod.metadata.name.unwrap_or_default(),
-                status.phase.unwrap_or_default(),
-                pod.spec.and_then(|s| s.node_name).unwrap_or_default(),
-            ]);
-        }
-    }
-    out
-}
-
-/// The rows of the page's pods table: `(cluster, pod, phase, node)`.
-async fn pods_shown(browser: &Browser) -> BTreeSet<Vec<String>> {
-    rows_of(
-        browser
-            .script(
-                "return [...document.querySelectorAll('#pods tr[data-pod]')].map(r => [\
-                   r.dataset.cluster, r.dataset.pod, r.querySelector('.phase').textContent,\
-                   r.querySelector('.node').textContent]);",
-                json!([]),
-            )
-            .await,
-    )
-    .into_iter()
-    .collect()
 }
 
 fn rows_of(value: Value) -> Vec<Vec<String>> {
@@ -235,7 +143,7 @@ async fn until_page_shows<F, Fut>(
     loop {
         let members = held().await;
         let shown = clusters_shown(browser, classes).await;
-        let pods = pods_held(dir, app).await;
+        let pods = pods_held(dir, &MEMBERS, app).await;
         let pods_page = pods_shown(browser).await;
         let running =
             !pods.is_empty() && pods.iter().all(|p| p[2] == "Running" && !p[3].is_empty());
@@ -324,7 +232,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
             let mut out = BTreeMap::new();
             for member in MEMBERS {
                 let sets: kube::Api<StatefulSet> =
-                    kube::Api::namespaced(member_client(dir, member).await, "demo");
+                    kube::Api::namespaced(client_of(dir, member).await, "demo");
                 let Ok(set) = sets.get("db").await else {
                     return None;
                 };
@@ -470,7 +378,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
             let mut out = BTreeMap::new();
             for member in MEMBERS {
                 let sets: kube::Api<DaemonSet> =
-                    kube::Api::namespaced(member_client(dir, member).await, "demo");
+                    kube::Api::namespaced(client_of(dir, member).await, "demo");
                 let Ok(set) = sets.get("agent").await else {
                     return None;
                 };
@@ -588,9 +496,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     .await;
     browser.goto(&format!("{base}{PAGES}/batch")).await;
     browser.find("#jobs tr[data-job=crunch]").await;
-    browser
-        .script("window.kairshipTestMark = 'kept'; return true;", json!([]))
-        .await;
+    browser.mark_document().await;
     // Karmada divides the parallelism only (`reviseJobReplica`): each member runs its own
     // completions, and Karmada's Job sums the members' counts.
     let deadline = Instant::now() + LIMIT;
@@ -618,11 +524,8 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
-    let kept = browser
-        .script("return window.kairshipTestMark === 'kept';", json!([]))
-        .await;
-    assert_eq!(
-        kept, true,
+    assert!(
+        browser.document_kept().await,
         "the Jobs list was reloaded instead of refreshed"
     );
     browser.click("#jobs tr[data-job=crunch] a").await;
@@ -634,7 +537,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         let mut complete = true;
         for member in MEMBERS {
             let jobs: kube::Api<k8s_openapi::api::batch::v1::Job> =
-                kube::Api::namespaced(member_client(dir, member).await, "demo");
+                kube::Api::namespaced(client_of(dir, member).await, "demo");
             let Ok(job) = jobs.get("crunch").await else {
                 complete = false;
                 continue;
@@ -685,8 +588,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
     assert!(page.contains("CSRF"), "{page}");
 
     // The viewer: no action control; their own session and CSRF token make no write.
-    browser.click("#signout").await;
-    browser.wait_url("/ui/signin").await;
+    browser.sign_out().await;
     browser.sign_in(base, &s.viewer).await;
     for page in [&db_page, &agent_page, &job_page] {
         browser.goto(page).await;
@@ -700,13 +602,7 @@ async fn statefulset_and_daemonset_pages_in_chromium() {
         );
     }
     let cookie = browser.session_cookie().await.expect("a session cookie");
-    let csrf = browser
-        .script(
-            "return document.querySelector('input[name=_csrf]').value;",
-            json!([]),
-        )
-        .await;
-    let csrf = csrf.as_str().unwrap();
+    let csrf = browser.csrf().await;
     for url in [
         format!("{db_page}/scale"),
         format!("{agent_page}/restart"),

@@ -10,12 +10,12 @@
 //! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
-use std::time::Duration;
-
 use kube_sandbox::testing::kubectl::{Kubectl, kubectl_or_skip};
 use kube_sandbox::testing::kubectl_session;
-use kube_sandbox::testing::process::Background;
+
+mod support;
+
+use support::{free_port, start_sandbox};
 
 #[test]
 fn kubectl_session_through_the_native_proxy() {
@@ -24,17 +24,7 @@ fn kubectl_session_through_the_native_proxy() {
     };
     let dir = std::env::temp_dir().join(format!("kairship-kubectl-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kairship"));
-    command.args(["sandbox", "--tls", &format!("--api-port={port}"), "--dir"]);
-    command.arg(&dir);
-    let mut sandbox = Background::spawn(command);
-    sandbox.wait_for_line(Duration::from_secs(120), |line| {
-        line.starts_with("--- running")
-    });
+    let sandbox = start_sandbox(&dir, free_port(), &["--tls"]);
     let kubectl = Kubectl::new(binary, dir.join("admin.kubeconfig"));
     let ns = "kubectl-proxy";
     kubectl_session::create_kinds(&kubectl, ns);
@@ -55,5 +45,4 @@ fn kubectl_session_through_the_native_proxy() {
     assert_eq!(replicas, "4");
     kubectl_session::delete_namespace(&kubectl, ns);
     drop(sandbox);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,14 +11,15 @@
 //! notice and passes, unless `KUBEOCEAN_REQUIRE_TOOLS` is set (CI).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kube_sandbox::testing::kubectl::{Kubectl, kubectl_or_skip};
 use kube_sandbox::testing::process::Background;
 
-const LIMIT: Duration = Duration::from_secs(120);
+mod support;
+
+use support::{LIMIT, client_from, free_port, member_kubeconfig, start_sandbox};
 
 /// A Deployment printing a line every 300 ms, placed on member a-east.
 const TICKER: &str = r#"
@@ -43,28 +44,6 @@ spec:
   resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: ticker}]
   placement: {clusterAffinity: {clusterNames: [a-east]}}
 "#;
-
-/// A copy of `kubeconfig` whose server is the cluster proxy of `member` behind it.
-fn member_kubeconfig(kubeconfig: &Path, member: &str) -> PathBuf {
-    let text = std::fs::read_to_string(kubeconfig).unwrap();
-    let suffix = format!("/apis/cluster.karmada.io/v1alpha1/clusters/{member}/proxy");
-    let rewritten: Vec<String> = text
-        .lines()
-        .map(|line| match line.split_once("server: ") {
-            Some((indent, server)) if indent.trim().is_empty() => {
-                format!("{indent}server: {}{suffix}", server.trim_end_matches('/'))
-            }
-            _ => line.to_owned(),
-        })
-        .collect();
-    assert!(rewritten.iter().any(|l| l.ends_with(&suffix)), "{text}");
-    let out = kubeconfig.with_file_name(format!(
-        "{}-{member}.kubeconfig",
-        kubeconfig.file_stem().unwrap().to_string_lossy()
-    ));
-    std::fs::write(&out, rewritten.join("\n") + "\n").unwrap();
-    out
-}
 
 /// The name of the running ticker pod in the member.
 fn running_ticker(member: &Kubectl) -> String {
@@ -104,15 +83,7 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
     };
     let dir = std::env::temp_dir().join(format!("kairship-kubectl-streams-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kairship"));
-    command.args(["sandbox", "--tls", &format!("--api-port={port}"), "--dir"]);
-    command.arg(&dir);
-    let mut sandbox = Background::spawn(command);
-    sandbox.wait_for_line(LIMIT, |line| line.starts_with("--- running"));
+    let sandbox = start_sandbox(&dir, free_port(), &["--tls"]);
 
     let admin = Kubectl::new(&binary, dir.join("admin.kubeconfig"));
     admin.ok_with_input(&["apply", "-f", "-"], TICKER);
@@ -168,12 +139,8 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
     let echoed = tokio::runtime::Runtime::new().unwrap().block_on(async {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         kube_kit::client::install_crypto_provider();
-        let kubeconfig = kube::config::Kubeconfig::read_from(&member.kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
         let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
-            kube::Api::namespaced(kube::Client::try_from(config).unwrap(), "demo");
+            kube::Api::namespaced(client_from(&member.kubeconfig).await, "demo");
         let mut forwarder = pods.portforward(&pod, &[8080]).await.unwrap();
         let mut port = forwarder.take_stream(8080).unwrap();
         port.write_all(b"ping through kairship").await.unwrap();
@@ -197,5 +164,4 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
     );
 
     drop(sandbox);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,8 +5,9 @@
 
 #[path = "../../kairship-core/tests/common/mod.rs"]
 mod common;
+mod support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -14,17 +15,9 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kairship_core::instance::{Instance, InstanceState};
 use kube::Api;
 use kube::api::PostParams;
+use support::Process;
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn spawn_manager(kubeconfig: &std::path::Path, identity: &str) -> Process {
     let child = Command::new(env!("CARGO_BIN_EXE_kairship"))

@@ -15,7 +15,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,9 @@ use kube_sandbox::testing::kubectl::{Kubectl, kubectl_or_skip};
 use kube_sandbox::testing::process::Background;
 use serde_json::Value;
 
-const LIMIT: Duration = Duration::from_secs(120);
+mod support;
+
+use support::{LIMIT, free_port, member_kubeconfig, start_sandbox};
 
 /// A Deployment serving HTTP on a port named `http`, placed on member a-east.
 const WEB: &str = r#"
@@ -48,28 +50,6 @@ spec:
   resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: hello}]
   placement: {clusterAffinity: {clusterNames: [a-east]}}
 "#;
-
-/// A copy of `kubeconfig` whose server is the cluster proxy of `member` behind it.
-fn member_kubeconfig(kubeconfig: &Path, member: &str) -> PathBuf {
-    let text = std::fs::read_to_string(kubeconfig).unwrap();
-    let suffix = format!("/apis/cluster.karmada.io/v1alpha1/clusters/{member}/proxy");
-    let rewritten: Vec<String> = text
-        .lines()
-        .map(|line| match line.split_once("server: ") {
-            Some((indent, server)) if indent.trim().is_empty() => {
-                format!("{indent}server: {}{suffix}", server.trim_end_matches('/'))
-            }
-            _ => line.to_owned(),
-        })
-        .collect();
-    assert!(rewritten.iter().any(|l| l.ends_with(&suffix)), "{text}");
-    let out = kubeconfig.with_file_name(format!(
-        "{}-{member}.kubeconfig",
-        kubeconfig.file_stem().unwrap().to_string_lossy()
-    ));
-    std::fs::write(&out, rewritten.join("\n") + "\n").unwrap();
-    out
-}
 
 /// The name of the running hello pod in the member, once the member's Deployment has rolled
 /// out.
@@ -178,15 +158,7 @@ fn kubectl_port_forward_reaches_a_member_pod_through_the_native_proxy() {
     };
     let dir = std::env::temp_dir().join(format!("kairship-port-forward-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kairship"));
-    command.args(["sandbox", "--tls", &format!("--api-port={port}"), "--dir"]);
-    command.arg(&dir);
-    let mut sandbox = Background::spawn(command);
-    sandbox.wait_for_line(LIMIT, |line| line.starts_with("--- running"));
+    let sandbox = start_sandbox(&dir, free_port(), &["--tls"]);
 
     let admin = Kubectl::new(&binary, dir.join("admin.kubeconfig"));
     admin.ok_with_input(&["apply", "-f", "-"], WEB);
@@ -235,5 +207,4 @@ fn kubectl_port_forward_reaches_a_member_pod_through_the_native_proxy() {
     }
 
     drop(sandbox);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,27 +8,13 @@
 
 mod support;
 
-use std::process::Command;
-
-use kube_sandbox::testing::tools::{on_path, skip_or_fail};
-use support::{free_port, start_sandbox};
+use support::{curl_and_jq_or_skip, free_port, run_bash, sh_block_after, start_sandbox};
 
 const TEST: &str = "search_commands_of_the_docs_print_what_the_docs_say";
 
-/// The first shell block of docs/kairship/search.md's "Try it" section, against `port`.
-fn documented_commands(port: u16) -> String {
-    let doc = include_str!("../../docs/kairship/search.md");
-    let section = &doc[doc.find("## Try it").expect("a Try it section")..];
-    let start = section.find("```sh\n").expect("a sh block") + "```sh\n".len();
-    let block = &section[start..];
-    let block = &block[..block.find("```").expect("the block's end")];
-    block.replace("127.0.0.1:8443", &format!("127.0.0.1:{port}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_commands_of_the_docs_print_what_the_docs_say() {
-    if on_path("curl").is_none() || on_path("jq").is_none() {
-        skip_or_fail(TEST, "curl and jq are needed", "install curl and jq");
+    if !curl_and_jq_or_skip(TEST) {
         return;
     }
     let work = std::env::temp_dir().join(format!("kairship-search-{}", std::process::id()));
@@ -36,17 +22,12 @@ async fn search_commands_of_the_docs_print_what_the_docs_say() {
     std::fs::create_dir_all(&work).unwrap();
     let port = free_port();
     let sandbox = start_sandbox(&work.join("kairship-sandbox"), port, &["--tls"]);
-    let run = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", &documented_commands(port)])
-        .current_dir(&work)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&run.stderr)
+    let commands = sh_block_after(
+        include_str!("../../docs/kairship/search.md"),
+        "## Try it",
+        port,
     );
+    let out = run_bash(&commands, &work, None);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines,
