@@ -109,8 +109,8 @@ fn kubectl_exec_and_logs_follow_reach_a_member_pod_through_the_native_proxy() {
     // `attach` carries the container's output (the sandbox's kubelet sends what the
     // container printed so far, then detaches).
     let out = member.ok(&["-n", "demo", "attach", &pod]);
-    assert!(out.lines().any(|l| l == "started"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("tick ")), "{out}");
+    assert!(out.starts_with("started\ntick "), "{out}");
+    assert!(out.lines().skip(1).all(|l| l.starts_with("tick ")), "{out}");
 
     // `logs -f` streams the lines while the container writes them: after the last line
     // written before the command, new ones arrive, each written later than the one before
