@@ -16,7 +16,9 @@ mod common;
 use std::time::Duration;
 
 use common::{CLUSTER_CRD, eventually, load_crd};
-use kairship_core::karmada_sim::{cluster_health, cluster_status, execution_space, propagation};
+use kairship_core::karmada_sim::{
+    cluster_health, cluster_status, cluster_strategy, execution_space, propagation,
+};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use kube_sandbox::{ServeOptions, Served, SimNode};
@@ -97,7 +99,11 @@ async fn member(name: &str, nodes: usize) -> (String, kube_sandbox::Cluster, Ser
 
 impl Env {
     async fn start() -> Env {
-        let instance = kube_sandbox::Cluster::new("karmada");
+        // With Karmada's Cluster strategy, as karmada-aggregated-apiserver serves Clusters.
+        let instance = kube_sandbox::Cluster::with_options(
+            "karmada",
+            cluster_strategy::with_cluster_strategy(kube_sandbox::ClusterOptions::default()),
+        );
         let mut crds = vec![serde_json::from_str(CLUSTER_CRD).unwrap()];
         for file in [
             "karmada/policy.karmada.io_propagationpolicies.yaml",
@@ -953,6 +959,16 @@ async fn a_push_member_s_status_is_collected_as_karmada_collected_it() {
     assert_eq!(
         msb["status"]["resourceSummary"]["allocatable"],
         recorded["status"]["resourceSummary"]["allocatable"]
+    );
+    // Karmada's default resource models, and the nodes counted by the grade of what is
+    // free on them (the recording's 3 pods, one per node, take little: grade 1 for each).
+    assert_eq!(
+        msb["spec"]["resourceModels"],
+        recorded["spec"]["resourceModels"]
+    );
+    assert_eq!(
+        msb["status"]["resourceSummary"]["allocatableModelings"],
+        recorded["status"]["resourceSummary"]["allocatableModelings"]
     );
     // What the member serves, per group version: the recording's, except what kube-sandbox
     // has learnt to serve since it was made.

@@ -50,6 +50,9 @@ pub enum Probe {
         /// The member's API group versions and their resources ([`api_enablements`]), and
         /// whether every group version could be read.
         api_enablements: (Vec<Value>, bool),
+        /// The nodes counted by grade of the Cluster's resource models
+        /// ([`super::resource_models::allocatable_modelings`]), when it has models.
+        allocatable_modelings: Option<Value>,
     },
 }
 
@@ -119,6 +122,7 @@ pub fn status_of(probe: &Probe, previous: Option<&Value>, now: &str) -> Value {
         allocatable,
         allocated,
         api_enablements: (enablements, complete),
+        allocatable_modelings,
     } = probe
     {
         let (state, reason, message) = match (enablements.len(), complete) {
@@ -156,6 +160,9 @@ pub fn status_of(probe: &Probe, previous: Option<&Value>, now: &str) -> Value {
         };
         status["resourceSummary"] =
             json!({"allocatable": strings(allocatable), "allocated": strings(allocated)});
+        if let Some(modelings) = allocatable_modelings {
+            status["resourceSummary"]["allocatableModelings"] = modelings.clone();
+        }
     }
     set_condition(
         &mut conditions,
@@ -337,6 +344,9 @@ async fn probe(karmada: &Client, cluster: &Value) -> Probe {
     };
     let nodes = list("", "Node", "nodes").await;
     let pods = list("", "Pod", "pods").await;
+    let allocatable_modelings = cluster
+        .pointer("/spec/resourceModels")
+        .and_then(|models| super::resource_models::allocatable_modelings(models, &nodes, &pods));
     let (nodes, allocatable, allocated) = summarize(&nodes, &pods);
     let api_enablements = match tokio::time::timeout(PROBE_TIMEOUT, discover(&client)).await {
         Ok((found, complete)) => (api_enablements(found), complete),
@@ -349,6 +359,7 @@ async fn probe(karmada: &Client, cluster: &Value) -> Probe {
         allocatable,
         allocated,
         api_enablements,
+        allocatable_modelings,
     }
 }
 
@@ -493,6 +504,7 @@ mod tests {
             allocatable: [("cpu".to_owned(), q("4"))].into(),
             allocated: [("cpu".to_owned(), q("500m"))].into(),
             api_enablements: (enablements.clone(), true),
+            allocatable_modelings: Some(json!([{"grade": 0, "count": 2}])),
         };
         let s = status_of(&reached, None, "T1");
         // The order Karmada sets them in (cluster-msb-push-kube-sandbox.json).
@@ -515,6 +527,10 @@ mod tests {
         assert_eq!(s["kubernetesVersion"], "v1.31.0");
         assert_eq!(s["nodeSummary"], json!({"totalNum": 2, "readyNum": 1}));
         assert_eq!(s["resourceSummary"]["allocated"]["cpu"], "500m");
+        assert_eq!(
+            s["resourceSummary"]["allocatableModelings"],
+            json!([{"grade": 0, "count": 2}])
+        );
         // The same answer later keeps the transition times; a change moves it.
         assert_eq!(status_of(&reached, Some(&s), "T2"), s);
         let down = status_of(&Probe::Unreachable("refused".into()), Some(&s), "T3");
@@ -531,6 +547,7 @@ mod tests {
             allocatable: BTreeMap::new(),
             allocated: BTreeMap::new(),
             api_enablements: (Vec::new(), true),
+            allocatable_modelings: None,
         };
         let s = status_of(&unhealthy, None, "T");
         assert_eq!(s["conditions"][0]["reason"], "ClusterNotReady");
@@ -558,6 +575,7 @@ mod tests {
                 allocatable: BTreeMap::new(),
                 allocated: BTreeMap::new(),
                 api_enablements: (found, complete),
+                allocatable_modelings: None,
             };
             let s = status_of(&probe, None, "T");
             assert_eq!(s["conditions"][0]["status"], "False");

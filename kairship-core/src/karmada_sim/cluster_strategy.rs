@@ -7,8 +7,13 @@
 //!   `spec.spec`, reason `FieldValueTypeInvalid`, "Zone and Zones cannot co-exist" (recorded
 //!   in `cluster-patch-zone-when-zones-set-error.json`; Karmada prints the spec with its Go
 //!   field names, the sandbox prints it as stored);
-//! - then canonicalization (`pkg/apis/cluster/mutation`, `migrateZoneToZones`): a `zone`
-//!   without `zones` is stored as `zones: [zone]`, `zone` cleared.
+//! - then canonicalization (`pkg/apis/cluster/mutation`, `MutateCluster`): a `zone`
+//!   without `zones` is stored as `zones: [zone]`, `zone` cleared (`migrateZoneToZones`),
+//!   and a `NoExecute` taint without `timeAdded` gets the time (`mutateClusterTaints`);
+//! - the resource models (`PrepareForCreate`, `PrepareForUpdate`, feature
+//!   `CustomizedClusterResourceModeling`, on by default): Karmada's default grades on a
+//!   Cluster created without any, the canonical form of any given
+//!   ([`super::resource_models::prepare`]).
 
 use std::sync::Arc;
 
@@ -20,9 +25,16 @@ use super::cluster_proxy::CLUSTER_GROUP;
 
 /// `options` with Karmada's Cluster strategy for `clusters`.
 pub fn with_cluster_strategy(options: ClusterOptions) -> ClusterOptions {
-    let hook: Arc<dyn StrategyHook> = Arc::new(|_: Option<&Value>, new: &mut Value| {
+    let hook: Arc<dyn StrategyHook> = Arc::new(|old: Option<&Value>, new: &mut Value| {
+        super::resource_models::prepare(new, old.is_none());
         validate_zones(new)?;
         migrate_zone_to_zones(new);
+        time_no_execute_taints(
+            new,
+            &jiff::Timestamp::now()
+                .strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string(),
+        );
         Ok(())
     });
     ClusterOptions {
@@ -82,9 +94,40 @@ pub fn migrate_zone_to_zones(cluster: &mut Value) {
     }
 }
 
+/// `mutateClusterTaints`: a `NoExecute` taint without `timeAdded` gets `now`.
+pub fn time_no_execute_taints(cluster: &mut Value, now: &str) {
+    let Some(taints) = cluster
+        .pointer_mut("/spec/taints")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for taint in taints {
+        if taint["effect"] == "NoExecute" && taint.get("timeAdded").is_none_or(Value::is_null) {
+            taint["timeAdded"] = json!(now);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_execute_taints_get_their_time() {
+        let mut cluster = json!({"spec": {"taints": [
+            {"key": "a", "effect": "NoExecute"},
+            {"key": "b", "effect": "NoExecute", "timeAdded": "T0"},
+            {"key": "c", "effect": "NoSchedule"}]}});
+        time_no_execute_taints(&mut cluster, "T1");
+        assert_eq!(
+            cluster["spec"]["taints"],
+            json!([
+                {"key": "a", "effect": "NoExecute", "timeAdded": "T1"},
+                {"key": "b", "effect": "NoExecute", "timeAdded": "T0"},
+                {"key": "c", "effect": "NoSchedule"}])
+        );
+    }
 
     #[test]
     fn zone_rules() {

@@ -29,5 +29,6 @@ pub mod namespace_sync;
 pub mod objects;
 pub mod overrides;
 pub mod propagation;
+pub mod resource_models;
 pub mod scheduler;
 pub mod work_status;
