@@ -262,8 +262,16 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
     want.remove("env");
     want.insert("tier".into(), "gold".into());
     assert_eq!(labels_of(&after), want);
+    // Karmada's Cluster strategy times a NoExecute taint (`mutateClusterTaints`).
+    let mut taints = after["spec"]["taints"].clone();
+    let added = taints[0]["timeAdded"].take();
+    assert!(
+        added.as_str().is_some_and(|t| t.parse::<jiff::Timestamp>().is_ok()),
+        "{after}"
+    );
+    taints[0].as_object_mut().unwrap().remove("timeAdded");
     assert_eq!(
-        after["spec"]["taints"],
+        taints,
         json!([{"key": "dedicated", "value": "gpu", "effect": "NoExecute"}])
     );
 
