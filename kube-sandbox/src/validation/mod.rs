@@ -8,3 +8,4 @@ pub(crate) mod gocompat;
 pub mod labels;
 pub mod schema;
 pub mod selectors;
+pub mod workloads;
