@@ -7,7 +7,7 @@ use super::{
     WorkloadError, as_selector, go_scalar, go_selector, int_at, label_selector_errors,
     nonnegative, str_at, template_labels_match,
 };
-use crate::sim::controllers::cron;
+use crate::validation::cron;
 use crate::validation::gocompat::go_quote;
 
 /// `ValidateJobSpec`: the spec rules, then the selector, which the apiserver generates on
