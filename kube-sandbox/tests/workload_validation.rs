@@ -103,12 +103,21 @@ async fn several_errors_are_listed_in_upstreams_order_after_the_label_errors() {
         let status: kube::core::Status = serde_json::from_value(status).unwrap();
         let label = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
         let expected = [
-            ("FieldValueInvalid", "metadata.labels", format!("Invalid value: \"-x\": {label}")),
-            ("FieldValueRequired", "spec.selector", "Required value".to_string()),
+            (
+                "FieldValueInvalid",
+                "metadata.labels",
+                format!("Invalid value: \"-x\": {label}"),
+            ),
+            (
+                "FieldValueRequired",
+                "spec.selector",
+                "Required value".to_string(),
+            ),
             (
                 "FieldValueInvalid",
                 "spec.template.metadata.labels",
-                "Invalid value: {\"app\":\"sloppy\"}: `selector` does not match template `labels`".into(),
+                "Invalid value: {\"app\":\"sloppy\"}: `selector` does not match template `labels`"
+                    .into(),
             ),
             (
                 "FieldValueRequired",
@@ -379,8 +388,7 @@ async fn valid_workloads_of_every_kind_are_stored() {
             .unwrap();
         let uid = job.metadata.uid.clone().unwrap();
         assert_eq!(
-            job.spec.unwrap().selector.unwrap().match_labels.unwrap()
-                ["batch.kubernetes.io/controller-uid"],
+            job.spec.unwrap().selector.unwrap().match_labels.unwrap()["batch.kubernetes.io/controller-uid"],
             uid
         );
         // Updating the Job keeps its generated selector valid.

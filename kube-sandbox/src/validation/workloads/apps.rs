@@ -4,9 +4,9 @@ use serde_json::Value;
 
 use super::pod::{dns1123_label_errors, pod_template_spec, restart_policy};
 use super::{
-    NEGATIVE, WorkloadError, as_selector, go_scalar, go_selector, immutable_selector,
-    int_at, label_errors, label_selector_errors, nonnegative, required_selector, selector_is_empty,
-    str_at, template_labels_match,
+    NEGATIVE, WorkloadError, as_selector, go_scalar, go_selector, immutable_selector, int_at,
+    label_errors, label_selector_errors, nonnegative, required_selector, selector_is_empty, str_at,
+    template_labels_match,
 };
 use crate::validation::gocompat::go_quote;
 
@@ -394,7 +394,10 @@ pub(super) fn daemon_set(spec: &Value, old_spec: Option<&Value>) -> Vec<Workload
     always_restart_only(&mut errs, template, "DaemonSet");
     nonnegative(&mut errs, spec, "minReadySeconds", "spec");
     nonnegative(&mut errs, spec, "templateGeneration", "spec");
-    daemon_set_strategy(&mut errs, spec.get("updateStrategy").unwrap_or(&Value::Null));
+    daemon_set_strategy(
+        &mut errs,
+        spec.get("updateStrategy").unwrap_or(&Value::Null),
+    );
     nonnegative(&mut errs, spec, "revisionHistoryLimit", "spec");
     errs
 }
@@ -410,10 +413,7 @@ fn daemon_set_strategy(errs: &mut Vec<WorkloadError>, strategy: &Value) {
             let path = "spec.updateStrategy.rollingUpdate";
             let unavailable = int_or_string(rolling, "maxUnavailable").unwrap_or(Value::from(1));
             let surge = int_or_string(rolling, "maxSurge").unwrap_or(Value::from(0));
-            let (u_path, s_path) = (
-                format!("{path}.maxUnavailable"),
-                format!("{path}.maxSurge"),
-            );
+            let (u_path, s_path) = (format!("{path}.maxUnavailable"), format!("{path}.maxSurge"));
             positive_int_or_percent(errs, &unavailable, &u_path);
             positive_int_or_percent(errs, &surge, &s_path);
             not_more_than_100_percent(errs, &unavailable, &u_path);

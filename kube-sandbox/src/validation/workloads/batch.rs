@@ -4,8 +4,8 @@ use serde_json::Value;
 
 use super::pod::pod_template_spec;
 use super::{
-    WorkloadError, as_selector, go_scalar, go_selector, int_at, label_selector_errors,
-    nonnegative, str_at, template_labels_match,
+    WorkloadError, as_selector, go_scalar, go_selector, int_at, label_selector_errors, nonnegative,
+    str_at, template_labels_match,
 };
 use crate::validation::cron;
 use crate::validation::gocompat::go_quote;
@@ -167,7 +167,10 @@ pub(super) fn cron_job(obj: &Value, spec: &Value, old_spec: Option<&Value>) -> V
             "`selector` will be auto-generated",
         ));
     }
-    if let Some(manual) = job.get("manualSelector").filter(|v| v.as_bool() == Some(true)) {
+    if let Some(manual) = job
+        .get("manualSelector")
+        .filter(|v| v.as_bool() == Some(true))
+    {
         errs.push(WorkloadError::not_supported(
             "spec.jobTemplate.spec.manualSelector",
             go_scalar(manual),

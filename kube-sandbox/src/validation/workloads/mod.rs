@@ -195,8 +195,7 @@ fn go_selector(selector: &Value) -> String {
             .iter()
             .map(|e| {
                 let s = |k: &str| {
-                    Value::String(e.get(k).and_then(Value::as_str).unwrap_or("").into())
-                        .to_string()
+                    Value::String(e.get(k).and_then(Value::as_str).unwrap_or("").into()).to_string()
                 };
                 let mut out = format!("{{\"key\":{},\"operator\":{}", s("key"), s("operator"));
                 if let Some(values) = e
@@ -204,7 +203,10 @@ fn go_selector(selector: &Value) -> String {
                     .and_then(Value::as_array)
                     .filter(|a| !a.is_empty())
                 {
-                    out.push_str(&format!(",\"values\":{}", go_json(&Value::Array(values.clone()))));
+                    out.push_str(&format!(
+                        ",\"values\":{}",
+                        go_json(&Value::Array(values.clone()))
+                    ));
                 }
                 out.push('}');
                 out
@@ -264,7 +266,11 @@ fn label_errors(errs: &mut Vec<WorkloadError>, labels: Option<&Value>, path: &st
 /// `pkg/apis/meta/v1/validation/validation.go`, `ValidateLabelSelector` and
 /// `ValidateLabelSelectorRequirement`).
 fn label_selector_errors(errs: &mut Vec<WorkloadError>, selector: &Value, path: &str) {
-    label_errors(errs, selector.get("matchLabels"), &format!("{path}.matchLabels"));
+    label_errors(
+        errs,
+        selector.get("matchLabels"),
+        &format!("{path}.matchLabels"),
+    );
     let exprs = selector
         .get("matchExpressions")
         .and_then(Value::as_array)
@@ -284,12 +290,10 @@ fn label_selector_errors(errs: &mut Vec<WorkloadError>, selector: &Value, path: 
                 "must be specified when `operator` is 'In' or 'NotIn'",
             )),
             "In" | "NotIn" => {}
-            "Exists" | "DoesNotExist" if !values.is_empty() => {
-                errs.push(WorkloadError::forbidden(
-                    format!("{at}.values"),
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                ))
-            }
+            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(WorkloadError::forbidden(
+                format!("{at}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
             "Exists" | "DoesNotExist" => {}
             other => errs.push(WorkloadError::invalid(
                 format!("{at}.operator"),
@@ -299,7 +303,11 @@ fn label_selector_errors(errs: &mut Vec<WorkloadError>, selector: &Value, path: 
         }
         let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
         for msg in label_key_errors(key) {
-            errs.push(WorkloadError::invalid(format!("{at}.key"), go_quote(key), msg));
+            errs.push(WorkloadError::invalid(
+                format!("{at}.key"),
+                go_quote(key),
+                msg,
+            ));
         }
         for (j, value) in values.iter().enumerate() {
             let value = value.as_str().unwrap_or("");
@@ -387,7 +395,11 @@ fn immutable_selector(errs: &mut Vec<WorkloadError>, spec: &Value, old_spec: Opt
     };
     let new = render(spec);
     if new != render(old_spec) {
-        errs.push(WorkloadError::invalid("spec.selector", new, "field is immutable"));
+        errs.push(WorkloadError::invalid(
+            "spec.selector",
+            new,
+            "field is immutable",
+        ));
     }
 }
 

@@ -20,9 +20,7 @@ pub(super) fn dns1123_label_errors(s: &str) -> Vec<String> {
     let b = s.as_bytes();
     let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let shaped = match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            ok(first) && ok(last) && b.iter().all(|c| ok(c) || *c == b'-')
-        }
+        (Some(first), Some(last)) => ok(first) && ok(last) && b.iter().all(|c| ok(c) || *c == b'-'),
         _ => false,
     };
     if !shaped {
@@ -104,7 +102,10 @@ pub(super) fn pod_spec(spec: &Value, path: &str) -> Vec<WorkloadError> {
             container_common(&mut errs, c, &at);
             let name = str_at(c, "name");
             if names.contains(&name) {
-                errs.push(WorkloadError::duplicate(format!("{at}.name"), go_quote(name)));
+                errs.push(WorkloadError::duplicate(
+                    format!("{at}.name"),
+                    go_quote(name),
+                ));
             } else {
                 names.push(name);
             }
@@ -117,7 +118,10 @@ pub(super) fn pod_spec(spec: &Value, path: &str) -> Vec<WorkloadError> {
         container_common(&mut errs, c, &at);
         let name = str_at(c, "name");
         if names.contains(&name) {
-            errs.push(WorkloadError::duplicate(format!("{at}.name"), go_quote(name)));
+            errs.push(WorkloadError::duplicate(
+                format!("{at}.name"),
+                go_quote(name),
+            ));
         } else if !name.is_empty() {
             names.push(name);
         }
@@ -160,7 +164,11 @@ fn container_common(errs: &mut Vec<WorkloadError>, c: &Value, at: &str) {
         errs.push(WorkloadError::required(format!("{at}.name"), ""));
     } else {
         for msg in dns1123_label_errors(name) {
-            errs.push(WorkloadError::invalid(format!("{at}.name"), go_quote(name), msg));
+            errs.push(WorkloadError::invalid(
+                format!("{at}.name"),
+                go_quote(name),
+                msg,
+            ));
         }
     }
     if str_at(c, "image").is_empty() {
@@ -212,15 +220,26 @@ fn ports(errs: &mut Vec<WorkloadError>, c: &Value, path: &str) {
             let msgs = port_name_errors(name);
             if !msgs.is_empty() {
                 for msg in msgs {
-                    errs.push(WorkloadError::invalid(format!("{at}.name"), go_quote(name), msg));
+                    errs.push(WorkloadError::invalid(
+                        format!("{at}.name"),
+                        go_quote(name),
+                        msg,
+                    ));
                 }
             } else if names.contains(&name) {
-                errs.push(WorkloadError::duplicate(format!("{at}.name"), go_quote(name)));
+                errs.push(WorkloadError::duplicate(
+                    format!("{at}.name"),
+                    go_quote(name),
+                ));
             } else {
                 names.push(name);
             }
         }
-        match port.get("containerPort").and_then(Value::as_i64).unwrap_or(0) {
+        match port
+            .get("containerPort")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+        {
             0 => errs.push(WorkloadError::required(format!("{at}.containerPort"), "")),
             n if !(1..=65535).contains(&n) => errs.push(WorkloadError::invalid(
                 format!("{at}.containerPort"),

@@ -172,18 +172,25 @@ fn deployment_rules_as_validate_deployment_spec() {
 #[test]
 fn selectors_of_deployments_replicasets_and_daemonsets_are_immutable() {
     let old = deployment(json!({}));
-    let new = deployment(json!({"selector": {"matchLabels": {"app": "web", "tier": "x"}}, "template": {"metadata": {"labels": {"tier": "x"}}}}));
+    let new = deployment(
+        json!({"selector": {"matchLabels": {"app": "web", "tier": "x"}}, "template": {"metadata": {"labels": {"tier": "x"}}}}),
+    );
     let want = vec!["spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"web\",\"tier\":\"x\"}}: field is immutable".to_string()];
     assert_eq!(messages("apps", "deployments", &new, Some(&old)), want);
     assert_eq!(messages("apps", "replicasets", &new, Some(&old)), want);
     // The same selector written as an empty map is no change.
     let same = deployment(json!({"selector": {"matchExpressions": []}}));
-    assert_eq!(messages("apps", "deployments", &same, Some(&old)), Vec::<String>::new());
+    assert_eq!(
+        messages("apps", "deployments", &same, Some(&old)),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
 fn replicasets_statefulsets_and_daemonsets() {
-    let rs = deployment(json!({"strategy": null, "progressDeadlineSeconds": null, "selector": {"matchLabels": null}, "replicas": -3}));
+    let rs = deployment(
+        json!({"strategy": null, "progressDeadlineSeconds": null, "selector": {"matchLabels": null}, "replicas": -3}),
+    );
     assert_eq!(
         messages("apps", "replicasets", &rs, None),
         vec![
@@ -204,17 +211,29 @@ fn replicasets_statefulsets_and_daemonsets() {
             "spec.template.spec.restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\"".into(),
         ]
     );
-    let old = deployment(json!({"strategy": null, "progressDeadlineSeconds": null, "serviceName": "db"}));
-    let renamed = deployment(json!({"strategy": null, "progressDeadlineSeconds": null, "serviceName": "db2", "replicas": 3}));
+    let old =
+        deployment(json!({"strategy": null, "progressDeadlineSeconds": null, "serviceName": "db"}));
+    let renamed = deployment(
+        json!({"strategy": null, "progressDeadlineSeconds": null, "serviceName": "db2", "replicas": 3}),
+    );
     assert_eq!(
         messages("apps", "statefulsets", &renamed, Some(&old)),
-        vec!["spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]
+        vec![
+            "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"
+        ]
     );
-    let scaled = deployment(json!({"strategy": null, "progressDeadlineSeconds": null, "serviceName": "db", "replicas": 3}));
-    assert_eq!(messages("apps", "statefulsets", &scaled, Some(&old)), Vec::<String>::new());
+    let scaled = deployment(
+        json!({"strategy": null, "progressDeadlineSeconds": null, "serviceName": "db", "replicas": 3}),
+    );
+    assert_eq!(
+        messages("apps", "statefulsets", &scaled, Some(&old)),
+        Vec::<String>::new()
+    );
 
-    let ds = deployment(json!({"strategy": null, "progressDeadlineSeconds": null, "replicas": null, "revisionHistoryLimit": null,
-        "selector": null, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}}));
+    let ds = deployment(
+        json!({"strategy": null, "progressDeadlineSeconds": null, "replicas": null, "revisionHistoryLimit": null,
+        "selector": null, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}}),
+    );
     assert_eq!(
         messages("apps", "daemonsets", &ds, None),
         vec![
@@ -222,11 +241,15 @@ fn replicasets_statefulsets_and_daemonsets() {
             "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0",
         ]
     );
-    let ds = deployment(json!({"strategy": null, "progressDeadlineSeconds": null, "replicas": null,
-        "updateStrategy": {"type": "Rolling"}}));
+    let ds = deployment(
+        json!({"strategy": null, "progressDeadlineSeconds": null, "replicas": null,
+        "updateStrategy": {"type": "Rolling"}}),
+    );
     assert_eq!(
         messages("apps", "daemonsets", &ds, None),
-        vec!["spec.updateStrategy: Unsupported value: {\"Type\":\"Rolling\",\"RollingUpdate\":null}: supported values: \"RollingUpdate\", \"OnDelete\""]
+        vec![
+            "spec.updateStrategy: Unsupported value: {\"Type\":\"Rolling\",\"RollingUpdate\":null}: supported values: \"RollingUpdate\", \"OnDelete\""
+        ]
     );
 }
 
@@ -261,16 +284,25 @@ fn jobs_as_validate_job_spec() {
         ),
         (
             json!({"template": {"spec": {"restartPolicy": null}}}),
-            vec!["spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""],
+            vec![
+                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+            ],
         ),
         (
             json!({"template": {"spec": {"restartPolicy": "Always"}}}),
-            vec!["spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""],
+            vec![
+                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+            ],
         ),
-        (json!({"template": {"spec": {"restartPolicy": "OnFailure"}}}), vec![]),
+        (
+            json!({"template": {"spec": {"restartPolicy": "OnFailure"}}}),
+            vec![],
+        ),
         (
             json!({"selector": {"matchLabels": {"app": "other"}}}),
-            vec!["spec.template.metadata.labels: Invalid value: {\"batch.kubernetes.io/controller-uid\":\"u1\",\"job-name\":\"pi\"}: `selector` does not match template `labels`"],
+            vec![
+                "spec.template.metadata.labels: Invalid value: {\"batch.kubernetes.io/controller-uid\":\"u1\",\"job-name\":\"pi\"}: `selector` does not match template `labels`",
+            ],
         ),
         (
             // A missing selector selects nothing, so the template's labels do not match either.
@@ -293,12 +325,15 @@ fn jobs_as_validate_job_spec() {
 
 #[test]
 fn cronjobs_as_validate_cron_job_spec() {
-    let cron = |spec: Value| {
-        json!({"metadata": {"name": "tick"}, "spec": spec})
-    };
+    let cron = |spec: Value| json!({"metadata": {"name": "tick"}, "spec": spec});
     let template = json!({"spec": {"template": {"spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}});
-    let ok = cron(json!({"schedule": "*/5 * * * *", "concurrencyPolicy": "Allow", "jobTemplate": template}));
-    assert_eq!(messages("batch", "cronjobs", &ok, None), Vec::<String>::new());
+    let ok = cron(
+        json!({"schedule": "*/5 * * * *", "concurrencyPolicy": "Allow", "jobTemplate": template}),
+    );
+    assert_eq!(
+        messages("batch", "cronjobs", &ok, None),
+        Vec::<String>::new()
+    );
     let bad = cron(json!({
         "schedule": "every minute", "concurrencyPolicy": "Sometimes", "startingDeadlineSeconds": -5,
         "successfulJobsHistoryLimit": -1,
@@ -318,14 +353,22 @@ fn cronjobs_as_validate_cron_job_spec() {
     let tz = cron(json!({"schedule": "CRON_TZ=UTC 0 * * * *", "jobTemplate": template}));
     assert_eq!(
         messages("batch", "cronjobs", &tz, None),
-        vec!["spec.schedule: Invalid value: \"CRON_TZ=UTC 0 * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead"]
+        vec![
+            "spec.schedule: Invalid value: \"CRON_TZ=UTC 0 * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+        ]
     );
     let long = json!({"metadata": {"name": "a".repeat(53)}, "spec": {"schedule": "@hourly", "jobTemplate": template}});
     assert_eq!(
         messages("batch", "cronjobs", &long, None),
-        vec![format!("metadata.name: Invalid value: \"{}\": must be no more than 52 characters", "a".repeat(53))]
+        vec![format!(
+            "metadata.name: Invalid value: \"{}\": must be no more than 52 characters",
+            "a".repeat(53)
+        )]
     );
-    assert_eq!(messages("batch", "cronjobs", &long, Some(&long)), Vec::<String>::new());
+    assert_eq!(
+        messages("batch", "cronjobs", &long, Some(&long)),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -350,5 +393,8 @@ fn pods_on_create_only() {
     );
     assert_eq!(messages("", "pods", &pod, Some(&pod)), Vec::<String>::new());
     let empty = json!({"metadata": {"name": "p"}, "spec": {"containers": []}});
-    assert_eq!(messages("", "pods", &empty, None), vec!["spec.containers: Required value"]);
+    assert_eq!(
+        messages("", "pods", &empty, None),
+        vec!["spec.containers: Required value"]
+    );
 }
