@@ -503,7 +503,10 @@ mod tests {
             status["message"],
             "StatefulSet.apps \"db\" is invalid: spec.template.labels: Invalid value: \"-x\": bad"
         );
-        assert_eq!(status["details"]["causes"].as_array().map(Vec::len), Some(2));
+        assert_eq!(
+            status["details"]["causes"].as_array().map(Vec::len),
+            Some(2)
+        );
     }
 
     #[test]

@@ -152,7 +152,8 @@ fn internal_strategy(strategy: &Value, rolling: Option<String>) -> String {
     )
 }
 
-/// An `IntOrString` as `json.Marshal` writes it, `default` when unset.
+/// An `IntOrString` as `json.Marshal` writes it, `default` when unset (only the RollingUpdate
+/// type gets defaults: under another type an unset bound is the zero `IntOrString`, `0`).
 fn render_int_or_string(v: Option<&Value>, default: &str) -> String {
     v.map(go_scalar).unwrap_or_else(|| default.to_string())
 }
@@ -191,8 +192,8 @@ fn deployment_strategy(errs: &mut Vec<WorkloadError>, strategy: &Value) {
             let rendered = rolling.map(|r| {
                 format!(
                     "{{\"MaxUnavailable\":{},\"MaxSurge\":{}}}",
-                    render_int_or_string(r.get("maxUnavailable"), "\"25%\""),
-                    render_int_or_string(r.get("maxSurge"), "\"25%\"")
+                    render_int_or_string(r.get("maxUnavailable"), "0"),
+                    render_int_or_string(r.get("maxSurge"), "0")
                 )
             });
             errs.push(WorkloadError::not_supported(
@@ -437,7 +438,7 @@ fn daemon_set_strategy(errs: &mut Vec<WorkloadError>, strategy: &Value) {
             let rendered = rolling.map(|r| {
                 format!(
                     "{{\"MaxUnavailable\":{},\"MaxSurge\":{}}}",
-                    render_int_or_string(r.get("maxUnavailable"), "1"),
+                    render_int_or_string(r.get("maxUnavailable"), "0"),
                     render_int_or_string(r.get("maxSurge"), "0")
                 )
             });

@@ -115,6 +115,11 @@ fn deployment_rules_as_validate_deployment_spec() {
             vec!["spec.strategy: Unsupported value: {\"Type\":\"Blue\",\"RollingUpdate\":{\"MaxUnavailable\":\"25%\",\"MaxSurge\":\"25%\"}}: supported values: \"Recreate\", \"RollingUpdate\"".into()],
         ),
         (
+            // Only RollingUpdate gets default bounds: an unset one is a zero IntOrString.
+            json!({"strategy": {"type": "Blue", "rollingUpdate": {"maxSurge": null}}}),
+            vec!["spec.strategy: Unsupported value: {\"Type\":\"Blue\",\"RollingUpdate\":{\"MaxUnavailable\":\"25%\",\"MaxSurge\":0}}: supported values: \"Recreate\", \"RollingUpdate\"".into()],
+        ),
+        (
             json!({"strategy": {"type": "Recreate"}}),
             vec!["spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'".into()],
         ),
