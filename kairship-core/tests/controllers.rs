@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -60,19 +60,26 @@ fn meta(name: &str) -> ObjectMeta {
 }
 
 fn deployment(name: &str, replicas: i32, ready: i32) -> Deployment {
-    Deployment {
-        metadata: meta(name),
-        spec: Some(DeploymentSpec {
-            replicas: Some(replicas),
-            selector: Default::default(),
-            template: Default::default(),
-            ..DeploymentSpec::default()
-        }),
-        status: Some(DeploymentStatus {
-            ready_replicas: Some(ready),
-            ..DeploymentStatus::default()
-        }),
+    // A Deployment kube-apiserver accepts: a selector matching the template, a container.
+    let mut deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}
+            }
+        }
+    }))
+    .unwrap();
+    deployment.metadata = meta(name);
+    if let Some(spec) = deployment.spec.as_mut() {
+        spec.replicas = Some(replicas);
     }
+    deployment.status = Some(DeploymentStatus {
+        ready_replicas: Some(ready),
+        ..DeploymentStatus::default()
+    });
+    deployment
 }
 
 /// Objects in the instance's control plane that the summary counts.

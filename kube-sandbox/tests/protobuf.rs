@@ -246,12 +246,21 @@ async fn protobuf_creates_store_what_json_creates_store() {
     assert_eq!(event["firstTimestamp"], "2026-01-02T03:04:05Z");
 }
 
+/// Pointer fields (`*int32`, `*int64` in Go) whose zero kube-apiserver refuses: Go's encoder
+/// leaves a nil pointer out, so kubectl never sends them unset as 0.
+const POINTERS_INVALID_AT_ZERO: [&str; 4] = [
+    "activeDeadlineSeconds",
+    "progressDeadlineSeconds",
+    "backoffLimitPerIndex",
+    "maxFailedIndexes",
+];
+
 /// Sets every unset scalar field of every message present to its zero value, as Go's
 /// protobuf encoder writes a non-pointer field whether it was set or not.
 fn zero_filled(msg: &mut prost_reflect::DynamicMessage) {
     use prost_reflect::{Kind, ReflectMessage, Value};
     for field in msg.descriptor().fields() {
-        if field.is_map() {
+        if field.is_map() || POINTERS_INVALID_AT_ZERO.contains(&field.json_name()) {
             continue;
         }
         if msg.has_field(&field) {

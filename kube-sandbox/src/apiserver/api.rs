@@ -11,10 +11,11 @@ use crate::apiserver::namespace_deletion;
 use crate::apiserver::resources::{self, GroupResource, ResourceType};
 use crate::apiserver::state::ClusterState;
 use crate::apiserver::store::{EventType, Stored, WriteOp};
+use crate::apiserver::workload_defaults;
 pub use crate::apiserver::write_options::{DeleteOptions, Deleted, PatchType, WriteContext};
 use crate::patch;
 use crate::validation::gocompat::go_quote;
-use crate::validation::{labels, schema};
+use crate::validation::{labels, schema, workloads};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -58,6 +59,23 @@ fn label_causes(obj: &Value) -> Vec<Cause> {
             reason: "FieldValueInvalid".into(),
             message: format!("Invalid value: {}: {}", go_quote(&e.bad_value), e.detail),
             field: "metadata.labels".into(),
+        })
+        .collect()
+}
+
+/// The spec errors of a built-in workload, validated as kube-apiserver validates it: after the
+/// kind's defaults (applied here to a copy; admission applies them to the stored object).
+fn workload_causes(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut defaulted = obj.clone();
+    if workload_defaults::applies_to(&rt.group, &rt.plural) {
+        workload_defaults::apply(&rt.group, &rt.plural, &mut defaulted, old.is_none());
+    }
+    workloads::validate(&rt.group, &rt.plural, &defaulted, old)
+        .into_iter()
+        .map(|e| Cause {
+            reason: e.kind.reason().to_string(),
+            message: e.error_body(),
+            field: e.field,
         })
         .collect()
 }
@@ -133,7 +151,10 @@ fn equal_except(a: &Value, b: &Value, top: &[&str], meta: &[&str]) -> bool {
 
 impl ClusterState {
     /// Validates an object: its metadata (`meta_causes`, reported first as kube-apiserver's
-    /// strategies do), and a custom resource against its CRD schema (defaulted first).
+    /// strategies do), a custom resource against its CRD schema (defaulted first), and the
+    /// spec of a built-in workload written through the object itself or `/scale`
+    /// (`spec_write`; a status write is validated as its status).
+    #[allow(clippy::too_many_arguments)]
     fn check_object(
         &self,
         rt: &ResourceType,
@@ -142,8 +163,12 @@ impl ClusterState {
         old: Option<&Value>,
         name: &str,
         meta_causes: Vec<Cause>,
+        spec_write: bool,
     ) -> Result<(), ApiError> {
         let mut causes = meta_causes;
+        if spec_write && rt.custom.is_none() && workloads::validates(&rt.group, &rt.plural) {
+            causes.extend(workload_causes(rt, obj, old));
+        }
         if rt.custom.is_some()
             && let Some(schema) = rt
                 .schema(version)
@@ -308,7 +333,7 @@ impl ClusterState {
                 map.insert("status".into(), status);
             }
         }
-        self.check_object(rt, version, &mut obj, None, &name, meta_causes)?;
+        self.check_object(rt, version, &mut obj, None, &name, meta_causes, true)?;
         admission::on_create(self, rt, &mut obj)?;
         if !applied {
             patch::record_update(None, &mut obj, &ctx.field_manager, &api_version, &now);
@@ -546,7 +571,15 @@ impl ClusterState {
                 }
             }
             let meta_causes = label_causes(&new);
-            self.check_object(rt, version, &mut new, Some(old), name, meta_causes)?;
+            self.check_object(
+                rt,
+                version,
+                &mut new,
+                Some(old),
+                name,
+                meta_causes,
+                subresource.is_none(),
+            )?;
             admission::on_update(self, rt, old, &mut new, status_write)?;
             if same_content(old, &new) {
                 return Ok(WriteOp::Noop);

@@ -253,18 +253,21 @@ impl ApiError {
             format!("{kind}.{group}")
         };
         // Cause messages leave out the field; the summary names it, as kube-apiserver does.
-        let summary = causes
-            .iter()
-            .map(|c| {
-                if c.field.is_empty() || c.message.starts_with(&c.field) {
-                    c.message.clone()
-                } else {
-                    format!("{}: {}", c.field, c.message)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let message = if causes.len() > 1 {
+        // The summary lists each distinct error once (apimachinery `ErrorList.ToAggregate`),
+        // bracketed when there are several; the causes keep every one.
+        let mut distinct: Vec<String> = Vec::new();
+        for c in &causes {
+            let line = if c.field.is_empty() || c.message.starts_with(&c.field) {
+                c.message.clone()
+            } else {
+                format!("{}: {}", c.field, c.message)
+            };
+            if !distinct.contains(&line) {
+                distinct.push(line);
+            }
+        }
+        let summary = distinct.join(", ");
+        let message = if distinct.len() > 1 {
             format!("{qualified_kind} \"{name}\" is invalid: [{summary}]")
         } else {
             format!("{qualified_kind} \"{name}\" is invalid: {summary}")
@@ -484,6 +487,25 @@ mod tests {
         assert_eq!(
             response.headers()[header::CONTENT_TYPE],
             "text/plain; charset=utf-8"
+        );
+    }
+
+    #[test]
+    fn invalid_lists_each_distinct_error_once_and_keeps_every_cause() {
+        let cause = || Cause {
+            reason: "FieldValueInvalid".into(),
+            message: "Invalid value: \"-x\": bad".into(),
+            field: "spec.template.labels".into(),
+        };
+        let err = ApiError::invalid("apps", "StatefulSet", "db", vec![cause(), cause()]);
+        let status = err.to_status();
+        assert_eq!(
+            status["message"],
+            "StatefulSet.apps \"db\" is invalid: spec.template.labels: Invalid value: \"-x\": bad"
+        );
+        assert_eq!(
+            status["details"]["causes"].as_array().map(Vec::len),
+            Some(2)
         );
     }
 

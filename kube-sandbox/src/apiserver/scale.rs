@@ -123,23 +123,24 @@ fn write(
     scale: &Value,
     ctx: &WriteContext,
 ) -> Result<Value, ApiError> {
+    // kubernetes `pkg/apis/autoscaling/validation/validation.go`, `ValidateScale`:
+    // `ValidateNonnegativeField` of `spec.replicas` (unset is 0).
     let replicas = scale
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
-        .filter(|r| *r >= 0)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "autoscaling",
-                "Scale",
-                name,
-                vec![crate::apiserver::error::Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: "spec.replicas: Invalid value: must be greater than or equal to 0"
-                        .into(),
-                    field: "spec.replicas".into(),
-                }],
-            )
-        })?;
+        .unwrap_or(0);
+    if replicas < 0 {
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            vec![crate::apiserver::error::Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                field: "spec.replicas".into(),
+            }],
+        ));
+    }
     let expected = scale
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)

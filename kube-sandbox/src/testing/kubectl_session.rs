@@ -17,6 +17,7 @@ pub fn full(k: &Kubectl, namespace: &str) {
     create_kinds(k, namespace);
     apply_documents(k, namespace);
     unknown_field_is_refused(k, namespace);
+    invalid_workload_is_refused(k, namespace);
     explain(k);
     tables(k, namespace);
     scale_and_roll_out(k, namespace, "web");
@@ -213,6 +214,39 @@ spec:
         );
     }
     let missing = k.run(&["-n", namespace, "get", "deployment", "bogus"]);
+    assert!(!missing.status.success(), "nothing was created");
+}
+
+/// A Deployment kube-apiserver refuses (negative replicas) is refused with kubectl's rendering
+/// of the 422 Status, by client-side and server-side apply, and nothing is stored.
+pub fn invalid_workload_is_refused(k: &Kubectl, namespace: &str) {
+    let bad = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: negative
+spec:
+  replicas: -1
+  selector:
+    matchLabels: {app: negative}
+  template:
+    metadata:
+      labels: {app: negative}
+    spec:
+      containers: [{name: c, image: nginx}]
+"#;
+    for args in [
+        vec!["-n", namespace, "apply", "-f", "-"],
+        vec!["-n", namespace, "apply", "--server-side", "-f", "-"],
+    ] {
+        let err = k.fails_with_input(&args, bad);
+        assert!(
+            err.contains(
+                "The Deployment \"negative\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+            ),
+            "kubectl {args:?}: {err}"
+        );
+    }
+    let missing = k.run(&["-n", namespace, "get", "deployment", "negative"]);
     assert!(!missing.status.success(), "nothing was created");
 }
 

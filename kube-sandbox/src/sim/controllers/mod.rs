@@ -11,7 +11,7 @@
 //! schedules, `minReadySeconds`). Every object they create carries a controller owner
 //! reference, so the garbage collector removes it with its owner.
 
-pub mod cron;
+pub use crate::validation::cron;
 pub mod cronjob;
 pub mod csr_signing;
 pub mod daemonset;
