@@ -337,6 +337,21 @@ async fn create_any_kind_from_yaml_in_chromium() {
         .wait_text("#create-result .error", |t| t.contains("has no kind"))
         .await;
 
+    // A Deployment the instance's API server finds invalid: its message, and each field it
+    // names listed under it.
+    create(
+        &browser,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: negative\nspec:\n  replicas: -1\n  selector:\n    matchLabels: {app: negative}\n  template:\n    metadata:\n      labels: {app: negative}\n    spec:\n      containers: [{name: c, image: nginx}]\n",
+    )
+    .await;
+    let violations = browser
+        .wait_text("#create-result ul.violations", |t| !t.is_empty())
+        .await;
+    assert!(
+        violations.contains("spec.replicas: Invalid value: -1: must be greater than or equal to 0"),
+        "{violations}"
+    );
+
     // A forged POST without the CSRF token is refused before anything is created.
     let forged = form_value("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged\n");
     let (status, _) = post_form(

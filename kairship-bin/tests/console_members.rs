@@ -266,7 +266,9 @@ async fn edit_a_member_and_list_its_nodes_in_chromium() {
     let mut taints = after["spec"]["taints"].clone();
     let added = taints[0]["timeAdded"].take();
     assert!(
-        added.as_str().is_some_and(|t| t.parse::<jiff::Timestamp>().is_ok()),
+        added
+            .as_str()
+            .is_some_and(|t| t.parse::<jiff::Timestamp>().is_ok()),
         "{after}"
     );
     taints[0].as_object_mut().unwrap().remove("timeAdded");

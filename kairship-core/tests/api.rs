@@ -1225,6 +1225,33 @@ async fn bad_input_gets_400_with_a_readable_message() {
         assert!(body["message"].as_str().is_some(), "{body}");
     }
     assert_eq!(env.writes(), 0, "nothing malformed was forwarded");
+
+    // An object the instance's API server finds invalid (422): its causes come back as the
+    // field violations of a BadRequest, beside the server's message.
+    let mut invalid = deployment("negative");
+    invalid["spec"]["replicas"] = json!(-1);
+    let (status, answer) = env
+        .call(
+            "POST",
+            &format!("{P}/instances/{INSTANCE}/namespaces/{NS}/deployments"),
+            Some(ADMIN),
+            Some(invalid),
+        )
+        .await;
+    assert_eq!(error_of(status, &answer), (400, 3), "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("is invalid"),
+        "{answer}"
+    );
+    let violations = &answer["details"][0]["fieldViolations"];
+    assert_eq!(violations[0]["field"], "spec.replicas", "{answer}");
+    assert!(
+        violations[0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("greater than or equal to 0"),
+        "{answer}"
+    );
 }
 
 /// Fills a documented path's parameters with values that address existing objects.
