@@ -366,44 +366,20 @@ async fn probe(karmada: &Client, cluster: &Value) -> Probe {
 /// Every group version the member serves with its resources (`(name, kind)`), as client-go's
 /// `ServerGroupsAndResources` reads them, and whether none failed to be read.
 async fn discover(client: &Client) -> (Vec<(String, Vec<(String, String)>)>, bool) {
-    let mut found = Vec::new();
-    let mut complete = true;
-    let of = |list: k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList| {
-        let resources = list
-            .resources
-            .into_iter()
-            .map(|r| (r.name, r.kind))
-            .collect();
-        (list.group_version, resources)
-    };
-    match client.list_core_api_versions().await {
-        Ok(core) => {
-            for version in core.versions {
-                match client.list_core_api_resources(&version).await {
-                    Ok(list) => found.push(of(list)),
-                    Err(_) => complete = false,
-                }
-            }
-        }
-        Err(_) => complete = false,
+    let (resources, complete) = crate::api::resources::discovery::read_all(client, "member").await;
+    let mut by_group_version: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for r in resources {
+        let group_version = if r.group == crate::api::CORE_GROUP {
+            r.version
+        } else {
+            format!("{}/{}", r.group, r.version)
+        };
+        by_group_version
+            .entry(group_version)
+            .or_default()
+            .push((r.resource, r.kind));
     }
-    match client.list_api_groups().await {
-        Ok(groups) => {
-            for group in groups.groups {
-                for version in group.versions {
-                    match client
-                        .list_api_group_resources(&version.group_version)
-                        .await
-                    {
-                        Ok(list) => found.push(of(list)),
-                        Err(_) => complete = false,
-                    }
-                }
-            }
-        }
-        Err(_) => complete = false,
-    }
-    (found, complete)
+    (by_group_version.into_iter().collect(), complete)
 }
 
 /// Probes every Push member of `karmada` once and writes the statuses that changed.

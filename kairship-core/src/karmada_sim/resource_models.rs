@@ -98,28 +98,7 @@ fn resources(list: Option<&Value>) -> BTreeMap<String, Quantity> {
 /// A pod's requests as Karmada counts them (`pkg/util/resource.go`, `AddPodRequest`): the
 /// containers' sum, raised to any init container's, plus the overhead.
 fn pod_requests(pod: &Value) -> BTreeMap<String, Quantity> {
-    let containers = |key: &str| -> Vec<BTreeMap<String, Quantity>> {
-        pod.pointer(&format!("/spec/{key}"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|c| resources(c.pointer("/resources/requests")))
-            .collect()
-    };
-    let mut total: BTreeMap<String, Quantity> = BTreeMap::new();
-    for requests in containers("containers") {
-        for (name, q) in requests {
-            *total.entry(name).or_default() += q;
-        }
-    }
-    for requests in containers("initContainers") {
-        for (name, q) in requests {
-            let entry = total.entry(name).or_default();
-            if q > *entry {
-                *entry = q;
-            }
-        }
-    }
+    let mut total = crate::scheduling::pod_spec_requests(&pod["spec"]);
     for (name, q) in resources(pod.pointer("/spec/overhead")) {
         *total.entry(name).or_default() += q;
     }

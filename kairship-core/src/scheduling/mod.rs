@@ -30,7 +30,7 @@ pub use filter::{
     AFFINITY_MISMATCH, NOT_READY_TAINTS, affinity_matches, label_selector_matches,
     untolerated_taint,
 };
-pub use replicas::{replicas, workload_of_template};
+pub use replicas::{pod_spec_requests, replicas, workload_of_template};
 
 /// `replicaSchedulingType: Duplicated`.
 pub const DUPLICATED: &str = "Duplicated";

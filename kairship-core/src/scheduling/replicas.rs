@@ -46,6 +46,14 @@ pub fn replicas(template: &Value) -> Option<(i32, Value)> {
 /// A pod's requests: the sum of its containers', at least its largest init container's
 /// (`resourcehelper.PodRequests`), as canonical quantities.
 fn pod_requests(spec: &Value) -> BTreeMap<String, String> {
+    pod_spec_requests(spec)
+        .into_iter()
+        .map(|(k, q)| (k, q.to_canonical_string()))
+        .collect()
+}
+
+/// The requests of pod spec `spec`: its containers' sum, raised to any init container's.
+pub fn pod_spec_requests(spec: &Value) -> BTreeMap<String, Quantity> {
     let mut sum: BTreeMap<String, Quantity> = BTreeMap::new();
     let requests = |c: &Value| -> Vec<(String, Quantity)> {
         c["resources"]["requests"]
@@ -68,9 +76,7 @@ fn pod_requests(spec: &Value) -> BTreeMap<String, String> {
             }
         }
     }
-    sum.into_iter()
-        .map(|(k, q)| (k, q.to_canonical_string()))
-        .collect()
+    sum
 }
 
 /// The [`Workload`] the scheduler sees for `template`, as the resource detector puts it in a

@@ -375,13 +375,18 @@ async fn read_root(
     }
 }
 
-/// The resources of `parts`, reading the legacy ones (concurrently). A group version whose
-/// document cannot be read (an aggregated API that is down) is left out, as `kubectl
-/// api-resources` leaves it out, so one broken APIService does not hide the others.
-async fn resolve(client: &kube::Client, instance: &str, parts: &[Part]) -> Vec<ApiResourceInfo> {
+/// The resources of `parts`, reading the legacy ones (concurrently), and whether every one
+/// could be read. A group version whose document cannot be read (an aggregated API that is
+/// down) is left out, as `kubectl api-resources` leaves it out, so one broken APIService does
+/// not hide the others.
+async fn resolve(
+    client: &kube::Client,
+    instance: &str,
+    parts: &[Part],
+) -> (Vec<ApiResourceInfo>, bool) {
     let reads = parts.iter().map(|part| async move {
         match part {
-            Part::Known(resources) => resources.clone(),
+            Part::Known(resources) => Some(resources.clone()),
             Part::Legacy {
                 group,
                 version,
@@ -399,20 +404,31 @@ async fn resolve(client: &kube::Client, instance: &str, parts: &[Part]) -> Vec<A
                     Err(err) => Err(err),
                 };
                 match list {
-                    Ok(list) => legacy_resources(group, version, *preferred, &list),
+                    Ok(list) => Some(legacy_resources(group, version, *preferred, &list)),
                     Err(err) => {
                         tracing::debug!(instance, path, error = %err, "a group version's discovery cannot be read; left out");
-                        Vec::new()
+                        None
                     }
                 }
             }
         }
     });
-    futures::future::join_all(reads)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
+    let read = futures::future::join_all(reads).await;
+    let complete = read.iter().all(Option::is_some);
+    (read.into_iter().flatten().flatten().collect(), complete)
+}
+
+/// Every resource `client`'s server serves, read as [`ServedResources`] reads it (nothing
+/// kept), and whether every group version could be read (`what` names the server in errors).
+pub async fn read_all(client: &kube::Client, what: &str) -> (Vec<ApiResourceInfo>, bool) {
+    let (core, apis) = futures::join!(
+        read_root(client, what, "/api", None),
+        read_root(client, what, "/apis", None)
+    );
+    let roots_read = core.is_ok() && apis.is_ok();
+    let parts: Vec<Part> = core.into_iter().chain(apis).flat_map(|r| r.parts).collect();
+    let (items, complete) = resolve(client, what, &parts).await;
+    (items, roots_read && complete)
 }
 
 struct Entry {
@@ -486,7 +502,7 @@ impl ServedResources {
         )
         .await?;
         let parts: Vec<Part> = core.parts.iter().chain(&apis.parts).cloned().collect();
-        let items = Arc::new(resolve(client, instance, &parts).await);
+        let items = Arc::new(resolve(client, instance, &parts).await.0);
         self.lock().insert(
             instance.to_owned(),
             Entry {
